@@ -1,0 +1,28 @@
+# Two commands for users: `make demo` and `make test`. Both bootstrap .venv from PyPI (pinned by
+# constraints.txt) and are quick when it is already set up.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip
+
+.PHONY: demo test install clean-venv lint
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -c constraints.txt -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/ptxmoe compare
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+clean-venv:
+	rm -rf $(VENV)

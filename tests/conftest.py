@@ -1,0 +1,38 @@
+"""Shared test fixtures: fresh printed seeds, GPU tier skipping."""
+import os
+import secrets
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def seed(request) -> int:
+    """A fresh random seed per test (PTXMOE_SEED pins it to reproduce a failure); printed so -rA/-s shows it."""
+    value = int(os.environ.get("PTXMOE_SEED", secrets.randbits(32)))
+    print(f"[seed] {request.node.nodeid}: PTXMOE_SEED={value}")
+    return value
+
+
+@pytest.fixture
+def rng(seed) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _gpu_reason():
+    from harness.toolchain import gpu_visible
+
+    ok, why = gpu_visible()
+    return None if ok else why
+
+
+def pytest_collection_modifyitems(config, items):
+    if not any(item.get_closest_marker("gpu") for item in items):
+        return
+    reason = _gpu_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=f"needs a CUDA GPU: {reason}")
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.add_marker(skip)

@@ -1,0 +1,115 @@
+"""The `sim` backend: kernels run on ptxsim, the NumPy PTX simulator, so everything works without a GPU.
+
+PTX modules are parsed once per text (`ptxsim.load_ptx`); Numba kernels are compiled to PTX once per
+(pyfunc, signature) with `numba.cuda.compile_ptx(..., cc=(9, 0))` and launched through Numba's kernel ABI
+(harness.backends.numba_abi). Each launch returns a LaunchRecord carrying ptxsim's LaunchStats.
+"""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+
+from harness.backends import numba_abi
+from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord
+from harness.errors import InputError
+
+
+def dim3(value, what: str) -> tuple[int, int, int]:
+    """An int or a 1-3 tuple as a (x, y, z) triple of positive ints."""
+    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not 1 <= len(dims) <= 3 or any(int(d) < 1 for d in dims):
+        raise InputError(f"{what} {value!r}: expected an int or 1 to 3 positive ints")
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+
+
+def ptx_params(params: Sequence[LaunchArg]) -> list:
+    """launch_ptx parameters: a DeviceArray passes its address as u64, a NumPy scalar passes as itself."""
+    out = []
+    for i, p in enumerate(params):
+        if isinstance(p, DeviceArray):
+            out.append(np.uint64(p.addr))
+        elif isinstance(p, (np.generic, int, float)):
+            out.append(p)
+        else:
+            raise InputError(f"PTX launch parameter {i}: got {type(p).__name__}; expected a DeviceArray or a NumPy "
+                             f"scalar")
+    return out
+
+
+def _addr(allocation) -> int:
+    """ptxsim allocations may come back as an int address or an object with `.addr`."""
+    return int(getattr(allocation, "addr", allocation))
+
+
+class SimBackend(Backend):
+    """Backend over a `ptxsim.Device` (simulated global memory; launches run the simulator synchronously)."""
+
+    name = "sim"
+
+    def __init__(self, device=None):
+        import ptxsim
+
+        self._ptxsim = ptxsim
+        self.device = device if device is not None else ptxsim.Device()
+        self._modules: dict[str, object] = {}
+        self.records: list[LaunchRecord] = []
+
+    # memory ---------------------------------------------------------------------------------------------------
+    def to_device(self, host: np.ndarray) -> DeviceArray:
+        host = np.ascontiguousarray(host)
+        addr = _addr(self.device.alloc(max(host.nbytes, 1)))
+        if host.nbytes:
+            self.device.copy_in(addr, host.view(np.uint8).reshape(-1))
+        return DeviceArray(tuple(int(d) for d in host.shape), host.dtype, addr, handle=self.device)
+
+    def empty(self, shape: Sequence[int], dtype, fill_byte: int = 0xFF) -> DeviceArray:
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        addr = _addr(self.device.alloc(max(nbytes, 1)))
+        if nbytes:
+            self.device.copy_in(addr, np.full(nbytes, fill_byte & 0xFF, dtype=np.uint8))
+        return DeviceArray(shape, dtype, addr, handle=self.device)
+
+    def to_host(self, array: DeviceArray) -> np.ndarray:
+        dtype = np.dtype(array.dtype)
+        if array.nbytes == 0:
+            return np.empty(array.shape, dtype)
+        raw = self.device.copy_out(array.addr, array.nbytes)
+        raw = np.frombuffer(raw, dtype=np.uint8) if isinstance(raw, (bytes, bytearray, memoryview)) else raw
+        return np.ascontiguousarray(raw).view(np.uint8).reshape(-1)[: array.nbytes].view(dtype).reshape(
+            array.shape).copy()
+
+    def free(self, array: DeviceArray) -> None:
+        self.device.free(array.addr)
+
+    # launches -------------------------------------------------------------------------------------------------
+    def module(self, ptx: str):
+        """The parsed ptxsim module of a PTX text (cached per text)."""
+        mod = self._modules.get(ptx)
+        if mod is None:
+            mod = self._modules[ptx] = self._ptxsim.load_ptx(ptx)
+        return mod
+
+    def _launch(self, ptx: str, entry: str, grid, block, flat_params, shared_bytes: int, impl: str, tag: str):
+        kernel = self.module(ptx).kernel(entry)
+        g, b = dim3(grid, "grid"), dim3(block, "block")
+        t0 = time.perf_counter()
+        stats = self.device.launch(kernel, g, b, list(flat_params), shared_bytes=int(shared_bytes))
+        seconds = time.perf_counter() - t0
+        record = LaunchRecord(tag or entry, impl, g, b, int(shared_bytes), seconds, stats)
+        self.records.append(record)
+        return record
+
+    def launch_ptx(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg], shared_bytes: int = 0,
+                   tag: str = "") -> LaunchRecord:
+        return self._launch(ptx, entry, grid, block, ptx_params(params), shared_bytes, "ptx", tag or entry)
+
+    def launch_numba(self, pyfunc, signature, grid, block, args: Sequence[LaunchArg], shared_bytes: int = 0,
+                     tag: str = "") -> LaunchRecord:
+        compiled = numba_abi.compile_numba(pyfunc, signature)
+        flat = numba_abi.expand_args(compiled.pyname, compiled.arg_types, args)
+        return self._launch(compiled.ptx, compiled.entry, grid, block, flat, shared_bytes, "cuda",
+                            tag or compiled.pyname)

@@ -1,0 +1,214 @@
+"""The `gpu` backend: Numba device arrays on a real CUDA GPU; PTX through the driver API on the same stream and buffers.
+
+Numba kernels are compiled with `numba.cuda.jit(signature)` once per (pyfunc, signature) and launched on the backend's
+stream. PTX text is loaded once per text with cuda-python's `cuModuleLoadData` and launched with `cuLaunchKernel` on
+that same stream, with the device pointers of the same Numba buffers (`__cuda_array_interface__`), so both paths see
+identical memory. Every launch is bracketed by CUDA events (`LaunchRecord.stats` is a GpuLaunchStats) and the host-side
+call time is recorded as `host_seconds` (what a caller pays to dispatch, not the kernel's duration).
+Everything CUDA is imported lazily: importing this module needs no GPU.
+"""
+from __future__ import annotations
+
+import ctypes
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from harness.backends import numba_abi
+from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord
+from harness.backends.sim import dim3
+from harness.errors import InputError, PtxmoeError
+
+# PTX .param type -> ctypes type for cuLaunchKernel's (values, types) argument form
+_CTYPES = {
+    "u8": ctypes.c_uint8, "s8": ctypes.c_int8, "b8": ctypes.c_uint8,
+    "u16": ctypes.c_uint16, "s16": ctypes.c_int16, "b16": ctypes.c_uint16,
+    "u32": ctypes.c_uint32, "s32": ctypes.c_int32, "b32": ctypes.c_uint32,
+    "u64": ctypes.c_uint64, "s64": ctypes.c_int64, "b64": ctypes.c_uint64,
+    "f32": ctypes.c_float, "f64": ctypes.c_double,
+}
+
+
+class GpuError(PtxmoeError):
+    """A CUDA driver call failed."""
+
+
+def _check(result, call: str):
+    """Unpack a cuda-python (err, *values) tuple; raise GpuError naming the call on failure."""
+    from cuda.bindings import driver
+
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _, msg = driver.cuGetErrorString(err)
+        raise GpuError(f"{call} failed: {getattr(err, 'name', err)} ({msg.decode() if msg else ''})")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _stream_handle(stream) -> int:
+    handle = stream.handle
+    value = getattr(handle, "value", None)
+    if value is None:
+        try:
+            value = int(handle)
+        except TypeError:
+            value = handle.getPtr() if hasattr(handle, "getPtr") else 0
+    return int(value or 0)
+
+
+@dataclass
+class GpuLaunchStats:
+    """CUDA events recorded on the stream right before and after one launch."""
+
+    start: Any
+    end: Any
+
+    def elapsed_ms(self) -> float:
+        """Device time between the events (synchronises on the end event)."""
+        self.end.synchronize()
+        return float(self.start.elapsed_time(self.end))
+
+
+def numba_view_dtype(dtype) -> np.dtype:
+    """bf16 -> uint16 and e4m3 -> uint8 (Numba has neither type); other dtypes as they are."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "V" or dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        return np.dtype(f"u{dtype.itemsize}")
+    return dtype
+
+
+class GpuBackend(Backend):
+    """Backend over numba-cuda on device 0 with one dedicated stream."""
+
+    name = "gpu"
+
+    def __init__(self, event_timing: bool = True):
+        from numba import cuda
+
+        self._cuda = cuda
+        self.context = cuda.current_context()  # makes the primary context current for the driver API too
+        self.stream = cuda.stream()
+        self.event_timing = event_timing
+        self._jitted: dict[tuple, Any] = {}
+        self._modules: dict[str, Any] = {}
+        self._functions: dict[tuple[str, str], Any] = {}
+        self._params: dict[str, dict[str, tuple[str, ...]]] = {}
+        self.records: list[LaunchRecord] = []
+
+    # memory ---------------------------------------------------------------------------------------------------
+    def _wrap(self, dev, shape, dtype) -> DeviceArray:
+        addr = int(dev.__cuda_array_interface__["data"][0])
+        return DeviceArray(tuple(int(d) for d in shape), np.dtype(dtype), addr, handle=dev)
+
+    def to_device(self, host: np.ndarray) -> DeviceArray:
+        host = np.ascontiguousarray(host)
+        dev = self._cuda.to_device(host.view(numba_view_dtype(host.dtype)), stream=self.stream)
+        self.stream.synchronize()
+        return self._wrap(dev, host.shape, host.dtype)
+
+    def empty(self, shape: Sequence[int], dtype, fill_byte: int = 0xFF) -> DeviceArray:
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+        dtype = np.dtype(dtype)
+        fill = np.full(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, fill_byte & 0xFF, np.uint8)
+        view = fill.view(numba_view_dtype(dtype)).reshape(shape)
+        dev = self._cuda.to_device(view, stream=self.stream)
+        self.stream.synchronize()
+        return self._wrap(dev, shape, dtype)
+
+    def to_host(self, array: DeviceArray) -> np.ndarray:
+        host = array.handle.copy_to_host(stream=self.stream)
+        self.stream.synchronize()
+        return np.ascontiguousarray(host).view(np.dtype(array.dtype)).reshape(array.shape)
+
+    def free(self, array: DeviceArray) -> None:
+        pass  # Numba frees the buffer when the last reference (the DeviceArray's handle) goes away
+
+    def synchronize(self) -> None:
+        self.stream.synchronize()
+
+    # launches -------------------------------------------------------------------------------------------------
+    def _events(self):
+        if not self.event_timing:
+            return None, None
+        return self._cuda.event(timing=True), self._cuda.event(timing=True)
+
+    def _function(self, ptx: str, entry: str):
+        from cuda.bindings import driver
+
+        key = (ptx, entry)
+        if key not in self._functions:
+            if ptx not in self._modules:
+                self._modules[ptx] = _check(driver.cuModuleLoadData(ptx.encode() + b"\x00"), "cuModuleLoadData")
+                self._params[ptx] = numba_abi.entry_params(ptx)
+            if entry not in self._params[ptx]:
+                raise InputError(f"PTX module has no entry {entry!r}; entries: {', '.join(self._params[ptx])}")
+            self._functions[key] = _check(driver.cuModuleGetFunction(self._modules[ptx], entry.encode()),
+                                          f"cuModuleGetFunction({entry})")
+        return self._functions[key]
+
+    def launch_ptx(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg], shared_bytes: int = 0,
+                   tag: str = "") -> LaunchRecord:
+        from cuda.bindings import driver
+
+        func = self._function(ptx, entry)
+        ptypes = self._params[ptx][entry]
+        if len(ptypes) != len(params):
+            raise InputError(f"PTX entry {entry} takes {len(ptypes)} parameters; {len(params)} given")
+        values, ctys = [], []
+        for i, (p, t) in enumerate(zip(params, ptypes)):
+            cty = _CTYPES.get(t)
+            if cty is None:
+                raise InputError(f"PTX entry {entry} parameter {i} has type .{t}; the gpu backend passes only scalar "
+                                 f"types ({', '.join(_CTYPES)})")
+            values.append(int(p.addr) if isinstance(p, DeviceArray) else (p.item() if isinstance(p, np.generic) else p))
+            ctys.append(cty)
+        g, b = dim3(grid, "grid"), dim3(block, "block")
+        if shared_bytes > 48 * 1024:
+            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            _check(driver.cuFuncSetAttribute(func, attr, int(shared_bytes)), "cuFuncSetAttribute")
+        start, end = self._events()
+        t0 = time.perf_counter()
+        if start is not None:
+            start.record(self.stream)
+        _check(driver.cuLaunchKernel(func, *g, *b, int(shared_bytes), _stream_handle(self.stream),
+                                     (tuple(values), tuple(ctys)), 0), f"cuLaunchKernel({entry})")
+        if end is not None:
+            end.record(self.stream)
+        seconds = time.perf_counter() - t0
+        record = LaunchRecord(tag or entry, "ptx", g, b, int(shared_bytes), seconds,
+                              GpuLaunchStats(start, end) if start is not None else None)
+        self.records.append(record)
+        return record
+
+    def _jit(self, pyfunc, signature):
+        key = (pyfunc, str(signature))
+        if key not in self._jitted:
+            arg_types = numba_abi.parse_signature(signature)
+            self._jitted[key] = (self._cuda.jit(signature)(pyfunc), arg_types)
+        return self._jitted[key]
+
+    def launch_numba(self, pyfunc, signature, grid, block, args: Sequence[LaunchArg], shared_bytes: int = 0,
+                     tag: str = "") -> LaunchRecord:
+        kernel, arg_types = self._jit(pyfunc, signature)
+        numba_abi.check_args(pyfunc.__name__, arg_types, args)
+        call_args = []
+        for t, a in zip(arg_types, args):
+            if t.is_array:
+                dev = a.handle
+                call_args.append(dev if dev.dtype == t.dtype else dev.view(t.dtype))
+            else:
+                call_args.append(t.dtype.type(a))
+        g, b = dim3(grid, "grid"), dim3(block, "block")
+        start, end = self._events()
+        t0 = time.perf_counter()
+        if start is not None:
+            start.record(self.stream)
+        kernel[g, b, self.stream, int(shared_bytes)](*call_args)
+        if end is not None:
+            end.record(self.stream)
+        seconds = time.perf_counter() - t0
+        record = LaunchRecord(tag or pyfunc.__name__, "cuda", g, b, int(shared_bytes), seconds,
+                              GpuLaunchStats(start, end) if start is not None else None)
+        self.records.append(record)
+        return record

@@ -1,0 +1,360 @@
+"""The kernel contract in code: a registry of the 7 kernels of kernels.md and the layer.
+
+Each KernelSpec knows its outputs, how to draw fresh inputs, its reference, its checker (kernels.md tolerances) and the
+fewest bytes / useful FLOPs for rooflines. Downstream kernels get realistic inputs: the routing arrays come from the
+reference of the kernels before them on freshly drawn gate inputs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from harness import reference as ref
+from harness.checks import CheckResult, bf16_ulp, exact, normwise_rel_error, untouched, unwritten
+from harness.errors import InputError, UnknownNameError
+from harness.generators import BF16, E4M3, gate_inputs, random_bf16
+from harness.presets import Preset, check_skew
+
+POISON_BYTE = 0xFF  # bf16 0xFFFF and f32 0xFFFFFFFF are NaN, int32 is -1, e4m3 0xFF is NaN
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    summary: str
+    inputs: tuple[str, ...]
+    make_inputs: Callable[..., dict]  # (preset, skew, seed, **params) -> inputs
+    output_specs: Callable[..., list]  # (preset, inputs) -> [ArgSpec]
+    reference: Callable[..., dict]  # (inputs, preset, **params) -> outputs (float64 or exact)
+    check: Callable[..., CheckResult]  # (outputs, inputs, preset, **params) -> CheckResult
+    min_bytes: Callable[..., int]  # (inputs, preset) -> bytes
+    flops: Callable[..., int]  # (inputs, preset) -> useful FLOPs
+    variants: tuple[str, ...] = ()
+
+
+def poisoned(specs: list[ArgSpec]) -> dict[str, np.ndarray]:
+    """Host arrays filled with the poison byte (what the device outputs start as)."""
+    out = {}
+    for spec in specs:
+        arr = np.empty(spec.shape, spec.dtype)
+        arr.view(np.uint8).fill(POISON_BYTE)
+        out[spec.name] = arr
+    return out
+
+
+def _routing(preset: Preset, skew: str, rng) -> tuple[dict, dict, dict]:
+    g_in = gate_inputs(preset, skew, rng)
+    g_out = ref.gate(g_in["logits"], g_in["bias"], preset)
+    return g_in, g_out, ref.align(g_out["topk_ids"], preset)
+
+
+def _result(kernel: str, failures: list[str], errors: dict) -> CheckResult:
+    if failures:
+        return CheckResult(False, kernel, "; ".join(failures), errors)
+    return CheckResult(True, kernel, "ok", errors)
+
+
+def _collect(failures: list[str], pair: tuple[bool, str]) -> None:
+    if not pair[0]:
+        failures.append(pair[1])
+
+
+# ---------------------------------------------------------------------------------------------------------------- gate
+def _gate_inputs(preset, skew, seed, **_):
+    return gate_inputs(preset, check_skew(skew), np.random.default_rng(seed))
+
+
+def _gate_outputs(preset, inputs):
+    return [ArgSpec("topk_ids", (preset.T, preset.K), np.dtype(np.int32)),
+            ArgSpec("topk_w", (preset.T, preset.K), np.dtype(np.float32))]
+
+
+def _gate_check(outputs, inputs, preset, **_):
+    expect = ref.gate(inputs["logits"], inputs["bias"], preset)
+    failures: list[str] = []
+    _collect(failures, exact("topk_ids", outputs["topk_ids"], expect["topk_ids"]))
+    _collect(failures, unwritten("topk_w", outputs["topk_w"]))
+    err = normwise_rel_error(outputs["topk_w"], expect["topk_w"]) if not failures else float("nan")
+    if not err <= 1e-5:
+        failures.append(f"topk_w: normwise relative error {err:.3e} > 1e-5")
+    return _result("gate", failures, {"topk_w_normwise_rel": err})
+
+
+# --------------------------------------------------------------------------------------------------------------- align
+def _align_inputs(preset, skew, seed, **_):
+    _, g_out, _ = _routing(preset, check_skew(skew), np.random.default_rng(seed))
+    return {"topk_ids": g_out["topk_ids"]}
+
+
+def _align_outputs(preset, inputs):
+    i32 = np.dtype(np.int32)
+    return [ArgSpec("counts", (preset.E,), i32), ArgSpec("offsets", (preset.E + 1,), i32),
+            ArgSpec("total_padded", (1,), i32), ArgSpec("sorted_ids", (preset.P_max,), i32),
+            ArgSpec("block_expert", (preset.n_blocks,), i32), ArgSpec("inverse", (preset.T, preset.K), i32)]
+
+
+def _align_check(outputs, inputs, preset, **_):
+    expect = ref.align(inputs["topk_ids"], preset)
+    failures: list[str] = []
+    for name in ("counts", "offsets", "total_padded", "sorted_ids", "block_expert", "inverse"):
+        _collect(failures, exact(name, outputs[name], expect[name]))
+    return _result("align", failures, {"exact": not failures})
+
+
+# ------------------------------------------------------------------------------------------------------------- permute
+def _permute_inputs(preset, skew, seed, **_):
+    rng = np.random.default_rng(seed)
+    _, _, al = _routing(preset, check_skew(skew), rng)
+    x = random_bf16(rng, (preset.T, preset.H))
+    return {"x": x, "sorted_ids": al["sorted_ids"], "total_padded": al["total_padded"]}
+
+
+def _permute_outputs(preset, inputs):
+    return [ArgSpec("xp", (preset.P_max, inputs["x"].shape[1]), BF16)]
+
+
+def _permute_check(outputs, inputs, preset, **_):
+    total = int(inputs["total_padded"][0])
+    expect = ref.permute(inputs["x"], inputs["sorted_ids"], inputs["total_padded"], preset)
+    xp = outputs["xp"]
+    failures: list[str] = []
+    _collect(failures, exact("xp[:total_padded]", xp[:total], expect))
+    rest = poisoned([ArgSpec("xp", xp[total:].shape, BF16)])["xp"]
+    _collect(failures, untouched("xp[total_padded:]", xp[total:], rest))
+    return _result("permute", failures, {"rows_checked": total})
+
+
+# ----------------------------------------------------------------------------------------------------------- act_quant
+def _act_quant_inputs(preset, skew, seed, **_):
+    rng = np.random.default_rng(seed)
+    a = random_bf16(rng, (preset.T, preset.H))
+    # A few outliers per row exercise the amax, and one all-tiny group exercises the 1e-4 scale floor.
+    a[:, 5] = (rng.standard_normal(preset.T) * 40).astype(BF16)
+    a[0, :128] = (rng.standard_normal(128) * 1e-6).astype(BF16)
+    return {"a": a}
+
+
+def _act_quant_outputs(preset, inputs):
+    M, N = inputs["a"].shape
+    if N % ref.QUANT_GROUP:
+        raise InputError(f"act_quant: N={N} is not a multiple of {ref.QUANT_GROUP}")
+    return [ArgSpec("q", (M, N), E4M3), ArgSpec("scale", (M, N // ref.QUANT_GROUP), np.dtype(np.float32))]
+
+
+def _act_quant_check(outputs, inputs, preset, pow2_scale=False, **_):
+    expect = ref.act_quant(inputs["a"], pow2_scale=pow2_scale)
+    failures: list[str] = []
+    _collect(failures, exact("scale", outputs["scale"], expect["scale"]))
+    _collect(failures, exact("q", outputs["q"], expect["q"]))
+    return _result("act_quant", failures, {"bitwise": not failures})
+
+
+# -------------------------------------------------------------------------------------------------------- grouped_gemm
+def _gemm_inputs(preset, skew, seed, variant="up", **_):
+    if variant not in ("up", "down"):
+        raise UnknownNameError("grouped_gemm variant", variant, ("up", "down"))
+    rng = np.random.default_rng(seed)
+    _, _, al = _routing(preset, check_skew(skew), rng)
+    Kd, N = (preset.H, 2 * preset.I) if variant == "up" else (preset.I, preset.H)
+    a = random_bf16(rng, (preset.P_max, Kd))
+    w = random_bf16(rng, (preset.E, N, Kd), std=1.0 / np.sqrt(Kd))
+    return {"a": a, "w": w, "block_expert": al["block_expert"], "total_padded": al["total_padded"]}
+
+
+def _gemm_outputs(preset, inputs):
+    return [ArgSpec("c", (inputs["a"].shape[0], inputs["w"].shape[1]), BF16)]
+
+
+def _gemm_reference(inputs, preset, **_):
+    return {"c": ref.grouped_gemm(inputs["a"], inputs["w"], inputs["block_expert"], inputs["total_padded"], preset)}
+
+
+def _gemm_check(outputs, inputs, preset, **_):
+    total = int(inputs["total_padded"][0])
+    expect = _gemm_reference(inputs, preset)["c"]
+    c = outputs["c"]
+    failures: list[str] = []
+    _collect(failures, unwritten("c[:total_padded]", c[:total]))
+    worst = 0.0
+    for b in range(total // preset.BM):
+        if inputs["block_expert"][b] < 0:
+            continue
+        rows = slice(b * preset.BM, (b + 1) * preset.BM)
+        err = normwise_rel_error(c[rows], expect[rows])
+        worst = max(worst, err) if err == err else float("nan")
+        if not err <= 1e-2:
+            failures.append(f"c block {b} (expert {inputs['block_expert'][b]}): normwise relative error {err:.3e} > 1e-2")
+            break
+    rest = poisoned([ArgSpec("c", c[total:].shape, BF16)])["c"]
+    _collect(failures, untouched("c[total_padded:]", c[total:], rest))
+    return _result("grouped_gemm", failures, {"worst_block_normwise_rel": worst})
+
+
+def _gemm_bytes(inputs, preset):
+    total = int(inputs["total_padded"][0])
+    be = inputs["block_expert"]
+    used = np.unique(be[be >= 0]).size
+    Kd, N = inputs["a"].shape[1], inputs["w"].shape[1]
+    return total * Kd * 2 + used * N * Kd * 2 + be.nbytes + 4 + total * N * 2
+
+
+def _gemm_flops(inputs, preset):
+    return 2 * preset.slots * inputs["w"].shape[1] * inputs["a"].shape[1]  # routed rows exclude padding
+
+
+# -------------------------------------------------------------------------------------------------------------- swiglu
+def _swiglu_inputs(preset, skew, seed, **_):
+    rng = np.random.default_rng(seed)
+    _, _, al = _routing(preset, check_skew(skew), rng)
+    return {"h": random_bf16(rng, (preset.P_max, 2 * preset.I), std=2.0), "total_padded": al["total_padded"]}
+
+
+def _swiglu_outputs(preset, inputs):
+    return [ArgSpec("a", (inputs["h"].shape[0], inputs["h"].shape[1] // 2), BF16)]
+
+
+def _swiglu_check(outputs, inputs, preset, **_):
+    total = int(inputs["total_padded"][0])
+    expect = ref.swiglu(inputs["h"], inputs["total_padded"])
+    a = outputs["a"]
+    failures: list[str] = []
+    _collect(failures, unwritten("a[:total_padded]", a[:total]))
+    got = a[:total].astype(np.float64)
+    err = normwise_rel_error(got, expect)
+    if not err <= 1e-2:
+        failures.append(f"a: normwise relative error {err:.3e} > 1e-2")
+    ulps = np.abs(got - expect) / bf16_ulp(expect)
+    ulps = np.where(np.isnan(ulps), np.inf, ulps)  # an unwritten (NaN) element is infinitely wrong
+    worst = float(ulps.max()) if ulps.size else 0.0
+    if not worst <= 2.0:
+        where = np.unravel_index(int(np.argmax(ulps)), ulps.shape)
+        failures.append(f"a: {worst:.2f} bf16 ulps at {tuple(map(int, where))} > 2 (got {got[where]}, expected {expect[where]})")
+    rest = poisoned([ArgSpec("a", a[total:].shape, BF16)])["a"]
+    _collect(failures, untouched("a[total_padded:]", a[total:], rest))
+    return _result("swiglu", failures, {"normwise_rel": err, "max_bf16_ulps": worst})
+
+
+# ------------------------------------------------------------------------------------------------------------- combine
+def _combine_inputs(preset, skew, seed, **_):
+    rng = np.random.default_rng(seed)
+    _, g_out, al = _routing(preset, check_skew(skew), rng)
+    y = random_bf16(rng, (preset.P_max, preset.H))
+    return {"y": y, "topk_w": g_out["topk_w"].astype(np.float32), "inverse": al["inverse"]}
+
+
+def _combine_outputs(preset, inputs):
+    return [ArgSpec("out", (inputs["topk_w"].shape[0], inputs["y"].shape[1]), BF16)]
+
+
+def _combine_check(outputs, inputs, preset, **_):
+    expect = ref.combine(inputs["y"], inputs["topk_w"], inputs["inverse"])
+    failures: list[str] = []
+    _collect(failures, unwritten("out", outputs["out"]))
+    err = normwise_rel_error(outputs["out"], expect)
+    if not err <= 1e-2:
+        failures.append(f"out: normwise relative error {err:.3e} > 1e-2")
+    return _result("combine", failures, {"normwise_rel": err})
+
+
+# --------------------------------------------------------------------------------------------------------------- layer
+def _layer_inputs(preset, skew, seed, **_):
+    rng = np.random.default_rng(seed)
+    g_in = gate_inputs(preset, check_skew(skew), rng)
+    x = random_bf16(rng, (preset.T, preset.H))
+    W1 = random_bf16(rng, (preset.E, 2 * preset.I, preset.H), std=1.0 / np.sqrt(preset.H))
+    W2 = random_bf16(rng, (preset.E, preset.H, preset.I), std=1.0 / np.sqrt(preset.I))
+    return {**g_in, "x": x, "W1": W1, "W2": W2}
+
+
+def _layer_outputs(preset, inputs):
+    return [ArgSpec("out", (preset.T, preset.H), BF16), *_act_quant_outputs(preset, {"a": inputs["x"]})]
+
+
+def _layer_reference(inputs, preset, **_):
+    return ref.layer(inputs["logits"], inputs["bias"], inputs["x"], inputs["W1"], inputs["W2"], preset)
+
+
+def _layer_check(outputs, inputs, preset, **_):
+    expect = _layer_reference(inputs, preset)
+    failures: list[str] = []
+    _collect(failures, unwritten("out", outputs["out"]))
+    err = normwise_rel_error(outputs["out"], expect["out"])
+    if not err <= 2e-2:
+        failures.append(f"out: normwise relative error {err:.3e} > 2e-2")
+    _collect(failures, exact("scale", outputs["scale"], expect["scale"]))
+    _collect(failures, exact("q", outputs["q"], expect["q"]))
+    return _result("layer", failures, {"normwise_rel": err})
+
+
+def _layer_bytes(inputs, preset):
+    g = ref.gate(inputs["logits"], inputs["bias"], preset)
+    used = np.unique(g["topk_ids"]).size
+    weights = used * (inputs["W1"][0].nbytes + inputs["W2"][0].nbytes)
+    T, H = inputs["x"].shape
+    return inputs["logits"].nbytes + inputs["bias"].nbytes + inputs["x"].nbytes + weights + T * H * 2 + T * H + T * H // 32
+
+
+def _layer_flops(inputs, preset):
+    return 2 * preset.slots * (3 * preset.I * preset.H) + 2 * preset.slots * preset.H
+
+
+def _nbytes(*arrays) -> int:
+    return int(sum(a.nbytes for a in arrays))
+
+
+KERNELS: dict[str, KernelSpec] = {
+    "gate": KernelSpec(
+        "gate", "sigmoid scores, group-limited top-k", ("logits", "bias"), _gate_inputs, _gate_outputs,
+        lambda i, p, **_: ref.gate(i["logits"], i["bias"], p), _gate_check,
+        lambda i, p: _nbytes(i["logits"], i["bias"]) + p.slots * 8,
+        lambda i, p: 4 * i["logits"].size),  # sigmoid (exp, add, divide) + bias add per score
+    "align": KernelSpec(
+        "align", "routing map (moe_align_block_size, deterministic)", ("topk_ids",), _align_inputs, _align_outputs,
+        lambda i, p, **_: ref.align(i["topk_ids"], p), _align_check,
+        lambda i, p: i["topk_ids"].nbytes + 4 * (p.E + p.E + 1 + 1 + p.P_max + p.n_blocks + p.slots),
+        lambda i, p: 0),
+    "permute": KernelSpec(
+        "permute", "dispatch gather", ("x", "sorted_ids", "total_padded"), _permute_inputs, _permute_outputs,
+        lambda i, p, **_: {"xp": ref.permute(i["x"], i["sorted_ids"], i["total_padded"], p)}, _permute_check,
+        lambda i, p: i["x"].nbytes + 4 + int(i["total_padded"][0]) * (4 + i["x"].shape[1] * 2),
+        lambda i, p: 0),
+    "act_quant": KernelSpec(
+        "act_quant", "FP8 e4m3 per-token-group quantization (1x128)", ("a",), _act_quant_inputs, _act_quant_outputs,
+        lambda i, p, pow2_scale=False, **_: ref.act_quant(i["a"], pow2_scale), _act_quant_check,
+        lambda i, p: i["a"].nbytes + i["a"].size + i["a"].size // ref.QUANT_GROUP * 4,
+        lambda i, p: 2 * i["a"].size),  # |a| max and the division per element
+    "grouped_gemm": KernelSpec(
+        "grouped_gemm", "expert GEMM over aligned blocks", ("a", "w", "block_expert", "total_padded"), _gemm_inputs,
+        _gemm_outputs, _gemm_reference, _gemm_check, _gemm_bytes, _gemm_flops, variants=("up", "down")),
+    "swiglu": KernelSpec(
+        "swiglu", "gated activation", ("h", "total_padded"), _swiglu_inputs, _swiglu_outputs,
+        lambda i, p, **_: {"a": ref.swiglu(i["h"], i["total_padded"])}, _swiglu_check,
+        lambda i, p: 4 + int(i["total_padded"][0]) * i["h"].shape[1] * 3,  # read 2I bf16, write I bf16 per row
+        lambda i, p: 5 * p.slots * i["h"].shape[1] // 2),  # exp, add, divide, two multiplies per routed element
+    "combine": KernelSpec(
+        "combine", "weighted un-permute", ("y", "topk_w", "inverse"), _combine_inputs, _combine_outputs,
+        lambda i, p, **_: {"out": ref.combine(i["y"], i["topk_w"], i["inverse"])}, _combine_check,
+        lambda i, p: p.slots * i["y"].shape[1] * 2 + _nbytes(i["topk_w"], i["inverse"]) + p.T * i["y"].shape[1] * 2,
+        lambda i, p: 2 * p.slots * i["y"].shape[1]),
+    "layer": KernelSpec(
+        "layer", "the whole MoE layer, end to end", ("logits", "bias", "x", "W1", "W2"), _layer_inputs,
+        _layer_outputs, _layer_reference, _layer_check, _layer_bytes, _layer_flops),
+}
+
+KERNEL_NAMES = tuple(KERNELS)
+
+
+def get_kernel(name: str) -> KernelSpec:
+    try:
+        return KERNELS[name]
+    except KeyError:
+        raise UnknownNameError("kernel", name, KERNELS) from None

@@ -1,0 +1,141 @@
+"""float64 NumPy references for every kernel of kernels.md (act_quant: exact fp32 emulation, as its rounding is defined)."""
+from __future__ import annotations
+
+import numpy as np
+
+from harness.generators import BF16, E4M3
+from harness.presets import Preset
+
+E4M3_MAX = 448.0
+QUANT_GROUP = 128
+
+
+def sigmoid64(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
+
+
+def gate(logits: np.ndarray, bias: np.ndarray, preset: Preset) -> dict[str, np.ndarray]:
+    """Sigmoid scores, group-limited top-k (kernels.md §1). Ties: lower group / expert index wins."""
+    T, E = logits.shape
+    s = sigmoid64(logits)
+    sb = s + bias.astype(np.float64)
+    per_group = preset.experts_per_group
+    grouped = np.sort(sb.reshape(T, preset.G, per_group), axis=2)
+    group_score = grouped[:, :, -1] + grouped[:, :, -2]
+    kept = np.argsort(-group_score, axis=1, kind="stable")[:, : preset.TG]
+    mask = np.zeros((T, preset.G), bool)
+    np.put_along_axis(mask, kept, True, axis=1)
+    cand = np.where(np.repeat(mask, per_group, axis=1), sb, -np.inf)
+    ids = np.argsort(-cand, axis=1, kind="stable")[:, : preset.K]
+    chosen = np.take_along_axis(s, ids, axis=1)
+    weights = chosen / chosen.sum(axis=1, keepdims=True) * preset.route_scale
+    return {"topk_ids": ids.astype(np.int32), "topk_w": weights}
+
+
+def align(topk_ids: np.ndarray, preset: Preset) -> dict[str, np.ndarray]:
+    """Deterministic moe_align_block_size (kernels.md §2): stable slot order per expert, padding to BM."""
+    E, BM, sentinel = preset.E, preset.BM, preset.slots
+    flat = topk_ids.reshape(-1).astype(np.int64)
+    counts = np.bincount(flat, minlength=E).astype(np.int32)
+    padded = -(-counts // BM) * BM
+    offsets = np.concatenate([[0], np.cumsum(padded)]).astype(np.int32)
+    total = int(offsets[-1])
+    sorted_ids = np.full(preset.P_max, sentinel, np.int32)
+    inverse = np.empty(flat.size, np.int32)
+    order = np.argsort(flat, kind="stable")  # slot ids grouped by expert, ascending within each
+    for e in range(E):
+        slots = order[np.searchsorted(flat[order], e, "left"): np.searchsorted(flat[order], e, "right")]
+        positions = offsets[e] + np.arange(slots.size)
+        sorted_ids[positions] = slots
+        inverse[slots] = positions
+    block_expert = np.full(preset.n_blocks, -1, np.int32)
+    for e in range(E):
+        block_expert[offsets[e] // BM: offsets[e + 1] // BM] = e
+    return {
+        "counts": counts,
+        "offsets": offsets,
+        "total_padded": np.array([total], np.int32),
+        "sorted_ids": sorted_ids,
+        "block_expert": block_expert,
+        "inverse": inverse.reshape(topk_ids.shape),
+    }
+
+
+def permute(x: np.ndarray, sorted_ids: np.ndarray, total_padded: np.ndarray, preset: Preset) -> np.ndarray:
+    """Rows < total_padded of xp (kernels.md §3); the caller compares only those rows (the rest stay untouched)."""
+    total = int(total_padded[0])
+    ids = sorted_ids[:total]
+    rows = np.zeros((total, x.shape[1]), dtype=x.dtype)
+    real = ids < preset.slots
+    rows[real] = x[ids[real] // preset.K]
+    return rows
+
+
+def pow2_ceil_f32(scale: np.ndarray) -> np.ndarray:
+    """2^ceil(log2(scale)) exactly, for positive normal fp32 values."""
+    mantissa, exponent = np.frexp(scale.astype(np.float32))  # scale = mantissa * 2^exponent, mantissa in [0.5, 1)
+    exponent = np.where(mantissa == 0.5, exponent - 1, exponent)
+    return np.ldexp(np.float32(1.0), exponent).astype(np.float32)
+
+
+def act_quant(a: np.ndarray, pow2_scale: bool = False) -> dict[str, np.ndarray]:
+    """FP8 e4m3 per-token-group quantization (kernels.md §4), bit-exact: fp32 IEEE ops, RNE, saturation to +-448."""
+    M, N = a.shape
+    groups = a.astype(np.float32).reshape(M, N // QUANT_GROUP, QUANT_GROUP)
+    amax = np.abs(groups).max(axis=2)
+    scale = (np.maximum(amax, np.float32(1e-4)) / np.float32(E4M3_MAX)).astype(np.float32)
+    if pow2_scale:
+        scale = pow2_ceil_f32(scale)
+    scaled = (groups / scale[:, :, None]).astype(np.float32)
+    # NOTE: ml_dtypes turns values above 464 into NaN instead of saturating, so clip first (kernels.md §4).
+    q = np.clip(scaled, -E4M3_MAX, E4M3_MAX).astype(E4M3)
+    return {"q": q.reshape(M, N), "scale": scale}
+
+
+def grouped_gemm(a: np.ndarray, w: np.ndarray, block_expert: np.ndarray, total_padded: np.ndarray,
+                 preset: Preset) -> np.ndarray:
+    """float64 c rows < total_padded (kernels.md §5): block b multiplies by w[block_expert[b]].T; rows of -1 blocks = 0."""
+    total = int(total_padded[0])
+    BM = preset.BM
+    out = np.zeros((total, w.shape[1]), np.float64)
+    for b in range(total // BM):
+        e = int(block_expert[b])
+        if e >= 0:
+            rows = slice(b * BM, (b + 1) * BM)
+            out[rows] = a[rows].astype(np.float64) @ w[e].astype(np.float64).T
+    return out
+
+
+def swiglu(h: np.ndarray, total_padded: np.ndarray) -> np.ndarray:
+    """float64 a rows < total_padded (kernels.md §6): silu(gate half) * up half."""
+    total = int(total_padded[0])
+    half = h.shape[1] // 2
+    hv = h[:total].astype(np.float64)
+    g, u = hv[:, :half], hv[:, half:]
+    return g / (1.0 + np.exp(-g)) * u
+
+
+def combine(y: np.ndarray, topk_w: np.ndarray, inverse: np.ndarray) -> np.ndarray:
+    """float64 out[t] = sum_k topk_w[t,k] * y[inverse[t,k]] (kernels.md §7)."""
+    rows = y[inverse].astype(np.float64)  # [T, K, H]
+    return np.einsum("tk,tkh->th", topk_w.astype(np.float64), rows)
+
+
+def layer(logits, bias, x, W1, W2, preset: Preset) -> dict[str, np.ndarray]:
+    """The whole MoE layer in float64, no intermediate rounding (kernels.md "The layer")."""
+    g = gate(logits, bias, preset)
+    al = align(g["topk_ids"], preset)
+    total = al["total_padded"]
+    xp = np.zeros((preset.P_max, x.shape[1]), np.float64)
+    xp[: int(total[0])] = permute(x, al["sorted_ids"], total, preset).astype(np.float64)
+    h = grouped_gemm(xp, W1, al["block_expert"], total, preset)
+    act = swiglu(h, total)
+    y = np.zeros((preset.P_max, W2.shape[1]), np.float64)
+    y[: int(total[0])] = grouped_gemm(act, W2, al["block_expert"], total, preset)
+    out = combine(y, g["topk_w"], al["inverse"])
+    return {"out": out, **act_quant(x)}
+
+
+def bf16_round(values: np.ndarray) -> np.ndarray:
+    """Round float values to bf16 (nearest even) via fp32."""
+    return values.astype(np.float32).astype(BF16)

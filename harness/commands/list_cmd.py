@@ -1,0 +1,47 @@
+"""`ptxmoe list`: kernels, implementations present, presets, skews, and what this machine has."""
+from __future__ import annotations
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("list", help="kernels, implementations present, presets, toolchain and GPU")
+    parser.set_defaults(func=run)
+
+
+def _probe(label: str, fn) -> str:
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - a missing tool is a line of the report, not a crash
+        return f"NOT FOUND ({exc})"
+
+
+def run(args) -> int:
+    from harness import toolchain
+    from harness.implementations import IMPLS, implementation_table
+    from harness.kernels import KERNELS
+    from harness.presets import PRESETS, SKEWS
+
+    tables = {impl: implementation_table(impl) for impl in IMPLS}
+    print("kernels (kernels.md):")
+    for name, spec in KERNELS.items():
+        present = [impl for impl, (table, _) in tables.items() if name in table]
+        missing = [impl for impl in IMPLS if impl not in present]
+        status = ", ".join(present) or "-"
+        note = f"   missing: {', '.join(missing)}" if missing else ""
+        print(f"  {name:<13} {spec.summary:<48} impls: {status}{note}")
+    for impl, (_, problem) in tables.items():
+        if problem:
+            print(f"  note: {problem}")
+    print("presets:")
+    for p in PRESETS.values():
+        print(f"  {p.name:<13} T={p.T} H={p.H} E={p.E} K={p.K} G={p.G} TG={p.TG} I={p.I} BM={p.BM} P_max={p.P_max}")
+    print(f"skews: {', '.join(SKEWS)}")
+    print("backends: sim (ptxsim on the CPU), gpu (numba-cuda + cuda-python), auto")
+    print("toolchain (from the PyPI wheels):")
+    print(f"  ptxas     {_probe('ptxas', lambda: f'{toolchain.ptxas_version()}  {toolchain.ptxas_path()}')}")
+    print(f"  NVVM      {_probe('nvvm', lambda: f'IR {toolchain.nvvm_version()}  {toolchain.nvvm_path()}')}")
+    print(f"  NVRTC     {_probe('nvrtc', toolchain.nvrtc_version)}")
+    print(f"  nvdisasm  {_probe('nvdisasm', lambda: f'{toolchain.nvdisasm_version()}  {toolchain.nvdisasm_path()}')}")
+    ok, why = toolchain.gpu_visible()
+    print(f"GPU: {why if ok else 'none (' + why + ')'}")
+    print(f"default backend here: {'gpu' if ok else 'sim'}")
+    return 0

@@ -1,0 +1,35 @@
+"""Which implementations of which kernels exist: `cuda` (cuda_impl/, Numba) and `ptx` (ptx_impl/, hand PTX)."""
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+from harness.errors import UnknownNameError
+
+IMPLS = {"cuda": "cuda_impl", "ptx": "ptx_impl"}
+
+
+def implementation_table(impl: str) -> tuple[dict[str, Callable], str]:
+    """(kernel -> run function, problem) for one implementation; problem is "" when the package imports."""
+    if impl not in IMPLS:
+        raise UnknownNameError("implementation", impl, IMPLS)
+    try:
+        module = importlib.import_module(IMPLS[impl])
+    except Exception as exc:  # noqa: BLE001 - a broken package is reported, not fatal, in `list`/`compare`
+        return {}, f"{IMPLS[impl]} failed to import: {exc}"
+    table = getattr(module, "KERNELS", None)
+    if not isinstance(table, dict):
+        return {}, f"{IMPLS[impl]} has no KERNELS table yet"
+    return table, ""
+
+
+def get_run(impl: str, kernel: str) -> Callable:
+    """The `run(backend, args, preset, **params)` of one kernel of one implementation."""
+    table, problem = implementation_table(impl)
+    if kernel not in table:
+        from harness.kernels import KERNELS
+
+        if kernel not in KERNELS:
+            raise UnknownNameError("kernel", kernel, KERNELS)
+        raise UnknownNameError(f"{impl} kernel (present)", kernel, table) if not problem else LookupError(problem)
+    return table[kernel]

@@ -1,0 +1,81 @@
+"""Timing statistics on synthetic samples: bootstrap intervals, the RSE stopping rule, verdicts."""
+import numpy as np
+import pytest
+
+from harness.errors import InputError
+from harness.timing import stats
+
+
+def _times(rng, median, n, noise=0.02):
+    return median * rng.lognormal(0.0, noise, n)
+
+
+def test_known_ratio_is_faster_with_interval_around_it(rng):
+    numba = _times(rng, 12.0, 300)
+    ptx = _times(rng, 10.0, 300)
+    v = stats.compare(numba, ptx, rng=rng)
+    assert v.verdict == "FASTER"
+    assert v.ci_lo < 1.2 < v.ci_hi
+    assert 1.0 < v.ci_lo and v.ci_hi - v.ci_lo < 0.05  # 2 % noise on 300 samples: a tight interval
+    assert abs(v.speedup - 1.2) < 0.01
+
+
+def test_slower_is_the_mirror(rng):
+    v = stats.compare(_times(rng, 10.0, 200), _times(rng, 12.0, 200), rng=rng)
+    assert v.verdict == "SLOWER" and v.ci_lo < 1 / 1.2 < v.ci_hi and v.ci_hi < 1
+
+
+def test_identical_samples_are_same(rng):
+    x = _times(rng, 5.0, 101)
+    v = stats.compare(x, rng.permutation(x), rng=rng)
+    assert v.speedup == 1.0 and v.verdict == "SAME" and v.ci_lo <= 1.0 <= v.ci_hi
+
+
+def test_identical_distributions_are_mostly_same(rng):
+    # a 95 % interval covers the true ratio 1 in about 95 % of trials; far fewer would mean a broken interval
+    same = sum(stats.compare(_times(rng, 7.0, 60), _times(rng, 7.0, 60), resamples=500, rng=rng).verdict == "SAME"
+               for _ in range(40))
+    assert same >= 32
+
+
+def test_bootstrap_ci_of_median_covers_and_shrinks(rng):
+    x = rng.normal(100.0, 5.0, 400)
+    lo, hi = stats.bootstrap_ci(x, rng=rng)
+    assert lo < np.median(x) < hi and lo - 1.5 < 100.0 < hi + 1.5
+    lo2, hi2 = stats.bootstrap_ci(x[:25], rng=rng)
+    assert hi2 - lo2 > hi - lo  # fewer samples: a wider interval
+
+
+def test_rse_and_stopping_rule(rng):
+    quiet = 1.0 + rng.normal(0, 0.001, 20)
+    noisy = 1.0 + rng.normal(0, 0.2, 20)
+    assert stats.relative_standard_error(quiet) < 0.005 < stats.relative_standard_error(noisy)
+    expect = np.std(quiet, ddof=1) / np.sqrt(20) / np.mean(quiet)
+    assert stats.relative_standard_error(quiet) == pytest.approx(expect)
+    assert stats.should_stop(quiet, 0.1) == (True, "rse<0.005")
+    assert stats.should_stop(noisy, 0.1) == (False, "")
+    assert stats.should_stop(noisy, 5.0, budget_s=2.0)[0]
+    assert stats.should_stop(quiet[:5], 0.1) == (False, "")  # below min_samples, even if quiet
+    assert stats.relative_standard_error([3.0]) == float("inf")
+
+
+def test_summary_fields_and_units(rng):
+    x = rng.uniform(1, 2, 51)
+    s = stats.summarize(x, rng=rng)
+    assert s.median == np.median(x) and s.iqr == pytest.approx(np.quantile(x, .75) - np.quantile(x, .25))
+    assert s.ci_lo <= s.median <= s.ci_hi and s.min == x.min() and s.n == 51
+    d = s.as_dict("us")
+    assert d["median_us"] == s.median and d["n"] == 51 and "rse" in d and "iqr_us" in d
+
+
+def test_verdict_boundaries():
+    assert stats.verdict_of(1.01, 1.2) == "FASTER"
+    assert stats.verdict_of(0.99, 1.2) == "SAME"
+    assert stats.verdict_of(0.5, 0.99) == "SLOWER"
+
+
+def test_bad_samples_name_the_problem():
+    with pytest.raises(InputError, match="empty"):
+        stats.summarize([])
+    with pytest.raises(InputError, match="1 non-finite"):
+        stats.compare([1.0, np.nan], [1.0, 2.0])

@@ -19,7 +19,7 @@ from harness.pipeline.model import (
 )
 from harness.pipeline.report import EXACT_WHEN, FORMULAS, formula_bubble, gantt_figure, gantt_rows, schedule_table
 from harness.pipeline.schedules import BUILDERS, dualpipe, dualpipev, one_f_one_b, zb1p
-from harness.pipeline.simulate import check_timeline, op_dependencies, simulate, validate
+from harness.pipeline.engine import check_timeline, op_dependencies, simulate, validate
 
 __all__ = [
     "BUILDERS", "EXACT_WHEN", "FORMULAS", "Chunk", "ChunkTimes", "DeadlockError", "DependencyError", "Metrics",

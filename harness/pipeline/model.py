@@ -113,7 +113,8 @@ class ChunkTimes:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ScheduleError(f"ChunkTimes.{name} is {value!r}; expected a number > 0")
         if not self.W < self.B:
-            raise ScheduleError(f"ChunkTimes.W={self.W!r} must be < B={self.B!r} (B is the full backward, W part of it)")
+            raise ScheduleError(
+                f"ChunkTimes.W={self.W!r} must be < B={self.B!r} (B is the full backward; W is part of it)")
 
     def duration(self, chunk: Chunk) -> float:
         """How long `chunk` runs."""

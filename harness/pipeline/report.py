@@ -15,7 +15,7 @@ from __future__ import annotations
 from harness.pipeline.metrics import measure
 from harness.pipeline.model import ChunkTimes, ScheduleError, Timeline
 from harness.pipeline.schedules import BUILDERS
-from harness.pipeline.simulate import simulate
+from harness.pipeline.engine import simulate
 
 # method -> (bubble formula text, bubble(pp, times), parameter multiple, activation(pp), devices(pp))
 FORMULAS = {

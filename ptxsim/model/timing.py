@@ -1,0 +1,303 @@
+"""Analytic kernel-time model: ncu-style counters + occupancy + device spec -> seconds, limiter, components.
+
+All constants live in costs.py (MODEL_CONSTANTS, CLASS_COSTS); this file holds only formulas. With S the SMs the
+kernel may use (`sm_count`, an SM partition), f the SM clock, G the grid's blocks, B blocks per SM (occupancy):
+
+  active SMs     A = min(S, G);  resident warps per active SM  W = min(occ.warps_per_sm, G x warps_per_block / A)
+  dram           (dram__bytes_read + dram__bytes_write) / BW, BW = min(peak x dram_achievable_fraction x
+                 bandwidth_share, A x l1_fill_bytes_per_clk x f)   (a small partition cannot draw the full HBM rate)
+  l2             32 x (global ld + st + atom sectors) / min(L2 peak x l2_achievable_fraction, A x l1_fill x f);
+                 NOTE: every global sector is charged to L2 (the counters carry no L1 hit count)
+  shared         shared wavefronts (ld + st; bank conflicts are already extra wavefronts) / (A x f x wavefronts/clk)
+  issue          max(dispatch / r, busiest of the fma/alu/lsu/cbu pipes) / (4 SMSPs x A x f), where dispatch is one
+                 clock per warp-instruction, pipe busy time is count x clocks from costs.class_cycles, and
+                 r = min(1, (W / 4) / dependent_issue_latency_clk) is the issue rate a sub-partition reaches with W/4
+                 warps and no ILP
+  sfu, fp64      busy clocks of the xu (MUFU + conversions) and fp64 pipes / (4 x A x f)
+  tensor         tensor-class count x 4096 FLOP / (4096 FLOP/clk/SM x A x f_t x mma_sync_fraction_of_peak), f_t the
+                 datasheet's tensor clock (1830 MHz) unless a clock is given
+  latency        Little's law for global loads: time = ld bytes x L / (A x W x loads_in_flight_per_warp x bytes per
+                 request), L = miss x dram_latency + (1 - miss) x l2_latency, miss = dram read bytes / ld bytes;
+                 at least one round trip L when anything is loaded. It exceeds dram when too few warps are in flight.
+  tail           compute x (q - 1), compute = max(issue, tensor, sfu, fp64, shared), q = ceil(w)/w for w = G/(B x S)
+                 >= 1 waves (the last partial wave leaves SMs idle); for a grid under one wave q = ceil(n)/n with
+                 n = G/A blocks per active SM (uneven spread)
+  launch         launch_overhead_s
+  seconds        max(dram, l2, latency, compute + tail) + launch   (roofline: memory and compute overlap)
+  limiter        the largest component (ties: the first in COMPONENTS order)
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from ptxsim.model.costs import INSTRUCTION_CLASSES, ISSUE_PIPES, MMA_M16N8K16_FLOPS, MODEL_CONSTANTS, class_cycles
+from ptxsim.model.devices import DeviceSpec, get_device
+from ptxsim.model.errors import MetricsError, ModelArgumentError
+from ptxsim.model.occupancy import Occupancy, check_sm_count
+
+SECTOR_BYTES = 32
+CLASS_METRIC_PREFIX = "ptxsim__inst_executed_"
+CLASS_METRICS = {name: f"{CLASS_METRIC_PREFIX}{name}.sum" for name in INSTRUCTION_CLASSES}
+_L1 = "l1tex__t_{}_pipe_lsu_mem_global_op_{}.sum"
+METRIC_KEYS = (
+    "smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "smsp__thread_inst_executed_per_inst_executed.ratio",
+    _L1.format("requests", "ld"), _L1.format("sectors", "ld"), _L1.format("sectors", "st"),
+    _L1.format("sectors", "atom"), "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+    "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
+    "launch__grid_size", "launch__block_size", "launch__thread_count", *CLASS_METRICS.values(),
+)
+COMPONENTS = ("dram", "l2", "shared", "issue", "tensor", "sfu", "fp64", "latency", "tail", "launch")
+_COMPUTE = ("issue", "tensor", "sfu", "fp64", "shared")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A modelled kernel time. `components` are seconds per bound (COMPONENTS); `achieved` the fraction of each
+    resource's peak (over the SMs the kernel was given) the kernel sustains at the estimated time."""
+
+    seconds: float
+    limiter: str
+    components: Mapping[str, float]
+    achieved: Mapping[str, float]
+    device: str
+    sm_count: int
+    clock_hz: float
+    bandwidth_share: float
+    grid_blocks: int
+    waves: float
+    details: Mapping[str, float]
+
+    @property
+    def kernel_seconds(self) -> float:
+        """Device time without the launch overhead."""
+        return self.seconds - self.components["launch"]
+
+
+def _counters(metrics: Mapping) -> dict[str, float]:
+    if not isinstance(metrics, Mapping):
+        raise MetricsError(f"metrics must be a mapping of ncu-style names to numbers, got {type(metrics).__name__}")
+    for key in metrics:
+        if isinstance(key, str) and key.startswith(CLASS_METRIC_PREFIX) and key not in CLASS_METRICS.values():
+            raise MetricsError(f"metrics: unknown instruction-class counter {key!r}; expected "
+                               f"{CLASS_METRIC_PREFIX}<class>.sum with class in {', '.join(INSTRUCTION_CLASSES)}")
+    out = {}
+    for key in METRIC_KEYS:
+        value = metrics.get(key, 0)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise MetricsError(f"metrics[{key!r}] = {value!r} is not a number") from None
+        if isinstance(value, bool) or not math.isfinite(number) or number < 0:
+            raise MetricsError(f"metrics[{key!r}] = {value!r}; expected a finite number >= 0")
+        out[key] = number
+    return out
+
+
+def _grid_blocks(m: dict[str, float], occ: Occupancy) -> int:
+    block = m["launch__block_size"]
+    if block and block != occ.threads_per_block:
+        raise MetricsError(f"metrics['launch__block_size'] = {block:g} but the occupancy was computed for "
+                           f"{occ.threads_per_block} threads per block")
+    grid = m["launch__grid_size"] or math.ceil(m["launch__thread_count"] / occ.threads_per_block)
+    if grid < 1 or grid != int(grid):
+        raise MetricsError(f"metrics: launch__grid_size = {m['launch__grid_size']:g} (thread count "
+                           f"{m['launch__thread_count']:g}); expected a whole number of blocks >= 1")
+    return int(grid)
+
+
+def _check_args(spec, occ, clock_hz, bandwidth_share, constants):
+    spec = get_device(spec)
+    if not isinstance(occ, Occupancy):
+        raise ModelArgumentError(f"estimate: occ must be an Occupancy from occupancy(), got {type(occ).__name__}")
+    if occ.device != spec.name:
+        raise ModelArgumentError(f"estimate: occupancy was computed for {occ.device!r}, not {spec.name!r}")
+    if clock_hz is not None and (isinstance(clock_hz, bool) or not isinstance(clock_hz, (int, float))
+                                 or not math.isfinite(clock_hz) or clock_hz <= 0):
+        raise ModelArgumentError(f"estimate: clock_hz must be a positive number of hertz, got {clock_hz!r}")
+    if isinstance(bandwidth_share, bool) or not isinstance(bandwidth_share, (int, float)) \
+            or not 0 < bandwidth_share <= 1:
+        raise ModelArgumentError(f"estimate: bandwidth_share must be in (0, 1] (this kernel's fraction of DRAM "
+                                 f"bandwidth), got {bandwidth_share!r}")
+    table = dict(MODEL_CONSTANTS)
+    for key, value in (constants or {}).items():
+        if key not in table:
+            raise ModelArgumentError(f"estimate: unknown model constant {key!r}; known: {', '.join(table)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ModelArgumentError(f"estimate: constant {key!r} = {value!r}; expected a finite number >= 0")
+        table[key] = float(value)
+    for key in ("dram_achievable_fraction", "l2_achievable_fraction", "shared_achievable_fraction",
+                "issue_achievable_fraction", "mma_sync_fraction_of_peak", "loads_in_flight_per_warp"):
+        if table[key] <= 0:
+            raise ModelArgumentError(f"estimate: constant {key!r} must be > 0, got {table[key]!r}")
+    return spec, table
+
+
+def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count: int | None = None,
+             clock_hz: float | None = None, bandwidth_share: float = 1.0,
+             constants: Mapping[str, float] | None = None) -> Estimate:
+    """Estimate one launch's time from its counters (see the module docstring for every formula).
+
+    Args:
+        metrics: ncu-style counters (METRIC_KEYS; missing keys count as 0, unrelated keys are ignored).
+        spec: the device (or its name).
+        occ: occupancy of the launch configuration on that device.
+        sm_count: SMs the kernel may use (SM-partition experiments); default all.
+        clock_hz: SM clock; default the boost clock (and the datasheet tensor clock for the tensor bound).
+        bandwidth_share: this kernel's fraction of DRAM bandwidth when kernels run concurrently (0 < share <= 1).
+        constants: overrides of MODEL_CONSTANTS entries (calibration).
+    Returns:
+        An Estimate.
+    Raises:
+        MetricsError: a counter that is negative/not a number, an unknown class counter, no usable grid size,
+            or a block size that contradicts `occ`.
+        ModelArgumentError: an argument out of range, an occupancy for another device, an unknown constant.
+        UnknownDeviceError: `spec` is an unknown device name.
+    """
+    spec, k = _check_args(spec, occ, clock_hz, bandwidth_share, constants)
+    sms = check_sm_count(sm_count, spec.sm_count)
+    m = _counters(metrics)
+    grid = _grid_blocks(m, occ)
+    clock = float(clock_hz) if clock_hz is not None else spec.boost_clock_hz
+    tensor_clock = float(clock_hz) if clock_hz is not None else spec.tensor_rate_clock_hz
+
+    waves = occ.waves(grid, sms)
+    active = min(sms, grid)
+    warps = min(occ.warps_per_sm, grid * occ.warps_per_block / active)
+    per_sm = grid / active
+    tail_factor = math.ceil(waves) / waves if waves >= 1 else math.ceil(per_sm) / per_sm
+    smsp_clocks = spec.sub_partitions_per_sm * active * clock          # SMSP-clocks per second
+
+    # Compute side: dispatch slots and pipe busy time, in SMSP-clocks.
+    cycles = class_cycles(spec)
+    busy: dict[str, float] = {}
+    for name, key in CLASS_METRICS.items():
+        pipe, clk = cycles[name]
+        busy[pipe] = busy.get(pipe, 0.0) + m[key] * clk
+    dispatch = max(m["smsp__inst_executed.sum"], sum(m[key] for key in CLASS_METRICS.values()))
+    issue_rate = min(1.0, warps / spec.sub_partitions_per_sm / k["dependent_issue_latency_clk"]) \
+        if k["dependent_issue_latency_clk"] > 0 else 1.0
+    busiest = max(busy.get(pipe, 0.0) for pipe in ISSUE_PIPES)
+    tensor_flops = m[CLASS_METRICS["tensor"]] * MMA_M16N8K16_FLOPS
+    tensor_rate = spec.tensor_bf16_flop_per_clk_per_sm * active * tensor_clock * k["mma_sync_fraction_of_peak"]
+    wavefronts = m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] + \
+        m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"]
+    wavefronts_per_clk = spec.shared_bytes_per_clk_per_sm / (32 * 4)   # one 32-bank x 4 B wavefront per clock
+    comp = {
+        "issue": max(dispatch / issue_rate, busiest) / (smsp_clocks * k["issue_achievable_fraction"]),
+        "tensor": tensor_flops / tensor_rate,
+        "sfu": busy.get("xu", 0.0) / smsp_clocks,
+        "fp64": busy.get("fp64", 0.0) / smsp_clocks,
+        "shared": wavefronts / (active * clock * wavefronts_per_clk * k["shared_achievable_fraction"]),
+    }
+    compute = max(comp[name] for name in _COMPUTE)
+
+    # Memory side.
+    fill_cap = active * spec.l1_fill_bytes_per_clk_per_sm * clock
+    dram_bytes = m["dram__bytes_read.sum"] + m["dram__bytes_write.sum"]
+    dram_bw = min(spec.memory_bandwidth * k["dram_achievable_fraction"] * bandwidth_share, fill_cap)
+    l2_bytes = SECTOR_BYTES * (m[_L1.format("sectors", "ld")] + m[_L1.format("sectors", "st")]
+                               + m[_L1.format("sectors", "atom")])
+    l2_bw = min(spec.l2_bytes_per_clk_per_sm * spec.sm_count * clock * k["l2_achievable_fraction"], fill_cap)
+    ld_bytes = SECTOR_BYTES * m[_L1.format("sectors", "ld")]
+    requests = m[_L1.format("requests", "ld")]
+    bytes_per_request = ld_bytes / requests if requests else 4 * SECTOR_BYTES
+    miss = min(1.0, m["dram__bytes_read.sum"] / ld_bytes) if ld_bytes else 0.0
+    latency_s = miss * k["dram_latency_s"] + (1 - miss) * k["l2_latency_s"]
+    in_flight = active * warps * k["loads_in_flight_per_warp"] * bytes_per_request
+    latency = max(ld_bytes * latency_s / in_flight, latency_s) if ld_bytes else 0.0
+
+    comp.update(dram=dram_bytes / dram_bw, l2=l2_bytes / l2_bw, latency=latency,
+                tail=compute * (tail_factor - 1), launch=k["launch_overhead_s"])
+    components = {name: comp[name] for name in COMPONENTS}
+    kernel = max(components["dram"], components["l2"], latency, compute + components["tail"])
+    seconds = kernel + components["launch"]
+    limiter = max(COMPONENTS, key=lambda name: (components[name], -COMPONENTS.index(name)))
+
+    def share(amount: float, peak_per_s: float) -> float:
+        return amount / (kernel * peak_per_s) if kernel > 0 and peak_per_s > 0 else 0.0
+
+    full_smsp = spec.sub_partitions_per_sm * sms * clock
+    achieved = {
+        "dram": share(dram_bytes, spec.memory_bandwidth),
+        "l2": share(l2_bytes, spec.l2_bytes_per_clk_per_sm * spec.sm_count * clock),
+        "shared": share(wavefronts, sms * clock * wavefronts_per_clk),
+        "issue": share(dispatch, full_smsp),
+        "tensor": share(tensor_flops, spec.tensor_bf16_flop_per_clk_per_sm * sms * tensor_clock),
+        "sfu": share(busy.get("xu", 0.0), full_smsp),
+        "fp64": share(busy.get("fp64", 0.0), full_smsp),
+    }
+    details = {
+        "dram_bytes": dram_bytes, "dram_bandwidth": dram_bw, "l2_bytes": l2_bytes, "l2_bandwidth": l2_bw,
+        "shared_wavefronts": wavefronts, "bank_conflicts": m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"],
+        "warp_instructions": dispatch, "issue_rate": issue_rate, "tensor_flops": tensor_flops,
+        "tensor_rate": tensor_rate, "sfu_clocks": busy.get("xu", 0.0), "fp64_clocks": busy.get("fp64", 0.0),
+        "load_bytes": ld_bytes, "load_latency_s": latency_s, "bytes_in_flight": in_flight,
+        "bytes_in_flight_needed": dram_bw * latency_s, "resident_warps_per_sm": warps, "active_sms": active,
+        "tail_factor": tail_factor, "blocks_per_sm": occ.blocks_per_sm, "occupancy": occ.occupancy,
+    }
+    return Estimate(seconds=seconds, limiter=limiter, components=MappingProxyType(components),
+                    achieved=MappingProxyType(achieved), device=spec.name, sm_count=sms, clock_hz=clock,
+                    bandwidth_share=float(bandwidth_share), grid_blocks=grid, waves=waves,
+                    details=MappingProxyType(details))
+
+
+# --- explain ---------------------------------------------------------------------------------------------------------
+
+def _si(value: float, unit: str) -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def _time(seconds: float) -> str:
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+_LIMITER_WORDS = {
+    "dram": "memory-bound", "l2": "L2-bound", "shared": "shared-memory-bound", "issue": "issue-bound",
+    "tensor": "tensor-bound", "sfu": "SFU-bound", "fp64": "FP64-bound", "latency": "latency-bound",
+    "tail": "tail-bound", "launch": "launch-bound",
+}
+# What each component's time is made of, from Estimate.details.
+_COMPONENT_TEXT = {
+    "dram": lambda d: f"{_si(d['dram_bytes'], 'B')} DRAM at {_si(d['dram_bandwidth'], 'B/s')}",
+    "l2": lambda d: f"{_si(d['l2_bytes'], 'B')} L2 at {_si(d['l2_bandwidth'], 'B/s')}",
+    "shared": lambda d: f"{d['shared_wavefronts']:.3g} shared wavefronts ({d['bank_conflicts']:.3g} bank conflicts)",
+    "issue": lambda d: f"{d['warp_instructions']:.3g} warp-instructions at {d['issue_rate']:.0%} issue rate",
+    "tensor": lambda d: f"{_si(d['tensor_flops'], 'FLOP')} tensor at {_si(d['tensor_rate'], 'FLOP/s')}",
+    "sfu": lambda d: f"{d['sfu_clocks']:.3g} SFU/convert pipe clocks",
+    "fp64": lambda d: f"{d['fp64_clocks']:.3g} FP64 pipe clocks",
+    "latency": lambda d: f"{_si(d['bytes_in_flight'], 'B')} loads in flight vs "
+                         f"{_si(d['bytes_in_flight_needed'], 'B')} needed at {_time(d['load_latency_s'])} latency",
+    "tail": lambda d: f"partial last wave, x{d['tail_factor']:.3g} on compute",
+    "launch": lambda d: "launch overhead",
+}
+
+
+def explain(est: Estimate) -> str:
+    """One human sentence: the limiter with what it is made of, then the other non-zero components, largest first.
+
+    e.g. "memory-bound: 2.15 GB DRAM at 3.02 TB/s = 712 us; l2 270 us, latency 166 us, ...; total 715 us on H100 SXM
+    (132 SMs, 8 blocks/SM, occupancy 100%, 1.94 waves)".
+    """
+    if not isinstance(est, Estimate):
+        raise ModelArgumentError(f"explain: expected an Estimate from estimate(), got {type(est).__name__}")
+    d, comp = est.details, est.components
+    head = f"{_LIMITER_WORDS[est.limiter]}: {_COMPONENT_TEXT[est.limiter](d)} = {_time(comp[est.limiter])}"
+    rest = sorted((name for name in COMPONENTS if name != est.limiter and comp[name] > 0),
+                  key=lambda name: -comp[name])
+    others = ", ".join(f"{name} {_time(comp[name])}" for name in rest)
+    where = (f"{est.device} ({est.sm_count} SMs, {d['blocks_per_sm']:g} blocks/SM, occupancy {d['occupancy']:.0%}, "
+             f"{est.waves:.3g} waves")
+    if est.bandwidth_share < 1:
+        where += f", {est.bandwidth_share:.0%} of DRAM bandwidth"
+    return f"{head}; {others}; total {_time(est.seconds)} on {where})" if others else \
+        f"{head}; total {_time(est.seconds)} on {where})"

@@ -1,6 +1,8 @@
 """Table 2 of the DeepSeek-V3 report next to the simulator's numbers, and Gantt data/figures for the dashboard.
 
-FORMULAS holds the report's closed forms (Table 2, plus the DualPipe README's DualPipeV row). The formulas are
+FORMULAS holds the report's closed forms (Table 2, plus the DualPipeV row of deepseek-ai/DualPipe's README, which
+compares at equal PP stages: DualPipeV has the same bubble, 2x parameters and PP+1 activations per device as
+DualPipe, on PP/2 devices; the simulator confirms all three rather than assuming them). The formulas are
 derived for idealised chunk times; this simulator reproduces them *exactly* inside the regions of EXACT_WHEN, which
 the tests sweep, and the `formula_exact` column says whether a given ChunkTimes lies inside:
 - 1F1B: always.
@@ -56,6 +58,9 @@ def schedule_table(pp: int, microbatches: int, times: ChunkTimes, methods=tuple(
         microbatches: micro-batches in all (DualPipe: both directions together; needs an even count >= 2*pp).
         times: chunk times.
         methods: which methods, default all four.
+
+    NOTE: at equal PP the methods differ in devices (DualPipeV uses PP/2) and in work per device, so compare
+    bubbles, not makespans, across rows (Table 2 compares bubbles).
 
     Returns:
         Rows with keys method, devices, pp, microbatches, makespan, bubble, formula, formula_bubble,

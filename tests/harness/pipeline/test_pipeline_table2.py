@@ -103,3 +103,15 @@ def test_formulas_table_matches_the_report_text():
     assert {m: f[0] for m, f in FORMULAS.items()} == {
         "1F1B": "(PP-1)(F+B)", "ZB1P": "(PP-1)(F+B-2W)", "DualPipe": "(PP/2-1)(F&B+B-3W)",
         "DualPipeV": "(PP/2-1)(F&B+B-3W)"}
+
+
+def test_module_cli_prints_the_table_and_rejects_bad_sizes(capsys):
+    from harness.pipeline.__main__ import main
+
+    assert main(["--pp", "4", "--microbatches", "8", "--F", "2", "--B", "3", "--W", "1", "--FB", "4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:4] == ["method", "devices", "bubble", "formula_bubble"]
+    by_method = {line.split()[0]: line.split() for line in lines[1:]}
+    assert by_method["ZB1P"][2] == by_method["ZB1P"][3] == str(3 * (2 + 3 - 2 * 1.0))
+    assert main(["--pp", "4", "--microbatches", "9"]) == 2
+    assert "DualPipe: microbatches=9 with pp=4; expected an even number >= 8" in capsys.readouterr().err

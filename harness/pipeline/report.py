@@ -3,21 +3,22 @@
 FORMULAS holds the report's closed forms (Table 2, plus the DualPipeV row of deepseek-ai/DualPipe's README, which
 compares at equal PP stages: DualPipeV has the same bubble, 2x parameters and PP+1 activations per device as
 DualPipe, on PP/2 devices; the simulator confirms all three rather than assuming them). The formulas are
-derived for idealised chunk times; this simulator reproduces them *exactly* inside the regions of EXACT_WHEN, which
-the tests sweep, and the `formula_exact` column says whether a given ChunkTimes lies inside:
+derived for idealised chunk times; this simulator reproduces them *exactly* inside the regions of EXACT_WHEN
+(sufficient conditions found by sweeping dyadic times over PP 2..16 and several micro-batch counts, not proofs; the
+tests re-sweep them with fresh seeds), and the `formula_exact` column says whether a given ChunkTimes lies inside:
 - 1F1B: always.
 - ZB1P: W <= F and W <= B - W (a deferred W must fit in the gaps it fills).
 - DualPipe, DualPipeV: F == B - W (forward takes as long as the input-gradient backward, the usual F = B = W style
   assumption of the zero-bubble analysis), W <= F, and max(F, B) <= F&B <= F + B (overlap neither slower than the
-  two chunks run back to back nor faster than the longer one). Outside it the measured bubble differs from the
-  formula (e.g. F=1.5, B=2.5, W=0.75, F&B=3.25, PP=8 measures 9.75 against the formula's 10.5).
+  two chunks run back to back nor faster than the longer one). Outside it the measured bubble generally differs
+  from the formula (e.g. F=1.5, B=2.5, W=0.75, F&B=3.25, PP=8 measures 9.75 against the formula's 10.5).
 """
 from __future__ import annotations
 
+from harness.pipeline.engine import simulate
 from harness.pipeline.metrics import measure
 from harness.pipeline.model import ChunkTimes, ScheduleError, Timeline
 from harness.pipeline.schedules import BUILDERS
-from harness.pipeline.engine import simulate
 
 # method -> (bubble formula text, bubble(pp, times), parameter multiple, activation(pp), devices(pp))
 FORMULAS = {

@@ -19,6 +19,7 @@ from harness.errors import InputError
 from ptx_impl.gemm_template import KERNEL_DIR, NTHREADS, TILES, GemmTile
 
 KERNEL = "grouped_gemm"
+MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y (row tiles run along y)
 PARAMS: tuple[tuple[str, str], ...] = (
     ("a", "u64"), ("w", "u64"), ("block_expert", "u64"), ("total_padded", "u64"), ("c", "u64"),
     ("Kd", "u32"), ("N", "u32"), ("BM", "u32"),
@@ -91,6 +92,9 @@ def validate(s: GemmShapes) -> GemmTile:
         raise InputError(f"{KERNEL}: E={s.E} experts; expected at least 1")
     if s.E * s.N >= 2**32 or s.P_max >= 2**32 // 2:
         raise InputError(f"{KERNEL}: E*N={s.E * s.N} or P_max={s.P_max} too large for 32-bit row indices")
+    if s.P_max // tile.tm > MAX_GRID_Y:
+        raise InputError(f"{KERNEL}: P_max={s.P_max} needs {s.P_max // tile.tm} row tiles of {tile.tm}; "
+                         f"the grid's y dimension allows at most {MAX_GRID_Y}")
     return tile
 
 

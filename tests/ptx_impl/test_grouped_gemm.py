@@ -210,6 +210,7 @@ def test_launch_config_per_preset():
     ("N", 100, r"N=100 is not a positive multiple of 64"),
     ("BM", 24, r"BM=24 is not supported"),
     ("P_max", 40, r"P_max=40 rows is not a positive multiple of BM=16"),
+    ("P_max", 16 * 65536, r"needs 65536 row tiles of 16; the grid's y dimension allows at most 65535"),
 ])
 def test_shape_assumptions_raise_input_error(field, value, match):
     shapes = dict(P_max=64, Kd=64, N=64, E=2, BM=16)

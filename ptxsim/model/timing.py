@@ -19,11 +19,13 @@ kernel may use (`sm_count`, an SM partition), f the SM clock, G the grid's block
   latency        Little's law for global loads: time = ld bytes x L / (A x W x loads_in_flight_per_warp x bytes per
                  request), L = miss x dram_latency + (1 - miss) x l2_latency, miss = dram read bytes / ld bytes;
                  at least one round trip L when anything is loaded. It exceeds dram when too few warps are in flight.
-  tail           compute x (q - 1), compute = max(issue, tensor, sfu, fp64, shared), q = ceil(w)/w for w = G/(B x S)
-                 >= 1 waves (the last partial wave leaves SMs idle); for a grid under one wave q = ceil(n)/n with
-                 n = G/A blocks per active SM (uneven spread)
+  tail           the compute bounds (issue, tensor, sfu, fp64, shared) are multiplied by q = ceil(w)/w for
+                 w = G/(B x S) >= 1 waves (the last partial wave leaves SMs idle; for a grid under one wave
+                 q = ceil(n)/n with n = G/A blocks per active SM: uneven spread); "tail" reports the part of the
+                 largest compute bound that q added, (q - 1) x unscaled compute. It is informational, never the limiter.
   launch         launch_overhead_s
-  seconds        max(dram, l2, latency, compute + tail) + launch   (roofline: memory and compute overlap)
+  seconds        max(dram, l2, latency, issue, tensor, sfu, fp64, shared) + launch   (roofline: memory and compute
+                 overlap), so seconds = the limiter's time + launch unless launch itself is the largest
   limiter        the largest component (ties: the first in COMPONENTS order)
 """
 from __future__ import annotations
@@ -75,6 +77,15 @@ class Estimate:
     def kernel_seconds(self) -> float:
         """Device time without the launch overhead."""
         return self.seconds - self.components["launch"]
+
+    def as_row(self) -> dict[str, object]:
+        """A flat row for tables/dashboards, units in the column names ("time (us)", "dram (us)", "dram (% peak)")."""
+        row: dict[str, object] = {"device": self.device, "limiter": self.limiter, "time (us)": self.seconds * 1e6,
+                                  "kernel (us)": self.kernel_seconds * 1e6, "sm count": self.sm_count,
+                                  "waves": self.waves, "bandwidth share": self.bandwidth_share}
+        row.update({f"{name} (us)": value * 1e6 for name, value in self.components.items()})
+        row.update({f"{name} (% peak)": value * 100 for name, value in self.achieved.items()})
+        return row
 
 
 def _counters(metrics: Mapping) -> dict[str, float]:
@@ -194,6 +205,8 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
         "shared": wavefronts / (active * clock * wavefronts_per_clk * k["shared_achievable_fraction"]),
     }
     compute = max(comp[name] for name in _COMPUTE)
+    for name in _COMPUTE:
+        comp[name] *= tail_factor
 
     # Memory side.
     fill_cap = active * spec.l1_fill_bytes_per_clk_per_sm * clock
@@ -213,7 +226,7 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
     comp.update(dram=dram_bytes / dram_bw, l2=l2_bytes / l2_bw, latency=latency,
                 tail=compute * (tail_factor - 1), launch=k["launch_overhead_s"])
     components = {name: comp[name] for name in COMPONENTS}
-    kernel = max(components["dram"], components["l2"], latency, compute + components["tail"])
+    kernel = max(components[name] for name in COMPONENTS if name not in ("tail", "launch"))
     seconds = kernel + components["launch"]
     limiter = max(COMPONENTS, key=lambda name: (components[name], -COMPONENTS.index(name)))
 
@@ -292,6 +305,8 @@ def explain(est: Estimate) -> str:
         raise ModelArgumentError(f"explain: expected an Estimate from estimate(), got {type(est).__name__}")
     d, comp = est.details, est.components
     head = f"{_LIMITER_WORDS[est.limiter]}: {_COMPONENT_TEXT[est.limiter](d)} = {_time(comp[est.limiter])}"
+    if est.limiter in _COMPUTE and d["tail_factor"] > 1:
+        head += f" (incl. x{d['tail_factor']:.3g} for the partial last wave)"
     rest = sorted((name for name in COMPONENTS if name != est.limiter and comp[name] > 0),
                   key=lambda name: -comp[name])
     others = ", ".join(f"{name} {_time(comp[name])}" for name in rest)

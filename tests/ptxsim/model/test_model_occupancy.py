@@ -84,6 +84,26 @@ def test_from_ptxas_resource_report_adds_dynamic_shared():
         occupancy_from_resources(H100, 256, object())
 
 
+def test_occupancy_of_a_real_ptxas_report():
+    """NVRTC -> PTX -> ptxas -v (wheels, no GPU): 16 KB static shared limits 128-thread blocks to 13 per SM."""
+    from harness import toolchain
+
+    source = (
+        'extern "C" __global__ void stage(const float* x, float* y) {\n'
+        "  __shared__ float buf[4096];\n"
+        "  for (int i = threadIdx.x; i < 4096; i += blockDim.x) buf[i] = x[blockIdx.x * 4096 + i];\n"
+        "  __syncthreads();\n"
+        "  y[blockIdx.x * blockDim.x + threadIdx.x] = buf[4095 - threadIdx.x];\n"
+        "}\n")
+    _, usage = toolchain.assemble(toolchain.compile_cuda_to_ptx(source))
+    report = usage["stage"]
+    assert report.shared_bytes == 16384 and 0 < report.registers <= 64
+    occ = occupancy_from_resources(H100, 128, report)
+    assert (occ.blocks_per_sm, occ.limiter) == (233472 // (16384 + 1024), "shared_memory")
+    with_dynamic = occupancy_from_resources(H100, 128, report, dynamic_shared_bytes=16384)
+    assert with_dynamic.blocks_per_sm == 233472 // (32768 + 1024)
+
+
 def _reference_blocks(threads, regs, smem):
     """Largest n whose n blocks fit every sm_90 limit, found by search (independent of the closed forms)."""
     warps = -(-threads // 32)

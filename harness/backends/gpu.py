@@ -95,6 +95,7 @@ class GpuBackend(Backend):
         self._functions: dict[tuple[str, str], Any] = {}
         self._params: dict[str, dict[str, tuple[str, ...]]] = {}
         self.records: list[LaunchRecord] = []
+        self.sources: dict[str, tuple] = {}  # launch name -> ("ptx", text, entry) | ("numba", pyfunc, signature)
 
     # memory ---------------------------------------------------------------------------------------------------
     def _wrap(self, dev, shape, dtype) -> DeviceArray:
@@ -179,6 +180,7 @@ class GpuBackend(Backend):
         record = LaunchRecord(tag or entry, "ptx", g, b, int(shared_bytes), seconds,
                               GpuLaunchStats(start, end) if start is not None else None)
         self.records.append(record)
+        self.sources.setdefault(record.name, ("ptx", ptx, entry))
         return record
 
     def _jit(self, pyfunc, signature):
@@ -211,4 +213,16 @@ class GpuBackend(Backend):
         record = LaunchRecord(tag or pyfunc.__name__, "cuda", g, b, int(shared_bytes), seconds,
                               GpuLaunchStats(start, end) if start is not None else None)
         self.records.append(record)
+        self.sources.setdefault(record.name, ("numba", pyfunc, signature))
         return record
+
+    def launched_sources(self) -> dict[str, tuple[str, str]]:
+        """{launch name: (PTX text, entry)}; Numba kernels are compiled to PTX with compile_ptx (cc 9.0) here."""
+        out = {}
+        for name, (kind, a, b) in self.sources.items():
+            if kind == "ptx":
+                out[name] = (a, b)
+            else:
+                compiled = numba_abi.compile_numba(a, b)
+                out[name] = (compiled.ptx, compiled.entry)
+        return out

@@ -55,6 +55,7 @@ class SimBackend(Backend):
         self.device = device if device is not None else ptxsim.Device()
         self._modules: dict[str, object] = {}
         self.records: list[LaunchRecord] = []
+        self.sources: dict[str, tuple[str, str]] = {}  # launch name -> (PTX text, entry), for static analysis
 
     # memory ---------------------------------------------------------------------------------------------------
     def to_device(self, host: np.ndarray) -> DeviceArray:
@@ -101,7 +102,12 @@ class SimBackend(Backend):
         seconds = time.perf_counter() - t0
         record = LaunchRecord(tag or entry, impl, g, b, int(shared_bytes), seconds, stats)
         self.records.append(record)
+        self.sources[record.name] = (ptx, entry)
         return record
+
+    def launched_sources(self) -> dict[str, tuple[str, str]]:
+        """{launch name: (PTX text, entry)} of every kernel launched so far."""
+        return dict(self.sources)
 
     def launch_ptx(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg], shared_bytes: int = 0,
                    tag: str = "") -> LaunchRecord:

@@ -146,3 +146,15 @@ def compare(numba_samples, ptx_samples, *, basis: str = "measured", resamples: i
     """Verdict for one (kernel, preset, skew) from the two paths' time samples."""
     point, lo, hi = ratio_ci(numba_samples, ptx_samples, resamples=resamples, rng=rng)
     return Verdict(point, lo, hi, verdict_of(lo, hi), basis)
+
+
+MODELLED_SAME_BAND = 0.02  # a modelled speedup within 2 % of 1 is SAME (the model is not accurate to better)
+
+
+def compare_modelled(numba_s: float, ptx_s: float, band: float = MODELLED_SAME_BAND) -> Verdict:
+    """Verdict from one modelled time per path (deterministic: no interval; SAME within +-band of 1)."""
+    if not (numba_s > 0 and ptx_s > 0):
+        raise InputError(f"modelled times must be positive; got numba {numba_s!r}, ptx {ptx_s!r}")
+    ratio = float(numba_s / ptx_s)
+    verdict = "FASTER" if ratio > 1 + band else "SLOWER" if ratio < 1 - band else "SAME"
+    return Verdict(ratio, ratio, ratio, verdict, "modelled")

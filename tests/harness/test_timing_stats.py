@@ -79,3 +79,12 @@ def test_bad_samples_name_the_problem():
         stats.summarize([])
     with pytest.raises(InputError, match="1 non-finite"):
         stats.compare([1.0, np.nan], [1.0, 2.0])
+
+
+def test_modelled_verdict_band():
+    assert stats.compare_modelled(12.0, 10.0).verdict == "FASTER"
+    v = stats.compare_modelled(10.0, 10.1)
+    assert v.verdict == "SAME" and v.basis == "modelled" and v.ci_lo == v.ci_hi == v.speedup
+    assert stats.compare_modelled(10.0, 12.0).verdict == "SLOWER"
+    with pytest.raises(InputError, match="positive"):
+        stats.compare_modelled(0.0, 1.0)

@@ -1,0 +1,155 @@
+"""`ptxmoe compare`: run both kernel paths, check them, time them, write profiles/<run-id>/run.json."""
+from __future__ import annotations
+
+import secrets
+import sys
+from pathlib import Path
+
+from harness.errors import PtxmoeError
+
+DEFAULT_PRESET = {"sim": "tiny", "gpu": "dsv3-decode"}
+DEFAULT_OUT = Path("profiles")
+
+
+def add_compare_options(parser) -> None:
+    """The options `compare` and `profile` share."""
+    parser.add_argument("--backend", default="auto", help="auto (gpu when one is visible, else sim), sim or gpu")
+    parser.add_argument("--preset", action="append", metavar="NAME",
+                        help="preset (repeatable or comma-separated); default tiny on sim, dsv3-decode on gpu")
+    parser.add_argument("--skew", action="append", metavar="NAME",
+                        help="routing skew: balanced, imbalanced, extreme (repeatable or comma-separated; "
+                             "default balanced)")
+    parser.add_argument("--kernels", metavar="LIST", help="comma-separated kernels (default: all and the layer)")
+    parser.add_argument("--out", metavar="DIR", default=str(DEFAULT_OUT), help="profiles folder (default profiles/)")
+    parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run, skipping rows done")
+    parser.add_argument("--seed", type=int, help="base seed of the input generators (default: fresh, printed)")
+    parser.add_argument("--no-static", action="store_true", help="skip ptxas/nvdisasm static analysis")
+    parser.add_argument("--budget", type=float, default=2.0, metavar="S",
+                        help="gpu: time budget per row for sampling, seconds (default 2)")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="run, verify and time both paths (Numba CUDA vs hand PTX) on sim or gpu",
+        description="For each kernel, implementation (cuda, ptx), preset and skew: fresh seeded inputs, poisoned "
+                    "outputs, run, check against the reference, time (gpu: CUDA events, L2 flushed; sim: the ptxsim "
+                    "timing model, labelled modelled), static analysis, and a run.json under profiles/<run-id>/.")
+    add_compare_options(parser)
+    parser.set_defaults(func=run)
+
+
+def _split(values) -> list[str]:
+    out: list[str] = []
+    for value in values or ():
+        out.extend(v.strip() for v in value.split(",") if v.strip())
+    return out
+
+
+def build_settings(args, backend_name: str):
+    """CompareSettings from parsed options (names validated; UnknownNameError lists the valid ones)."""
+    from dataclasses import replace
+
+    from harness.kernels import KERNELS, get_kernel
+    from harness.presets import check_skew, get_preset
+    from harness.runner import CompareSettings
+    from harness.timing.gpu import GpuTimingSettings
+
+    presets = _split(args.preset) or [DEFAULT_PRESET[backend_name]]
+    skews = _split(args.skew) or ["balanced"]
+    kernels = _split([args.kernels]) if args.kernels else list(KERNELS)
+    for p in presets:
+        get_preset(p)
+    for s in skews:
+        check_skew(s)
+    for k in kernels:
+        get_kernel(k)
+    seed = args.seed if args.seed is not None else secrets.randbits(32)
+    timing = replace(GpuTimingSettings(), budget_s=float(args.budget))
+    return CompareSettings(backend=backend_name, presets=tuple(presets), skews=tuple(skews), kernels=tuple(kernels),
+                           seed=int(seed), static=not args.no_static, timing=timing)
+
+
+def settings_from_doc(doc: dict):
+    from harness.runner import CompareSettings
+    from harness.timing.gpu import GpuTimingSettings
+
+    s = doc["settings"]
+    return CompareSettings(backend=s["backend"], presets=tuple(s["presets"]), skews=tuple(s["skews"]),
+                           kernels=tuple(s["kernels"]), seed=int(s["seed"]), impls=tuple(s["impls"]),
+                           static=bool(s["static"]), timing=GpuTimingSettings(**s["timing"]),
+                           model_device=s.get("model_device", "H200 SXM"))
+
+
+def open_run(args):
+    """(RunFile, CompareSettings, backend) for a new run or a resumed one."""
+    from harness.backends.select import resolve_backend_name, select_backend
+    from harness.results import RunFile, collect_environment, new_run_id, utc_now
+
+    if args.resume:
+        run_file = RunFile.load(args.resume)
+        settings = settings_from_doc(run_file.doc)
+        backend = select_backend(settings.backend)
+        run_file.doc["status"] = "running"
+        run_file.doc.setdefault("resumed_utc", []).append(utc_now())
+        run_file.save()
+        done = sum(1 for r in run_file.doc["rows"] if run_file.is_done(r["key"]))
+        print(f"ptxmoe compare: resuming {run_file.run_dir} ({done} rows done; settings from its run.json)",
+              file=sys.stderr)
+        return run_file, settings, backend
+    backend_name = resolve_backend_name(args.backend)
+    settings = build_settings(args, backend_name)
+    backend = select_backend(backend_name)
+    env = collect_environment(backend_name, settings.model_device)
+    run_file = RunFile.create(Path(args.out), new_run_id(backend_name), settings.as_dict(), env)
+    return run_file, settings, backend
+
+
+def finish(run_file, summary: dict, interrupted: bool = False) -> int:
+    """Close the run, build the dashboard if that package exists, print where things are; the exit code."""
+    path = run_file.finish("interrupted" if interrupted else "complete")
+    if interrupted:
+        print(f"ptxmoe compare: interrupted; resume with: ptxmoe compare --resume {run_file.run_dir}", file=sys.stderr)
+        return 130
+    try:
+        import harness.dashboard as dashboard
+    except ModuleNotFoundError as exc:
+        if exc.name and not "harness.dashboard".startswith(exc.name):
+            raise
+        dashboard = None
+    if dashboard is not None and hasattr(dashboard, "build"):
+        print(f"dashboard: {dashboard.build(run_file.run_dir)}")
+    else:
+        print(f"run.json: {path} (the dashboard is not built yet: harness.dashboard does not exist)")
+    verdicts = [v for v in run_file.doc["verdicts"] if v.get("verdict")]
+    for v in verdicts:
+        print(f"  {v['key']}: PTX vs Numba {v['speedup']:.3f}x [{v['ci_lo']:.3f}, {v['ci_hi']:.3f}] "
+              f"{v['verdict']} ({v['basis']})")
+    if summary["missing"]:
+        print(f"missing ({len(summary['missing'])} rows not run because an implementation does not exist yet):",
+              file=sys.stderr)
+        for line in summary["missing"]:
+            print(f"  {line}", file=sys.stderr)
+    if summary["failed"]:
+        print(f"FAILED ({len(summary['failed'])} rows):", file=sys.stderr)
+        for line in summary["failed"]:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run(args) -> int:
+    from harness.runner import run_sweep
+
+    run_file, settings, backend = open_run(args)
+    print(f"ptxmoe compare: backend {settings.backend}, presets {','.join(settings.presets)}, skews "
+          f"{','.join(settings.skews)}, seed {settings.seed} (reproduce with --seed {settings.seed}); "
+          f"run folder {run_file.run_dir}", file=sys.stderr)
+    summary = {"failed": [], "missing": [], "ran": 0}
+    try:
+        summary = run_sweep(backend, settings, run_file)
+    except KeyboardInterrupt:
+        return finish(run_file, summary, interrupted=True)
+    except PtxmoeError:
+        run_file.finish("interrupted")
+        raise
+    return finish(run_file, summary)

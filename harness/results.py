@@ -1,0 +1,257 @@
+"""run.json: the versioned results file of one comparison run (schema in docs/run-json.md), written atomically.
+
+A RunFile holds the document in memory and rewrites `profiles/<run-id>/run.json` atomically after every row, so an
+interrupted run leaves a complete file that `--resume RUN_DIR` continues (rows already done are skipped).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, is_dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from harness.errors import PtxmoeError
+
+SCHEMA_VERSION = 1
+RUN_FILE = "run.json"
+# rows with these statuses are finished and skipped on --resume; "error" rows (unexpected exceptions) are re-run
+DONE_STATUSES = ("ok", "failed", "missing")
+ROW_STATUSES = ("ok", "failed", "missing", "error")
+PACKAGES = ("ptxmoe", "numpy", "ml_dtypes", "numba", "numba-cuda", "cuda-python", "cuda-bindings", "nvtx", "plotly",
+            "ncu-report", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvdisasm")
+
+
+class ResultsError(PtxmoeError):
+    """A run folder or run.json that cannot be used (missing, unreadable, wrong schema version)."""
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_run_id(backend: str) -> str:
+    """<UTC time>-<backend>-<pid>: sortable and unique enough for one machine."""
+    return f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{backend}-{os.getpid()}"
+
+
+def row_key(kernel: str, variant: str | None, impl: str, preset: str, skew: str) -> str:
+    """The unique key of a row: "grouped_gemm[up]/ptx/tiny/balanced", "gate/cuda/tiny/balanced"."""
+    name = f"{kernel}[{variant}]" if variant else kernel
+    return f"{name}/{impl}/{preset}/{skew}"
+
+
+def jsonable(value):
+    """Plain JSON data from NumPy scalars/arrays, dataclasses, tuples, Paths; non-finite floats become None."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [jsonable(v) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return jsonable(asdict(value))
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------------- environment
+def _package_versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _git(*args: str) -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _toolchain_versions() -> dict:
+    from harness import toolchain
+
+    out = {}
+    for name, fn in (("ptxas", toolchain.ptxas_version), ("nvdisasm", toolchain.nvdisasm_version),
+                     ("nvrtc", toolchain.nvrtc_version)):
+        try:
+            out[name] = fn()
+        except Exception as exc:  # noqa: BLE001 - a missing tool is recorded, not fatal
+            out[name] = f"unavailable: {exc}"
+    return out
+
+
+def device_spec_dict(name: str) -> dict | None:
+    """The ptxsim.model DeviceSpec of a GPU name as a dict, or None when the model does not know it."""
+    try:
+        from ptxsim.model.devices import get_device
+    except ImportError:
+        return None
+    try:
+        return jsonable(get_device(name))
+    except Exception:  # noqa: BLE001 - unknown device: no specs
+        return None
+
+
+def _gpu_environment() -> dict:
+    from harness.toolchain import gpu_visible
+
+    ok, name = gpu_visible()
+    env = {"visible": ok, "name": name if ok else None, "reason": None if ok else name}
+    if not ok:
+        return env
+    try:
+        from cuda.bindings import driver, runtime
+
+        env["driver_version"] = driver.cuDriverGetVersion()[1]
+        env["cuda_runtime_version"] = runtime.cudaRuntimeGetVersion()[1]
+    except Exception as exc:  # noqa: BLE001 - recorded, not fatal
+        env["driver_error"] = str(exc)
+    try:
+        proc = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,memory.total,clocks.max.sm,clocks.max.mem",
+                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20,
+                              check=False)
+        if proc.returncode == 0 and proc.stdout.strip():
+            drv, mem, sm, memclk = [s.strip() for s in proc.stdout.splitlines()[0].split(",")]
+            env.update(driver=drv, memory_total_mib=mem, clocks_max_sm_mhz=sm, clocks_max_mem_mhz=memclk)
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        pass
+    env["specs"] = device_spec_dict(name)
+    return env
+
+
+def collect_environment(backend_name: str, model_device: str = "H200 SXM") -> dict:
+    """GPU (and its specs), driver, CUDA, packages, toolchain, git commit, host; `model_device` for sim rows."""
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "backend": backend_name,
+        "gpu": _gpu_environment() if backend_name == "gpu" else {"visible": False, "name": None},
+        "model_device": {"name": model_device, "specs": device_spec_dict(model_device)},
+        "packages": _package_versions(),
+        "toolchain": _toolchain_versions(),
+        "git": {"commit": _git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None},
+        "host": {"hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
+                 "cpu_count": os.cpu_count(), "python": sys.version.split()[0]},
+    }
+
+
+# ------------------------------------------------------------------------------------------------------ the file
+class RunFile:
+    """One run's document; `add_row`/`set_verdict`/`save` rewrite run.json atomically."""
+
+    def __init__(self, run_dir: Path, doc: dict):
+        self.run_dir = Path(run_dir)
+        self.doc = doc
+
+    @property
+    def path(self) -> Path:
+        return self.run_dir / RUN_FILE
+
+    @classmethod
+    def create(cls, profiles_dir: Path, run_id: str, settings: dict, environment: dict, command=None) -> RunFile:
+        run_dir = Path(profiles_dir) / run_id
+        if (run_dir / RUN_FILE).exists():
+            raise ResultsError(f"{run_dir / RUN_FILE} exists already; use --resume {run_dir} to continue it")
+        now = utc_now()
+        doc = {"schema_version": SCHEMA_VERSION, "run_id": run_id, "status": "running", "created_utc": now,
+               "updated_utc": now, "command": list(command or sys.argv), "settings": settings,
+               "environment": environment, "rows": [], "verdicts": [], "nvtx_ranges": [], "missing": [],
+               "resumed_utc": []}
+        run = cls(run_dir, doc)
+        run.save()
+        return run
+
+    @classmethod
+    def load(cls, run_dir) -> RunFile:
+        """Open an existing run folder (for --resume or `ptxmoe import`).
+
+        Raises:
+            ResultsError: the folder or its run.json is missing, unreadable, or of another schema version.
+        """
+        run_dir = Path(run_dir)
+        path = run_dir / RUN_FILE
+        if not path.is_file():
+            raise ResultsError(f"{path} not found; expected a run folder written by `ptxmoe compare`")
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ResultsError(f"{path} is not readable JSON: {exc}") from exc
+        if doc.get("schema_version") != SCHEMA_VERSION:
+            raise ResultsError(f"{path} has schema_version {doc.get('schema_version')!r}; this ptxmoe reads "
+                               f"version {SCHEMA_VERSION}")
+        return cls(run_dir, doc)
+
+    def save(self) -> Path:
+        from harness.atomic import atomic_write_text
+
+        self.doc["updated_utc"] = utc_now()
+        text = json.dumps(jsonable(self.doc), indent=1, allow_nan=False)
+        return atomic_write_text(self.path, text + "\n")
+
+    # rows ----------------------------------------------------------------------------------------------------
+    def row(self, key: str) -> dict | None:
+        for row in self.doc["rows"]:
+            if row["key"] == key:
+                return row
+        return None
+
+    def is_done(self, key: str) -> bool:
+        row = self.row(key)
+        return row is not None and row.get("status") in DONE_STATUSES
+
+    def add_row(self, row: dict, save: bool = True) -> None:
+        """Insert or replace the row with the same key, then rewrite run.json atomically."""
+        if row.get("status") not in ROW_STATUSES:
+            raise ResultsError(f"row {row.get('key')!r} has status {row.get('status')!r}; expected one of "
+                               f"{', '.join(ROW_STATUSES)}")
+        rows = self.doc["rows"]
+        for i, old in enumerate(rows):
+            if old["key"] == row["key"]:
+                rows[i] = row
+                break
+        else:
+            rows.append(row)
+        if save:
+            self.save()
+
+    def set_verdict(self, verdict: dict, save: bool = True) -> None:
+        key = verdict["key"]
+        self.doc["verdicts"] = [v for v in self.doc["verdicts"] if v["key"] != key] + [verdict]
+        if save:
+            self.save()
+
+    def add_ranges(self, ranges: list[dict]) -> None:
+        self.doc["nvtx_ranges"].extend(ranges)
+
+    def finish(self, status: str = "complete") -> Path:
+        self.doc["status"] = status
+        self.doc["finished_utc"] = utc_now()
+        return self.save()
+
+
+def elapsed_since(t0: float) -> float:
+    return time.perf_counter() - t0

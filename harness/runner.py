@@ -1,0 +1,332 @@
+"""The comparison sweep: every (kernel[variant], impl, preset, skew) row run, checked, timed, analysed, saved.
+
+For each row: fresh seeded inputs (the same seed for both paths of a (kernel, preset, skew)), poisoned outputs,
+one run inside an NVTX range, the kernels.md check, static facts of the PTX it launched, then timing (sim: the
+ptxsim timing model, "modelled"; gpu: CUDA events with L2 flush, "measured") and achieved throughput. run.json is
+rewritten atomically after every row, so `--resume` continues where an interruption stopped.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from harness.nvtx_ranges import RangeRecorder, range_name
+from harness.results import RunFile, row_key
+from harness.timing.gpu import GpuTimingSettings
+
+IMPL_ORDER = ("cuda", "ptx")
+GEMM_LIKE = ("grouped_gemm", "layer")  # kernels whose FLOPs run on tensor cores (peak: dense bf16)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One (kernel, variant, preset, skew) cell; it has one row per implementation and one verdict."""
+
+    kernel: str
+    variant: str | None
+    preset: str
+    skew: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel}[{self.variant}]" if self.variant else self.kernel
+
+    @property
+    def verdict_key(self) -> str:
+        return f"{self.label}/{self.preset}/{self.skew}"
+
+    def key(self, impl: str) -> str:
+        return row_key(self.kernel, self.variant, impl, self.preset, self.skew)
+
+    @property
+    def params(self) -> dict:
+        return {"variant": self.variant} if self.variant else {}
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    backend: str  # resolved: "sim" or "gpu"
+    presets: tuple[str, ...]
+    skews: tuple[str, ...]
+    kernels: tuple[str, ...]
+    seed: int
+    impls: tuple[str, ...] = IMPL_ORDER
+    static: bool = True
+    timing: GpuTimingSettings = field(default_factory=GpuTimingSettings)
+    model_device: str = "H200 SXM"
+
+    def as_dict(self) -> dict:
+        return {"backend": self.backend, "presets": list(self.presets), "skews": list(self.skews),
+                "kernels": list(self.kernels), "seed": self.seed, "impls": list(self.impls), "static": self.static,
+                "timing": vars(self.timing).copy(), "model_device": self.model_device}
+
+
+def plan(settings: CompareSettings) -> list[Item]:
+    """The cells of a sweep in run order (grouped_gemm expands to its up and down variants)."""
+    from harness.kernels import get_kernel
+
+    items = []
+    for preset in settings.presets:
+        for skew in settings.skews:
+            for kernel in settings.kernels:
+                variants = get_kernel(kernel).variants or (None,)
+                items.extend(Item(kernel, v, preset, skew) for v in variants)
+    return items
+
+
+def item_seed(base_seed: int, item: Item) -> int:
+    """The seed of one cell: the base seed mixed with the cell's name (both paths share it)."""
+    return (int(base_seed) + zlib.crc32(item.verdict_key.encode())) % 2**32
+
+
+def _find_run(impl: str, kernel: str) -> tuple[Callable | None, str]:
+    """(run function, "") or (None, why it is missing)."""
+    from harness.implementations import IMPLS, implementation_table
+
+    table, problem = implementation_table(impl)
+    if problem:
+        return None, problem
+    if kernel not in table:
+        return None, f"{IMPLS[impl]} has no {kernel} implementation yet (not in {IMPLS[impl]}.KERNELS)"
+    return table[kernel], ""
+
+
+# ---------------------------------------------------------------------------------------------------- throughput
+def device_spec_for(backend_name: str, gpu_name: str | None, model_device: str):
+    try:
+        from ptxsim.model.devices import get_device
+
+        return get_device(gpu_name if backend_name == "gpu" and gpu_name else model_device)
+    except Exception:  # noqa: BLE001 - an unknown GPU has no peaks; throughput is still reported
+        return None
+
+
+def throughput(kernel: str, min_bytes: int, flops: int, time_us: float | None, spec) -> dict:
+    """Achieved GB/s and TFLOP/s from the kernel's byte/FLOP counts, and % of the device's peaks."""
+    out = {"min_bytes": int(min_bytes), "flops": int(flops), "time_us": time_us, "achieved_gbps": None,
+           "achieved_tflops": None, "pct_peak_bandwidth": None, "pct_peak_flops": None, "peak_flops_kind":
+           "bf16_dense" if kernel in GEMM_LIKE else "fp32", "device": getattr(spec, "name", None)}
+    if not time_us or time_us <= 0:
+        return out
+    seconds = time_us * 1e-6
+    out["achieved_gbps"] = min_bytes / seconds / 1e9
+    out["achieved_tflops"] = flops / seconds / 1e12
+    if spec is not None:
+        out["pct_peak_bandwidth"] = 100.0 * min_bytes / seconds / spec.memory_bandwidth
+        peak = spec.bf16_dense_flops if kernel in GEMM_LIKE else spec.fp32_flops
+        out["pct_peak_flops"] = 100.0 * flops / seconds / peak
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------- one row
+def _alloc(backend, spec, inputs: dict, preset):
+    from harness.kernels import POISON_BYTE
+
+    args = {name: backend.to_device(np.ascontiguousarray(arr)) for name, arr in inputs.items()}
+    out_specs = spec.output_specs(preset, inputs)
+    for out in out_specs:
+        args[out.name] = backend.empty(out.shape, out.dtype, fill_byte=POISON_BYTE)
+    return args, out_specs
+
+
+def _launch_summary(records) -> list[dict]:
+    return [{"name": r.name, "impl": r.impl, "grid": list(r.grid), "block": list(r.block),
+             "shared_bytes": r.shared_bytes, "host_seconds": r.host_seconds} for r in records]
+
+
+def _l2_bytes(spec) -> int:
+    try:
+        from cuda.bindings import driver
+
+        err, value = driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 0)
+        if err == driver.CUresult.CUDA_SUCCESS and value > 0:
+            return int(value)
+    except Exception:  # noqa: BLE001 - fall back to the modelled spec
+        pass
+    return int(getattr(spec, "l2_bytes", 50 * 2**20))
+
+
+def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Callable, seed: int,
+            recorder: RangeRecorder, device_spec) -> dict:
+    """Run, check, analyse and time one implementation of one cell; returns its run.json row."""
+    from harness.kernels import get_kernel
+    from harness.presets import get_preset
+
+    preset = get_preset(item.preset)
+    spec = get_kernel(item.kernel)
+    params = item.params
+    run_params = {k: v for k, v in params.items() if k != "variant"}
+    row = {"key": item.key(impl), "kernel": item.kernel, "variant": item.variant, "impl": impl,
+           "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend, "params": params}
+    t_row = time.perf_counter()
+    inputs = spec.make_inputs(preset, item.skew, seed, **params)
+    backend.records.clear()
+    backend.sources.clear()
+    args, out_specs = _alloc(backend, spec, inputs, preset)
+    extra_sets: list[dict] = []
+    try:
+        name = range_name(item.label, impl, item.preset, item.skew)
+        with recorder.range(name, key=row["key"], phase="check"):
+            records = list(run(backend, args, preset, **run_params) or backend.records)
+            backend.synchronize()
+        outputs = {o.name: backend.to_host(args[o.name]) for o in out_specs}
+        check = spec.check(outputs, inputs, preset, **run_params)
+        row["correctness"] = {"ok": bool(check.ok), "message": check.message, "errors": check.errors}
+        row["launches"] = _launch_summary(records)
+        sources = backend.launched_sources()
+        row["static"] = _static(sources) if settings.static else None
+        row["min_bytes"], row["flops"] = int(spec.min_bytes(inputs, preset)), int(spec.flops(inputs, preset))
+        if settings.backend == "sim":
+            from harness.timing.sim import metrics_dict, model_row, sum_metrics
+
+            timing = model_row(records, sources, settings.model_device)
+            per_launch = [{"name": r.name, "metrics": metrics_dict(r.stats)} for r in records]
+            row["sim_counters"] = {"total": sum_metrics([p["metrics"] for p in per_launch]), "launches": per_launch}
+            time_us = timing["modelled_us"]
+        else:
+            from harness.timing.gpu import rotation_count, time_gpu
+
+            l2 = _l2_bytes(device_spec)
+            input_bytes = sum(int(a.nbytes) for a in inputs.values())
+            for _ in range(rotation_count(input_bytes, l2, settings.timing.max_rotation) - 1):
+                copy = {n: backend.to_device(np.ascontiguousarray(a)) for n, a in inputs.items()}
+                extra_sets.append({**args, **copy})
+            with recorder.range(name, key=row["key"], phase="timing"):
+                timing = time_gpu(backend, lambda a: run(backend, a, preset, **run_params), [args, *extra_sets],
+                                  l2, settings.timing)
+            row["sim_counters"] = None
+            time_us = timing["device"]["median_us"]
+        row["timing"] = timing
+        row["stages_us"] = timing.get("stages_us", {})
+        row["throughput"] = throughput(item.kernel, row["min_bytes"], row["flops"], time_us, device_spec)
+        row["nsight"] = []
+        row["status"] = "ok" if check.ok else "failed"
+    finally:
+        for a in args.values():
+            backend.free(a)
+        for s in extra_sets:
+            for n in inputs:
+                backend.free(s[n])
+    row["elapsed_s"] = time.perf_counter() - t_row
+    return row
+
+
+def _static(sources: dict) -> dict:
+    from harness.static import static_facts
+
+    return static_facts(sources)
+
+
+# -------------------------------------------------------------------------------------------------------- sweep
+def _verdict(item: Item, rows: dict[str, dict], basis: str) -> dict:
+    from harness.timing import stats
+
+    out = {"key": item.verdict_key, "kernel": item.kernel, "variant": item.variant, "preset": item.preset,
+           "skew": item.skew, "basis": basis, "speedup": None, "ci_lo": None, "ci_hi": None, "verdict": None,
+           "reason": None, "ptx_over": "cuda"}
+    numba, ptx = rows.get("cuda"), rows.get("ptx")
+    if not numba or not ptx:
+        out["reason"] = "a path has no row"
+        return out
+    bad = [r["impl"] for r in (numba, ptx) if r.get("status") != "ok"]
+    if bad:
+        out["reason"] = f"no verdict: {', '.join(bad)} path {'is' if len(bad) == 1 else 'are'} " \
+                        f"{'/'.join(sorted({r['status'] for r in (numba, ptx) if r['status'] != 'ok'}))}"
+        return out
+    if basis == "modelled":
+        a, b = numba["timing"].get("modelled_us"), ptx["timing"].get("modelled_us")
+        if not a or not b:
+            out["reason"] = "no modelled time: " + (numba["timing"].get("error") or ptx["timing"].get("error") or "?")
+            return out
+        v = stats.compare_modelled(a, b)
+    else:
+        v = stats.compare(numba["timing"]["device_time_us"], ptx["timing"]["device_time_us"], basis="measured")
+    out.update(v.as_dict())
+    return out
+
+
+def _progress(stream, text: str) -> None:
+    print(text, file=stream, flush=True)
+
+
+def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=sys.stderr) -> dict:
+    """Run every row not already done in `run_file`; returns {"failed": [...], "missing": [...], "ran": n}."""
+    items = plan(settings)
+    device_spec = device_spec_for(settings.backend, run_file.doc["environment"].get("gpu", {}).get("name"),
+                                  settings.model_device)
+    recorder = RangeRecorder()
+    summary = {"failed": [], "missing": [], "ran": 0, "skipped": 0}
+    total = len(items) * len(settings.impls)
+    step = 0
+    t0 = time.perf_counter()
+    run_range = f"run/{run_file.doc['run_id']}"
+    with recorder.range(run_range, phase="run"):
+        for item in items:
+            seed = item_seed(settings.seed, item)
+            rows: dict[str, dict] = {}
+            for impl in settings.impls:
+                step += 1
+                key = item.key(impl)
+                if run_file.is_done(key):
+                    rows[impl] = run_file.row(key)
+                    summary["skipped"] += 1
+                    _progress(progress, f"[{step}/{total}] {key}: done in the resumed run, skipped")
+                    continue
+                run, why = _find_run(impl, item.kernel)
+                t_row = time.perf_counter()
+                if run is None:
+                    row = {"key": key, "kernel": item.kernel, "variant": item.variant, "impl": impl,
+                           "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend,
+                           "status": "missing", "reason": why}
+                else:
+                    _progress(progress, f"[{step}/{total}] {key}: running (seed {seed})")
+                    try:
+                        row = run_row(backend, settings, item, impl, run, seed, recorder, device_spec)
+                    except KeyboardInterrupt:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - one broken path must not stop the sweep
+                        row = {"key": key, "kernel": item.kernel, "variant": item.variant, "impl": impl,
+                               "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend,
+                               "status": "error", "reason": f"{type(exc).__name__}: {exc}",
+                               "traceback": traceback.format_exc(limit=8)[-4000:],
+                               "elapsed_s": time.perf_counter() - t_row}
+                rows[impl] = row
+                summary["ran"] += 1
+                if row["status"] == "missing":
+                    summary["missing"].append(f"{key}: {row['reason']}")
+                elif row["status"] != "ok":
+                    reason = row.get("reason") or row.get("correctness", {}).get("message", "")
+                    summary["failed"].append(f"{key}: {row['status']}: {reason}")
+                run_file.add_ranges(recorder.drain())
+                run_file.add_row(row)
+                _progress(progress, f"[{step}/{total}] {key}: {_row_status(row)} "
+                                    f"({time.perf_counter() - t_row:.1f}s, total {time.perf_counter() - t0:.0f}s)")
+            basis = "modelled" if settings.backend == "sim" else "measured"
+            if all(impl in rows for impl in ("cuda", "ptx")):
+                run_file.set_verdict(_verdict(item, rows, basis))
+    run_file.add_ranges(recorder.drain())
+    run_file.doc["missing"] = summary["missing"]
+    run_file.save()
+    return summary
+
+
+def _row_status(row: dict) -> str:
+    if row["status"] == "missing":
+        return f"MISSING ({row['reason']})"
+    if row["status"] == "error":
+        return f"ERROR ({row['reason'][:200]})"
+    text = "ok" if row["status"] == "ok" else f"FAILED ({row['correctness']['message'][:200]})"
+    timing = row.get("timing") or {}
+    if timing.get("basis") == "modelled":
+        t = timing.get("modelled_us")
+        text += f", modelled {t:.2f} us" if t else f", no modelled time ({timing.get('error')})"
+        text += f", sim wall {timing.get('sim_wall_s', 0):.1f}s"
+    elif timing.get("device"):
+        text += f", median {timing['device']['median_us']:.2f} us (n={timing['device']['n']})"
+    return text

@@ -1,0 +1,126 @@
+"""Times on the sim backend: the ptxsim timing model's estimate per launch ("modelled"), plus simulator wall time.
+
+For each launch: occupancy from the entry's ptxas resources and the launch shape, then
+`ptxsim.model.estimate(stats.metrics, device_spec, occupancy)`. The row's modelled time is the sum over its
+launches; per-stage times group launches by name. Everything is labelled "modelled": it is not a measurement.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, is_dataclass
+
+MODEL_DEVICE = "H200 SXM"
+
+
+def _estimate_fn():
+    """ptxsim.model.estimate, wherever it lives, or None while it has not landed."""
+    import importlib
+
+    for mod_name in ("ptxsim.model", "ptxsim.model.estimate", "ptxsim.model.timing"):
+        try:
+            mod = importlib.import_module(mod_name)
+        except ImportError:
+            continue
+        fn = getattr(mod, "estimate", None)
+        if callable(fn):
+            return fn
+    return None
+
+
+def _seconds(result) -> float | None:
+    if isinstance(result, (int, float)):
+        return float(result)
+    for attr in ("seconds", "time_s", "total_seconds", "duration_s"):
+        value = getattr(result, attr, None)
+        if isinstance(value, (int, float)):
+            return float(value)
+    if isinstance(result, dict):
+        for attr in ("seconds", "time_s", "total_seconds", "duration_s"):
+            if isinstance(result.get(attr), (int, float)):
+                return float(result[attr])
+    return None
+
+
+def metrics_dict(stats) -> dict:
+    """A LaunchStats' metrics (or the stats themselves) as a plain dict."""
+    metrics = getattr(stats, "metrics", stats)
+    if metrics is None:
+        return {}
+    if isinstance(metrics, dict):
+        return dict(metrics)
+    if is_dataclass(metrics):
+        return asdict(metrics)
+    if hasattr(metrics, "as_dict"):
+        return dict(metrics.as_dict())
+    return {k: v for k, v in vars(metrics).items() if not k.startswith("_")} if hasattr(metrics, "__dict__") else {}
+
+
+def sum_metrics(per_launch: list[dict]) -> dict:
+    """Sum numeric counters over launches (non-numeric values kept from the first launch that has them)."""
+    total: dict = {}
+    for metrics in per_launch:
+        for key, value in metrics.items():
+            if isinstance(value, bool):
+                total.setdefault(key, value)
+            elif isinstance(value, (int, float)):
+                total[key] = total.get(key, 0) + value
+            elif isinstance(value, dict):
+                sub = total.setdefault(key, {})
+                if isinstance(sub, dict):
+                    for k2, v2 in value.items():
+                        if isinstance(v2, (int, float)) and not isinstance(v2, bool):
+                            sub[k2] = sub.get(k2, 0) + v2
+            else:
+                total.setdefault(key, value)
+    return total
+
+
+def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_DEVICE) -> dict:
+    """{name, modelled_s, sim_wall_s, occupancy, estimate, error} for one sim LaunchRecord."""
+    out = {"name": record.name, "grid": list(record.grid), "block": list(record.block),
+           "shared_bytes": record.shared_bytes, "sim_wall_s": record.host_seconds, "modelled_s": None,
+           "occupancy": None, "estimate": None, "error": None}
+    estimate = _estimate_fn()
+    if estimate is None:
+        out["error"] = "ptxsim.model.estimate is not available yet"
+        return out
+    try:
+        from harness.static import resources_of
+        from ptxsim.model.devices import get_device
+        from ptxsim.model.occupancy import occupancy_from_resources
+
+        spec = get_device(device)
+        threads = record.block[0] * record.block[1] * record.block[2]
+        resources = resources_of(*ptx_entry) if ptx_entry else None
+        occ = occupancy_from_resources(spec, threads, resources, int(record.shared_bytes)) if resources else None
+        out["occupancy"] = None if occ is None else {"blocks_per_sm": occ.blocks_per_sm, "warps_per_sm":
+                                                    occ.warps_per_sm, "occupancy": occ.occupancy,
+                                                    "limiter": occ.limiter}
+        if occ is None:
+            out["error"] = f"no ptxas resource report for {record.name} (needed for occupancy)"
+            return out
+        result = estimate(getattr(record.stats, "metrics", record.stats), spec, occ)
+        out["modelled_s"] = _seconds(result)
+        if hasattr(result, "as_row"):
+            out["estimate"] = dict(result.as_row())
+        elif not isinstance(result, (int, float)):
+            out["estimate"] = metrics_dict(result)
+        if out["modelled_s"] is None:
+            out["error"] = f"ptxsim.model.estimate returned {type(result).__name__} with no seconds field"
+    except Exception as exc:  # noqa: BLE001 - a model failure is recorded on the row, not fatal to the run
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def model_row(records, sources: dict, device: str = MODEL_DEVICE) -> dict:
+    """Modelled time of one row: {basis, modelled_us, sim_wall_s, stages_us, launches, error}."""
+    launches = [model_launch(r, sources.get(r.name), device) for r in records]
+    modelled = [launch["modelled_s"] for launch in launches]
+    errors = sorted({launch["error"] for launch in launches if launch["error"]})
+    total = sum(modelled) if modelled and all(m is not None for m in modelled) else None
+    stages: dict[str, float] = {}
+    if total is not None:
+        for launch in launches:
+            stages[launch["name"]] = stages.get(launch["name"], 0.0) + launch["modelled_s"] * 1e6
+    return {"basis": "modelled", "device": device, "modelled_us": None if total is None else total * 1e6,
+            "sim_wall_s": sum(r.host_seconds for r in records), "stages_us": stages, "launches": launches,
+            "error": "; ".join(errors) or None}

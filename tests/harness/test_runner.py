@@ -1,0 +1,214 @@
+"""The sweep runner on a fake in-memory backend: rows, checks, missing paths, verdicts, stages, resume, run.json."""
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from harness import runner
+from harness.backends.base import Backend, DeviceArray, LaunchRecord
+from harness.kernels import get_kernel
+from harness.results import RunFile, SCHEMA_VERSION
+
+NOP_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry nop()
+{
+    ret;
+}
+"""
+
+
+class FakeBackend(Backend):
+    """Host memory standing in for a device; launches record fake ptxsim-style counters."""
+
+    name = "sim"
+
+    def __init__(self):
+        self.mem, self.next, self.records, self.sources, self.freed = {}, 1 << 20, [], {}, 0
+
+    def to_device(self, host):
+        self.next += 4096
+        self.mem[self.next] = np.ascontiguousarray(host).copy()
+        return DeviceArray(host.shape, host.dtype, self.next)
+
+    def empty(self, shape, dtype, fill_byte=0xFF):
+        arr = np.empty(shape, dtype)
+        arr.view(np.uint8).fill(fill_byte)
+        return self.to_device(arr)
+
+    def to_host(self, array):
+        return self.mem[array.addr].copy()
+
+    def free(self, array):
+        self.freed += 1
+        del self.mem[array.addr]
+
+    def launch_ptx(self, ptx, entry, grid, block, params, shared_bytes=0, tag=""):
+        metrics = {"launch__grid_size": grid, "launch__block_size": block, "launch__thread_count": grid * block,
+                   "smsp__inst_executed.sum": 1000 * grid, "dram__bytes_read.sum": 4096.0 * grid,
+                   "dram__bytes_write.sum": 1024.0 * grid}
+        rec = LaunchRecord(tag or entry, "ptx", (grid, 1, 1), (block, 1, 1), 0, 1e-3, SimpleNamespace(metrics=metrics))
+        self.records.append(rec)
+        self.sources[rec.name] = (ptx, entry)
+        return rec
+
+    def launched_sources(self):
+        return dict(self.sources)
+
+
+def fake_run(kernel, wrong=False, grid=2, calls=None, stages=("only",)):
+    """A 'kernel path' that writes the reference answer (or a corrupted one) and launches one nop per stage."""
+    spec = get_kernel(kernel)
+
+    def run(backend, args, preset, **params):
+        if calls is not None:
+            calls.append(kernel)
+        inputs = {n: backend.mem[args[n].addr] for n in spec.inputs}
+        ref = spec.reference(inputs, preset, **params)
+        for out in spec.output_specs(preset, inputs):
+            value = np.asarray(ref[out.name]).astype(out.dtype)
+            if wrong and out.name == spec.output_specs(preset, inputs)[0].name:
+                value = value.copy()
+                value.reshape(-1)[0] = value.reshape(-1)[0] + 1
+            dest = backend.mem[args[out.name].addr]
+            dest[...] = value if value.shape == dest.shape else dest
+            if value.shape != dest.shape:  # rows beyond total_padded stay poisoned
+                dest[: value.shape[0]] = value
+        return [backend.launch_ptx(NOP_PTX, "nop", grid * (i + 1), 32, [], tag=s) for i, s in enumerate(stages)]
+
+    return run
+
+
+def _settings(kernels, **kw):
+    return runner.CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",), kernels=tuple(kernels),
+                                  seed=kw.pop("seed", 1234), **kw)
+
+
+def _run_file(tmp_path, settings):
+    return RunFile.create(tmp_path, "test-run", settings.as_dict(), {"backend": "sim", "gpu": {}}, command=["t"])
+
+
+def test_rows_verdicts_and_missing(tmp_path, monkeypatch, seed):
+    table = {("cuda", "gate"): fake_run("gate", grid=4), ("ptx", "gate"): fake_run("gate", grid=2),
+             ("ptx", "align"): fake_run("align", wrong=True)}
+    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (table.get((impl, k)), "" if (impl, k) in table
+                                                              else f"{impl} has no {k}"))
+    settings = _settings(["gate", "align"], seed=seed)
+    backend = FakeBackend()
+    run_file = _run_file(tmp_path, settings)
+    summary = runner.run_sweep(backend, settings, run_file, progress=open("/dev/null", "w"))
+    doc = json.loads((tmp_path / "test-run" / "run.json").read_text())
+    assert doc["schema_version"] == SCHEMA_VERSION
+    rows = {r["key"]: r for r in doc["rows"]}
+    assert set(rows) == {"gate/cuda/tiny/balanced", "gate/ptx/tiny/balanced", "align/cuda/tiny/balanced",
+                         "align/ptx/tiny/balanced"}
+    gate = rows["gate/ptx/tiny/balanced"]
+    assert gate["status"] == "ok" and gate["correctness"]["ok"]
+    assert gate["seed"] == rows["gate/cuda/tiny/balanced"]["seed"]  # both paths get the same inputs
+    assert gate["static"]["kernels"]["only"]["resources"]["registers"] >= 1  # ptxas ran on the launched PTX
+    assert gate["sim_counters"]["total"]["dram__bytes_read.sum"] == 4096.0 * 2
+    t = gate["timing"]
+    assert t["basis"] == "modelled" and t["modelled_us"] > 0 and t["launches"][0]["occupancy"]["blocks_per_sm"] >= 1
+    assert gate["throughput"]["achieved_gbps"] == pytest.approx(gate["min_bytes"] / (t["modelled_us"] * 1e-6) / 1e9)
+    # the wrong align is a recorded failure; the missing cuda align is "missing" with its reason
+    assert rows["align/ptx/tiny/balanced"]["status"] == "failed"
+    assert "counts: 1 mismatches" in rows["align/ptx/tiny/balanced"]["correctness"]["message"]
+    assert rows["align/cuda/tiny/balanced"] == {**rows["align/cuda/tiny/balanced"], "status": "missing",
+                                                "reason": "cuda has no align"}
+    assert summary["failed"] and summary["missing"] == ["align/cuda/tiny/balanced: cuda has no align"]
+    verdicts = {v["key"]: v for v in doc["verdicts"]}
+    g = verdicts["gate/tiny/balanced"]
+    assert g["basis"] == "modelled" and g["speedup"] == pytest.approx(
+        rows["gate/cuda/tiny/balanced"]["timing"]["modelled_us"] / t["modelled_us"])
+    assert verdicts["align/tiny/balanced"]["verdict"] is None and "missing" in verdicts["align/tiny/balanced"]["reason"]
+    names = [r["name"] for r in doc["nvtx_ranges"]]
+    assert "gate/ptx/tiny/balanced" in names and names[-1] == "run/test-run"
+    assert all(r["end_ns"] >= r["start_ns"] for r in doc["nvtx_ranges"])
+    assert backend.mem == {}  # every device array freed
+
+
+def test_layer_stage_breakdown(tmp_path, monkeypatch):
+    stages = ("gate", "align", "permute", "grouped_gemm.up", "swiglu", "grouped_gemm.down", "combine", "gate")
+    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (fake_run(k, stages=stages), ""))
+    settings = _settings(["layer"], impls=("ptx",))
+    run_file = _run_file(tmp_path, settings)
+    runner.run_sweep(FakeBackend(), settings, run_file, progress=open("/dev/null", "w"))
+    row = run_file.row("layer/ptx/tiny/balanced")
+    assert row["status"] == "ok", row.get("correctness")
+    launches = row["timing"]["launches"]
+    per = {}
+    for launch in launches:
+        per[launch["name"]] = per.get(launch["name"], 0) + launch["modelled_s"] * 1e6
+    assert row["stages_us"] == pytest.approx(per) and len(row["stages_us"]) == 7  # "gate" launched twice: summed
+    assert sum(row["stages_us"].values()) == pytest.approx(row["timing"]["modelled_us"])
+
+
+def test_interrupted_run_resumes_skipping_done_rows(tmp_path, monkeypatch):
+    calls = []
+    state = {"interrupt_at": 3}
+
+    def find(impl, kernel):
+        inner = fake_run(kernel, calls=calls)
+
+        def run(*a, **kw):
+            if len(calls) + 1 == state["interrupt_at"]:
+                calls.append("interrupt")
+                raise KeyboardInterrupt
+            return inner(*a, **kw)
+        return run, ""
+
+    monkeypatch.setattr(runner, "_find_run", find)
+    settings = _settings(["gate", "align", "act_quant"])
+    run_file = _run_file(tmp_path, settings)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_sweep(FakeBackend(), settings, run_file, progress=open("/dev/null", "w"))
+    saved = RunFile.load(tmp_path / "test-run")  # what is on disk after the interruption
+    assert [r["key"] for r in saved.doc["rows"]] == ["gate/cuda/tiny/balanced", "gate/ptx/tiny/balanced"]
+    first_rows = json.dumps(saved.doc["rows"])
+    state["interrupt_at"] = -1
+    calls.clear()
+    summary = runner.run_sweep(FakeBackend(), settings, saved, progress=open("/dev/null", "w"))
+    assert calls == ["align", "align", "act_quant", "act_quant"]  # the two gate rows were not re-run
+    assert summary["skipped"] == 2 and summary["ran"] == 4
+    final = RunFile.load(tmp_path / "test-run")
+    assert len(final.doc["rows"]) == 6 and json.dumps(final.doc["rows"][:2]) == first_rows
+    assert {v["key"] for v in final.doc["verdicts"]} == {"gate/tiny/balanced", "align/tiny/balanced",
+                                                         "act_quant/tiny/balanced"}
+
+
+def test_kernel_exception_is_an_error_row_and_sweep_goes_on(tmp_path, monkeypatch):
+    def boom(backend, args, preset, **params):
+        raise RuntimeError("ptxsim: unsupported instruction `foo.bar` at PTX line 12")
+
+    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (boom if impl == "ptx" else fake_run(k), ""))
+    settings = _settings(["gate"])
+    run_file = _run_file(tmp_path, settings)
+    backend = FakeBackend()
+    summary = runner.run_sweep(backend, settings, run_file, progress=open("/dev/null", "w"))
+    row = run_file.row("gate/ptx/tiny/balanced")
+    assert row["status"] == "error" and "foo.bar" in row["reason"] and "RuntimeError" in row["traceback"]
+    assert run_file.row("gate/cuda/tiny/balanced")["status"] == "ok"
+    assert len(summary["failed"]) == 1 and backend.mem == {}
+    assert not run_file.is_done("gate/ptx/tiny/balanced")  # error rows are re-run on --resume
+
+
+def test_plan_expands_grouped_gemm_variants():
+    items = runner.plan(_settings(["gate", "grouped_gemm"]))
+    assert [i.label for i in items] == ["gate", "grouped_gemm[up]", "grouped_gemm[down]"]
+    assert items[1].key("ptx") == "grouped_gemm[up]/ptx/tiny/balanced"
+    assert runner.item_seed(5, items[1]) != runner.item_seed(5, items[2])
+    assert runner.item_seed(5, items[1]) == runner.item_seed(5, items[1])
+
+
+def test_throughput_math():
+    from ptxsim.model import get_device
+
+    spec = get_device("h200")
+    t = runner.throughput("grouped_gemm", 4_800_000_000, 10**12, 1000.0, spec)  # 4.8 GB and 1 TFLOP in 1 ms
+    assert t["achieved_gbps"] == pytest.approx(4800.0) and t["achieved_tflops"] == pytest.approx(1000.0)
+    assert t["pct_peak_bandwidth"] == pytest.approx(100 * 4.8e12 / spec.memory_bandwidth)
+    assert t["pct_peak_flops"] == pytest.approx(100 * 1e15 / spec.bf16_dense_flops)
+    assert runner.throughput("gate", 10, 10, 1.0, spec)["peak_flops_kind"] == "fp32"
+    assert runner.throughput("gate", 10, 10, None, spec)["achieved_gbps"] is None

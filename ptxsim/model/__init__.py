@@ -11,10 +11,10 @@ from ptxsim.model.costs import CLASS_COSTS, INSTRUCTION_CLASSES, MMA_M16N8K16_FL
 from ptxsim.model.devices import DEVICES, DeviceSpec, get_device
 from ptxsim.model.errors import MetricsError, ModelArgumentError, ModelError, ResourceError, UnknownDeviceError
 from ptxsim.model.occupancy import LIMITERS, Occupancy, occupancy, occupancy_from_resources
-from ptxsim.model.timing import COMPONENTS, METRIC_KEYS, Estimate, estimate, explain
+from ptxsim.model.timing import CLASS_METRICS, COMPONENTS, METRIC_KEYS, Estimate, estimate, explain
 
 __all__ = [
-    "CLASS_COSTS", "COMPONENTS", "DEVICES", "INSTRUCTION_CLASSES", "LIMITERS", "METRIC_KEYS", "MMA_M16N8K16_FLOPS",
+    "CLASS_COSTS", "CLASS_METRICS", "COMPONENTS", "DEVICES", "INSTRUCTION_CLASSES", "LIMITERS", "METRIC_KEYS", "MMA_M16N8K16_FLOPS",
     "MODEL_CONSTANTS", "DeviceSpec", "Estimate", "MetricsError", "ModelArgumentError", "ModelError", "Occupancy",
     "ResourceError", "UnknownDeviceError", "class_cycles", "estimate", "explain", "get_device", "occupancy",
     "occupancy_from_resources",

@@ -18,6 +18,7 @@ needs under 228 KB per SM may in practice run with a smaller carveout; that does
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from ptxsim.model.devices import DeviceSpec
@@ -62,18 +63,23 @@ class Occupancy:
             ModelArgumentError: grid_blocks < 1 or sm_count outside 1..device SMs.
         """
         sms = check_sm_count(sm_count, self.sm_count)
-        if not isinstance(grid_blocks, int) or grid_blocks < 1:
+        if not _is_int(grid_blocks) or grid_blocks < 1:
             raise ModelArgumentError(f"waves: grid_blocks must be an integer >= 1, got {grid_blocks!r}")
-        return grid_blocks / (self.blocks_per_sm * sms)
+        return int(grid_blocks) / (self.blocks_per_sm * sms)
+
+
+def _is_int(value) -> bool:
+    """An integer (Python or NumPy), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def check_sm_count(sm_count: int | None, device_sms: int) -> int:
     """The SM count to use: `sm_count` if given (1..device_sms), else the device's."""
     if sm_count is None:
         return device_sms
-    if isinstance(sm_count, bool) or not isinstance(sm_count, int) or not 1 <= sm_count <= device_sms:
+    if not _is_int(sm_count) or not 1 <= sm_count <= device_sms:
         raise ModelArgumentError(f"sm_count must be an integer in 1..{device_sms} (the device's SMs), got {sm_count!r}")
-    return sm_count
+    return int(sm_count)
 
 
 def _round_up(value: int, unit: int) -> int:
@@ -81,12 +87,12 @@ def _round_up(value: int, unit: int) -> int:
 
 
 def _check_int(name: str, value, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not _is_int(value):
         raise ModelArgumentError(f"occupancy: {name} must be an integer, got {value!r} ({type(value).__name__})")
     if not low <= value <= high:
         raise ResourceError(f"occupancy: {name}={value} is outside {low}..{high}, the sm_90 limit; "
                             "the launch would fail (cudaErrorInvalidValue / too many resources requested)")
-    return value
+    return int(value)
 
 
 def occupancy(spec: DeviceSpec, threads_per_block: int, registers_per_thread: int,
@@ -152,6 +158,6 @@ def occupancy_from_resources(spec: DeviceSpec, threads_per_block: int, resources
         if not hasattr(resources, attr):
             raise ModelArgumentError(f"occupancy_from_resources: {type(resources).__name__} has no .{attr}; "
                                      "expected a ResourceUsage from harness.toolchain.assemble")
-    if isinstance(dynamic_shared_bytes, bool) or not isinstance(dynamic_shared_bytes, int) or dynamic_shared_bytes < 0:
+    if not _is_int(dynamic_shared_bytes) or dynamic_shared_bytes < 0:
         raise ModelArgumentError(f"dynamic_shared_bytes must be an integer >= 0, got {dynamic_shared_bytes!r}")
     return occupancy(spec, threads_per_block, resources.registers, resources.shared_bytes + dynamic_shared_bytes)

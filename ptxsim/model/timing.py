@@ -31,6 +31,7 @@ kernel may use (`sm_count`, an SM partition), f the SM clock, G the grid's block
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -126,10 +127,10 @@ def _check_args(spec, occ, clock_hz, bandwidth_share, constants):
         raise ModelArgumentError(f"estimate: occ must be an Occupancy from occupancy(), got {type(occ).__name__}")
     if occ.device != spec.name:
         raise ModelArgumentError(f"estimate: occupancy was computed for {occ.device!r}, not {spec.name!r}")
-    if clock_hz is not None and (isinstance(clock_hz, bool) or not isinstance(clock_hz, (int, float))
+    if clock_hz is not None and (isinstance(clock_hz, bool) or not isinstance(clock_hz, numbers.Real)
                                  or not math.isfinite(clock_hz) or clock_hz <= 0):
         raise ModelArgumentError(f"estimate: clock_hz must be a positive number of hertz, got {clock_hz!r}")
-    if isinstance(bandwidth_share, bool) or not isinstance(bandwidth_share, (int, float)) \
+    if isinstance(bandwidth_share, bool) or not isinstance(bandwidth_share, numbers.Real) \
             or not 0 < bandwidth_share <= 1:
         raise ModelArgumentError(f"estimate: bandwidth_share must be in (0, 1] (this kernel's fraction of DRAM "
                                  f"bandwidth), got {bandwidth_share!r}")
@@ -137,7 +138,7 @@ def _check_args(spec, occ, clock_hz, bandwidth_share, constants):
     for key, value in (constants or {}).items():
         if key not in table:
             raise ModelArgumentError(f"estimate: unknown model constant {key!r}; known: {', '.join(table)}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
             raise ModelArgumentError(f"estimate: constant {key!r} = {value!r}; expected a finite number >= 0")
         table[key] = float(value)
     for key in ("dram_achievable_fraction", "l2_achievable_fraction", "shared_achievable_fraction",

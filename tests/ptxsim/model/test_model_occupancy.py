@@ -60,6 +60,14 @@ def test_non_integer_arguments_raise(bad):
         occupancy(H100, bad, 32, 0)
 
 
+def test_numpy_integers_are_accepted():
+    import numpy as np
+
+    occ = occupancy(H100, np.int64(256), np.int32(128), np.int64(0))
+    assert occ.blocks_per_sm == 2 and type(occ.threads_per_block) is int
+    assert occ.waves(np.int64(264), sm_count=np.int32(132)) == 1.0
+
+
 def test_waves():
     occ = occupancy(H100, 256, 32, 0)        # 8 blocks/SM -> 1056 blocks per wave on 132 SMs
     assert occ.waves(1056) == 1.0

@@ -14,8 +14,8 @@ from ptxsim.model.occupancy import LIMITERS, Occupancy, occupancy, occupancy_fro
 from ptxsim.model.timing import CLASS_METRICS, COMPONENTS, METRIC_KEYS, Estimate, estimate, explain
 
 __all__ = [
-    "CLASS_COSTS", "CLASS_METRICS", "COMPONENTS", "DEVICES", "INSTRUCTION_CLASSES", "LIMITERS", "METRIC_KEYS", "MMA_M16N8K16_FLOPS",
-    "MODEL_CONSTANTS", "DeviceSpec", "Estimate", "MetricsError", "ModelArgumentError", "ModelError", "Occupancy",
-    "ResourceError", "UnknownDeviceError", "class_cycles", "estimate", "explain", "get_device", "occupancy",
-    "occupancy_from_resources",
+    "CLASS_COSTS", "CLASS_METRICS", "COMPONENTS", "DEVICES", "INSTRUCTION_CLASSES", "LIMITERS", "METRIC_KEYS",
+    "MMA_M16N8K16_FLOPS", "MODEL_CONSTANTS", "DeviceSpec", "Estimate", "MetricsError", "ModelArgumentError",
+    "ModelError", "Occupancy", "ResourceError", "UnknownDeviceError", "class_cycles", "estimate", "explain",
+    "get_device", "occupancy", "occupancy_from_resources",
 ]

@@ -255,8 +255,9 @@ def _progress(stream, text: str) -> None:
     print(text, file=stream, flush=True)
 
 
-def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=sys.stderr) -> dict:
+def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=None) -> dict:
     """Run every row not already done in `run_file`; returns {"failed": [...], "missing": [...], "ran": n}."""
+    progress = progress if progress is not None else sys.stderr
     items = plan(settings)
     device_spec = device_spec_for(settings.backend, run_file.doc["environment"].get("gpu", {}).get("name"),
                                   settings.model_device)

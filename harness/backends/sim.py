@@ -13,7 +13,7 @@ import numpy as np
 
 from harness.backends import numba_abi
 from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord
-from harness.errors import InputError
+from harness.errors import InputError, PtxmoeError
 
 
 def dim3(value, what: str) -> tuple[int, int, int]:
@@ -51,6 +51,10 @@ class SimBackend(Backend):
     def __init__(self, device=None):
         import ptxsim
 
+        missing = [name for name in ("Device", "load_ptx") if not hasattr(ptxsim, name)]
+        if missing and device is None:
+            raise PtxmoeError(f"the sim backend needs ptxsim.{' and ptxsim.'.join(missing)}, which this checkout's "
+                              f"ptxsim does not provide yet")
         self._ptxsim = ptxsim
         self.device = device if device is not None else ptxsim.Device()
         self._modules: dict[str, object] = {}

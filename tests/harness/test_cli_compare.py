@@ -1,0 +1,102 @@
+"""`ptxmoe compare` end to end: option handling, exit codes, missing paths, resume; a real sim run when ptxsim can."""
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import runner
+from harness.cli import main
+from tests.harness.test_runner import FakeBackend, fake_run
+
+
+def _has_sim() -> bool:
+    import ptxsim
+
+    return hasattr(ptxsim, "Device") and hasattr(ptxsim, "load_ptx")
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """compare on the fake backend: gate correct on both paths, align wrong on ptx and missing on cuda."""
+    import harness.backends.select as select
+
+    monkeypatch.setattr(select, "select_backend", lambda name: FakeBackend())
+    monkeypatch.setattr(select, "resolve_backend_name", lambda name: "sim")
+    table = {("cuda", "gate"): fake_run("gate"), ("ptx", "gate"): fake_run("gate"),
+             ("ptx", "align"): fake_run("align", wrong=True)}
+    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (table.get((impl, k)), "" if (impl, k) in table
+                                                              else f"{impl} has no {k} yet"))
+
+
+def _only_run(out: Path) -> Path:
+    runs = [p for p in out.iterdir() if p.is_dir()]
+    assert len(runs) == 1
+    return runs[0]
+
+
+def test_unknown_names_exit_2(tmp_path, capsys):
+    assert main(["compare", "--backend", "sim", "--kernels", "gate,bogus", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown kernel 'bogus'" in err and "grouped_gemm" in err and "Traceback" not in err
+    assert main(["compare", "--backend", "nope", "--out", str(tmp_path)]) == 2
+    assert "unknown backend 'nope'" in capsys.readouterr().err
+
+
+def test_all_ok_exits_0(tmp_path, capsys, fake):
+    assert main(["compare", "--kernels", "gate", "--seed", "7", "--out", str(tmp_path), "--no-static"]) == 0
+    cap = capsys.readouterr()
+    assert "seed 7" in cap.err and "[1/2] gate/cuda/tiny/balanced" in cap.err
+    assert "dashboard is not built yet" in cap.out or "dashboard:" in cap.out
+    doc = json.loads((_only_run(tmp_path) / "run.json").read_text())
+    assert doc["status"] == "complete" and doc["settings"]["seed"] == 7 and doc["settings"]["presets"] == ["tiny"]
+    assert [r["status"] for r in doc["rows"]] == ["ok", "ok"] and doc["rows"][0]["static"] is None
+
+
+def test_failed_path_exits_1_and_lists_it(tmp_path, capsys, fake):
+    assert main(["compare", "--kernels", "gate,align", "--out", str(tmp_path), "--no-static"]) == 1
+    err = capsys.readouterr().err
+    assert "FAILED (1 rows)" in err and "align/ptx/tiny/balanced: failed" in err
+    assert "missing (1 rows" in err and "cuda has no align yet" in err
+
+
+def test_resume_via_cli(tmp_path, capsys, fake, monkeypatch):
+    assert main(["compare", "--kernels", "gate", "--out", str(tmp_path), "--no-static", "--preset", "tiny",
+                 "--skew", "balanced,imbalanced"]) == 0
+    run_dir = _only_run(tmp_path)
+    doc = json.loads((run_dir / "run.json").read_text())
+    doc["rows"] = doc["rows"][:1]  # pretend the run was interrupted after its first row
+    doc["status"] = "interrupted"
+    (run_dir / "run.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["compare", "--resume", str(run_dir)]) == 0
+    err = capsys.readouterr().err
+    assert "resuming" in err and "done in the resumed run, skipped" in err
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert len(doc["rows"]) == 4 and doc["status"] == "complete" and len(doc["resumed_utc"]) == 1
+
+
+@pytest.mark.sim
+@pytest.mark.skipif(not _has_sim(), reason="ptxsim.Device / load_ptx not landed yet")
+def test_real_sim_compare_reduced_kernels(tmp_path, capsys):
+    """The acceptance path on a reduced kernel set: both paths of each kernel run on ptxsim and are verified."""
+    from harness.implementations import implementation_table
+
+    present = set(implementation_table("cuda")[0]) & set(implementation_table("ptx")[0])
+    kernels = [k for k in ("act_quant", "gate", "permute") if k in present][:2]
+    if not kernels:
+        pytest.skip("no kernel has both a cuda and a ptx implementation yet")
+    t0 = time.perf_counter()
+    rc = main(["compare", "--backend", "sim", "--kernels", ",".join(kernels), "--out", str(tmp_path)])
+    elapsed = time.perf_counter() - t0
+    cap = capsys.readouterr()
+    doc = json.loads((_only_run(tmp_path) / "run.json").read_text())
+    bad = [(r["key"], r.get("reason") or r.get("correctness")) for r in doc["rows"] if r["status"] != "ok"]
+    assert rc == 0 and not bad, (bad, cap.err[-3000:])
+    for row in doc["rows"]:
+        assert row["sim_counters"]["total"]["smsp__inst_executed.sum"] > 0
+        assert row["static"]["totals"]["registers_max"] >= 1 and row["static"]["totals"]["sass_instructions"] > 0
+        assert row["timing"]["basis"] == "modelled"
+    assert {v["key"].split("/")[0] for v in doc["verdicts"]} == set(kernels)
+    print(f"sim compare of {kernels}: {elapsed:.1f}s", file=open(os.devnull, "w"))

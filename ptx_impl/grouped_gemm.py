@@ -50,15 +50,18 @@ class LaunchConfig:
     static_shared_bytes: int
 
 
-def tile_for(BM: int) -> GemmTile:
-    """The largest CTA row tile (64, 32 or 16) that divides BM, so no CTA straddles two routing blocks."""
+def tile_for(BM: int, N: int = 64) -> GemmTile:
+    """The CTA tile for routing block BM and output width N.
+
+    Rows: the largest of 64, 32, 16 dividing BM, so no CTA straddles two routing blocks (and two experts).
+    Columns: 128 for 64-row tiles when N is a multiple of 128, else 64.
+    """
     if not isinstance(BM, (int, np.integer)) or BM <= 0 or BM % 16:
         raise InputError(f"{KERNEL}: BM={BM!r} is not supported; expected a positive multiple of 16 "
                          f"(tensor-core fragments are 16 rows)")
-    for tm in (64, 32, 16):
-        if BM % tm == 0:
-            return TILES[tm]
-    raise AssertionError("unreachable: BM % 16 == 0")  # pragma: no cover
+    tm = next(tm for tm in (64, 32, 16) if BM % tm == 0)
+    tn = 128 if tm == 64 and N % 128 == 0 else 64
+    return TILES[f"grouped_gemm_m{tm}n{tn}"]
 
 
 def _shapes_of(preset_or_shapes, variant: str = "up") -> GemmShapes:
@@ -81,7 +84,7 @@ def validate(s: GemmShapes) -> GemmTile:
     Raises:
         InputError: naming the kernel, the offending value and what was expected.
     """
-    tile = tile_for(s.BM)
+    tile = tile_for(s.BM, s.N)
     if s.P_max <= 0 or s.P_max % s.BM:
         raise InputError(f"{KERNEL}: P_max={s.P_max} rows is not a positive multiple of BM={s.BM}")
     if s.Kd <= 0 or s.Kd % tile.bk:

@@ -13,7 +13,7 @@ from ptx_impl import gemm_template as gt
 from ptx_impl import grouped_gemm as gg
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-TILES = sorted(gt.TILES.values(), key=lambda t: t.tm)
+TILES = list(gt.TILES.values())
 
 
 def _has_ptxsim() -> bool:
@@ -29,14 +29,14 @@ needs_ptxsim = pytest.mark.skipif(not _has_ptxsim(), reason="ptxsim.Device / ptx
 
 
 # ----------------------------------------------------------------------------------------------- static: the PTX itself
-@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"m{t.tm}")
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"m{t.tm}n{t.tn}")
 def test_checked_in_ptx_is_what_the_template_renders(tile):
     on_disk = (gt.KERNEL_DIR / tile.filename).read_text()
     assert on_disk == gt.render(tile), f"{tile.filename} is stale: run `python -m ptx_impl.gemm_template`"
     assert gt.render(tile) == gt.render(tile)  # deterministic
 
 
-@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"m{t.tm}")
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"m{t.tm}n{t.tn}")
 def test_ptx_header_and_instruction_mix(tile):
     ptx = gt.render(tile)
     version = re.search(r"^\.version (\d+)\.(\d+)$", ptx, re.M)
@@ -56,7 +56,7 @@ def test_ptx_header_and_instruction_mix(tile):
     assert "st.global.b32" not in ptx and "st.global.b16" not in ptx  # only full 16-byte stores
 
 
-@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"m{t.tm}")
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"m{t.tm}n{t.tn}")
 def test_assembles_for_sm90_without_spills_and_uses_tensor_cores(tile):
     from harness.toolchain import assemble, sass_histogram
 
@@ -169,7 +169,7 @@ def model_cta(tile: gt.GemmTile, a_rows: np.ndarray, w_rows: np.ndarray) -> np.n
     return out.view(BF16)
 
 
-@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"m{t.tm}")
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"m{t.tm}n{t.tn}")
 def test_fragment_model_reproduces_the_tile_product(tile, rng):
     Kd = 2 * tile.bk  # two pipeline stages exercise the k-offsets
     a = (rng.standard_normal((tile.tm, Kd)) * 2).astype(BF16)
@@ -184,6 +184,8 @@ def test_fragment_model_reproduces_the_tile_product(tile, rng):
 # ---------------------------------------------------------------------------------------------- descriptor / contract
 def test_tile_choice_follows_bm_and_rejects_others():
     assert [gg.tile_for(bm).tm for bm in (16, 32, 48, 64, 128, 192)] == [16, 32, 16, 64, 64, 64]
+    assert [gg.tile_for(bm, n).tn for bm, n in ((16, 256), (32, 512), (64, 192), (64, 256), (128, 7168))] == [
+        64, 64, 64, 128, 128]
     for bad in (0, 8, 24, 100, -16):
         with pytest.raises(InputError, match=rf"grouped_gemm: BM={bad}"):
             gg.tile_for(bad)
@@ -195,13 +197,14 @@ def test_launch_config_per_preset():
     tiny = PRESETS["tiny"]
     up = gg.launch_config(tiny, "up")
     assert up.grid == (2 * tiny.I // 64, tiny.P_max // 16, 1) and up.block == (128, 1, 1)
-    assert up.entry == "grouped_gemm_bf16_m16n64k32s4" and up.path.endswith("grouped_gemm_m16.ptx")
+    assert up.entry == "grouped_gemm_bf16_m16n64k32s4" and up.path.endswith("grouped_gemm_m16n64.ptx")
     down = gg.launch_config(tiny, "down")
     assert down.grid == (tiny.H // 64, tiny.P_max // 16, 1)
     for name in PRESETS:  # every preset, both variants, has a valid config and PTX text
         for variant in ("up", "down"):
             cfg = gg.launch_config(name, variant)
             assert cfg.tile.tm == min(PRESETS[name].BM, 64)
+            assert cfg.grid[0] * cfg.tile.tn == (2 * PRESETS[name].I if variant == "up" else PRESETS[name].H)
             assert f".visible .entry {cfg.entry}(" in gg.ptx_source(name, variant)
 
 
@@ -301,13 +304,13 @@ def _ragged_inputs(rng, BM, E, Kd, N, n_blocks, total_blocks):
 
 
 @needs_ptxsim
-@pytest.mark.parametrize("BM", [16, 32, 64, 128])
-def test_ragged_blocks_holes_and_untouched_tail_on_ptxsim(BM, rng):
+@pytest.mark.parametrize("BM,N", [(16, 128), (32, 128), (64, 128), (128, 128), (64, 192)])
+def test_ragged_blocks_holes_and_untouched_tail_on_ptxsim(BM, N, rng):
     from harness.backends.sim import SimBackend
     from harness.presets import Preset
     from harness.verify import run_kernel
 
-    Kd, N, E, n_blocks = 64, 128, 4, 4
+    Kd, E, n_blocks = 64, 4, 4
     preset = Preset("ragged", T=8, H=Kd, E=E, K=2, G=2, TG=1, I=N // 2, BM=BM)
     inputs = _ragged_inputs(rng, BM, E, Kd, N, n_blocks, total_blocks=3)
     _, out, records = run_kernel(gg.run, SimBackend(), "grouped_gemm", preset, "balanced", 0, inputs=inputs)
@@ -321,7 +324,8 @@ def test_ragged_blocks_holes_and_untouched_tail_on_ptxsim(BM, rng):
         ref = inputs["a"][rows].astype(np.float64) @ inputs["w"][e].astype(np.float64).T
         err = np.linalg.norm(c[rows].astype(np.float64) - ref) / np.linalg.norm(ref)
         assert err <= 1e-2, (b, err)
-    assert len(records) == 1 and records[0].grid == (N // 64, n_blocks * BM // min(BM, 64), 1)
+    tn = 128 if BM % 64 == 0 and N % 128 == 0 else 64
+    assert len(records) == 1 and records[0].grid == (N // tn, n_blocks * BM // min(BM, 64), 1)
 
 
 # ------------------------------------------------------------------------------------------------------------ on a GPU

@@ -42,7 +42,9 @@ def read_ncu_rep(path, load_report=None) -> NsightTable:
     if context is None:
         raise NsightFormatError(path, None, "an Nsight Compute report that ncu_report can load", found="None")
     rows = rows_from_report(context, path)
-    return NsightTable(str(path), SOURCE, tuple(rows), {}, "" if rows else "the report holds no profiled kernels")
+    # NOTE: ncu_report loads a file that is no report at all as an empty context (0 ranges), so say both.
+    reason = "" if rows else "ncu_report found no profiled kernels (an empty report, or not an Nsight Compute report)"
+    return NsightTable(str(path), SOURCE, tuple(rows), {}, reason)
 
 
 def rows_from_report(context, path="<report>") -> list[MetricRow]:

@@ -268,7 +268,7 @@ def _copy_slot(t: GemmTile, kind: str, i: int) -> list[str]:
         ]
         base = "%pw"
     lines += [
-        "    mul.wide.u32        %d0, %t1, %kd;              // element offset of the row (64-bit: E*N*Kd > 2^32)",
+        "    mul.wide.u32        %d0, %t1, %kd;              // element offset of the row, 64-bit (E*N*Kd > 2^32)",
         "    shl.b32             %t3, %t2, 3;",
         "    cvt.u64.u32         %d1, %t3;",
         "    add.u64             %d0, %d0, %d1;",

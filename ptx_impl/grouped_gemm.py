@@ -1,7 +1,7 @@
 """grouped_gemm in hand-written PTX (kernels.md section 5): tensor-core expert GEMM over aligned row blocks.
 
-The kernels live in ptx_impl/kernels/grouped_gemm_m{16,32,64}.ptx (generated from ptx_impl/gemm_template.py, see its
-header for the algorithm); this module is their descriptor: which file and entry a shape needs, the parameter order,
+The kernels live in ptx_impl/kernels/grouped_gemm_m<rows>n<cols>.ptx (generated from ptx_impl/gemm_template.py, see
+its header for the algorithm); this module is their descriptor: which file and entry a shape needs, the parameter order,
 grid / block / shared memory as functions of the shapes, the assumptions (checked with InputError), and `run`.
 
 Kernel parameters, in order:

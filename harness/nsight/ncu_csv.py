@@ -23,6 +23,11 @@ IDENTITY = frozenset({
 _KERNEL_COLUMNS = ("Kernel Name", "Function Name")
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines of `text` without terminators (\n or \r\n only: splitlines() would also break on \x0c, \u2028...)."""
+    return text.replace("\r\n", "\n").split("\n")
+
+
 def find_header(lines: list[str]) -> int | None:
     """Index of the first line that starts an ncu CSV header, or None."""
     for i, line in enumerate(lines):
@@ -38,7 +43,7 @@ def parse_ncu_csv(text: str, path, header_index: int) -> NsightTable:
         NsightFormatError: broken quoting, a row longer than the header, a non-integer ID, a missing column,
             or a raw page without its units row.
     """
-    lines = text.splitlines()
+    lines = split_lines(text)
     lines[header_index] = lines[header_index].lstrip("\ufeff")
     records = list(_records(lines[header_index:], path, header_index))
     header_line, header = records[0]

@@ -7,6 +7,7 @@ Range names may hold ':' themselves, so the six trailing attribute fields are cu
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from harness.nsight.table import PTXMOE_DOMAIN
@@ -49,6 +50,7 @@ def parse_entry(entry: str) -> tuple[str, str]:
     return domain_name(domain), name
 
 
+@functools.lru_cache(maxsize=4096)  # the same cell repeats on every metric row of a launch
 def parse_push_pop_cell(cell: str) -> tuple[tuple[str, str], ...]:
     """Every (domain, range) in a push/pop cell, outermost first; () for an empty cell."""
     return tuple(parse_entry(entry) for entry in _QUOTED.findall(cell or ""))

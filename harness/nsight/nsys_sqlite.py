@@ -106,7 +106,7 @@ def _name(strings, text, text_id):
 
 
 def _nvtx(schema, strings, path):
-    """(domain id -> name, push/pop ranges as dicts start/end/tid/domain/name) from NVTX_EVENTS."""
+    """((process, domain id) -> name, push/pop ranges as dicts start/end/tid/domain/name) from NVTX_EVENTS."""
     if not schema.has("NVTX_EVENTS"):
         return {}, []
     cols = {k: schema.pick("NVTX_EVENTS", k) for k in ("start", "end", "eventType", "text", "textId", "globalTid",
@@ -117,12 +117,13 @@ def _nvtx(schema, strings, path):
                                     found=", ".join(schema.columns("NVTX_EVENTS")))
     domains, ranges = {}, []
     for r in schema.select("NVTX_EVENTS", cols):
+        pid = (r["globalTid"] or 0) & PID_MASK  # NOTE: domain ids are per process
         if r["eventType"] == DOMAIN_CREATE and r["domainId"] is not None:
-            domains[r["domainId"]] = _name(strings, r["text"], r["textId"])
+            domains[(pid, r["domainId"])] = _name(strings, r["text"], r["textId"])
         elif r["eventType"] == PUSH_POP and r["start"] is not None:
             end = math.inf if r["end"] is None else r["end"]
-            ranges.append({"start": r["start"], "end": end, "tid": r["globalTid"], "domain": r["domainId"] or 0,
-                           "name": _name(strings, r["text"], r["textId"])})
+            ranges.append({"start": r["start"], "end": end, "tid": r["globalTid"],
+                           "domain": (pid, r["domainId"] or 0), "name": _name(strings, r["text"], r["textId"])})
     ranges.sort(key=lambda g: (g["start"], -g["end"]))
     return domains, ranges
 
@@ -176,7 +177,7 @@ def _runtime_calls(schema):
         return {}
     calls = {}
     for r in schema.select("CUPTI_ACTIVITY_KIND_RUNTIME", wanted):
-        if r["globalTid"] is None or r["correlationId"] is None:
+        if None in (r["globalTid"], r["correlationId"], r["start"], r["end"]):
             continue
         key = (r["globalTid"] & PID_MASK, r["correlationId"])
         span = (r["globalTid"], r["start"], r["end"])
@@ -196,18 +197,32 @@ def _kernel_rows(schema, strings, ranges, domains, path) -> list[MetricRow]:
     extra = {c: c for _, _, cs in _KERNEL_METRICS for c in cs}
     kernels = schema.select(table, {"start": "start", "end": "end", "name": name_col,
                                     "corr": "correlationId", "pid": "globalPid", **extra})
-    kernels.sort(key=lambda k: (k["start"], k["corr"] or 0))
+    kernels.sort(key=lambda k: (k["start"] if isinstance(k["start"], (int, float)) else -1, k["corr"] or 0))
+    for k in kernels:
+        if not all(isinstance(k[t], (int, float)) for t in ("start", "end")):
+            raise NsightFormatError(path, f"table {schema.name(table)}", "numeric start and end times on every kernel",
+                                    found=f"start={k['start']!r}, end={k['end']!r} (correlationId {k['corr']})")
     calls = _runtime_calls(schema)
+    by_corr = defaultdict(list)
+    for (_, corr), span in calls.items():
+        by_corr[corr].append(span)
     spans, owners = [], []
     for k in kernels:
-        call = calls.get(((k["pid"] or 0) & PID_MASK, k["corr"])) if k["corr"] is not None else None
+        if k["corr"] is None:
+            continue
+        if k["pid"] is not None:
+            call = calls.get((k["pid"] & PID_MASK, k["corr"]))
+        else:  # no globalPid column: join on correlationId alone when only one process has it
+            call = by_corr[k["corr"]][0] if len(by_corr.get(k["corr"], ())) == 1 else None
         if call is not None:
             spans.append(call)
             owners.append(k)
     found = dict(zip(map(id, owners), enclosing(_by_tid(ranges), spans)))
     rows = []
     for launch, k in enumerate(kernels):
-        name = _name(strings, None, k["name"]) if isinstance(k["name"], int) else str(k["name"])
+        name = str(k["name"])
+        if isinstance(k["name"], int):
+            name = str(strings.get(k["name"], f"<StringIds {k['name']} missing>"))
         inside = found.get(id(k), ())
         domain, rng = _stack(domains, inside)[-1] if inside else ("", "")
         stack = _stack(domains, inside)

@@ -11,6 +11,7 @@ import math
 import re
 
 from harness.nsight.errors import NsightFormatError
+from harness.nsight.ncu_csv import split_lines
 from harness.nsight.table import PTXMOE_DOMAIN, MetricRow, NsightTable
 from harness.nsight.units import normalise, parse_number
 
@@ -81,7 +82,7 @@ def _metric_columns(header):
 
 def parse_nsys_stats(text: str, path, blocks) -> NsightTable:
     """Rows of every block in `blocks` (from find_blocks)."""
-    lines = text.splitlines()
+    lines = split_lines(text)
     rows = []
     for start, kind in blocks:
         end = start

@@ -33,7 +33,8 @@ def read_nsight(path) -> NsightTable:
     """
     path = Path(path)
     if not path.is_file():
-        raise NsightFormatError(path, None, "an existing Nsight file", found="no such file")
+        found = "a directory" if path.is_dir() else "no such file"
+        raise NsightFormatError(path, None, "an existing Nsight file", found=found)
     name = path.name.lower()
     if name.endswith(".ncu-rep"):
         from harness.nsight.ncu_rep import read_ncu_rep
@@ -77,7 +78,7 @@ def _decode(path, data: bytes) -> str:
 
 def read_text(path, text: str) -> NsightTable:
     """Read decoded CSV text of any of the CSV layouts."""
-    lines = text.splitlines()
+    lines = ncu_csv.split_lines(text)
     header = ncu_csv.find_header(lines)
     if header is not None:
         return ncu_csv.parse_ncu_csv(text, path, header)

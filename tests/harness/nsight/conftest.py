@@ -7,8 +7,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 OWN = REPO / "tests" / "fixtures" / "nsight"
 SHARED = REPO / ".." / "shared" / "fixtures" / "nsight"
-SAXPY_SQLITE_GZ = SHARED / "pipit_nsys2022.2_saxpy_mpi_cuda_A100_nvtx.sqlite.gz"
-NBODY_TRACE_CSV = SHARED / "pipit_nsys_stats_nvtx_pushpop_trace_nbody.csv"
 
 
 @pytest.fixture
@@ -19,10 +17,11 @@ def own():
 
 @pytest.fixture
 def shared():
-    """Path of a real third-party fixture in ../shared/fixtures/nsight (skip when that folder is absent)."""
-    def get(path: Path) -> Path:
+    """Path of a real third-party fixture in ../shared/fixtures/nsight by file name (skip when it is absent)."""
+    def get(name: str) -> Path:
+        path = SHARED / name
         if not path.is_file():
-            pytest.skip(f"shared fixture {path} not present (expected ../shared beside the clone)")
+            pytest.skip(f"shared fixture {path} not present (CI keeps shared/ beside the clone, as ../shared)")
         return path
     return get
 

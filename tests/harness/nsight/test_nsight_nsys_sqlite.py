@@ -3,14 +3,15 @@ import gzip
 import sqlite3
 
 import pytest
-from conftest import SAXPY_SQLITE_GZ
 
 from harness.nsight import NsightFormatError, read_nsight
 from harness.nsight.nsys_sqlite import enclosing
 
+SAXPY = "pipit_nsys2022.2_saxpy_mpi_cuda_A100_nvtx.sqlite.gz"  # in ../shared/fixtures/nsight
+
 
 def test_saxpy_export_puts_all_five_kernels_in_saxpy_at_17_7_ms(shared, tmp_path):
-    path = shared(SAXPY_SQLITE_GZ)
+    path = shared(SAXPY)
     table = read_nsight(path)
     durations = table.select(metric="duration")
     assert len(durations) == 5
@@ -31,7 +32,7 @@ def test_saxpy_export_puts_all_five_kernels_in_saxpy_at_17_7_ms(shared, tmp_path
 
 
 def test_saxpy_export_names_domains_and_reads_metadata(shared):
-    path = shared(SAXPY_SQLITE_GZ)
+    path = shared(SAXPY)
     table = read_nsight(path)
     ranges = table.select(metric="range_duration")
     assert {(r.nvtx_domain, r.nvtx_range) for r in ranges} >= {("MPI", "MPI_Init"), ("MPI", "MPI_Send"), ("", "saxpy")}
@@ -152,3 +153,48 @@ def test_enclosing_sweep_matches_brute_force(rng):
     for (tid, s, e), found in zip(spans, got):
         want = [g for g in by_tid[tid] if g["start"] <= s and g["end"] >= e]
         assert list(found) == want
+
+
+def test_domain_ids_are_per_process(nsys_db):
+    db = nsys_db()
+    other = 0x0007_7777_0000_0000
+    db.domain(1, "ptxmoe")
+    db.con.execute("INSERT INTO NVTX_EVENTS VALUES (0, NULL, 75, 'MPI', ?, NULL, 1)", (other + 1,))
+    db.range(0, 100, "a/b/c/d", domain_id=1)
+    db.range(0, 100, "MPI_Send", domain_id=1, pid_base=other)
+    db.launch(10, 20, 30, 40, "k1", corr=1)
+    db.launch(10, 20, 30, 50, "k2", corr=1, pid_base=other)
+    got = {r.kernel: (r.nvtx_domain, r.nvtx_range) for r in read_nsight(db.close()).select(metric="duration")}
+    assert got == {"k1": ("ptxmoe", "a/b/c/d"), "k2": ("MPI", "MPI_Send")}
+
+
+def test_join_without_global_pid_column(tmp_path):
+    path = tmp_path / "nopid.sqlite"
+    tid = 0x0001_0000_0000_0005
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+        con.execute("INSERT INTO StringIds VALUES (1, 'kern')")
+        con.execute("CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, globalTid INT)")
+        con.execute("INSERT INTO NVTX_EVENTS VALUES (0, 1000, 59, 'outer', ?)", (tid,))
+        con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, globalTid INT, correlationId INT)")
+        con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (10, 20, ?, 9)", (tid,))
+        con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, correlationId INT, shortName INT)")
+        con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (30, 70, 9, 1)")
+    rows = read_nsight(path).select(metric="duration")
+    assert [(r.kernel, r.nvtx_range, r.value) for r in rows] == [("kern", "outer", 40.0)]
+
+
+def test_kernel_without_times_is_an_error(nsys_db):
+    db = nsys_db()
+    db.launch(10, 20, 30, 40, "k", corr=1)
+    db.con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = NULL")
+    with pytest.raises(NsightFormatError, match="table CUPTI_ACTIVITY_KIND_KERNEL: expected numeric start and end"):
+        read_nsight(db.close())
+
+
+def test_highest_versioned_table_wins(nsys_db):
+    db = nsys_db()
+    db.launch(10, 20, 30, 40, "old", corr=1)
+    db.con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL_V2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    db.con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL_V2 SET end = 45")
+    assert [r.value for r in read_nsight(db.close()).select(metric="duration")] == [15.0]

@@ -2,13 +2,14 @@
 import csv
 
 import pytest
-from conftest import NBODY_TRACE_CSV
 
 from harness.nsight import NsightFormatError, ptxmoe_labels, read_nsight
 
+NBODY = "pipit_nsys_stats_nvtx_pushpop_trace_nbody.csv"  # in ../shared/fixtures/nsight
+
 
 def test_real_pushpop_trace_values_and_stacks(shared):
-    path = shared(NBODY_TRACE_CSV)
+    path = shared(NBODY)
     table = read_nsight(path)
     assert table.format == "nsys-stats:nvtx_pushpop_trace"
     with path.open(newline="") as handle:

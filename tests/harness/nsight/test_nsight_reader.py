@@ -74,3 +74,15 @@ def test_sqlite_named_file_that_is_text(tmp_path):
     path.write_text("Time (%),Name\n")
     with pytest.raises(NsightFormatError, match="SQLite header"):
         read_nsight(path)
+
+
+def test_crlf_line_endings(own, tmp_path):
+    src = own("ncu_details_2025_short_rows.csv")
+    crlf = tmp_path / "crlf.csv"
+    crlf.write_bytes(src.read_bytes().replace(b"\n", b"\r\n"))
+    assert read_nsight(crlf).rows == read_nsight(src).rows
+
+
+def test_directory_is_not_a_file(tmp_path):
+    with pytest.raises(NsightFormatError, match="a directory"):
+        read_nsight(tmp_path)

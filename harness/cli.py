@@ -15,6 +15,8 @@ from harness.errors import PtxmoeError
 COMMAND_MODULES = (
     "harness.commands.list_cmd",
     "harness.commands.compare_cmd",
+    "harness.commands.profile_cmd",
+    "harness.commands.import_cmd",
     "harness.nsight.commands",
 )
 

@@ -1,6 +1,6 @@
 """NVTX ranges in domain "ptxmoe" around every launch group, with the harness's own timestamps kept for run.json.
 
-Range names are `<kernel>/<impl>/<preset>/<skew>` (nested inside one `run/<run-id>` range), so Nsight Systems and
+Range names are `<kernel>/<impl>/<preset>/<skew>` (nested inside one `run-<run-id>` range), so Nsight Systems and
 Nsight Compute (`--nvtx-include`) can attribute kernels to rows. The nvtx package is harmless without a GPU or a
 profiler attached (it is a no-op then); when it is not importable at all, ranges are still timed and recorded.
 Timestamps: `start_ns`/`end_ns` from time.time_ns() (wall clock, comparable with nsys's UTC-based timeline only
@@ -16,6 +16,11 @@ DOMAIN = "ptxmoe"
 
 def range_name(kernel: str, impl: str, preset: str, skew: str) -> str:
     return f"{kernel}/{impl}/{preset}/{skew}"
+
+
+def run_range_name(run_id: str) -> str:
+    """The enclosing range of a whole run: "run-<run-id>" (no '/', so ncu's --nvtx-include "ptxmoe@run-<id>/" works)."""
+    return f"run-{run_id}"
 
 
 class RangeRecorder:

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from harness.nvtx_ranges import RangeRecorder, range_name
+from harness.nvtx_ranges import RangeRecorder, range_name, run_range_name
 from harness.results import RunFile, row_key
 from harness.timing.gpu import GpuTimingSettings
 
@@ -266,7 +266,7 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
     total = len(items) * len(settings.impls)
     step = 0
     t0 = time.perf_counter()
-    run_range = f"run/{run_file.doc['run_id']}"
+    run_range = run_range_name(run_file.doc["run_id"])
     with recorder.range(run_range, phase="run"):
         for item in items:
             seed = item_seed(settings.seed, item)

@@ -1,6 +1,7 @@
 """`ptxmoe compare`: run both kernel paths, check them, time them, write profiles/<run-id>/run.json."""
 from __future__ import annotations
 
+import argparse
 import secrets
 import sys
 from pathlib import Path
@@ -35,6 +36,9 @@ def register(subparsers) -> None:
                     "outputs, run, check against the reference, time (gpu: CUDA events, L2 flushed; sim: the ptxsim "
                     "timing model, labelled modelled), static analysis, and a run.json under profiles/<run-id>/.")
     add_compare_options(parser)
+    parser.add_argument("--run-id", help=argparse.SUPPRESS)  # set by `ptxmoe profile` to know the folder
+    parser.add_argument("--quick-timing", action="store_true",
+                        help="one warm-up and one timed sample per row (what `ptxmoe profile` runs under a profiler)")
     parser.set_defaults(func=run)
 
 
@@ -65,6 +69,8 @@ def build_settings(args, backend_name: str):
         get_kernel(k)
     seed = args.seed if args.seed is not None else secrets.randbits(32)
     timing = replace(GpuTimingSettings(), budget_s=float(args.budget))
+    if getattr(args, "quick_timing", False):
+        timing = replace(timing, warmup_runs=1, warmup_s=0.0, min_samples=1, max_samples=1, host_samples=0)
     return CompareSettings(backend=backend_name, presets=tuple(presets), skews=tuple(skews), kernels=tuple(kernels),
                            seed=int(seed), static=not args.no_static, timing=timing)
 
@@ -100,7 +106,8 @@ def open_run(args):
     settings = build_settings(args, backend_name)
     backend = select_backend(backend_name)
     env = collect_environment(backend_name, settings.model_device)
-    run_file = RunFile.create(Path(args.out), new_run_id(backend_name), settings.as_dict(), env)
+    run_id = getattr(args, "run_id", None) or new_run_id(backend_name)
+    run_file = RunFile.create(Path(args.out), run_id, settings.as_dict(), env)
     return run_file, settings, backend
 
 

@@ -124,7 +124,7 @@ def test_rows_verdicts_and_missing(tmp_path, monkeypatch, seed):
         rows["gate/cuda/tiny/balanced"]["timing"]["modelled_us"] / t["modelled_us"])
     assert verdicts["align/tiny/balanced"]["verdict"] is None and "missing" in verdicts["align/tiny/balanced"]["reason"]
     names = [r["name"] for r in doc["nvtx_ranges"]]
-    assert "gate/ptx/tiny/balanced" in names and names[-1] == "run/test-run"
+    assert "gate/ptx/tiny/balanced" in names and names[-1] == "run-test-run"
     assert all(r["end_ns"] >= r["start_ns"] for r in doc["nvtx_ranges"])
     assert backend.mem == {}  # every device array freed
 

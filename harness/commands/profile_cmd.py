@@ -1,0 +1,90 @@
+"""`ptxmoe profile --tool ncu|nsys [compare options]`: re-run the comparison under Nsight, import what it wrote.
+
+The comparison runs as a child `python -m harness.cli compare ... --run-id ID --quick-timing` under the tool
+(command lines from harness.nsight.tools), so the run folder is known in advance; the tool's report is then
+imported into that run folder (`ptxmoe import`), its metric rows attached to the run.json rows by NVTX range.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.commands.compare_cmd import add_compare_options
+from harness.errors import PtxmoeError, ToolchainError
+
+TOOLS = ("ncu", "nsys")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "profile", help="re-run compare under Nsight Compute (ncu) or Nsight Systems (nsys) and import the report",
+        description="Run `ptxmoe compare` under ncu or nsys (NVTX ranges on), then import the report into the run "
+                    "folder. Exits 2 if the tool is not installed. Timing inside the profiler is reduced to one "
+                    "sample per row (profiler overhead makes timings meaningless anyway).")
+    parser.add_argument("--tool", required=True, choices=TOOLS, help="ncu (per-kernel metrics) or nsys (timeline)")
+    add_compare_options(parser)
+    parser.set_defaults(func=run)
+
+
+def child_argv(args, run_id: str) -> list[str]:
+    """The compare command line the profiler runs."""
+    argv = [sys.executable, "-m", "harness.cli", "compare", "--backend", args.backend, "--out", args.out,
+            "--run-id", run_id, "--quick-timing"]
+    for p in args.preset or ():
+        argv += ["--preset", p]
+    for s in args.skew or ():
+        argv += ["--skew", s]
+    if args.kernels:
+        argv += ["--kernels", args.kernels]
+    if args.seed is not None:
+        argv += ["--seed", str(args.seed)]
+    if args.no_static:
+        argv.append("--no-static")
+    return argv
+
+
+def run(args) -> int:
+    from harness.backends.select import resolve_backend_name
+    from harness.commands.import_cmd import import_file
+    from harness.nsight.tools import DASHBOARD_NCU_METRICS, find_tool, ncu_command, nsys_commands, tool_env
+    from harness.results import new_run_id
+
+    if args.resume:
+        raise PtxmoeError("profile does not resume runs; profile a fresh run (drop --resume)")
+    try:
+        tool = find_tool(args.tool)
+    except ToolchainError as exc:
+        print(f"ptxmoe profile: {exc}", file=sys.stderr)
+        return 2
+    backend = resolve_backend_name(args.backend)
+    if backend != "gpu":
+        raise PtxmoeError(f"profiling with {args.tool} needs the gpu backend (a visible CUDA GPU); backend resolved "
+                          f"to {backend!r}")
+    run_id = new_run_id("gpu") + f"-{args.tool}"
+    run_dir = Path(args.out) / run_id
+    app = child_argv(args, run_id)
+    nsight_dir = run_dir / "nsight"
+    nsight_dir.mkdir(parents=True, exist_ok=True)
+    if args.tool == "ncu":
+        report = nsight_dir / "profile.ncu-rep"
+        # NOTE: no --nvtx-include filter: the child runs only ptxmoe kernels, and our range names hold '/', which
+        # ncu's include syntax treats as nesting. The NVTX stacks still label every kernel (--nvtx is on).
+        commands = [ncu_command(app, DASHBOARD_NCU_METRICS, None, report, ncu=tool)]
+    else:
+        prefix = nsight_dir / "profile"
+        commands = nsys_commands(app, prefix, nsys=tool)
+        report = Path(f"{prefix}.sqlite")
+    rc = 0
+    for argv in commands:
+        print("ptxmoe profile: " + " ".join(argv), file=sys.stderr)
+        rc = subprocess.run(argv, env=tool_env(), check=False).returncode
+        if rc not in (0, 1):  # 1: compare reported a failed row; the profile is still worth importing
+            print(f"ptxmoe profile: {argv[0]} exited {rc}", file=sys.stderr)
+            return rc
+    if not report.exists():
+        print(f"ptxmoe profile: {args.tool} wrote no report at {report}", file=sys.stderr)
+        return 1
+    rows_json, attached, unmatched = import_file(report, run_dir)
+    print(f"profile: {report} imported ({attached} metric rows attached, {unmatched} unmatched); run {run_dir}")
+    return rc

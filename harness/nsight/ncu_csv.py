@@ -14,6 +14,7 @@ from harness.nsight.table import MetricRow, NsightTable
 from harness.nsight.units import normalise, parse_number
 
 HEADER_START = '"ID",'
+NCU_LINE_MARKERS = ("==PROF==", "==WARNING==", "==ERROR==", "==WARN==")
 # Identity columns of either page; every other raw-page column (bar NVTX ones) is a metric.
 IDENTITY = frozenset({
     "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Function Name", "Kernel Time", "Context",
@@ -53,8 +54,8 @@ def parse_ncu_csv(text: str, path, header_index: int) -> NsightTable:
 
 
 def _records(lines, path, offset):
-    """(1-based line number, fields) for each non-empty CSV record."""
-    reader = csv.reader(lines, strict=True)
+    """(1-based line number, fields) for each non-empty CSV record; ncu's own ==PROF== lines are blanked."""
+    reader = csv.reader(("" if line.startswith(NCU_LINE_MARKERS) else line for line in lines), strict=True)
     while True:
         try:
             fields = next(reader)
@@ -111,6 +112,8 @@ def _details(records, path) -> NsightTable:
     needed = max(col_id, col_kernel, col_name, col_value) + 1
     rows = []
     for line, fields in records[1:]:
+        if fields == header:
+            continue  # a repeated header (output of several ncu runs appended to one log)
         if len(fields) < needed:  # 2025.x rows may be short, but never short of the metric cells
             raise NsightFormatError(path, line, f"at least {needed} fields (through 'Metric Value')",
                                     found=f"{len(fields)} fields")
@@ -144,6 +147,8 @@ def _raw(records, path) -> NsightTable:
                                 found=",".join(units[:3]))
     rows = []
     for line, fields in records[2:]:
+        if fields == header or not fields[col_id].strip():
+            continue  # a repeated header or units row (several ncu runs appended to one log)
         fields = _fit(fields, width, path, line)
         launch = _launch_id(fields[col_id], path, line)
         stack, domain, name = _nvtx(fields, nvtx_columns)

@@ -187,7 +187,8 @@ def _runtime_calls(schema):
     return calls
 
 
-def _kernel_rows(schema, strings, ranges, domains, path) -> list[MetricRow]:
+def _load_kernels(schema, path) -> list[dict]:
+    """Kernel rows (start, end, name, corr, pid and the _KERNEL_METRICS columns), in launch order."""
     table = "CUPTI_ACTIVITY_KIND_KERNEL"
     name_col = schema.pick(table, "demangledName", "shortName", "mangledName", "name")
     for key, col in (("start", schema.pick(table, "start")), ("end", schema.pick(table, "end")), ("name", name_col)):
@@ -197,43 +198,47 @@ def _kernel_rows(schema, strings, ranges, domains, path) -> list[MetricRow]:
     extra = {c: c for _, _, cs in _KERNEL_METRICS for c in cs}
     kernels = schema.select(table, {"start": "start", "end": "end", "name": name_col,
                                     "corr": "correlationId", "pid": "globalPid", **extra})
-    kernels.sort(key=lambda k: (k["start"] if isinstance(k["start"], (int, float)) else -1, k["corr"] or 0))
     for k in kernels:
         if not all(isinstance(k[t], (int, float)) for t in ("start", "end")):
             raise NsightFormatError(path, f"table {schema.name(table)}", "numeric start and end times on every kernel",
                                     found=f"start={k['start']!r}, end={k['end']!r} (correlationId {k['corr']})")
-    calls = _runtime_calls(schema)
+    kernels.sort(key=lambda k: (k["start"], k["corr"] or 0))
+    return kernels
+
+
+def _launching_calls(kernels, calls) -> list:
+    """The runtime call (tid, start, end) that launched each kernel, or None."""
     by_corr = defaultdict(list)
     for (_, corr), span in calls.items():
         by_corr[corr].append(span)
-    spans, owners = [], []
+    out = []
     for k in kernels:
         if k["corr"] is None:
-            continue
-        if k["pid"] is not None:
-            call = calls.get((k["pid"] & PID_MASK, k["corr"]))
+            out.append(None)
+        elif k["pid"] is not None:
+            out.append(calls.get((k["pid"] & PID_MASK, k["corr"])))
         else:  # no globalPid column: join on correlationId alone when only one process has it
-            call = by_corr[k["corr"]][0] if len(by_corr.get(k["corr"], ())) == 1 else None
-        if call is not None:
-            spans.append(call)
-            owners.append(k)
-    found = dict(zip(map(id, owners), enclosing(_by_tid(ranges), spans)))
+            spans = by_corr.get(k["corr"], ())
+            out.append(spans[0] if len(spans) == 1 else None)
+    return out
+
+
+def _kernel_rows(schema, strings, ranges, domains, path) -> list[MetricRow]:
+    kernels = _load_kernels(schema, path)
+    launched_by = _launching_calls(kernels, _runtime_calls(schema))
+    joined = [i for i, call in enumerate(launched_by) if call is not None]
+    inside_of = dict(zip(joined, enclosing(_by_tid(ranges), [launched_by[i] for i in joined])))
     rows = []
     for launch, k in enumerate(kernels):
-        name = str(k["name"])
-        if isinstance(k["name"], int):
-            name = str(strings.get(k["name"], f"<StringIds {k['name']} missing>"))
-        inside = found.get(id(k), ())
-        domain, rng = _stack(domains, inside)[-1] if inside else ("", "")
-        stack = _stack(domains, inside)
-
-        def row(metric, value, unit, name=name, launch=launch, rng=rng, domain=domain, stack=stack):
-            return MetricRow(SOURCE, name, rng, metric, value, unit, launch, domain, stack)
-
-        rows += [row("duration", float(k["end"] - k["start"]), "ns"), row("start", float(k["start"]), "ns"),
-                 row("end", float(k["end"]), "ns")]
+        name = k["name"]
+        name = str(strings.get(name, f"<StringIds {name} missing>")) if isinstance(name, int) else str(name or "")
+        stack = _stack(domains, inside_of.get(launch, ()))
+        domain, rng = stack[-1] if stack else ("", "")
+        values = [("duration", float(k["end"] - k["start"]), "ns"), ("start", float(k["start"]), "ns"),
+                  ("end", float(k["end"]), "ns")]
         for metric, unit, cols in _KERNEL_METRICS:
-            values = [k[c] for c in cols]
-            if all(isinstance(v, (int, float)) for v in values):
-                rows.append(row(metric, float(math.prod(values)), unit))
+            dims = [k[c] for c in cols]
+            if all(isinstance(v, (int, float)) for v in dims):
+                values.append((metric, float(math.prod(dims)), unit))
+        rows += [MetricRow(SOURCE, name, rng, m, v, u, launch, domain, stack) for m, v, u in values]
     return rows

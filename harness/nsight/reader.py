@@ -16,7 +16,7 @@ from harness.nsight.table import NsightTable
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
-NCU_MARKERS = ("==PROF==", "==WARNING==", "==ERROR==", "==WARN==")
+NCU_MARKERS = ncu_csv.NCU_LINE_MARKERS
 _UNEXPORTED = {".nsys-rep": "nsys-rep", ".qdrep": "qdrep"}
 
 

@@ -168,3 +168,15 @@ def test_random_files_round_trip_in_base_units(tmp_path, rng, page):
         assert got[key][0] == pytest.approx(value, rel=1e-12), (key, cells[key], units[key[1]])
     assert {r.kernel for r in table.rows} == {f"k{i}(int, float)" for i in range(launches)}
     assert all(unit_factor(u)[1] == base for u, _, base in UNITS)
+
+
+def test_appended_logs_repeat_the_header(own, tmp_path):
+    src = own("ncu_raw_page_units_row.csv").read_text()
+    path = tmp_path / "twice.csv"
+    path.write_text(src + "==PROF== Connected to process 2\n" + src.split("\n", 1)[1])
+    once = read_nsight(own("ncu_raw_page_units_row.csv"))
+    twice = read_nsight(path)
+    assert twice.rows == once.rows + once.rows
+    details = own("ncu_details_2025_short_rows.csv").read_text()
+    path.write_text(details + details)
+    assert len(read_nsight(path)) == 2 * len(read_nsight(own("ncu_details_2025_short_rows.csv")))

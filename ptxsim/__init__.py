@@ -1,1 +1,18 @@
-"""ptxsim."""
+"""ptxsim: a NumPy-vectorised PTX simulator (registers as structure-of-arrays, CTAs batched into lane vectors).
+
+    module = ptxsim.load_ptx(ptx_text)
+    kernel = module.kernel("entry")
+    stats = ptxsim.launch(kernel, grid=(gx, gy, gz), block=(bx, by, bz), args=[...], shared_bytes=0)
+"""
+from ptxsim.device import Device, DeviceBuffer, NumbaArray
+from ptxsim.errors import (DeadlockError, DecodeError, InitcheckError, InstructionBudgetExceeded, KernelNotFound,
+                           LaunchError, MemcheckError, MemoryFault, NcHazardError, ParamTypeError, PtxSimError,
+                           PtxSyntaxError, RacecheckError, SanitizerError, SynccheckError, UnsupportedInstruction)
+from ptxsim.launch import launch
+from ptxsim.module import Kernel, Module, load_ptx
+from ptxsim.stats import LaunchStats
+
+__all__ = ["load_ptx", "launch", "Device", "DeviceBuffer", "NumbaArray", "Module", "Kernel", "LaunchStats",
+           "PtxSimError", "PtxSyntaxError", "UnsupportedInstruction", "DecodeError", "KernelNotFound", "MemoryFault",
+           "DeadlockError", "InstructionBudgetExceeded", "ParamTypeError", "LaunchError", "SanitizerError",
+           "MemcheckError", "RacecheckError", "InitcheckError", "SynccheckError", "NcHazardError"]

@@ -1,0 +1,139 @@
+"""Loads and stores in every state space (global, shared, local, param, const, generic) with bounds and alignment
+checks; faults name kernel, PTX line, CTA, thread, address and the nearest allocation."""
+from __future__ import annotations
+
+import numpy as np
+
+from ptxsim.errors import MemoryFault
+from ptxsim.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+
+_GB = np.uint64(GLOBAL_BASE)
+_SW = np.uint64(SHARED_WINDOW)
+_LW = np.uint64(LOCAL_WINDOW)
+_WS = np.uint64(WINDOW_SIZE)
+
+
+def _lane_sel(lanes, mask):
+    if isinstance(lanes, slice):
+        return np.flatnonzero(mask)
+    return lanes[mask]
+
+
+def regions(st, ins, space, addr, lanes):
+    """Split an access into (space, buf, phys, sub-lanes, index-into-addr or None, raw address) per state space."""
+    if space == "":
+        if addr.size and addr.min() >= _GB and addr.max() < _SW:
+            return [_region(st, "global", addr, lanes)]
+        in_s = (addr >= _SW) & (addr < _SW + _WS)
+        in_l = (addr >= _LW) & (addr < _LW + _WS)
+        out = []
+        for sp, mask, win in (("shared", in_s, _SW), ("local", in_l, _LW), ("global", ~(in_s | in_l), None)):
+            if mask.any():
+                idx = np.flatnonzero(mask)
+                sub = addr[idx] - win if win is not None else addr[idx]
+                r = _region(st, sp, sub, _lane_sel(lanes, mask))
+                out.append(r[:4] + (idx, addr[idx]))
+        return out
+    if space == "const":
+        space = "global"
+    return [_region(st, space, addr, lanes)]
+
+
+def _region(st, space, addr, lanes):
+    if space == "global":
+        return ("global", st.launch.gmem.data, addr - _GB, lanes, None, addr)
+    if space == "shared":
+        return ("shared", st.smem, st.smem_base[lanes] + addr, lanes, None, addr)
+    if space == "local":
+        return ("local", st.lmem, st.lmem_base[lanes] + addr, lanes, None, addr)
+    if space == "fparam":
+        return ("fparam", st.fmem, st.fmem_base[lanes] + addr, lanes, None, addr)
+    if space == "kparam":
+        return ("kparam", st.launch.param_buf, addr, lanes, None, addr)
+    raise MemoryFault(f"unknown state space {space!r}", space=space)
+
+
+def _limit(st, space):
+    return {"global": st.launch.gmem.top, "shared": st.shared_size, "local": st.local_size,
+            "fparam": st.frame_size, "kparam": st.prog.param_bytes}[space]
+
+
+def check(st, ins, space, addr, lanes, nbytes, what):
+    """Raise MemoryFault if any lane's [addr, addr+nbytes) is outside its space or misaligned to nbytes."""
+    if addr.size == 0:
+        return
+    mis = (addr & np.uint64(nbytes - 1)) != 0 if nbytes & (nbytes - 1) == 0 else np.zeros(addr.shape, bool)
+    lim = _limit(st, space)
+    rel = addr - _GB if space == "global" else addr
+    oob = rel > np.uint64(lim - nbytes) if lim >= nbytes else np.ones(addr.shape, bool)
+    bad = mis | oob
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        lane = int(st.lane_array(lanes)[i])
+        a = int(addr[i])
+        kind = "misaligned" if mis[i] and not oob[i] else "out-of-bounds"
+        raise fault(st, ins, space, a, nbytes, lane, f"{kind} {what}", aligned_to=nbytes if kind == "misaligned" else 0)
+
+
+def fault(st, ins, space, addr, nbytes, lane, what, aligned_to=0):
+    cta, tid = st.where(lane)
+    if space == "global":
+        near = st.launch.gmem.describe(addr)
+        loc = f"global address {addr:#x} ({near})"
+    else:
+        loc = f"{space} address {addr:#x} (the {space} window holds {_limit(st, space)} bytes)"
+    extra = f"; a {nbytes}-byte access must be {aligned_to}-byte aligned" if aligned_to else ""
+    msg = (f"{what} of {nbytes} bytes in kernel {st.prog.name} at PTX line {ins.line} (`{ins.text}`), "
+           f"CTA {cta}, thread {tid}: {loc}{extra}")
+    return MemoryFault(msg, space=space, addr=addr, size=nbytes, cta=cta, thread=tid, line=ins.line,
+                       kernel=st.prog.name)
+
+
+def load(st, ins, space, addr, lanes, dtype, n=1):
+    """Values at addr (vector of n elements of dtype, contiguous). Returns [count] or [count, n]."""
+    dtype = np.dtype(dtype)
+    size = dtype.itemsize
+    parts = regions(st, ins, space, addr, lanes)
+    out = None
+    for sp, buf, phys, sub, idx, raw in parts:
+        check(st, ins, sp, raw, sub, size * n, "load")
+        vals = _gather(buf, phys, dtype, n)
+        for h in st.hooks:
+            h.on_access(st, ins, sp, raw, sub, size * n, False)
+        if len(parts) == 1:
+            return vals
+        if out is None:
+            out = np.zeros((len(addr), n) if n > 1 else len(addr), dtype)
+        out[idx] = vals
+    return out
+
+
+def _gather(buf, phys, dtype, n):
+    size = dtype.itemsize
+    view = buf.view(dtype)
+    if n == 1:
+        return view[(phys // np.uint64(size)).astype(np.int64)]
+    base = (phys // np.uint64(size)).astype(np.int64)
+    return view[base[:, None] + np.arange(n)]
+
+
+def store(st, ins, space, addr, lanes, vals, dtype, n=1):
+    """Store vals ([count] or [count, n] of dtype) at addr. Colliding lanes: the highest lane wins."""
+    dtype = np.dtype(dtype)
+    size = dtype.itemsize
+    parts = regions(st, ins, space, addr, lanes)
+    for sp, buf, phys, sub, idx, raw in parts:
+        check(st, ins, sp, raw, sub, size * n, "store")
+        for h in st.hooks:
+            h.on_access(st, ins, sp, raw, sub, size * n, True)
+        v = vals if idx is None else vals[idx]
+        view = buf.view(dtype)
+        base = (phys // np.uint64(size)).astype(np.int64)
+        if n == 1:
+            view[base] = v
+        else:
+            view[base[:, None] + np.arange(n)] = v
+        if sp == "global" and st.launch.track_written:
+            w = st.launch.gmem.written
+            for k in range(size * n):
+                w[(phys + np.uint64(k)).astype(np.int64)] = True

@@ -1,0 +1,166 @@
+"""Memory counters with the hardware's accounting: global requests and distinct 32-byte sectors per
+warp-instruction, first-touch DRAM bytes vs L2 hits, shared-memory wavefronts and bank conflicts."""
+from __future__ import annotations
+
+import numpy as np
+
+SECTOR = 32
+
+
+class Hook:
+    """Observer of a running launch; counters and sanitizers override what they need."""
+
+    def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
+        pass
+
+    def on_exit(self, st, lanes):
+        pass
+
+    def on_barrier(self, st, ins, lanes, bid):
+        pass
+
+    def on_release(self, st, ready):
+        pass
+
+    def on_shfl(self, st, ins, la, src, ok):
+        pass
+
+    def on_warp_sync(self, st, ins, lanes):
+        pass
+
+    def on_async_complete(self, st, rec, sel):
+        pass
+
+    def on_batch_end(self, st):
+        pass
+
+
+def _distinct_per_warp(w, key):
+    """Number of distinct (warp, key) pairs and of distinct warps."""
+    if w.size == 0:
+        return 0, 0
+    k = (w.astype(np.int64) << 42) | key.astype(np.int64)
+    u = np.unique(k)
+    nw = np.unique(w).size if not np.all(w[1:] >= w[:-1]) else 1 + int(np.count_nonzero(w[1:] != w[:-1]))
+    return int(u.size), nw
+
+
+class MemCounters(Hook):
+    def __init__(self, gmem):
+        self.gmem = gmem
+        self.t = {}
+        self.per_pc = {}
+        nsec = (gmem.top + SECTOR - 1) // SECTOR + 1
+        self.touched = np.zeros(nsec, np.bool_)
+        self.written = np.zeros(nsec, np.bool_)
+
+    def _add(self, pc, key, v):
+        self.t[key] = self.t.get(key, 0) + v
+        d = self.per_pc.setdefault(pc, {})
+        d[key] = d.get(key, 0) + v
+
+    def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
+        la = st.lane_array(lanes)
+        if la.size == 0:
+            return
+        if space == "global":
+            self._global(st, ins, addr, la, nbytes, is_store)
+        elif space == "shared":
+            self._shared(st, ins, addr, la, nbytes, is_store)
+        elif space == "local":
+            op = "st" if is_store else "ld"
+            w = la >> 5
+            self._add(ins.pc, f"local_{op}_requests", 1 + int(np.count_nonzero(w[1:] != w[:-1])))
+
+    def _global(self, st, ins, addr, la, nbytes, is_store):
+        from ptxsim.memory import GLOBAL_BASE
+
+        op = "atom" if ins.klass == "atom" else ("cp_async" if ins.klass == "cp_async" else
+                                                 ("st" if is_store else "ld"))
+        off = (addr - np.uint64(GLOBAL_BASE)).astype(np.int64)
+        first = off >> 5
+        last = (off + nbytes - 1) >> 5
+        w = la >> 5
+        if np.any(last != first):  # an access spanning sectors touches each of them
+            span = int((last - first).max()) + 1
+            secs = first[:, None] + np.arange(span)[None, :]
+            keep = secs <= last[:, None]
+            ww = np.broadcast_to(w[:, None], secs.shape)[keep]
+            secs = secs[keep]
+        else:
+            secs, ww = first, w
+        nsec, nreq = _distinct_per_warp(ww, secs)
+        if op == "cp_async":
+            self._add(ins.pc, "ptxsim__cp_async_global_sectors.sum", nsec)
+            self._add(ins.pc, "ptxsim__cp_async_global_requests.sum", nreq)
+        else:
+            self._add(ins.pc, f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum", nreq)
+            self._add(ins.pc, f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum", nsec)
+            self._add(ins.pc, f"ptxsim__bytes_requested_global_op_{op}.sum", nbytes * la.size)
+        uniq = np.unique(secs)
+        uniq = uniq[uniq < len(self.touched)]
+        if is_store and op == "st":
+            self.written[uniq] = True
+            self.touched[uniq] = True
+            return
+        new = uniq[~self.touched[uniq]]
+        self.touched[new] = True
+        self._add(ins.pc, "dram__bytes_read.sum", SECTOR * int(new.size))
+        self._add(ins.pc, "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum", nsec - int(new.size))
+        if op == "atom":
+            self.written[uniq] = True
+
+    def _shared(self, st, ins, addr, la, nbytes, is_store):
+        op = "st" if is_store else "ld"
+        if ins.klass == "atom":
+            op = "atom"
+        words = max(nbytes // 4, 1)
+        per_phase = 32 if nbytes <= 4 else (16 if nbytes == 8 else 8)
+        lane = la & 31
+        phase = (la >> 5) * 4 + lane // per_phase
+        wa = (addr.astype(np.int64) >> 2)
+        if words > 1:
+            wa = (wa[:, None] + np.arange(words)[None, :]).reshape(-1)
+            phase = np.repeat(phase, words)
+        bank = wa & 31
+        key = np.unique((phase << 40) | (bank << 34) | (wa & ((1 << 34) - 1)))
+        pb = key >> 34  # (phase, bank)
+        upb, cnt = np.unique(pb, return_counts=True)
+        ph = upb >> 6
+        order_ph, inv = np.unique(ph, return_inverse=True)
+        worst = np.zeros(order_ph.size, np.int64)
+        np.maximum.at(worst, inv, cnt)
+        wavefronts = int(worst.sum())
+        conflicts = wavefronts - int(order_ph.size)
+        if op == "atom":
+            self._add(ins.pc, "ptxsim__shared_atom_wavefronts.sum", wavefronts)
+            return
+        self._add(ins.pc, f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum", wavefronts)
+        self._add(ins.pc, f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum", conflicts)
+        self._add(ins.pc, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", conflicts)
+        w = la >> 5
+        self._add(ins.pc, f"ptxsim__shared_requests_op_{op}.sum", 1 + int(np.count_nonzero(w[1:] != w[:-1])))
+
+    def totals(self) -> dict:
+        out = {k: 0 for k in (
+            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+            "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+            "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+            "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum")}
+        out.update(self.t)
+        out["dram__bytes_write.sum"] = SECTOR * int(np.count_nonzero(self.written))
+        return out
+
+
+class NoCounters(Hook):
+    """Stand-in when counters are off: every memory metric reads 0."""
+
+    per_pc: dict = {}
+
+    def totals(self) -> dict:
+        return {}

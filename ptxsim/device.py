@@ -1,0 +1,230 @@
+"""Device: simulated global memory that keeps buffers across launches, argument marshalling, and launch()."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ptxsim.config import CONFIG
+from ptxsim.errors import LaunchError, ParamTypeError
+from ptxsim.memory import GlobalMemory
+
+
+@dataclass(frozen=True)
+class DeviceBuffer:
+    """A simulated device allocation. Pass it in launch args to pass its address as a .u64 param."""
+
+    addr: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class NumbaArray:
+    """An ndarray argument for a Numba-compiled kernel: expands to Numba's array ABI
+    (meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim]); updated in place after the launch."""
+
+    array: np.ndarray
+
+    @property
+    def nparams(self) -> int:
+        return 5 + 2 * self.array.ndim
+
+
+@dataclass
+class Launch:
+    """Everything about one launch the execution state needs (shared by all CTA batches)."""
+
+    grid: tuple
+    block: tuple
+    shared_bytes: int
+    gmem: GlobalMemory
+    param_buf: np.ndarray
+    symaddr: dict
+    hooks: list = field(default_factory=list)
+    track_written: bool = False
+
+
+def _dim3(v, what) -> tuple:
+    if isinstance(v, (int, np.integer)):
+        v = (int(v),)
+    try:
+        t = tuple(int(x) for x in v)
+    except TypeError:
+        raise LaunchError(f"{what} must be an int or a tuple of up to 3 ints, got {v!r}") from None
+    if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
+        raise LaunchError(f"{what} must have 1 to 3 positive extents, got {v!r}")
+    return t + (1,) * (3 - len(t))
+
+
+class Device:
+    """A simulated GPU's global memory; buffers persist across launches."""
+
+    def __init__(self):
+        self.gmem = GlobalMemory()
+        self._modules = {}  # module id -> {symbol: address}
+
+    # -- buffers -------------------------------------------------------------------------------------------------
+    def alloc(self, nbytes: int, label: str = "") -> DeviceBuffer:
+        a = self.gmem.alloc(int(nbytes), label)
+        return DeviceBuffer(a.addr, a.nbytes)
+
+    def to_device(self, array: np.ndarray, label: str = "") -> DeviceBuffer:
+        array = np.ascontiguousarray(array)
+        buf = self.alloc(array.nbytes, label)
+        self.copy_in(buf, array)
+        return buf
+
+    def _check(self, buf: DeviceBuffer, nbytes: int, what: str):
+        if not isinstance(buf, DeviceBuffer):
+            raise TypeError(f"{what}: expected a DeviceBuffer, got {type(buf).__name__}")
+        if nbytes > buf.nbytes:
+            raise ValueError(f"{what}: {nbytes} bytes do not fit the {buf.nbytes}-byte buffer at {buf.addr:#x}")
+        if not any(a.addr == buf.addr for a in self.gmem.allocs):
+            raise ValueError(f"{what}: buffer at {buf.addr:#x} is not a live allocation of this device (freed?)")
+
+    def copy_in(self, buf: DeviceBuffer, array: np.ndarray) -> None:
+        array = np.ascontiguousarray(array)
+        self._check(buf, array.nbytes, "copy_in")
+        self.gmem.write_bytes(buf.addr, array.reshape(-1).view(np.uint8))
+
+    def copy_out(self, buf: DeviceBuffer, array: np.ndarray) -> None:
+        """Fill `array` (C-contiguous) in place from the buffer."""
+        if not array.flags.c_contiguous:
+            raise ValueError("copy_out needs a C-contiguous array to fill in place")
+        self._check(buf, array.nbytes, "copy_out")
+        array.reshape(-1).view(np.uint8)[:] = self.gmem.read_bytes(buf.addr, array.nbytes)
+
+    def read(self, buf: DeviceBuffer, dtype, shape) -> np.ndarray:
+        out = np.empty(shape, dtype)
+        self.copy_out(buf, out)
+        return out
+
+    def free(self, buf: DeviceBuffer) -> None:
+        self.gmem.free(buf.addr)
+
+    def launch(self, kernel, grid, block, args, shared_bytes: int = 0, **kw):
+        from ptxsim.launch import launch
+
+        return launch(kernel, grid, block, args, shared_bytes=shared_bytes, device=self, **kw)
+
+    # -- module variables ----------------------------------------------------------------------------------------
+    def module_symbols(self, module) -> dict:
+        """Addresses of a module's .global/.const variables on this device (allocated and initialised once)."""
+        syms = self._modules.get(module.id)
+        if syms is not None:
+            return syms
+        from ptxsim.ast import Ident
+        from ptxsim.ptxtypes import ptx_type
+
+        syms = {}
+        pending = []
+        for v in module.variables:
+            if v.space not in ("global", "const"):
+                continue
+            nbytes = max(v.nbytes, v.elem_bytes)
+            a = self.gmem.alloc(nbytes, f".{v.space} {v.name}")
+            syms[v.name] = a.addr
+            if v.init:
+                pending.append((v, a.addr))
+            off = a.addr - (1 << 40)
+            self.gmem.written[off: off + nbytes] = True  # module variables are initialised (zero or given)
+        for v, addr in pending:
+            t = ptx_type(v.type)
+            vals = [syms.get(x.name, 0) if isinstance(x, Ident) else x for x in v.init]
+            if t.kind == "f":
+                raw = np.array(vals, dtype=t.dtype)
+            else:
+                raw = np.array([int(x) & ((1 << t.bits) - 1) for x in vals], dtype=t.uint)
+            self.gmem.write_bytes(addr, raw.view(np.uint8))
+        self._modules[module.id] = syms
+        return syms
+
+
+# -- argument marshalling ---------------------------------------------------------------------------------------
+_INT_KINDS = ("b", "u", "s")
+
+
+def marshal(kernel, args, dev: Device):
+    """Kernel param buffer from launch args; returns (param_buf, [(ndarray, DeviceBuffer)] to copy back)."""
+    from ptxsim.ptxtypes import ptx_type
+
+    params = kernel.params
+    prog = kernel.program
+    buf = np.zeros((prog.param_bytes + 31) // 16 * 16, np.uint8)
+    back = []
+    flat = []
+    for a in args:
+        if isinstance(a, NumbaArray):
+            arr = a.array
+            if not arr.flags.c_contiguous:
+                raise ParamTypeError("NumbaArray needs a C-contiguous ndarray")
+            db = dev.to_device(arr)
+            back.append((arr, db))
+            flat += [np.uint64(0), np.uint64(0), np.int64(arr.size), np.int64(arr.itemsize), db]
+            flat += [np.int64(s) for s in arr.shape] + [np.int64(s) for s in arr.strides]
+        else:
+            flat.append(a)
+    if len(flat) != len(params):
+        hint = ""
+        if len(flat) < len(params):
+            hint = (" (a Numba kernel takes 5 + 2*ndim params per array argument: wrap arrays in ptxsim.NumbaArray)")
+        raise ParamTypeError(f"kernel {kernel.name} takes {len(params)} params, got {len(flat)} argument(s){hint}; "
+                             f"params: {', '.join(f'.{p.type} {p.name}' for p in params)}")
+    for p, a in zip(params, flat):
+        t = ptx_type(p.type)
+        where = f"param {p.name} (.{p.type}) of kernel {kernel.name}"
+        if isinstance(a, np.ndarray) and a.ndim > 0:
+            if not a.flags.c_contiguous:
+                raise ParamTypeError(f"{where}: array arguments must be C-contiguous")
+            db = dev.to_device(a)
+            back.append((a, db))
+            a = db
+        if isinstance(a, DeviceBuffer):
+            if t.kind not in _INT_KINDS or t.bits != 64:
+                raise ParamTypeError(f"{where}: got a device pointer, but the param is not a 64-bit integer")
+            raw = np.array([a.addr], np.uint64).view(np.uint8)
+        elif isinstance(a, (bytes, bytearray)):
+            if len(a) != p.nbytes:
+                raise ParamTypeError(f"{where}: got {len(a)} bytes, the param holds {p.nbytes}")
+            raw = np.frombuffer(bytes(a), np.uint8)
+        else:
+            raw = _scalar_bytes(a, t, p, where)
+        buf[p.offset: p.offset + len(raw)] = raw
+    return buf, back
+
+
+def _scalar_bytes(a, t, p, where):
+    if isinstance(a, np.ndarray):  # 0-d array
+        a = a[()]
+    if isinstance(a, (bool, np.bool_)):
+        raise ParamTypeError(f"{where}: got a bool; pass np.int32/np.uint8 etc.")
+    if isinstance(a, np.generic):
+        dt = a.dtype
+        if dt.kind in "iu":
+            if t.kind not in _INT_KINDS or t.bits != dt.itemsize * 8:
+                raise ParamTypeError(f"{where}: got {dt.name} ({dt.itemsize * 8}-bit integer); expected a value "
+                                     f"matching .{t.name}")
+            return np.array([a]).view(np.uint8)
+        if dt.kind == "f":
+            if t.kind != "f" or t.bits != dt.itemsize * 8:
+                raise ParamTypeError(f"{where}: got {dt.name}; a float argument must match the .f param width "
+                                     f"exactly (expected .{t.name})")
+            return np.array([a]).view(np.uint8)
+        raise ParamTypeError(f"{where}: unsupported argument dtype {dt}")
+    if isinstance(a, int):
+        if t.kind not in _INT_KINDS:
+            raise ParamTypeError(f"{where}: got a Python int for a .{t.name} param; pass np.float32/np.float64")
+        lo = -(1 << (t.bits - 1)) if t.kind == "s" else -(1 << (t.bits - 1))
+        if not lo <= a < (1 << t.bits):
+            raise ParamTypeError(f"{where}: {a} does not fit in {t.bits} bits")
+        return np.array([a & ((1 << t.bits) - 1)], t.uint).view(np.uint8)
+    if isinstance(a, float):
+        if t.kind != "f" or t.bits == 16:
+            raise ParamTypeError(f"{where}: got a Python float for a .{t.name} param")
+        return np.array([a], t.dtype).view(np.uint8)
+    raise ParamTypeError(f"{where}: unsupported argument type {type(a).__name__} (expected an ndarray, DeviceBuffer, "
+                         "NumPy scalar or bytes)")
+
+
+_ = (time, CONFIG, _dim3)

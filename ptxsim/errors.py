@@ -1,0 +1,91 @@
+"""One exception hierarchy for ptxsim; every message names the bad value, where it is and what was expected."""
+from __future__ import annotations
+
+
+class PtxSimError(Exception):
+    """Base of every error ptxsim raises."""
+
+
+class PtxSyntaxError(PtxSimError):
+    """PTX text that does not parse: carries line, column and the offending source line."""
+
+    def __init__(self, message: str, line: int, col: int, text: str = ""):
+        self.line, self.col, self.text = line, col, text
+        where = f"line {line}:{col}: {message}"
+        if text:
+            where += f"\n    {text}\n    {' ' * max(col - 1, 0)}^"
+        super().__init__(where)
+
+
+class UnsupportedInstruction(PtxSimError):
+    """An opcode or modifier combination the simulator does not implement (never silently skipped)."""
+
+    def __init__(self, opcode: str, modifiers, line: int, why: str = ""):
+        self.opcode, self.modifiers, self.line = opcode, tuple(modifiers), line
+        mods = "".join(self.modifiers)
+        super().__init__(f"unsupported instruction `{opcode}{mods}` at PTX line {line}" + (f": {why}" if why else ""))
+
+
+class DecodeError(PtxSimError):
+    """Well-formed PTX that cannot be decoded: unknown register or label, wrong operand count, bad type."""
+
+
+class KernelNotFound(PtxSimError, KeyError):
+    """module.kernel(name) for a name that is not an entry of the module."""
+
+    def __str__(self):  # KeyError would quote the message
+        return self.args[0]
+
+
+class ParamTypeError(PtxSimError, TypeError):
+    """A launch argument that does not fit the kernel's .param declaration."""
+
+
+class LaunchError(PtxSimError, ValueError):
+    """Bad launch configuration (grid/block shape, shared memory size, argument count)."""
+
+
+class MemoryFault(PtxSimError):
+    """Out-of-bounds or misaligned access; names kernel, PTX line, CTA, thread, address and nearest allocation."""
+
+    def __init__(self, message: str, *, space: str = "", addr: int = 0, size: int = 0, cta=None, thread=None,
+                 line: int = 0, kernel: str = ""):
+        self.space, self.addr, self.size, self.cta, self.thread, self.line, self.kernel = (
+            space, addr, size, cta, thread, line, kernel)
+        super().__init__(message)
+
+
+class DeadlockError(PtxSimError):
+    """No thread can make progress while some have not exited (barrier never satisfied)."""
+
+
+class InstructionBudgetExceeded(PtxSimError):
+    """The launch ran more warp-instructions than its budget (a runaway loop?)."""
+
+
+class SanitizerError(PtxSimError):
+    """Base of sanitizer findings (memcheck, racecheck, initcheck, synccheck, nc hazard)."""
+
+    def __init__(self, message: str, report=None):
+        self.report = report
+        super().__init__(message)
+
+
+class MemcheckError(SanitizerError):
+    """memcheck: out-of-bounds, misaligned or use-after-free access."""
+
+
+class RacecheckError(SanitizerError):
+    """racecheck: shared-memory hazard between warps with no barrier between."""
+
+
+class InitcheckError(SanitizerError):
+    """initcheck: read of global or shared bytes never written."""
+
+
+class SynccheckError(SanitizerError):
+    """synccheck: barrier reached in divergent code."""
+
+
+class NcHazardError(SanitizerError):
+    """nc: a write in the same launch to an address read through ld.global.nc."""

@@ -1,0 +1,209 @@
+"""The scheduling loop: lowest-pc-first reconvergence over one lane vector holding several CTAs, barriers with ids
+and thread counts, exits, deadlock detection and the instruction budget."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ptxsim.errors import DeadlockError, InstructionBudgetExceeded
+from ptxsim.state import FULL
+
+EXITED = 1 << 30
+BLOCKED = 1 << 29  # a lane waiting at a barrier holds pc + BLOCKED
+
+
+class Scheduler:
+    """Runs one ExecState (a batch of CTAs) to completion."""
+
+    def __init__(self, st, counts, budget: int, trace: bool):
+        self.st = st
+        n = st.nlanes
+        st.pc = np.zeros(n, np.int64)
+        st.pc[~st.valid] = EXITED
+        st.sched = self
+        self.counts = counts  # {"warp": int64[npc], "thread": int64[npc], "pred_on": int64[npc]}
+        self.budget = budget
+        self.trace = trace
+        nc = st.nctas
+        self.arrived = np.zeros((nc, 16), np.int64)  # threads arrived per (CTA, barrier)
+        self.arrived_warps = np.zeros((nc, 16), np.int64)
+        self.warp_flag = np.zeros((n // 32, 16), np.bool_)
+        self.expect = np.full((nc, 16), -1, np.int64)  # requested thread count (-1: all live threads)
+        self.live = np.bincount(st.slot[st.valid], minlength=nc).astype(np.int64)
+        self.wait_id = np.full(n, -1, np.int64)
+        self.red_val = np.zeros(n, np.bool_)
+        self.warp_slot = (np.arange(n // 32) * 32) // st.padded
+        self.executed = 0
+
+    # -- the loop ------------------------------------------------------------------------------------------------
+    def run(self) -> int:
+        st = self.st
+        pc = st.pc
+        instrs = st.prog.instrs
+        regs = st.regs
+        wc, tc, pc_on = self.counts["warp"], self.counts["thread"], self.counts["pred_on"]
+        n_all = st.nlanes
+        nwarps_all = n_all // 32
+        trace = self.trace
+        executed = 0
+        budget = self.budget
+        while True:
+            m = int(pc.min())
+            if m >= BLOCKED:
+                if m >= EXITED:
+                    break
+                self._deadlock()
+            mask = pc == m
+            cnt = int(np.count_nonzero(mask))
+            if cnt == n_all:
+                lanes = FULL
+                others = EXITED
+                nw = nwarps_all
+            else:
+                lanes = np.flatnonzero(mask)
+                others = int(np.where(mask, EXITED, pc).min())
+                w = lanes >> 5
+                nw = 1 + int(np.count_nonzero(w[1:] != w[:-1]))
+            p = m
+            while True:
+                ins = instrs[p]
+                wc[p] += nw
+                tc[p] += cnt
+                active = lanes
+                nact = cnt
+                if ins.guard is not None:
+                    g = regs[ins.guard[0]][lanes]
+                    if ins.guard[1]:
+                        g = ~g
+                    nact = int(np.count_nonzero(g))
+                    if nact != cnt:
+                        active = np.flatnonzero(g) if lanes is FULL else lanes[g]
+                pc_on[p] += nact
+                st.clock += 1
+                if trace:
+                    self._trace(ins, active, nact)
+                if ins.control:
+                    pc[lanes] = p + 1
+                    if nact:
+                        ins.handler(st, ins, active)
+                    break
+                if nact:
+                    ins.handler(st, ins, active)
+                p += 1
+                if p >= others:
+                    break
+            if not ins.control:
+                pc[lanes] = p
+            executed += nw * (p - m + (1 if ins.control else 0))
+            if executed > budget:
+                self._over_budget(ins)
+        self.executed = executed
+        return executed
+
+    def _trace(self, ins, active, nact):
+        la = self.st.lane_array(active) if nact else np.zeros(0, np.int64)
+        shown = ",".join(map(str, la[:8].tolist())) + ("..." if nact > 8 else "")
+        print(f"[ptxsim] {self.st.prog.name} pc={ins.pc} line={ins.line} active={nact} lanes=[{shown}] {ins.text}",
+              file=sys.stderr)
+
+    def _over_budget(self, ins):
+        raise InstructionBudgetExceeded(
+            f"kernel {self.st.prog.name} ran more than {self.budget} warp-instructions (last at PTX line {ins.line}: "
+            f"`{ins.text}`); a runaway loop? Raise the limit with launch(..., budget=N) or PTXSIM_BUDGET")
+
+    # -- exits and barriers --------------------------------------------------------------------------------------
+    def exit(self, lanes):
+        st = self.st
+        la = st.lane_array(lanes)
+        st.pc[la] = EXITED
+        self.live -= np.bincount(st.slot[la], minlength=st.nctas)
+        for h in st.hooks:
+            h.on_exit(st, la)
+        self._release()
+
+    def barrier(self, ins, lanes, bid, cnt, mode, pred):
+        st = self.st
+        la = st.lane_array(lanes)
+        slots = st.slot[la]
+        for h in st.hooks:
+            h.on_barrier(st, ins, la, bid)
+        if mode != "arrive":
+            st.pc[la] = ins.pc + 1 + BLOCKED
+            self.wait_id[la] = bid
+        if pred is not None:
+            self.red_val[la] = pred
+        np.add.at(self.arrived, (slots, bid), 1)
+        w = la >> 5
+        fresh = ~self.warp_flag[w, bid]
+        if fresh.any():
+            self.warp_flag[w[fresh], bid[fresh]] = True
+            # a warp counts once per barrier phase
+            uw, first = np.unique(w[fresh] * 16 + bid[fresh], return_index=True)
+            np.add.at(self.arrived_warps, (slots[fresh][first], bid[fresh][first]), 1)
+        if cnt is not None:
+            self.expect[slots, bid] = cnt
+        self._release()
+
+    def _release(self):
+        need_all = self.live[:, None]
+        ready = np.where(self.expect >= 0, self.arrived_warps * 32 >= self.expect, self.arrived >= need_all)
+        ready &= self.arrived > 0
+        if not ready.any():
+            return
+        st = self.st
+        pc = st.pc
+        waiting = np.flatnonzero((pc >= BLOCKED) & (pc < EXITED))
+        rel = waiting[ready[st.slot[waiting], self.wait_id[waiting]]] if waiting.size else waiting
+        if rel.size:
+            self._bar_red(rel)
+            pc[rel] -= BLOCKED
+            self.wait_id[rel] = -1
+        self.arrived[ready] = 0
+        self.arrived_warps[ready] = 0
+        self.expect[ready] = -1
+        self.warp_flag &= ~ready[self.warp_slot]
+        for h in st.hooks:
+            h.on_release(st, ready)
+
+    def _bar_red(self, rel):
+        st = self.st
+        bar_pc = st.pc[rel] - BLOCKED - 1
+        for p in np.unique(bar_pc):
+            ins = st.prog.instrs[int(p)]
+            if not ins.aux.get("red"):
+                continue
+            sub = rel[bar_pc == p]
+            key = st.slot[sub] * 16 + self.wait_id[sub]
+            uk, inv = np.unique(key, return_inverse=True)
+            ones = np.bincount(inv, weights=self.red_val[sub]).astype(np.int64)
+            tot = np.bincount(inv).astype(np.int64)
+            from ptxsim.ptxtypes import TYPES
+
+            op = ins.aux["redop"]
+            if op == ".popc":
+                st.write(ins.aux["dst"], sub, ones[inv].astype(np.uint32), TYPES["u32"])
+            else:
+                r = (ones == tot) if op == ".and" else (ones > 0)
+                st.write(ins.aux["dst"], sub, r[inv], TYPES["pred"])
+
+    def _deadlock(self):
+        st = self.st
+        pc = st.pc
+        waiting = np.flatnonzero((pc >= BLOCKED) & (pc < EXITED))
+        key = st.slot[waiting] * (1 << 40) + self.wait_id[waiting] * (1 << 32) + (pc[waiting] - BLOCKED)
+        uk, first, counts = np.unique(key, return_index=True, return_counts=True)
+        lines = []
+        for k, f, c in list(zip(uk, first, counts))[:12]:
+            lane = int(waiting[f])
+            slot, bid = int(st.slot[lane]), int(self.wait_id[lane])
+            p = int(pc[lane] - BLOCKED - 1)
+            ins = st.prog.instrs[p]
+            cta, _ = st.where(lane)
+            exp = int(self.expect[slot, bid])
+            want = f"{exp} threads (counted per warp)" if exp >= 0 else f"all {int(self.live[slot])} live threads"
+            lines.append(f"  CTA {cta}: {c} thread(s) waiting at barrier {bid}, pc {p} (PTX line {ins.line}: "
+                         f"`{ins.text}`); arrived {int(self.arrived[slot, bid])}, needs {want}")
+        more = f"\n  ... and {len(uk) - 12} more group(s)" if len(uk) > 12 else ""
+        raise DeadlockError(f"deadlock in kernel {st.prog.name}: no thread can make progress\n" + "\n".join(lines)
+                            + more)

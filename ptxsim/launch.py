@@ -1,0 +1,99 @@
+"""launch(): marshal args, run the grid in batches of CTAs (one lane vector per batch), copy results back, stats."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ptxsim import stats as stats_mod
+from ptxsim.config import CONFIG
+from ptxsim.counters import MemCounters
+from ptxsim.device import Device, Launch, _dim3, marshal
+from ptxsim.errors import LaunchError
+from ptxsim.executor import Scheduler
+from ptxsim.state import ExecState
+
+MAX_SHARED = 227 * 1024
+REG_FILE_BUDGET = 96 << 20  # bytes of simulated registers per batch
+
+
+def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | None = None, *, sanitize=None,
+           sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
+           max_lanes: int | None = None, counters: bool = True):
+    """Run `kernel` over `grid` x `block` threads.
+
+    Args:
+        kernel: a Kernel from module.kernel(name).
+        grid, block: int or (x[, y[, z]]).
+        args: one per .param: ndarray (copied to the device, updated in place afterwards), DeviceBuffer, NumPy
+            scalar (type must match the param), bytes (byte-array params) or NumbaArray (Numba's array ABI).
+        shared_bytes: dynamic shared memory (`.extern .shared`) per CTA.
+        device: keep buffers on this Device across launches (a fresh one otherwise).
+        sanitize: None, "all", or a set of {"memcheck", "racecheck", "initcheck", "synccheck", "nc"}.
+        sanitize_report: collect findings on stats.sanitizer_reports instead of raising.
+        sample_ctas: simulate only this many CTAs spread over the grid and extrapolate counters.
+        budget: warp-instruction limit (default PTXSIM_BUDGET).
+        max_lanes: most threads in one lane vector (default PTXSIM_MAX_LANES).
+        counters: memory counters (sectors, bank conflicts); off saves time.
+
+    Returns:
+        LaunchStats.
+
+    Raises:
+        ParamTypeError, LaunchError, MemoryFault, DeadlockError, InstructionBudgetExceeded, SanitizerError.
+    """
+    t0 = time.perf_counter()
+    grid, block = _dim3(grid, "grid"), _dim3(block, "block")
+    nthreads = block[0] * block[1] * block[2]
+    if nthreads > 1024 or block[2] > 64:
+        raise LaunchError(f"block {block} has {nthreads} threads; at most 1024 (and z <= 64) per CTA")
+    prog = kernel.program
+    if shared_bytes < 0 or prog.shared_dyn_offset + shared_bytes > MAX_SHARED:
+        raise LaunchError(f"shared memory {prog.shared_dyn_offset} static + {shared_bytes} dynamic bytes exceeds "
+                          f"{MAX_SHARED} bytes per CTA")
+    dev = device or Device()
+    symaddr = dict(dev.module_symbols(kernel.module))
+    param_buf, back = marshal(kernel, args, dev)
+    from ptxsim.sanitizers import make_sanitizers
+
+    sans = make_sanitizers(sanitize, sanitize_report, dev)
+    L = Launch(grid, block, int(shared_bytes), dev.gmem, param_buf, symaddr, [],
+               track_written=any(s.needs_written for s in sans))
+    mem = MemCounters(dev.gmem) if counters else stats_mod_no_counters()
+    L.hooks = ([mem] if counters else []) + sans
+    ncta = grid[0] * grid[1] * grid[2]
+    ctas = np.arange(ncta, dtype=np.int64)
+    fraction = 1.0
+    if sample_ctas is not None and 0 < sample_ctas < ncta:
+        ctas = np.unique(np.linspace(0, ncta - 1, int(sample_ctas)).round().astype(np.int64))
+        fraction = len(ctas) / ncta
+    padded = (nthreads + 31) // 32 * 32
+    lanes_cap = max_lanes or CONFIG.max_lanes
+    reg_bytes = sum(max(b, 8) // 8 for b in prog.reg_bits) + prog.local_bytes + prog.frame_bytes + 16
+    per_batch = max(1, min(lanes_cap // padded, REG_FILE_BUDGET // (reg_bytes * padded)))
+    counts = {k: np.zeros(len(prog.instrs) + 1, np.int64) for k in ("warp", "thread", "pred_on")}
+    limit = budget if budget is not None else CONFIG.budget
+    executed = 0
+    prog_depth = len({i.func for i in prog.instrs}) + 1
+    with np.errstate(all="ignore"):
+        for start in range(0, len(ctas), per_batch):
+            st = ExecState(prog, L, ctas[start: start + per_batch])
+            st.prog_max_depth = prog_depth
+            st.call_stack = None
+            sch = Scheduler(st, counts, limit - executed, CONFIG.trace)
+            executed += sch.run()
+            for h in L.hooks:
+                h.on_batch_end(st)
+    for arr, db in back:
+        dev.copy_out(db, arr)
+        dev.free(db)
+    reports = [r for s in sans for r in s.reports]
+    wall = time.perf_counter() - t0
+    return stats_mod.build(prog, counts, mem, L, wall, scale=1.0 / fraction, reports=reports,
+                           sample_fraction=fraction, simulated=len(ctas))
+
+
+def stats_mod_no_counters():
+    from ptxsim.counters import NoCounters
+
+    return NoCounters()

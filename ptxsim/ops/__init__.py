@@ -1,0 +1,53 @@
+"""Handler families and the one table opcode -> Spec(handler, class, modifiers, prepare, control).
+
+Every handler has the signature `handler(state, ins, lanes) -> None` and works on whole lane vectors.
+Timing-model costs are not semantics and live apart, in ptxsim/model/.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Spec:
+    handler: Callable
+    klass: str  # instruction class for counters (int, fp32, fp64, fp16, sfu, tensor, convert, ld_global, ...)
+    mods: frozenset  # accepted non-type modifiers
+    prepare: Callable | None = None  # prepare(ins, decoder, ctx): validate and pre-compute at decode time
+    control: bool = False  # handler sets the pc of its lanes itself
+    hints: bool = False  # accepts cache/eviction/memory-order hint modifiers
+
+
+def spec(handler, klass, mods=(), prepare=None, control=False, hints=False) -> Spec:
+    return Spec(handler, klass, frozenset(mods), prepare, control, hints)
+
+
+def build_table() -> dict:
+    from ptxsim.ops import alu, atomic, control, convert, fp, memory, sync, tensor, warp
+
+    table = {}
+    for family in (alu, fp, convert, memory, atomic, control, sync, warp, tensor):
+        for name, s in family.OPS.items():
+            if name in table:
+                table[name] = _merge(table[name], s, name)
+            else:
+                table[name] = s
+    return table
+
+
+def _merge(a: Spec, b: Spec, name: str) -> Spec:
+    """Opcodes shared by families (add is integer and float): dispatch on the instruction's type at decode."""
+    from ptxsim.ops.common import dispatch_by_type
+
+    return dispatch_by_type(name, a, b)
+
+
+_TABLE = None
+
+
+def table() -> dict:
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = build_table()
+    return _TABLE

@@ -1,0 +1,237 @@
+"""ld / st / ldu / prefetch / cvta / isspacep / cp.async (+ commit / wait groups)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ptxsim import access
+from ptxsim.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from ptxsim.ops import spec
+from ptxsim.ops.common import need, unsupported
+from ptxsim.program import ADDR, REG, SINK, VEC
+from ptxsim.ptxtypes import TYPES
+
+_VEC = (".v2", ".v4", ".v8")
+_SPACES = (".global", ".shared", ".shared::cta", ".shared::cluster", ".local", ".param", ".param::entry",
+           ".param::func", ".const")
+
+
+def _space(ins, addr_op):
+    sp = ins.space
+    if sp == "param":
+        return "fparam" if addr_op.name == "fparam" else "kparam"
+    return sp
+
+
+def _addr(st, ins, lanes, op):
+    a = st.address(op, lanes)
+    if ins.space == "" and op.base is None and op.name in ("shared", "local"):  # generic use of a symbol
+        a = a + np.uint64(SHARED_WINDOW if op.name == "shared" else LOCAL_WINDOW)
+    return a
+
+
+def _dst_list(op):
+    return list(op.items) if op.kind == VEC else [op]
+
+
+def ld(st, ins, lanes):
+    t = ins.types[0]
+    dsts = ins.aux["regs"]
+    addr = _addr(st, ins, lanes, ins.ops[1])
+    vals = access.load(st, ins, ins.aux["space"], addr, lanes, t.dtype if t.bits <= 64 else np.uint64,
+                       len(dsts) * (2 if t.bits == 128 else 1))
+    if len(dsts) == 1 and t.bits <= 64:
+        st.write(dsts[0], lanes, vals, t)
+        return
+    if t.bits == 128:
+        raise unsupported(ins, ".b128 loads are not supported")
+    for k, d in enumerate(dsts):
+        if d.kind != SINK:
+            st.write(d, lanes, np.ascontiguousarray(vals[:, k]), t)
+
+
+def st_(st, ins, lanes):
+    t = ins.types[0]
+    srcs = ins.aux["regs"]
+    addr = _addr(st, ins, lanes, ins.ops[0])
+    n = st.count(lanes)
+    if len(srcs) == 1:
+        v = np.broadcast_to(np.asarray(st.read(srcs[0], lanes, t)), (n,))
+        access.store(st, ins, ins.aux["space"], addr, lanes, v, t.dtype)
+        return
+    v = np.empty((n, len(srcs)), t.dtype)
+    for k, s in enumerate(srcs):
+        v[:, k] = st.read(s, lanes, t)
+    access.store(st, ins, ins.aux["space"], addr, lanes, v, t.dtype, len(srcs))
+
+
+def _prep_ld(ins, dec, ctx):
+    need(ins, (2, 3), 1)
+    a = ins.ops[1] if ins.op in ("ld", "ldu") else ins.ops[0]
+    v = ins.ops[0] if ins.op in ("ld", "ldu") else ins.ops[1]
+    if a.kind != ADDR:
+        raise unsupported(ins, "the address operand must be [reg], [reg+imm], [symbol] or [imm]")
+    regs = _dst_list(v)
+    nvec = next((int(m[2:]) for m in ins.modlist if m in _VEC), 1)
+    if nvec != len(regs):
+        raise unsupported(ins, f"vector width {nvec} but {len(regs)} register(s) given")
+    ins.aux["regs"] = regs
+    sp = _space(ins, a)
+    ins.aux["space"] = sp
+    ins.aux["nc"] = ".nc" in ins.mods
+    base = {"kparam": "param", "fparam": "param", "": "global", "const": "const"}.get(sp, sp)
+    kind = "ld" if ins.op in ("ld", "ldu") else "st"
+    if kind == "ld" and base == "param":
+        ins.klass = "ld_param"
+    elif base == "const":
+        ins.klass = "ld_const"
+    elif base == "param":
+        ins.klass = "other"
+    else:
+        ins.klass = f"{kind}_{base}"
+    ins.aux["generic"] = sp == ""
+
+
+def prefetch(st, ins, lanes):
+    """A cache hint: no architectural effect (the address is not even required to be valid)."""
+
+
+def cvta(st, ins, lanes):
+    t = ins.types[0]
+    a = np.asarray(st.read(ins.ops[1], lanes, t)).astype(np.uint64)
+    sp, to = ins.aux["space"], ins.aux["to"]
+    win = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(sp, 0)
+    r = a - np.uint64(win) if to else a + np.uint64(win)
+    n = st.count(lanes)
+    st.write(ins.ops[0], lanes, np.broadcast_to(r.astype(t.uint).view(t.dtype), (n,)), t)
+
+
+def _prep_cvta(ins, dec, ctx):
+    need(ins, 2, 1)
+    ins.aux["to"] = ".to" in ins.mods
+    if ins.space not in ("shared", "local", "global", "const"):
+        raise unsupported(ins, f"cvta for state space {ins.space or '(none)'} is not supported")
+    ins.aux["space"] = ins.space
+
+
+def isspacep(st, ins, lanes):
+    a = np.asarray(st.read(ins.ops[1], lanes, TYPES["u64"]))
+    win = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(ins.space)
+    if win is None:
+        r = (a >= np.uint64(1 << 40)) & (a < np.uint64(SHARED_WINDOW))
+    else:
+        r = (a >= np.uint64(win)) & (a < np.uint64(win + WINDOW_SIZE))
+    st.write(ins.ops[0], lanes, np.broadcast_to(r, (st.count(lanes),)), TYPES["pred"])
+
+
+# -- cp.async ---------------------------------------------------------------------------------------------------
+def cp_async(st, ins, lanes):
+    n = st.count(lanes)
+    size = ins.aux["size"]
+    dst = st.address(ins.ops[0], lanes)
+    src = st.address(ins.ops[1], lanes)
+    srcsize = np.full(n, size, np.int64)
+    if len(ins.ops) >= 4:
+        o = ins.ops[3]
+        if o.kind == REG and o.bits == 1:  # ignore-src predicate
+            srcsize = np.where(np.broadcast_to(st.read(o, lanes, TYPES["pred"]), (n,)), 0, size)
+        else:
+            srcsize = np.broadcast_to(np.asarray(st.read(o, lanes, TYPES["u32"])).astype(np.int64), (n,))
+    if np.any(srcsize > size):
+        raise unsupported(ins, f"src-size {int(srcsize.max())} larger than cp-size {size}")
+    access.check(st, ins, "shared", dst, lanes, size, "cp.async destination")
+    data = np.zeros((n, size), np.uint8)
+    for k in range(0, size, 4 if size >= 4 else size):
+        w = min(4, size)
+        take = srcsize > k
+        if take.any():
+            sub = np.flatnonzero(take)
+            sl = st.lane_array(lanes)[sub] if not isinstance(lanes, slice) else sub
+            if k == 0:  # the whole source range is checked (and counted) once, by its first chunk
+                access.check(st, ins, "global", src[sub], sl, 1, "cp.async source")
+            chunk = access.load(st, ins, "global", src[sub] + np.uint64(k), sl, np.uint8, w) if w > 1 else \
+                access.load(st, ins, "global", src[sub] + np.uint64(k), sl, np.uint8)[:, None]
+            keep = (np.arange(w)[None, :] + k) < srcsize[sub][:, None]
+            data[sub, k:k + w] = np.where(keep, chunk, 0)
+    phys = st.smem_base[lanes] + dst
+    st.async_pending.append({"lanes": st.lane_array(lanes).copy(), "phys": phys.astype(np.int64), "data": data,
+                             "group": np.full(n, -1, np.int64), "ins": ins, "dst": dst})
+
+
+def cp_async_commit(st, ins, lanes):
+    la = st.lane_array(lanes)
+    for rec in st.async_pending:
+        m = (rec["group"] < 0) & np.isin(rec["lanes"], la)
+        rec["group"][m] = st.async_committed[rec["lanes"][m]]
+    st.async_committed[lanes] += 1
+
+
+def cp_async_wait(st, ins, lanes):
+    la = st.lane_array(lanes)
+    if ins.aux["all"]:
+        cp_async_commit(st, ins, lanes)
+    keep_n = ins.aux["n"]
+    keep = []
+    for rec in st.async_pending:
+        mine = np.isin(rec["lanes"], la)
+        done = mine & (rec["group"] >= 0) & (rec["group"] < st.async_committed[rec["lanes"]] - keep_n)
+        if done.any():
+            sel = np.flatnonzero(done)
+            idx = rec["phys"][sel][:, None] + np.arange(rec["data"].shape[1])
+            st.smem[idx] = rec["data"][sel]
+            for h in st.hooks:
+                h.on_async_complete(st, rec, sel)
+        if not done.all():
+            left = ~done
+            keep.append({k: (v[left] if isinstance(v, np.ndarray) else v) for k, v in rec.items()})
+    st.async_pending = keep
+
+
+def _prep_cp(ins, dec, ctx):
+    need(ins, (3, 4, 5), 0)
+    if ins.ops[2].kind != 1:
+        raise unsupported(ins, "cp-size must be an immediate (4, 8 or 16)")
+    size = int(ins.ops[2].value)
+    if size not in (4, 8, 16) or (".cg" in ins.mods and size != 16):
+        raise unsupported(ins, f"cp-size {size} (expected 4, 8 or 16; .cg needs 16)")
+    if ".bulk" in ins.mods or ".tensor" in ins.mods:
+        raise unsupported(ins, "bulk / tensor copies are not supported")
+    ins.aux["size"] = size
+    ins.klass = "cp_async"
+
+
+def _prep_wait(ins, dec, ctx):
+    ins.aux["all"] = ins.op == "cp.async.wait_all" or ".wait_all" in ins.mods
+    ins.aux["n"] = int(ins.ops[0].value) if ins.ops else 0
+    ins.klass = "cp_async"
+
+
+def cp_dispatch(st, ins, lanes):
+    ins.aux["fn"](st, ins, lanes)
+
+
+def _prep_cp_any(ins, dec, ctx):
+    if ".commit_group" in ins.mods:
+        ins.aux["fn"] = cp_async_commit
+        ins.klass = "cp_async"
+    elif ".wait_group" in ins.mods or ".wait_all" in ins.mods:
+        ins.aux["fn"] = cp_async_wait
+        _prep_wait(ins, dec, ctx)
+    else:
+        ins.aux["fn"] = cp_async
+        _prep_cp(ins, dec, ctx)
+
+
+_LDMODS = _VEC + _SPACES + (".nc", ".ca", ".cg", ".cs", ".lu", ".cv")
+_CPMODS = (".ca", ".cg", ".shared", ".shared::cta", ".global", ".commit_group", ".wait_group", ".wait_all",
+           ".async", ".L2::64B", ".L2::128B", ".L2::256B", ".L2::cache_hint")
+OPS = {
+    "ld": spec(ld, "ld_global", _LDMODS, _prep_ld, hints=True),
+    "ldu": spec(ld, "ld_global", _LDMODS, _prep_ld, hints=True),
+    "st": spec(st_, "st_global", _LDMODS + (".wb", ".cs", ".wt"), _prep_ld, hints=True),
+    "prefetch": spec(prefetch, "other", _SPACES + (".L1", ".L2", ".L2::evict_last", ".L2::evict_normal",
+                                                    ".tensormap"), None, hints=True),
+    "prefetchu": spec(prefetch, "other", (".L1",), None),
+    "cvta": spec(cvta, "int", _SPACES + (".to",), _prep_cvta),
+    "isspacep": spec(isspacep, "int", _SPACES, lambda i, d, c: need(i, 2, 0)),
+    "cp": spec(cp_dispatch, "cp_async", _CPMODS, _prep_cp_any, hints=True),
+}

@@ -1,0 +1,86 @@
+"""Barriers and fences: bar/barrier .sync .arrive .red, bar.warp.sync, membar/fence (no-ops here: the simulator
+is sequentially consistent)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ptxsim.ops import spec
+from ptxsim.ops.common import unsupported
+from ptxsim.program import IMM, NOT
+from ptxsim.ptxtypes import TYPES
+
+U32 = TYPES["u32"]
+
+
+def bar(st, ins, lanes):
+    n = st.count(lanes)
+    bid = np.broadcast_to(np.asarray(st.read(ins.ops[0], lanes, U32)), (n,)).astype(np.int64) \
+        if ins.aux["has_id"] else np.zeros(n, np.int64)
+    cnt = None
+    if ins.aux["count_op"] is not None:
+        cnt = np.broadcast_to(np.asarray(st.read(ins.aux["count_op"], lanes, U32)), (n,)).astype(np.int64)
+    pred = None
+    if ins.aux["red"]:
+        pred = np.broadcast_to(np.asarray(st.read(ins.aux["pred_op"], lanes, TYPES["pred"])), (n,))
+    st.sched.barrier(ins, lanes, bid, cnt, ins.aux["mode"], pred)
+
+
+def warp_sync(st, ins, lanes):
+    """bar.warp.sync: the group is converged by construction (lowest-pc scheduling)."""
+    for h in st.hooks:
+        h.on_warp_sync(st, ins, lanes)
+
+
+def fence(st, ins, lanes):
+    """membar / fence: ordering is trivially satisfied by sequential simulation."""
+
+
+def _prep_bar(ins, dec, ctx):
+    mods = ins.mods
+    if ".warp" in mods:
+        ins.handler = warp_sync
+        ins.control = False
+        ins.klass = "warp"
+        return
+    red = ".red" in mods
+    mode = "arrive" if ".arrive" in mods else "red" if red else "sync"
+    ops = list(ins.ops)
+    ins.aux["red"] = red
+    ins.aux["mode"] = mode
+    if red:
+        # bar.red.popc.u32 d, a{, b}, {!}c ; bar.red.and.pred p, a{, b}, {!}c
+        redop = next((m for m in (".popc", ".and", ".or") if m in mods), None)
+        if redop is None:
+            raise unsupported(ins, "bar.red needs .popc, .and or .or")
+        ins.aux["redop"] = redop
+        ins.aux["dst"] = ops.pop(0)
+        ins.aux["pred_op"] = ops.pop()
+        if ins.aux["pred_op"].kind not in (1, 0) and ins.aux["pred_op"].kind != NOT:
+            raise unsupported(ins, "bar.red's last operand must be a predicate")
+    if len(ops) not in (1, 2):
+        if mode == "sync" and len(ops) == 0 and ins.op == "barrier":
+            ops = []
+        else:
+            raise unsupported(ins, f"expected barrier id and optional thread count, got {len(ops)} operand(s)")
+    ins.aux["has_id"] = len(ops) >= 1
+    if ops and ops[0].kind == IMM and not 0 <= int(ops[0].value) < 16:
+        raise unsupported(ins, f"barrier id {ops[0].value} out of range 0..15")
+    ins.aux["count_op"] = ops[1] if len(ops) == 2 else None
+    if ins.aux["has_id"]:
+        ins.ops = (ops[0],) + tuple(ins.ops[len(ins.ops) - len(ops) + 1:]) if False else tuple(ops)
+    if ins.aux["count_op"] is not None and ins.aux["count_op"].kind == IMM and int(ins.aux["count_op"].value) % 32:
+        raise unsupported(ins, f"barrier thread count {ins.aux['count_op'].value} is not a multiple of 32")
+    ins.klass = "barrier"
+
+
+_BMODS = (".sync", ".arrive", ".red", ".popc", ".and", ".or", ".aligned", ".warp", ".cta", ".sync.aligned")
+OPS = {
+    "bar": spec(bar, "barrier", _BMODS, _prep_bar, control=True),
+    "barrier": spec(bar, "barrier", _BMODS, _prep_bar, control=True),
+    "membar": spec(fence, "other", (".gl", ".cta", ".sys", ".proxy", ".alias"), None),
+    "fence": spec(fence, "other", (".sc", ".acq_rel", ".cta", ".gpu", ".sys", ".cluster", ".proxy", ".async",
+                                   ".alias", ".shared::cta", ".global", ".proxy.async", ".mbarrier_init",
+                                   ".release", ".acquire", ".sync_restrict", ".shared::cluster", ".op_restrict"),
+                  None),
+    "griddepcontrol": spec(fence, "other", (".launch_dependents", ".wait"), None),
+}

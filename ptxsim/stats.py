@@ -1,0 +1,72 @@
+"""LaunchStats and the ncu-named metrics dictionary built from per-pc counts and the memory counters."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+CLASSES = ("int", "fp32", "fp64", "fp16", "sfu", "tensor", "convert", "ld_global", "st_global", "ld_shared",
+           "st_shared", "ld_local", "st_local", "ld_param", "ld_const", "atom", "cp_async", "barrier", "warp",
+           "control", "other")
+
+
+@dataclass(frozen=True)
+class LaunchStats:
+    """What one launch did. `metrics` uses Nsight Compute names; `per_line` maps PTX line -> counters."""
+
+    kernel: str
+    grid: tuple
+    block: tuple
+    thread_instructions: int
+    warp_instructions: int
+    wall_seconds: float
+    metrics: dict = field(default_factory=dict)
+    per_line: dict = field(default_factory=dict)
+    sanitizer_reports: list = field(default_factory=list)
+    sample_fraction: float = 1.0
+    simulated_ctas: int = 0
+
+    @property
+    def thread_instructions_per_second(self) -> float:
+        return self.thread_instructions / self.wall_seconds if self.wall_seconds > 0 else float("inf")
+
+
+def build(prog, counts, mem, launch, wall, scale=1.0, reports=(), sample_fraction=1.0, simulated=0):
+    """Assemble LaunchStats from per-pc counts (warp, thread, pred_on) and the memory-counter dict `mem`."""
+    wc, tc = counts["warp"][: len(prog.instrs)], counts["thread"][: len(prog.instrs)]
+    klass = np.array([CLASSES.index(i.klass) if i.klass in CLASSES else CLASSES.index("other")
+                      for i in prog.instrs], np.int64)
+    wk = np.bincount(klass, weights=wc, minlength=len(CLASSES))
+    tk = np.bincount(klass, weights=tc, minlength=len(CLASSES))
+    W, T = float(wc.sum()) * scale, float(tc.sum()) * scale
+    gx, gy, gz = launch.grid
+    bx, by, bz = launch.block
+    m = {
+        "smsp__inst_executed.sum": W, "smsp__thread_inst_executed.sum": T,
+        "smsp__thread_inst_executed_per_inst_executed.ratio": (T / W) if W else 0.0,
+        "smsp__thread_inst_executed_pred_on.sum": float(counts["pred_on"].sum()) * scale,
+        "launch__grid_size": gx * gy * gz, "launch__block_size": bx * by * bz,
+        "launch__thread_count": gx * gy * gz * bx * by * bz,
+        "launch__shared_mem_per_block_dynamic": launch.shared_bytes,
+        "launch__shared_mem_per_block_static": prog.shared_static,
+    }
+    for i, c in enumerate(CLASSES):
+        m[f"ptxsim__inst_executed_{c}.sum"] = float(wk[i]) * scale
+        m[f"ptxsim__thread_inst_executed_{c}.sum"] = float(tk[i]) * scale
+    for k, v in mem.totals().items():
+        m[k] = float(v) * scale
+    per_line = {}
+    for ins in prog.instrs:
+        p = ins.pc
+        if wc[p] == 0 and not mem.per_pc.get(p):
+            continue
+        d = per_line.setdefault(ins.line, {"inst_executed": 0.0, "thread_inst_executed": 0.0, "text": ins.text,
+                                           "class": ins.klass})
+        d["inst_executed"] += float(wc[p]) * scale
+        d["thread_inst_executed"] += float(tc[p]) * scale
+        for k, v in mem.per_pc.get(p, {}).items():
+            d[k] = d.get(k, 0.0) + float(v) * scale
+    return LaunchStats(kernel=prog.name, grid=tuple(launch.grid), block=tuple(launch.block),
+                       thread_instructions=int(round(T)), warp_instructions=int(round(W)), wall_seconds=wall,
+                       metrics=m, per_line=per_line, sanitizer_reports=list(reports),
+                       sample_fraction=sample_fraction, simulated_ctas=simulated)

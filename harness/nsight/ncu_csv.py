@@ -25,7 +25,7 @@ _KERNEL_COLUMNS = ("Kernel Name", "Function Name")
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines of `text` without terminators (\n or \r\n only: splitlines() would also break on \x0c, \u2028...)."""
+    r"""Lines of `text` without terminators (\n or \r\n only: splitlines() would also break on \x0c, \u2028...)."""
     return text.replace("\r\n", "\n").split("\n")
 
 
@@ -47,7 +47,7 @@ def parse_ncu_csv(text: str, path, header_index: int) -> NsightTable:
     lines = split_lines(text)
     lines[header_index] = lines[header_index].lstrip("\ufeff")
     records = list(_records(lines[header_index:], path, header_index))
-    header_line, header = records[0]
+    header = records[0][1]
     if "Metric Name" in header and "Metric Value" in header:
         return _details(records, path)
     return _raw(records, path)

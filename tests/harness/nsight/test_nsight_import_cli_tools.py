@@ -120,6 +120,7 @@ def test_ncu_command_is_exact():
                     "gpu__time_duration.sum,dram__bytes_read.sum", "-o", "out/report", "--csv",
                     "python", "-m", "harness", "run"]
     assert ncu_command(["a"], ["m"], "X/", "r")[2:4] == ["--nvtx-include", "X/"]
+    assert "--nvtx-include" not in ncu_command(["a"], ["m"], None, "r")  # no filter: every kernel, NVTX still on
     with pytest.raises(ToolchainError):
         ncu_command([], ["m"], "X/", "r")
     assert tool_env({"PATH": "/bin"}) == {"PATH": "/bin", "LC_ALL": "C"}

@@ -29,7 +29,7 @@ def ptx_params(params: Sequence[LaunchArg]) -> list:
     out = []
     for i, p in enumerate(params):
         if isinstance(p, DeviceArray):
-            out.append(np.uint64(p.addr))
+            out.append(p.handle if p.handle is not None else np.uint64(p.addr))
         elif isinstance(p, (np.generic, int, float)):
             out.append(p)
         else:
@@ -62,33 +62,36 @@ class SimBackend(Backend):
         self.sources: dict[str, tuple[str, str]] = {}  # launch name -> (PTX text, entry), for static analysis
 
     # memory ---------------------------------------------------------------------------------------------------
+    # NOTE: DeviceArray.handle is the ptxsim DeviceBuffer (what Device.copy_in/copy_out/free and launch args take).
     def to_device(self, host: np.ndarray) -> DeviceArray:
         host = np.ascontiguousarray(host)
-        addr = _addr(self.device.alloc(max(host.nbytes, 1)))
+        buf = self.device.alloc(host.nbytes)
         if host.nbytes:
-            self.device.copy_in(addr, host.view(np.uint8).reshape(-1))
-        return DeviceArray(tuple(int(d) for d in host.shape), host.dtype, addr, handle=self.device)
+            self.device.copy_in(buf, host.view(np.uint8).reshape(-1))
+        return DeviceArray(tuple(int(d) for d in host.shape), host.dtype, _addr(buf), handle=buf)
 
     def empty(self, shape: Sequence[int], dtype, fill_byte: int = 0xFF) -> DeviceArray:
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        addr = _addr(self.device.alloc(max(nbytes, 1)))
+        buf = self.device.alloc(nbytes)
         if nbytes:
-            self.device.copy_in(addr, np.full(nbytes, fill_byte & 0xFF, dtype=np.uint8))
-        return DeviceArray(shape, dtype, addr, handle=self.device)
+            self.device.copy_in(buf, np.full(nbytes, fill_byte & 0xFF, dtype=np.uint8))
+        return DeviceArray(shape, dtype, _addr(buf), handle=buf)
 
     def to_host(self, array: DeviceArray) -> np.ndarray:
-        dtype = np.dtype(array.dtype)
-        if array.nbytes == 0:
-            return np.empty(array.shape, dtype)
-        raw = self.device.copy_out(array.addr, array.nbytes)
-        raw = np.frombuffer(raw, dtype=np.uint8) if isinstance(raw, (bytes, bytearray, memoryview)) else raw
-        return np.ascontiguousarray(raw).view(np.uint8).reshape(-1)[: array.nbytes].view(dtype).reshape(
-            array.shape).copy()
+        raw = np.empty(array.nbytes, np.uint8)
+        if array.nbytes:
+            self.device.copy_out(self._buffer(array), raw)
+        return raw.view(np.dtype(array.dtype)).reshape(array.shape)
 
     def free(self, array: DeviceArray) -> None:
-        self.device.free(array.addr)
+        self.device.free(self._buffer(array))
+
+    def _buffer(self, array: DeviceArray):
+        if array.handle is None:
+            raise InputError(f"DeviceArray at {array.addr:#x} was not allocated by this sim backend")
+        return array.handle
 
     # launches -------------------------------------------------------------------------------------------------
     def module(self, ptx: str):

@@ -1,0 +1,33 @@
+"""Static facts: PTX histogram counting, ptxas resources and SASS histogram of a launched PTX text, totals."""
+from harness import static
+from tests.harness.test_backends_sim import ADD_PTX, SCALE_SIG, scale_rows
+
+
+def test_ptx_histogram_counts_instructions_only():
+    hist = static.ptx_histogram(ADD_PTX)
+    assert hist == {"ld": 5, "mov": 3, "add": 3, "cvta": 2, "mad": 1, "setp": 1, "bra": 1, "mul": 1, "st": 1,
+                    "ret": 1}
+    full = static.ptx_histogram(ADD_PTX, with_modifiers=True)
+    assert full["ld.param.u64"] == 2 and full["ld.global.f32"] == 1 and full["add.f32"] == 1
+
+
+def test_static_facts_of_hand_and_numba_ptx():
+    from harness.backends.numba_abi import compile_numba
+
+    compiled = compile_numba(scale_rows, SCALE_SIG)
+    facts = static.static_facts({"add": (ADD_PTX, "add_scalar"), "scale_rows": (compiled.ptx, compiled.entry)})
+    add = facts["kernels"]["add"]
+    assert add["resources"]["registers"] >= 4 and add["resources"]["spills"] == 0 and not add["errors"]
+    assert add["sass_histogram"].get("STG.E", 0) + sum(v for k, v in add["sass_histogram"].items()
+                                                       if k.startswith("STG")) >= 1
+    assert any(k.startswith("LDG") for k in add["sass_histogram"])
+    assert facts["kernels"]["scale_rows"]["resources"]["registers"] >= 4
+    t = facts["totals"]
+    assert t["kernels"] == 2 and t["registers_max"] == max(k["resources"]["registers"]
+                                                           for k in facts["kernels"].values())
+    assert t["ptx_instructions"] == sum(sum(k["ptx_histogram"].values()) for k in facts["kernels"].values())
+
+
+def test_bad_ptx_is_recorded_not_raised():
+    facts = static.analyse_ptx(ADD_PTX.replace("add.f32 %f3, %f2, %f1;", "add.f32 %f3, %f2, %nope;"), "broken")
+    assert facts["resources"] == {} and facts["errors"] and "ptxas" in facts["errors"][0]

@@ -1,0 +1,184 @@
+"""Device-side primitives shared by the Numba kernels: bit casts, bf16/e4m3 rounding, warp collectives.
+
+Numba sees bf16 as uint16 bits and e4m3 as uint8 bits. `numba.cuda.bf16` / `cuda_fp8` were tried first: they are
+C++ shims that need the CUDA driver at compile time (`compile_ptx` raises CudaSupportError without one), so they cannot
+produce PTX for ptxsim on a GPU-less machine. Everything here is therefore plain integer/fp32 arithmetic:
+
+- bf16 -> f32 is a 16-bit shift of the bits (exact);
+- f32 -> bf16 is the round-to-nearest-even bit trick `(b + 0x7FFF + ((b >> 16) & 1)) >> 16`, NaN-safe (quiet NaN);
+- f32 -> e4m3fn is integer RNE on the exponent/mantissa with saturation to +-448 (what
+  `cvt.rn.satfinite.e4m3x2.f32` does in one instruction on the PTX path).
+
+Warp collectives (`shfl.sync.bfly`, `match.sync.any`, `%lanemask_lt`) come from numba.cuda. Numba's CUDA simulator
+implements none of them, so under NUMBA_ENABLE_CUDASIM=1 this module swaps in shared-memory emulations that need every
+thread of the block to call them together (the kernels are written so they do: inactive lanes still take part).
+The same kernel source therefore runs on the GPU, through ptxsim (compile_ptx) and under the simulator.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float32, int32, uint32, uint64
+from numba.cuda.core import config
+
+SIMULATOR = bool(config.ENABLE_CUDASIM)
+FULL_MASK = 0xFFFFFFFF
+
+if SIMULATOR:  # NOTE: plain-Python bit casts; the simulator runs device code as Python on NumPy scalars.
+
+    @cuda.jit(device=True)
+    def f32_bits(x):
+        return np.float32(x).view(np.uint32)
+
+    @cuda.jit(device=True)
+    def f32_from_bits(u):
+        return np.uint32(u).view(np.float32)
+
+    @cuda.jit(device=True)
+    def shfl_xor_f32(v, lane_mask):
+        buf = cuda.shared.array(1024, float32)
+        tid = cuda.threadIdx.x
+        cuda.syncthreads()
+        buf[tid] = v
+        cuda.syncthreads()
+        r = buf[tid ^ lane_mask]
+        cuda.syncthreads()
+        return r
+
+    @cuda.jit(device=True)
+    def shfl_xor_i32(v, lane_mask):
+        buf = cuda.shared.array(1024, int32)
+        tid = cuda.threadIdx.x
+        cuda.syncthreads()
+        buf[tid] = v
+        cuda.syncthreads()
+        r = buf[tid ^ lane_mask]
+        cuda.syncthreads()
+        return r
+
+    @cuda.jit(device=True)
+    def shfl_up_i32(v, delta):
+        buf = cuda.shared.array(1024, int32)
+        tid = cuda.threadIdx.x
+        cuda.syncthreads()
+        buf[tid] = v
+        cuda.syncthreads()
+        r = buf[tid - delta] if tid % 32 >= delta else v
+        cuda.syncthreads()
+        return r
+
+    @cuda.jit(device=True)
+    def match_any_i32(v):
+        buf = cuda.shared.array(1024, int32)
+        tid = cuda.threadIdx.x
+        base = tid - tid % 32
+        cuda.syncthreads()
+        buf[tid] = v
+        cuda.syncthreads()
+        mask = np.uint32(0)
+        for j in range(32):
+            if buf[base + j] == v:
+                mask |= np.uint32(1 << j)
+        cuda.syncthreads()
+        return mask
+
+    @cuda.jit(device=True)
+    def lanemask_lt():
+        return np.uint32((1 << (cuda.threadIdx.x % 32)) - 1)
+
+else:
+    from numba.cuda import libdevice
+
+    @cuda.jit(device=True, inline=True)
+    def f32_bits(x):
+        return uint32(libdevice.float_as_int(x))
+
+    @cuda.jit(device=True, inline=True)
+    def f32_from_bits(u):
+        return libdevice.int_as_float(int32(u))
+
+    @cuda.jit(device=True, inline=True)
+    def shfl_xor_f32(v, lane_mask):
+        return cuda.shfl_xor_sync(FULL_MASK, v, lane_mask)
+
+    @cuda.jit(device=True, inline=True)
+    def shfl_xor_i32(v, lane_mask):
+        return cuda.shfl_xor_sync(FULL_MASK, v, lane_mask)
+
+    @cuda.jit(device=True, inline=True)
+    def shfl_up_i32(v, delta):
+        return cuda.shfl_up_sync(FULL_MASK, v, delta)
+
+    @cuda.jit(device=True, inline=True)
+    def match_any_i32(v):
+        return uint32(cuda.match_any_sync(FULL_MASK, v))
+
+    @cuda.jit(device=True, inline=True)
+    def lanemask_lt():
+        return uint32(cuda.lanemask_lt())
+
+
+@cuda.jit(device=True, inline=True)
+def bf16_lo(w):
+    """The bf16 in the low half of a uint32 word, as float32 (exact)."""
+    return f32_from_bits(uint32(w) << uint32(16))
+
+
+@cuda.jit(device=True, inline=True)
+def bf16_hi(w):
+    """The bf16 in the high half of a uint32 word, as float32 (exact)."""
+    return f32_from_bits(uint32(w) & uint32(0xFFFF0000))
+
+
+@cuda.jit(device=True, inline=True)
+def bf16_to_f32(h):
+    """A bf16 given as uint16 bits, as float32 (exact)."""
+    return f32_from_bits(uint32(h) << uint32(16))
+
+
+@cuda.jit(device=True, inline=True)
+def bf16_rn(x):
+    """float32 -> bf16 bits (in a uint32) with round-to-nearest-even; NaN stays a quiet NaN of the same sign."""
+    b = f32_bits(x)
+    if (b & uint32(0x7FFFFFFF)) > uint32(0x7F800000):
+        return (b >> uint32(16)) | uint32(0x40)
+    return (b + uint32(0x7FFF) + ((b >> uint32(16)) & uint32(1))) >> uint32(16)
+
+
+@cuda.jit(device=True, inline=True)
+def pack_bf16x2(lo, hi):
+    """Two float32 -> one uint32 holding bf16_rn(lo) in bits 15:0 and bf16_rn(hi) in bits 31:16."""
+    return bf16_rn(lo) | (bf16_rn(hi) << uint32(16))
+
+
+@cuda.jit(device=True, inline=True)
+def lo32(w):
+    return uint32(w & uint64(0xFFFFFFFF))
+
+
+@cuda.jit(device=True, inline=True)
+def hi32(w):
+    return uint32(w >> uint64(32))
+
+
+@cuda.jit(device=True, inline=True)
+def join64(lo, hi):
+    return uint64(lo) | (uint64(hi) << uint64(32))
+
+
+@cuda.jit(device=True, inline=True)
+def e4m3_rn_sat(x):
+    """float32 -> float8_e4m3fn bits (in a uint32): RNE, |x| >= 448 saturates to +-448, NaN -> 0x7F | sign."""
+    b = f32_bits(x)
+    sign = (b >> uint32(24)) & uint32(0x80)
+    a = b & uint32(0x7FFFFFFF)
+    if a > uint32(0x7F800000):
+        return sign | uint32(0x7F)
+    if a >= uint32(0x43E00000):  # 448.0 and above (and +inf): satfinite
+        return sign | uint32(0x7E)
+    if a < uint32(0x3C800000):  # below 2^-6: subnormal e4m3, steps of 2^-9
+        # |x| * 2^9 is exact; adding 2^23 rounds it to an integer with RNE (the sum is below 2^24).
+        t = f32_from_bits(a) * float32(512.0) + float32(8388608.0)
+        return sign | (f32_bits(t) - uint32(0x4B000000))
+    # normal: keep 3 mantissa bits with RNE on the bits; a carry rolls into the exponent as it should.
+    r = (a + uint32(0x7FFFF) + ((a >> uint32(20)) & uint32(1))) >> uint32(20)
+    return sign | (r - uint32(960))  # rebias the exponent: (127 - 7) << 3

@@ -172,7 +172,7 @@ class GpuBackend(Backend):
         t0 = time.perf_counter()
         if start is not None:
             start.record(self.stream)
-        _check(driver.cuLaunchKernel(func, *g, *b, int(shared_bytes), _stream_handle(self.stream),
+        _check(driver.cuLaunchKernel(func, *g, *b, int(shared_bytes), driver.CUstream(_stream_handle(self.stream)),
                                      (tuple(values), tuple(ctys)), 0), f"cuLaunchKernel({entry})")
         if end is not None:
             end.record(self.stream)

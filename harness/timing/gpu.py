@@ -71,23 +71,39 @@ class L2Flusher:
         from harness.backends.gpu import _check, _stream_handle
 
         self.value = (self.value + 1) & 0xFF
-        _check(driver.cuMemsetD8Async(self.ptr, self.value, self.nbytes, _stream_handle(self.backend.stream)),
+        _check(driver.cuMemsetD8Async(driver.CUdeviceptr(self.ptr), self.value, self.nbytes,
+                                      driver.CUstream(_stream_handle(self.backend.stream))),
                "cuMemsetD8Async (L2 flush)")
 
 
+def _cuda_event():
+    from numba import cuda
+
+    return cuda.event(timing=True)
+
+
 def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_bytes: int,
-             settings: GpuTimingSettings = GpuTimingSettings()) -> dict:
+             settings: GpuTimingSettings = GpuTimingSettings(), event_factory=None, flusher=None) -> dict:
     """Sample device time and host call time of `call(args)` (one implementation's run) on a GpuBackend.
+
+    Args:
+        backend: a GpuBackend (its `stream`, `event_timing`, `records`, `synchronize` are used).
+        call: runs the implementation once on one argument set (launches only; no synchronisation).
+        arg_sets: argument sets to rotate through (the first is the checked one).
+        l2_bytes: the device's L2 size (the flush writes twice that).
+        settings: warm-up, stopping rule, budget.
+        event_factory: makes a timing event (record(stream), synchronize(), elapsed_time(other) in ms); default CUDA
+            events from numba. flusher: a callable flushing the L2 on the stream; default an L2Flusher.
 
     Returns:
         {"basis": "measured", "device_time_us": [...], "device": Summary dict (…_us), "host_call_us": [...],
          "host_call": Summary dict, "stop_reason", "rotation_sets", "l2_flush_bytes", "clocks_before",
          "clocks_after", "stages_us": {launch name: µs, from one extra run with per-launch events}, "settings"}
     """
-    from numba import cuda
-
+    event_factory = event_factory or _cuda_event
     stream = backend.stream
-    flusher = L2Flusher(backend, l2_bytes) if settings.flush_l2 else None
+    if flusher is None and settings.flush_l2:
+        flusher = L2Flusher(backend, l2_bytes)
     clocks_before = read_clocks()
     saved_events = backend.event_timing
     backend.event_timing = False
@@ -100,7 +116,7 @@ def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_byt
         backend.synchronize()
 
         samples: list[float] = []
-        start, end = cuda.event(timing=True), cuda.event(timing=True)
+        start, end = event_factory(), event_factory()
         t0 = time.perf_counter()
         reason = ""
         while True:
@@ -110,7 +126,7 @@ def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_byt
             call(arg_sets[len(samples) % len(arg_sets)])
             end.record(stream)
             end.synchronize()
-            samples.append(cuda.event_elapsed_time(start, end) * 1e3)  # ms -> µs
+            samples.append(start.elapsed_time(end) * 1e3)  # ms -> µs
             stop, reason = stats.should_stop(samples, time.perf_counter() - t0, min_samples=settings.min_samples,
                                              max_samples=settings.max_samples, budget_s=settings.budget_s,
                                              rse_target=settings.rse_target)
@@ -140,7 +156,8 @@ def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_byt
     return {
         "basis": "measured", "device_time_us": samples, "device": stats.summarize(samples).as_dict("us"),
         "host_call_us": host, "host_call": stats.summarize(host).as_dict("us") if host else None,
-        "stop_reason": reason, "rotation_sets": len(arg_sets), "l2_flush_bytes": flusher.nbytes if flusher else 0,
+        "stop_reason": reason, "rotation_sets": len(arg_sets),
+        "l2_flush_bytes": getattr(flusher, "nbytes", 0) if flusher else 0,
         "clocks_before": clocks_before, "clocks_after": read_clocks(), "stages_us": stages,
         "settings": asdict(settings),
     }

@@ -36,13 +36,26 @@ class Hook:
 
 
 def _distinct_per_warp(w, key):
-    """Number of distinct (warp, key) pairs and of distinct warps."""
+    """Number of distinct (warp, key) pairs and of distinct warps (w is sorted: lanes are in order)."""
     if w.size == 0:
         return 0, 0
+    wchange = w[1:] != w[:-1]
+    nw = 1 + int(np.count_nonzero(wchange))
+    dk = np.diff(key)
+    if np.all((dk >= 0) | wchange):  # keys ascend within every warp (coalesced): count the steps
+        return nw + int(np.count_nonzero((dk != 0) & ~wchange)), nw
     k = (w.astype(np.int64) << 42) | key.astype(np.int64)
-    u = np.unique(k)
-    nw = np.unique(w).size if not np.all(w[1:] >= w[:-1]) else 1 + int(np.count_nonzero(w[1:] != w[:-1]))
-    return int(u.size), nw
+    return int(np.unique(k).size), nw
+
+
+def _distinct(keys):
+    """Distinct values of an int array (fast when it is already sorted)."""
+    if keys.size == 0:
+        return keys
+    d = np.diff(keys)
+    if np.all(d >= 0):
+        return keys[np.concatenate(([True], d != 0))]
+    return np.unique(keys)
 
 
 class MemCounters(Hook):
@@ -97,8 +110,9 @@ class MemCounters(Hook):
             self._add(ins.pc, f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum", nreq)
             self._add(ins.pc, f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum", nsec)
             self._add(ins.pc, f"ptxsim__bytes_requested_global_op_{op}.sum", nbytes * la.size)
-        uniq = np.unique(secs)
-        uniq = uniq[uniq < len(self.touched)]
+        uniq = _distinct(secs)
+        if uniq.size and uniq[-1] >= len(self.touched):
+            uniq = uniq[uniq < len(self.touched)]
         if is_store and op == "st":
             self.written[uniq] = True
             self.touched[uniq] = True

@@ -43,6 +43,7 @@ class Launch:
     symaddr: dict
     hooks: list = field(default_factory=list)
     track_written: bool = False
+    reg_cache: dict = field(default_factory=dict)
 
 
 def _dim3(v, what) -> tuple:

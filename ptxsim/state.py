@@ -49,7 +49,11 @@ class ExecState:
         self.cta_ids = cta_ids  # linear CTA index per batch slot
         n = self.nctas * self.padded
         self.nlanes = n
-        self.regs = [np.zeros(n, np.bool_ if b == 1 else UINT[b]) for b in prog.reg_bits]
+        cache = launch.reg_cache.get(n)
+        if cache is None:  # NOTE: register files are reused across batches (no page-fault cost per batch);
+            # registers start with unspecified values, like on hardware (zero in the first batch).
+            cache = launch.reg_cache[n] = [np.zeros(n, np.bool_ if b == 1 else UINT[b]) for b in prog.reg_bits]
+        self.regs = cache
         lane = np.arange(n, dtype=np.int64)
         self.lane_index = lane
         self.slot = lane // self.padded  # batch slot (CTA) of each lane
@@ -58,22 +62,7 @@ class ExecState:
         self.warp = lane >> 5  # global warp index within the batch
         self.valid = self.tlin < self.block_threads
         gx, gy, gz = launch.grid
-        cid = cta_ids[self.slot]
-        t = self.tlin
-        self.sregs = {
-            "%tid.x": (t % bx).astype(np.uint32), "%tid.y": ((t // bx) % by).astype(np.uint32),
-            "%tid.z": (t // (bx * by)).astype(np.uint32),
-            "%ctaid.x": (cid % gx).astype(np.uint32), "%ctaid.y": ((cid // gx) % gy).astype(np.uint32),
-            "%ctaid.z": (cid // (gx * gy)).astype(np.uint32),
-            "%laneid": self.laneid, "%warpid": (self.tlin >> 5).astype(np.uint32),
-            "%lanemask_eq": (np.uint32(1) << self.laneid).astype(np.uint32),
-        }
-        le = ((np.uint64(2) << self.laneid.astype(np.uint64)) - np.uint64(1)).astype(np.uint32)
-        self.sregs["%lanemask_le"] = le
-        self.sregs["%lanemask_lt"] = le & ~self.sregs["%lanemask_eq"]
-        self.sregs["%lanemask_ge"] = ~self.sregs["%lanemask_lt"]
-        self.sregs["%lanemask_gt"] = ~le
-        self.smid = (cid % 132).astype(np.uint32)
+        self.sregs = {"%laneid": self.laneid}
         self.uniform = {"%ntid.x": bx, "%ntid.y": by, "%ntid.z": bz, "%nctaid.x": gx, "%nctaid.y": gy,
                         "%nctaid.z": gz, "%nwarpid": 64, "%nsmid": 132, "%gridid": 1,
                         "%dynamic_smem_size": launch.shared_bytes,
@@ -83,8 +72,6 @@ class ExecState:
                         "%cluster_ctaid.x": 0, "%cluster_ctaid.y": 0, "%cluster_ctaid.z": 0,
                         "%cluster_nctaid.x": 1, "%cluster_nctaid.y": 1, "%cluster_nctaid.z": 1,
                         "%aggr_smem_size": prog.shared_dyn_offset + launch.shared_bytes}
-        for ax in "xyz":
-            self.sregs[f"%clusterid.{ax}"] = self.sregs[f"%ctaid.{ax}"]
         self.clock = 0  # advanced by the executor (one tick per warp-instruction)
         self.symaddr = launch.symaddr
         self.carry = np.zeros(n, np.bool_)  # CC.CF of add.cc / addc
@@ -149,14 +136,36 @@ class ExecState:
         else:
             arr[lanes] = val.view(ty.uint).astype(arr.dtype)
 
+    def _make_sreg(self, name: str):
+        bx, by, bz = self.launch.block
+        gx, gy, gz = self.launch.grid
+        t = self.tlin
+        cid = self.cta_ids[self.slot]
+        base = name.replace("%clusterid", "%ctaid")
+        make = {
+            "%tid.x": lambda: t % bx, "%tid.y": lambda: (t // bx) % by, "%tid.z": lambda: t // (bx * by),
+            "%ctaid.x": lambda: cid % gx, "%ctaid.y": lambda: (cid // gx) % gy, "%ctaid.z": lambda: cid // (gx * gy),
+            "%warpid": lambda: self.tlin >> 5, "%smid": lambda: cid % 132,
+            "%lanemask_eq": lambda: np.uint32(1) << self.laneid,
+            "%lanemask_le": lambda: ((np.uint64(2) << self.laneid.astype(np.uint64)) - np.uint64(1)),
+            "%lanemask_lt": lambda: ((np.uint64(1) << self.laneid.astype(np.uint64)) - np.uint64(1)),
+            "%lanemask_ge": lambda: ~((np.uint64(1) << self.laneid.astype(np.uint64)) - np.uint64(1)),
+            "%lanemask_gt": lambda: ~((np.uint64(2) << self.laneid.astype(np.uint64)) - np.uint64(1)),
+        }.get(base)
+        if make is None:
+            return None
+        a = (np.asarray(make()).astype(np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        self.sregs[name] = a
+        return a
+
     def sreg(self, name: str, lanes):
         a = self.sregs.get(name)
+        if a is None:
+            a = self._make_sreg(name)
         if a is not None:
             return a[lanes]
         if name in self.uniform:
             return np.full(self.count(lanes), self.uniform[name], np.uint32)
-        if name == "%smid":
-            return self.smid[lanes]
         if name in ("%clock", "%clock_hi", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
             c = self.clock * (32 if "timer" in name else 1)
             if name in ("%clock", "%globaltimer_lo"):
@@ -185,8 +194,8 @@ class ExecState:
     # -- geometry for messages -----------------------------------------------------------------------------------
     def where(self, lane: int) -> tuple:
         """((ctaid.x,y,z), (tid.x,y,z)) of a batch lane."""
-        return (tuple(int(self.sregs[f"%ctaid.{a}"][lane]) for a in "xyz"),
-                tuple(int(self.sregs[f"%tid.{a}"][lane]) for a in "xyz"))
+        return (tuple(int(self.sreg(f"%ctaid.{a}", lane)) for a in "xyz"),
+                tuple(int(self.sreg(f"%tid.{a}", lane)) for a in "xyz"))
 
     def lane_array(self, lanes) -> np.ndarray:
         return self.lane_index if isinstance(lanes, slice) else lanes

@@ -216,6 +216,10 @@ def _prep(ins, dec, ctx):
     ins.aux["mode"] = modes[0] if modes else ""
     if not packed and len(ins.ops) != 2:
         raise unsupported(ins, "takes d, a")
+    if packed:
+        ins.aux["mode"] = ins.aux["mode"] or ".rn"
+        ins.klass = "convert"
+        return
     if _is_f(s) and not _is_f(d) and ins.aux["mode"] not in _IRND:
         if ins.aux["mode"]:
             raise unsupported(ins, "float -> int needs an integer rounding .rni .rzi .rmi .rpi")

@@ -36,6 +36,17 @@ def _dst_list(op):
 def ld(st, ins, lanes):
     t = ins.types[0]
     dsts = ins.aux["regs"]
+    if ins.aux["uniform"]:  # kernel param or constant address: load once, broadcast
+        one = np.zeros(1, np.int64)
+        addr = _addr(st, ins, one, ins.ops[1])
+        v = access.load(st, ins, ins.aux["space"], addr, one, t.dtype, len(dsts))
+        for h in st.hooks:
+            if hasattr(h, "on_uniform_load"):
+                h.on_uniform_load(st, ins, lanes)
+        for k, d in enumerate(dsts):
+            if d.kind != SINK:
+                st.write(d, lanes, v.reshape(-1)[k], t)
+        return
     addr = _addr(st, ins, lanes, ins.ops[1])
     vals = access.load(st, ins, ins.aux["space"], addr, lanes, t.dtype if t.bits <= 64 else np.uint64,
                        len(dsts) * (2 if t.bits == 128 else 1))
@@ -89,6 +100,11 @@ def _prep_ld(ins, dec, ctx):
     else:
         ins.klass = f"{kind}_{base}"
     ins.aux["generic"] = sp == ""
+    ins.aux["uniform"] = ins.op != "st" and sp == "kparam" and a.base is None and t_bits(ins) <= 64
+
+
+def t_bits(ins):
+    return ins.types[0].bits if ins.types else 0
 
 
 def prefetch(st, ins, lanes):

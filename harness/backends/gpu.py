@@ -99,7 +99,10 @@ class GpuBackend(Backend):
 
     # memory ---------------------------------------------------------------------------------------------------
     def _wrap(self, dev, shape, dtype) -> DeviceArray:
-        addr = int(dev.__cuda_array_interface__["data"][0])
+        cai = getattr(dev, "__cuda_array_interface__", None)
+        # NOTE: Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1, used by the CPU tests of this backend) has no
+        # device pointers; its arrays get address 0 and only the Numba path works there.
+        addr = int(cai["data"][0]) if cai else 0
         return DeviceArray(tuple(int(d) for d in shape), np.dtype(dtype), addr, handle=dev)
 
     def to_device(self, host: np.ndarray) -> DeviceArray:
@@ -132,7 +135,7 @@ class GpuBackend(Backend):
     def _events(self):
         if not self.event_timing:
             return None, None
-        return self._cuda.event(timing=True), self._cuda.event(timing=True)
+        return self._cuda.event(), self._cuda.event()  # timing=True is the default
 
     def _function(self, ptx: str, entry: str):
         from cuda.bindings import driver

@@ -14,7 +14,7 @@ from pathlib import Path
 KERNEL_DIR = Path(__file__).parent / "kernels"
 NTHREADS = 128  # 4 warps per CTA
 WARPS = NTHREADS // 32
-PAD_BYTES = 16  # one 16-byte chunk of padding per shared-memory row (see "Bank conflicts" in the header)
+PAD_BYTES = 16  # one 16-byte chunk of padding per output-staging row (see "Bank conflicts" in the header)
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ class GemmTile:
 
     # --- shared memory ---
     @property
-    def srow(self) -> int:  # bytes per pipeline-tile row: bk bf16 + one pad chunk
-        return self.bk * 2 + PAD_BYTES
+    def srow(self) -> int:  # bytes per pipeline-tile row: bk bf16, no padding (the 16-byte chunks are XOR-swizzled)
+        return self.bk * 2
 
     @property
     def a_bytes(self) -> int:
@@ -107,8 +107,11 @@ class GemmTile:
         for name, value in pow2:
             if value <= 0 or value & (value - 1):
                 raise ValueError(f"GemmTile.{name}={value}: expected a power of two")
-        if self.tm not in (16, 32, 64) or self.bk % 16 or self.nf % 2 or self.stages < 2:
-            raise ValueError(f"unsupported tile {self}: tm in (16, 32, 64), bk % 16 == 0, even nf, stages >= 2")
+        if self.tm not in (16, 32, 64) or self.bk != 32 or self.nf % 2 or self.stages < 2:
+            raise ValueError(f"unsupported tile {self}: tm in (16, 32, 64), bk == 32 (the swizzle assumes 64-byte "
+                             f"rows), even nf, stages >= 2")
+        if self.warp_m % 8 or self.warp_n % 8:
+            raise ValueError(f"tile {self}: warp offsets must be multiples of 8 rows to keep the swizzle key")
         if self.b_chunks % NTHREADS or (self.a_chunks > NTHREADS and self.a_chunks % NTHREADS):
             raise ValueError(f"tile {self}: copy chunks must spread evenly over {NTHREADS} threads")
         if (self.tm * self.c_chunks_per_row) % NTHREADS or NTHREADS % self.c_chunks_per_row:
@@ -119,11 +122,11 @@ class GemmTile:
 
 # NOTE: 64-row tiles use 128 columns when N allows: a 32 x 64 warp tile issues 6 ldmatrix.x4 per 16 MMAs instead of
 # 4 per 8 (a quarter less shared-memory traffic per MMA), and each activation slab copied in feeds twice the output
-# columns; 3 stages keep the ring under 48 KiB. Narrow (n64) tiles stay for small M, where more CTAs matter more.
+# columns; 4 stages of 64 + 128 swizzled rows are exactly 48 KiB. Narrow (n64) tiles stay for small M, where more CTAs matter more.
 # (Chosen on these counts, not yet measured on a GPU.)
 TILES: dict[str, GemmTile] = {
     t.filename.removesuffix(".ptx"): t
-    for t in (GemmTile(16), GemmTile(32), GemmTile(64), GemmTile(64, tn=128, stages=3))
+    for t in (GemmTile(16), GemmTile(32), GemmTile(64), GemmTile(64, tn=128))
 }
 
 
@@ -171,8 +174,11 @@ def _header(t: GemmTile) -> str:
 //     eight 32-bit shared loads per fragment and the shuffling to match the layout.
 //   - cp.async.cg + a {t.stages}-stage ring: global->shared copies bypass registers and L1 and overlap compute;
 //     wait_group N retires them in order without a full drain.
-//   - Bank conflicts: shared rows are {t.srow} B ({t.bk} bf16 + {PAD_BYTES} B pad). The 8 row addresses of one ldmatrix
-//     8x8 matrix are consecutive rows, at offsets r*{t.srow} mod 128 = 8 distinct 16-byte bank groups: conflict-free.
+//   - Bank conflicts: slab rows are {t.srow} B ({t.bk} bf16, 4 chunks of 16 B), two rows per 128-byte bank line. Chunk
+//     ch of row r is stored at chunk ch ^ ((r >> 1) & 3) (XOR swizzle). An ldmatrix 8x8 matrix reads one chunk
+//     column of 8 consecutive rows: 2 rows per line x 4 distinct swizzled chunks = 8 distinct 16-byte bank
+//     groups, conflict-free; each 8-lane phase of a cp.async fill writes 2 whole rows = 8 distinct groups too.
+//     (Padding rows to 80 B would fix the reads but leave the fills 2-way conflicted and cost 25% more memory.)
 //     The output staging tile uses {t.crow} B rows, so a warp's 32 packed 4-byte writes (8 rows x 4 columns)
 //     land in 32 distinct banks.
 //   - w is [N, Kd] (K contiguous), which is exactly the "col" B operand: the weight slab is loaded by plain
@@ -183,7 +189,8 @@ def _header(t: GemmTile) -> str:
 //   %fa*   A fragments (4 x b32 per m16k16 fragment), %fb* B fragments (2 x b32 per k16n8 fragment)
 //   %ga* / %gb*  global source of this thread's A / B copy slots (advance {t.bk * 2} B per K-tile)
 //   %sa* / %sb*  shared destination of the slots (stage 0; the stage offset %st_wr is added per copy)
-//   %lda / %ldb  this lane's ldmatrix row address in stage 0 for fragment row/column 0
+//   %lda* / %ldb*  this lane's ldmatrix row address in stage 0 for fragment row/column 0, one per k16 step
+//                  (the swizzle makes the chunk, hence the address, differ per step)
 //   %st_rd / %st_wr  byte offset of the stage being read / written (ring of {t.stages} x {t.stage_bytes} B)
 // Shared memory: {t.smem_bytes} B static; stage s = A slab ({t.a_bytes} B) then B slab ({t.tn * t.srow} B);
 //   the epilogue reuses it as the {t.tm} x {t.crow} B output staging tile.
@@ -198,7 +205,8 @@ def _decls(t: GemmTile) -> list[str]:
     return [
         "    .reg .pred  %p_exit, %p_load, %p_la, %p_a, %p_wrap, %p_loop;",
         "    .reg .b32   %tx, %lane, %warp, %wm, %wn, %row0, %n0, %tp, %bm, %blk, %e, %kd, %n, %kt, %ktiles, %next;",
-        "    .reg .b32   %smem, %st_rd, %st_wr, %t0, %t1, %t2, %t3, %lda, %ldb, %cst, %cld;",
+        "    .reg .b32   %smem, %st_rd, %st_wr, %t0, %t1, %t2, %t3, %cst, %cld;",
+        f"    .reg .b32   %lda<{t.bk // 16}>, %ldb<{t.bk // 16}>;",
         f"    .reg .b32   %sa<{n_a}>, %sb<{n_b}>, %h<2>, %v<{4 * n_c}>;",
         f"    .reg .b64   %pa, %pw, %pbe, %ptp, %pc, %ga<{n_a}>, %gb<{n_b}>, %gc, %cstride, %d0, %d1;",
         f"    .reg .f32   %acc<{t.mf * t.nf * 4}>;",
@@ -253,7 +261,10 @@ def _copy_slot(t: GemmTile, kind: str, i: int) -> list[str]:
         f"    shr.u32             %t1, %t0, {lg};",
         f"    and.b32             %t2, %t0, {t.chunks_per_row - 1};",
         f"    mad.lo.u32          {s}, %t1, {t.srow}, %smem;",
-        "    shl.b32             %t3, %t2, 4;",
+        "    shr.u32             %t3, %t1, 1;",
+        "    and.b32             %t3, %t3, 3;",
+        "    xor.b32             %t3, %t2, %t3;              // swizzled chunk: ch ^ ((row >> 1) & 3)",
+        "    shl.b32             %t3, %t3, 4;",
         f"    add.u32             {s}, {s}, %t3;",
     ]
     if region:
@@ -278,6 +289,19 @@ def _copy_slot(t: GemmTile, kind: str, i: int) -> list[str]:
     return lines
 
 
+def _swizzled_steps(t: GemmTile, dst: str) -> list[str]:
+    """dst<k> = row base %t0 + 16 * ((2k + k8 half %t1) ^ key %t3) for each k16 step k of the K-tile."""
+    lines = []
+    for k in range(t.bk // 16):
+        lines += [
+            f"    add.u32             %t2, %t1, {2 * k};               // chunk of k16 step {k}",
+            "    xor.b32             %t2, %t2, %t3;",
+            "    shl.b32             %t2, %t2, 4;",
+            f"    add.u32             {dst}{k}, %t0, %t2;",
+        ]
+    return lines
+
+
 def _phase1(t: GemmTile) -> list[str]:
     lines = ["    // ---- phase 1: per-thread copy and ldmatrix addresses " + "-" * 46]
     n_a = max(1, t.a_chunks // NTHREADS)
@@ -296,25 +320,27 @@ def _phase1(t: GemmTile) -> list[str]:
         "    // ldmatrix A (x4 = the four 8x8 quarters of a 16x16 fragment): lanes 0-7 give rows 0-7 at k 0,",
         "    // 8-15 rows 8-15 at k 0, 16-23 rows 0-7 at k 8, 24-31 rows 8-15 at k 8",
         "    // -> registers a0a1, a2a3, a4a5, a6a7.",
-        "    and.b32             %t0, %lane, 15;",
-        f"    mad.lo.u32          %t0, %wm, {t.warp_m}, %t0;",
-        "    shr.u32             %t1, %lane, 4;",
-        "    shl.b32             %t1, %t1, 4;",
-        f"    mad.lo.u32          %lda, %t0, {t.srow}, %t1;",
-        "    add.u32             %lda, %lda, %smem;",
+        "    and.b32             %t0, %lane, 15;             // row within the fragment",
+        "    shr.u32             %t3, %t0, 1;",
+        "    and.b32             %t3, %t3, 3;                // swizzle key (row >> 1) & 3: warp and fragment",
+        f"    mad.lo.u32          %t0, %wm, {t.warp_m}, %t0;            // offsets are multiples of 8, key unchanged",
+        f"    mad.lo.u32          %t0, %t0, {t.srow}, %smem;",
+        "    shr.u32             %t1, %lane, 4;              // k8 half this lane addresses",
+        *_swizzled_steps(t, "%lda"),
         "    // ldmatrix B (x4 = two n8 fragments x two k8 halves): lanes 0-7 give n 0-7 at k 0, 8-15 n 0-7 at k 8,",
         "    // 16-23 n 8-15 at k 0, 24-31 n 8-15 at k 8 -> b0b1, b2b3 of fragment 2j, then of fragment 2j+1.",
         "    and.b32             %t0, %lane, 7;",
         "    shr.u32             %t1, %lane, 4;",
         "    shl.b32             %t1, %t1, 3;",
-        "    add.u32             %t0, %t0, %t1;",
+        "    add.u32             %t0, %t0, %t1;              // n within the fragment pair",
+        "    shr.u32             %t3, %t0, 1;",
+        "    and.b32             %t3, %t3, 3;                // swizzle key",
         f"    mad.lo.u32          %t0, %wn, {t.warp_n}, %t0;",
+        f"    mad.lo.u32          %t0, %t0, {t.srow}, %smem;",
+        f"    add.u32             %t0, %t0, {t.a_bytes};        // weight slab follows the activation slab",
         "    shr.u32             %t1, %lane, 3;",
-        "    and.b32             %t1, %t1, 1;",
-        "    shl.b32             %t1, %t1, 4;",
-        f"    mad.lo.u32          %ldb, %t0, {t.srow}, %t1;",
-        "    add.u32             %ldb, %ldb, %smem;",
-        f"    add.u32             %ldb, %ldb, {t.a_bytes};",
+        "    and.b32             %t1, %t1, 1;                // k8 half this lane addresses",
+        *_swizzled_steps(t, "%ldb"),
         "    mov.u32             %st_rd, 0;",
         "    mov.u32             %st_wr, 0;",
     ]
@@ -359,14 +385,18 @@ def _phase2(t: GemmTile) -> list[str]:
 
 
 def _mma_step(t: GemmTile, kk: int) -> list[str]:
-    """One k16 step on the stage at %t1 (A) / %t2 (B): ldmatrix every fragment, then every MMA."""
-    lines = [f"    // k16 step {kk}: columns {kk * 16}..{kk * 16 + 15} of the stage"]
+    """One k16 step on stage %st_rd: ldmatrix every fragment, then every MMA."""
+    lines = [
+        f"    // k16 step {kk}: columns {kk * 16}..{kk * 16 + 15} of the stage",
+        f"    add.u32             %t1, %lda{kk}, %st_rd;",
+        f"    add.u32             %t2, %ldb{kk}, %st_rd;",
+    ]
     for mi in range(t.mf):
         regs = ", ".join(f"%fa{mi * 4 + j}" for j in range(4))
-        lines.append(f"    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{regs}}}, [%t1+{mi * 16 * t.srow + kk * 32}];")
+        lines.append(f"    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{regs}}}, [%t1+{mi * 16 * t.srow}];")
     for nj in range(t.nf // 2):
         regs = ", ".join(f"%fb{nj * 4 + j}" for j in range(4))
-        lines.append(f"    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{regs}}}, [%t2+{nj * 16 * t.srow + kk * 32}];")
+        lines.append(f"    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{regs}}}, [%t2+{nj * 16 * t.srow}];")
     for mi in range(t.mf):
         a = ", ".join(f"%fa{mi * 4 + j}" for j in range(4))
         for ni in range(t.nf):
@@ -386,8 +416,6 @@ def _phase3(t: GemmTile) -> list[str]:
         f"    add.u32             %next, %kt, {t.stages - 1};",
         "    setp.lt.u32         %p_load, %next, %ktiles;",
         *_issue_tile(t),
-        "    add.u32             %t1, %lda, %st_rd;",
-        "    add.u32             %t2, %ldb, %st_rd;",
     ]
     for kk in range(t.bk // 16):
         lines += _mma_step(t, kk)

@@ -217,6 +217,16 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
     return row
 
 
+def _static_quietly(backend, settings: CompareSettings) -> dict | None:
+    """Static facts of whatever an erroring row got to launch (ptxas can often say more than the simulator)."""
+    if not settings.static:
+        return None
+    try:
+        return _static(backend.launched_sources())
+    except Exception:  # noqa: BLE001 - best effort on a row that already failed
+        return None
+
+
 def _static(sources: dict) -> dict:
     from harness.static import static_facts
 
@@ -297,6 +307,7 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
                                "status": "error", "reason": f"{type(exc).__name__}: {exc}",
                                "traceback": traceback.format_exc(limit=8)[-4000:],
                                "elapsed_s": time.perf_counter() - t_row}
+                        row["static"] = _static_quietly(backend, settings)
                 rows[impl] = row
                 summary["ran"] += 1
                 if row["status"] == "missing":

@@ -168,6 +168,7 @@ class GpuBackend(Backend):
             values.append(int(p.addr) if isinstance(p, DeviceArray) else (p.item() if isinstance(p, np.generic) else p))
             ctys.append(cty)
         g, b = dim3(grid, "grid"), dim3(block, "block")
+        self.sources.setdefault(tag or entry, ("ptx", ptx, entry))
         if shared_bytes > 48 * 1024:
             attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             _check(driver.cuFuncSetAttribute(func, attr, int(shared_bytes)), "cuFuncSetAttribute")
@@ -183,7 +184,6 @@ class GpuBackend(Backend):
         record = LaunchRecord(tag or entry, "ptx", g, b, int(shared_bytes), seconds,
                               GpuLaunchStats(start, end) if start is not None else None)
         self.records.append(record)
-        self.sources.setdefault(record.name, ("ptx", ptx, entry))
         return record
 
     def _jit(self, pyfunc, signature):
@@ -205,6 +205,7 @@ class GpuBackend(Backend):
             else:
                 call_args.append(t.dtype.type(a))
         g, b = dim3(grid, "grid"), dim3(block, "block")
+        self.sources.setdefault(tag or pyfunc.__name__, ("numba", pyfunc, signature))
         start, end = self._events()
         t0 = time.perf_counter()
         if start is not None:
@@ -216,7 +217,6 @@ class GpuBackend(Backend):
         record = LaunchRecord(tag or pyfunc.__name__, "cuda", g, b, int(shared_bytes), seconds,
                               GpuLaunchStats(start, end) if start is not None else None)
         self.records.append(record)
-        self.sources.setdefault(record.name, ("numba", pyfunc, signature))
         return record
 
     def launched_sources(self) -> dict[str, tuple[str, str]]:

@@ -104,12 +104,12 @@ class SimBackend(Backend):
     def _launch(self, ptx: str, entry: str, grid, block, flat_params, shared_bytes: int, impl: str, tag: str):
         kernel = self.module(ptx).kernel(entry)
         g, b = dim3(grid, "grid"), dim3(block, "block")
+        self.sources[tag] = (ptx, entry)  # before launching: static facts are useful even when the launch fails
         t0 = time.perf_counter()
         stats = self.device.launch(kernel, g, b, list(flat_params), shared_bytes=int(shared_bytes))
         seconds = time.perf_counter() - t0
-        record = LaunchRecord(tag or entry, impl, g, b, int(shared_bytes), seconds, stats)
+        record = LaunchRecord(tag, impl, g, b, int(shared_bytes), seconds, stats)
         self.records.append(record)
-        self.sources[record.name] = (ptx, entry)
         return record
 
     def launched_sources(self) -> dict[str, tuple[str, str]]:

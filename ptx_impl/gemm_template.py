@@ -122,8 +122,8 @@ class GemmTile:
 
 # NOTE: 64-row tiles use 128 columns when N allows: a 32 x 64 warp tile issues 6 ldmatrix.x4 per 16 MMAs instead of
 # 4 per 8 (a quarter less shared-memory traffic per MMA), and each activation slab copied in feeds twice the output
-# columns; 4 stages of 64 + 128 swizzled rows are exactly 48 KiB. Narrow (n64) tiles stay for small M, where more CTAs matter more.
-# (Chosen on these counts, not yet measured on a GPU.)
+# columns; 4 stages of 64 + 128 swizzled rows are exactly 48 KiB. Narrow (n64) tiles stay for small M, where more
+# CTAs matter more. (Chosen on these counts, not yet measured on a GPU.)
 TILES: dict[str, GemmTile] = {
     t.filename.removesuffix(".ptx"): t
     for t in (GemmTile(16), GemmTile(32), GemmTile(64), GemmTile(64, tn=128))
@@ -169,9 +169,9 @@ def _header(t: GemmTile) -> str:
 //      thread writes whole 16-byte row chunks with st.global.v4 (coalesced, no partial sectors).
 //
 // Why each trick pays (none of them is expressible in Numba CUDA):
-//   - mma.sync m16n8k16 bf16 -> fp32: tensor cores do 4096 MACs per warp instruction.
+//   - mma.sync m16n8k16 bf16 -> fp32: the tensor cores do 2048 multiply-adds per warp instruction.
 //   - ldmatrix.x4: one instruction gives a warp four 8x8 bf16 matrices already in MMA fragment order, instead of
-//     eight 32-bit shared loads per fragment and the shuffling to match the layout.
+//     four 32-bit shared loads per thread per A fragment (two per B fragment) with fragment-order address math.
 //   - cp.async.cg + a {t.stages}-stage ring: global->shared copies bypass registers and L1 and overlap compute;
 //     wait_group N retires them in order without a full drain.
 //   - Bank conflicts: slab rows are {t.srow} B ({t.bk} bf16, 4 chunks of 16 B), two rows per 128-byte bank line. Chunk

@@ -177,7 +177,8 @@ def ldmatrix_rows(tile: gt.GemmTile, kind: str, warp: int, kk: int, frag: int) -
     if kind == "A":  # lanes 0-15 rows 0-15 at k 0, lanes 16-31 rows 0-15 at k 8
         row, half, region = wm * tile.warp_m + frag * 16 + (LANE & 15), LANE >> 4, 0
     else:  # lanes 0-7 n 0-7 k 0, 8-15 n 0-7 k 8, 16-23 n 8-15 k 0, 24-31 n 8-15 k 8
-        row, half, region = wn * tile.warp_n + frag * 16 + (LANE & 7) + ((LANE >> 4) << 3), (LANE >> 3) & 1, tile.a_bytes
+        row = wn * tile.warp_n + frag * 16 + (LANE & 7) + ((LANE >> 4) << 3)
+        half, region = (LANE >> 3) & 1, tile.a_bytes
     return region + row * tile.srow + ((2 * kk + half) ^ ((row >> 1) & 3)) * 16
 
 

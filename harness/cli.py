@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "harness.commands.profile_cmd",
     "harness.commands.import_cmd",
     "harness.nsight.commands",
+    "harness.dashboard.commands",
 )
 
 

@@ -1,0 +1,88 @@
+"""Self-contained HTML dashboards of a comparison run (issue #8), and the index of every run under profiles/.
+
+    from harness.dashboard import build, build_index
+    build("profiles/<run-id>")                      # -> profiles/<run-id>/dashboard.html, and profiles/index.html
+    build("profiles/<sim-run>", vs="profiles/<gpu-run>")   # -> dashboard-vs-<gpu-run>.html: simulated vs measured
+
+data.py turns run.json into records, figures.py draws them with Plotly, html.py/sections.py assemble one page with
+plotly.js inline (opens from file:// with no network). Files are written atomically.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from harness.dashboard.data import DashboardError, load_run
+
+DASHBOARD_FILE = "dashboard.html"
+INDEX_FILE = "index.html"
+
+__all__ = ["DASHBOARD_FILE", "INDEX_FILE", "DashboardError", "build", "build_index", "render"]
+
+
+def render(run_dir, vs=None) -> str:
+    """The dashboard of `run_dir` (compared with the run folder `vs` when given) as one HTML document."""
+    from plotly.offline import get_plotlyjs
+
+    from harness.dashboard.data import device_ceilings
+    from harness.dashboard.html import esc, page
+    from harness.dashboard.sections import basis_badge, build_sections
+
+    run = load_run(run_dir)
+    other = load_run(vs) if vs is not None else None
+    body, figs, nav = build_sections(run, other)
+    ceil = device_ceilings(run)
+    doc = run.doc
+    subtitle = (f"{basis_badge(run.basis, ceil['name'] if ceil else None)} &nbsp; backend {esc(run.backend)}, "
+                f"status {esc(doc.get('status'))}, created {esc(doc.get('created_utc'))}, "
+                f"{len(doc.get('rows', []))} rows")
+    title = f"ptxmoe: PTX vs Numba CUDA, run {run.run_id}" + (f" vs {other.run_id}" if other else "")
+    return page(title, subtitle, nav, body, figs, get_plotlyjs())
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80] or "other"
+
+
+def build(run_dir, vs=None, out=None) -> Path:
+    """Write the dashboard of a run folder and refresh the index of the folder holding it.
+
+    Args:
+        run_dir: a run folder with run.json (and optionally nsight/*.rows.json).
+        vs: another run folder to compare with (simulated vs measured, two GPUs...).
+        out: the output file; default `run_dir/dashboard.html` (`run_dir/dashboard-vs-<other run>.html` with vs).
+    Returns:
+        The path written.
+    Raises:
+        DashboardError: a run folder without a readable run.json, or an output that cannot be written.
+    """
+    from harness.atomic import atomic_write_text
+
+    run_dir = Path(run_dir)
+    if out is None:
+        out = run_dir / (DASHBOARD_FILE if vs is None else f"dashboard-vs-{_safe_name(Path(vs).name)}.html")
+    text = render(run_dir, vs)
+    try:
+        path = atomic_write_text(out, text)
+    except OSError as exc:
+        raise DashboardError(f"cannot write the dashboard to {out}: {exc}") from None
+    try:
+        build_index(run_dir.parent)
+    except OSError:
+        pass  # NOTE: a read-only profiles folder still gets its dashboard; the index is a convenience
+    return path
+
+
+def build_index(profiles_dir) -> Path:
+    """Write `profiles_dir/index.html`: every run folder in it with its headline, newest first.
+
+    Returns:
+        The index's path.
+    Raises:
+        OSError: the folder cannot be written.
+    """
+    from harness.atomic import atomic_write_text
+    from harness.dashboard.index import index_page
+
+    profiles_dir = Path(profiles_dir)
+    return atomic_write_text(profiles_dir / INDEX_FILE, index_page(profiles_dir))

@@ -1,0 +1,440 @@
+"""run.json (and imported Nsight rows) -> tidy records and a headline summary; no plotting here.
+
+Every function takes a loaded `Run` (or its run.json document) and returns plain lists of dicts / dicts with units
+in the key names, so figures.py and html.py only lay them out and tests can check the numbers directly.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from harness.errors import PtxmoeError
+
+IMPLS = ("cuda", "ptx")
+IMPL_NAMES = {"cuda": "Numba CUDA", "ptx": "PTX"}
+LAYER = "layer"
+HEADLINE_RESAMPLES = 2000
+HEADLINE_SEED = 0  # the page is deterministic: the same run.json gives the same interval
+
+
+class DashboardError(PtxmoeError):
+    """A run folder the dashboard cannot be built from (missing or wrong run.json, unwritable output)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run folder: its run.json document and the Nsight rows imported into it."""
+
+    run_dir: Path
+    doc: dict
+    nsight: tuple[dict, ...] = ()  # label_rows() records of every run_dir/nsight/*.rows.json
+    nsight_files: tuple[str, ...] = ()
+    nsight_errors: tuple[str, ...] = field(default=())
+
+    @property
+    def run_id(self) -> str:
+        return str(self.doc.get("run_id") or self.run_dir.name)
+
+    @property
+    def backend(self) -> str:
+        return str(self.doc.get("settings", {}).get("backend") or self.doc.get("environment", {}).get("backend")
+                   or "?")
+
+    @property
+    def basis(self) -> str:
+        """"modelled" (sim backend: the ptxsim timing model) or "measured" (gpu: CUDA events)."""
+        return "modelled" if self.backend == "sim" else "measured"
+
+
+def load_run(run_dir) -> Run:
+    """Read `run_dir/run.json` and every `run_dir/nsight/*.rows.json`.
+
+    Raises:
+        DashboardError: the folder has no readable run.json of the schema this ptxmoe reads.
+    """
+    from harness.results import ResultsError, RunFile
+
+    run_dir = Path(run_dir)
+    try:
+        doc = RunFile.load(run_dir).doc
+    except ResultsError as exc:
+        raise DashboardError(f"cannot build a dashboard of {run_dir}: {exc}") from None
+    records, files, errors = [], [], []
+    nsight_dir = run_dir / "nsight"
+    if nsight_dir.is_dir():
+        from harness.nsight.errors import NsightFormatError
+        from harness.nsight.importer import load_rows_json
+        from harness.nsight.table import label_rows
+
+        for path in sorted(nsight_dir.glob("*.rows.json")):
+            try:
+                table = load_rows_json(path)
+            except (NsightFormatError, OSError) as exc:
+                errors.append(f"{path.name}: {exc}")
+                continue
+            files.append(path.name)
+            for record in label_rows(table.rows):
+                record["file"] = path.name
+                records.append(record)
+    return Run(run_dir, doc, tuple(records), tuple(files), tuple(errors))
+
+
+# ------------------------------------------------------------------------------------------------------- helpers
+def label_of(kernel: str, variant) -> str:
+    return f"{kernel}[{variant}]" if variant else str(kernel)
+
+
+def _num(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def geomean(values) -> float:
+    x = np.asarray(list(values), dtype=np.float64)
+    return float(np.exp(np.mean(np.log(x))))
+
+
+def row_time(row: dict) -> dict:
+    """{time_us, lo_us, hi_us, samples_us, basis} of one row (modelled time, or the median of the samples)."""
+    timing = row.get("timing") or {}
+    if timing.get("basis") == "modelled":
+        t = _num(timing.get("modelled_us"))
+        return {"time_us": t, "lo_us": t, "hi_us": t, "samples_us": [], "basis": "modelled"}
+    device = timing.get("device") or {}
+    samples = [float(s) for s in timing.get("device_time_us") or [] if _num(s) is not None]
+    return {"time_us": _num(device.get("median_us")), "lo_us": _num(device.get("ci_lo_us")),
+            "hi_us": _num(device.get("ci_hi_us")), "samples_us": samples, "basis": timing.get("basis", "measured")}
+
+
+# ------------------------------------------------------------------------------------------------------ records
+def row_records(doc: dict) -> list[dict]:
+    """One record per row: label, impl, preset, skew, status, time (µs), throughput, limiter, reason."""
+    out = []
+    for row in doc.get("rows", []):
+        t = row_time(row) if row.get("status") in ("ok", "failed") else {"time_us": None, "lo_us": None,
+                                                                           "hi_us": None, "samples_us": [],
+                                                                           "basis": None}
+        tp = row.get("throughput") or {}
+        limiters = [(launch.get("estimate") or {}).get("limiter") for launch in
+                    (row.get("timing") or {}).get("launches") or []]
+        min_bytes, flops = _num(row.get("min_bytes")), _num(row.get("flops"))
+        out.append({
+            "key": row.get("key"), "label": label_of(row.get("kernel"), row.get("variant")),
+            "kernel": row.get("kernel"), "impl": row.get("impl"), "preset": row.get("preset"),
+            "skew": row.get("skew"), "status": row.get("status"),
+            "reason": row.get("reason") or (row.get("correctness") or {}).get("message") if row.get("status") != "ok"
+            else None,
+            **t, "min_bytes": min_bytes, "flops": flops,
+            "intensity_flop_per_byte": flops / min_bytes if flops and min_bytes else None,
+            "achieved_gbps": _num(tp.get("achieved_gbps")), "achieved_tflops": _num(tp.get("achieved_tflops")),
+            "pct_peak_bandwidth": _num(tp.get("pct_peak_bandwidth")), "pct_peak_flops": _num(tp.get("pct_peak_flops")),
+            "peak_flops_kind": tp.get("peak_flops_kind"),
+            "limiter": ", ".join(sorted({str(x) for x in limiters if x})) or None,
+        })
+    return out
+
+
+def verdict_records(doc: dict) -> list[dict]:
+    """One record per (kernel[variant], preset, skew): speedup of PTX over Numba, its interval and the verdict."""
+    out = []
+    for v in doc.get("verdicts", []):
+        out.append({"key": v.get("key"), "label": label_of(v.get("kernel"), v.get("variant")),
+                    "kernel": v.get("kernel"), "preset": v.get("preset"), "skew": v.get("skew"),
+                    "speedup": _num(v.get("speedup")), "ci_lo": _num(v.get("ci_lo")), "ci_hi": _num(v.get("ci_hi")),
+                    "verdict": v.get("verdict"), "basis": v.get("basis"), "reason": v.get("reason")})
+    return out
+
+
+def _samples_by_cell(doc: dict) -> dict[tuple[str, str, str], dict[str, list[float]]]:
+    cells: dict = {}
+    for row in doc.get("rows", []):
+        if row.get("status") != "ok":
+            continue
+        samples = row_time(row)["samples_us"]
+        if samples:
+            cell = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"))
+            cells.setdefault(cell, {})[row.get("impl")] = samples
+    return cells
+
+
+def headline(doc: dict, resamples: int = HEADLINE_RESAMPLES, seed: int = HEADLINE_SEED) -> dict:
+    """Geometric-mean speedup of PTX over Numba over the kernel cells with a verdict (the layer apart).
+
+    The interval: for measured runs whose rows keep their samples, a bootstrap of the geometric mean (each cell's
+    two sample sets resampled, ratio of medians, geometric mean over cells; 2.5/97.5 percentiles); for modelled
+    runs there is none (lo = hi = the point: one deterministic time per path); otherwise the geometric means of
+    the per-cell interval ends.
+
+    Returns:
+        {geomean, lo, hi, interval, n, cells, verdict, counts {FASTER, SAME, SLOWER}, slower [labels], layer
+        (the layer's verdict records), basis, no_verdict [records with a reason]}.
+    """
+    from harness.timing.stats import MODELLED_SAME_BAND, verdict_of
+
+    verdicts = verdict_records(doc)
+    done = [v for v in verdicts if v["speedup"] and v["speedup"] > 0 and v["verdict"]]
+    kernels = [v for v in done if v["kernel"] != LAYER] or [v for v in done]
+    basis = next((v["basis"] for v in done if v["basis"]), None)
+    counts = {k: sum(1 for v in done if v["verdict"] == k) for k in ("FASTER", "SAME", "SLOWER")}
+    out = {"geomean": None, "lo": None, "hi": None, "interval": "none", "n": len(kernels), "cells": kernels,
+           "verdict": None, "counts": counts, "slower": [f"{v['label']} {v['preset']}/{v['skew']}" for v in done
+                                                         if v["verdict"] == "SLOWER"],
+           "layer": [v for v in done if v["kernel"] == LAYER], "basis": basis,
+           "no_verdict": [v for v in verdicts if not v["verdict"]]}
+    if not kernels:
+        return out
+    point = geomean(v["speedup"] for v in kernels)
+    out["geomean"] = point
+    if basis == "modelled":
+        out.update(lo=point, hi=point, interval="modelled (deterministic, no interval)")
+        band = MODELLED_SAME_BAND
+        out["verdict"] = "FASTER" if point > 1 + band else "SLOWER" if point < 1 - band else "SAME"
+        return out
+    cells = _samples_by_cell(doc)
+    keys = [(v["label"], v["preset"], v["skew"]) for v in kernels]
+    if all(len(cells.get(k, {})) == 2 for k in keys):
+        rng = np.random.default_rng(seed)
+        logs = np.zeros(resamples)
+        for k in keys:
+            a, b = (np.asarray(cells[k][impl]) for impl in IMPLS)
+            ma = np.median(a[rng.integers(0, a.size, (resamples, a.size))], axis=1)
+            mb = np.median(b[rng.integers(0, b.size, (resamples, b.size))], axis=1)
+            logs += np.log(ma / mb)
+        boot = np.exp(logs / len(keys))
+        lo, hi = np.quantile(boot, [0.025, 0.975])
+        out.update(lo=float(lo), hi=float(hi), interval=f"95% bootstrap of the geometric mean ({resamples} resamples)")
+    elif all(v["ci_lo"] and v["ci_hi"] for v in kernels):
+        out.update(lo=geomean(v["ci_lo"] for v in kernels), hi=geomean(v["ci_hi"] for v in kernels),
+                   interval="geometric means of the per-cell 95% interval ends")
+    if out["lo"] is not None:
+        out["verdict"] = verdict_of(out["lo"], out["hi"])
+    return out
+
+
+def stage_records(doc: dict) -> list[dict]:
+    """The end-to-end layer's per-stage times: {impl, preset, skew, stage, time_us, share} per stage."""
+    out = []
+    for row in doc.get("rows", []):
+        if row.get("kernel") != LAYER or row.get("status") != "ok":
+            continue
+        stages = {k: _num(v) for k, v in (row.get("stages_us") or {}).items() if _num(v) is not None}
+        total = sum(stages.values())
+        for stage, us in stages.items():
+            out.append({"impl": row.get("impl"), "preset": row.get("preset"), "skew": row.get("skew"),
+                        "stage": stage, "time_us": us, "share": us / total if total else None})
+    return out
+
+
+# simulator counters: (label, function of the summed counters) -- "side by side" shows Numba | PTX per cell
+_LD_REQ, _LD_SEC = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+SIM_COUNTERS = {
+    "sectors per load request": lambda m: _ratio(m.get(_LD_SEC), m.get(_LD_REQ)),
+    "shared bank conflicts": lambda m: m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"),
+    "active lanes per warp instruction (of 32)": lambda m: _ratio(m.get("smsp__thread_inst_executed.sum"),
+                                                                  m.get("smsp__inst_executed.sum")),
+    "warp instructions": lambda m: m.get("smsp__inst_executed.sum"),
+    "DRAM bytes read": lambda m: m.get("dram__bytes_read.sum"),
+    "DRAM bytes written": lambda m: m.get("dram__bytes_write.sum"),
+    "global store sectors": lambda m: m.get("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
+}
+CLASS_PREFIX = "ptxsim__inst_executed_"
+
+
+def sim_counter_records(doc: dict) -> list[dict]:
+    """{label, preset, skew, counter, cuda, ptx, ratio} per cell and counter (sim rows only), limiter included."""
+    cells: dict = {}
+    for row in doc.get("rows", []):
+        counters = (row.get("sim_counters") or {}).get("total")
+        if row.get("status") != "ok" or not counters:
+            continue
+        cell = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"))
+        values = {name: fn({k: _num(v) for k, v in counters.items()}) for name, fn in SIM_COUNTERS.items()}
+        values["limiting resource"] = next(r["limiter"] for r in row_records({"rows": [row]}))
+        cells.setdefault(cell, {})[row.get("impl")] = values
+    out = []
+    for (label, preset, skew), per_impl in cells.items():
+        for counter in (*SIM_COUNTERS, "limiting resource"):
+            a, b = (per_impl.get(impl, {}).get(counter) for impl in IMPLS)
+            ratio = b / a if isinstance(a, float) and isinstance(b, float) and a else None
+            out.append({"label": label, "preset": preset, "skew": skew, "counter": counter, "cuda": a, "ptx": b,
+                        "ptx_over_cuda": ratio})
+    return out
+
+
+def instruction_mix(doc: dict) -> list[dict]:
+    """{label, impl, preset, skew, cls, count} per instruction class the simulator counted (sim rows only)."""
+    out = []
+    for row in doc.get("rows", []):
+        counters = (row.get("sim_counters") or {}).get("total") or {}
+        for key, value in counters.items():
+            if key.startswith(CLASS_PREFIX) and _num(value):
+                out.append({"label": label_of(row.get("kernel"), row.get("variant")), "impl": row.get("impl"),
+                            "preset": row.get("preset"), "skew": row.get("skew"),
+                            "cls": key[len(CLASS_PREFIX):].removesuffix(".sum"), "count": float(value)})
+    return out
+
+
+def static_records(doc: dict) -> list[dict]:
+    """Static facts per launched PTX entry, once per (label, impl, launch name, digest)."""
+    seen, out = set(), []
+    for row in doc.get("rows", []):
+        kernels = ((row.get("static") or {}).get("kernels") or {})
+        label = label_of(row.get("kernel"), row.get("variant"))
+        for launch, facts in kernels.items():
+            ident = (label, row.get("impl"), launch, facts.get("digest"))
+            if ident in seen:
+                continue
+            seen.add(ident)
+            res = facts.get("resources") or {}
+            sass = facts.get("sass_histogram") or {}
+            out.append({"label": label, "impl": row.get("impl"), "launch": launch, "entry": facts.get("entry"),
+                        "registers": res.get("registers"), "spills_bytes": res.get("spills"),
+                        "shared_bytes": res.get("shared_bytes"), "ptx_lines": facts.get("ptx_lines"),
+                        "ptx_instructions": sum((facts.get("ptx_histogram") or {}).values()),
+                        "sass_instructions": sum(sass.values()), "sass_histogram": dict(sass),
+                        "errors": list(facts.get("errors") or [])})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- timelines
+def timeline_records(run: Run) -> tuple[str, list[dict]]:
+    """(source, bars): kernel launches from imported nsys rows when present, else the harness's own NVTX ranges.
+
+    Each bar: {name, lane, start_ms, end_ms, impl, preset, skew, detail}; times are relative to the first bar.
+    """
+    launches: dict = {}
+    for r in run.nsight:
+        if r["source"] == "nsys-sqlite" and r["kernel"] and r["metric"] in ("start", "end") and _num(r["value"]):
+            launches.setdefault((r["file"], r["kernel"], r["launch"]), {"row": r})[r["metric"]] = float(r["value"])
+    bars = []
+    if launches:
+        for (_, kernel, launch), item in launches.items():
+            if "start" not in item or "end" not in item:
+                continue
+            r = item["row"]
+            lane = r["nvtx_range"] or "(no NVTX range)"
+            bars.append({"name": kernel, "lane": lane, "start_ms": item["start"] / 1e6, "end_ms": item["end"] / 1e6,
+                         "impl": r.get("impl"), "preset": r.get("preset"), "skew": r.get("skew"),
+                         "detail": f"launch {launch}; NVTX {' > '.join(n for _, n in r['nvtx_stack']) or '-'}"})
+        source = "nsys (kernels joined to NVTX ranges)"
+    else:
+        from harness.nsight.table import split_ptxmoe_range
+
+        for r in run.doc.get("nvtx_ranges", []):
+            s, e = r.get("start_perf_ns"), r.get("end_perf_ns")
+            if not isinstance(s, (int, float)) or not isinstance(e, (int, float)):
+                continue
+            parts = split_ptxmoe_range(r.get("name", "")) or (None, None, None, None)
+            bars.append({"name": r.get("name", ""), "lane": r.get("name", ""), "start_ms": s / 1e6, "end_ms": e / 1e6,
+                         "impl": parts[1], "preset": parts[2], "skew": parts[3],
+                         "detail": f"phase {r.get('phase', '-')}, depth {r.get('depth', '-')}"})
+        source = "harness NVTX ranges (host timestamps)"
+    if bars:
+        t0 = min(b["start_ms"] for b in bars)
+        for b in bars:
+            b["start_ms"] -= t0
+            b["end_ms"] -= t0
+    return source, sorted(bars, key=lambda b: b["start_ms"])
+
+
+def nsight_metric_records(run: Run) -> list[dict]:
+    """Nsight metrics, mean over launches: {label, preset, skew, nvtx_range, kernel, metric, unit, n, cuda, ptx,
+    value}; rows inside ptxmoe ranges go side by side per impl, others (`value`) by NVTX range and kernel."""
+    from harness.nsight.table import short_kernel_name
+
+    groups: dict = {}
+    for r in run.nsight:
+        value = _num(r["value"])
+        if value is None:
+            continue
+        impl = r.get("impl") if r.get("impl") in IMPLS else None
+        key = (r.get("ptxmoe_kernel") or "", r.get("preset") or "", r.get("skew") or "",
+               r["nvtx_range"] if not impl else "", short_kernel_name(r["kernel"]) if not impl else "",
+               r["metric"], r["unit"], r["source"])
+        groups.setdefault(key, {}).setdefault(impl or "value", []).append(value)
+    out = []
+    for (label, preset, skew, rng, kernel, metric, unit, source), per in groups.items():
+        mean = {k: float(np.mean(v)) for k, v in per.items()}
+        out.append({"label": label, "preset": preset or None, "skew": skew or None, "nvtx_range": rng,
+                    "kernel": kernel, "metric": metric, "unit": unit, "source": source,
+                    "n": sum(len(v) for v in per.values()), "cuda": mean.get("cuda"), "ptx": mean.get("ptx"),
+                    "value": mean.get("value")})
+    return out
+
+
+# -------------------------------------------------------------------------------------------------- environment
+def device_ceilings(run: Run) -> dict | None:
+    """{name, bandwidth_Bps, fp32_flops, bf16_dense_flops} of the GPU (gpu runs) or the model device (sim)."""
+    env = run.doc.get("environment", {})
+    specs = (env.get("gpu") or {}).get("specs") if run.backend == "gpu" else None
+    specs = specs or (env.get("model_device") or {}).get("specs")
+    name = ((env.get("gpu") or {}).get("name") if run.backend == "gpu" else None) or \
+        (env.get("model_device") or {}).get("name")
+    if not specs and name:
+        from harness.results import device_spec_dict
+
+        specs = device_spec_dict(name)
+    if not specs:
+        return None
+    return {"name": specs.get("name", name), "bandwidth_Bps": _num(specs.get("memory_bandwidth")),
+            "fp32_flops": _num(specs.get("fp32_flops")), "bf16_dense_flops": _num(specs.get("bf16_dense_flops"))}
+
+
+def environment_records(doc: dict) -> list[tuple[str, str]]:
+    """(dotted key, value) pairs of the environment and settings, device specs left out (they are charted)."""
+    out: list[tuple[str, str]] = []
+
+    def walk(prefix, value):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k != "specs":
+                    walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif isinstance(value, list):
+            out.append((prefix, ", ".join(str(v) for v in value)))
+        else:
+            out.append((prefix, "" if value is None else str(value)))
+
+    walk("", {"run_id": doc.get("run_id"), "status": doc.get("status"), "created_utc": doc.get("created_utc"),
+              "finished_utc": doc.get("finished_utc"), "command": " ".join(map(str, doc.get("command") or [])),
+              "settings": doc.get("settings", {}), "environment": doc.get("environment", {})})
+    return out
+
+
+def filters(doc: dict) -> dict[str, list[str]]:
+    """The presets and skews present in the rows, in the run's own order."""
+    presets, skews = [], []
+    for row in doc.get("rows", []):
+        for value, bag in ((row.get("preset"), presets), (row.get("skew"), skews)):
+            if value is not None and value not in bag:
+                bag.append(value)
+    return {"preset": presets, "skew": skews}
+
+
+# -------------------------------------------------------------------------------------------------------- --vs
+def compare_runs(a: Run, b: Run) -> list[dict]:
+    """Rows present in both runs: {key, label, impl, preset, skew, a_us, b_us, b_over_a, a_speedup, b_speedup}."""
+    rows_b = {r["key"]: r for r in row_records(b.doc)}
+    verdicts_a = {(v["label"], v["preset"], v["skew"]): v for v in verdict_records(a.doc)}
+    verdicts_b = {(v["label"], v["preset"], v["skew"]): v for v in verdict_records(b.doc)}
+    out = []
+    for r in row_records(a.doc):
+        other = rows_b.get(r["key"])
+        if other is None:
+            continue
+        cell = (r["label"], r["preset"], r["skew"])
+        out.append({"key": r["key"], "label": r["label"], "impl": r["impl"], "preset": r["preset"],
+                    "skew": r["skew"], "a_us": r["time_us"], "b_us": other["time_us"],
+                    "b_over_a": _ratio(other["time_us"], r["time_us"]),
+                    "a_speedup": (verdicts_a.get(cell) or {}).get("speedup"),
+                    "b_speedup": (verdicts_b.get(cell) or {}).get("speedup")})
+    return out

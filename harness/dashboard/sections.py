@@ -1,0 +1,215 @@
+"""The dashboard's sections, in page order: each takes the loaded run(s) and returns (html, {fig id: fig JSON}).
+
+Strings from files are escaped here (html.esc / html.table) or in figures.t(); subtitle and note HTML is built only
+from escaped parts.
+"""
+from __future__ import annotations
+
+from harness.dashboard import data, figures
+from harness.dashboard.html import Raw, badge, esc, figure_div, filter_bar, fmt, section, table
+
+_EMPTY = '<p class="note">Nothing to show for this run.</p>'
+
+
+def _fig(fig_id: str, fig, figs: dict) -> str:
+    if fig is None:
+        return _EMPTY
+    figs[fig_id] = fig.to_json()
+    return figure_div(fig_id)
+
+
+def _cell_attrs(r: dict) -> dict:
+    return {"preset": r.get("preset"), "skew": r.get("skew")}
+
+
+def basis_badge(basis: str, device: str | None) -> str:
+    if basis == "modelled":
+        return (f'<span class="modelled">MODELLED times: ptxsim timing model of {esc(device or "?")}, '
+                f'not measured on a GPU</span>')
+    return f'<span class="measured">MEASURED times: CUDA events on {esc(device or "?")}</span>'
+
+
+def headline_section(run: data.Run) -> str:
+    h = data.headline(run.doc)
+    ceil = data.device_ceilings(run)
+    tag = basis_badge(run.basis, ceil["name"] if ceil else None)
+    if h["geomean"] is None:
+        reasons = "; ".join(f"{v['label']} {v['preset']}/{v['skew']}: {v['reason']}" for v in h["no_verdict"][:8])
+        body = (f'<div class="headline">{tag}<p class="plain SAME">No verdict: no kernel has both paths timed.'
+                f'</p><p class="note">{esc(reasons)}</p></div>')
+        return section("headline", "Headline", body)
+    g, lo, hi, verdict = h["geomean"], h["lo"], h["hi"], h["verdict"]
+    interval = f"[{lo:.3f}, {hi:.3f}]" if lo is not None and lo != hi else ""
+    words = {"FASTER": f"PTX is FASTER than Numba: {g:.3f}x on the geometric mean.",
+             "SLOWER": f"PTX is SLOWER than Numba: {g:.3f}x on the geometric mean, "
+                       f"i.e. Numba is {1 / g:.2f}x faster. Hand-written PTX does not pay off here.",
+             "SAME": f"PTX and Numba are the SAME within the interval: {g:.3f}x on the geometric mean.",
+             None: f"Geometric mean {g:.3f}x (no verdict)."}[verdict]
+    counts = h["counts"]
+    slower = ""
+    if h["slower"]:
+        slower = (f'<p class="plain SLOWER">PTX is SLOWER in {len(h["slower"])} cell(s): '
+                  f'{esc(", ".join(h["slower"]))}.</p>')
+    layer = "".join(f'<li>end-to-end layer {esc(v["preset"])}/{esc(v["skew"])}: {v["speedup"]:.3f}x '
+                    f'{badge(v["verdict"]).html}</li>' for v in h["layer"])
+    apart = ", the layer apart" if h["layer"] else ""
+    no_verdict = f" &nbsp; no verdict: {len(h['no_verdict'])}" if h["no_verdict"] else ""
+    layer_html = f"<ul>{layer}</ul>" if layer else ""
+    body = (f'<div class="headline">{tag}'
+            f'<div><span class="big">{g:.3f}x</span> {esc(interval)} geometric-mean speedup of PTX over Numba '
+            f'({esc(run.basis)}; over {h["n"]} kernel cell(s){apart}; interval: {esc(h["interval"])})</div>'
+            f'<p class="plain {esc(verdict or "SAME")}">{esc(words)}</p>{slower}'
+            f'<div>cells: {badge("FASTER").html} {counts["FASTER"]} &nbsp; {badge("SAME").html} {counts["SAME"]} '
+            f'&nbsp; {badge("SLOWER").html} {counts["SLOWER"]}{no_verdict}</div>{layer_html}</div>')
+    return section("headline", "Headline", body)
+
+
+def verdict_section(run: data.Run, figs: dict) -> str:
+    vs = data.verdict_records(run.doc)
+    rows = [[v["label"], v["preset"], v["skew"], v["speedup"], v["ci_lo"], v["ci_hi"], badge(v["verdict"]),
+             v["basis"], v["reason"]] for v in vs]
+    tbl = table(["kernel", "preset", "skew", "speedup (x)", "CI low", "CI high", "verdict", "basis", "reason"],
+                rows, [_cell_attrs(v) for v in vs], cls="verdicts")
+    note = ("Speedup = Numba time / PTX time (&gt; 1: PTX faster). Modelled verdicts: SAME within ±2 % "
+            "(the model is not more accurate than that)." if run.basis == "modelled" else
+            "Speedup = ratio of median device times, 95 % bootstrap interval; FASTER / SLOWER only when the "
+            "whole interval is above / below 1.")
+    fig = _fig("fig-speedup", figures.speedup_bars(vs, run.basis), figs)
+    return section("verdicts", "Per-kernel verdicts", tbl + fig, note)
+
+
+def timing_section(run: data.Run, figs: dict) -> str:
+    rows = data.row_records(run.doc)
+    fig = _fig("fig-timing", figures.timing_distributions(rows, run.basis), figs)
+    tbl_rows = [[r["key"], r["status"], r["time_us"], r["lo_us"], r["hi_us"], len(r["samples_us"]) or None,
+                 r["limiter"], r["reason"]] for r in rows]
+    tbl = table(["row", "status", f"{run.basis} time (µs)", "CI low", "CI high", "samples", "limiter (model)",
+                 "problem"], tbl_rows, [_cell_attrs(r) for r in rows])
+    return section("timing", "Timing", fig + tbl)
+
+
+def roofline_section(run: data.Run, figs: dict) -> str:
+    rows = [r for r in data.row_records(run.doc) if r["status"] == "ok"]
+    ceil = data.device_ceilings(run)
+    body = _fig("fig-roofline", figures.roofline(rows, ceil), figs) + \
+        _fig("fig-bandwidth", figures.bandwidth_bars(rows, ceil), figs)
+    note = ("Achieved throughput from the kernels' minimum DRAM bytes and FLOPs (kernels.md) divided by the "
+            f"{esc(run.basis)} time, against {esc(ceil['name']) if ceil else 'unknown'} ceilings.")
+    return section("roofline", "Roofline", body, note)
+
+
+def stage_section(run: data.Run, figs: dict) -> str:
+    stages = data.stage_records(run.doc)
+    return section("layer", "End-to-end layer: per-stage breakdown",
+                   _fig("fig-stages", figures.stage_breakdown(stages, run.basis), figs))
+
+
+def sim_section(run: data.Run, figs: dict) -> str:
+    recs = data.sim_counter_records(run.doc)
+    if not recs:
+        return section("sim", "Simulator counters", '<p class="note">No simulator counters (not a sim run).</p>')
+    rows = [[r["label"], r["preset"], r["skew"], r["counter"], r["cuda"], r["ptx"], r["ptx_over_cuda"]]
+            for r in recs]
+    tbl = table(["kernel", "preset", "skew", "counter", "Numba CUDA", "PTX", "PTX / Numba"], rows,
+                [_cell_attrs(r) for r in recs])
+    fig = _fig("fig-mix", figures.instruction_mix_figure(data.instruction_mix(run.doc)), figs)
+    return section("sim", "Simulator counters, side by side", tbl + fig,
+                   "ptxsim counters summed over each row's launches; limiting resource from the timing model.")
+
+
+def static_section(run: data.Run, figs: dict) -> str:
+    recs = data.static_records(run.doc)
+    if not recs:
+        return section("static", "Static facts", '<p class="note">No static analysis in this run.</p>')
+    rows = [[r["label"], _impl_name(r["impl"]), r["launch"], r["registers"], r["spills_bytes"], r["shared_bytes"],
+             r["ptx_instructions"], r["sass_instructions"],
+             ", ".join(f"{k} {v}" for k, v in list(r["sass_histogram"].items())[:5]) or None,
+             "; ".join(r["errors"])[:300] or None] for r in recs]
+    tbl = table(["kernel", "path", "launch", "registers", "spills (B)", "shared (B)", "PTX instr.", "SASS instr.",
+                 "top SASS", "toolchain errors"], rows)
+    fig = _fig("fig-sass", figures.sass_mix_figure(recs), figs)
+    return section("static", "Static facts (ptxas -v, nvdisasm)", tbl + fig)
+
+
+def _impl_name(impl) -> str:
+    return data.IMPL_NAMES.get(impl, impl)
+
+
+def nsight_section(run: data.Run) -> str:
+    if not run.nsight_files and not run.nsight_errors:
+        return ""
+    recs = data.nsight_metric_records(run)
+    side = [r for r in recs if r["cuda"] is not None or r["ptx"] is not None]
+    other = [r for r in recs if r["value"] is not None]
+    parts = [f'<p class="note">Imported: {esc(", ".join(run.nsight_files))}</p>']
+    for err in run.nsight_errors:
+        parts.append(f'<p class="err">{esc(err)}</p>')
+    if side:
+        parts.append(table(["kernel", "preset", "skew", "metric", "unit", "Numba CUDA", "PTX", "PTX / Numba"],
+                           [[r["label"], r["preset"], r["skew"], r["metric"], r["unit"], r["cuda"], r["ptx"],
+                             r["ptx"] / r["cuda"] if r["cuda"] and r["ptx"] is not None else None] for r in side],
+                           [_cell_attrs(r) for r in side]))
+    if other:
+        parts.append('<p class="note">Rows outside ptxmoe NVTX ranges (mean over launches):</p>')
+        parts.append(table(["NVTX range", "kernel", "metric", "unit", "n", "mean", "source"],
+                           [[r["nvtx_range"] or "–", r["kernel"] or "–", r["metric"], r["unit"], r["n"], r["value"],
+                             r["source"]] for r in other]))
+    return section("nsight", "Nsight metrics", "".join(parts))
+
+
+def timeline_section(run: data.Run, figs: dict) -> str:
+    source, bars = data.timeline_records(run)
+    return section("timeline", "NVTX timeline", _fig("fig-timeline", figures.timeline_figure(source, bars), figs),
+                   f"Source: {esc(source)}.")
+
+
+def vs_section(run: data.Run, other: data.Run, figs: dict) -> str:
+    pairs = data.compare_runs(run, other)
+    name_a, name_b = f"{run.run_id} ({run.basis})", f"{other.run_id} ({other.basis})"
+    h_a, h_b = data.headline(run.doc), data.headline(other.doc)
+    summary = table(["run", "backend", "basis", "geomean speedup", "CI low", "CI high", "verdict"],
+                    [[name_a, run.backend, run.basis, h_a["geomean"], h_a["lo"], h_a["hi"], badge(h_a["verdict"])],
+                     [name_b, other.backend, other.basis, h_b["geomean"], h_b["lo"], h_b["hi"],
+                      badge(h_b["verdict"])]])
+    rows = [[p["key"], p["a_us"], p["b_us"], p["b_over_a"], p["a_speedup"], p["b_speedup"]] for p in pairs]
+    tbl = table(["row", f"{name_a} (µs)", f"{name_b} (µs)", "B / A", "speedup A", "speedup B"], rows,
+                [_cell_attrs(p) for p in pairs])
+    fig = _fig("fig-vs", figures.vs_figure(pairs, name_a, name_b), figs)
+    return section("vs", f"Compared with {other.run_id}", summary + fig + tbl,
+                   f"A = this run, B = {esc(other.run_dir)}; {len(pairs)} rows in both.")
+
+
+def pipeline_section(figs: dict) -> str:
+    try:
+        fig = figures.pipeline_figure()
+    except Exception as exc:  # noqa: BLE001 - an optional section must not break the page
+        return section("dualpipe", "DualPipe schedules", f'<p class="err">not available: {esc(exc)}</p>')
+    return section("dualpipe", "DualPipe schedules (simulated)", _fig("fig-dualpipe", fig, figs),
+                   "Pipeline-parallel schedule from harness.pipeline, for context; not derived from this run.")
+
+
+def environment_section(run: data.Run) -> str:
+    pairs = data.environment_records(run.doc)
+    return section("environment", "Environment", table(["key", "value"], [[k, v] for k, v in pairs], cls="env"))
+
+
+NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("timing", "timing"), ("roofline", "roofline"),
+       ("layer", "layer"), ("sim", "sim counters"), ("static", "static"), ("nsight", "nsight"),
+       ("timeline", "timeline"), ("vs", "vs"), ("dualpipe", "dualpipe"), ("environment", "environment"))
+
+
+def build_sections(run: data.Run, other: data.Run | None = None) -> tuple[str, dict, list]:
+    """(body HTML, figures {id: JSON}, nav entries present)."""
+    figs: dict = {}
+    parts = [headline_section(run), filter_bar(data.filters(run.doc)), verdict_section(run, figs), timing_section(run, figs),
+             roofline_section(run, figs), stage_section(run, figs), sim_section(run, figs),
+             static_section(run, figs), nsight_section(run), timeline_section(run, figs)]
+    if other is not None:
+        parts.append(vs_section(run, other, figs))
+    parts += [pipeline_section(figs), environment_section(run)]
+    body = "".join(p for p in parts if p)
+    nav = [(a, label) for a, label in NAV if f'id="{a}"' in body]
+    return body, figs, nav
+
+
+__all__ = ["Raw", "build_sections", "fmt"]

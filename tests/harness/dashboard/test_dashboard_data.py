@@ -1,0 +1,156 @@
+"""Dashboard data (records, headline, timeline), escaping, build/build_index and the CLI, without a browser."""
+import json
+import re
+
+import numpy as np
+import pytest
+
+from harness import dashboard
+from harness.cli import main
+from harness.dashboard import data
+from harness.dashboard.html import esc, script_json
+from harness.nsight.importer import import_into_run
+
+from dashboard_runs import RUNS, XSS_KERNEL, XSS_VARIANT, copy_run, make_xss_run, nsys_fixture
+
+
+def _doc(name):
+    return json.loads((RUNS / name / "run.json").read_text())
+
+
+def test_modelled_headline_is_the_geometric_mean_of_the_kernel_cells():
+    doc = _doc("sim-tiny")
+    speedups = [v["speedup"] for v in doc["verdicts"] if v["kernel"] != "layer" and v["verdict"]]
+    h = data.headline(doc)
+    assert h["n"] == len(speedups) == 8
+    assert h["geomean"] == pytest.approx(np.exp(np.mean(np.log(np.array(speedups, dtype=np.float64)))), rel=1e-12)
+    assert h["lo"] == h["hi"] == h["geomean"] and "modelled" in h["interval"]
+    assert h["verdict"] == ("FASTER" if h["geomean"] > 1.02 else "SLOWER" if h["geomean"] < 0.98 else "SAME")
+    # swiglu's PTX path is slower in this fixture: the headline must list it
+    assert sorted(h["slower"]) == ["swiglu tiny/balanced", "swiglu tiny/imbalanced"]
+    assert [v["kernel"] for v in h["layer"]] == ["layer", "layer"]
+
+
+def _measured_doc(rng, true_speedups, n=40):
+    rows, verdicts = [], []
+    for i, s in enumerate(true_speedups):
+        base = float(rng.uniform(5, 50))
+        for impl, t in (("cuda", base), ("ptx", base / s)):
+            samples = (t * rng.lognormal(0, 0.02, n)).tolist()
+            rows.append({"key": f"k{i}/{impl}/tiny/balanced", "kernel": f"k{i}", "variant": None, "impl": impl,
+                         "preset": "tiny", "skew": "balanced", "status": "ok",
+                         "timing": {"basis": "measured", "device_time_us": samples,
+                                    "device": {"median_us": float(np.median(samples))}}})
+        verdicts.append({"key": f"k{i}/tiny/balanced", "kernel": f"k{i}", "variant": None, "preset": "tiny",
+                         "skew": "balanced", "basis": "measured", "verdict": "SAME", "ci_lo": None, "ci_hi": None,
+                         "speedup": float(np.median(rows[-2]["timing"]["device_time_us"])
+                                          / np.median(rows[-1]["timing"]["device_time_us"]))})
+    return {"rows": rows, "verdicts": verdicts}
+
+
+@pytest.mark.parametrize("true_speedups, verdict", [((1.3, 1.2, 1.25), "FASTER"), ((0.7, 0.8, 0.75), "SLOWER")])
+def test_measured_headline_bootstraps_an_interval_around_the_geometric_mean(rng, true_speedups, verdict):
+    doc = _measured_doc(rng, true_speedups)
+    h = data.headline(doc)
+    point = np.exp(np.mean(np.log([v["speedup"] for v in doc["verdicts"]])))
+    assert h["geomean"] == pytest.approx(point, rel=1e-12)
+    assert h["lo"] < h["geomean"] < h["hi"]
+    assert h["lo"] < np.exp(np.mean(np.log(true_speedups))) * 1.02 and h["hi"] > np.exp(
+        np.mean(np.log(true_speedups))) * 0.98
+    assert h["hi"] / h["lo"] < 1.1 and h["verdict"] == verdict and "bootstrap" in h["interval"]
+
+
+def test_stages_counters_and_static_records_match_the_raw_rows():
+    doc = _doc("sim-tiny")
+    layer = {(r["impl"], r["skew"]): r for r in doc["rows"] if r["kernel"] == "layer"}
+    stages = data.stage_records(doc)
+    for (impl, skew), row in layer.items():
+        mine = [s for s in stages if s["impl"] == impl and s["skew"] == skew]
+        assert sum(s["time_us"] for s in mine) == pytest.approx(row["timing"]["modelled_us"], rel=1e-12)
+        assert sum(s["share"] for s in mine) == pytest.approx(1.0)
+    gate = next(r for r in doc["rows"] if r["key"] == "gate/ptx/tiny/balanced")
+    m = gate["sim_counters"]["total"]
+    recs = {(r["label"], r["skew"], r["counter"]): r for r in data.sim_counter_records(doc)}
+    spr = recs[("gate", "balanced", "sectors per load request")]
+    assert spr["ptx"] == m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] / \
+        m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]
+    assert recs[("gate", "balanced", "limiting resource")]["ptx"] == gate["timing"]["launches"][0]["estimate"]["limiter"]
+    static = [s for s in data.static_records(doc) if s["label"] == "gate" and s["impl"] == "ptx"]
+    facts = next(iter(gate["static"]["kernels"].values()))
+    assert len(static) == 1 and static[0]["registers"] == facts["resources"]["registers"]
+
+
+def test_rows_throughput_and_ceilings():
+    run = data.load_run(RUNS / "sim-tiny")
+    rows = {r["key"]: r for r in data.row_records(run.doc)}
+    raw = next(r for r in run.doc["rows"] if r["key"] == "grouped_gemm[up]/ptx/tiny/balanced")
+    r = rows[raw["key"]]
+    assert r["time_us"] == raw["timing"]["modelled_us"]
+    assert r["achieved_gbps"] == pytest.approx(raw["min_bytes"] / (r["time_us"] * 1e-6) / 1e9)
+    assert r["intensity_flop_per_byte"] == pytest.approx(raw["flops"] / raw["min_bytes"])
+    ceil = data.device_ceilings(run)
+    assert ceil["name"] == "H200 SXM" and ceil["bandwidth_Bps"] == 4.8e12 and run.basis == "modelled"
+
+
+def test_timeline_from_harness_ranges_and_from_imported_nsys(tmp_path):
+    run_dir = copy_run("sim-tiny", tmp_path)
+    source, bars = data.timeline_records(data.load_run(run_dir))
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert source.startswith("harness") and len(bars) == len(doc["nvtx_ranges"])
+    assert min(b["start_ms"] for b in bars) == 0 and all(b["end_ms"] >= b["start_ms"] for b in bars)
+    gate = next(b for b in bars if b["name"] == "gate/ptx/tiny/balanced")
+    raw = next(r for r in doc["nvtx_ranges"] if r["name"] == "gate/ptx/tiny/balanced")
+    assert gate["end_ms"] - gate["start_ms"] == pytest.approx((raw["end_perf_ns"] - raw["start_perf_ns"]) / 1e6)
+    assert (gate["impl"], gate["preset"], gate["skew"]) == ("ptx", "tiny", "balanced")
+
+    import_into_run(nsys_fixture(), run_dir)
+    run = data.load_run(run_dir)
+    source, bars = data.timeline_records(run)
+    assert source.startswith("nsys") and len(bars) == 5  # the fixture's README: 5 saxpy kernels in range "saxpy"
+    assert {b["lane"] for b in bars} == {"saxpy"} and all(17.0 < b["end_ms"] - b["start_ms"] < 18.5 for b in bars)
+    metrics = {(r["metric"], r["nvtx_range"]): r for r in data.nsight_metric_records(run)}
+    assert metrics[("duration", "saxpy")]["n"] == 5 and metrics[("duration", "saxpy")]["kernel"] == "saxpy"
+
+
+def test_script_json_and_esc_keep_data_and_cannot_close_a_script(rng):
+    alphabet = list("<>&/'\"\u2028\u2029 abc!-[]")
+    values = ["</script><script>alert(1)</script>", "<!--", "a&b", *(
+        "".join(rng.choice(alphabet, size=int(rng.integers(1, 30)))) for _ in range(50))]
+    for value in values:
+        text = script_json({"name": value, "list": [value]})
+        assert not set(text) & set("<>&\u2028\u2029")
+        assert json.loads(text) == {"name": value, "list": [value]}
+        assert not set(esc(value)) & set("<>\"'")
+
+
+def test_build_writes_dashboard_and_index_and_escapes_names(tmp_path):
+    sim = copy_run("sim-tiny", tmp_path)
+    gpu = copy_run("gpu-measured", tmp_path)
+    xss = make_xss_run(tmp_path)
+    out = dashboard.build(sim)
+    assert out == sim / "dashboard.html"
+    text = out.read_text()
+    assert text.count("<script") == 3 and "cdn.plot.ly" not in text.split("<main>")[1]  # inline plotly, no CDN
+    assert "MODELLED times" in text and "PTX is SLOWER in 2 cell(s)" in text
+    vs = dashboard.build(sim, vs=gpu)
+    assert vs.name == "dashboard-vs-gpu-measured.html" and "Compared with gpu-measured" in vs.read_text()
+    page = dashboard.build(xss).read_text()
+    head, rest = page.split("</script></head>", 1)  # everything after plotly.js
+    assert XSS_KERNEL not in rest and "<img" not in rest and rest.count("<script") == 2
+    assert esc(XSS_KERNEL) in rest  # shown, as text
+    index = (tmp_path / "index.html").read_text()
+    for link in ("sim-tiny/dashboard.html", "sim-tiny/dashboard-vs-gpu-measured.html", "xss-run/dashboard.html"):
+        assert f'href="{link}"' in index
+    assert "<td>gpu-measured</td>" in index and "gpu-measured/dashboard" not in index  # listed, no page yet
+    assert "<img" not in index and not list(tmp_path.rglob(".*.tmp"))
+
+
+def test_missing_run_is_a_named_error_and_the_cli_exits_2(tmp_path, capsys):
+    with pytest.raises(data.DashboardError, match=re.escape(str(tmp_path / "run.json"))):
+        dashboard.build(tmp_path)
+    assert main(["dashboard", str(tmp_path / "nope")]) == 2
+    assert "run.json not found" in capsys.readouterr().err
+    sim = copy_run("sim-tiny", tmp_path)
+    out = tmp_path / "elsewhere" / "d.html"
+    assert main(["dashboard", str(sim), "-o", str(out)]) == 0
+    assert out.is_file() and str(out) in capsys.readouterr().out

@@ -25,6 +25,7 @@ def add_compare_options(parser) -> None:
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run, skipping rows done")
     parser.add_argument("--seed", type=int, help="base seed of the input generators (default: fresh, printed)")
     parser.add_argument("--no-static", action="store_true", help="skip ptxas/nvdisasm static analysis")
+    parser.add_argument("--no-dashboard", action="store_true", help="do not build the dashboard at the end")
     parser.add_argument("--budget", type=float, default=2.0, metavar="S",
                         help="gpu: time budget per row for sampling, seconds (default 2)")
 
@@ -111,20 +112,29 @@ def open_run(args):
     return run_file, settings, backend
 
 
-def finish(run_file, summary: dict, interrupted: bool = False) -> int:
+def finish(run_file, summary: dict, interrupted: bool = False, dashboard: bool = True) -> int:
     """Close the run, build the dashboard if that package exists, print where things are; the exit code."""
     path = run_file.finish("interrupted" if interrupted else "complete")
     if interrupted:
         print(f"ptxmoe compare: interrupted; resume with: ptxmoe compare --resume {run_file.run_dir}", file=sys.stderr)
         return 130
-    try:
-        import harness.dashboard as dashboard
-    except ModuleNotFoundError as exc:
-        if exc.name and not "harness.dashboard".startswith(exc.name):
-            raise
-        dashboard = None
-    if dashboard is not None and hasattr(dashboard, "build"):
-        print(f"dashboard: {dashboard.build(run_file.run_dir)}")
+    module = None
+    if dashboard:
+        try:
+            import harness.dashboard as module
+        except ModuleNotFoundError as exc:
+            if exc.name and not "harness.dashboard".startswith(exc.name):
+                raise
+    dashboard_failed = False
+    if not dashboard:
+        print(f"run.json: {path} (dashboard not built: --no-dashboard)")
+    elif module is not None and hasattr(module, "build"):
+        try:
+            print(f"dashboard: {module.build(run_file.run_dir)}")
+        except Exception as exc:  # noqa: BLE001 - the run itself is saved; say what broke and fail the exit code
+            dashboard_failed = True
+            print(f"ptxmoe compare: the dashboard failed to build ({type(exc).__name__}: {exc}); run.json is at "
+                  f"{path}", file=sys.stderr)
     else:
         print(f"run.json: {path} (the dashboard is not built yet: harness.dashboard does not exist)")
     verdicts = [v for v in run_file.doc["verdicts"] if v.get("verdict")]
@@ -141,7 +151,7 @@ def finish(run_file, summary: dict, interrupted: bool = False) -> int:
         for line in summary["failed"]:
             print(f"  {line}", file=sys.stderr)
         return 1
-    return 0
+    return 1 if dashboard_failed else 0
 
 
 def run(args) -> int:
@@ -159,4 +169,4 @@ def run(args) -> int:
     except PtxmoeError:
         run_file.finish("interrupted")
         raise
-    return finish(run_file, summary)
+    return finish(run_file, summary, dashboard=not getattr(args, "no_dashboard", False))

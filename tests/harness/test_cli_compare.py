@@ -46,14 +46,14 @@ def test_all_ok_exits_0(tmp_path, capsys, fake):
     assert main(["compare", "--kernels", "gate", "--seed", "7", "--out", str(tmp_path), "--no-static"]) == 0
     cap = capsys.readouterr()
     assert "seed 7" in cap.err and "[1/2] gate/cuda/tiny/balanced" in cap.err
-    assert "dashboard is not built yet" in cap.out or "dashboard:" in cap.out
+    assert "dashboard:" in cap.out and (_only_run(tmp_path) / "dashboard.html").is_file()
     doc = json.loads((_only_run(tmp_path) / "run.json").read_text())
     assert doc["status"] == "complete" and doc["settings"]["seed"] == 7 and doc["settings"]["presets"] == ["tiny"]
     assert [r["status"] for r in doc["rows"]] == ["ok", "ok"] and doc["rows"][0]["static"] is None
 
 
 def test_failed_path_exits_1_and_lists_it(tmp_path, capsys, fake):
-    assert main(["compare", "--kernels", "gate,align", "--out", str(tmp_path), "--no-static"]) == 1
+    assert main(["compare", "--kernels", "gate,align", "--out", str(tmp_path), "--no-static", "--no-dashboard"]) == 1
     err = capsys.readouterr().err
     assert "FAILED (1 rows)" in err and "align/ptx/tiny/balanced: failed" in err
     assert "missing (1 rows" in err and "cuda has no align yet" in err
@@ -61,14 +61,14 @@ def test_failed_path_exits_1_and_lists_it(tmp_path, capsys, fake):
 
 def test_resume_via_cli(tmp_path, capsys, fake, monkeypatch):
     assert main(["compare", "--kernels", "gate", "--out", str(tmp_path), "--no-static", "--preset", "tiny",
-                 "--skew", "balanced,imbalanced"]) == 0
+                 "--skew", "balanced,imbalanced", "--no-dashboard"]) == 0
     run_dir = _only_run(tmp_path)
     doc = json.loads((run_dir / "run.json").read_text())
     doc["rows"] = doc["rows"][:1]  # pretend the run was interrupted after its first row
     doc["status"] = "interrupted"
     (run_dir / "run.json").write_text(json.dumps(doc))
     capsys.readouterr()
-    assert main(["compare", "--resume", str(run_dir)]) == 0
+    assert main(["compare", "--resume", str(run_dir), "--no-dashboard"]) == 0
     err = capsys.readouterr().err
     assert "resuming" in err and "done in the resumed run, skipped" in err
     doc = json.loads((run_dir / "run.json").read_text())

@@ -61,8 +61,21 @@ def import_file(path, run_dir) -> tuple[Path, int, int]:
     return rows_json, attached, unmatched
 
 
+def rebuild_dashboard(run_dir) -> None:
+    """Rebuild the run's dashboard after an import, when harness.dashboard exists (best effort, says what broke)."""
+    try:
+        from harness.dashboard import build
+    except ImportError:
+        return
+    try:
+        print(f"dashboard: {build(run_dir)}")
+    except Exception as exc:  # noqa: BLE001 - the import itself succeeded
+        print(f"ptxmoe: the dashboard could not be rebuilt ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
 def run(args) -> int:
     rows_json, attached, unmatched = import_file(args.file, args.run)
+    rebuild_dashboard(args.run)
     print(f"imported {args.file} -> {rows_json}; {attached} metric rows attached to run.json rows"
           + (f", {unmatched} outside any ptxmoe row range" if unmatched else ""))
     if attached == 0:

@@ -46,7 +46,7 @@ def child_argv(args, run_id: str) -> list[str]:
 
 def run(args) -> int:
     from harness.backends.select import resolve_backend_name
-    from harness.commands.import_cmd import import_file
+    from harness.commands.import_cmd import import_file, rebuild_dashboard
     from harness.nsight.tools import DASHBOARD_NCU_METRICS, find_tool, ncu_command, nsys_commands, tool_env
     from harness.results import new_run_id
 
@@ -87,4 +87,5 @@ def run(args) -> int:
         return 1
     rows_json, attached, unmatched = import_file(report, run_dir)
     print(f"profile: {report} imported ({attached} metric rows attached, {unmatched} unmatched); run {run_dir}")
+    rebuild_dashboard(run_dir)
     return rc

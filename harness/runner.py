@@ -203,7 +203,8 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
             row["sim_counters"] = None
             time_us = timing["device"]["median_us"]
         row["timing"] = timing
-        row["stages_us"] = timing.get("stages_us", {})
+        row["launch_stages"] = stage_names([r.name for r in records])
+        row["stages_us"] = stage_times(timing)
         row["throughput"] = throughput(item.kernel, row["min_bytes"], row["flops"], time_us, device_spec)
         row["nsight"] = []
         row["status"] = "ok" if check.ok else "failed"
@@ -215,6 +216,37 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
                 backend.free(s[n])
     row["elapsed_s"] = time.perf_counter() - t_row
     return row
+
+
+STAGES = ("gate", "align", "permute", "act_quant", "grouped_gemm", "swiglu", "combine")
+
+
+def stage_names(launch_names: list[str]) -> list[str]:
+    """The kernels.md stage of each launch, in launch order: the stage name found in the launch name (longest
+    match; "gemm" counts as grouped_gemm), grouped_gemm launches numbered "grouped_gemm.up" then
+    "grouped_gemm.down" (the layer's order) when there are two; unmatched names are kept as they are."""
+    found = []
+    for name in launch_names:
+        low = name.lower()
+        hits = [s for s in STAGES if s in low] or (["grouped_gemm"] if "gemm" in low else [])
+        found.append(max(hits, key=len) if hits else name)
+    gemms = [i for i, s in enumerate(found) if s == "grouped_gemm"]
+    if len(gemms) == 2:
+        found[gemms[0]], found[gemms[1]] = "grouped_gemm.up", "grouped_gemm.down"
+    return found
+
+
+def stage_times(timing: dict) -> dict[str, float]:
+    """Per-stage µs (sum of per-launch times grouped by stage_names) from a sim or gpu timing dict."""
+    if timing.get("basis") == "modelled":
+        pairs = [(launch["name"], launch["modelled_s"] * 1e6) for launch in timing.get("launches", [])
+                 if launch.get("modelled_s") is not None]
+    else:
+        pairs = [(name, us) for name, us in timing.get("launch_us", [])]
+    out: dict[str, float] = {}
+    for stage, (_, us) in zip(stage_names([n for n, _ in pairs]), pairs):
+        out[stage] = out.get(stage, 0.0) + us
+    return out
 
 
 def _static_quietly(backend, settings: CompareSettings) -> dict | None:

@@ -98,7 +98,8 @@ def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_byt
     Returns:
         {"basis": "measured", "device_time_us": [...], "device": Summary dict (…_us), "host_call_us": [...],
          "host_call": Summary dict, "stop_reason", "rotation_sets", "l2_flush_bytes", "clocks_before",
-         "clocks_after", "stages_us": {launch name: µs, from one extra run with per-launch events}, "settings"}
+         "clocks_after", "stages_us": {launch name: µs, from one extra run with per-launch events},
+         "launch_us": [[launch name, µs], ...] in launch order (that same run), "settings"}
     """
     event_factory = event_factory or _cuda_event
     stream = backend.stream
@@ -147,10 +148,10 @@ def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_byt
             flusher()
         call(arg_sets[0])
         backend.synchronize()
+        launch_us = [(rec.name, rec.stats.elapsed_ms() * 1e3) for rec in backend.records if rec.stats is not None]
         stages: dict[str, float] = {}
-        for rec in backend.records:
-            if rec.stats is not None:
-                stages[rec.name] = stages.get(rec.name, 0.0) + rec.stats.elapsed_ms() * 1e3
+        for name, us in launch_us:
+            stages[name] = stages.get(name, 0.0) + us
     finally:
         backend.event_timing = saved_events
     return {
@@ -159,5 +160,6 @@ def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_byt
         "stop_reason": reason, "rotation_sets": len(arg_sets),
         "l2_flush_bytes": getattr(flusher, "nbytes", 0) if flusher else 0,
         "clocks_before": clocks_before, "clocks_after": read_clocks(), "stages_us": stages,
+        "launch_us": [[name, us] for name, us in launch_us],
         "settings": asdict(settings),
     }

@@ -130,19 +130,29 @@ def test_rows_verdicts_and_missing(tmp_path, monkeypatch, seed):
 
 
 def test_layer_stage_breakdown(tmp_path, monkeypatch):
-    stages = ("gate", "align", "permute", "grouped_gemm.up", "swiglu", "grouped_gemm.down", "combine", "gate")
-    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (fake_run(k, stages=stages), ""))
+    launches = ("ptx_gate", "ptx_align", "permute_k", "grouped_gemm[256x256]", "swiglu", "gemm_bf16", "combine",
+                "act_quant_x", "mystery")
+    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (fake_run(k, stages=launches), ""))
     settings = _settings(["layer"], impls=("ptx",))
     run_file = _run_file(tmp_path, settings)
     runner.run_sweep(FakeBackend(), settings, run_file, progress=open("/dev/null", "w"))
     row = run_file.row("layer/ptx/tiny/balanced")
     assert row["status"] == "ok", row.get("correctness")
-    launches = row["timing"]["launches"]
-    per = {}
-    for launch in launches:
-        per[launch["name"]] = per.get(launch["name"], 0) + launch["modelled_s"] * 1e6
-    assert row["stages_us"] == pytest.approx(per) and len(row["stages_us"]) == 7  # "gate" launched twice: summed
+    stages = ["gate", "align", "permute", "grouped_gemm.up", "swiglu", "grouped_gemm.down", "combine", "act_quant",
+              "mystery"]
+    assert row["launch_stages"] == stages
+    modelled = {launch["name"]: launch["modelled_s"] * 1e6 for launch in row["timing"]["launches"]}
+    assert row["stages_us"] == pytest.approx({s: modelled[n] for s, n in zip(stages, launches)})
     assert sum(row["stages_us"].values()) == pytest.approx(row["timing"]["modelled_us"])
+
+
+def test_stage_names_and_gpu_stage_times():
+    assert runner.stage_names(["k_gate", "k_gate"]) == ["gate", "gate"]
+    assert runner.stage_names(["grouped_gemm_up"]) == ["grouped_gemm"]  # one GEMM: not numbered
+    timing = {"basis": "measured", "launch_us": [["gemm_a", 5.0], ["swiglu_k", 1.0], ["gemm_b", 7.0],
+                                                 ["gate", 1.5], ["gate", 0.5]]}
+    assert runner.stage_times(timing) == {"grouped_gemm.up": 5.0, "swiglu": 1.0, "grouped_gemm.down": 7.0,
+                                          "gate": 2.0}
 
 
 def test_interrupted_run_resumes_skipping_done_rows(tmp_path, monkeypatch):

@@ -153,8 +153,11 @@ def _l2_bytes(spec) -> int:
 
 
 def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Callable, seed: int,
-            recorder: RangeRecorder, device_spec) -> dict:
-    """Run, check, analyse and time one implementation of one cell; returns its run.json row."""
+            recorder: RangeRecorder, device_spec, inputs: dict | None = None) -> dict:
+    """Run, check, analyse and time one implementation of one cell; returns its run.json row.
+
+    `inputs` (host arrays from spec.make_inputs with this seed) may be passed to share one draw between the paths.
+    """
     from harness.kernels import get_kernel
     from harness.presets import get_preset
 
@@ -165,7 +168,8 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
     row = {"key": item.key(impl), "kernel": item.kernel, "variant": item.variant, "impl": impl,
            "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend, "params": params}
     t_row = time.perf_counter()
-    inputs = spec.make_inputs(preset, item.skew, seed, **params)
+    if inputs is None:
+        inputs = spec.make_inputs(preset, item.skew, seed, **params)
     backend.records.clear()
     backend.sources.clear()
     args, out_specs = _alloc(backend, spec, inputs, preset)
@@ -313,6 +317,7 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
         for item in items:
             seed = item_seed(settings.seed, item)
             rows: dict[str, dict] = {}
+            cell_inputs: dict | None = None  # drawn once per cell, shared by both paths (same seed anyway)
             for impl in settings.impls:
                 step += 1
                 key = item.key(impl)
@@ -330,7 +335,14 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
                 else:
                     _progress(progress, f"[{step}/{total}] {key}: running (seed {seed})")
                     try:
-                        row = run_row(backend, settings, item, impl, run, seed, recorder, device_spec)
+                        if cell_inputs is None:
+                            from harness.kernels import get_kernel
+                            from harness.presets import get_preset
+
+                            cell_inputs = get_kernel(item.kernel).make_inputs(get_preset(item.preset), item.skew,
+                                                                              seed, **item.params)
+                        row = run_row(backend, settings, item, impl, run, seed, recorder, device_spec,
+                                      inputs=cell_inputs)
                     except KeyboardInterrupt:
                         raise
                     except Exception as exc:  # noqa: BLE001 - one broken path must not stop the sweep

@@ -66,12 +66,20 @@ def check(st, ins, space, addr, lanes, nbytes, what):
     lim = _limit(st, space)
     rel = addr - _GB if space == "global" else addr
     oob = rel > np.uint64(lim - nbytes) if lim >= nbytes else np.ones(addr.shape, bool)
+    if space == "global" and not oob.any():  # inside the heap: must also be inside a live allocation
+        state = st.launch.gmem.state
+        o = rel.astype(np.int64)
+        oob = (state[o] != 1) | (state[o + (nbytes - 1)] != 1)
     bad = mis | oob
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         lane = int(st.lane_array(lanes)[i])
         a = int(addr[i])
         kind = "misaligned" if mis[i] and not oob[i] else "out-of-bounds"
+        if kind != "misaligned" and space == "global":
+            o = int(rel[i])
+            if 0 <= o < len(st.launch.gmem.state) and st.launch.gmem.state[o] == 2:
+                kind = "use-after-free"
         raise fault(st, ins, space, a, nbytes, lane, f"{kind} {what}", aligned_to=nbytes if kind == "misaligned" else 0)
 
 

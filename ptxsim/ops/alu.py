@@ -273,8 +273,7 @@ def bfe(st, ins, lanes):
     ln = np.asarray(st.read(ins.ops[3], lanes, u32)).astype(np.int64) & 0xFF
     w = t.bits
     i = np.arange(w, dtype=np.int64)
-    pos_, ln_ = np.broadcast_arrays(np.atleast_1d(pos), np.atleast_1d(ln))
-    a_ = np.broadcast_to(np.atleast_1d(a), pos_.shape)
+    pos_, ln_, a_ = np.broadcast_arrays(np.atleast_1d(pos), np.atleast_1d(ln), np.atleast_1d(a))
     if t.signed:
         sb_idx = np.minimum(pos_ + ln_ - 1, w - 1)
         sbit = np.where(ln_ == 0, 0, (a_ >> np.clip(sb_idx, 0, w - 1).astype(np.uint64)) & np.uint64(1))

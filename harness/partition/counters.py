@@ -12,6 +12,9 @@ Scaling (documented, because the target is far too large to simulate):
              once, C once). The target's rows are balanced routing's: every expert gets T*K/E rows padded to BM.
   launch     launch__grid_size is set per estimate: N for the comm kernels (persistent), the target's active row
              tiles x column tiles for the GEMM; the block size is the simulated one.
+Per-kernel timing-model constant: the comm kernels keep COMM_LOADS_IN_FLIGHT independent 16-byte loads in flight
+per lane (four v4 loads are issued before the first store; see kernels/comm_dispatch.ptx), so their estimates use
+loads_in_flight_per_warp = 4 instead of the model's generic 2. (The combine's K gathers are also independent.)
 `l2_bytes` = 32 x (global ld + st + atom sectors + cp.async sectors): the bytes a kernel moves through L2, which the
 interference model shares out (the timing model's own l2 bound does not include cp.async sectors).
 """
@@ -29,6 +32,7 @@ SECTOR = 32
 _SECTOR_KEYS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
                 "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum", "ptxsim__cp_async_global_sectors.sum")
 GEMM_VARIANTS = ("up", "down")
+COMM_LOADS_IN_FLIGHT = 4.0
 
 
 class PartitionError(PtxmoeError):
@@ -78,12 +82,13 @@ class KernelCounters:
     dram_bytes: float
     check: str                # what the simulated run's output check said
     source: str = "ptxsim"
+    model_constants: tuple = ()  # (name, value) overrides of ptxsim.model.MODEL_CONSTANTS for this kernel
 
     def as_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, "entry": self.entry, "scale": self.scale, "block": self.block,
                 "registers": self.registers, "shared_bytes": self.shared_bytes, "grid": self.grid,
                 "bytes": self.bytes, "flops": self.flops, "l2_bytes": self.l2_bytes, "dram_bytes": self.dram_bytes,
-                "check": self.check, "source": self.source}
+                "check": self.check, "source": self.source, "model_constants": dict(self.model_constants)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -149,7 +154,8 @@ def comm_counters(preset, loads: str, sizes: SimSizes, rng: np.random.Generator)
             name=f"{op}[{loads}]", kind="comm", entry=kernel.entry, metrics=metrics, scale=ratio,
             block=comm.BLOCK, registers=usage.registers, shared_bytes=usage.shared_bytes, grid=0,
             bytes=float(nbytes), flops=float(target.combine_flops() if op == "combine" else 0),
-            l2_bytes=_l2_bytes(metrics), dram_bytes=_dram_bytes(metrics), check=result.message))
+            l2_bytes=_l2_bytes(metrics), dram_bytes=_dram_bytes(metrics), check=result.message,
+            model_constants=(("loads_in_flight_per_warp", COMM_LOADS_IN_FLIGHT),)))
     return out
 
 

@@ -31,7 +31,8 @@ def estimate_kernel(kc, spec, sms: int, grid: int | None = None, dram_share: flo
                     "launch__thread_count": blocks * kc.block})
     metrics["dram__bytes_read.sum"] = metrics.get("dram__bytes_read.sum", 0.0) + extra_dram
     occ = occupancy(spec, kc.block, kc.registers, kc.shared_bytes)
-    return estimate(metrics, spec, occ, sm_count=int(sms), bandwidth_share=float(dram_share))
+    return estimate(metrics, spec, occ, sm_count=int(sms), bandwidth_share=float(dram_share),
+                    constants=dict(kc.model_constants) or None)
 
 
 def _sum(kernels, spec, sms, grid=None, dram_share=1.0, extra=None):

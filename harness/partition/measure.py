@@ -1,0 +1,225 @@
+"""The measured sweep (gpu backend): CUDA events on two streams, one for communication and one for the GEMM.
+
+Partitioning SMs without green contexts: every communication CTA asks for RESERVE_BYTES of dynamic shared memory
+(the kernels use none), so each of the N CTAs holds a whole SM and no grouped-GEMM CTA (48 KB static shared memory
++ 1 KB reserved) fits beside it; the GEMM's CTAs run on the other 132 - N SMs. To time the GEMM alone on 132 - N
+SMs, a blocker kernel with the same reservation spins on %globaltimer on N SMs while the GEMM runs.
+
+Per N and cache policy (median of `repeats`):
+  comm (us)               dispatch + combine, N CTAs, comm stream, nothing else running
+  GEMM (us)               grouped GEMM up + down on the GEMM stream, N SMs held by the blocker
+  step overlapped (us)    comm and GEMM launched together on their streams (the GEMM stream waits on an event
+                          recorded on the comm stream just before); from that event to the later of the two ends
+  GEMM overlapped (us)    from that event to the GEMM's end
+  step back-to-back (us)  comm (us) + GEMM (us); unpartitioned: comm on all SMs + GEMM on all SMs
+Caches are not flushed between repetitions (the step is a steady-state loop on hardware too).
+Inputs are random bf16 at the target shapes (the GEMM: E/ep local experts, balanced routing); outputs are checked
+on a small problem on the same GPU before timing (documented in the document's `measurement.checks`).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from harness.errors import PtxmoeError
+
+RESERVE_BYTES = 200 * 1024
+LABEL = "measured (CUDA events on two streams; SM partition by shared-memory reservation)"
+NOTE = ("measured on this GPU: the SM partition is enforced by a 200 KB dynamic shared-memory reservation per "
+        "communication CTA, so N CTAs hold N whole SMs")
+
+BLOCKER_PTX = """
+.version 8.4
+.target sm_90
+.address_size 64
+.visible .entry ptxmoe_sm_blocker(.param .u64 p_ns)
+{
+    .reg .pred %p;
+    .reg .b64 %ns, %t0, %t;
+    ld.param.u64 %ns, [p_ns];
+    mov.u64 %t0, %globaltimer;
+SPIN:
+    nanosleep.u32 1000;
+    mov.u64 %t, %globaltimer;
+    sub.u64 %t, %t, %t0;
+    setp.lt.u64 %p, %t, %ns;
+    @%p bra SPIN;
+    ret;
+}
+"""
+
+
+def _bf16(rng, shape):
+    from harness.generators import random_bf16
+
+    return random_bf16(rng, shape)
+
+
+def _gemm_args(backend, local, variant: str, rng) -> dict:
+    """Device inputs/outputs of one grouped GEMM at the local target (balanced routing, every block routed)."""
+    from harness.generators import BF16
+    from harness.partition.counters import _gemm_dims, balanced_padded_rows
+
+    kd, n = _gemm_dims(local, variant)
+    rows = balanced_padded_rows(local)
+    blocks = rows // local.BM
+    block_expert = (np.arange(blocks) * local.E // blocks).astype(np.int32)
+    return {
+        "a": backend.to_device(_bf16(rng, (rows, kd))),
+        "w": backend.to_device((_bf16(rng, (local.E, n, kd)).astype(np.float32) / np.sqrt(kd)).astype(BF16)),
+        "block_expert": backend.to_device(block_expert),
+        "total_padded": backend.to_device(np.array([rows], np.int32)),
+        "c": backend.empty((rows, n), BF16, fill_byte=0),
+    }
+
+
+def _comm_args(backend, shapes, rng) -> tuple[dict, dict]:
+    from harness.generators import BF16
+    from harness.partition.problem import combine_inputs, dispatch_inputs
+
+    d = {k: backend.to_device(v) for k, v in dispatch_inputs(shapes, rng).items()}
+    d["recv"] = backend.empty((shapes.S, shapes.H), BF16, fill_byte=0)
+    c = {k: backend.to_device(v) for k, v in combine_inputs(shapes, rng).items()}
+    c["out"] = backend.empty((shapes.T, shapes.H), BF16, fill_byte=0)
+    return d, c
+
+
+class _Timer:
+    """CUDA events on the two streams of a comm backend and a GEMM backend."""
+
+    def __init__(self, comm_backend, gemm_backend):
+        from numba import cuda
+
+        self.cuda = cuda
+        self.cb, self.gb = comm_backend, gemm_backend
+
+    def event(self, stream):
+        ev = self.cuda.event(timing=True)
+        ev.record(stream)
+        return ev
+
+    @staticmethod
+    def ms(start, end) -> float:
+        end.synchronize()
+        return float(start.elapsed_time(end))
+
+
+def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
+    """Rows with the modelled sweep's keys (plus "modelled": False), measured on the visible GPU.
+
+    Raises:
+        PtxmoeError: no visible GPU (the reason is given), or a correctness check failed on the GPU.
+    """
+    from harness.backends.gpu import GpuBackend
+    from harness.partition.counters import local_preset
+    from harness.partition.problem import CommShapes, run_comm, shapes_of
+    from harness.presets import get_preset
+    from harness.toolchain import gpu_visible
+    from ptx_impl import comm, grouped_gemm
+
+    ok, why = gpu_visible()
+    if not ok:
+        raise PtxmoeError(f"the gpu partition sweep needs a visible CUDA GPU: {why}; use --backend sim")
+    import cuda_impl.comm as cuda_comm
+
+    rng = np.random.default_rng(seed)
+    cb, gb = GpuBackend(event_timing=False), GpuBackend(event_timing=False)
+    timer = _Timer(cb, gb)
+    sm_total = int(cb.context.device.MULTIPROCESSOR_COUNT)
+    bad = [n for n in settings.sms if n >= sm_total]
+    if bad:
+        raise PtxmoeError(f"--sms {bad}: this GPU has {sm_total} SMs; expected counts below that")
+
+    checks = {}
+    small = CommShapes(64, 512, 4, spare=5)
+    for impl_name, impl, kw in (("cuda", cuda_comm, [{}]), ("ptx", comm, [{"loads": p} for p in settings.loads])):
+        for extra in kw:
+            for op in ("dispatch", "combine"):
+                result, _ = run_comm(impl, cb, op, small, rng, 3, **extra)
+                key = f"{impl_name}:{op}" + (f"[{extra['loads']}]" if extra else "")
+                checks[key] = result.message
+                if not result.ok:
+                    raise PtxmoeError(f"gpu check of comm {key} failed: {result.message}")
+
+    preset = get_preset(settings.preset)
+    local = local_preset(preset, settings.ep)
+    shapes = shapes_of(preset)
+    dispatch_args, combine_args = _comm_args(cb, shapes, rng)
+    gemm_args = [_gemm_args(gb, local, v, rng) for v in ("up", "down")]
+    comm_bytes = shapes.dispatch_bytes() + shapes.combine_bytes()
+    gemm_flops = sum(2.0 * preset.T * preset.K * n * kd for kd, n in
+                     ((local.H, 2 * local.I), (local.I, local.H)))
+
+    def launch_comm(n, loads, reserve):
+        comm.dispatch(cb, dispatch_args, n, loads=loads, shared_bytes=reserve)
+        comm.combine(cb, combine_args, n, loads=loads, shared_bytes=reserve)
+
+    def launch_gemm():
+        for args in gemm_args:
+            grouped_gemm.run(gb, args, local)
+
+    def comm_alone(n, loads, reserve=RESERVE_BYTES):
+        s = timer.event(cb.stream)
+        launch_comm(n, loads, reserve)
+        return timer.ms(s, timer.event(cb.stream))
+
+    def gemm_alone():
+        s = timer.event(gb.stream)
+        launch_gemm()
+        return timer.ms(s, timer.event(gb.stream))
+
+    def gemm_beside_blocker(n, hold_ms):
+        cb.launch_ptx(BLOCKER_PTX, "ptxmoe_sm_blocker", (n, 1, 1), (32, 1, 1), [np.uint64(int(hold_ms * 1e6))],
+                      shared_bytes=RESERVE_BYTES)
+        time.sleep(0.002)  # let the blocker's CTAs become resident before the GEMM's are scheduled
+        ms = gemm_alone()
+        cb.synchronize()
+        return ms
+
+    def overlapped(n, loads):
+        start = timer.event(cb.stream)
+        start.wait(gb.stream)
+        launch_comm(n, loads, RESERVE_BYTES)
+        c_end = timer.event(cb.stream)
+        launch_gemm()
+        g_end = timer.event(gb.stream)
+        return timer.ms(start, c_end), timer.ms(start, g_end)
+
+    def median(fn, *a):
+        values = [fn(*a) for _ in range(settings.repeats)]
+        if isinstance(values[0], tuple):
+            return tuple(statistics.median(v[i] for v in values) for i in range(len(values[0])))
+        return statistics.median(values)
+
+    gemm_alone()  # warm-up: module loads, clocks
+    g_full = median(gemm_alone)
+    hold_ms = 4 * g_full + 5.0
+    rows = []
+    for loads in settings.loads:
+        comm_alone(sm_total, loads, 0)
+        c_full = median(comm_alone, sm_total, loads, 0)
+        for n in settings.sms:
+            row = {"comm SMs": n, "GEMM SMs": sm_total - n, "loads": loads, "modelled": False,
+                   "step unpartitioned (us)": (c_full + g_full) * 1e3}
+            if n == 0:
+                c, g, c1, g1, step = c_full, g_full, c_full, g_full, c_full + g_full
+            else:
+                c = median(comm_alone, n, loads)
+                g = median(gemm_beside_blocker, n, hold_ms)
+                c1, g1 = median(overlapped, n, loads)
+                step = max(c1, g1)
+            row.update({
+                "comm (us)": c * 1e3, "comm bandwidth (GB/s)": comm_bytes / (c * 1e-3) / 1e9,
+                "comm overlapped (us)": c1 * 1e3, "GEMM (us)": g * 1e3,
+                "GEMM (TFLOP/s)": gemm_flops / (g * 1e-3) / 1e12,
+                "GEMM overlapped (us)": g1 * 1e3, "GEMM interference slowdown (%)": (g1 / g - 1.0) * 100,
+                "step overlapped (us)": step * 1e3, "step back-to-back (us)": (c + g) * 1e3,
+                "overlap saving (%)": (1.0 - step / (c + g)) * 100,
+            })
+            rows.append(row)
+    about = {"label": LABEL, "note": NOTE, "device": str(cb.context.device.name), "sm_count": sm_total,
+             "reserve_bytes": RESERVE_BYTES, "repeats": settings.repeats, "checks": checks,
+             "gemm_target": {"T": local.T, "H": local.H, "E": local.E, "K": local.K, "I": local.I, "BM": local.BM}}
+    return rows, about

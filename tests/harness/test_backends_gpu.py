@@ -1,4 +1,4 @@
-"""GpuBackend on a real GPU: memory, Numba and PTX launches sharing the same buffers and stream (skipped without one)."""
+"""GpuBackend on a real GPU: memory, Numba and PTX launches on the same buffers and stream (skipped without one)."""
 import ml_dtypes
 import numpy as np
 import pytest

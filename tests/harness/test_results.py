@@ -1,4 +1,4 @@
-"""run.json: schema basics, JSON-safe values, atomic rewrites (a crash mid-write keeps the previous file), load errors."""
+"""run.json: schema basics, JSON-safe values, atomic rewrites (a crash mid-write keeps the old file), load errors."""
 import json
 import os
 import signal

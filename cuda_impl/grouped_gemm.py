@@ -1,0 +1,206 @@
+"""grouped_gemm (kernels.md §5): c[rows of b] = bf16_rn(a[rows of b] @ w[block_expert[b]].T), in Numba CUDA.
+
+Classic shared-memory tiled SIMT GEMM, one block per (BN-column tile, BM-row block of the aligned layout): the row
+block's expert comes from block_expert (blocks with -1 return at once, so rows >= total_padded are never written).
+Both operands are K-contiguous ("NT" GEMM). Per BK-wide K chunk the block:
+
+- loads the BM x BK tile of a and the BN x BK tile of w[e] as 8-byte words (4 bf16; consecutive threads read
+  consecutive words of a row, so every 32-byte sector is used whole), converts them to fp32 once and stores them
+  K-major in shared memory (row stride tile+2 floats: the transposing stores are bank-conflict free);
+- while it computes on that chunk, the next chunk's words are already loading into registers (register double
+  buffering: the global latency hides behind BK x TM x TN FMAs per thread);
+- each thread accumulates a TM x TN micro-tile in registers (rows ty + i*BM/TM, column pairs tx + j*BN/TN: the
+  strided ownership makes every shared-memory read conflict free or a broadcast), fp32 FMA.
+
+The epilogue rounds to bf16 (RNE) and stores column pairs as 4-byte words. Tile shapes per preset are in TILES.
+
+What Numba cannot express that the PTX path may use: tensor cores (`mma.sync.aligned.m16n8k16.row.col.f32.bf16`,
+`ldmatrix`, or wgmma on sm_90), `cp.async` / TMA (`cp.async.bulk.tensor`) global->shared copies with `mbarrier`
+pipelines, 16-byte `ld.global.nc.v4` loads and `ld.shared.v4` fragment reads, keeping the tiles in bf16 in shared
+memory, `cvt.rn.bf16x2.f32` packing.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+from numba import cuda, float32, types, uint64
+
+from cuda_impl.common import Launch, cdiv, check_shape, launch, require, view
+from cuda_impl.prims import bf16_hi, bf16_lo, hi32, lo32, pack_bf16x2
+
+SIGNATURE = (types.uint64[:, ::1], types.uint64[:, ::1], types.int32[::1], types.int32[::1], types.uint32[:, ::1],
+             types.int32)
+PAD = 2  # floats of padding per shared row: 4*(tile+2) = 8 mod 32 banks keeps the transposing stores conflict free
+
+
+@dataclasses.dataclass(frozen=True)
+class Tile:
+    BN: int  # output columns per block
+    BK: int  # K chunk in shared memory
+    TM: int  # micro-tile rows per thread
+    TN: int  # micro-tile columns per thread (even: stored as bf16 pairs)
+
+
+# Keyed by the preset's BM (the row block align pads to): tiny 16, small 32, dsv3-decode 64, dsv3-prefill 128.
+TILES = {16: Tile(64, 16, 4, 4), 32: Tile(64, 16, 4, 4), 64: Tile(64, 16, 4, 4), 128: Tile(128, 16, 8, 8)}
+
+
+@functools.lru_cache(maxsize=None)
+def make_kernel(BM: int, BN: int, BK: int, TM: int, TN: int):
+    """The grouped GEMM kernel for one tile shape (all compile-time constants)."""
+    NTX = BN // TN
+    NTY = BM // TM
+    NT = NTX * NTY
+    TNP = TN // 2
+    QPR = BK // 4  # 8-byte words per tile row per K chunk
+    LA = BM * QPR // NT  # words of the a tile each thread loads
+    LB = BN * QPR // NT
+    SA = BM + PAD
+    SB = BN + PAD
+    A_ELEMS = BK * SA
+    B_ELEMS = BK * SB
+    BN2 = BN // 2
+
+    U = np.uint64  # NOTE: unsigned (uint64) indices skip Numba's negative-index wraparound selects on every access
+    SA_U, SB_U, NTY_U, NTX2_U, BN2_U, ONE = U(SA), U(SB), U(NTY), U(2 * NTX), U(BN2), U(1)
+    QPR_U = U(QPR)
+
+    def grouped_gemm_kernel(a, w, block_expert, total_padded, c, N):
+        b = cuda.blockIdx.y
+        e = block_expert[b]
+        row0 = b * BM
+        if e < 0 or row0 >= total_padded[0]:
+            return
+        wrow0 = e * N + cuda.blockIdx.x * BN
+        tid = cuda.threadIdx.x
+        tx = tid % NTX
+        ty = tid // NTX
+        As = cuda.shared.array(A_ELEMS, float32)
+        Bs = cuda.shared.array(B_ELEMS, float32)
+        acc = cuda.local.array((TM, TN), float32)
+        for i in range(TM):
+            for j in range(TN):
+                acc[i, j] = float32(0.0)
+        # per-thread tile-load coordinates (loop invariant): global row, word in chunk, shared offset
+        ra = cuda.local.array(LA, uint64)
+        ga = cuda.local.array(LA, uint64)
+        qa = cuda.local.array(LA, uint64)
+        sa = cuda.local.array(LA, uint64)
+        for l in range(LA):
+            idx = tid + l * NT
+            ga[l] = uint64(row0 + idx // QPR)
+            qa[l] = uint64(idx % QPR)
+            sa[l] = uint64((idx % QPR) * 4 * SA + idx // QPR)
+            ra[l] = a[ga[l], qa[l]]
+        rb = cuda.local.array(LB, uint64)
+        gb = cuda.local.array(LB, uint64)
+        qb = cuda.local.array(LB, uint64)
+        sb = cuda.local.array(LB, uint64)
+        for l in range(LB):
+            idx = tid + l * NT
+            gb[l] = uint64(wrow0 + idx // QPR)
+            qb[l] = uint64(idx % QPR)
+            sb[l] = uint64((idx % QPR) * 4 * SB + idx // QPR)
+            rb[l] = w[gb[l], qb[l]]
+        a_off = uint64(ty)
+        b_off = uint64(2 * tx)
+        chunks = a.shape[1] // QPR
+        for kc in range(chunks):
+            for l in range(LA):
+                lo = lo32(ra[l])
+                hi = hi32(ra[l])
+                As[sa[l]] = bf16_lo(lo)
+                As[sa[l] + SA_U] = bf16_hi(lo)
+                As[sa[l] + 2 * SA_U] = bf16_lo(hi)
+                As[sa[l] + 3 * SA_U] = bf16_hi(hi)
+            for l in range(LB):
+                lo = lo32(rb[l])
+                hi = hi32(rb[l])
+                Bs[sb[l]] = bf16_lo(lo)
+                Bs[sb[l] + SB_U] = bf16_hi(lo)
+                Bs[sb[l] + 2 * SB_U] = bf16_lo(hi)
+                Bs[sb[l] + 3 * SB_U] = bf16_hi(hi)
+            cuda.syncthreads()
+            if kc + 1 < chunks:  # prefetch the next chunk into registers while this one is computed
+                q0 = uint64(kc + 1) * QPR_U
+                for l in range(LA):
+                    ra[l] = a[ga[l], q0 + qa[l]]
+                for l in range(LB):
+                    rb[l] = w[gb[l], q0 + qb[l]]
+            for k in range(BK):
+                ka = uint64(k) * SA_U + a_off
+                kb = uint64(k) * SB_U + b_off
+                av = cuda.local.array(TM, float32)
+                bv = cuda.local.array(TN, float32)
+                for i in range(TM):
+                    av[i] = As[ka + uint64(i) * NTY_U]
+                for jp in range(TNP):
+                    col = kb + uint64(jp) * NTX2_U
+                    bv[2 * jp] = Bs[col]
+                    bv[2 * jp + 1] = Bs[col + ONE]
+                for i in range(TM):
+                    for j in range(TN):
+                        acc[i, j] += av[i] * bv[j]
+            cuda.syncthreads()
+        pair0 = uint64(cuda.blockIdx.x) * BN2_U + uint64(tx)
+        for i in range(TM):
+            row = uint64(row0 + ty + i * NTY)
+            for jp in range(TNP):
+                c[row, pair0 + uint64(jp) * U(NTX)] = pack_bf16x2(acc[i, 2 * jp], acc[i, 2 * jp + 1])
+
+    return grouped_gemm_kernel
+
+
+def tile_for(preset) -> Tile:
+    if preset.BM not in TILES:
+        require(False, "grouped_gemm", f"no tile shape for BM={preset.BM}; known BMs: {sorted(TILES)}")
+    return TILES[preset.BM]
+
+
+def launch_config(preset, N: int) -> Launch:
+    """Grid (N/BN, P_max/BM), (BM/TM)*(BN/TN) threads: 64 at tiny, 128 small, 256 dsv3-decode and dsv3-prefill."""
+    t = tile_for(preset)
+    threads = (preset.BM // t.TM) * (t.BN // t.TN)
+    cfg = launch(cdiv(N, t.BN), threads, BN=t.BN, BK=t.BK, TM=t.TM, TN=t.TN)
+    return dataclasses.replace(cfg, grid=(cfg.grid[0], preset.n_blocks, 1))
+
+
+def sources(preset):
+    t = tile_for(preset)
+    return [(make_kernel(preset.BM, t.BN, t.BK, t.TM, t.TN), SIGNATURE)]
+
+
+def validate(preset, Kd: int, N: int) -> None:
+    t = tile_for(preset)
+    BM = preset.BM
+    require(BM % t.TM == 0 and t.BN % t.TN == 0 and t.TN % 2 == 0, "grouped_gemm",
+            f"tile {t} does not divide BM={BM} x BN={t.BN} into TM x TN micro-tiles with even TN")
+    threads = (BM // t.TM) * (t.BN // t.TN)
+    require(threads <= 1024, "grouped_gemm", f"tile {t} with BM={BM} needs {threads} threads; expected <= 1024")
+    require(Kd % t.BK == 0, "grouped_gemm", f"Kd={Kd} is not a multiple of the K chunk BK={t.BK}")
+    require(N % t.BN == 0, "grouped_gemm", f"N={N} is not a multiple of the column tile BN={t.BN}")
+    q = t.BK // 4
+    require((BM * q) % threads == 0 and (t.BN * q) % threads == 0, "grouped_gemm",
+            f"tile {t} with BM={BM}: {BM * q} + {t.BN * q} tile words do not split evenly over {threads} threads")
+
+
+def run(backend, args, preset, **params):
+    P = preset.P_max
+    for name in ("a", "w"):
+        if name not in args:
+            require(False, "grouped_gemm", f"argument {name!r} missing; got {sorted(args)}")
+    Kd = args["a"].shape[1]
+    E, N, Kw = args["w"].shape
+    require(Kw == Kd and E == preset.E, "grouped_gemm", f"w has shape {args['w'].shape}; expected ({preset.E}, N, {Kd})")
+    validate(preset, Kd, N)
+    a = view(check_shape("grouped_gemm", args, "a", (P, Kd)), np.uint64, "grouped_gemm", "a")
+    w = view(dataclasses.replace(args["w"], shape=(E * N, Kd)), np.uint64, "grouped_gemm", "w")
+    be = check_shape("grouped_gemm", args, "block_expert", (preset.n_blocks,))
+    total = check_shape("grouped_gemm", args, "total_padded", (1,))
+    c = view(check_shape("grouped_gemm", args, "c", (P, N)), np.uint32, "grouped_gemm", "c")
+    cfg = launch_config(preset, N)
+    (kernel, sig), = sources(preset)
+    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, w, be, total, c, np.int32(N)],
+                                 cfg.shared_bytes, tag=params.get("tag", "grouped_gemm"))]

@@ -128,24 +128,8 @@ class MemCounters(Hook):
         op = "st" if is_store else "ld"
         if ins.klass == "atom":
             op = "atom"
-        words = max(nbytes // 4, 1)
-        per_phase = 32 if nbytes <= 4 else (16 if nbytes == 8 else 8)
-        lane = la & 31
-        phase = (la >> 5) * 4 + lane // per_phase
-        wa = (addr.astype(np.int64) >> 2)
-        if words > 1:
-            wa = (wa[:, None] + np.arange(words)[None, :]).reshape(-1)
-            phase = np.repeat(phase, words)
-        bank = wa & 31
-        key = np.unique((phase << 40) | (bank << 34) | (wa & ((1 << 34) - 1)))
-        pb = key >> 34  # (phase, bank)
-        upb, cnt = np.unique(pb, return_counts=True)
-        ph = upb >> 6
-        order_ph, inv = np.unique(ph, return_inverse=True)
-        worst = np.zeros(order_ph.size, np.int64)
-        np.maximum.at(worst, inv, cnt)
-        wavefronts = int(worst.sum())
-        conflicts = wavefronts - int(order_ph.size)
+        wavefronts, phases = shared_wavefronts(la, addr, nbytes)
+        conflicts = wavefronts - phases
         if op == "atom":
             self._add(ins.pc, "ptxsim__shared_atom_wavefronts.sum", wavefronts)
             return
@@ -178,3 +162,38 @@ class NoCounters(Hook):
 
     def totals(self) -> dict:
         return {}
+
+
+def shared_wavefronts(la, addr, nbytes):
+    """(wavefronts, phases) of one shared-memory warp-instruction: per phase (the warp for <= 4-byte accesses,
+    each half-warp for 8-byte, each quarter-warp for 16-byte) the most distinct 4-byte words any one of the 32 banks
+    must serve (the same word is a broadcast)."""
+    words = max(nbytes // 4, 1)
+    per_phase = 32 if nbytes <= 4 else (16 if nbytes == 8 else 8)
+    wa = addr.astype(np.int64) >> 2
+    full = la.size % 32 == 0 and la.size and np.all(la[::32] % 32 == 0) and np.all(la[31::32] - la[::32] == 31)
+    if full:  # whole warps in order: work on [phases, lanes-per-phase * words]
+        w2 = wa.reshape(-1, per_phase)
+        if words > 1:
+            w2 = (w2[:, :, None] + np.arange(words)).reshape(w2.shape[0], -1)
+        d = np.diff(w2, axis=1)
+        if np.all(d == 1) or np.all(d == 0):  # unit stride within 32 words, or a broadcast: one wavefront each
+            if np.all(d == 0) or w2.shape[1] <= 32:
+                return w2.shape[0], w2.shape[0]
+        key = np.sort(((w2 & 31) << 40) | (w2 & ((1 << 40) - 1)), axis=1)
+        distinct = np.concatenate((np.ones((key.shape[0], 1), bool), np.diff(key, axis=1) != 0), axis=1)
+        bank = key >> 40
+        rows = np.broadcast_to(np.arange(key.shape[0])[:, None], key.shape)
+        cnt = np.bincount((rows * 32 + bank)[distinct], minlength=key.shape[0] * 32).reshape(-1, 32)
+        return int(cnt.max(axis=1).sum()), key.shape[0]
+    lane = la & 31
+    phase = (la >> 5) * 4 + lane // per_phase
+    if words > 1:
+        wa = (wa[:, None] + np.arange(words)[None, :]).reshape(-1)
+        phase = np.repeat(phase, words)
+    key = np.unique((phase << 40) | ((wa & 31) << 34) | (wa & ((1 << 34) - 1)))
+    upb, cnt = np.unique(key >> 34, return_counts=True)
+    ph, inv = np.unique(upb >> 6, return_inverse=True)
+    worst = np.zeros(ph.size, np.int64)
+    np.maximum.at(worst, inv, cnt)
+    return int(worst.sum()), int(ph.size)

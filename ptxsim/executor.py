@@ -35,6 +35,7 @@ class Scheduler:
         self.red_val = np.zeros(n, np.bool_)
         self.warp_slot = (np.arange(n // 32) * 32) // st.padded
         self.executed = 0
+        self.has_red = any(i.aux.get("red") for i in st.prog.instrs)
 
     # -- the loop ------------------------------------------------------------------------------------------------
     def run(self) -> int:
@@ -133,14 +134,23 @@ class Scheduler:
             self.wait_id[la] = bid
         if pred is not None:
             self.red_val[la] = pred
-        np.add.at(self.arrived, (slots, bid), 1)
+        nc = st.nctas
         w = la >> 5
-        fresh = ~self.warp_flag[w, bid]
-        if fresh.any():
-            self.warp_flag[w[fresh], bid[fresh]] = True
-            # a warp counts once per barrier phase
-            uw, first = np.unique(w[fresh] * 16 + bid[fresh], return_index=True)
-            np.add.at(self.arrived_warps, (slots[fresh][first], bid[fresh][first]), 1)
+        if bid.size and bid[0] == bid[-1] and np.all(bid == bid[0]):  # the usual case: one barrier id
+            b = int(bid[0])
+            self.arrived[:, b] += np.bincount(slots, minlength=nc)
+            firsts = np.flatnonzero(np.concatenate(([True], w[1:] != w[:-1])))
+            wf = w[firsts]
+            new = ~self.warp_flag[wf, b]
+            self.warp_flag[wf, b] = True
+            self.arrived_warps[:, b] += np.bincount(slots[firsts][new], minlength=nc)
+        else:
+            np.add.at(self.arrived, (slots, bid), 1)
+            fresh = ~self.warp_flag[w, bid]
+            if fresh.any():
+                self.warp_flag[w[fresh], bid[fresh]] = True
+                uw, first = np.unique(w[fresh] * 16 + bid[fresh], return_index=True)
+                np.add.at(self.arrived_warps, (slots[fresh][first], bid[fresh][first]), 1)
         if cnt is not None:
             self.expect[slots, bid] = cnt
         self._release()
@@ -156,7 +166,8 @@ class Scheduler:
         waiting = np.flatnonzero((pc >= BLOCKED) & (pc < EXITED))
         rel = waiting[ready[st.slot[waiting], self.wait_id[waiting]]] if waiting.size else waiting
         if rel.size:
-            self._bar_red(rel)
+            if self.has_red:
+                self._bar_red(rel)
             pc[rel] -= BLOCKED
             self.wait_id[rel] = -1
         self.arrived[ready] = 0

@@ -99,6 +99,8 @@ def _atomic(st, ins, lanes, want_old):
             out[sel] = _int_add(view, idx, bs, t)
             continue
         cs = c[sel] if c is not None else None
+        if op == ".add" and t.kind == "f" and _float_add_by_group(view, idx, bs, out, sel, t):
+            continue
         olds = np.zeros(len(idx), t.dtype)
         pending = np.arange(len(idx))
         ftz = sp == "global" or ".ftz" in ins.mods
@@ -112,6 +114,31 @@ def _atomic(st, ins, lanes, want_old):
         out[sel] = olds
     if want_old:
         st.write(ins.ops[0], lanes, out, t)
+
+
+def _float_add_by_group(view, idx, b, out, sel, t) -> bool:
+    """Float add with few distinct addresses: a sequential accumulate per address (lane order, one rounding per
+    add). Returns False (caller falls back to rounds) when many addresses or subnormals are involved."""
+    order = np.argsort(idx, kind="stable")
+    si = idx[order]
+    starts = np.flatnonzero(np.concatenate(([True], si[1:] != si[:-1])))
+    if len(starts) > 8:
+        return False
+    ends = np.concatenate((starts[1:], [len(si)]))
+    olds = np.empty(len(idx), t.dtype)
+    vb = np.broadcast_to(b, idx.shape)[order].astype(t.dtype)
+    news = []
+    tiny = np.finfo(t.dtype).tiny
+    for s0, e0 in zip(starts, ends):
+        acc = np.add.accumulate(np.concatenate(([view[si[s0]]], vb[s0:e0])).astype(t.dtype), dtype=t.dtype)
+        if np.any((acc != 0) & (np.abs(acc) < tiny)):
+            return False
+        olds[order[s0:e0]] = acc[:-1]
+        news.append((si[s0], acc[-1]))
+    for a, v in news:
+        view[a] = v
+    out[sel] = olds
+    return True
 
 
 def atom(st, ins, lanes):

@@ -98,8 +98,12 @@ class GemmTile:
         return f"grouped_gemm_bf16_m{self.tm}n{self.tn}k{self.bk}s{self.stages}"
 
     @property
+    def tag(self) -> str:
+        return f"{self.tm}n{self.tn}"
+
+    @property
     def filename(self) -> str:
-        return f"grouped_gemm_m{self.tm}n{self.tn}.ptx"
+        return f"grouped_gemm_m{self.tag}.ptx"
 
     def validate(self) -> None:
         """Raise ValueError when the constants cannot tile (a generator bug, never user input)."""
@@ -124,10 +128,8 @@ class GemmTile:
 # 4 per 8 (a quarter less shared-memory traffic per MMA), and each activation slab copied in feeds twice the output
 # columns; 4 stages of 64 + 128 swizzled rows are exactly 48 KiB. Narrow (n64) tiles stay for small M, where more
 # CTAs matter more. (Chosen on these counts, not yet measured on a GPU.)
-TILES: dict[str, GemmTile] = {
-    t.filename.removesuffix(".ptx"): t
-    for t in (GemmTile(16), GemmTile(32), GemmTile(64), GemmTile(64, tn=128))
-}
+# Keyed by tile tag "<rows>n<cols>": the kernel file is grouped_gemm_m<tag>.ptx.
+TILES: dict[str, GemmTile] = {t.tag: t for t in (GemmTile(16), GemmTile(32), GemmTile(64), GemmTile(64, tn=128))}
 
 
 def _log2(x: int) -> int:

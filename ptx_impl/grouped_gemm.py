@@ -61,7 +61,7 @@ def tile_for(BM: int, N: int = 64) -> GemmTile:
                          f"(tensor-core fragments are 16 rows)")
     tm = next(tm for tm in (64, 32, 16) if BM % tm == 0)
     tn = 128 if tm == 64 and N % 128 == 0 else 64
-    return TILES[f"grouped_gemm_m{tm}n{tn}"]
+    return TILES[f"{tm}n{tn}"]
 
 
 def _shapes_of(preset_or_shapes, variant: str = "up") -> GemmShapes:
@@ -118,6 +118,11 @@ def _read(path: str) -> str:
 def ptx_source(preset_or_shapes, variant: str = "up") -> str:
     """The PTX module text a preset (name or Preset, plus variant) or GemmShapes launches."""
     return _read(launch_config(preset_or_shapes, variant).path)
+
+
+def ptx_modules() -> dict[str, str]:
+    """{module name: PTX text} of every grouped_gemm tile module (e.g. "grouped_gemm_m64n128"), for static analysis."""
+    return {t.filename.removesuffix(".ptx"): _read(str(KERNEL_DIR / t.filename)) for t in TILES.values()}
 
 
 _ARG_DTYPES = {"a": "bf16", "w": "bf16", "block_expert": "int32", "total_padded": "int32", "c": "bf16"}

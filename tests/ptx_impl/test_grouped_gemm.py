@@ -305,6 +305,12 @@ def test_tile_choice_follows_bm_and_rejects_others():
             gg.tile_for(bad)
 
 
+def test_ptx_modules_lists_every_tile_file():
+    mods = gg.ptx_modules()
+    assert sorted(mods) == sorted(f"grouped_gemm_m{tag}" for tag in gt.TILES)
+    assert all(f".visible .entry {t.entry}(" in mods[f"grouped_gemm_m{t.tag}"] for t in gt.TILES.values())
+
+
 def test_launch_config_per_preset():
     from harness.presets import PRESETS
 

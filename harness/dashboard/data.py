@@ -347,6 +347,9 @@ def timeline_records(run: Run) -> tuple[str, list[dict]]:
     return source, sorted(bars, key=lambda b: b["start_ms"])
 
 
+TIMESTAMP_METRICS = ("start", "end")  # nsys launch timestamps: drawn on the timeline, not averaged in tables
+
+
 def nsight_metric_records(run: Run) -> list[dict]:
     """Nsight metrics, mean over launches: {label, preset, skew, nvtx_range, kernel, metric, unit, n, cuda, ptx,
     value}; rows inside ptxmoe ranges go side by side per impl, others (`value`) by NVTX range and kernel."""
@@ -355,7 +358,7 @@ def nsight_metric_records(run: Run) -> list[dict]:
     groups: dict = {}
     for r in run.nsight:
         value = _num(r["value"])
-        if value is None:
+        if value is None or r["metric"] in TIMESTAMP_METRICS:
             continue
         impl = r.get("impl") if r.get("impl") in IMPLS else None
         key = (r.get("ptxmoe_kernel") or "", r.get("preset") or "", r.get("skew") or "",

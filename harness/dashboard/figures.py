@@ -14,7 +14,7 @@ COLOURS = {"cuda": "#4C78A8", "ptx": "#F58518"}
 VERDICT_COLOURS = {"FASTER": "#2E7D32", "SAME": "#757575", "SLOWER": "#C62828", None: "#BDBDBD"}
 PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC",
            "#EECA3B", "#8CD17D", "#86BCB6")
-LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "height": 420,
+LAYOUT = {"template": "none", "margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "height": 420,
           "legend": {"orientation": "h", "y": -0.2}, "hoverlabel": {"namelength": -1}}
 
 
@@ -23,6 +23,7 @@ def t(value) -> str:
     return html.escape("" if value is None else str(value))
 
 
+SYMBOLS = ("circle", "diamond", "square", "triangle-up", "cross", "x", "star", "hexagon")
 PATTERNS = ("", "/", "x", ".", "\\", "+", "-", "|")
 
 
@@ -85,8 +86,10 @@ def timing_distributions(rows: list[dict], basis: str):
     measured = any(r["samples_us"] for r in ok)
     title = "Timing distributions (device time per call, CUDA events)" if measured else \
         "Modelled time per row (ptxsim timing model; one estimate, no distribution)"
+    times = [r["time_us"] for r in ok if r["time_us"] > 0]
+    log = bool(times) and max(times) / min(times) > 20  # NOTE: log only when the rows span decades
     fig = _fig(title, boxmode="group", barmode="group", yaxis_title=("measured" if measured else "modelled")
-               + " time (µs)", yaxis_type="log")
+               + " time (µs)" + (" (log)" if log else ""), yaxis_type="log" if log else "linear")
     cells = list(dict.fromkeys((r["preset"], r["skew"]) for r in ok))
     for (impl, preset, skew), group in _groups(ok, "impl", "preset", "skew").items():
         name = t(f"{IMPL_NAMES.get(impl, impl)} {preset}/{skew}")
@@ -129,10 +132,12 @@ def roofline(rows: list[dict], ceilings: dict | None):
                 fig.add_trace(go.Scatter(x=ai.tolist(), y=roof.tolist(), mode="lines", line={"dash": dash,
                                          "color": "#555"}, name=f"roof: {label}, "
                                          f"{ceilings['bandwidth_Bps'] / 1e12:.2f} TB/s", hoverinfo="name"))
+    cells = list(dict.fromkeys((r["preset"], r["skew"]) for r in pts))
     for (impl, preset, skew), group in _groups(pts, "impl", "preset", "skew").items():
         fig.add_trace(go.Scatter(
             x=[r["intensity_flop_per_byte"] for r in group], y=[r["achieved_tflops"] for r in group],
-            mode="markers", marker={"size": 11, "color": COLOURS.get(impl, "#888"), "symbol": "circle" if impl == "ptx" else "square"},
+            mode="markers", marker={"size": 11, "color": COLOURS.get(impl, "#888"), "opacity": 0.85,
+                                    "symbol": SYMBOLS[cells.index((preset, skew)) % len(SYMBOLS)]},
             name=t(f"{IMPL_NAMES.get(impl, impl)} {preset}/{skew}"), meta=_meta(preset, skew),
             hovertext=[t(f"{r['key']}: {r['achieved_tflops']:.3g} TFLOP/s, {r['achieved_gbps'] or 0:.1f} GB/s, "
                          f"{r['pct_peak_flops'] or 0:.2f}% of {r['peak_flops_kind']} peak") for r in group],
@@ -157,6 +162,10 @@ def bandwidth_bars(rows: list[dict], ceilings: dict | None):
             hovertext=[t(f"{r['key']}: {r['achieved_gbps']:.1f} GB/s = {r['pct_peak_bandwidth'] or 0:.2f}% of peak")
                        for r in group], hoverinfo="text"))
     if ceilings and ceilings.get("bandwidth_Bps"):
+        import math
+
+        lo = min(r["achieved_gbps"] for r in pts) / 2
+        fig.update_yaxes(range=[math.log10(lo), math.log10(ceilings["bandwidth_Bps"] / 1e9 * 2)])
         fig.add_hline(y=ceilings["bandwidth_Bps"] / 1e9, line_dash="dash", line_color="#C62828",
                       annotation_text=t(f"{ceilings['name']} peak {ceilings['bandwidth_Bps'] / 1e9:.0f} GB/s"))
     return fig
@@ -241,7 +250,8 @@ def timeline_figure(source: str, bars: list[dict]):
         fig.add_trace(go.Bar(
             orientation="h", base=[b["start_ms"] for b in group], x=[max(b["end_ms"] - b["start_ms"], 1e-6)
                                                                      for b in group],
-            y=[t(b["lane"]) for b in group], name=t(IMPL_NAMES.get(impl, impl or "other")),
+            y=[t(b["lane"]) for b in group],
+            name=t(IMPL_NAMES.get(impl, impl or "outside ptxmoe ranges")),
             legendgroup=t(impl), showlegend=impl not in shown,
             marker_color=COLOURS.get(impl, "#72B7B2"), meta=_meta(preset, skew) if preset else None,
             hovertext=[t(f"{b['name']}: {b['start_ms']:.3f} to {b['end_ms']:.3f} ms "
@@ -264,10 +274,12 @@ def vs_figure(pairs: list[dict], name_a: str, name_b: str):
     hi = max(max(p["a_us"], p["b_us"]) for p in pts) * 1.5
     fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line={"dash": "dash", "color": "#555"},
                              name="y = x", hoverinfo="name"))
+    cells = list(dict.fromkeys((p["preset"], p["skew"]) for p in pts))
     for (impl, preset, skew), group in _groups(pts, "impl", "preset", "skew").items():
         fig.add_trace(go.Scatter(
             x=[p["a_us"] for p in group], y=[p["b_us"] for p in group], mode="markers",
-            marker={"size": 10, "color": COLOURS.get(impl, "#888")}, meta=_meta(preset, skew),
+            marker={"size": 10, "color": COLOURS.get(impl, "#888"),
+                    "symbol": SYMBOLS[cells.index((preset, skew)) % len(SYMBOLS)]}, meta=_meta(preset, skew),
             name=t(f"{IMPL_NAMES.get(impl, impl)} {preset}/{skew}"),
             hovertext=[t(f"{p['key']}: {p['a_us']:.3f} vs {p['b_us']:.3f} µs (x{p['b_over_a']:.2f})") for p in group],
             hoverinfo="text"))
@@ -280,7 +292,7 @@ def pipeline_figure():
 
     fig = gantt_figure(simulate(dualpipe(8, 20), ChunkTimes(F=1, B=2, W=1, FB=2.5)),
                        "DualPipe, 8 ranks, 20 micro-batches (F=1, B=2, W=1, FB=2.5; simulated schedule)")
-    fig.update_layout(template="plotly_white", height=380, margin=LAYOUT["margin"])
+    fig.update_layout(template="none", height=380, margin=LAYOUT["margin"])
     return fig
 
 

@@ -122,7 +122,9 @@ JS = """
   });
   function want(meta, sel){
     if(!meta) return true;
-    for (var k in sel){ if(sel[k] !== '*' && meta[k] !== undefined && meta[k] !== '' && meta[k] !== sel[k]) return false; }
+    for (var k in sel){
+      if(sel[k] !== '*' && meta[k] !== undefined && meta[k] !== '' && meta[k] !== sel[k]) return false;
+    }
     return true;
   }
   function apply(){

@@ -201,7 +201,8 @@ NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("timing", "timing"),
 def build_sections(run: data.Run, other: data.Run | None = None) -> tuple[str, dict, list]:
     """(body HTML, figures {id: JSON}, nav entries present)."""
     figs: dict = {}
-    parts = [headline_section(run), filter_bar(data.filters(run.doc)), verdict_section(run, figs), timing_section(run, figs),
+    parts = [headline_section(run), filter_bar(data.filters(run.doc)), verdict_section(run, figs),
+             timing_section(run, figs),
              roofline_section(run, figs), stage_section(run, figs), sim_section(run, figs),
              static_section(run, figs), nsight_section(run), timeline_section(run, figs)]
     if other is not None:

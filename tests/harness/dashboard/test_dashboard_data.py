@@ -74,7 +74,8 @@ def test_stages_counters_and_static_records_match_the_raw_rows():
     spr = recs[("gate", "balanced", "sectors per load request")]
     assert spr["ptx"] == m["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] / \
         m["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]
-    assert recs[("gate", "balanced", "limiting resource")]["ptx"] == gate["timing"]["launches"][0]["estimate"]["limiter"]
+    limiter = gate["timing"]["launches"][0]["estimate"]["limiter"]
+    assert recs[("gate", "balanced", "limiting resource")]["ptx"] == limiter
     static = [s for s in data.static_records(doc) if s["label"] == "gate" and s["impl"] == "ptx"]
     facts = next(iter(gate["static"]["kernels"].values()))
     assert len(static) == 1 and static[0]["registers"] == facts["resources"]["registers"]
@@ -154,3 +155,68 @@ def test_missing_run_is_a_named_error_and_the_cli_exits_2(tmp_path, capsys):
     out = tmp_path / "elsewhere" / "d.html"
     assert main(["dashboard", str(sim), "-o", str(out)]) == 0
     assert out.is_file() and str(out) in capsys.readouterr().out
+
+
+def test_failed_and_missing_rows_leave_the_cell_without_a_verdict_and_say_why(tmp_path):
+    run_dir = copy_run("sim-tiny", tmp_path)
+    doc = json.loads((run_dir / "run.json").read_text())
+    for row in doc["rows"]:
+        if row["key"] == "swiglu/ptx/tiny/balanced":
+            row.update(status="failed", correctness={"ok": False, "message": "out: 3 mismatches", "errors": []})
+        if row["key"] == "gate/cuda/tiny/imbalanced":
+            for k in ("timing", "static", "sim_counters", "throughput", "correctness"):
+                row.pop(k)
+            row.update(status="missing", reason="cuda_impl has no gate implementation yet")
+    for v in doc["verdicts"]:
+        if v["key"] in ("swiglu/tiny/balanced", "gate/tiny/imbalanced"):
+            v.update(speedup=None, ci_lo=None, ci_hi=None, verdict=None, reason="no verdict: a path failed")
+    (run_dir / "run.json").write_text(json.dumps(doc))
+    h = data.headline(doc)
+    kept = [v["speedup"] for v in doc["verdicts"] if v["kernel"] != "layer" and v["verdict"]]
+    assert h["n"] == len(kept) == 6 and len(h["no_verdict"]) == 2
+    assert h["geomean"] == pytest.approx(float(np.exp(np.mean(np.log(kept)))))
+    assert h["slower"] == ["swiglu tiny/imbalanced"]
+    rows = {r["key"]: r for r in data.row_records(doc)}
+    assert rows["gate/cuda/tiny/imbalanced"]["time_us"] is None
+    assert rows["swiglu/ptx/tiny/balanced"]["reason"] == "out: 3 mismatches"
+    text = dashboard.build(run_dir).read_text()
+    assert "cuda_impl has no gate implementation yet" in text and "out: 3 mismatches" in text
+    assert "no verdict: 2" in text
+
+
+def test_a_real_compare_run_with_one_path_missing(tmp_path):
+    """sim-real-ptx-only is the run.json of `ptxmoe compare --backend sim --preset tiny --kernels gate,swiglu`
+    from when cuda_impl had no kernels yet: modelled PTX rows, missing Numba rows, no verdicts."""
+    run_dir = copy_run("sim-real-ptx-only", tmp_path)
+    doc = json.loads((run_dir / "run.json").read_text())
+    h = data.headline(doc)
+    assert h["geomean"] is None and len(h["no_verdict"]) == 2
+    rows = {r["key"]: r for r in data.row_records(doc)}
+    for raw in doc["rows"]:
+        if raw["status"] == "ok":
+            assert rows[raw["key"]]["time_us"] == raw["timing"]["modelled_us"] > 0
+        else:
+            assert raw["status"] == "missing" and rows[raw["key"]]["time_us"] is None
+    assert data.sim_counter_records(doc) and data.static_records(doc)
+    text = dashboard.build(run_dir).read_text()
+    assert "No verdict: no kernel has both paths timed." in text and "MODELLED times" in text
+
+
+def test_nsight_rows_inside_ptxmoe_ranges_go_side_by_side(tmp_path, rng):
+    from harness.nsight.table import MetricRow, NsightTable
+
+    run_dir = copy_run("sim-tiny", tmp_path)
+    values = {impl: rng.uniform(1e3, 1e5, size=3) for impl in ("cuda", "ptx")}
+    rows = [MetricRow("ncu-csv-details", f"{impl}_gate_kernel", f"gate/{impl}/tiny/balanced", "dram__bytes_read.sum",
+                      float(v), "byte", i, "ptxmoe", (("ptxmoe", "run/x"), ("ptxmoe", f"gate/{impl}/tiny/balanced")))
+            for impl, vs in values.items() for i, v in enumerate(vs)]
+    table = NsightTable("p.csv", "ncu-csv", tuple(rows))
+    (run_dir / "nsight").mkdir()
+    (run_dir / "nsight" / "p.csv.rows.json").write_text(json.dumps(table.to_json_dict()))
+    run = data.load_run(run_dir)
+    (rec,) = data.nsight_metric_records(run)
+    assert (rec["label"], rec["preset"], rec["skew"], rec["metric"], rec["n"]) == (
+        "gate", "tiny", "balanced", "dram__bytes_read.sum", 6)
+    assert rec["cuda"] == pytest.approx(values["cuda"].mean()) and rec["ptx"] == pytest.approx(values["ptx"].mean())
+    text = dashboard.build(run_dir).read_text()
+    assert 'id="nsight"' in text and "dram__bytes_read.sum" in text.split("</script></head>", 1)[1]

@@ -1,1 +1,50 @@
-"""cuda_impl."""
+"""cuda_impl: the DeepSeek-V3 MoE kernels of kernels.md in tuned Numba CUDA (the "CUDA path" of every comparison).
+
+One module per kernel (gate, align, permute, act_quant, grouped_gemm, swiglu, combine) plus `layer`; each exposes
+`run(backend, args, preset, **params) -> list[LaunchRecord]`, `launch_config(...)` (its launch shape per preset) and
+`sources(preset) -> [(pyfunc, signature)]`. Kernels are plain Python functions with explicit Numba signatures,
+launched through `backend.launch_numba`, so the same source runs on ptxsim (compile_ptx), under Numba's simulator and
+on a GPU. `static` gives the PTX and ptxas resource usage.
+
+Attributes (loaded lazily so importing the package does not import Numba):
+    KERNELS: {name: run} for the 7 kernels and "layer".
+    KERNEL_SOURCES: {name: [(pyfunc, signature)]} at static.DEFAULT_PRESET; `static.kernel_sources(name, preset)`
+        for another preset.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+
+KERNEL_NAMES = ("gate", "align", "permute", "act_quant", "grouped_gemm", "swiglu", "combine")
+
+
+class _Sources(Mapping):
+    """KERNEL_SOURCES: a read-only mapping that compiles nothing until asked."""
+
+    def __getitem__(self, name):
+        from cuda_impl import static
+
+        return static.kernel_sources(name)
+
+    def __iter__(self):
+        return iter((*KERNEL_NAMES, "layer"))
+
+    def __len__(self):
+        return len(KERNEL_NAMES) + 1
+
+
+KERNEL_SOURCES = _Sources()
+
+
+def __getattr__(name):
+    if name == "KERNELS":
+        table = {k: importlib.import_module(f"cuda_impl.{k}").run for k in (*KERNEL_NAMES, "layer")}
+        globals()["KERNELS"] = table
+        return table
+    if name == "SOURCE_MODULES":
+        mods = {k: (importlib.import_module(f"cuda_impl.{k}"),) for k in KERNEL_NAMES}
+        mods["layer"] = tuple(m for (m,) in mods.values())
+        globals()["SOURCE_MODULES"] = mods
+        return mods
+    raise AttributeError(f"module 'cuda_impl' has no attribute {name!r}")

@@ -1,0 +1,52 @@
+"""Static views of the hand-written PTX: the module texts and what ptxas makes of them (for the dashboard)."""
+from __future__ import annotations
+
+import functools
+
+from ptx_impl.descriptor import load_ptx
+
+# kernel name -> PTX file of the kernels this package writes itself (grouped_gemm has one module per tile).
+FILES = {
+    "gate": "gate.ptx",
+    "align": "align.ptx",
+    "permute": "permute.ptx",
+    "act_quant": "act_quant.ptx",
+    "swiglu": "swiglu.ptx",
+    "combine": "combine.ptx",
+}
+
+
+def _gemm_sources() -> dict[str, str]:
+    try:
+        from ptx_impl.gemm_template import KERNEL_DIR, TILES
+    except ImportError:
+        return {}
+    return {f"grouped_gemm_m{tm}": (KERNEL_DIR / tile.filename).read_text() for tm, tile in sorted(TILES.items())}
+
+
+def ptx_sources() -> dict[str, str]:
+    """{kernel: PTX text} for every ptx_impl kernel (grouped_gemm as one entry per tile module)."""
+    out = {name: load_ptx(file) for name, file in FILES.items()}
+    out.update(_gemm_sources())
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _assemble(name: str, text: str):
+    from harness.toolchain import assemble
+
+    return assemble(text, "sm_90", name=f"{name}.ptx")
+
+
+def resource_reports(arch: str = "sm_90") -> dict[str, dict]:
+    """{kernel: {entry: ResourceUsage}} from ptxas -v for sm_90 (registers, spills, shared, constant)."""
+    if arch != "sm_90":
+        from harness.toolchain import assemble
+
+        return {name: assemble(text, arch, name=f"{name}.ptx")[1] for name, text in ptx_sources().items()}
+    return {name: _assemble(name, text)[1] for name, text in ptx_sources().items()}
+
+
+def cubins() -> dict[str, bytes]:
+    """{kernel: sm_90 cubin} (for SASS histograms)."""
+    return {name: _assemble(name, text)[0] for name, text in ptx_sources().items()}

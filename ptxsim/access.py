@@ -80,7 +80,12 @@ def check(st, ins, space, addr, lanes, nbytes, what):
             o = int(rel[i])
             if 0 <= o < len(st.launch.gmem.state) and st.launch.gmem.state[o] == 2:
                 kind = "use-after-free"
+        mc = st.launch.memcheck
+        if mc is not None:
+            mc.on_fault(st, ins, space, addr, lanes, bad, f"{kind} {what}", nbytes)
+            return bad  # report mode: the caller skips these lanes
         raise fault(st, ins, space, a, nbytes, lane, f"{kind} {what}", aligned_to=nbytes if kind == "misaligned" else 0)
+    return None
 
 
 def fault(st, ins, space, addr, nbytes, lane, what, aligned_to=0):
@@ -104,10 +109,19 @@ def load(st, ins, space, addr, lanes, dtype, n=1):
     parts = regions(st, ins, space, addr, lanes)
     out = None
     for sp, buf, phys, sub, idx, raw in parts:
-        check(st, ins, sp, raw, sub, size * n, "load")
+        bad = check(st, ins, sp, raw, sub, size * n, "load")
+        if bad is not None:
+            okl = ~bad
+        if bad is not None:
+            phys = np.where(bad, np.uint64(0), phys)
         vals = _gather(buf, phys, dtype, n)
+        if bad is not None:
+            vals[bad] = 0
+            raw_h, sub_h = raw[okl], st.lane_array(sub)[okl]
+        else:
+            raw_h, sub_h = raw, sub
         for h in st.hooks:
-            h.on_access(st, ins, sp, raw, sub, size * n, False)
+            h.on_access(st, ins, sp, raw_h, sub_h, size * n, False)
         if len(parts) == 1:
             return vals
         if out is None:
@@ -131,10 +145,14 @@ def store(st, ins, space, addr, lanes, vals, dtype, n=1):
     size = dtype.itemsize
     parts = regions(st, ins, space, addr, lanes)
     for sp, buf, phys, sub, idx, raw in parts:
-        check(st, ins, sp, raw, sub, size * n, "store")
+        bad = check(st, ins, sp, raw, sub, size * n, "store")
+        v = vals if idx is None else vals[idx]
+        if bad is not None:
+            keep = ~bad
+            raw, phys, v = raw[keep], phys[keep], np.asarray(v)[keep]
+            sub = st.lane_array(sub)[keep]
         for h in st.hooks:
             h.on_access(st, ins, sp, raw, sub, size * n, True)
-        v = vals if idx is None else vals[idx]
         view = buf.view(dtype)
         base = (phys // np.uint64(size)).astype(np.int64)
         if n == 1:

@@ -44,6 +44,7 @@ class Launch:
     hooks: list = field(default_factory=list)
     track_written: bool = False
     reg_cache: dict = field(default_factory=dict)
+    memcheck: object = None  # the Memcheck sanitizer when enabled (access.check reports through it)
 
 
 def _dim3(v, what) -> tuple:

@@ -61,6 +61,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
                track_written=any(s.needs_written for s in sans))
     mem = MemCounters(dev.gmem) if counters else stats_mod_no_counters()
     L.hooks = ([mem] if counters else []) + sans
+    L.memcheck = next((s for s in sans if s.tool == "memcheck"), None)
     ncta = grid[0] * grid[1] * grid[2]
     ctas = np.arange(ncta, dtype=np.int64)
     fraction = 1.0

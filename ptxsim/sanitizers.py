@@ -1,16 +1,262 @@
-"""Sanitizers (memcheck, racecheck, initcheck, synccheck, nc): hooks on the running launch."""
+"""Sanitizers, like compute-sanitizer: memcheck, racecheck, initcheck, synccheck and the `.nc` hazard.
+
+Each is a Hook on the running launch. A finding raises its SanitizerError subclass, or with sanitize_report=True
+is collected on stats.sanitizer_reports (execution continues; memcheck then skips the bad lanes' accesses).
+Every report names kernel, PTX line, CTA, thread and address.
+"""
 from __future__ import annotations
 
-from ptxsim.errors import LaunchError
+from dataclasses import dataclass
+
+import numpy as np
+
+from ptxsim.counters import Hook
+from ptxsim.errors import (InitcheckError, LaunchError, MemcheckError, NcHazardError, RacecheckError,
+                           SynccheckError)
+from ptxsim.memory import GLOBAL_BASE
 
 NAMES = ("memcheck", "racecheck", "initcheck", "synccheck", "nc")
+MAX_REPORTS = 100
+
+
+@dataclass(frozen=True)
+class SanitizerReport:
+    tool: str
+    kernel: str
+    line: int
+    instruction: str
+    cta: tuple
+    thread: tuple
+    address: int
+    space: str
+    message: str
+    count: int = 1  # lanes with the same finding in this warp-instruction
+
+    def __str__(self):
+        more = f" (and {self.count - 1} more thread(s) in this instruction)" if self.count > 1 else ""
+        return (f"[{self.tool}] {self.message} in kernel {self.kernel} at PTX line {self.line} (`{self.instruction}`), "
+                f"CTA {self.cta}, thread {self.thread}, {self.space} address {self.address:#x}{more}")
+
+
+class Sanitizer(Hook):
+    tool = ""
+    error = MemcheckError
+    needs_written = False
+
+    def __init__(self, report_only: bool, dev):
+        self.report_only = report_only
+        self.dev = dev
+        self.reports: list[SanitizerReport] = []
+
+    def report(self, st, ins, lane: int, addr: int, space: str, message: str, count: int = 1):
+        cta, tid = st.where(int(lane))
+        r = SanitizerReport(self.tool, st.prog.name, ins.line, ins.text, cta, tid, int(addr), space, message, count)
+        if not self.report_only:
+            raise self.error(str(r), r)
+        if len(self.reports) < MAX_REPORTS:
+            self.reports.append(r)
+
+
+class Memcheck(Sanitizer):
+    """Out-of-bounds, misaligned and use-after-free accesses (checked in access.check; this reports them)."""
+
+    tool, error = "memcheck", MemcheckError
+
+    def on_fault(self, st, ins, space, addr, lanes, bad, kind, nbytes):
+        idx = np.flatnonzero(bad)
+        la = st.lane_array(lanes)
+        i = int(idx[0])
+        where = ""
+        if space == "global":
+            where = f" ({st.launch.gmem.describe(int(addr[i]))})"
+        self.report(st, ins, la[i], addr[i], space, f"{kind} of {nbytes} bytes{where}", len(idx))
+
+
+class Initcheck(Sanitizer):
+    """Reads of global or shared bytes never written (host copies and stores count as writes)."""
+
+    tool, error = "initcheck", InitcheckError
+    needs_written = True
+
+    def __init__(self, report_only, dev):
+        super().__init__(report_only, dev)
+        self.smem_written = None
+
+    def _shadow(self, st):
+        if self.smem_written is None or self.smem_written.shape != st.smem.shape or self._st is not st:
+            self.smem_written = np.zeros(st.smem.shape, np.bool_)
+            self._st = st
+        return self.smem_written
+
+    _st = None
+
+    def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
+        if space == "global":
+            phys = (addr - np.uint64(GLOBAL_BASE)).astype(np.int64)
+            shadow = st.launch.gmem.written
+        elif space == "shared":
+            phys = (st.smem_base[lanes] + addr).astype(np.int64)
+            shadow = self._shadow(st)
+        else:
+            return
+        if is_store:
+            if space == "shared":
+                for k in range(nbytes):
+                    shadow[phys + k] = True
+            if ins.klass != "atom":
+                return
+        ok = np.ones(phys.shape, bool)
+        for k in range(nbytes):
+            ok &= shadow[phys + k]
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            la = st.lane_array(lanes)
+            self.report(st, ins, la[bad[0]], addr[bad[0]], space,
+                        f"read of uninitialised {space} memory ({nbytes} bytes never written)", len(bad))
+
+    def on_async_complete(self, st, rec, sel):
+        shadow = self._shadow(st)
+        idx = rec["phys"][sel][:, None] + np.arange(rec["data"].shape[1])
+        shadow[idx] = True
+
+
+class Racecheck(Sanitizer):
+    """Shared-memory hazards between different warps of a CTA with no barrier between them (per 4-byte word)."""
+
+    tool, error = "racecheck", RacecheckError
+
+    def _init(self, st):
+        if getattr(self, "_st", None) is not st:
+            self._st = st
+            nw = st.smem.size // 4 + 1
+            self.w_warp = np.full(nw, -1, np.int64)
+            self.w_epoch = np.full(nw, -1, np.int64)
+            self.r_warp = np.full(nw, -1, np.int64)  # -2: read by several warps
+            self.r_epoch = np.full(nw, -1, np.int64)
+            self.epoch = np.zeros(st.nctas, np.int64)
+
+    def on_release(self, st, ready):
+        self._init(st)
+        self.epoch[ready.any(axis=1)] += 1
+
+    def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
+        if space != "shared" or ins.klass == "atom":
+            return
+        self._init(st)
+        la = st.lane_array(lanes)
+        words = max(nbytes // 4, 1)
+        phys = ((st.smem_base[lanes] + addr).astype(np.int64) >> 2)
+        if words > 1:
+            phys = (phys[:, None] + np.arange(words)).reshape(-1)
+            la = np.repeat(la, words)
+            addr = np.repeat(addr, words)
+        warp = la >> 5
+        ep = self.epoch[st.slot[la]]
+        kind = None
+        if is_store:
+            raw = (self.w_epoch[phys] == ep) & (self.w_warp[phys] != warp) & (self.w_warp[phys] >= 0)
+            war = (self.r_epoch[phys] == ep) & (self.r_warp[phys] != warp) & (self.r_warp[phys] != -1)
+            # two warps writing one word in the same instruction
+            order = np.lexsort((warp, phys))
+            sp, sw = phys[order], warp[order]
+            same = (sp[1:] == sp[:-1]) & (sw[1:] != sw[:-1])
+            waw_now = np.zeros(phys.shape, bool)
+            waw_now[order[1:][same]] = True
+            hit = raw | war | waw_now
+            if hit.any():
+                i = int(np.flatnonzero(hit)[0])
+                kind = ("write-after-write" if raw[i] or waw_now[i] else "write-after-read")
+            self.w_warp[phys] = warp
+            self.w_epoch[phys] = ep
+        else:
+            hit = (self.w_epoch[phys] == ep) & (self.w_warp[phys] != warp) & (self.w_warp[phys] >= 0)
+            if hit.any():
+                kind = "read-after-write"
+            prev = np.where(self.r_epoch[phys] == ep, self.r_warp[phys], -1)
+            self.r_warp[phys] = np.where((prev == -1) | (prev == warp), warp, -2)
+            self.r_epoch[phys] = ep
+        if kind is not None:
+            i = int(np.flatnonzero(hit)[0])
+            j = int(phys[i])
+            other = int(self.w_warp[j] if kind != "write-after-read" else self.r_warp[j])
+            who = f"warp {other % (st.padded // 32)}" if other >= 0 else "several warps"
+            self.report(st, ins, la[i], addr[i], space,
+                        f"shared-memory {kind} hazard with {who} of the same CTA and no barrier between",
+                        int(np.count_nonzero(hit)))
+
+
+class Synccheck(Sanitizer):
+    """bar.sync / barrier.sync.aligned reached by only part of a warp (a barrier in divergent code)."""
+
+    tool, error = "synccheck", SynccheckError
+
+    def on_barrier(self, st, ins, lanes, bid):
+        if ins.op == "barrier" and ".aligned" not in ins.mods:
+            return  # barrier.sync without .aligned may be reached divergently on sm_70+
+        la = st.lane_array(lanes)
+        w = la >> 5
+        present = np.bincount(w, minlength=st.nlanes // 32)
+        from ptxsim.executor import EXITED
+
+        alive = np.bincount(np.flatnonzero(st.pc < EXITED) >> 5, minlength=st.nlanes // 32)
+        # lanes of this group's warps that are still running but elsewhere
+        ws = np.unique(w)
+        bad = ws[present[ws] < alive[ws] + present[ws] * 0]
+        bad = [x for x in bad if present[x] < alive[x]]
+        if bad:
+            x = bad[0]
+            lane = int(la[w == x][0])
+            self.report(st, ins, lane, 0, "barrier", f"barrier reached by {int(present[x])} of the "
+                        f"{int(alive[x])} running threads of warp {int(x % (st.padded // 32))} (divergent code)",
+                        len(bad))
+
+
+class NcHazard(Sanitizer):
+    """A write in the same launch to an address read through ld.global.nc (the read-only promise broken)."""
+
+    tool, error = "nc", NcHazardError
+
+    def __init__(self, report_only, dev):
+        super().__init__(report_only, dev)
+        n = len(dev.gmem.data)
+        self.nc_read = np.zeros(n, np.bool_)
+        self.written = np.zeros(n, np.bool_)
+
+    def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
+        if space != "global":
+            return
+        phys = (addr - np.uint64(GLOBAL_BASE)).astype(np.int64)
+        is_nc = not is_store and ins.aux.get("nc", False)
+        if is_store or ins.klass == "atom":
+            hit = np.zeros(phys.shape, bool)
+            for k in range(nbytes):
+                hit |= self.nc_read[phys + k]
+                self.written[phys + k] = True
+            if hit.any():
+                i = int(np.flatnonzero(hit)[0])
+                self.report(st, ins, st.lane_array(lanes)[i], addr[i], space,
+                            "write to memory this launch also reads through ld.global.nc", int(hit.sum()))
+        if is_nc:
+            hit = np.zeros(phys.shape, bool)
+            for k in range(nbytes):
+                hit |= self.written[phys + k]
+                self.nc_read[phys + k] = True
+            if hit.any():
+                i = int(np.flatnonzero(hit)[0])
+                self.report(st, ins, st.lane_array(lanes)[i], addr[i], space,
+                            "ld.global.nc of memory written earlier in this launch", int(hit.sum()))
+
+
+_TOOLS = {"memcheck": Memcheck, "racecheck": Racecheck, "initcheck": Initcheck, "synccheck": Synccheck,
+          "nc": NcHazard}
 
 
 def make_sanitizers(sanitize, report: bool, dev) -> list:
-    if sanitize is None or sanitize == set() or sanitize == ():
+    """Sanitizer hooks for `sanitize` (None, "all", a name, or a set of names)."""
+    if sanitize is None or sanitize is False or (not isinstance(sanitize, str) and len(sanitize) == 0):
         return []
     names = set(NAMES) if sanitize == "all" else ({sanitize} if isinstance(sanitize, str) else set(sanitize))
     bad = names - set(NAMES)
     if bad:
         raise LaunchError(f"unknown sanitizer(s) {sorted(bad)}; choose from {', '.join(NAMES)} or 'all'")
-    raise LaunchError("sanitizers are not implemented yet")
+    return [_TOOLS[n](report, dev) for n in NAMES if n in names]

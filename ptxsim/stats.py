@@ -60,8 +60,12 @@ def build(prog, counts, mem, launch, wall, scale=1.0, reports=(), sample_fractio
         p = ins.pc
         if wc[p] == 0 and not mem.per_pc.get(p):
             continue
-        d = per_line.setdefault(ins.line, {"inst_executed": 0.0, "thread_inst_executed": 0.0, "text": ins.text,
-                                           "class": ins.klass})
+        d = per_line.get(ins.line)
+        if d is None:
+            d = per_line[ins.line] = {"inst_executed": 0.0, "thread_inst_executed": 0.0, "text": ins.text,
+                                      "class": ins.klass}
+        else:  # several instructions on one PTX line
+            d["text"] += " ; " + ins.text
         d["inst_executed"] += float(wc[p]) * scale
         d["thread_inst_executed"] += float(tc[p]) * scale
         for k, v in mem.per_pc.get(p, {}).items():

@@ -88,7 +88,11 @@ def _atomic(st, ins, lanes, want_old):
     out = np.zeros(n, t.dtype)
     size = t.bits // 8
     for sp, buf, phys, sub, idx_in, raw in access.regions(st, ins, ins.space, addr, lanes):
-        access.check(st, ins, sp, raw, sub, size, "atomic")
+        bad = access.check(st, ins, sp, raw, sub, size, "atomic")
+        if bad is not None:  # memcheck report mode: drop the bad lanes
+            keep = np.flatnonzero(~bad)
+            raw, phys, sub = raw[keep], phys[keep], st.lane_array(sub)[keep]
+            idx_in = keep if idx_in is None else idx_in[keep]
         for h in st.hooks:
             h.on_access(st, ins, sp, raw, sub, size, True)
         sel = slice(None) if idx_in is None else idx_in

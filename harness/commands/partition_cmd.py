@@ -39,9 +39,13 @@ def run(args) -> int:
 
     backend = resolve_backend_name(args.backend)
     if backend == "sim":
-        from ptxsim.model import get_device
+        from harness.errors import InputError
+        from ptxsim.model import ModelError, get_device
 
-        get_device(args.device)
+        try:
+            get_device(args.device)
+        except ModelError as exc:
+            raise InputError(f"--device: {exc}") from None
     get_preset(args.preset)
     settings = PartitionSettings(backend=backend, device=args.device, preset=args.preset, ep=args.ep,
                                  sms=parse_sms(args.sms), seed=args.seed, pp=args.pp, microbatches=args.microbatches)

@@ -107,6 +107,13 @@ def _sim_rows(settings: PartitionSettings, seed: int) -> tuple[list[dict], dict]
 
     preset = get_preset(settings.preset)
     spec = get_device(settings.device)
+    bad = [n for n in settings.sms if not 0 <= n < spec.sm_count]
+    if bad:
+        from harness.partition.counters import PartitionError
+
+        raise PartitionError(f"--sms {bad}: outside 0..{spec.sm_count - 1} (the SMs of {spec.name}, one kept for "
+                             "the GEMM)")
+    local_preset(preset, settings.ep)  # a bad --ep fails before anything is simulated
     counters = collect(preset, settings.sizes, seed, ep=settings.ep, loads=settings.loads)
     rows = modelled_sweep(counters, spec, settings.sms, settings.loads)
     from harness.partition import counters as counters_module

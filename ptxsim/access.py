@@ -32,7 +32,7 @@ def regions(st, ins, space, addr, lanes):
                 idx = np.flatnonzero(mask)
                 sub = addr[idx] - win if win is not None else addr[idx]
                 r = _region(st, sp, sub, _lane_sel(lanes, mask))
-                out.append(r[:4] + (idx, addr[idx]))
+                out.append(r[:4] + (idx, sub))
         return out
     if space == "const":
         space = "global"

@@ -10,7 +10,8 @@ def register(subparsers) -> None:
                     "One HTML file with plotly.js inside: it opens from file:// with no network.")
     parser.add_argument("run", metavar="RUN", help="run folder (profiles/<run-id>) holding run.json")
     parser.add_argument("--vs", metavar="OTHER_RUN", help="a second run folder to compare with (e.g. sim vs gpu)")
-    parser.add_argument("-o", "--output", metavar="FILE", help="output file (default RUN/dashboard.html)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="output file (default RUN/dashboard.html; with --vs RUN/dashboard-vs-<OTHER>.html)")
     parser.set_defaults(func=run)
 
 

@@ -179,13 +179,25 @@ def vs_section(run: data.Run, other: data.Run, figs: dict) -> str:
                    f"A = this run, B = {esc(other.run_dir)}; {len(pairs)} rows in both.")
 
 
+PIPELINE_SIZES = (8, 20)  # PP ranks, micro-batches: DeepSeek-V3 Table 2's comparison at a readable size
+
+
 def pipeline_section(figs: dict) -> str:
     try:
+        from harness.pipeline import ChunkTimes, schedule_table
+
+        times = ChunkTimes(F=1, B=2, W=1, FB=2.5)
+        recs = schedule_table(*PIPELINE_SIZES, times)
         fig = figures.pipeline_figure()
     except Exception as exc:  # noqa: BLE001 - an optional section must not break the page
         return section("dualpipe", "DualPipe schedules", f'<p class="err">not available: {esc(exc)}</p>')
-    return section("dualpipe", "DualPipe schedules (simulated)", _fig("fig-dualpipe", fig, figs),
-                   "Pipeline-parallel schedule from harness.pipeline, for context; not derived from this run.")
+    tbl = table(["method", "devices", "PP", "micro-batches", "makespan", "bubble", "bubble formula", "formula value",
+                 "parameters (x)", "activation (first device)"],
+                [[r["method"], r["devices"], r["pp"], r["microbatches"], r["makespan"], r["bubble"], r["formula"],
+                  r["formula_bubble"], r["parameter_x"], r["activation"]] for r in recs])
+    return section("dualpipe", "DualPipe schedules (simulated)", tbl + _fig("fig-dualpipe", fig, figs),
+                   "Pipeline-parallel schedules from harness.pipeline (chunk times F=1, B=2, W=1, FB=2.5), for "
+                   "context; not derived from this run.")
 
 
 def environment_section(run: data.Run) -> str:

@@ -9,7 +9,8 @@ import re
 from ptxsim import ast as A
 from ptxsim.errors import DecodeError, UnsupportedInstruction
 from ptxsim.ptxtypes import TYPES, is_type, type_bits
-from ptxsim.program import ADDR, FUNC, IMM, LABEL, LIST, NOT, PAIR, REG, SINK, SREG, SYM, VEC, Ins, Opnd, ParamSlot, Program
+from ptxsim.program import (ADDR, FUNC, IMM, LABEL, LIST, NOT, PAIR, REG, SINK, SREG, SYM, VEC, Ins, Opnd, ParamSlot,
+                            Program)
 
 _SREG_BASES = {"%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid",
                "%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%lanemask_eq",

@@ -1,12 +1,10 @@
 """Device: simulated global memory that keeps buffers across launches, argument marshalling, and launch()."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ptxsim.config import CONFIG
 from ptxsim.errors import LaunchError, ParamTypeError
 from ptxsim.memory import GlobalMemory
 
@@ -228,5 +226,3 @@ def _scalar_bytes(a, t, p, where):
     raise ParamTypeError(f"{where}: unsupported argument type {type(a).__name__} (expected an ndarray, DeviceBuffer, "
                          "NumPy scalar or bytes)")
 
-
-_ = (time, CONFIG, _dim3)

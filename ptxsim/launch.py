@@ -7,7 +7,7 @@ import numpy as np
 
 from ptxsim import stats as stats_mod
 from ptxsim.config import CONFIG
-from ptxsim.counters import MemCounters
+from ptxsim.counters import MemCounters, NoCounters
 from ptxsim.device import Device, Launch, _dim3, marshal
 from ptxsim.errors import LaunchError
 from ptxsim.executor import Scheduler
@@ -59,7 +59,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     sans = make_sanitizers(sanitize, sanitize_report, dev)
     L = Launch(grid, block, int(shared_bytes), dev.gmem, param_buf, symaddr, [],
                track_written=any(s.needs_written for s in sans))
-    mem = MemCounters(dev.gmem) if counters else stats_mod_no_counters()
+    mem = MemCounters(dev.gmem) if counters else NoCounters()
     L.hooks = ([mem] if counters else []) + sans
     L.memcheck = next((s for s in sans if s.tool == "memcheck"), None)
     ncta = grid[0] * grid[1] * grid[2]
@@ -92,9 +92,3 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     wall = time.perf_counter() - t0
     return stats_mod.build(prog, counts, mem, L, wall, scale=1.0 / fraction, reports=reports,
                            sample_fraction=fraction, simulated=len(ctas))
-
-
-def stats_mod_no_counters():
-    from ptxsim.counters import NoCounters
-
-    return NoCounters()

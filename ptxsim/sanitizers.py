@@ -199,12 +199,10 @@ class Synccheck(Sanitizer):
         from ptxsim.executor import EXITED
 
         alive = np.bincount(np.flatnonzero(st.pc < EXITED) >> 5, minlength=st.nlanes // 32)
-        # lanes of this group's warps that are still running but elsewhere
         ws = np.unique(w)
-        bad = ws[present[ws] < alive[ws] + present[ws] * 0]
-        bad = [x for x in bad if present[x] < alive[x]]
-        if bad:
-            x = bad[0]
+        bad = ws[present[ws] < alive[ws]]  # warps with running lanes elsewhere
+        if bad.size:
+            x = int(bad[0])
             lane = int(la[w == x][0])
             self.report(st, ins, lane, 0, "barrier", f"barrier reached by {int(present[x])} of the "
                         f"{int(alive[x])} running threads of warp {int(x % (st.padded // 32))} (divergent code)",

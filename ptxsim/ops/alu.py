@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim.ops import spec
-from ptxsim.ops.common import kinds, need, unsupported
+from ptxsim.ops.common import need, unsupported
 from ptxsim.program import IMM, PAIR, REG, SYM, VEC
-from ptxsim.ptxtypes import SINT, TYPES, UINT
+from ptxsim.ptxtypes import TYPES
 
 M32 = np.uint64(0xFFFFFFFF)
 S32 = np.uint64(32)
@@ -58,8 +58,7 @@ def addc(st, ins, lanes):
     a, b = _u(np.asarray(_rd(st, ins, lanes, 1)), t), _u(np.asarray(_rd(st, ins, lanes, 2)), t)
     cf = st.carry[lanes].astype(t.uint)
     r = (a + b + cf).astype(t.uint)
-    if ".cc" in ins.mods:
-        st.carry[lanes] = (r < a) | ((r == a) & (cf == 1) & (b + cf == 0) | ((b != 0) & (r == a) & (cf == 1)))
+    if ".cc" in ins.mods:  # carry out: the sum wrapped (r < a), or b + cf wrapped to r == a
         st.carry[lanes] = (r < a) | ((cf == 1) & (r == a))
     _wr(st, ins, lanes, r.view(t.dtype))
 
@@ -152,18 +151,14 @@ def _tdiv(a, b, t):
     zero = b == 0
     bs = np.where(zero, 1, b).astype(t.dtype)
     if t.signed:
-        ai, bi = a.astype(np.int64) if t.bits < 64 else a, bs.astype(np.int64) if t.bits < 64 else bs
-        q = np.abs(ai) // np.abs(bi) if t.bits < 64 else None
-        if t.bits < 64:
-            q = np.where((ai < 0) != (bi < 0), -q, q)
-        else:
-            q = ai // bi
-            q = np.where(((ai % bi) != 0) & ((ai < 0) != (bi < 0)), q + 1, q)
+        ai, bi = a.astype(np.int64), bs.astype(np.int64)
+        q = ai // bi  # floors; truncate toward zero instead
+        q = np.where(((ai % bi) != 0) & ((ai < 0) != (bi < 0)), q + 1, q)
         r = ai - q * bi
         q = np.where(zero, -1, q).astype(t.dtype)
         r = np.where(zero, a, r).astype(t.dtype)
         return q, r
-    q = np.where(zero, np.array(-1).astype(t.dtype) if False else np.iinfo(t.dtype).max, a // bs).astype(t.dtype)
+    q = np.where(zero, np.iinfo(t.dtype).max, a // bs).astype(t.dtype)
     r = np.where(zero, a, a % bs).astype(t.dtype)
     return q, r
 
@@ -495,8 +490,6 @@ def _p(n, t=1):
     return prep
 
 
-_INT = "u,s,b"
-_SAT = (".sat",)
 OPS = {
     "add": spec(add, "int", (".sat", ".cc"), _p(3)), "sub": spec(sub, "int", (".sat", ".cc"), _p(3)),
     "addc": spec(addc, "int", (".cc",), _p(3)), "subc": spec(subc, "int", (".cc",), _p(3)),
@@ -520,4 +513,3 @@ OPS = {
     "selp": spec(selp, "int", (), _p(4)), "slct": spec(slct, "int", (".ftz",), _p(4, 2)),
     "mov": spec(mov, "int", (), _prep_mov),
 }
-_ = (kinds, _INT, _SAT, SINT, UINT)

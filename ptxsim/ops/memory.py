@@ -107,6 +107,12 @@ def t_bits(ins):
     return ins.types[0].bits if ins.types else 0
 
 
+def createpolicy(st, ins, lanes):
+    """createpolicy: an opaque L2 cache-policy value (a hint for loads/stores): zero here."""
+    t = ins.types[0] if ins.types else TYPES["b64"]
+    st.write(ins.ops[0], lanes, np.zeros(st.count(lanes), t.dtype), t)
+
+
 def prefetch(st, ins, lanes):
     """A cache hint: no architectural effect (the address is not even required to be valid)."""
 
@@ -247,6 +253,9 @@ OPS = {
     "prefetch": spec(prefetch, "other", _SPACES + (".L1", ".L2", ".L2::evict_last", ".L2::evict_normal",
                                                     ".tensormap"), None, hints=True),
     "prefetchu": spec(prefetch, "other", (".L1",), None),
+    "createpolicy": spec(createpolicy, "other", (".fractional", ".range", ".cvt", ".L2::evict_last",
+                                                 ".L2::evict_normal", ".L2::evict_first", ".L2::evict_unchanged"),
+                         None),
     "cvta": spec(cvta, "int", _SPACES + (".to",), _prep_cvta),
     "isspacep": spec(isspacep, "int", _SPACES, lambda i, d, c: need(i, 2, 0)),
     "cp": spec(cp_dispatch, "cp_async", _CPMODS, _prep_cp_any, hints=True),

@@ -57,17 +57,13 @@ def _prep_bar(ins, dec, ctx):
         ins.aux["pred_op"] = ops.pop()
         if ins.aux["pred_op"].kind not in (1, 0) and ins.aux["pred_op"].kind != NOT:
             raise unsupported(ins, "bar.red's last operand must be a predicate")
-    if len(ops) not in (1, 2):
-        if mode == "sync" and len(ops) == 0 and ins.op == "barrier":
-            ops = []
-        else:
-            raise unsupported(ins, f"expected barrier id and optional thread count, got {len(ops)} operand(s)")
+    if len(ops) not in (1, 2) and not (mode == "sync" and not ops and ins.op == "barrier"):
+        raise unsupported(ins, f"expected barrier id and optional thread count, got {len(ops)} operand(s)")
     ins.aux["has_id"] = len(ops) >= 1
     if ops and ops[0].kind == IMM and not 0 <= int(ops[0].value) < 16:
         raise unsupported(ins, f"barrier id {ops[0].value} out of range 0..15")
     ins.aux["count_op"] = ops[1] if len(ops) == 2 else None
-    if ins.aux["has_id"]:
-        ins.ops = (ops[0],) + tuple(ins.ops[len(ins.ops) - len(ops) + 1:]) if False else tuple(ops)
+    ins.ops = tuple(ops)  # barrier id first, then the optional thread count
     if ins.aux["count_op"] is not None and ins.aux["count_op"].kind == IMM and int(ins.aux["count_op"].value) % 32:
         raise unsupported(ins, f"barrier thread count {ins.aux['count_op'].value} is not a multiple of 32")
     ins.klass = "barrier"

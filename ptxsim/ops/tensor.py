@@ -104,17 +104,14 @@ def mma(st, ins, lanes):
     D = np.matmul(A, B) + C
     vals = D[wi, _RC[None], _CC[None]]  # [W, 32, 4]
     dregs = ins.ops[0].items
-    flat = la2.reshape(-1)
-    order = np.argsort(flat)
+    flat = la2.reshape(-1)  # all inputs are read: now the outputs may overwrite them
     if dt.name == "f32":
-        outs = [vals[..., i].astype(np.float32).view(np.uint32).reshape(-1)[order] for i in range(4)]
-        for i, d in enumerate(dregs):
-            st.regs[d.idx][np.sort(flat)] = outs[i]
+        outs = [vals[..., i].astype(np.float32).view(np.uint32).reshape(-1) for i in range(4)]
     else:
         h = vals.astype(np.float16).view(np.uint16).astype(np.uint32)
-        outs = [(h[..., 2 * i] | (h[..., 2 * i + 1] << np.uint32(16))).reshape(-1)[order] for i in range(2)]
-        for i, d in enumerate(dregs):
-            st.regs[d.idx][np.sort(flat)] = outs[i]
+        outs = [(h[..., 2 * i] | (h[..., 2 * i + 1] << np.uint32(16))).reshape(-1) for i in range(2)]
+    for i, d in enumerate(dregs):
+        st.regs[d.idx][flat] = outs[i]
 
 
 def _prep_mma(ins, dec, ctx):

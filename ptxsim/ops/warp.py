@@ -92,6 +92,19 @@ def activemask(st, ins, lanes):
     st.write(ins.ops[0], lanes, np.bitwise_or.reduceat(bits, starts)[seg].astype(np.uint32), U32)
 
 
+def elect(st, ins, lanes):
+    """elect.sync d|p, membermask: the lowest active lane of each warp is the leader."""
+    la = st.lane_array(lanes)
+    starts, seg = _segments(la)
+    leader = (la[starts] & 31)[seg]
+    d = ins.ops[0]
+    if d.kind == PAIR:
+        st.write(d.items[0], lanes, leader.astype(np.uint32), U32)
+        st.write(d.items[1], lanes, (la & 31) == leader, PRED)
+    else:
+        st.write(d, lanes, (la & 31) == leader, PRED)
+
+
 _REDUX = {".add": np.add, ".min": np.minimum, ".max": np.maximum, ".and": np.bitwise_and, ".or": np.bitwise_or,
           ".xor": np.bitwise_xor}
 
@@ -159,5 +172,6 @@ OPS = {
     "vote": spec(vote, "warp", _VOTE + (".sync",), _prep_mode(_VOTE, (2, 3))),
     "redux": spec(redux, "warp", tuple(_REDUX) + (".sync",), _prep_mode(tuple(_REDUX), 3)),
     "match": spec(match, "warp", (".any", ".all", ".sync"), _prep_mode((".any", ".all"), 3)),
+    "elect": spec(elect, "warp", (".sync",), lambda i, d, c: need(i, 2, 0)),
     "activemask": spec(activemask, "warp", (), lambda i, d, c: need(i, 1, 1)),
 }

@@ -258,7 +258,8 @@ def test_float_compare_minmax_and_cvt_to_int(rng):
     with np.errstate(invalid="ignore"):
         flags = (a < b) * 1 + ((a < b) | un) * 2 + ((a != b) & ~un) * 4 + un * 8
         a64 = a.astype(np.float64)
-        ri = np.where(np.isnan(a64), 0, np.clip(np.rint(np.nan_to_num(a64, posinf=3e9, neginf=-3e9)), -2**31, 2**31 - 1))
+        big = np.nan_to_num(a64, posinf=3e9, neginf=-3e9)
+        ri = np.where(np.isnan(a64), 0, np.clip(np.rint(big), -2**31, 2**31 - 1))
     np.testing.assert_array_equal(out & 0xFF, flags)
     np.testing.assert_array_equal(out >> 8, ri.astype(np.int64) & 0xFFFF)
     np.testing.assert_array_equal(mn, np.fmin(a, b))  # min returns the non-NaN operand

@@ -266,3 +266,12 @@ def test_unsupported_forms_name_the_instruction():
         kernel("cp.async.ca.shared.global [%r1], [%rd1], 12;")
     with pytest.raises(ptxsim.UnsupportedInstruction, match="atom"):
         kernel("atom.global.inc.u64 %rd1, [%rd2], 4;")
+
+
+def test_elect_and_createpolicy():
+    o = np.zeros(64, np.uint32)
+    run("""setp.ge.u32 %p3, %r0, 5; @!%p3 bra E; createpolicy.fractional.L2::evict_last.b64 %rd15, 1.0;
+  ld.global.L2::cache_hint.u32 %r4, [%rd7], %rd15;
+  elect.sync %r1|%p1, 0xffffffff; selp.u32 %r2, 100, 0, %p1; add.u32 %r1, %r1, %r2; st.global.u32 [%rd7], %r1;
+E:""", o)
+    assert np.all(o[:5] == 0) and o[5] == 105 and np.all(o[6:32] == 5) and o[32] == 100 and np.all(o[33:] == 0)

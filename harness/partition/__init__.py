@@ -9,12 +9,13 @@ interference (the model assumptions, as a table), model (modelled rows), measure
 streams), sweep (settings and the document), report (text tables), figures (plotly).
 Heavy imports (ptxsim, numba, plotly) happen inside functions.
 """
-from harness.partition.counters import KernelCounters, PartitionError, SimSizes
+from harness.partition.counters import DEFAULT_SERIES, KernelCounters, PartitionError, SimSizes, parse_series
 from harness.partition.interference import CONSTANTS, LOAD_POLICIES, MODEL_NOTE, LoadPolicy
 from harness.partition.problem import CommShapes
 from harness.partition.sweep import DEFAULT_SMS, DOC_FILE, PartitionSettings, load_doc, parse_sms, run_sweep, write_doc
 
 __all__ = [
-    "CONSTANTS", "DEFAULT_SMS", "DOC_FILE", "LOAD_POLICIES", "MODEL_NOTE", "CommShapes", "KernelCounters",
-    "LoadPolicy", "PartitionError", "PartitionSettings", "SimSizes", "load_doc", "parse_sms", "run_sweep", "write_doc",
+    "CONSTANTS", "DEFAULT_SERIES", "DEFAULT_SMS", "DOC_FILE", "LOAD_POLICIES", "MODEL_NOTE", "CommShapes", "KernelCounters",
+    "LoadPolicy", "PartitionError", "PartitionSettings", "SimSizes", "load_doc", "parse_series", "parse_sms", "run_sweep",
+    "write_doc",
 ]

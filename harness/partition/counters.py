@@ -12,9 +12,12 @@ Scaling (documented, because the target is far too large to simulate):
              once, C once). The target's rows are balanced routing's: every expert gets T*K/E rows padded to BM.
   launch     launch__grid_size is set per estimate: N for the comm kernels (persistent), the target's active row
              tiles x column tiles for the GEMM; the block size is the simulated one.
-Per-kernel timing-model constant: the comm kernels keep COMM_LOADS_IN_FLIGHT independent 16-byte loads in flight
-per lane (four v4 loads are issued before the first store; see kernels/comm_dispatch.ptx), so their estimates use
-loads_in_flight_per_warp = 4 instead of the model's generic 2. (The combine's K gathers are also independent.)
+Per-kernel timing-model constant: the PTX comm kernels keep COMM_LOADS_IN_FLIGHT independent 16-byte loads in
+flight per lane (four v4 loads are issued before the first store; see kernels/comm_dispatch.ptx), so their estimates
+use loads_in_flight_per_warp = 4 instead of the model's generic 2. The Numba kernels (one 8-byte load per loop trip)
+keep the generic value.
+A comm "series" is impl/loads: ptx/plain, ptx/no_allocate (the two entries of ptx_impl/comm.py) and cuda/plain
+(cuda_impl/comm.py; Numba emits plain ld.global/st.global).
 `l2_bytes` = 32 x (global ld + st + atom sectors + cp.async sectors): the bytes a kernel moves through L2, which the
 interference model shares out (the timing model's own l2 bound does not include cp.async sectors).
 """
@@ -33,6 +36,8 @@ _SECTOR_KEYS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sect
                 "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum", "ptxsim__cp_async_global_sectors.sum")
 GEMM_VARIANTS = ("up", "down")
 COMM_LOADS_IN_FLIGHT = 4.0
+COMM_IMPLS = ("ptx", "cuda")
+DEFAULT_SERIES = ("ptx/plain", "ptx/no_allocate", "cuda/plain")
 
 
 class PartitionError(PtxmoeError):
@@ -67,7 +72,7 @@ class SimSizes:
 class KernelCounters:
     """One kernel's counters scaled to the target, plus what the timing model needs to estimate it."""
 
-    name: str                 # "dispatch[plain]", "combine[no_allocate]", "gemm[up]", ...
+    name: str                 # "dispatch[ptx/plain]", "combine[cuda/plain]", "gemm[up]", ...
     kind: str                 # "comm" or "gemm"
     entry: str
     metrics: dict = field(repr=False)  # scaled counters (launch__* set per estimate)
@@ -125,37 +130,80 @@ def _stats_metrics(record, what: str) -> dict:
     return dict(metrics)
 
 
-def comm_counters(preset, loads: str, sizes: SimSizes, rng: np.random.Generator) -> list[KernelCounters]:
-    """Dispatch and combine (PTX, cache policy `loads`) simulated at the target's H, scaled to the target's rows.
+def parse_series(series: str) -> tuple[str, str]:
+    """"ptx/no_allocate" -> ("ptx", "no_allocate"); the Numba path ("cuda") has only plain loads.
 
     Raises:
-        PartitionError: a simulated output failed its check (the counters of a wrong kernel are not used).
+        PartitionError: an unknown implementation or policy, or a policy the implementation cannot express.
+    """
+    from harness.partition.interference import LOAD_POLICIES
+
+    impl, _, loads = str(series).partition("/")
+    if impl not in COMM_IMPLS or loads not in LOAD_POLICIES:
+        raise PartitionError(f"comm series {series!r}; expected impl/loads with impl in {', '.join(COMM_IMPLS)} and "
+                             f"loads in {', '.join(LOAD_POLICIES)} (e.g. {', '.join(DEFAULT_SERIES)})")
+    if impl == "cuda" and loads != "plain":
+        raise PartitionError(f"comm series {series!r}: Numba emits plain ld.global/st.global; only cuda/plain exists")
+    return impl, loads
+
+
+def _comm_kernel(impl: str, op: str, loads: str) -> tuple[str, str]:
+    """(PTX text, entry) the series launches for `op`."""
+    if impl == "ptx":
+        from ptx_impl import comm
+
+        kernel = comm.kernel_for(op, loads)
+        return kernel.ptx, kernel.entry
+    import cuda_impl.comm as cuda_comm
+    from harness.backends.numba_abi import compile_numba
+
+    pyfunc, sig = ((cuda_comm.comm_dispatch, cuda_comm.DISPATCH_SIGNATURE) if op == "dispatch"
+                   else (cuda_comm.comm_combine, cuda_comm.COMBINE_SIGNATURE))
+    compiled = compile_numba(pyfunc, sig)
+    return compiled.ptx, compiled.entry
+
+
+def comm_counters(preset, series: str, sizes: SimSizes, rng: np.random.Generator) -> list[KernelCounters]:
+    """Dispatch and combine of one series ("ptx/plain", "ptx/no_allocate", "cuda/plain") simulated at the target's
+    H, checked, and scaled to the target's rows.
+
+    Raises:
+        PartitionError: a bad series, or a simulated output failed its check (a wrong kernel's counters are unused).
     """
     from harness.backends.sim import SimBackend
-    from ptx_impl import comm
 
+    impl, loads = parse_series(series)
+    if impl == "ptx":
+        from ptx_impl import comm as module
+
+        launch = {"loads": loads}
+    else:
+        import cuda_impl.comm as module
+
+        launch = {}
     target = shapes_of(preset)
     out = []
     for op, rows_sim in (("dispatch", sizes.comm_rows), ("combine", max(1, sizes.comm_rows // target.K) * target.K)):
         shapes = CommShapes(rows_sim // target.K if op == "combine" else rows_sim, target.H,
                             target.K if op == "combine" else 1, spare=3)
         backend = SimBackend()
-        result, record = run_comm(comm, backend, op, shapes, rng, sizes.comm_ctas, loads=loads)
+        result, record = run_comm(module, backend, op, shapes, rng, sizes.comm_ctas, **launch)
         if not result.ok:
-            raise PartitionError(f"simulated comm {op}[{loads}] at T={shapes.T}, H={shapes.H}, K={shapes.K} failed "
+            raise PartitionError(f"simulated comm {op}[{series}] at T={shapes.T}, H={shapes.H}, K={shapes.K} failed "
                                  f"its check: {result.message}")
-        sim = _stats_metrics(record, f"comm {op}[{loads}]")
+        sim = _stats_metrics(record, f"comm {op}[{series}]")
         ratio = target.R / shapes.R
-        kernel = comm.kernel_for(op, loads)
-        usage = _resources(kernel.ptx)[kernel.entry]
+        ptx, entry = _comm_kernel(impl, op, loads)
+        usage = _resources(ptx)[entry]
         metrics = _scaled(sim, ratio, ratio)
         nbytes = target.dispatch_bytes() if op == "dispatch" else target.combine_bytes()
+        constants = (("loads_in_flight_per_warp", COMM_LOADS_IN_FLIGHT),) if impl == "ptx" else ()
         out.append(KernelCounters(
-            name=f"{op}[{loads}]", kind="comm", entry=kernel.entry, metrics=metrics, scale=ratio,
-            block=comm.BLOCK, registers=usage.registers, shared_bytes=usage.shared_bytes, grid=0,
+            name=f"{op}[{series}]", kind="comm", entry=entry, metrics=metrics, scale=ratio,
+            block=module.BLOCK, registers=usage.registers, shared_bytes=usage.shared_bytes, grid=0,
             bytes=float(nbytes), flops=float(target.combine_flops() if op == "combine" else 0),
             l2_bytes=_l2_bytes(metrics), dram_bytes=_dram_bytes(metrics), check=result.message,
-            model_constants=(("loads_in_flight_per_warp", COMM_LOADS_IN_FLIGHT),)))
+            model_constants=constants))
     return out
 
 
@@ -230,14 +278,13 @@ def local_preset(preset, ep: int):
     return replace(preset, name=f"{preset.name}/ep{ep}", E=preset.E // int(ep))
 
 
-def collect(preset, sizes: SimSizes, seed: int, ep: int = 1, loads=("plain", "no_allocate")
-            ) -> dict[str, KernelCounters]:
-    """Every kernel the modelled sweep needs: dispatch/combine per cache policy (the preset's T, H, K) and the
+def collect(preset, sizes: SimSizes, seed: int, ep: int = 1, series=DEFAULT_SERIES) -> dict[str, KernelCounters]:
+    """Every kernel the modelled sweep needs: dispatch/combine per comm series (the preset's T, H, K) and the
     grouped GEMM up and down over the E/ep local experts of one GPU."""
     rng = np.random.default_rng(seed)
     out: dict[str, KernelCounters] = {}
-    for policy in loads:
-        for kc in comm_counters(preset, policy, sizes, rng):
+    for name in series:
+        for kc in comm_counters(preset, name, sizes, rng):
             out[kc.name] = kc
     local = local_preset(preset, ep)
     for variant in GEMM_VARIANTS:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-COLOURS = {"plain": "#E45756", "no_allocate": "#4C78A8"}
+COLOURS = {"ptx/plain": "#E45756", "ptx/no_allocate": "#4C78A8", "cuda/plain": "#54A24B"}
 DASHES = {"step overlapped (us)": "solid", "step back-to-back (us)": "dash", "step unpartitioned (us)": "dot"}
 LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 60, "b": 60}, "height": 420,
           "legend": {"orientation": "h", "y": -0.2}, "hoverlabel": {"namelength": -1}}
@@ -28,7 +28,7 @@ def _basis(doc: dict) -> str:
 def _by_policy(doc: dict) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for row in doc.get("rows", []):
-        out.setdefault(str(row.get("loads")), []).append(row)
+        out.setdefault(str(row.get("series")), []).append(row)
     for rows in out.values():
         rows.sort(key=lambda r: r["comm SMs"])
     return out
@@ -52,7 +52,7 @@ def bandwidth_figure(doc: dict):
     """Communication bandwidth (dispatch + combine bytes over their time) vs SMs given to it."""
     import plotly.graph_objects as go
 
-    traces = [_line(go, rows, "comm SMs", "comm bandwidth (GB/s)", f"{p} loads", COLOURS.get(p, "#777"),
+    traces = [_line(go, rows, "comm SMs", "comm bandwidth (GB/s)", p, COLOURS.get(p, "#777"),
                     only_overlap=True) for p, rows in _by_policy(doc).items()]
     return _figure(f"Communication bandwidth vs SMs ({_basis(doc)})", "SMs for communication (N)", "GB/s", traces)
 
@@ -64,7 +64,7 @@ def gemm_figure(doc: dict):
     traces = []
     for i, (p, rows) in enumerate(_by_policy(doc).items()):
         if i == 0:
-            traces.append(_line(go, rows, "GEMM SMs", "GEMM (TFLOP/s)", "GEMM alone", "#54A24B"))
+            traces.append(_line(go, rows, "GEMM SMs", "GEMM (TFLOP/s)", "GEMM alone", "#333333"))
         pts = [r for r in rows if r.get("GEMM overlapped (us)")]
         flops = [r["GEMM (TFLOP/s)"] * r["GEMM (us)"] / r["GEMM overlapped (us)"] for r in pts]
         traces.append(go.Scatter(x=[r["GEMM SMs"] for r in pts], y=flops, mode="lines+markers",
@@ -86,12 +86,12 @@ def step_figure(doc: dict):
 
 
 def interference_figure(doc: dict):
-    """The GEMM's slowdown from running next to the comm kernel, plain vs no_allocate loads."""
+    """The GEMM's slowdown from running next to the comm kernel, per series (plain vs no_allocate loads)."""
     import plotly.graph_objects as go
 
     traces = [go.Bar(x=[r["comm SMs"] for r in rows if r["comm SMs"] > 0],
                      y=[r["GEMM interference slowdown (%)"] for r in rows if r["comm SMs"] > 0],
-                     name=_t(f"{p} loads"), marker={"color": COLOURS.get(p, "#777")})
+                     name=_t(p), marker={"color": COLOURS.get(p, "#777")})
               for p, rows in _by_policy(doc).items()]
     title = f"GEMM slowdown from interference ({_basis(doc)}"
     title += ", interference constants are model assumptions)" if doc.get("backend") == "sim" else ")"

@@ -5,7 +5,7 @@ Partitioning SMs without green contexts: every communication CTA asks for RESERV
 + 1 KB reserved) fits beside it; the GEMM's CTAs run on the other 132 - N SMs. To time the GEMM alone on 132 - N
 SMs, a blocker kernel with the same reservation spins on %globaltimer on N SMs while the GEMM runs.
 
-Per N and cache policy (median of `repeats`):
+Per N and comm series (ptx/plain, ptx/no_allocate, cuda/plain; median of `repeats`):
   comm (us)               dispatch + combine, N CTAs, comm stream, nothing else running
   GEMM (us)               grouped GEMM up + down on the GEMM stream, N SMs held by the blocker
   step overlapped (us)    comm and GEMM launched together on their streams (the GEMM stream waits on an event
@@ -14,7 +14,8 @@ Per N and cache policy (median of `repeats`):
   step back-to-back (us)  comm (us) + GEMM (us); unpartitioned: comm on all SMs + GEMM on all SMs
 Caches are not flushed between repetitions (the step is a steady-state loop on hardware too).
 Inputs are random bf16 at the target shapes (the GEMM: E/ep local experts, balanced routing); outputs are checked
-on a small problem on the same GPU before timing (documented in the document's `measurement.checks`).
+on a small problem on the same GPU before timing (documented in the document's `measurement.checks`). A series whose
+launch refuses the reservation (e.g. Numba and 200 KB of dynamic shared memory) is listed in `measurement.skipped`.
 """
 from __future__ import annotations
 
@@ -113,7 +114,7 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
         PtxmoeError: no visible GPU (the reason is given), or a correctness check failed on the GPU.
     """
     from harness.backends.gpu import GpuBackend
-    from harness.partition.counters import local_preset
+    from harness.partition.counters import local_preset, parse_series
     from harness.partition.problem import CommShapes, run_comm, shapes_of
     from harness.presets import get_preset
     from harness.toolchain import gpu_visible
@@ -132,16 +133,19 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
     if bad:
         raise PtxmoeError(f"--sms {bad}: this GPU has {sm_total} SMs; expected counts below that")
 
+    def module_of(series):
+        impl, loads = parse_series(series)
+        return (comm, {"loads": loads}) if impl == "ptx" else (cuda_comm, {})
+
     checks = {}
     small = CommShapes(64, 512, 4, spare=5)
-    for impl_name, impl, kw in (("cuda", cuda_comm, [{}]), ("ptx", comm, [{"loads": p} for p in settings.loads])):
-        for extra in kw:
-            for op in ("dispatch", "combine"):
-                result, _ = run_comm(impl, cb, op, small, rng, 3, **extra)
-                key = f"{impl_name}:{op}" + (f"[{extra['loads']}]" if extra else "")
-                checks[key] = result.message
-                if not result.ok:
-                    raise PtxmoeError(f"gpu check of comm {key} failed: {result.message}")
+    for series in settings.series:
+        module, extra = module_of(series)
+        for op in ("dispatch", "combine"):
+            result, _ = run_comm(module, cb, op, small, rng, 3, **extra)
+            checks[f"{op}[{series}]"] = result.message
+            if not result.ok:
+                raise PtxmoeError(f"gpu check of comm {op}[{series}] failed: {result.message}")
 
     preset = get_preset(settings.preset)
     local = local_preset(preset, settings.ep)
@@ -152,17 +156,18 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
     gemm_flops = sum(2.0 * preset.T * preset.K * n * kd for kd, n in
                      ((local.H, 2 * local.I), (local.I, local.H)))
 
-    def launch_comm(n, loads, reserve):
-        comm.dispatch(cb, dispatch_args, n, loads=loads, shared_bytes=reserve)
-        comm.combine(cb, combine_args, n, loads=loads, shared_bytes=reserve)
+    def launch_comm(n, series, reserve):
+        module, extra = module_of(series)
+        module.dispatch(cb, dispatch_args, n, shared_bytes=reserve, **extra)
+        module.combine(cb, combine_args, n, shared_bytes=reserve, **extra)
 
     def launch_gemm():
         for args in gemm_args:
             grouped_gemm.run(gb, args, local)
 
-    def comm_alone(n, loads, reserve=RESERVE_BYTES):
+    def comm_alone(n, series, reserve=RESERVE_BYTES):
         s = timer.event(cb.stream)
-        launch_comm(n, loads, reserve)
+        launch_comm(n, series, reserve)
         return timer.ms(s, timer.event(cb.stream))
 
     def gemm_alone():
@@ -178,10 +183,10 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
         cb.synchronize()
         return ms
 
-    def overlapped(n, loads):
+    def overlapped(n, series):
         start = timer.event(cb.stream)
         start.wait(gb.stream)
-        launch_comm(n, loads, RESERVE_BYTES)
+        launch_comm(n, series, RESERVE_BYTES)
         c_end = timer.event(cb.stream)
         launch_gemm()
         g_end = timer.event(gb.stream)
@@ -196,19 +201,24 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
     gemm_alone()  # warm-up: module loads, clocks
     g_full = median(gemm_alone)
     hold_ms = 4 * g_full + 5.0
-    rows = []
-    for loads in settings.loads:
-        comm_alone(sm_total, loads, 0)
-        c_full = median(comm_alone, sm_total, loads, 0)
+    rows, skipped = [], {}
+    for series in settings.series:
+        impl, loads = parse_series(series)
+        try:
+            comm_alone(1, series)  # warm-up, and the shared-memory reservation must be accepted
+        except Exception as exc:  # noqa: BLE001 - e.g. a Numba launch refusing 200 KB of dynamic shared memory
+            skipped[series] = f"{type(exc).__name__}: {exc}"
+            continue
+        c_full = median(comm_alone, sm_total, series, 0)
         for n in settings.sms:
-            row = {"comm SMs": n, "GEMM SMs": sm_total - n, "loads": loads, "modelled": False,
-                   "step unpartitioned (us)": (c_full + g_full) * 1e3}
+            row = {"comm SMs": n, "GEMM SMs": sm_total - n, "series": series, "impl": impl, "loads": loads,
+                   "modelled": False, "step unpartitioned (us)": (c_full + g_full) * 1e3}
             if n == 0:
                 c, g, c1, g1, step = c_full, g_full, c_full, g_full, c_full + g_full
             else:
-                c = median(comm_alone, n, loads)
+                c = median(comm_alone, n, series)
                 g = median(gemm_beside_blocker, n, hold_ms)
-                c1, g1 = median(overlapped, n, loads)
+                c1, g1 = median(overlapped, n, series)
                 step = max(c1, g1)
             row.update({
                 "comm (us)": c * 1e3, "comm bandwidth (GB/s)": comm_bytes / (c * 1e-3) / 1e9,
@@ -220,6 +230,6 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
             })
             rows.append(row)
     about = {"label": LABEL, "note": NOTE, "device": str(cb.context.device.name), "sm_count": sm_total,
-             "reserve_bytes": RESERVE_BYTES, "repeats": settings.repeats, "checks": checks,
+             "reserve_bytes": RESERVE_BYTES, "repeats": settings.repeats, "checks": checks, "skipped": skipped,
              "gemm_target": {"T": local.T, "H": local.H, "E": local.E, "K": local.K, "I": local.I, "BM": local.BM}}
     return rows, about

@@ -1,8 +1,9 @@
 """The modelled sweep: communication on N SMs next to the grouped GEMM on the rest, from ptxsim counters through
 `ptxsim.model.estimate(..., sm_count=..., bandwidth_share=...)` and the interference model (interference.py).
 
-Per N (SMs given to communication) and cache policy, one step of an MoE layer is modelled as
-  comm  = dispatch + combine (ptx_impl/comm.py, persistent: exactly N CTAs), on N SMs;
+Per N (SMs given to communication) and comm series (ptx/plain, ptx/no_allocate: the two entries of ptx_impl/comm.py;
+cuda/plain: cuda_impl/comm.py), one step of an MoE layer is modelled as
+  comm  = dispatch + combine (persistent: exactly N CTAs), on N SMs;
   GEMM  = grouped GEMM up + down (ptx_impl/grouped_gemm.py) over the GPU's local experts, on 132 - N SMs;
 and reported alone, overlapped (interference.py), back to back on the same split, and unpartitioned (N = 0: no
 SMs set aside; comm then GEMM, each on every SM). Every number is MODELLED, not measured.
@@ -44,17 +45,20 @@ def _limiters(ests) -> str:
     return "+".join(e.limiter for e in ests)
 
 
-def sweep_row(n: int, policy_name: str, comm: list, gemm: list, spec) -> dict:
-    """One modelled row: N SMs for communication under cache policy `policy_name` (see the module docstring)."""
+def sweep_row(n: int, series: str, comm: list, gemm: list, spec) -> dict:
+    """One modelled row: N SMs for communication by comm series `series` ("ptx/no_allocate", ...)."""
+    from harness.partition.counters import parse_series
     from ptxsim.model import MODEL_CONSTANTS
 
+    impl, policy_name = parse_series(series)
     total = spec.sm_count
     share = policy(policy_name).l2_share
     comm_bytes = sum(k.bytes for k in comm)
     gemm_flops = sum(k.flops for k in gemm)
     g_full, g_full_ests = _sum(gemm, spec, total)
     c_full, _ = _sum(comm, spec, total, grid=total)
-    row = {"comm SMs": n, "GEMM SMs": total - n, "loads": policy_name, "modelled": True,
+    row = {"comm SMs": n, "GEMM SMs": total - n, "series": series, "impl": impl, "loads": policy_name,
+           "modelled": True,
            "step unpartitioned (us)": (c_full + g_full) * 1e6}
     if n == 0:
         row.update({
@@ -95,20 +99,21 @@ def sweep_row(n: int, policy_name: str, comm: list, gemm: list, spec) -> dict:
     return row
 
 
-def modelled_sweep(counters: dict, spec, sms, policies=("plain", "no_allocate")) -> list[dict]:
-    """Rows for every cache policy and every N in `sms` (each 0..spec.sm_count - 1).
+def modelled_sweep(counters: dict, spec, sms, series=None) -> list[dict]:
+    """Rows for every comm series and every N in `sms` (each 0..spec.sm_count - 1).
 
     Args:
-        counters: harness.partition.counters.collect(...) output (dispatch[p], combine[p], gemm[up], gemm[down]).
+        counters: harness.partition.counters.collect(...) output (dispatch[s], combine[s], gemm[up], gemm[down]).
         spec: a ptxsim.model DeviceSpec.
         sms: SM counts for communication.
-        policies: cache policies of the comm kernels.
+        series: comm series ("ptx/plain", "ptx/no_allocate", "cuda/plain"); default counters.DEFAULT_SERIES.
     Raises:
         PartitionError: a missing kernel in `counters` or an N outside 0..sm_count-1.
     """
-    from harness.partition.counters import PartitionError
+    from harness.partition.counters import DEFAULT_SERIES, PartitionError
 
-    need = [f"{op}[{p}]" for p in policies for op in ("dispatch", "combine")] + ["gemm[up]", "gemm[down]"]
+    series = tuple(series or DEFAULT_SERIES)
+    need = [f"{op}[{s}]" for s in series for op in ("dispatch", "combine")] + ["gemm[up]", "gemm[down]"]
     missing = [name for name in need if name not in counters]
     if missing:
         raise PartitionError(f"modelled sweep: counters lack {', '.join(missing)}; have {', '.join(counters)}")
@@ -117,9 +122,9 @@ def modelled_sweep(counters: dict, spec, sms, policies=("plain", "no_allocate"))
         raise PartitionError(f"modelled sweep: SM counts {bad} outside 0..{spec.sm_count - 1} on {spec.name}")
     gemm = [counters["gemm[up]"], counters["gemm[down]"]]
     rows = []
-    for p in policies:
-        comm = [counters[f"dispatch[{p}]"], counters[f"combine[{p}]"]]
-        rows.extend(sweep_row(int(n), p, comm, gemm, spec) for n in sms)
+    for s in series:
+        comm = [counters[f"dispatch[{s}]"], counters[f"combine[{s}]"]]
+        rows.extend(sweep_row(int(n), s, comm, gemm, spec) for n in sms)
     return rows
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 SWEEP_COLUMNS = (
-    ("comm SMs", "comm SMs", "{:d}"), ("loads", "loads", "{}"), ("comm (us)", "comm us", "{:.1f}"),
+    ("comm SMs", "comm SMs", "{:d}"), ("series", "series", "{}"), ("comm (us)", "comm us", "{:.1f}"),
     ("comm bandwidth (GB/s)", "comm GB/s", "{:.0f}"), ("GEMM SMs", "GEMM SMs", "{:d}"),
     ("GEMM (us)", "GEMM us", "{:.1f}"), ("GEMM (TFLOP/s)", "TFLOP/s", "{:.0f}"),
     ("GEMM interference slowdown (%)", "GEMM slowdown %", "{:.2f}"),
@@ -40,7 +40,7 @@ def schedule_text(schedule: dict) -> str:
     t = {k: v / 1e3 for k, v in schedule["chunk_times_ns"].items()}
     head = (f"pipeline schedules at PP={schedule['pp']}, {schedule['microbatches']} micro-batches, chunk times (us) "
             f"F={t['F']:.1f} B={t['B']:.1f} W={t['W']:.1f} FB={t['FB']:.1f} "
-            f"(from the {schedule['derived_from']['loads']} row at {schedule['derived_from']['comm SMs']} comm SMs); "
+            f"(from the {schedule['derived_from']['series']} row at {schedule['derived_from']['comm SMs']} comm SMs); "
             "bubble and makespan in ns")
     body = [[_cell(fmt, r.get(key)) for key, fmt in SCHEDULE_COLUMNS] for r in schedule["rows"]]
     return head + "\n" + text_table([k for k, _ in SCHEDULE_COLUMNS], body)

@@ -5,7 +5,7 @@
     path = write_doc(doc, Path("profiles"))   # profiles/<run-id>/partition.json, atomically
 
 The schedule table feeds the sweep into harness.pipeline: F = the overlapped step time at the SM count closest to
-DeepSeek-V3's 20 (no_allocate rows when present), B = 2F and W = F (the usual backward/forward ratios), and
+DeepSeek-V3's 20 (ptx/no_allocate rows when present), B = 2F and W = F (the usual backward/forward ratios), and
 FB = (F + B) x overlapped/back-to-back at that point (what overlapping communication saves on one F&B pair), all in
 whole nanoseconds (makespans and bubbles of the schedule rows are in ns too).
 """
@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.partition.counters import SimSizes
+from harness.partition.counters import DEFAULT_SERIES, SimSizes
 
 SCHEMA_VERSION = 1
 DOC_FILE = "partition.json"
@@ -34,7 +34,7 @@ class PartitionSettings:
     preset: str = "dsv3-prefill"             # target T, H, K, E, I, BM
     ep: int = 32                             # expert parallelism: the GEMM holds E/ep experts
     sms: tuple[int, ...] = DEFAULT_SMS       # SMs given to communication
-    loads: tuple[str, ...] = ("plain", "no_allocate")
+    series: tuple[str, ...] = DEFAULT_SERIES  # comm kernels: impl/loads (ptx/plain, ptx/no_allocate, cuda/plain)
     seed: int | None = None                  # None: fresh (recorded in the document)
     sizes: SimSizes = field(default_factory=SimSizes)
     pp: int = 8                              # schedule table: pipeline stages
@@ -52,10 +52,13 @@ class PartitionSettings:
                 raise InputError(f"PartitionSettings.sms contains {n!r}; expected integers >= 0")
         if len(set(self.sms)) != len(self.sms):
             raise InputError(f"PartitionSettings.sms = {self.sms} repeats a value")
-        from harness.partition.interference import policy
+        from harness.partition.counters import parse_series
 
-        for name in self.loads:
-            policy(name)
+        if not self.series or len(set(self.series)) != len(self.series):
+            raise InputError(f"PartitionSettings.series = {self.series}; expected distinct comm series such as "
+                             f"{', '.join(DEFAULT_SERIES)}")
+        for name in self.series:
+            parse_series(name)
         if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
             raise InputError(f"PartitionSettings.repeats = {self.repeats!r}; expected an integer >= 1")
 
@@ -75,11 +78,11 @@ def parse_sms(text: str) -> tuple[int, ...]:
 
 
 def _anchor(rows: list[dict]) -> dict:
-    """The row nearest DeepSeek-V3's 20 comm SMs among overlapped rows (no_allocate preferred)."""
+    """The row nearest DeepSeek-V3's 20 comm SMs among overlapped rows (ptx/no_allocate preferred)."""
     overlapped = [r for r in rows if r["comm SMs"] > 0]
     if not overlapped:
         raise InputError("the schedule table needs at least one SM count > 0 in --sms")
-    pool = [r for r in overlapped if r["loads"] == "no_allocate"] or overlapped
+    pool = [r for r in overlapped if r.get("series") == "ptx/no_allocate"] or overlapped
     return min(pool, key=lambda r: (abs(r["comm SMs"] - DEEPSEEK_COMM_SMS), r["comm SMs"]))
 
 
@@ -93,7 +96,7 @@ def schedule_section(rows: list[dict], pp: int, microbatches: int) -> dict:
     ratio = min(1.0, row["step overlapped (us)"] / row["step back-to-back (us)"])
     times = ChunkTimes(F=F, B=2 * F, W=F, FB=max(1, round(3 * F * ratio)))
     return {"chunk_times_ns": asdict(times), "pp": pp, "microbatches": microbatches,
-            "derived_from": {"comm SMs": row["comm SMs"], "loads": row["loads"],
+            "derived_from": {"comm SMs": row["comm SMs"], "series": row.get("series"),
                              "rule": "F = overlapped step; B = 2F; W = F; FB = (F + B) x overlapped / back-to-back"},
             "rows": schedule_table(pp, microbatches, times)}
 
@@ -114,8 +117,8 @@ def _sim_rows(settings: PartitionSettings, seed: int) -> tuple[list[dict], dict]
         raise PartitionError(f"--sms {bad}: outside 0..{spec.sm_count - 1} (the SMs of {spec.name}, one kept for "
                              "the GEMM)")
     local_preset(preset, settings.ep)  # a bad --ep fails before anything is simulated
-    counters = collect(preset, settings.sizes, seed, ep=settings.ep, loads=settings.loads)
-    rows = modelled_sweep(counters, spec, settings.sms, settings.loads)
+    counters = collect(preset, settings.sizes, seed, ep=settings.ep, series=settings.series)
+    rows = modelled_sweep(counters, spec, settings.sms, settings.series)
     from harness.partition import counters as counters_module
 
     model = {

@@ -33,19 +33,20 @@ def test_writes_a_modelled_partition_document(run_dir):
     doc = load_doc(run_dir)
     assert doc["backend"] == "sim" and doc["label"].startswith("modelled")
     assert doc["seed"] == 7 and doc["settings"]["sms"] == [0, 8, 20]
-    assert [(r["loads"], r["comm SMs"]) for r in doc["rows"]] == [
-        (p, n) for p in ("plain", "no_allocate") for n in (0, 8, 20)]
+    assert [(r["series"], r["comm SMs"]) for r in doc["rows"]] == [
+        (s, n) for s in ("ptx/plain", "ptx/no_allocate", "cuda/plain") for n in (0, 8, 20)]
     assert all(r["modelled"] is True for r in doc["rows"])
     assert all(r["GEMM SMs"] == 132 - r["comm SMs"] for r in doc["rows"])
     model = doc["model"]
     assert "not measured" in model["note"]
     assert model["constants"]["l2_share[no_allocate]"]["value"] < model["constants"]["l2_share[plain]"]["value"]
-    assert {c["name"] for c in model["counters"]} >= {"dispatch[plain]", "combine[no_allocate]", "gemm[up]"}
+    assert {c["name"] for c in model["counters"]} == {f"{op}[{s}]" for op in ("dispatch", "combine") for s in (
+        "ptx/plain", "ptx/no_allocate", "cuda/plain")} | {"gemm[up]", "gemm[down]"}
     assert all(c["check"] for c in model["counters"])
     methods = [r["method"] for r in doc["schedule"]["rows"]]
     assert methods == ["1F1B", "ZB1P", "DualPipe", "DualPipeV"]
     assert doc["schedule"]["derived_from"] == {**doc["schedule"]["derived_from"], "comm SMs": 20,
-                                               "loads": "no_allocate"}
+                                               "series": "ptx/no_allocate"}
     assert not list(run_dir.glob(".*.tmp"))  # the atomic write left no temp file
 
 
@@ -59,7 +60,7 @@ def test_prints_a_readable_table(run_dir, capsys):
     lines = text.splitlines()
     header = next(line for line in lines if line.strip().startswith("comm SMs"))
     assert "GEMM slowdown %" in header and "overlapped us" in header
-    assert sum(1 for line in lines if line.strip().startswith(("0 ", "8 ", "20 "))) == 6
+    assert sum(1 for line in lines if line.strip().startswith(("0 ", "8 ", "20 "))) == 9
     assert "DualPipeV" in text
 
 
@@ -97,6 +98,7 @@ def test_dashboard_section_refuses_a_foreign_file(tmp_path):
     (["--device", "a100"], "a100"),
     (["--preset", "huge"], "unknown preset 'huge'"),
     (["--ep", "3"], "divisor"),
+    (["--series", "cuda/no_allocate"], "only cuda/plain"),
 ])
 def test_bad_options_exit_2_with_the_reason(argv, message, tmp_path, capsys):
     if "--sms" in argv and "0,200" in argv and not _has_sim():
@@ -123,13 +125,13 @@ def test_settings_refuse_repeats_and_negatives():
         PartitionSettings(backend="auto")
 
 
-def _row(n, loads, step, serial):
-    return {"comm SMs": n, "loads": loads, "step overlapped (us)": step, "step back-to-back (us)": serial}
+def _row(n, series, step, serial):
+    return {"comm SMs": n, "series": series, "step overlapped (us)": step, "step back-to-back (us)": serial}
 
 
 def test_schedule_chunk_times_follow_the_anchor_row():
-    rows = [_row(0, "no_allocate", 10.0, 10.0), _row(16, "no_allocate", 8.0, 12.0),
-            _row(24, "no_allocate", 7.0, 14.0), _row(20, "plain", 1.0, 2.0)]
+    rows = [_row(0, "ptx/no_allocate", 10.0, 10.0), _row(16, "ptx/no_allocate", 8.0, 12.0),
+            _row(24, "ptx/no_allocate", 7.0, 14.0), _row(20, "ptx/plain", 1.0, 2.0)]
     section = schedule_section(rows, 4, 8)
     assert section["derived_from"]["comm SMs"] == 16  # nearest to 20 among no_allocate rows; ties go low
     t = section["chunk_times_ns"]

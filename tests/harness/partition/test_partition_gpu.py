@@ -10,14 +10,16 @@ def test_measured_sweep_on_the_gpu(seed):
     doc = run_sweep(settings)
     assert doc["backend"] == "gpu" and doc["label"].startswith("measured")
     rows = doc["rows"]
-    assert [(r["loads"], r["comm SMs"]) for r in rows] == [(p, n) for p in ("plain", "no_allocate") for n in (0, 8, 20)]
+    series = [s for s in ("ptx/plain", "ptx/no_allocate", "cuda/plain") if s not in doc["measurement"]["skipped"]]
+    assert "ptx/plain" in series and "ptx/no_allocate" in series
+    assert [(r["series"], r["comm SMs"]) for r in rows] == [(s, n) for s in series for n in (0, 8, 20)]
     assert all(r["modelled"] is False for r in rows)
     assert all(v.startswith(("recv bitwise", "normwise")) for v in doc["measurement"]["checks"].values())
     for r in rows:
         assert r["comm (us)"] > 0 and r["GEMM (us)"] > 0
         # overlapping can never beat the longer of the two kernels alone by much (timer noise aside)
         assert r["step overlapped (us)"] >= 0.9 * max(r["comm (us)"], r["GEMM (us)"])
-    by_n = {r["comm SMs"]: r for r in rows if r["loads"] == "no_allocate"}
+    by_n = {r["comm SMs"]: r for r in rows if r["series"] == "ptx/no_allocate"}
     assert by_n[20]["comm bandwidth (GB/s)"] > by_n[8]["comm bandwidth (GB/s)"]
 
 

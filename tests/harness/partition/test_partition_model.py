@@ -47,17 +47,21 @@ def rows(counters, spec):
     return modelled_sweep(counters, spec, SMS)
 
 
-def _by(rows, loads):
-    return sorted((r for r in rows if r["loads"] == loads), key=lambda r: r["comm SMs"])
+SERIES = ("ptx/plain", "ptx/no_allocate", "cuda/plain")
+
+
+def _by(rows, series):
+    return sorted((r for r in rows if r["series"] == series), key=lambda r: r["comm SMs"])
 
 
 @needs_ptxsim
 def test_counters_come_from_checked_runs_and_scale_to_the_target(counters):
     preset = get_preset("dsv3-prefill")
-    for name, entry in (("dispatch[plain]", "ptx_comm_dispatch_plain"),
-                        ("dispatch[no_allocate]", "ptx_comm_dispatch_noalloc")):
+    for name, entry in (("dispatch[ptx/plain]", "ptx_comm_dispatch_plain"),
+                        ("dispatch[ptx/no_allocate]", "ptx_comm_dispatch_noalloc"),
+                        ("dispatch[cuda/plain]", "comm_dispatch")):
         kc = counters[name]
-        assert kc.entry == entry and kc.check.startswith("recv bitwise equal")
+        assert entry in kc.entry and kc.check.startswith("recv bitwise equal")
         # the dispatch reads and writes every routed row once: the scaled DRAM bytes are the target's rows
         rows_bytes = 2 * preset.T * preset.K * 2 * preset.H
         assert abs(kc.dram_bytes - rows_bytes) / rows_bytes < 0.02
@@ -71,16 +75,16 @@ def test_counters_come_from_checked_runs_and_scale_to_the_target(counters):
 
 @needs_ptxsim
 def test_gemm_time_grows_as_sms_are_taken_away(rows):
-    for loads in ("plain", "no_allocate"):
-        gemm = [r["GEMM (us)"] for r in _by(rows, loads)]
+    for series in SERIES:
+        gemm = [r["GEMM (us)"] for r in _by(rows, series)]
         assert all(b >= a for a, b in zip(gemm, gemm[1:])), gemm
         assert gemm[-1] > gemm[0] * 1.1  # 100 SMs instead of 132: clearly slower (compute-bound GEMM)
 
 
 @needs_ptxsim
 def test_comm_gets_faster_with_more_sms(rows):
-    for loads in ("plain", "no_allocate"):
-        bw = [r["comm bandwidth (GB/s)"] for r in _by(rows, loads) if r["comm SMs"] > 0]
+    for series in SERIES:
+        bw = [r["comm bandwidth (GB/s)"] for r in _by(rows, series) if r["comm SMs"] > 0]
         assert all(b >= a for a, b in zip(bw, bw[1:])), bw
         assert bw[-1] > 2 * bw[0]
 
@@ -96,7 +100,7 @@ def test_overlapped_step_lies_between_the_longest_kernel_and_back_to_back(rows):
 
 @needs_ptxsim
 def test_no_allocate_interferes_no_more_than_plain(rows):
-    plain, noalloc = _by(rows, "plain"), _by(rows, "no_allocate")
+    plain, noalloc = _by(rows, "ptx/plain"), _by(rows, "ptx/no_allocate")
     for p, n in zip(plain, noalloc):
         assert p["comm SMs"] == n["comm SMs"]
         assert n["GEMM interference slowdown (%)"] <= p["GEMM interference slowdown (%)"] + 1e-9
@@ -110,10 +114,26 @@ def test_no_allocate_interferes_no_more_than_plain(rows):
 def test_partition_sizes_reach_the_timing_model(counters, spec):
     gemm = counters["gemm[up]"]
     assert estimate_kernel(gemm, spec, 100).sm_count == 100
-    comm = counters["dispatch[plain]"]
+    comm = counters["dispatch[ptx/plain]"]
     est = estimate_kernel(comm, spec, 20, grid=20)
     assert est.grid_blocks == 20 and est.sm_count == 20
     assert estimate_kernel(comm, spec, 20, grid=20, dram_share=0.1).seconds >= est.seconds
+
+
+@needs_ptxsim
+def test_rows_cover_every_series_and_sm_count(rows):
+    assert sorted((r["series"], r["comm SMs"]) for r in rows) == sorted((s, n) for s in SERIES for n in SMS)
+    assert all(r["series"] == f"{r['impl']}/{r['loads']}" for r in rows)
+
+
+def test_series_names_are_checked():
+    from harness.partition.counters import parse_series
+
+    assert parse_series("ptx/no_allocate") == ("ptx", "no_allocate")
+    with pytest.raises(PartitionError, match="only cuda/plain"):
+        parse_series("cuda/no_allocate")
+    with pytest.raises(PartitionError, match="impl/loads"):
+        parse_series("triton/plain")
 
 
 @needs_ptxsim

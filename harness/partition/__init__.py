@@ -15,7 +15,7 @@ from harness.partition.problem import CommShapes
 from harness.partition.sweep import DEFAULT_SMS, DOC_FILE, PartitionSettings, load_doc, parse_sms, run_sweep, write_doc
 
 __all__ = [
-    "CONSTANTS", "DEFAULT_SERIES", "DEFAULT_SMS", "DOC_FILE", "LOAD_POLICIES", "MODEL_NOTE", "CommShapes", "KernelCounters",
-    "LoadPolicy", "PartitionError", "PartitionSettings", "SimSizes", "load_doc", "parse_series", "parse_sms", "run_sweep",
-    "write_doc",
+    "CONSTANTS", "DEFAULT_SERIES", "DEFAULT_SMS", "DOC_FILE", "LOAD_POLICIES", "MODEL_NOTE", "CommShapes",
+    "KernelCounters", "LoadPolicy", "PartitionError", "PartitionSettings", "SimSizes", "load_doc", "parse_series",
+    "parse_sms", "run_sweep", "write_doc",
 ]

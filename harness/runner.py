@@ -183,8 +183,9 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
         check = spec.check(outputs, inputs, preset, **run_params)
         row["correctness"] = {"ok": bool(check.ok), "message": check.message, "errors": check.errors}
         row["launches"] = _launch_summary(records)
-        sources = backend.launched_sources()
-        row["static"] = _static(sources) if settings.static else None
+        # NOTE: on gpu, launched_sources compiles the Numba kernels to PTX again: only when static facts are wanted
+        sources = backend.launched_sources() if settings.static or settings.backend == "sim" else {}
+        row["static"] = _static_quietly(backend, settings, sources)
         row["min_bytes"], row["flops"] = int(spec.min_bytes(inputs, preset)), int(spec.flops(inputs, preset))
         if settings.backend == "sim":
             from harness.timing.sim import metrics_dict, model_row, sum_metrics
@@ -253,14 +254,15 @@ def stage_times(timing: dict) -> dict[str, float]:
     return out
 
 
-def _static_quietly(backend, settings: CompareSettings) -> dict | None:
-    """Static facts of whatever an erroring row got to launch (ptxas can often say more than the simulator)."""
+def _static_quietly(backend, settings: CompareSettings, sources: dict | None = None) -> dict | None:
+    """Static facts of what a row launched (also for erroring rows: ptxas often says more than the simulator);
+    a failure to get them is recorded as {"error": ...}, never fatal to the row."""
     if not settings.static:
         return None
     try:
-        return _static(backend.launched_sources())
-    except Exception:  # noqa: BLE001 - best effort on a row that already failed
-        return None
+        return _static(backend.launched_sources() if sources is None else sources)
+    except Exception as exc:  # noqa: BLE001 - static facts are an extra, not the row's outcome
+        return {"error": f"{type(exc).__name__}: {exc}", "kernels": {}, "totals": {}}
 
 
 def _static(sources: dict) -> dict:

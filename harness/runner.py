@@ -219,6 +219,8 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
         for s in extra_sets:
             for n in inputs:
                 backend.free(s[n])
+        if hasattr(backend, "reset_memory"):
+            backend.reset_memory()  # sim: ptxsim never reuses freed memory; a fresh device per row
     row["elapsed_s"] = time.perf_counter() - t_row
     return row
 

@@ -88,6 +88,11 @@ class SimBackend(Backend):
     def free(self, array: DeviceArray) -> None:
         self.device.free(self._buffer(array))
 
+    def reset_memory(self) -> None:
+        """Start over with an empty simulated device (ptxsim's allocator never reuses freed bytes, so a long sweep
+        calls this between rows); every DeviceArray handed out before becomes invalid. Parsed modules are kept."""
+        self.device = self._ptxsim.Device()
+
     def _buffer(self, array: DeviceArray):
         if array.handle is None:
             raise InputError(f"DeviceArray at {array.addr:#x} was not allocated by this sim backend")

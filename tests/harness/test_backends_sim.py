@@ -171,3 +171,16 @@ def test_numba_bf16_as_uint16(sim, rng):
     d_x, d_y = sim.to_device(x), sim.empty((40,), ml_dtypes.bfloat16)
     sim.launch_numba(bf16_copy, "void(uint16[::1], uint16[::1])", 2, 32, [d_x, d_y])
     np.testing.assert_array_equal(sim.to_host(d_y).view(np.uint16), x.view(np.uint16))
+
+
+@needs_ptxsim
+def test_reset_memory_gives_a_fresh_device_and_keeps_modules(sim, rng):
+    src = rng.standard_normal(8).astype(np.float32)
+    sim.launch_ptx(ADD_PTX, "add_scalar", 1, 32, [sim.to_device(src), sim.empty((8,), np.float32), np.float32(1),
+                                                  np.uint32(8)])
+    before = sim.device
+    sim.reset_memory()
+    assert sim.device is not before and ADD_PTX in sim._modules
+    d_src, d_dst = sim.to_device(src), sim.empty((8,), np.float32)
+    sim.launch_ptx(ADD_PTX, "add_scalar", 1, 32, [d_src, d_dst, np.float32(2), np.uint32(8)])
+    np.testing.assert_array_equal(sim.to_host(d_dst), src + np.float32(2))

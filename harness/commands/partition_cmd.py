@@ -32,6 +32,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     import json
+    import sys
 
     from harness.backends.select import resolve_backend_name
     from harness.partition.report import render
@@ -55,6 +56,10 @@ def run(args) -> int:
                                  microbatches=args.microbatches)
     doc = run_sweep(settings)
     path = write_doc(doc, args.out)
-    print(json.dumps(jsonable(doc), indent=1) if args.json else render(doc))
-    print(f"\nwrote {path}")
+    if args.json:
+        print(json.dumps(jsonable(doc), indent=1))
+        print(f"wrote {path}", file=sys.stderr)  # stdout stays one JSON document
+    else:
+        print(render(doc))
+        print(f"\nwrote {path}")
     return 0

@@ -12,7 +12,7 @@ from harness.errors import InputError
 
 @dataclass(frozen=True)
 class Launch:
-    """One kernel launch shape: grid and block (x, y, z) plus dynamic shared bytes, and the tile knobs it was cut with."""
+    """One kernel launch shape: grid and block (x, y, z), dynamic shared bytes, and the tile knobs behind it."""
 
     grid: tuple[int, int, int]
     block: tuple[int, int, int]

@@ -193,7 +193,8 @@ def run(backend, args, preset, **params):
             require(False, "grouped_gemm", f"argument {name!r} missing; got {sorted(args)}")
     Kd = args["a"].shape[1]
     E, N, Kw = args["w"].shape
-    require(Kw == Kd and E == preset.E, "grouped_gemm", f"w has shape {args['w'].shape}; expected ({preset.E}, N, {Kd})")
+    require(Kw == Kd and E == preset.E, "grouped_gemm",
+            f"w has shape {args['w'].shape}; expected ({preset.E}, N, {Kd})")
     validate(preset, Kd, N)
     a = view(check_shape("grouped_gemm", args, "a", (P, Kd)), np.uint64, "grouped_gemm", "a")
     w = view(dataclasses.replace(args["w"], shape=(E * N, Kd)), np.uint64, "grouped_gemm", "w")

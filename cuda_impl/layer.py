@@ -1,7 +1,7 @@
 """The whole MoE layer on the Numba path (kernels.md "The layer"), every intermediate allocated with backend.empty.
 
 gate -> align -> permute -> grouped_gemm(W1) -> swiglu -> grouped_gemm(W2) -> combine, plus act_quant(x) (the FP8
-dispatch payload). Nine launches; intermediates are freed at the end (also on an error).
+dispatch payload). Eight launches; intermediates are freed at the end (also on an error).
 """
 from __future__ import annotations
 

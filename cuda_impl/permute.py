@@ -16,12 +16,14 @@ from numba import cuda, types, uint64
 
 from cuda_impl.common import Launch, check_shape, launch, require, view
 
-SIGNATURE = (types.uint64[:, ::1], types.int32[::1], types.int32[::1], types.uint64[:, ::1], types.int32, types.int32)
+SIGNATURE = (types.uint64[:, ::1], types.int32[::1], types.int32[::1], types.uint64[:, ::1], types.int32)
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(NT: int):
-    def permute_kernel(x, sorted_ids, total_padded, xp, TK, K):
+def make_kernel(NT: int, K: int):
+    """NT threads per row, K experts per token (a compile-time constant: the // K is a multiply-shift)."""
+
+    def permute_kernel(x, sorted_ids, total_padded, xp, TK):
         p = cuda.blockIdx.x
         if p >= total_padded[0]:
             return
@@ -45,7 +47,7 @@ def launch_config(preset) -> Launch:
 
 
 def sources(preset):
-    return [(make_kernel(launch_config(preset).block[0]), SIGNATURE)]
+    return [(make_kernel(launch_config(preset).block[0], preset.K), SIGNATURE)]
 
 
 def run(backend, args, preset, **params):
@@ -57,5 +59,5 @@ def run(backend, args, preset, **params):
     xp = view(check_shape("permute", args, "xp", (P, H)), np.uint64, "permute", "xp")
     cfg = launch_config(preset)
     (kernel, sig), = sources(preset)
-    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [x, sorted_ids, total, xp, np.int32(T * K),
-                                                                    np.int32(K)], cfg.shared_bytes, tag="permute")]
+    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [x, sorted_ids, total, xp, np.int32(T * K)],
+                                 cfg.shared_bytes, tag="permute")]

@@ -46,7 +46,7 @@ def test_act_quant_rejects_n_not_multiple_of_128():
     be = RecordingBackend()
     args = _arrays(be, {"a": ((4, 200), ml_dtypes.bfloat16), "q": ((4, 200), ml_dtypes.float8_e4m3fn),
                         "scale": ((4, 1), np.float32)})
-    with pytest.raises(InputError, match=r"ptx act_quant: N \(a.shape\[1\]\) = 200, expected a positive multiple of 128"):
+    with pytest.raises(InputError, match=r"ptx act_quant: N \(a.shape\[1\]\) = 200, expected a positive multiple"):
         act_quant.run(be, args, TINY)
     assert be.launches == []
 

@@ -88,3 +88,17 @@ def test_layer_tiny(backend, skew, seed):
     assert len(names) == 8 and all(r.impl == "ptx" for r in records), names
     assert names[:4] == ["ptx_act_quant", "ptx_gate", "ptx_align", "ptx_permute"]
     assert names[5] == "ptx_swiglu" and names[7] == "ptx_combine" and "grouped_gemm" in names[4] + names[6]
+
+
+@pytest.mark.parametrize("max_ctas", [1, 5])
+@pytest.mark.parametrize("kernel", ["permute", "swiglu", "combine"])
+def test_streaming_grid_stride_loop(backend, kernel, max_ctas, seed, monkeypatch):
+    """With the grid capped, each thread walks many chunks and the stride (256 or 1280 chunks) is not a multiple of
+    the chunks per row (48 or 12 at the ragged preset), so the incremental (row, column) step wraps rows."""
+    from ptx_impl import descriptor
+
+    monkeypatch.setattr(descriptor, "STREAM_MAX_CTAS", max_ctas)
+    inputs, outputs, records = run_kernel(ptx_impl.KERNELS[kernel], backend, kernel, RAGGED, "imbalanced", seed)
+    assert records[0].grid == (max_ctas, 1, 1)
+    result = get_kernel(kernel).check(outputs, inputs, RAGGED)
+    assert result.ok, f"{kernel} max_ctas={max_ctas} seed={seed}: {result.message} {result.errors}"

@@ -31,7 +31,7 @@ def test_version_target_and_header(name):
     assert version and (int(version.group(1)), int(version.group(2))) <= (8, 4), "must load on CUDA 12.4 drivers"
     assert re.search(r"^\.target sm_90\s*$", text, re.M)
     header = text.split(".version")[0]
-    assert len(header.splitlines()) >= 15 and "Phases" in header or "Math" in header, "kernel header comment"
+    assert len(header.splitlines()) >= 15 and ("Phases" in header or "Math" in header), "kernel header comment"
     assert "$" not in text and "//@" not in text, "unexpanded template left in the PTX"
 
 

@@ -63,8 +63,9 @@ CONSTANTS = MappingProxyType({
     **{f"l2_share[{p.name}]": (p.l2_share, p.why) for p in LOAD_POLICIES.values()},
 })
 
-MODEL_NOTE = ("interference is modelled, not measured: plain vs no_allocate differ only through the l2_share "
-              "constants of harness/partition/interference.py (ptxsim counts the same sectors for both)")
+MODEL_NOTE = ("interference is a model assumption, not a measurement: plain vs no_allocate differ only through the "
+              "l2_share constants of harness/partition/interference.py (ptxsim counts the same sectors for both); "
+              "calibrate them with --backend gpu")
 
 
 def policy(name: str) -> LoadPolicy:

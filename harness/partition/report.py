@@ -22,11 +22,16 @@ def _cell(fmt: str, value) -> str:
         return str(value)
 
 
-def text_table(header: list[str], rows: list[list[str]]) -> str:
+def text_table(header: list[str], rows: list[list[str]], prose_last: bool = False) -> str:
+    """Right-aligned columns; with prose_last the last column is left as it is (it holds sentences)."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
-    return "\n".join(lines)
+
+    def line(cells):
+        if prose_last:
+            return "  ".join(c.rjust(w) for c, w in zip(cells[:-1], widths)) + "  " + cells[-1]
+        return "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+
+    return "\n".join([line(header)] + [line(r) for r in rows])
 
 
 def sweep_table(rows: list[dict]) -> str:
@@ -54,5 +59,9 @@ def render(doc: dict) -> str:
     about = doc.get("model") or doc.get("measurement") or {}
     if about.get("note"):
         parts.append(f"NOTE: {about['note']}")
+    if about.get("constants"):
+        body = [[name, f"{c['value']:g}", c["meaning"]] for name, c in about["constants"].items()]
+        parts.append("interference model constants (model assumptions):\n" + text_table(
+            ["constant", "value", "meaning"], body, prose_last=True))
     parts.append(schedule_text(doc["schedule"]))
     return "\n\n".join(parts)

@@ -38,7 +38,7 @@ def test_writes_a_modelled_partition_document(run_dir):
     assert all(r["modelled"] is True for r in doc["rows"])
     assert all(r["GEMM SMs"] == 132 - r["comm SMs"] for r in doc["rows"])
     model = doc["model"]
-    assert "not measured" in model["note"]
+    assert "model assumption, not a measurement" in model["note"]
     assert model["constants"]["l2_share[no_allocate]"]["value"] < model["constants"]["l2_share[plain]"]["value"]
     assert {c["name"] for c in model["counters"]} == {f"{op}[{s}]" for op in ("dispatch", "combine") for s in (
         "ptx/plain", "ptx/no_allocate", "cuda/plain")} | {"gemm[up]", "gemm[down]"}
@@ -56,7 +56,7 @@ def test_prints_a_readable_table(run_dir, capsys):
     from harness.partition.report import render
 
     text = render(load_doc(run_dir))
-    assert "modelled" in text and "NOTE: interference is modelled" in text
+    assert "modelled" in text and "NOTE: interference is a model assumption, not a measurement" in text
     lines = text.splitlines()
     header = next(line for line in lines if line.strip().startswith("comm SMs"))
     assert "GEMM slowdown %" in header and "overlapped us" in header

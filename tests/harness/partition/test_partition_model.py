@@ -156,7 +156,7 @@ def test_policy_table_is_explicit_and_ordered():
     assert 0 < itf.LOAD_POLICIES["no_allocate"].l2_share < itf.LOAD_POLICIES["plain"].l2_share <= 1
     for p in itf.LOAD_POLICIES.values():
         assert "model assumption" in p.why
-    assert "not measured" in itf.MODEL_NOTE
+    assert "model assumption, not a measurement" in itf.MODEL_NOTE
 
 
 times = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False)

@@ -162,18 +162,14 @@ def cp_async(st, ins, lanes):
         raise unsupported(ins, f"src-size {int(srcsize.max())} larger than cp-size {size}")
     access.check(st, ins, "shared", dst, lanes, size, "cp.async destination")
     data = np.zeros((n, size), np.uint8)
-    for k in range(0, size, 4 if size >= 4 else size):
-        w = min(4, size)
-        take = srcsize > k
-        if take.any():
-            sub = np.flatnonzero(take)
-            sl = st.lane_array(lanes)[sub] if not isinstance(lanes, slice) else sub
-            if k == 0:  # the whole source range is checked (and counted) once, by its first chunk
-                access.check(st, ins, "global", src[sub], sl, 1, "cp.async source")
-            chunk = access.load(st, ins, "global", src[sub] + np.uint64(k), sl, np.uint8, w) if w > 1 else \
-                access.load(st, ins, "global", src[sub] + np.uint64(k), sl, np.uint8)[:, None]
-            keep = (np.arange(w)[None, :] + k) < srcsize[sub][:, None]
-            data[sub, k:k + w] = np.where(keep, chunk, 0)
+    la = st.lane_array(lanes)
+    for s_ in np.unique(srcsize):  # usually one value: the full cp-size
+        s_ = int(s_)
+        if s_ == 0:
+            continue  # zero fill only: the source is not read (and may be out of bounds)
+        sub = np.flatnonzero(srcsize == s_)
+        chunk = access.load(st, ins, "global", src[sub], la[sub], np.uint8, s_)
+        data[sub, :s_] = chunk.reshape(len(sub), s_)
     phys = st.smem_base[lanes] + dst
     st.async_pending.append({"lanes": st.lane_array(lanes).copy(), "phys": phys.astype(np.int64), "data": data,
                              "group": np.full(n, -1, np.int64), "ins": ins, "dst": dst})

@@ -15,7 +15,6 @@ with a 64-bit packed (count, base) update, `ld.global.nc` for the ids, `st.globa
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import numpy as np
@@ -24,13 +23,13 @@ from numba import cuda, int32, types
 from cuda_impl.common import Launch, check_shape, launch, require
 from cuda_impl.prims import lanemask_lt, match_any_i32, shfl_up_i32
 
-I32 = types.int32[::1]
-SIGNATURE = (I32, I32, I32, I32, I32, I32, I32, types.int32, types.int32)
+I32, I32_2D = types.int32[::1], types.int32[:, ::1]
+SIGNATURE = (I32_2D, I32, I32, I32, I32, I32, I32_2D, types.int32, types.int32)
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(E: int, BM: int, NT: int):
-    """The align kernel for E experts, row block BM, NT threads per block (compile-time constants)."""
+def make_kernel(E: int, K: int, BM: int, NT: int):
+    """The align kernel for E experts, top-K, row block BM, NT threads per block (compile-time constants)."""
     NW = NT // 32
     EPL = (E + 31) // 32  # experts per lane in the scan
     E1 = E + 1
@@ -48,7 +47,7 @@ def make_kernel(E: int, BM: int, NT: int):
             s_base[e] = 0
         cuda.syncthreads()
         for i in range(tid, TK, NT):
-            e = ids[i]
+            e = ids[i // K, i % K]
             if e >= 0 and e < E:
                 cuda.atomic.add(s_cnt, e, 1)
         cuda.syncthreads()
@@ -112,7 +111,7 @@ def make_kernel(E: int, BM: int, NT: int):
         # stable scatter, NT slots at a time
         for c0 in range(0, TK, NT):
             i = c0 + tid
-            e = ids[i] if i < TK else int32(-1)
+            e = ids[i // K, i % K] if i < TK else int32(-1)
             valid = i < TK and e >= 0 and e < E
             if not valid:
                 e = int32(-1)
@@ -136,7 +135,7 @@ def make_kernel(E: int, BM: int, NT: int):
             if valid:
                 pos = s_off[e] + s_wc[warp, e] + rank
                 sorted_ids[pos] = i
-                inverse[i] = pos
+                inverse[i // K, i % K] = pos
             cuda.syncthreads()
 
     return align_kernel
@@ -150,16 +149,15 @@ def launch_config(preset) -> Launch:
 
 def sources(preset):
     cfg = launch_config(preset)
-    return [(make_kernel(preset.E, preset.BM, cfg.block[0]), SIGNATURE)]
+    return [(make_kernel(preset.E, preset.K, preset.BM, cfg.block[0]), SIGNATURE)]
 
 
 def run(backend, args, preset, **params):
     T, K, E, P = preset.T, preset.K, preset.E, preset.P_max
     require(E <= 1024, "align", f"E={E}; expected at most 1024 experts")
     require(P % preset.BM == 0, "align", f"P_max={P} is not a multiple of BM={preset.BM}")
-    flat = {"shape": (T * K,)}
-    ids = dataclasses.replace(check_shape("align", args, "topk_ids", (T, K)), **flat)
-    inverse = dataclasses.replace(check_shape("align", args, "inverse", (T, K)), **flat)
+    ids = check_shape("align", args, "topk_ids", (T, K))
+    inverse = check_shape("align", args, "inverse", (T, K))
     outs = [check_shape("align", args, name, shape) for name, shape in (
         ("counts", (E,)), ("offsets", (E + 1,)), ("total_padded", (1,)), ("sorted_ids", (P,)),
         ("block_expert", (P // preset.BM,)))]

@@ -30,8 +30,7 @@ from numba import cuda, float32, types, uint64
 from cuda_impl.common import Launch, cdiv, check_shape, launch, require, view
 from cuda_impl.prims import bf16_hi, bf16_lo, hi32, lo32, pack_bf16x2
 
-SIGNATURE = (types.uint64[:, ::1], types.uint64[:, ::1], types.int32[::1], types.int32[::1], types.uint32[:, ::1],
-             types.int32)
+SIGNATURE = (types.uint64[:, ::1], types.uint64[:, :, ::1], types.int32[::1], types.int32[::1], types.uint32[:, ::1])
 PAD = 2  # floats of padding per shared row: 4*(tile+2) = 8 mod 32 banks keeps the transposing stores conflict free
 
 
@@ -67,13 +66,14 @@ def make_kernel(BM: int, BN: int, BK: int, TM: int, TN: int):
     SA_U, SB_U, NTY_U, NTX2_U, BN2_U, ONE = U(SA), U(SB), U(NTY), U(2 * NTX), U(BN2), U(1)
     QPR_U = U(QPR)
 
-    def grouped_gemm_kernel(a, w, block_expert, total_padded, c, N):
+    def grouped_gemm_kernel(a, w, block_expert, total_padded, c):
         b = cuda.blockIdx.y
         e = block_expert[b]
         row0 = b * BM
         if e < 0 or row0 >= total_padded[0]:
             return
-        wrow0 = e * N + cuda.blockIdx.x * BN
+        eu = uint64(e)
+        col0 = cuda.blockIdx.x * BN
         tid = cuda.threadIdx.x
         tx = tid % NTX
         ty = tid // NTX
@@ -100,10 +100,10 @@ def make_kernel(BM: int, BN: int, BK: int, TM: int, TN: int):
         sb = cuda.local.array(LB, uint64)
         for l in range(LB):
             idx = tid + l * NT
-            gb[l] = uint64(wrow0 + idx // QPR)
+            gb[l] = uint64(col0 + idx // QPR)
             qb[l] = uint64(idx % QPR)
             sb[l] = uint64((idx % QPR) * 4 * SB + idx // QPR)
-            rb[l] = w[gb[l], qb[l]]
+            rb[l] = w[eu, gb[l], qb[l]]
         a_off = uint64(ty)
         b_off = uint64(2 * tx)
         chunks = a.shape[1] // QPR
@@ -128,7 +128,7 @@ def make_kernel(BM: int, BN: int, BK: int, TM: int, TN: int):
                 for l in range(LA):
                     ra[l] = a[ga[l], q0 + qa[l]]
                 for l in range(LB):
-                    rb[l] = w[gb[l], q0 + qb[l]]
+                    rb[l] = w[eu, gb[l], q0 + qb[l]]
             for k in range(BK):
                 ka = uint64(k) * SA_U + a_off
                 kb = uint64(k) * SB_U + b_off
@@ -197,11 +197,11 @@ def run(backend, args, preset, **params):
             f"w has shape {args['w'].shape}; expected ({preset.E}, N, {Kd})")
     validate(preset, Kd, N)
     a = view(check_shape("grouped_gemm", args, "a", (P, Kd)), np.uint64, "grouped_gemm", "a")
-    w = view(dataclasses.replace(args["w"], shape=(E * N, Kd)), np.uint64, "grouped_gemm", "w")
+    w = view(args["w"], np.uint64, "grouped_gemm", "w")
     be = check_shape("grouped_gemm", args, "block_expert", (preset.n_blocks,))
     total = check_shape("grouped_gemm", args, "total_padded", (1,))
     c = view(check_shape("grouped_gemm", args, "c", (P, N)), np.uint32, "grouped_gemm", "c")
     cfg = launch_config(preset, N)
     (kernel, sig), = sources(preset)
-    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, w, be, total, c, np.int32(N)],
+    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, w, be, total, c],
                                  cfg.shared_bytes, tag=params.get("tag", "grouped_gemm"))]

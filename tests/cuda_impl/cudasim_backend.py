@@ -69,5 +69,3 @@ class CudaSimBackend(Backend):
                            int(shared_bytes), time.perf_counter() - t0)
         self.records.append(rec)
         return rec
-
-

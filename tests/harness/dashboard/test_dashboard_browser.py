@@ -66,11 +66,11 @@ SIM_FIGS = ("fig-speedup", "fig-timing", "fig-roofline", "fig-bandwidth", "fig-s
 
 
 def test_sim_dashboard_renders_and_filters(browser, tmp_path):
-    out = dashboard.build(copy_run("sim-tiny", tmp_path))
+    out = dashboard.build(copy_run("sim-real", tmp_path))  # a real `ptxmoe compare --backend sim` run
     page, errors, dialogs = open_page(browser, out)
     check_rendered(page, errors, dialogs, SIM_FIGS)
     assert "MODELLED times" in page.inner_text("#headline")
-    assert "PTX is SLOWER in 2 cell(s)" in page.inner_text("#headline")
+    assert "PTX is SLOWER in 2 cell(s): gate tiny/balanced, gate tiny/imbalanced" in page.inner_text("#headline")
     page.screenshot(path=str(tmp_path / "sim.png"))
 
     # filter to one skew: other skews' table rows hide and their traces turn invisible

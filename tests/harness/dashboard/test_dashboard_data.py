@@ -220,3 +220,19 @@ def test_nsight_rows_inside_ptxmoe_ranges_go_side_by_side(tmp_path, rng):
     assert rec["cuda"] == pytest.approx(values["cuda"].mean()) and rec["ptx"] == pytest.approx(values["ptx"].mean())
     text = dashboard.build(run_dir).read_text()
     assert 'id="nsight"' in text and "dram__bytes_read.sum" in text.split("</script></head>", 1)[1]
+
+
+def test_real_sim_run_headline_stages_and_counts():
+    doc = _doc("sim-real")
+    raw = [v for v in doc["verdicts"] if v["verdict"]]
+    h = data.headline(doc)
+    kernels = [v["speedup"] for v in raw if v["kernel"] != "layer"]
+    assert h["geomean"] == pytest.approx(float(np.exp(np.mean(np.log(np.array(kernels, dtype=np.float64))))))
+    assert h["counts"] == {k: sum(v["verdict"] == k for v in raw) for k in ("FASTER", "SAME", "SLOWER")}
+    assert len(h["layer"]) == 2
+    for row in doc["rows"]:
+        if row["kernel"] == "layer":
+            mine = [s for s in data.stage_records(doc) if s["impl"] == row["impl"] and s["skew"] == row["skew"]]
+            assert len(mine) >= 7 and sum(s["time_us"] for s in mine) == pytest.approx(row["timing"]["modelled_us"])
+    mix = [m for m in data.instruction_mix(doc) if m["label"] == "grouped_gemm[up]" and m["impl"] == "ptx"]
+    assert any(m["cls"] == "tensor" and m["count"] > 0 for m in mix)  # the mma.sync path

@@ -31,7 +31,7 @@ class PartitionSettings:
 
     backend: str = "sim"                     # "sim" (modelled) or "gpu" (measured)
     device: str = "h800"                     # the modelled device (sim); the gpu backend reports its own
-    preset: str = "dsv3-prefill"             # target T, H, K, E, I, BM
+    preset: object = "dsv3-prefill"          # target T, H, K, E, I, BM: a preset name or a harness Preset
     ep: int = 32                             # expert parallelism: the GEMM holds E/ep experts
     sms: tuple[int, ...] = DEFAULT_SMS       # SMs given to communication
     series: tuple[str, ...] = DEFAULT_SERIES  # comm kernels: impl/loads (ptx/plain, ptx/no_allocate, cuda/plain)

@@ -90,7 +90,8 @@ def test_measured_sweep_plumbing_on_ptxsim(monkeypatch, seed):
     assert [(r["series"], r["comm SMs"]) for r in rows] == [(s, n) for s in settings.series for n in (0, 8)]
     assert all(r["modelled"] is False and r["GEMM SMs"] == 132 - r["comm SMs"] for r in rows)
     for r in rows:
-        for key in ("comm (us)", "GEMM (us)", "step overlapped (us)", "step back-to-back (us)", "comm bandwidth (GB/s)"):
+        for key in ("comm (us)", "GEMM (us)", "step overlapped (us)", "step back-to-back (us)",
+                    "comm bandwidth (GB/s)"):
             assert r[key] > 0, key
     # the partition: 8-CTA comm launches and the 8-CTA blocker reserve 200 KB each; unpartitioned comm uses all SMs
     reserved = {(e, g[0]) for e, g, smem in launches if smem == measure.RESERVE_BYTES}

@@ -260,15 +260,28 @@ def sim_counter_records(doc: dict) -> list[dict]:
         cell = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"))
         values = {name: fn({k: _num(v) for k, v in counters.items()}) for name, fn in SIM_COUNTERS.items()}
         values["limiting resource"] = next(r["limiter"] for r in row_records({"rows": [row]}))
+        values["model components (µs)"] = model_components(row)
         cells.setdefault(cell, {})[row.get("impl")] = values
     out = []
     for (label, preset, skew), per_impl in cells.items():
-        for counter in (*SIM_COUNTERS, "limiting resource"):
+        for counter in (*SIM_COUNTERS, "limiting resource", "model components (µs)"):
             a, b = (per_impl.get(impl, {}).get(counter) for impl in IMPLS)
             ratio = b / a if isinstance(a, float) and isinstance(b, float) and a else None
             out.append({"label": label, "preset": preset, "skew": skew, "counter": counter, "cuda": a, "ptx": b,
                         "ptx_over_cuda": ratio})
     return out
+
+
+def model_components(row: dict, top: int = 3) -> str | None:
+    """The timing model's largest bounds summed over a row's launches: "issue 1.44, launch 3, latency 0.4"."""
+    sums: dict[str, float] = {}
+    for launch in (row.get("timing") or {}).get("launches") or []:
+        for key, value in ((launch.get("estimate") or {}).items()):
+            name = key.removesuffix(" (us)")
+            if key.endswith(" (us)") and name not in ("time", "kernel", "tail") and _num(value):
+                sums[name] = sums.get(name, 0.0) + float(value)
+    best = sorted(sums.items(), key=lambda kv: -kv[1])[:top]
+    return ", ".join(f"{k} {v:.3g}" for k, v in best) or None
 
 
 def instruction_mix(doc: dict) -> list[dict]:
@@ -404,13 +417,22 @@ def environment_records(doc: dict) -> list[tuple[str, str]]:
                     walk(f"{prefix}.{k}" if prefix else str(k), v)
         elif isinstance(value, list):
             out.append((prefix, ", ".join(str(v) for v in value)))
+        elif isinstance(value, float):
+            out.append((prefix, f"{value:.6g}"))
         else:
             out.append((prefix, "" if value is None else str(value)))
 
+    specs = ((doc.get("environment") or {}).get("gpu") or {}).get("specs") or \
+        ((doc.get("environment") or {}).get("model_device") or {}).get("specs") or {}
     walk("", {"run_id": doc.get("run_id"), "status": doc.get("status"), "created_utc": doc.get("created_utc"),
               "finished_utc": doc.get("finished_utc"), "command": " ".join(map(str, doc.get("command") or [])),
-              "settings": doc.get("settings", {}), "environment": doc.get("environment", {})})
+              "settings": doc.get("settings", {}), "environment": doc.get("environment", {}),
+              "device_specs": {k: specs.get(k) for k in DEVICE_SPEC_KEYS if k in specs}})
     return out
+
+
+DEVICE_SPEC_KEYS = ("name", "sm_count", "boost_clock_hz", "memory_type", "memory_bandwidth", "l2_bytes",
+                    "fp32_flops", "bf16_dense_flops", "fp8_dense_flops", "shared_memory_per_sm", "registers_per_sm")
 
 
 def filters(doc: dict) -> dict[str, list[str]]:

@@ -135,8 +135,9 @@ JS = """
       tr.style.display = want(meta, sel) ? '' : 'none';
     });
     plots.forEach(function(el){
-      var vis = el.data.map(function(tr){ return want(tr.meta, sel) ? true : false; });
-      Plotly.restyle(el, {visible: vis});
+      var vis = el.data.map(function(tr){ return want(tr.meta, sel); });
+      var same = el.data.every(function(tr, i){ return (tr.visible === undefined || tr.visible === true) === vis[i]; });
+      if(!same) Plotly.restyle(el, {visible: vis});  // NOTE: a restyle redraws; skip figures the filter leaves alone
     });
   }
   document.querySelectorAll('select[data-filter]').forEach(function(s){ s.addEventListener('change', apply); });

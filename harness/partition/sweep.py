@@ -52,6 +52,9 @@ class PartitionSettings:
                 raise InputError(f"PartitionSettings.sms contains {n!r}; expected integers >= 0")
         if len(set(self.sms)) != len(self.sms):
             raise InputError(f"PartitionSettings.sms = {self.sms} repeats a value")
+        if not any(n > 0 for n in self.sms):
+            raise InputError(f"PartitionSettings.sms = {self.sms}: expected at least one count > 0 (N = 0 alone has "
+                             "no overlap to model or measure)")
         from harness.partition.counters import parse_series
 
         if not self.series or len(set(self.series)) != len(self.series):

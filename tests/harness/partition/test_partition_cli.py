@@ -99,6 +99,7 @@ def test_dashboard_section_refuses_a_foreign_file(tmp_path):
     (["--preset", "huge"], "unknown preset 'huge'"),
     (["--ep", "3"], "divisor"),
     (["--series", "cuda/no_allocate"], "only cuda/plain"),
+    (["--sms", "0"], "at least one count > 0"),
 ])
 def test_bad_options_exit_2_with_the_reason(argv, message, tmp_path, capsys):
     if "--sms" in argv and "0,200" in argv and not _has_sim():

@@ -42,22 +42,34 @@ class _Scopes:
     def __init__(self):
         self.stack = [{}]
         self.ranges = [{}]
+        self.memo = {}
 
     def push(self):
         self.stack.append({})
         self.ranges.append({})
+        self.memo = {}
 
     def pop(self):
         self.stack.pop()
         self.ranges.pop()
+        self.memo = {}
 
     def declare(self, name, value):
         self.stack[-1][name] = value
+        self.memo = {}
 
     def declare_range(self, prefix, count, value):
         self.ranges[-1][prefix] = (count, value)
+        self.memo = {}
 
     def lookup(self, name):
+        try:
+            return self.memo[name]
+        except KeyError:
+            r = self.memo[name] = self._lookup(name)
+            return r
+
+    def _lookup(self, name):
         for d in reversed(self.stack):
             if name in d:
                 return d[name]

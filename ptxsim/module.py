@@ -65,12 +65,22 @@ class Module:
         return k
 
 
+_CACHE: dict = {}
+_CACHE_SIZE = 64
+
+
 def load_ptx(text: str) -> Module:
-    """Parse PTX text into a Module.
+    """Parse PTX text into a Module. The same text gives the same (immutable) Module, parsed and decoded once.
 
     Raises:
         PtxSyntaxError: with line:column and the offending text.
     """
     if isinstance(text, bytes):
         text = text.decode()
-    return Module(parse(text), text)
+    mod = _CACHE.get(text)
+    if mod is None:
+        mod = Module(parse(text), text)
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[text] = mod
+    return mod

@@ -1,8 +1,11 @@
 """Device-side primitives shared by the Numba kernels: bit casts, bf16/e4m3 rounding, warp collectives.
 
-Numba sees bf16 as uint16 bits and e4m3 as uint8 bits. `numba.cuda.bf16` / `cuda_fp8` were tried first: they are
-C++ shims that need the CUDA driver at compile time (`compile_ptx` raises CudaSupportError without one), so they cannot
-produce PTX for ptxsim on a GPU-less machine. Everything here is therefore plain integer/fp32 arithmetic:
+Numba sees bf16 as uint16 bits and e4m3 as uint8 bits. numba-cuda's own `numba.cuda.bf16` was tried first
+(numba-cuda 0.30, compile_ptx for cc 9.0, no GPU; `cuda_fp8` is generated the same way, from C++ shims). It lowers
+to calls of shim functions (`_ZL19__float2bfloat16_rnf_nbst`, `_ZL20__ushort_as_bfloat16t_nbst`, ...) that are
+linked in only at JIT time, so the PTX compile_ptx returns has unresolved extern calls (ptxas: "Unresolved extern
+function"; ptxsim cannot run it) and passes every value through a local-memory stack frame for the call ABI.
+Everything here is therefore plain integer/fp32 arithmetic, which ptxas turns into a few ALU instructions:
 
 - bf16 -> f32 is a 16-bit shift of the bits (exact);
 - f32 -> bf16 is the round-to-nearest-even bit trick `(b + 0x7FFF + ((b >> 16) & 1)) >> 16`, NaN-safe (quiet NaN);

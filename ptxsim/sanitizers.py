@@ -209,6 +209,16 @@ class Synccheck(Sanitizer):
                         len(bad))
 
 
+    def on_shfl(self, st, ins, la, src, ok):
+        act = np.zeros(st.nlanes, np.bool_)
+        act[la] = True
+        bad = ok & ~act[src]
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            self.report(st, ins, la[i], 0, "register", f"shfl.sync reads lane {int(src[i]) & 31}, which is not "
+                        "active in this warp-instruction (undefined value)", int(bad.sum()))
+
+
 class NcHazard(Sanitizer):
     """A write in the same launch to an address read through ld.global.nc (the read-only promise broken)."""
 

@@ -145,6 +145,15 @@ def test_synccheck_flags_a_barrier_in_divergent_code():
     assert _launch("bar.sync 0;", [z], block=64, sanitize="synccheck").sanitizer_reports == []
 
 
+def test_synccheck_flags_shfl_from_an_inactive_lane():
+    z = np.zeros(32, np.uint32)
+    body = "setp.lt.u32 %p1, %r0, 16; @!%p1 bra A; shfl.sync.down.b32 %r1, %r0, 8, 0x1f, 0xffff;\nA:"
+    with pytest.raises(ptxsim.SynccheckError, match="not active"):
+        _launch(body, [z], sanitize="synccheck")
+    ok = "setp.lt.u32 %p1, %r0, 16; @!%p1 bra A; shfl.sync.down.b32 %r1, %r0, 8, 0x0f, 0xffff;\nA:"
+    assert _launch(ok, [z], sanitize="synccheck").sanitizer_reports == []
+
+
 def test_nc_hazard_write_to_memory_read_through_nc():
     x = np.zeros(32, np.uint32)
     body = "ld.global.nc.u32 %r1, [%rd7]; add.u32 %r1, %r1, 1; xor.b32 %r2, %r0, 1; mul.wide.u32 %rd15, %r2, 4; " \

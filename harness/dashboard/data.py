@@ -311,6 +311,7 @@ def static_records(doc: dict) -> list[dict]:
             res = facts.get("resources") or {}
             sass = facts.get("sass_histogram") or {}
             out.append({"label": label, "impl": row.get("impl"), "launch": launch, "entry": facts.get("entry"),
+                        "digest": facts.get("digest"),
                         "registers": res.get("registers"), "spills_bytes": res.get("spills"),
                         "shared_bytes": res.get("shared_bytes"), "ptx_lines": facts.get("ptx_lines"),
                         "ptx_instructions": sum((facts.get("ptx_histogram") or {}).values()),

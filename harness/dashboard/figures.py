@@ -48,6 +48,8 @@ def _fig(title: str, **layout):
 
     fig = go.Figure()
     fig.update_layout(**{**LAYOUT, "title": title, **layout})
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)  # long kernel / range names on horizontal bar charts
     return fig
 
 
@@ -218,7 +220,12 @@ def sass_mix_figure(static: list[dict], top: int = 10):
     """Static SASS instruction mix per launched entry (top opcodes, the rest summed as "other")."""
     import plotly.graph_objects as go
 
-    rows = [s for s in static if s["sass_histogram"]]
+    rows, seen, names = [], set(), {}
+    for s in static:  # one bar per distinct cubin: the layer launches the same kernels as the single-kernel rows
+        if s["sass_histogram"] and (s["impl"], s["launch"], s["digest"]) not in seen:
+            seen.add((s["impl"], s["launch"], s["digest"]))
+            rows.append(s)
+            names.setdefault((s["impl"], s["launch"]), []).append(s["digest"])
     if not rows:
         return None
     totals: dict[str, int] = {}
@@ -228,7 +235,8 @@ def sass_mix_figure(static: list[dict], top: int = 10):
     ops = [op for op, _ in sorted(totals.items(), key=lambda kv: -kv[1])[:top]]
     fig = _fig("Static SASS mix (nvdisasm, instructions in the cubin)", barmode="stack",
                xaxis_title="SASS instructions", height=max(300, 40 + 28 * len(rows)))
-    ys = [t(f"{s['impl']}: {s['launch']}") for s in rows]
+    ys = [t(f"{IMPL_NAMES.get(s['impl'], s['impl'])}: {s['launch']}"
+            + (f" ({s['digest']})" if len(names[(s["impl"], s["launch"])]) > 1 else "")) for s in rows]
     for i, op in enumerate([*ops, "other"]):
         xs = [s["sass_histogram"].get(op, 0) if op != "other" else
               sum(n for o, n in s["sass_histogram"].items() if o not in ops) for s in rows]

@@ -236,3 +236,19 @@ def test_real_sim_run_headline_stages_and_counts():
             assert len(mine) >= 7 and sum(s["time_us"] for s in mine) == pytest.approx(row["timing"]["modelled_us"])
     mix = [m for m in data.instruction_mix(doc) if m["label"] == "grouped_gemm[up]" and m["impl"] == "ptx"]
     assert any(m["cls"] == "tensor" and m["count"] > 0 for m in mix)  # the mma.sync path
+
+
+def test_sass_mix_has_one_bar_per_cubin_whose_stack_is_its_instruction_count():
+    from harness.dashboard import figures
+
+    recs = data.static_records(_doc("sim-real"))
+    fig = figures.sass_mix_figure(recs)
+    totals: dict = {}
+    for trace in fig.data:
+        assert len(set(trace.y)) == len(trace.y)  # no category drawn twice (stacked bars would add up)
+        for y, x in zip(trace.y, trace.x):
+            totals[y] = totals.get(y, 0) + x
+    want = {}
+    for r in recs:
+        want.setdefault((r["impl"], r["launch"], r["digest"]), r["sass_instructions"])
+    assert sorted(totals.values()) == sorted(want.values())

@@ -5,8 +5,8 @@ Scaling (documented, because the target is far too large to simulate):
   comm       simulated at the target's H with `comm_rows` row copies (dispatch) / `comm_rows // K` tokens (combine);
              every counter x R_target / R_sim (rows: the per-row work is identical at the same H; per-thread setup,
              a few instructions per warp, is scaled too and so slightly over-counted).
-  gemm       simulated with the target's routing block BM (so the same m64n128 / m64n64 CTA tile and reuse) at a small
-             Kd x N and a few experts; instruction and sector counters x W_target / W_sim, where W = padded routed
+  gemm       simulated with the target's routing block BM (so the same m64n128 / m64n64 CTA tile and reuse; checked)
+             at a small Kd x N and a few experts; instruction and sector counters x W_target / W_sim, where W = padded routed
              rows x N x Kd is the tensor work (the kernel computes padding rows too); DRAM bytes x B_target / B_sim,
              B = 2 (rows x Kd + experts_used x N x Kd + rows x N), the fewest bytes (A once, used experts' weights
              once, C once). The target's rows are balanced routing's: every expert gets T*K/E rows padded to BM.
@@ -254,9 +254,13 @@ def gemm_counters(preset, variant: str, sizes: SimSizes, seed: int) -> KernelCou
     ratio = (rows_t * n_t * kd_t) / (rows_s * n_s * kd_s)
     dram_ratio = _gemm_bytes(rows_t, kd_t, n_t, experts_t) / _gemm_bytes(rows_s, kd_s, n_s, experts_s)
     metrics = _scaled(sim, ratio, dram_ratio)
-    cfg = grouped_gemm.launch_config(grouped_gemm.GemmShapes(rows_t, kd_t, n_t, preset.E, preset.BM))
-    usage = _resources(grouped_gemm.ptx_source(grouped_gemm.GemmShapes(rows_t, kd_t, n_t, preset.E, preset.BM)))
-    usage = usage[cfg.entry]
+    target_shapes = grouped_gemm.GemmShapes(rows_t, kd_t, n_t, preset.E, preset.BM)
+    cfg = grouped_gemm.launch_config(target_shapes)
+    if cfg.entry != grouped_gemm.launch_config(small, variant).entry:
+        raise PartitionError(f"grouped_gemm[{variant}]: the simulated size runs "
+                             f"{grouped_gemm.launch_config(small, variant).entry} but the target runs {cfg.entry}; "
+                             f"choose SimSizes gemm_kd/gemm_n so both use the same CTA tile (scaling assumes it)")
+    usage = _resources(grouped_gemm.ptx_source(target_shapes))[cfg.entry]
     tiles = (rows_t // cfg.tile.tm) * (n_t // cfg.tile.tn)
     return KernelCounters(
         name=f"gemm[{variant}]", kind="gemm", entry=cfg.entry, metrics=metrics, scale=ratio, block=cfg.block[0],

@@ -6,8 +6,9 @@ Scaling (documented, because the target is far too large to simulate):
              every counter x R_target / R_sim (rows: the per-row work is identical at the same H; per-thread setup,
              a few instructions per warp, is scaled too and so slightly over-counted).
   gemm       simulated with the target's routing block BM (so the same m64n128 / m64n64 CTA tile and reuse; checked)
-             at a small Kd x N and a few experts; instruction and sector counters x W_target / W_sim, where W = padded routed
-             rows x N x Kd is the tensor work (the kernel computes padding rows too); DRAM bytes x B_target / B_sim,
+             at a small Kd x N and a few experts; instruction and sector counters x W_target / W_sim, where
+             W = padded routed rows x N x Kd is the tensor work (the kernel computes padding rows too); DRAM bytes x
+             B_target / B_sim,
              B = 2 (rows x Kd + experts_used x N x Kd + rows x N), the fewest bytes (A once, used experts' weights
              once, C once). The target's rows are balanced routing's: every expert gets T*K/E rows padded to BM.
   launch     launch__grid_size is set per estimate: N for the comm kernels (persistent), the target's active row

@@ -91,7 +91,7 @@ class SimBackend(Backend):
     def reset_memory(self) -> None:
         """Start over with an empty simulated device (ptxsim's allocator never reuses freed bytes, so a long sweep
         calls this between rows); every DeviceArray handed out before becomes invalid. Parsed modules are kept."""
-        self.device = self._ptxsim.Device()
+        self.device = type(self.device)()
 
     def _buffer(self, array: DeviceArray):
         if array.handle is None:

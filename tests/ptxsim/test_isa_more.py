@@ -253,7 +253,7 @@ def test_trace_prints_executed_instructions(monkeypatch, capsys):
     from ptxsim.config import Config
     L = sys.modules["ptxsim.launch"]
 
-    monkeypatch.setattr(L, "CONFIG", Config(trace=True, budget=10**9, max_lanes=65536))
+    monkeypatch.setattr(L, "CONFIG", Config(trace=True, budget=10**9, max_lanes=32768))
     run("add.u32 %r1, %r0, 1;", np.zeros(32, np.uint32))
     err = capsys.readouterr().err
     assert "[ptxsim] k pc=" in err and "add.u32 %r1, %r0, 1" in err and "active=32" in err

@@ -195,3 +195,50 @@ def test_both_files_assemble_with_ptxas():
         assert {ptx_comm.kernel_for(op, p).entry for p in ptx_comm.LOADS} <= set(usage)
         for entry in usage.values():
             assert entry.spill_stores_bytes == 0 and entry.registers <= 64  # 512 threads x 64 regs fit one SM
+
+
+class _SanitizingDevice:
+    """A ptxsim Device whose launches run every sanitizer (memcheck, racecheck, initcheck, synccheck, nc)."""
+
+    def __init__(self, device):
+        self._device = device
+
+    def __getattr__(self, name):
+        return getattr(self._device, name)
+
+    def launch(self, *args, **kwargs):
+        return self._device.launch(*args, sanitize="all", **kwargs)
+
+
+@needs_ptxsim
+@pytest.mark.parametrize("impl,mod,kw", IMPLS, ids=IDS)
+@pytest.mark.parametrize("op", ["dispatch", "combine"])
+def test_sanitizers_clean(impl, mod, kw, op, rng):
+    """No out-of-bounds or uninitialised reads and no write to memory the same launch reads through .nc (the
+    no_allocate entries' contract: inputs must not alias the output)."""
+    import ptxsim
+    from harness.backends.sim import SimBackend
+
+    backend = SimBackend(device=_SanitizingDevice(ptxsim.Device()))
+    result, _ = run_comm(mod, backend, op, CommShapes(9, 1088, 2, 3), rng, 2, **kw)
+    assert result.ok, result.message
+
+
+@needs_ptxsim
+def test_no_allocate_dispatch_must_not_alias_its_output(rng):
+    """The .nc contract made visible: dispatching in place (recv is x) is a hazard for the no_allocate entry only."""
+    import ptxsim
+    from harness.backends.sim import SimBackend
+
+    shapes = CommShapes(8, 64, 1)
+    inputs = dispatch_inputs(shapes, rng)
+    for loads in ("plain", "no_allocate"):
+        backend = SimBackend(device=_SanitizingDevice(ptxsim.Device()))
+        x = backend.to_device(inputs["x"])
+        args = {"x": x, "src_row": backend.to_device(inputs["src_row"]),
+                "dst_slot": backend.to_device(inputs["dst_slot"]), "recv": x}
+        if loads == "plain":
+            ptx_comm.dispatch(backend, args, 1, loads=loads)
+        else:
+            with pytest.raises(ptxsim.SanitizerError):
+                ptx_comm.dispatch(backend, args, 1, loads=loads)

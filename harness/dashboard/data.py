@@ -87,6 +87,15 @@ def label_of(kernel: str, variant) -> str:
     return f"{kernel}[{variant}]" if variant else str(kernel)
 
 
+def _dict(value) -> dict:
+    """`value` when it is a dict, else {} (a field missing, null or of another type reads as empty)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
 def _num(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -100,12 +109,12 @@ def geomean(values) -> float:
 
 def row_time(row: dict) -> dict:
     """{time_us, lo_us, hi_us, samples_us, basis} of one row (modelled time, or the median of the samples)."""
-    timing = row.get("timing") or {}
-    if timing.get("basis") == "modelled":
+    timing = _dict(row.get("timing"))
+    if timing.get("basis") == "modelled" or (timing.get("basis") is None and "modelled_us" in timing):
         t = _num(timing.get("modelled_us"))
         return {"time_us": t, "lo_us": t, "hi_us": t, "samples_us": [], "basis": "modelled"}
-    device = timing.get("device") or {}
-    samples = [float(s) for s in timing.get("device_time_us") or [] if _num(s) is not None]
+    device = _dict(timing.get("device"))
+    samples = [float(s) for s in _list(timing.get("device_time_us")) if _num(s) is not None]
     return {"time_us": _num(device.get("median_us")), "lo_us": _num(device.get("ci_lo_us")),
             "hi_us": _num(device.get("ci_hi_us")), "samples_us": samples, "basis": timing.get("basis", "measured")}
 
@@ -118,15 +127,15 @@ def row_records(doc: dict) -> list[dict]:
         t = row_time(row) if row.get("status") in ("ok", "failed") else {"time_us": None, "lo_us": None,
                                                                            "hi_us": None, "samples_us": [],
                                                                            "basis": None}
-        tp = row.get("throughput") or {}
-        limiters = [(launch.get("estimate") or {}).get("limiter") for launch in
-                    (row.get("timing") or {}).get("launches") or []]
+        tp = _dict(row.get("throughput"))
+        limiters = [_dict(_dict(launch).get("estimate")).get("limiter") for launch in
+                    _list(_dict(row.get("timing")).get("launches"))]
         min_bytes, flops = _num(row.get("min_bytes")), _num(row.get("flops"))
         out.append({
             "key": row.get("key"), "label": label_of(row.get("kernel"), row.get("variant")),
             "kernel": row.get("kernel"), "impl": row.get("impl"), "preset": row.get("preset"),
             "skew": row.get("skew"), "status": row.get("status"),
-            "reason": row.get("reason") or (row.get("correctness") or {}).get("message") if row.get("status") != "ok"
+            "reason": row.get("reason") or _dict(row.get("correctness")).get("message") if row.get("status") != "ok"
             else None,
             **t, "min_bytes": min_bytes, "flops": flops,
             "intensity_flop_per_byte": flops / min_bytes if flops and min_bytes else None,
@@ -221,7 +230,7 @@ def stage_records(doc: dict) -> list[dict]:
     for row in doc.get("rows", []):
         if row.get("kernel") != LAYER or row.get("status") != "ok":
             continue
-        stages = {k: _num(v) for k, v in (row.get("stages_us") or {}).items() if _num(v) is not None}
+        stages = {k: _num(v) for k, v in _dict(row.get("stages_us")).items() if _num(v) is not None}
         total = sum(stages.values())
         for stage, us in stages.items():
             out.append({"impl": row.get("impl"), "preset": row.get("preset"), "skew": row.get("skew"),
@@ -254,7 +263,7 @@ def sim_counter_records(doc: dict) -> list[dict]:
     """{label, preset, skew, counter, cuda, ptx, ratio} per cell and counter (sim rows only), limiter included."""
     cells: dict = {}
     for row in doc.get("rows", []):
-        counters = (row.get("sim_counters") or {}).get("total")
+        counters = _dict(_dict(row.get("sim_counters")).get("total"))
         if row.get("status") != "ok" or not counters:
             continue
         cell = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"))
@@ -275,8 +284,8 @@ def sim_counter_records(doc: dict) -> list[dict]:
 def model_components(row: dict, top: int = 3) -> str | None:
     """The timing model's largest bounds summed over a row's launches: "issue 1.44, launch 3, latency 0.4"."""
     sums: dict[str, float] = {}
-    for launch in (row.get("timing") or {}).get("launches") or []:
-        for key, value in ((launch.get("estimate") or {}).items()):
+    for launch in _list(_dict(row.get("timing")).get("launches")):
+        for key, value in _dict(_dict(launch).get("estimate")).items():
             name = key.removesuffix(" (us)")
             if key.endswith(" (us)") and name not in ("time", "kernel", "tail") and _num(value):
                 sums[name] = sums.get(name, 0.0) + float(value)
@@ -288,7 +297,7 @@ def instruction_mix(doc: dict) -> list[dict]:
     """{label, impl, preset, skew, cls, count} per instruction class the simulator counted (sim rows only)."""
     out = []
     for row in doc.get("rows", []):
-        counters = (row.get("sim_counters") or {}).get("total") or {}
+        counters = _dict(_dict(row.get("sim_counters")).get("total"))
         for key, value in counters.items():
             if key.startswith(CLASS_PREFIX) and _num(value):
                 out.append({"label": label_of(row.get("kernel"), row.get("variant")), "impl": row.get("impl"),
@@ -301,22 +310,24 @@ def static_records(doc: dict) -> list[dict]:
     """Static facts per launched PTX entry, once per (label, impl, launch name, digest)."""
     seen, out = set(), []
     for row in doc.get("rows", []):
-        kernels = ((row.get("static") or {}).get("kernels") or {})
+        kernels = _dict(_dict(row.get("static")).get("kernels"))
         label = label_of(row.get("kernel"), row.get("variant"))
         for launch, facts in kernels.items():
+            facts = facts if isinstance(facts, dict) else {}
             ident = (label, row.get("impl"), launch, facts.get("digest"))
             if ident in seen:
                 continue
             seen.add(ident)
-            res = facts.get("resources") or {}
-            sass = facts.get("sass_histogram") or {}
+            res = _dict(facts.get("resources"))
+            sass = {k: v for k, v in _dict(facts.get("sass_histogram")).items() if _num(v) is not None}
             out.append({"label": label, "impl": row.get("impl"), "launch": launch, "entry": facts.get("entry"),
                         "digest": facts.get("digest"),
                         "registers": res.get("registers"), "spills_bytes": res.get("spills"),
                         "shared_bytes": res.get("shared_bytes"), "ptx_lines": facts.get("ptx_lines"),
-                        "ptx_instructions": sum((facts.get("ptx_histogram") or {}).values()),
+                        "ptx_instructions": sum(v for v in _dict(facts.get("ptx_histogram")).values()
+                                                if _num(v) is not None),
                         "sass_instructions": sum(sass.values()), "sass_histogram": dict(sass),
-                        "errors": list(facts.get("errors") or [])})
+                        "errors": [str(e) for e in _list(facts.get("errors"))]})
     return out
 
 
@@ -392,11 +403,11 @@ def nsight_metric_records(run: Run) -> list[dict]:
 # -------------------------------------------------------------------------------------------------- environment
 def device_ceilings(run: Run) -> dict | None:
     """{name, bandwidth_Bps, fp32_flops, bf16_dense_flops} of the GPU (gpu runs) or the model device (sim)."""
-    env = run.doc.get("environment", {})
-    specs = (env.get("gpu") or {}).get("specs") if run.backend == "gpu" else None
-    specs = specs or (env.get("model_device") or {}).get("specs")
-    name = ((env.get("gpu") or {}).get("name") if run.backend == "gpu" else None) or \
-        (env.get("model_device") or {}).get("name")
+    env = _dict(run.doc.get("environment"))
+    specs = _dict(env.get("gpu")).get("specs") if run.backend == "gpu" else None
+    specs = _dict(specs or _dict(env.get("model_device")).get("specs"))
+    name = (_dict(env.get("gpu")).get("name") if run.backend == "gpu" else None) or \
+        _dict(env.get("model_device")).get("name")
     if not specs and name:
         from harness.results import device_spec_dict
 
@@ -423,8 +434,8 @@ def environment_records(doc: dict) -> list[tuple[str, str]]:
         else:
             out.append((prefix, "" if value is None else str(value)))
 
-    specs = ((doc.get("environment") or {}).get("gpu") or {}).get("specs") or \
-        ((doc.get("environment") or {}).get("model_device") or {}).get("specs") or {}
+    env = _dict(doc.get("environment"))
+    specs = _dict(_dict(env.get("gpu")).get("specs") or _dict(env.get("model_device")).get("specs"))
     walk("", {"run_id": doc.get("run_id"), "status": doc.get("status"), "created_utc": doc.get("created_utc"),
               "finished_utc": doc.get("finished_utc"), "command": " ".join(map(str, doc.get("command") or [])),
               "settings": doc.get("settings", {}), "environment": doc.get("environment", {}),

@@ -252,3 +252,32 @@ def test_sass_mix_has_one_bar_per_cubin_whose_stack_is_its_instruction_count():
     for r in recs:
         want.setdefault((r["impl"], r["launch"], r["digest"]), r["sass_instructions"])
     assert sorted(totals.values()) == sorted(want.values())
+
+
+def test_records_survive_rows_with_fields_missing_or_null(seed):
+    """A run.json from an older or interrupted run may lack fields: the records skip them instead of raising."""
+    import random
+
+    rnd = random.Random(seed)
+    src = _doc("sim-real")
+    for _ in range(25):
+        doc = json.loads(json.dumps(src))
+        for _ in range(10):
+            d = rnd.choice(rnd.choice([doc["rows"], doc["verdicts"], doc["nvtx_ranges"]]))
+            for _ in range(rnd.randint(0, 3)):
+                subs = [v for v in d.values() if isinstance(v, dict) and v]
+                if not subs:
+                    break
+                d = rnd.choice(subs)
+            key = rnd.choice(list(d))
+            if rnd.random() < 0.5:
+                d[key] = None
+            else:
+                del d[key]
+        run = data.Run(RUNS / "sim-real", doc)
+        for fn in (data.row_records, data.verdict_records, data.headline, data.stage_records,
+                   data.sim_counter_records, data.instruction_mix, data.static_records, data.environment_records,
+                   data.filters):
+            fn(doc)
+        data.timeline_records(run)
+        data.device_ceilings(run)

@@ -23,12 +23,12 @@ def backend():
     return SimBackend()
 
 
-def check(backend, kernel, skew, seed, **params):
+def check(backend, kernel, skew, seed, preset="tiny", **params):
     import cuda_impl
     from harness.verify import run_and_check
 
-    result = run_and_check(cuda_impl.KERNELS[kernel], backend, kernel, "tiny", skew, seed, **params)
-    assert result.ok, f"{kernel} {skew} {params} seed={seed}: {result.message}"
+    result = run_and_check(cuda_impl.KERNELS[kernel], backend, kernel, preset, skew, seed, **params)
+    assert result.ok, f"{kernel} {preset} {skew} {params} seed={seed}: {result.message}"
     return result
 
 
@@ -36,6 +36,12 @@ def check(backend, kernel, skew, seed, **params):
 def test_kernel_all_skews(backend, kernel, seed):
     for i, skew in enumerate(SKEWS):
         check(backend, kernel, skew, seed + i)
+
+
+@pytest.mark.parametrize("kernel", ["gate", "align"])
+def test_kernel_small_preset(backend, kernel, seed):
+    """The `small` shapes change the structure: 32 experts fill the warp, align scatters two 1024-slot chunks."""
+    check(backend, kernel, SKEWS[seed % len(SKEWS)], seed, preset="small")
 
 
 @pytest.mark.parametrize("pow2_scale", [False, True])

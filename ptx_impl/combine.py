@@ -11,7 +11,9 @@ KERNEL = PtxKernel(
     entry="ptx_combine",
     params=(("y", ".ptr"), ("topk_w", ".ptr"), ("inverse", ".ptr"), ("out", ".ptr"),
             ("n_chunks", ".u32"), ("chunks_per_row", ".u32"), ("k", ".u32")),
+    consts=(("K", 8),),  # the k loop is unrolled K times (all K gathers in flight)
 )
+MAX_K = 16  # registers: six per unrolled copy
 VECTOR = 8  # bf16 per 16-byte chunk
 
 
@@ -28,6 +30,7 @@ def run(backend, args, preset, **params):
     H = args["y"].shape[1]
     require("combine", H % VECTOR == 0 and H > 0, "H (y.shape[1])", H, f"a positive multiple of {VECTOR}")
     require("combine", P * H // VECTOR < 2**32, "P_max*H", P * H, "below 2^35")
+    require("combine", 1 <= K <= MAX_K, "K", K, f"1..{MAX_K} (the k loop is unrolled)")
     check_array("combine", args, "y", (P, H), ml_dtypes.bfloat16)
     check_array("combine", args, "topk_w", (T, K), np.float32)
     check_array("combine", args, "inverse", (T, K), np.int32)
@@ -35,4 +38,4 @@ def run(backend, args, preset, **params):
     grid, block, smem = launch_config(T, H)
     values = {"y": args["y"], "topk_w": args["topk_w"], "inverse": args["inverse"], "out": args["out"],
               "n_chunks": T * H // VECTOR, "chunks_per_row": H // VECTOR, "k": K}
-    return [KERNEL.launch(backend, grid, block, values, smem)]
+    return [KERNEL.launch(backend, grid, block, values, smem, consts={"K": K})]

@@ -11,7 +11,9 @@ The .ptx files are plain PTX with one optional convenience, an unroll block for 
     //@end
 
 expands to eight copies with `$J` replaced by 0..7 (so the hand-written file stays one copy long and the emitted
-PTX stays deterministic). `$J+1`-style arithmetic is not supported on purpose; write a second variable instead.
+PTX stays deterministic). A bound may also be a named tile constant (`//@unroll J 0 K`) that the kernel module
+supplies per shape (`PtxKernel.source(K=8)`): the kernel is then specialised, e.g. combine issues all K gathers
+before the first add. `$J+1`-style arithmetic is not supported on purpose; write a second variable instead.
 """
 from __future__ import annotations
 
@@ -36,12 +38,25 @@ _SCALAR_TYPES = {
 }
 _POINTER = ".ptr"  # a .u64 parameter that must be a DeviceArray (its address is passed)
 
-_UNROLL_HEAD_RE = re.compile(r"^[ \t]*//@unroll[ \t]+(\w+)[ \t]+(\d+)[ \t]+(\d+)[ \t]*\n", re.MULTILINE)
+_UNROLL_HEAD_RE = re.compile(r"^[ \t]*//@unroll[ \t]+(\w+)[ \t]+(\w+)[ \t]+(\w+)[ \t]*\n", re.MULTILINE)
 _UNROLL_END_RE = re.compile(r"^[ \t]*//@end[ \t]*(?:\n|$)", re.MULTILINE)
 
 
-def expand_unrolls(text: str) -> str:
-    """Expand every `//@unroll VAR lo hi` ... `//@end` block, innermost first (so blocks may nest)."""
+def _bound(token: str, consts: Mapping[str, int], where: str) -> int:
+    if token.isdigit():
+        return int(token)
+    if token not in consts:
+        raise InputError(f"{where}: unroll bound {token!r} is not an integer or one of the tile constants "
+                         f"{sorted(consts) or '(none given)'}")
+    return int(consts[token])
+
+
+def expand_unrolls(text: str, consts: Mapping[str, int] | None = None, where: str = "ptx") -> str:
+    """Expand every `//@unroll VAR lo hi` ... `//@end` block, innermost first (so blocks may nest).
+
+    lo and hi are integers or names in `consts` (tile constants of the specialisation).
+    """
+    consts = consts or {}
     while True:
         end = _UNROLL_END_RE.search(text)
         if end is None:
@@ -50,17 +65,18 @@ def expand_unrolls(text: str) -> str:
         if not heads:
             return text  # an //@end without a head: load_ptx reports it
         head = heads[-1]  # the innermost block is the last head before the first end
-        var, lo, hi = head.group(1), int(head.group(2)), int(head.group(3))
+        var, lo, hi = head.group(1), _bound(head.group(2), consts, where), _bound(head.group(3), consts, where)
         body = text[head.end():end.start()]
         copies = "".join(body.replace(f"${var}", str(i)) for i in range(lo, hi))
         text = text[:head.start()] + copies + text[end.end():]
 
 
 @functools.lru_cache(maxsize=None)
-def load_ptx(file: str) -> str:
-    """The PTX text of kernels/<file>, unroll blocks expanded (cached: the backend caches modules per text)."""
+def load_ptx(file: str, consts: tuple[tuple[str, int], ...] = ()) -> str:
+    """The PTX text of kernels/<file>, unroll blocks expanded with the tile constants `consts` (cached: the backend
+    caches modules per text, so each specialisation is parsed / loaded once)."""
     path = KERNEL_DIR / file
-    text = expand_unrolls(path.read_text())
+    text = expand_unrolls(path.read_text(), dict(consts), where=file)
     if "//@unroll" in text or "//@end" in text:
         raise InputError(f"{file}: unbalanced //@unroll ... //@end block")
     return text
@@ -92,10 +108,19 @@ class PtxKernel:
     file: str
     entry: str
     params: tuple[tuple[str, str], ...]
+    consts: tuple[tuple[str, int], ...] = ()  # default tile constants (what `ptx` and static analysis use)
 
     @property
     def ptx(self) -> str:
-        return load_ptx(self.file)
+        return self.source()
+
+    def source(self, **consts: int) -> str:
+        """The PTX text specialised for these tile constants (missing ones take their defaults)."""
+        merged = dict(self.consts)
+        unknown = sorted(set(consts) - set(merged))
+        require(self.entry, not unknown, "tile constants", unknown, f"a subset of {sorted(merged)}")
+        merged.update({k: int(v) for k, v in consts.items()})
+        return load_ptx(self.file, tuple(sorted(merged.items())))
 
     def pack(self, values: Mapping) -> list:
         """Values by parameter name -> the positional list launch_ptx takes, each checked against its PTX type."""
@@ -131,14 +156,16 @@ class PtxKernel:
             packed.append(np_type(int(value)))
         return packed
 
-    def launch(self, backend, grid, block, values: Mapping, shared_bytes: int = 0, tag: str = ""):
-        """Type-check `values` against the parameter list and launch on `backend`; returns its LaunchRecord."""
+    def launch(self, backend, grid, block, values: Mapping, shared_bytes: int = 0, tag: str = "",
+               consts: Mapping[str, int] | None = None):
+        """Type-check `values` against the parameter list and launch on `backend` (the module specialised for the
+        tile constants `consts`); returns its LaunchRecord."""
         grid3 = _dim3(self.entry, "grid", grid)
         block3 = _dim3(self.entry, "block", block)
         threads = block3[0] * block3[1] * block3[2]
         require(self.entry, 1 <= threads <= 1024, "threads per block", threads, "1..1024")
         require(self.entry, 0 <= shared_bytes <= 227 * 1024, "shared_bytes", shared_bytes, "0..232448 (sm_90)")
-        return backend.launch_ptx(self.ptx, self.entry, grid3, block3, self.pack(values),
+        return backend.launch_ptx(self.source(**(consts or {})), self.entry, grid3, block3, self.pack(values),
                                   shared_bytes=int(shared_bytes), tag=tag or self.entry)
 
 

@@ -11,6 +11,7 @@ KERNEL = PtxKernel(
     params=(("logits", ".ptr"), ("bias", ".ptr"), ("topk_ids", ".ptr"), ("topk_w", ".ptr"),
             ("t", ".u32"), ("e", ".u32"), ("k", ".u32"), ("g", ".u32"), ("tg", ".u32"), ("gs", ".u32"),
             ("route_scale", ".f32")),
+    consts=(("NJ", 8),),  # register blocks of 32 experts per lane: ceil(E / 32)
 )
 TOKENS_PER_CTA = 4   # one warp per token, .reqntid 128
 MAX_EXPERTS = 256    # eight experts per lane
@@ -46,4 +47,4 @@ def run(backend, args, preset, **params):
     values = {"logits": args["logits"], "bias": args["bias"], "topk_ids": args["topk_ids"], "topk_w": args["topk_w"],
               "t": T, "e": E, "k": K, "g": preset.G, "tg": preset.TG, "gs": E // preset.G,
               "route_scale": float(preset.route_scale)}
-    return [KERNEL.launch(backend, grid, block, values, smem)]
+    return [KERNEL.launch(backend, grid, block, values, smem, consts={"NJ": ceil_div(E, 32)})]

@@ -3,17 +3,8 @@ from __future__ import annotations
 
 import functools
 
-from ptx_impl.descriptor import load_ptx
-
-# kernel name -> PTX file of the kernels this package writes itself (grouped_gemm has one module per tile).
-FILES = {
-    "gate": "gate.ptx",
-    "align": "align.ptx",
-    "permute": "permute.ptx",
-    "act_quant": "act_quant.ptx",
-    "swiglu": "swiglu.ptx",
-    "combine": "combine.ptx",
-}
+# kernel name -> module of the kernels this package writes itself (grouped_gemm has one module per tile).
+MODULES = ("gate", "align", "permute", "act_quant", "swiglu", "combine")
 
 
 def _gemm_sources() -> dict[str, str]:
@@ -26,7 +17,10 @@ def _gemm_sources() -> dict[str, str]:
 
 def ptx_sources() -> dict[str, str]:
     """{kernel: PTX text} for every ptx_impl kernel (grouped_gemm as one entry per tile module)."""
-    out = {name: load_ptx(file) for name, file in FILES.items()}
+    import importlib
+
+    # each at its default tile constants (gate: NJ=8 for E=256, combine: K=8), i.e. DeepSeek-V3's sizes
+    out = {name: importlib.import_module(f"ptx_impl.{name}").KERNEL.ptx for name in MODULES}
     out.update(_gemm_sources())
     return out
 

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from ptx_impl import act_quant, align, combine, gate, permute, static, swiglu
-from ptx_impl.descriptor import expand_unrolls, load_ptx
+from ptx_impl.descriptor import expand_unrolls
 
 MODULES = {"gate": gate, "align": align, "permute": permute, "act_quant": act_quant, "swiglu": swiglu,
            "combine": combine}
@@ -26,7 +26,7 @@ def test_assembles_for_sm90_without_spills(name, reports):
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_version_target_and_header(name):
-    text = load_ptx(MODULES[name].KERNEL.file)
+    text = MODULES[name].KERNEL.ptx
     version = re.search(r"^\.version (\d+)\.(\d+)", text, re.M)
     assert version and (int(version.group(1)), int(version.group(2))) <= (8, 4), "must load on CUDA 12.4 drivers"
     assert re.search(r"^\.target sm_90\s*$", text, re.M)
@@ -38,7 +38,7 @@ def test_version_target_and_header(name):
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_descriptor_matches_entry_signature(name):
     kernel = MODULES[name].KERNEL
-    text = load_ptx(kernel.file)
+    text = kernel.ptx
     match = re.search(r"\.visible \.entry (\w+)\((.*?)\n\)", text, re.S)
     assert match and match.group(1) == kernel.entry
     declared = re.findall(r"\.param (\.\w+) p_(\w+)", match.group(2))
@@ -75,3 +75,21 @@ def test_unroll_expansion():
     assert expand_unrolls(text) == "a\n  x0 y\n  x1 y\n  x2 y\nb\n"
     nested = "//@unroll I 0 2\n//@unroll J 0 2\n$I$J\n//@end\n//@end\n"
     assert expand_unrolls(nested) == "00\n01\n10\n11\n"
+
+
+@pytest.mark.parametrize("kernel, const, values", [(gate, "NJ", range(1, 9)), (combine, "K", (1, 2, 6, 8, 16))])
+def test_every_specialisation_assembles_without_spills(kernel, const, values):
+    from harness.toolchain import assemble
+
+    texts = {v: kernel.KERNEL.source(**{const: v}) for v in values}
+    assert len(set(texts.values())) == len(texts)  # the constant really changes the module
+    for v, text in texts.items():
+        usage = assemble(text)[1][kernel.KERNEL.entry]
+        assert usage.spills == 0 and usage.stack_frame_bytes == 0, (const, v, usage)
+
+
+def test_unknown_tile_constant_is_an_input_error():
+    from harness.errors import InputError
+
+    with pytest.raises(InputError, match=r"tile constants = \['KK'\], expected a subset of \['K'\]"):
+        combine.KERNEL.source(KK=3)

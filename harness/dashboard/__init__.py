@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.dashboard.data import DashboardError, load_run
+from harness.dashboard.errors import DashboardError
 
 DASHBOARD_FILE = "dashboard.html"
 INDEX_FILE = "index.html"
@@ -24,7 +24,7 @@ def render(run_dir, vs=None) -> str:
     """The dashboard of `run_dir` (compared with the run folder `vs` when given) as one HTML document."""
     from plotly.offline import get_plotlyjs
 
-    from harness.dashboard.data import device_ceilings
+    from harness.dashboard.data import device_ceilings, load_run
     from harness.dashboard.html import esc, page
     from harness.dashboard.sections import basis_badge, build_sections
 

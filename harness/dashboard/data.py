@@ -11,17 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import PtxmoeError
+from harness.dashboard.errors import DashboardError
 
 IMPLS = ("cuda", "ptx")
 IMPL_NAMES = {"cuda": "Numba CUDA", "ptx": "PTX"}
 LAYER = "layer"
 HEADLINE_RESAMPLES = 2000
 HEADLINE_SEED = 0  # the page is deterministic: the same run.json gives the same interval
-
-
-class DashboardError(PtxmoeError):
-    """A run folder the dashboard cannot be built from (missing or wrong run.json, unwritable output)."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 
-from harness.dashboard.data import IMPL_NAMES, IMPLS
+from harness.dashboard.data import IMPL_NAMES
 
 COLOURS = {"cuda": "#4C78A8", "ptx": "#F58518"}
 VERDICT_COLOURS = {"FASTER": "#2E7D32", "SAME": "#757575", "SLOWER": "#C62828", None: "#BDBDBD"}
@@ -305,5 +305,5 @@ def pipeline_figure():
     return fig
 
 
-__all__ = ["IMPLS", "bandwidth_bars", "instruction_mix_figure", "pipeline_figure", "roofline", "sass_mix_figure",
+__all__ = ["bandwidth_bars", "instruction_mix_figure", "pipeline_figure", "roofline", "sass_mix_figure",
            "speedup_bars", "stage_breakdown", "timeline_figure", "timing_distributions", "vs_figure"]

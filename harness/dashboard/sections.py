@@ -6,7 +6,7 @@ from escaped parts.
 from __future__ import annotations
 
 from harness.dashboard import data, figures
-from harness.dashboard.html import Raw, badge, esc, figure_div, filter_bar, fmt, section, table
+from harness.dashboard.html import badge, esc, figure_div, filter_bar, section, table
 
 _EMPTY = '<p class="note">Nothing to show for this run.</p>'
 
@@ -225,4 +225,4 @@ def build_sections(run: data.Run, other: data.Run | None = None) -> tuple[str, d
     return body, figs, nav
 
 
-__all__ = ["Raw", "build_sections", "fmt"]
+__all__ = ["basis_badge", "build_sections"]

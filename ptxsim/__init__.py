@@ -6,13 +6,13 @@
 """
 from ptxsim.device import Device, DeviceBuffer, NumbaArray
 from ptxsim.errors import (DeadlockError, DecodeError, InitcheckError, InstructionBudgetExceeded, KernelNotFound,
-                           LaunchError, MemcheckError, MemoryFault, NcHazardError, ParamTypeError, PtxSimError,
+                           LaunchError, MemcheckError, MemoryFault, NcHazardError, ParamTypeError, PtxSimError, PtxSimWarning,
                            PtxSyntaxError, RacecheckError, SanitizerError, SynccheckError, UnsupportedInstruction)
 from ptxsim.launch import launch
 from ptxsim.module import Kernel, Module, load_ptx
 from ptxsim.stats import LaunchStats
 
 __all__ = ["load_ptx", "launch", "Device", "DeviceBuffer", "NumbaArray", "Module", "Kernel", "LaunchStats",
-           "PtxSimError", "PtxSyntaxError", "UnsupportedInstruction", "DecodeError", "KernelNotFound", "MemoryFault",
+           "PtxSimError", "PtxSimWarning", "PtxSyntaxError", "UnsupportedInstruction", "DecodeError", "KernelNotFound", "MemoryFault",
            "DeadlockError", "InstructionBudgetExceeded", "ParamTypeError", "LaunchError", "SanitizerError",
            "MemcheckError", "RacecheckError", "InitcheckError", "SynccheckError", "NcHazardError"]

@@ -28,6 +28,9 @@ class Hook:
     def on_warp_sync(self, st, ins, lanes):
         pass
 
+    def on_async_issue(self, st, rec):
+        pass
+
     def on_async_complete(self, st, rec, sel):
         pass
 

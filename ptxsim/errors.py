@@ -89,3 +89,7 @@ class SynccheckError(SanitizerError):
 
 class NcHazardError(SanitizerError):
     """nc: a write in the same launch to an address read through ld.global.nc."""
+
+
+class PtxSimWarning(UserWarning):
+    """Behaviour the simulator runs but hardware leaves undefined (an .aligned barrier in divergent code)."""

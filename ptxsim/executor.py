@@ -36,6 +36,7 @@ class Scheduler:
         self.warp_slot = (np.arange(n // 32) * 32) // st.padded
         self.executed = 0
         self.has_red = any(i.aux.get("red") for i in st.prog.instrs)
+        self.warned = set()
 
     # -- the loop ------------------------------------------------------------------------------------------------
     def run(self) -> int:
@@ -129,6 +130,8 @@ class Scheduler:
         slots = st.slot[la]
         for h in st.hooks:
             h.on_barrier(st, ins, la, bid)
+        if not isinstance(lanes, slice) and ins.pc not in self.warned and (ins.op == "bar" or ".aligned" in ins.mods):
+            self._check_aligned(ins, la)
         if mode != "arrive":
             st.pc[la] = ins.pc + 1 + BLOCKED
             self.wait_id[la] = bid
@@ -154,6 +157,24 @@ class Scheduler:
         if cnt is not None:
             self.expect[slots, bid] = cnt
         self._release()
+
+    def _check_aligned(self, ins, la):
+        """Warn (once per instruction) when an .aligned barrier is reached by part of a warp's running threads."""
+        w = la >> 5
+        ws = np.unique(w)
+        pcs = self.st.pc[(ws[:, None] * 32 + np.arange(32)).reshape(-1)].reshape(len(ws), 32)
+        alive = np.count_nonzero(pcs < EXITED, axis=1)
+        present = np.bincount(np.searchsorted(ws, w), minlength=len(ws))
+        if np.any(present < alive):
+            import warnings
+
+            from ptxsim.errors import PtxSimWarning
+
+            self.warned.add(ins.pc)
+            warnings.warn(PtxSimWarning(f"kernel {self.st.prog.name}: `{ins.text}` at PTX line {ins.line} is reached "
+                                        "in divergent code (an .aligned barrier must be executed by all running "
+                                        "threads of the warp); behaviour on hardware is undefined. "
+                                        "sanitize='synccheck' reports where."), stacklevel=2)
 
     def _release(self):
         need_all = self.live[:, None]

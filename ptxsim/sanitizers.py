@@ -134,6 +134,20 @@ class Racecheck(Sanitizer):
             self.r_warp = np.full(nw, -1, np.int64)  # -2: read by several warps
             self.r_epoch = np.full(nw, -1, np.int64)
             self.epoch = np.zeros(st.nctas, np.int64)
+            self.in_flight = np.zeros(nw, np.int64)  # cp.async copies not yet waited for, per word
+
+    def _async_words(self, rec, sel=None):
+        phys = rec["phys"] if sel is None else rec["phys"][sel]
+        size = rec["data"].shape[1]
+        return ((phys[:, None] + np.arange(0, size, 4)) >> 2).reshape(-1)
+
+    def on_async_issue(self, st, rec):
+        self._init(st)
+        np.add.at(self.in_flight, self._async_words(rec), 1)
+
+    def on_async_complete(self, st, rec, sel):
+        self._init(st)
+        np.add.at(self.in_flight, self._async_words(rec, sel), -1)
 
     def on_release(self, st, ready):
         self._init(st)
@@ -153,6 +167,12 @@ class Racecheck(Sanitizer):
         warp = la >> 5
         ep = self.epoch[st.slot[la]]
         kind = None
+        flying = self.in_flight[phys] > 0
+        if flying.any():
+            i = int(np.flatnonzero(flying)[0])
+            self.report(st, ins, la[i], addr[i], space, f"{'write to' if is_store else 'read of'} a cp.async "
+                        "destination before cp.async.wait_group / wait_all completed the copy",
+                        int(np.count_nonzero(flying)))
         if is_store:
             raw = (self.w_epoch[phys] == ep) & (self.w_warp[phys] != warp) & (self.w_warp[phys] >= 0)
             war = (self.r_epoch[phys] == ep) & (self.r_warp[phys] != warp) & (self.r_warp[phys] != -1)

@@ -171,8 +171,11 @@ def cp_async(st, ins, lanes):
         chunk = access.load(st, ins, "global", src[sub], la[sub], np.uint8, s_)
         data[sub, :s_] = chunk.reshape(len(sub), s_)
     phys = st.smem_base[lanes] + dst
-    st.async_pending.append({"lanes": st.lane_array(lanes).copy(), "phys": phys.astype(np.int64), "data": data,
-                             "group": np.full(n, -1, np.int64), "ins": ins, "dst": dst})
+    rec = {"lanes": st.lane_array(lanes).copy(), "phys": phys.astype(np.int64), "data": data,
+           "group": np.full(n, -1, np.int64), "ins": ins, "dst": dst}
+    st.async_pending.append(rec)
+    for h in st.hooks:
+        h.on_async_issue(st, rec)
 
 
 def cp_async_commit(st, ins, lanes):

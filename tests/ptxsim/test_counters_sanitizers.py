@@ -121,6 +121,21 @@ def test_racecheck_finds_a_missing_barrier():
         ptxsim.launch(ptxsim.load_ptx(src("")).kernel("k"), 2, 64, [z, z, z, z], sanitize="racecheck")
 
 
+def test_racecheck_finds_a_read_of_an_unwaited_cp_async_destination():
+    def src(wait):
+        return TEMPLATE.replace(".visible", ".shared .align 16 .b32 s[32];\n.visible").replace("BODY", f"""
+  mov.u32 %r3, s; shl.b32 %r4, %r0, 2; add.u32 %r4, %r3, %r4;
+  cp.async.ca.shared.global [%r4], [%rd7], 4; cp.async.commit_group;
+  {wait}
+  ld.shared.u32 %r5, [%r4]; st.global.u32 [%rd8], %r5;""")
+    x, y, z = np.arange(32, dtype=np.uint32), np.zeros(32, np.uint32), np.zeros(1, np.uint32)
+    ok = ptxsim.launch(ptxsim.load_ptx(src("cp.async.wait_group 0;")).kernel("k"), 1, 32, [x, y, z, z.copy()],
+                       sanitize="racecheck")
+    assert ok.sanitizer_reports == [] and np.array_equal(y, x)
+    with pytest.raises(ptxsim.RacecheckError, match="cp.async destination before"):
+        ptxsim.launch(ptxsim.load_ptx(src("")).kernel("k"), 1, 32, [x, y, z, z.copy()], sanitize="racecheck")
+
+
 def test_initcheck_finds_unwritten_global_and_shared():
     dev = ptxsim.Device()
     buf = dev.alloc(128)
@@ -142,6 +157,8 @@ def test_synccheck_flags_a_barrier_in_divergent_code():
     z = np.zeros(1, np.uint32)
     with pytest.raises(ptxsim.SynccheckError, match="divergent"):
         _launch(body, [z], block=32, sanitize="synccheck")
+    with pytest.warns(ptxsim.PtxSimWarning, match="divergent code"):  # without the sanitizer: a warning
+        _launch(body, [z], block=32)
     assert _launch("bar.sync 0;", [z], block=64, sanitize="synccheck").sanitizer_reports == []
 
 

@@ -29,10 +29,25 @@ def basis_badge(basis: str, device: str | None) -> str:
     return f'<span class="measured">MEASURED times: CUDA events on {esc(device or "?")}</span>'
 
 
+def row_status_html(run: data.Run) -> str:
+    """Row counts by status, and the failed/error rows named plainly (a fast wrong kernel is no win)."""
+    rows = data.row_records(run.doc)
+    counts: dict = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    text = ", ".join(f"{n} {esc(status)}" for status, n in sorted(counts.items(), key=lambda kv: str(kv[0])))
+    out = f'<div class="note">rows: {text}</div>'
+    bad = [r for r in rows if r["status"] in ("failed", "error")]
+    if bad:
+        names = "; ".join(f"{r['key']} ({r['status']}: {str(r['reason'] or '')[:120]})" for r in bad[:10])
+        out += f'<p class="plain SLOWER">{len(bad)} row(s) FAILED or raised: {esc(names)}</p>'
+    return out
+
+
 def headline_section(run: data.Run) -> str:
     h = data.headline(run.doc)
     ceil = data.device_ceilings(run)
-    tag = basis_badge(run.basis, ceil["name"] if ceil else None)
+    tag = basis_badge(run.basis, ceil["name"] if ceil else None) + row_status_html(run)
     if h["geomean"] is None:
         reasons = "; ".join(f"{v['label']} {v['preset']}/{v['skew']}: {v['reason']}" for v in h["no_verdict"][:8])
         body = (f'<div class="headline">{tag}<p class="plain SAME">No verdict: no kernel has both paths timed.'

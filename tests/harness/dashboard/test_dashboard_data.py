@@ -181,7 +181,8 @@ def test_failed_and_missing_rows_leave_the_cell_without_a_verdict_and_say_why(tm
     assert rows["swiglu/ptx/tiny/balanced"]["reason"] == "out: 3 mismatches"
     text = dashboard.build(run_dir).read_text()
     assert "cuda_impl has no gate implementation yet" in text and "out: 3 mismatches" in text
-    assert "no verdict: 2" in text
+    assert "no verdict: 2" in text and "rows: 1 failed, 1 missing, 18 ok" in text
+    assert "1 row(s) FAILED or raised: swiglu/ptx/tiny/balanced (failed: out: 3 mismatches)" in text
 
 
 def test_a_real_compare_run_with_one_path_missing(tmp_path):

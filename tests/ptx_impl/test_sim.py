@@ -154,3 +154,8 @@ def test_sanitizers_clean(kernel, seed):
     backend = SimBackend(device=_SanitizingDevice(ptxsim.Device()))
     preset = "tiny" if kernel == "layer" else RAGGED
     _check(backend, kernel, preset, SKEWS[seed % len(SKEWS)], seed)
+
+
+def test_layer_ragged(backend, seed):
+    """The layer where gate runs two register blocks and groups of 5, align two scatter chunks, combine K=6."""
+    _check(backend, "layer", RAGGED, SKEWS[seed % len(SKEWS)], seed)

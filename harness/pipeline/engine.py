@@ -9,6 +9,8 @@ both after F&B. Communication is free (the report's Table 2 counts compute only)
 """
 from __future__ import annotations
 
+import math
+
 from collections import Counter
 
 from harness.pipeline.model import (
@@ -178,7 +180,9 @@ def check_timeline(timeline: Timeline) -> None:
             if p.device != device:
                 raise ScheduleError(f"{schedule.method}: {p.chunk.label()} is in device {device}'s row but says "
                                     f"device {p.device}")
-            if p.end - p.start != times.duration(p.chunk):
+            # NOTE: end = start + duration in floating point, so end - start can differ from the duration in the last
+            # bits for non-integer times (e.g. measured microseconds); compare with a relative tolerance.
+            if not math.isclose(p.end - p.start, times.duration(p.chunk), rel_tol=1e-9, abs_tol=1e-12 * abs(p.end)):
                 raise ScheduleError(f"{schedule.method}: device {device} {p.chunk.label()} runs {p.end - p.start}; "
                                     f"expected {times.duration(p.chunk)}")
             if previous_end is not None and p.start < previous_end:

@@ -1,4 +1,5 @@
 """The simulated schedules reproduce DeepSeek-V3's Table 2 exactly: bubble, parameters, activations."""
+import math
 import pytest
 
 from harness.pipeline import (
@@ -115,3 +116,14 @@ def test_module_cli_prints_the_table_and_rejects_bad_sizes(capsys):
     assert by_method["ZB1P"][2] == by_method["ZB1P"][3] == str(3 * (2 + 3 - 2 * 1.0))
     assert main(["--pp", "4", "--microbatches", "9"]) == 2
     assert "DualPipe: microbatches=9 with pp=4; expected an even number >= 8" in capsys.readouterr().err
+
+
+def test_non_integer_chunk_times_are_accepted():
+    """Measured times are not exact binary fractions: the checker must not reject end - start rounding."""
+    from harness.pipeline import ChunkTimes, schedule_table
+
+    times = ChunkTimes(F=6195.326551818953, B=2 * 6195.326551818953, W=6195.326551818953, FB=3 * 6195.326551818953 * 0.79)
+    rows = schedule_table(8, 16, times)
+    assert {r["method"] for r in rows} >= {"1F1B", "ZB1P", "DualPipe"}
+    one_f_one_b = next(r for r in rows if r["method"] == "1F1B")
+    assert math.isclose(one_f_one_b["bubble"], 7 * (times.F + times.B), rel_tol=1e-9)

@@ -153,30 +153,33 @@ def make_kernel(BM: int, BN: int, BK: int, TM: int, TN: int):
     return grouped_gemm_kernel
 
 
-def tile_for(preset) -> Tile:
+def tile_for(preset, tile: Tile | None = None) -> Tile:
+    """The tile for `preset` (TILES[BM]) unless an explicit `tile` is given (for tuning sweeps on a GPU)."""
+    if tile is not None:
+        return tile
     if preset.BM not in TILES:
         require(False, "grouped_gemm", f"no tile shape for BM={preset.BM}; known BMs: {sorted(TILES)}")
     return TILES[preset.BM]
 
 
-def launch_config(preset, N: int) -> Launch:
+def launch_config(preset, N: int, tile: Tile | None = None) -> Launch:
     """Grid (N/BN, P_max/BM), (BM/TM)*(BN/TN) threads: 64 at tiny, 128 small, 256 dsv3-decode and dsv3-prefill."""
-    t = tile_for(preset)
+    t = tile_for(preset, tile)
     threads = (preset.BM // t.TM) * (t.BN // t.TN)
     cfg = launch(cdiv(N, t.BN), threads, BN=t.BN, BK=t.BK, TM=t.TM, TN=t.TN)
     return dataclasses.replace(cfg, grid=(cfg.grid[0], preset.n_blocks, 1))
 
 
-def sources(preset):
-    t = tile_for(preset)
+def sources(preset, tile: Tile | None = None):
+    t = tile_for(preset, tile)
     return [(make_kernel(preset.BM, t.BN, t.BK, t.TM, t.TN), SIGNATURE)]
 
 
-def validate(preset, Kd: int, N: int) -> None:
-    t = tile_for(preset)
+def validate(preset, Kd: int, N: int, tile: Tile | None = None) -> None:
+    t = tile_for(preset, tile)
     BM = preset.BM
-    require(BM % t.TM == 0 and t.BN % t.TN == 0 and t.TN % 2 == 0, "grouped_gemm",
-            f"tile {t} does not divide BM={BM} x BN={t.BN} into TM x TN micro-tiles with even TN")
+    require(BM % t.TM == 0 and t.BN % t.TN == 0 and t.TN % 2 == 0 and t.BK % 4 == 0, "grouped_gemm",
+            f"tile {t} does not divide BM={BM} x BN={t.BN} into TM x TN micro-tiles with even TN and BK % 4 == 0")
     threads = (BM // t.TM) * (t.BN // t.TN)
     require(threads <= 1024, "grouped_gemm", f"tile {t} with BM={BM} needs {threads} threads; expected <= 1024")
     require(Kd % t.BK == 0, "grouped_gemm", f"Kd={Kd} is not a multiple of the K chunk BK={t.BK}")
@@ -187,6 +190,7 @@ def validate(preset, Kd: int, N: int) -> None:
 
 
 def run(backend, args, preset, **params):
+    """c = grouped GEMM of a with w per block_expert. params: tag (launch tag), tile (a Tile overriding TILES)."""
     P = preset.P_max
     for name in ("a", "w"):
         if name not in args:
@@ -195,13 +199,14 @@ def run(backend, args, preset, **params):
     E, N, Kw = args["w"].shape
     require(Kw == Kd and E == preset.E, "grouped_gemm",
             f"w has shape {args['w'].shape}; expected ({preset.E}, N, {Kd})")
-    validate(preset, Kd, N)
+    tile = params.get("tile")
+    validate(preset, Kd, N, tile)
     a = view(check_shape("grouped_gemm", args, "a", (P, Kd)), np.uint64, "grouped_gemm", "a")
     w = view(args["w"], np.uint64, "grouped_gemm", "w")
     be = check_shape("grouped_gemm", args, "block_expert", (preset.n_blocks,))
     total = check_shape("grouped_gemm", args, "total_padded", (1,))
     c = view(check_shape("grouped_gemm", args, "c", (P, N)), np.uint32, "grouped_gemm", "c")
-    cfg = launch_config(preset, N)
-    (kernel, sig), = sources(preset)
+    cfg = launch_config(preset, N, tile)
+    (kernel, sig), = sources(preset, tile)
     return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, w, be, total, c],
                                  cfg.shared_bytes, tag=params.get("tag", "grouped_gemm"))]

@@ -56,6 +56,13 @@ def test_grouped_gemm_one_skew(backend, variant, seed):
     check(backend, "grouped_gemm", skew, seed, variant=variant)
 
 
+def test_grouped_gemm_other_tile(backend, seed):
+    """The GEMM kernel is generic in its tile: a 16 x 128 tile with 4 x 8 micro-tiles also passes."""
+    from cuda_impl.grouped_gemm import Tile
+
+    check(backend, "grouped_gemm", SKEWS[seed % len(SKEWS)], seed, variant="down", tile=Tile(128, 16, 4, 8))
+
+
 def test_layer_one_skew(backend, seed):
     """The whole layer passes its check, through the eight documented launches in order, all on the Numba path."""
     import cuda_impl

@@ -20,7 +20,9 @@ LAYOUT = {"template": "none", "margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "h
 
 def t(value) -> str:
     """A file-derived string made safe for Plotly text (escaped; Plotly shows the entities as characters)."""
-    return html.escape("" if value is None else str(value))
+    # NOTE: quote=False: Plotly decodes &lt; &gt; &amp; but would print &quot; as is; quotes are harmless here
+    # because with < and > escaped no tag (and so no attribute) can form in Plotly's text
+    return html.escape("" if value is None else str(value), quote=False)
 
 
 SYMBOLS = ("circle", "diamond", "square", "triangle-up", "cross", "x", "star", "hexagon")
@@ -181,7 +183,7 @@ def stage_breakdown(stages: list[dict], basis: str):
     if not stages:
         return None
     fig = _fig(f"End-to-end layer: time per stage ({basis})", barmode="stack", xaxis_title=f"{basis} time (µs)",
-               height=320)
+               height=360, legend={"orientation": "v", "x": 1.02, "y": 1, "traceorder": "normal"})
     names = list(dict.fromkeys(s["stage"] for s in stages))
     shown = set()
     for (stage, preset, skew), group in _groups(stages, "stage", "preset", "skew").items():

@@ -112,4 +112,6 @@ def test_script_bearing_names_render_as_text_and_run_nothing(browser, tmp_path):
     assert XSS_KERNEL in cells and f"grouped_gemm[{XSS_VARIANT}]" in cells
     ticks = page.evaluate("Array.from(document.querySelectorAll('#fig-speedup .xtick text')).map(t => t.textContent)")
     assert XSS_KERNEL in ticks  # Plotly shows the escaped label as the original characters
+    legend = page.evaluate("Array.from(document.querySelectorAll('#fig-stages .legendtext')).map(t => t.textContent)")
+    assert XSS_VARIANT in legend  # quotes included (no stray entities)
     page.screenshot(path=str(tmp_path / "xss.png"))

@@ -3,16 +3,21 @@
     module = ptxsim.load_ptx(ptx_text)
     kernel = module.kernel("entry")
     stats = ptxsim.launch(kernel, grid=(gx, gy, gz), block=(bx, by, bz), args=[...], shared_bytes=0)
+
+See ptxsim/README.md for the arguments, metrics, sanitizers and environment flags.
 """
 from ptxsim.device import Device, DeviceBuffer, NumbaArray
 from ptxsim.errors import (DeadlockError, DecodeError, InitcheckError, InstructionBudgetExceeded, KernelNotFound,
-                           LaunchError, MemcheckError, MemoryFault, NcHazardError, ParamTypeError, PtxSimError, PtxSimWarning,
-                           PtxSyntaxError, RacecheckError, SanitizerError, SynccheckError, UnsupportedInstruction)
+                           LaunchError, MemcheckError, MemoryFault, NcHazardError, ParamTypeError, PtxSimError,
+                           PtxSimWarning, PtxSyntaxError, RacecheckError, SanitizerError, SynccheckError,
+                           UnsupportedInstruction)
 from ptxsim.launch import launch
 from ptxsim.module import Kernel, Module, load_ptx
+from ptxsim.sanitizers import SanitizerReport
 from ptxsim.stats import LaunchStats
 
 __all__ = ["load_ptx", "launch", "Device", "DeviceBuffer", "NumbaArray", "Module", "Kernel", "LaunchStats",
-           "PtxSimError", "PtxSimWarning", "PtxSyntaxError", "UnsupportedInstruction", "DecodeError", "KernelNotFound", "MemoryFault",
-           "DeadlockError", "InstructionBudgetExceeded", "ParamTypeError", "LaunchError", "SanitizerError",
-           "MemcheckError", "RacecheckError", "InitcheckError", "SynccheckError", "NcHazardError"]
+           "SanitizerReport", "PtxSimError", "PtxSimWarning", "PtxSyntaxError", "UnsupportedInstruction",
+           "DecodeError", "KernelNotFound", "MemoryFault", "DeadlockError", "InstructionBudgetExceeded",
+           "ParamTypeError", "LaunchError", "SanitizerError", "MemcheckError", "RacecheckError", "InitcheckError",
+           "SynccheckError", "NcHazardError"]

@@ -275,3 +275,61 @@ def test_elect_and_createpolicy():
   elect.sync %r1|%p1, 0xffffffff; selp.u32 %r2, 100, 0, %p1; add.u32 %r1, %r1, %r2; st.global.u32 [%rd7], %r1;
 E:""", o)
     assert np.all(o[:5] == 0) and o[5] == 105 and np.all(o[6:32] == 5) and o[32] == 100 and np.all(o[33:] == 0)
+
+
+def test_mma_m16n8k8_bf16(rng):
+    A = rng.standard_normal((16, 8)).astype(ml_dtypes.bfloat16)
+    B = rng.standard_normal((8, 8)).astype(ml_dtypes.bfloat16)
+    C = rng.standard_normal((16, 8)).astype(np.float32)
+    lane = np.arange(32)
+    g, t = lane // 4, lane % 4
+    fa = np.stack([A[g + 8 * (i >= 2), 2 * t + (i & 1)] for i in range(4)], axis=1)
+    fb = np.stack([B[2 * t + i, g] for i in range(2)], axis=1)
+    d = np.zeros((32, 4), np.float32)
+    run("""mul.wide.u32 %rd15, %r0, 8; add.s64 %rd16, %rd1, %rd15; mul.wide.u32 %rd17, %r0, 4;
+  add.s64 %rd17, %rd2, %rd17; mul.wide.u32 %rd18, %r0, 16; add.s64 %rd19, %rd3, %rd18; add.s64 %rd18, %rd4, %rd18;
+  ld.global.v2.u32 {%r1, %r2}, [%rd16]; ld.global.u32 %r5, [%rd17]; ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd19];
+  mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%f5, %f6, %f7, %f8}, {%r1, %r2}, {%r5}, {%f1, %f2, %f3, %f4};
+  st.global.v4.f32 [%rd18], {%f5, %f6, %f7, %f8};""", np.ascontiguousarray(fa).view(np.uint32).reshape(-1),
+        np.ascontiguousarray(fb).view(np.uint32).reshape(-1), _frag_c(C).reshape(-1), d.reshape(-1), threads=32)
+    np.testing.assert_allclose(d, _frag_c(A.astype(np.float64) @ B.astype(np.float64) + C), rtol=1e-5, atol=1e-5)
+
+
+def test_div_rn_full_approx_and_sin_cos(rng):
+    from fractions import Fraction
+
+    from ptxkit import round_exact
+    a = (rng.standard_normal(64) * 2.0 ** rng.integers(-20, 20, 64)).astype(np.float32)
+    b = (rng.standard_normal(64) * 2.0 ** rng.integers(-20, 20, 64)).astype(np.float32)
+    rn, full, approx = np.zeros(64, np.float32), np.zeros(64, np.float32), np.zeros(64, np.float32)
+    run("""ld.global.f32 %f1, [%rd7]; ld.global.f32 %f2, [%rd8]; div.rn.f32 %f3, %f1, %f2; st.global.f32 [%rd9], %f3;
+  div.full.f32 %f4, %f1, %f2; st.global.f32 [%rd10], %f4;""", a, b, rn, full)
+    exact = np.array([round_exact(Fraction(float(x)) / Fraction(float(y)), np.float32) for x, y in zip(a, b)])
+    np.testing.assert_array_equal(rn, exact)
+    assert np.all(np.abs(full - exact) <= 2 * np.spacing(np.abs(exact)))
+    run("ld.global.f32 %f1, [%rd7]; ld.global.f32 %f2, [%rd8]; div.approx.f32 %f3, %f1, %f2; st.global.f32 [%rd9], %f3;",
+        a, b, approx)
+    assert np.all(np.abs(approx - exact) <= 2 * np.spacing(np.abs(exact)))
+    x = rng.uniform(-np.pi, np.pi, 64).astype(np.float32)
+    s, c = np.zeros(64, np.float32), np.zeros(64, np.float32)
+    run("ld.global.f32 %f1, [%rd7]; sin.approx.f32 %f2, %f1; cos.approx.ftz.f32 %f3, %f1; st.global.f32 [%rd8], %f2;"
+        " st.global.f32 [%rd9], %f3;", x, s, c)
+    assert np.abs(s - np.sin(x.astype(np.float64))).max() < 2.0**-20.9  # the documented absolute error bound
+    assert np.abs(c - np.cos(x.astype(np.float64))).max() < 2.0**-20.9
+
+
+def test_atom_dec_wraps_and_red_min_max(rng):
+    n = 40
+    w, wo = np.full(1, 2, np.uint32), np.zeros(n, np.uint32)
+    run("atom.global.dec.u32 %r2, [%rd2], 3; st.global.u32 [%rd9], %r2;", np.zeros(n, np.uint32), w, wo, threads=n)
+    seq = [2]
+    for _ in range(n):
+        v = seq[-1]
+        seq.append(3 if v == 0 or v > 3 else v - 1)
+    np.testing.assert_array_equal(wo, seq[:-1])
+    assert w[0] == seq[-1]
+    v = rng.integers(-1000, 1000, n).astype(np.int32)
+    mm = np.array([0, 0], np.int32)
+    run("ld.global.s32 %r1, [%rd7]; red.global.min.s32 [%rd2], %r1; red.global.max.s32 [%rd2+4], %r1;", v, mm,
+        threads=n)
+    assert mm[0] == min(0, v.min()) and mm[1] == max(0, v.max())

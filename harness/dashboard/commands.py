@@ -8,7 +8,8 @@ def register(subparsers) -> None:
         description="Headline speedup of PTX over Numba with its interval, per-kernel verdicts, timing, roofline, "
                     "layer stages, simulator counters, static facts, Nsight metrics, NVTX timeline, environment. "
                     "One HTML file with plotly.js inside: it opens from file:// with no network.")
-    parser.add_argument("run", metavar="RUN", help="run folder (profiles/<run-id>) holding run.json")
+    parser.add_argument("run", metavar="RUN", help="run folder (profiles/<run-id>) holding run.json; a profiles "
+                                                   "folder of runs instead: only write its index.html")
     parser.add_argument("--vs", metavar="OTHER_RUN", help="a second run folder to compare with (e.g. sim vs gpu)")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="output file (default RUN/dashboard.html; with --vs RUN/dashboard-vs-<OTHER>.html)")
@@ -16,8 +17,14 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from harness.dashboard import build
+    from pathlib import Path
 
+    from harness.dashboard import build, build_index
+
+    folder = Path(args.run)
+    if not (folder / "run.json").exists() and folder.is_dir() and any(folder.glob("*/run.json")):
+        print(f"index: {build_index(folder)}")
+        return 0
     path = build(args.run, vs=args.vs, out=args.output)
     print(f"dashboard: {path}")
     return 0

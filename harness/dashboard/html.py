@@ -90,7 +90,8 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;col
 header{background:#263238;color:#fff;padding:14px 24px}header h1{margin:0;font-size:22px}
 header .sub{color:#cfd8dc;font-size:13px;margin-top:4px}
 main{padding:0 24px 40px;max-width:1400px}
-section{background:#fff;border:1px solid #e0e0e0;border-radius:6px;margin:16px 0;padding:12px 18px}
+section{background:#fff;border:1px solid #e0e0e0;border-radius:6px;margin:16px 0;padding:12px 18px;
+scroll-margin-top:48px}
 h2{font-size:18px;margin:4px 0 10px}
 .headline{font-size:18px;line-height:1.5}.headline .big{font-size:34px;font-weight:700}
 .plain{font-size:18px;font-weight:600;padding:8px 12px;border-radius:4px;margin:8px 0}

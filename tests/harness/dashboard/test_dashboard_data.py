@@ -155,6 +155,9 @@ def test_missing_run_is_a_named_error_and_the_cli_exits_2(tmp_path, capsys):
     out = tmp_path / "elsewhere" / "d.html"
     assert main(["dashboard", str(sim), "-o", str(out)]) == 0
     assert out.is_file() and str(out) in capsys.readouterr().out
+    (tmp_path / "index.html").unlink()
+    assert main(["dashboard", str(tmp_path)]) == 0  # a profiles folder: its index only
+    assert "index:" in capsys.readouterr().out and "sim-tiny" in (tmp_path / "index.html").read_text()
 
 
 def test_failed_and_missing_rows_leave_the_cell_without_a_verdict_and_say_why(tmp_path):

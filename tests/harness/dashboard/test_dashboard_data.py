@@ -285,3 +285,55 @@ def test_records_survive_rows_with_fields_missing_or_null(seed):
             fn(doc)
         data.timeline_records(run)
         data.device_ceilings(run)
+
+
+def test_figures_carry_the_numbers_roofs_error_bars_and_filter_meta():
+    from harness.dashboard import figures
+
+    run = data.load_run(RUNS / "gpu-measured")
+    ceil = data.device_ceilings(run)
+    rows = data.row_records(run.doc)
+    fig = figures.roofline([r for r in rows if r["status"] == "ok"], ceil)
+    roofs = [tr for tr in fig.data if tr.mode == "lines"]
+    assert len(roofs) == 2
+    for tr, peak in zip(roofs, (ceil["bf16_dense_flops"], ceil["fp32_flops"])):
+        x = np.asarray(tr.x)
+        assert np.allclose(tr.y, np.minimum(peak, ceil["bandwidth_Bps"] * x) / 1e12, rtol=1e-12)
+    pts = [tr for tr in fig.data if tr.mode == "markers"]
+    assert sum(len(tr.x) for tr in pts) == sum(1 for r in rows if r["achieved_tflops"])
+    assert all(tr.meta["preset"] == "tiny" and tr.meta["skew"] in ("balanced", "imbalanced") for tr in pts)
+
+    verdicts = data.verdict_records(run.doc)
+    bars = figures.speedup_bars(verdicts, "measured")
+    for tr in bars.data:
+        mine = [v for v in verdicts if v["skew"] == tr.meta["skew"]]
+        assert list(tr.y) == [v["speedup"] for v in mine]
+        assert np.allclose(np.asarray(tr.y) + np.asarray(tr.error_y.array), [v["ci_hi"] for v in mine])
+        assert np.allclose(np.asarray(tr.y) - np.asarray(tr.error_y.arrayminus), [v["ci_lo"] for v in mine])
+
+
+def test_nsys_kernels_inside_ptxmoe_ranges_get_their_row_labels(tmp_path, rng):
+    from harness.nsight.table import MetricRow, NsightTable
+
+    run_dir = copy_run("sim-tiny", tmp_path)
+    rows, t = [], 1e9
+    for launch, impl in enumerate(("cuda", "ptx", "cuda", "ptx")):
+        rng_name = f"gate/{impl}/tiny/balanced"
+        stack = (("ptxmoe", "run-x"), ("ptxmoe", rng_name))
+        dur = float(rng.uniform(1e3, 1e4))
+        for metric, value in (("start", t), ("end", t + dur), ("duration", dur)):
+            rows.append(MetricRow("nsys-sqlite", f"k_{impl}", rng_name, metric, value, "ns", launch, "ptxmoe", stack))
+        t += 2 * dur
+    (run_dir / "nsight").mkdir()
+    (run_dir / "nsight" / "r.sqlite.rows.json").write_text(
+        json.dumps(NsightTable("r.sqlite", "nsys-sqlite", tuple(rows)).to_json_dict()))
+    run = data.load_run(run_dir)
+    source, bars = data.timeline_records(run)
+    assert source.startswith("nsys") and [b["impl"] for b in bars] == ["cuda", "ptx", "cuda", "ptx"]
+    assert {(b["lane"], b["preset"], b["skew"]) for b in bars} == {
+        ("gate/cuda/tiny/balanced", "tiny", "balanced"), ("gate/ptx/tiny/balanced", "tiny", "balanced")}
+    durations = [r.value for r in rows if r.metric == "duration"]
+    assert [b["end_ms"] - b["start_ms"] for b in bars] == pytest.approx([d / 1e6 for d in durations])
+    (rec,) = [r for r in data.nsight_metric_records(run) if r["metric"] == "duration"]
+    assert rec["cuda"] == pytest.approx(np.mean(durations[0::2])) and rec["ptx"] == pytest.approx(
+        np.mean(durations[1::2]))

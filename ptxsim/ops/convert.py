@@ -120,6 +120,14 @@ def cvt(st, ins, lanes):
                 r = f.astype(d.dtype) if d.name != "bf16" else nm.f32_to_bf16_bits(f.astype(np.float32))
             if ftz and d.name == "f32":
                 r = nm.ftz32(r)
+            if (".relu" in ins.mods or ".satfinite" in ins.mods) and d.name in ("f16", "bf16"):
+                f = np.asarray(r if d.name != "bf16" else nm.bf16_bits_to_f32(r), np.float32)
+                if ".relu" in ins.mods:
+                    f = np.where(f < 0, np.float32(0), f)
+                if ".satfinite" in ins.mods:
+                    top = np.float32(65504.0 if d.name == "f16" else 3.3895314e38)
+                    f = np.where(np.isinf(f), np.copysign(top, f), f).astype(np.float32)
+                r = f.astype(np.float16) if d.name == "f16" else nm.f32_to_bf16_bits(f)
             st.write(ins.ops[0], lanes, np.asarray(r).astype(d.dtype) if d.name != "bf16" else np.asarray(r), d)
             return
         st.write(ins.ops[0], lanes, _float_to_int(x, d, mode), d)

@@ -50,9 +50,10 @@ def _pack(parts64, t, ins):
             h = nm.f32_to_bf16_bits(ro)
         if ".ftz" in ins.mods and kind == "f16":
             h = np.where((h & 0x7C00) == 0, h & 0x8000, h).astype(np.uint16)
-        if ".sat" in ins.mods:
+        if ".sat" in ins.mods or ".relu" in ins.mods:
             f = nm.half_bits_to_f32(h, kind)
-            h = nm.to_half_bits(nm.sat01(f), kind)
+            f = nm.sat01(f) if ".sat" in ins.mods else np.where(f < 0, np.float32(0), f)
+            h = nm.to_half_bits(f, kind)
         bits.append(h.astype(np.uint32))
     if k == 1:
         return bits[0].astype(np.uint16).view(t.dtype)
@@ -83,6 +84,8 @@ def _out(st, ins, lanes, v, t):
         v = nm.ftz32(v)
     if ".sat" in ins.mods:
         v = nm.sat01(v)
+    if ".relu" in ins.mods:  # negative -> +0; NaN stays NaN
+        v = np.where(v < 0, t.dtype.type(0), v)
     n = st.count(lanes)
     st.write(ins.ops[0], lanes, np.broadcast_to(v, (n,)).astype(t.dtype), t)
 
@@ -201,10 +204,12 @@ def _minmax(fn_num, fn_nan):
         if _halves(t)[0]:
             return _half_op(lambda a, b: fn(a, b))(st, ins, lanes)
         a, b = _in(st, ins, lanes, 1, t), _in(st, ins, lanes, 2, t)
-        r = fn(np.asarray(a), np.asarray(b))
-        if ".xorsign.abs" in ins.mods or ".xorsign" in ins.mods:
+        if ".xorsign" in ins.mods:  # min/max of |a|, |b| with the sign a ^ b
             sign = np.signbit(a) ^ np.signbit(b)
-            r = np.copysign(np.abs(r), np.where(sign, -1, 1)).astype(t.dtype)
+            r = fn(np.abs(np.asarray(a)), np.abs(np.asarray(b)))
+            r = np.copysign(r, np.where(sign, -1, 1)).astype(t.dtype)
+        else:
+            r = fn(np.asarray(a), np.asarray(b))
         _out(st, ins, lanes, r, t)
     return h
 

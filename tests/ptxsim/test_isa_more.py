@@ -333,3 +333,22 @@ def test_atom_dec_wraps_and_red_min_max(rng):
     run("ld.global.s32 %r1, [%rd7]; red.global.min.s32 [%rd2], %r1; red.global.max.s32 [%rd2+4], %r1;", v, mm,
         threads=n)
     assert mm[0] == min(0, v.min()) and mm[1] == max(0, v.max())
+
+
+def test_relu_xorsign_and_satfinite_modifiers_are_applied(rng):
+    a = rng.standard_normal(64).astype(np.float32) * 100
+    b = rng.standard_normal(64).astype(np.float32)
+    r, m, h = np.zeros(64, np.float32), np.zeros(64, np.float32), np.zeros(64, np.uint32)
+    a[0] = 1e6
+    run("""ld.global.f32 %f1, [%rd7]; ld.global.f32 %f2, [%rd8]; fma.rn.relu.f32 %f3, %f1, %f2, %f2;
+  min.xorsign.abs.f32 %f4, %f1, %f2; st.global.f32 [%rd9], %f3; st.global.f32 [%rd10], %f4;""", a, b, r, m)
+    np.testing.assert_array_equal(r, np.maximum((a.astype(np.float64) * b + b).astype(np.float32), 0))
+    want = np.minimum(np.abs(a), np.abs(b)) * np.where(np.signbit(a) ^ np.signbit(b), -1, 1)
+    np.testing.assert_array_equal(m, want.astype(np.float32))
+    run("ld.global.f32 %f1, [%rd7]; cvt.rn.satfinite.f16.f32 %h1, %f1; cvt.u32.u16 %r1, %h1; st.global.u32 [%rd8], %r1;",
+        a, h)
+    with np.errstate(over="ignore"):
+        want_h = np.clip(a, -65504, 65504).astype(np.float16).view(np.uint16)
+    np.testing.assert_array_equal(h, want_h)
+    with pytest.raises(ptxsim.UnsupportedInstruction, match=r"\.v2"):
+        kernel("atom.global.v2.f32.add {%f1, %f2}, [%rd1], {%f3, %f4};")

@@ -212,6 +212,8 @@ def _half_from_f32(x, kind, mode, relu, satf):
 def _prep(ins, dec, ctx):
     need(ins, (2, 3), 2)
     d, s = ins.types
+    if "tf32" in (d.name, s.name) or d.kind == "packed" and d.name in ("s4", "u4"):
+        raise unsupported(ins, f"conversions with .{d.name if d.kind == 'packed' else s.name} are not supported")
     packed = d.name in _FP8 or s.name in _FP8 or d.name in ("bf16x2", "f16x2")
     ins.aux["packed"] = packed
     if packed and d.name in ("bf16x2", "f16x2") and s.name == "f32" and len(ins.ops) != 3:

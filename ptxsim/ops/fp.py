@@ -174,11 +174,24 @@ def _f64_then_f32(fn):
 
 
 def _sqrt(a, ins):
-    return np.sqrt(a)
+    r = np.sqrt(a)
+    mode = ins.aux.get("mode", ".rn")
+    if mode == ".rn":
+        return r
+    # directed: compare r*r with a exactly (an f32 square is exact in f64)
+    d = np.asarray(a, np.float64) - np.asarray(r, np.float64) ** 2
+    return nm._directed(r, np.where(np.isfinite(d), d, 0), mode, a.dtype.type)
 
 
 def _rcp(a, ins):
-    return np.asarray(1, a.dtype) / a
+    r = np.asarray(1, a.dtype) / a
+    mode = ins.aux.get("mode", ".rn")
+    if mode == ".rn":
+        return r
+    # directed: the sign of 1 - r*a (exact in f64 for f32 operands) times the sign of a
+    d = 1.0 - np.asarray(r, np.float64) * np.asarray(a, np.float64)
+    d = np.where(np.asarray(a) < 0, -d, d)
+    return nm._directed(r, np.where(np.isfinite(d), d, 0), mode, a.dtype.type)
 
 
 def _rsqrt(a, ins):
@@ -275,10 +288,18 @@ def _prep(nops, ntypes=1, rnd_required=False):
     return prep
 
 
-def _prep_sfu(nops):
+def _prep_sfu(nops, rounding=False):
     def prep(ins, dec, ctx):
         need(ins, nops, 1)
         ins.klass = "sfu"
+        modes = [m for m in ins.modlist if m in _RND]
+        if not rounding and modes:
+            raise unsupported(ins, f"{ins.op} takes .approx only, not {modes[0]}")
+        if modes and ins.types[-1].bits == 64 and modes[0] != ".rn":
+            raise unsupported(ins, f"directed rounding {modes[0]} is not supported for .f64 {ins.op}")
+        if rounding and not modes and ".approx" not in ins.mods:
+            raise unsupported(ins, f"{ins.op} needs .approx or a rounding modifier (.rn .rz .rm .rp)")
+        ins.aux["mode"] = modes[0] if modes else ".rn"
     return prep
 
 
@@ -291,7 +312,7 @@ OPS = {
     "abs": spec(abs_, "fp32", (".ftz",), _prep(2)), "neg": spec(neg, "fp32", (".ftz",), _prep(2)),
     "min": spec(min_, "fp32", (".ftz", ".NaN", ".xorsign", ".abs"), _prep(3)),
     "max": spec(max_, "fp32", (".ftz", ".NaN", ".xorsign", ".abs"), _prep(3)),
-    "sqrt": spec(sqrt, "sfu", _APPROX, _prep_sfu(2)), "rcp": spec(rcp, "sfu", _APPROX, _prep_sfu(2)),
+    "sqrt": spec(sqrt, "sfu", _APPROX, _prep_sfu(2, True)), "rcp": spec(rcp, "sfu", _APPROX, _prep_sfu(2, True)),
     "rsqrt": spec(rsqrt, "sfu", _APPROX, _prep_sfu(2)), "ex2": spec(ex2, "sfu", _APPROX, _prep_sfu(2)),
     "lg2": spec(lg2, "sfu", _APPROX, _prep_sfu(2)), "sin": spec(sin, "sfu", _APPROX, _prep_sfu(2)),
     "cos": spec(cos, "sfu", _APPROX, _prep_sfu(2)), "tanh": spec(tanh, "sfu", _APPROX, _prep_sfu(2)),

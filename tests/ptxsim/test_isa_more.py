@@ -352,3 +352,27 @@ def test_relu_xorsign_and_satfinite_modifiers_are_applied(rng):
     np.testing.assert_array_equal(h, want_h)
     with pytest.raises(ptxsim.UnsupportedInstruction, match=r"\.v2"):
         kernel("atom.global.v2.f32.add {%f1, %f2}, [%rd1], {%f3, %f4};")
+
+
+@pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
+def test_sqrt_rcp_directed_rounding(mode, rng):
+    from fractions import Fraction
+
+    from ptxkit import round_exact
+    x = (rng.uniform(0.5, 2, 64) * 2.0 ** rng.integers(-30, 30, 64)).astype(np.float32)
+    s, r = np.zeros(64, np.float32), np.zeros(64, np.float32)
+    run(f"""ld.global.f32 %f1, [%rd7]; sqrt.{mode}.f32 %f2, %f1; rcp.{mode}.f32 %f3, %f1;
+  st.global.f32 [%rd8], %f2; st.global.f32 [%rd9], %f3;""", x, s, r)
+    np.testing.assert_array_equal(r, [round_exact(1 / Fraction(float(v)), np.float32, mode) for v in x])
+    for v, got in zip(x, s):  # got is the rounding of sqrt(v) in the mode: check it brackets the exact root
+        lo, hi = Fraction(float(np.nextafter(got, np.float32(-1)))), Fraction(float(np.nextafter(got, np.float32(9e9))))
+        g = Fraction(float(got))
+        fv = Fraction(float(v))
+        if mode == "rp":
+            assert g * g >= fv and lo * lo < fv
+        else:
+            assert g * g <= fv and hi * hi > fv
+    with pytest.raises(ptxsim.UnsupportedInstruction, match="approx only"):
+        kernel("ex2.rn.f32 %f1, %f2;")
+    with pytest.raises(ptxsim.UnsupportedInstruction, match="tf32"):
+        kernel("cvt.rna.tf32.f32 %r1, %f1;")

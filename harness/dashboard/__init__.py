@@ -16,6 +16,7 @@ from harness.dashboard.errors import DashboardError
 
 DASHBOARD_FILE = "dashboard.html"
 INDEX_FILE = "index.html"
+PARTITION_FILE = "partition.json"  # written by `ptxmoe partition` (harness.partition) instead of run.json
 
 __all__ = ["DASHBOARD_FILE", "INDEX_FILE", "DashboardError", "build", "build_index", "render"]
 
@@ -28,6 +29,8 @@ def render(run_dir, vs=None) -> str:
     from harness.dashboard.html import esc, page
     from harness.dashboard.sections import basis_badge, build_sections
 
+    if not (Path(run_dir) / "run.json").exists() and (Path(run_dir) / PARTITION_FILE).is_file() and vs is None:
+        return render_partition(run_dir)
     run = load_run(run_dir)
     other = load_run(vs) if vs is not None else None
     body, figs, nav = build_sections(run, other)
@@ -40,6 +43,31 @@ def render(run_dir, vs=None) -> str:
     return page(title, subtitle, nav, body, figs, get_plotlyjs())
 
 
+def render_partition(run_dir) -> str:
+    """The page of a `ptxmoe partition` folder (partition.json, no run.json): the partition figures alone."""
+    import json
+
+    from plotly.offline import get_plotlyjs
+
+    from harness.dashboard.data import Run
+    from harness.dashboard.html import esc, page
+    from harness.dashboard.sections import partition_section
+
+    run_dir = Path(run_dir)
+    try:
+        meta = json.loads((run_dir / PARTITION_FILE).read_text())
+    except (OSError, ValueError) as exc:
+        raise DashboardError(f"cannot read {run_dir / PARTITION_FILE}: {exc}") from None
+    meta = meta if isinstance(meta, dict) else {}
+    figs: dict = {}
+    body = partition_section(Run(run_dir, {}), figs)
+    run_id = str(meta.get("run_id") or run_dir.name)
+    subtitle = f"{esc(meta.get('label') or '')} &nbsp; backend {esc(meta.get('backend'))}, created " \
+               f"{esc(meta.get('created'))}"
+    return page(f"ptxmoe: SM partition study, run {run_id}", subtitle, [("partition", "partition")], body, figs,
+                get_plotlyjs())
+
+
 def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80] or "other"
 
@@ -48,7 +76,8 @@ def build(run_dir, vs=None, out=None) -> Path:
     """Write the dashboard of a run folder and refresh the index of the folder holding it.
 
     Args:
-        run_dir: a run folder with run.json (and optionally nsight/*.rows.json).
+        run_dir: a run folder with run.json (and optionally nsight/*.rows.json), or a `ptxmoe partition` folder
+            with partition.json only (its figures alone).
         vs: another run folder to compare with (simulated vs measured, two GPUs...).
         out: the output file; default `run_dir/dashboard.html` (`run_dir/dashboard-vs-<other run>.html` with vs).
     Returns:

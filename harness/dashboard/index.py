@@ -11,10 +11,15 @@ from harness.dashboard.html import CSS, Raw, badge, esc, table
 def index_records(profiles_dir: Path) -> list[dict]:
     """{run_id, dir, backend, status, created, geomean, lo, hi, verdict, counts, dashboard, error} per run folder."""
     out = []
-    for run_dir in sorted(p for p in Path(profiles_dir).iterdir() if (p / "run.json").is_file()):
+    for run_dir in sorted(p for p in Path(profiles_dir).iterdir()
+                          if (p / "run.json").is_file() or (p / "partition.json").is_file()):
         rec = {"run_id": run_dir.name, "dir": run_dir.name, "backend": None, "status": None, "created": None,
                "geomean": None, "lo": None, "hi": None, "verdict": None, "counts": None, "basis": None,
                "dashboards": sorted(p.name for p in run_dir.glob("dashboard*.html")), "error": None}
+        if not (run_dir / "run.json").is_file():
+            rec.update(_partition_record(run_dir))
+            out.append(rec)
+            continue
         try:
             run = load_run(run_dir)
             h = headline(run.doc)
@@ -25,6 +30,18 @@ def index_records(profiles_dir: Path) -> list[dict]:
             rec["error"] = str(exc)
         out.append(rec)
     return sorted(out, key=lambda r: str(r["created"] or ""), reverse=True)
+
+
+def _partition_record(run_dir: Path) -> dict:
+    import json
+
+    try:
+        doc = json.loads((run_dir / "partition.json").read_text())
+        doc = doc if isinstance(doc, dict) else {}
+        return {"run_id": str(doc.get("run_id") or run_dir.name), "backend": doc.get("backend"),
+                "basis": "partition study", "status": "complete", "created": doc.get("created")}
+    except (OSError, ValueError) as exc:
+        return {"error": f"partition.json: {exc}"}
 
 
 def index_page(profiles_dir: Path) -> str:

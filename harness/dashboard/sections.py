@@ -6,6 +6,7 @@ from escaped parts.
 from __future__ import annotations
 
 from harness.dashboard import data, figures
+from harness.errors import PtxmoeError
 from harness.dashboard.html import badge, esc, figure_div, filter_bar, section, table
 
 _EMPTY = '<p class="note">Nothing to show for this run.</p>'
@@ -194,6 +195,23 @@ def vs_section(run: data.Run, other: data.Run, figs: dict) -> str:
                    f"A = this run, B = {esc(other.run_dir)}; {len(pairs)} rows in both.")
 
 
+def partition_section(run: data.Run, figs: dict) -> str:
+    """The SM-partition study's figures when the run folder holds a partition.json (harness.partition)."""
+    try:
+        from harness.partition.figures import dashboard_section
+    except ImportError:
+        return ""
+    try:
+        extra = dashboard_section(run.run_dir)
+    except PtxmoeError as exc:
+        return section("partition", "SM partition (modelled)", f'<p class="err">{esc(exc)}</p>')
+    if not extra:
+        return ""
+    body = "".join(_fig(f"fig-partition-{i}", fig, figs) for i, fig in enumerate(extra))
+    return section("partition", "SM partition: communication vs GEMM (modelled)", body,
+                   "From the run folder's partition.json (harness.partition).")
+
+
 PIPELINE_SIZES = (8, 20)  # PP ranks, micro-batches: DeepSeek-V3 Table 2's comparison at a readable size
 
 
@@ -222,7 +240,8 @@ def environment_section(run: data.Run) -> str:
 
 NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("timing", "timing"), ("roofline", "roofline"),
        ("layer", "layer"), ("sim", "sim counters"), ("static", "static"), ("nsight", "nsight"),
-       ("timeline", "timeline"), ("vs", "vs"), ("dualpipe", "dualpipe"), ("environment", "environment"))
+       ("timeline", "timeline"), ("partition", "partition"), ("vs", "vs"), ("dualpipe", "dualpipe"),
+       ("environment", "environment"))
 
 
 def build_sections(run: data.Run, other: data.Run | None = None) -> tuple[str, dict, list]:
@@ -232,6 +251,7 @@ def build_sections(run: data.Run, other: data.Run | None = None) -> tuple[str, d
              timing_section(run, figs),
              roofline_section(run, figs), stage_section(run, figs), sim_section(run, figs),
              static_section(run, figs), nsight_section(run), timeline_section(run, figs)]
+    parts.append(partition_section(run, figs))
     if other is not None:
         parts.append(vs_section(run, other, figs))
     parts += [pipeline_section(figs), environment_section(run)]

@@ -337,3 +337,16 @@ def test_nsys_kernels_inside_ptxmoe_ranges_get_their_row_labels(tmp_path, rng):
     (rec,) = [r for r in data.nsight_metric_records(run) if r["metric"] == "duration"]
     assert rec["cuda"] == pytest.approx(np.mean(durations[0::2])) and rec["ptx"] == pytest.approx(
         np.mean(durations[1::2]))
+
+
+def test_a_partition_folder_gets_its_figures_and_an_index_row(tmp_path):
+    """partition-sim/ is the partition.json of `ptxmoe partition --backend sim --preset small --ep 4 --sms 0,8,20
+    --seed 7 --pp 4 --microbatches 8` (harness.partition writes no run.json)."""
+    folder = copy_run("partition-sim", tmp_path)
+    copy_run("sim-tiny", tmp_path)
+    text = dashboard.build(folder).read_text()
+    figs = json.loads(text.split('id="ptxmoe-figures">', 1)[1].split("</script>", 1)[0])
+    assert sorted(figs) == [f"fig-partition-{i}" for i in range(len(figs))] and len(figs) >= 3
+    assert all(f["data"] for f in figs.values()) and "SM partition" in text
+    index = (tmp_path / "index.html").read_text()
+    assert "partition study" in index and 'href="partition-sim/dashboard.html"' in index and "sim-tiny" in index

@@ -6,18 +6,22 @@ Both operands are K-contiguous ("NT" GEMM). Per BK-wide K chunk the block:
 
 - loads the BM x BK tile of a and the BN x BK tile of w[e] as 8-byte words (4 bf16; consecutive threads read
   consecutive words of a row, so every 32-byte sector is used whole), converts them to fp32 once and stores them
-  K-major in shared memory (row stride tile+2 floats: the transposing stores are bank-conflict free);
+  K-major in shared memory (rows padded by 4 floats: 16-byte aligned, transposing stores at most 2-way conflicted);
 - while it computes on that chunk, the next chunk's words are already loading into registers (register double
   buffering: the global latency hides behind BK x TM x TN FMAs per thread);
-- each thread accumulates a TM x TN micro-tile in registers (rows ty + i*BM/TM, column pairs tx + j*BN/TN: the
-  strided ownership makes every shared-memory read conflict free or a broadcast), fp32 FMA.
+- each thread accumulates a TM x TN micro-tile in registers, owned as 4 x 4 groups strided by the thread grid
+  (rows 4*(ty + i*BM/TM) + 0..3, columns likewise): the 4 floats of a group are 16-byte aligned and consecutive, so
+  NVVM merges them into one `ld.shared.v4.f32` (A reads are warp broadcasts, B reads are conflict-free per
+  quarter-warp), and fp32 FMA accumulates.
 
-The epilogue rounds to bf16 (RNE) and stores column pairs as 4-byte words. Tile shapes per preset are in TILES.
+The epilogue rounds to bf16 (RNE) and stores each 4-column group as one 8-byte word (a warp writes 128 contiguous
+bytes per row). Tile shapes per preset are in TILES (`run(..., tile=Tile(...))` overrides them for sweeps).
 
 What Numba cannot express that the PTX path may use: tensor cores (`mma.sync.aligned.m16n8k16.row.col.f32.bf16`,
 `ldmatrix`, or wgmma on sm_90), `cp.async` / TMA (`cp.async.bulk.tensor`) global->shared copies with `mbarrier`
-pipelines, 16-byte `ld.global.nc.v4` loads and `ld.shared.v4` fragment reads, keeping the tiles in bf16 in shared
-memory, `cvt.rn.bf16x2.f32` packing.
+pipelines, 16-byte `ld.global.nc.v4` loads (Numba's widest is 8 bytes; the shared v4 reads above are NVVM's doing, not
+expressible directly), keeping the tiles in bf16 in shared memory, `cvt.rn.bf16x2.f32` packing, `.maxnreg` /
+launch bounds (the 8 x 8 prefill tile takes ~150 registers, so one 256-thread block per SM).
 """
 from __future__ import annotations
 
@@ -28,10 +32,10 @@ import numpy as np
 from numba import cuda, float32, types, uint64
 
 from cuda_impl.common import Launch, cdiv, check_shape, launch, require, view
-from cuda_impl.prims import bf16_hi, bf16_lo, hi32, lo32, pack_bf16x2
+from cuda_impl.prims import SHARED_ALIGN, bf16_hi, bf16_lo, hi32, join64, lo32, pack_bf16x2
 
-SIGNATURE = (types.uint64[:, ::1], types.uint64[:, :, ::1], types.int32[::1], types.int32[::1], types.uint32[:, ::1])
-PAD = 2  # floats of padding per shared row: 4*(tile+2) = 8 mod 32 banks keeps the transposing stores conflict free
+SIGNATURE = (types.uint64[:, ::1], types.uint64[:, :, ::1], types.int32[::1], types.int32[::1], types.uint64[:, ::1])
+PAD = 4  # floats of padding per shared row: keeps rows 16-byte aligned (ld.shared.v4) and the stores <= 2-way
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +43,7 @@ class Tile:
     BN: int  # output columns per block
     BK: int  # K chunk in shared memory
     TM: int  # micro-tile rows per thread
-    TN: int  # micro-tile columns per thread (even: stored as bf16 pairs)
+    TN: int  # micro-tile columns per thread (a multiple of 4, like TM: 4 x 4 groups, 16-byte shared reads)
 
 
 # Keyed by the preset's BM (the row block align pads to): tiny 16, small 32, dsv3-decode 64, dsv3-prefill 128.
@@ -52,7 +56,8 @@ def make_kernel(BM: int, BN: int, BK: int, TM: int, TN: int):
     NTX = BN // TN
     NTY = BM // TM
     NT = NTX * NTY
-    TNP = TN // 2
+    TM4 = TM // 4  # the micro-tile is (TM/4 x TN/4) groups of 4 x 4: rows 4*(ty + ig*NTY) + ii, likewise columns
+    TN4 = TN // 4
     QPR = BK // 4  # 8-byte words per tile row per K chunk
     LA = BM * QPR // NT  # words of the a tile each thread loads
     LB = BN * QPR // NT
@@ -60,10 +65,10 @@ def make_kernel(BM: int, BN: int, BK: int, TM: int, TN: int):
     SB = BN + PAD
     A_ELEMS = BK * SA
     B_ELEMS = BK * SB
-    BN2 = BN // 2
+    BN4 = BN // 4
 
     U = np.uint64  # NOTE: unsigned (uint64) indices skip Numba's negative-index wraparound selects on every access
-    SA_U, SB_U, NTY_U, NTX2_U, BN2_U, ONE = U(SA), U(SB), U(NTY), U(2 * NTX), U(BN2), U(1)
+    SA_U, SB_U, NTY4_U, NTX4_U, BN4_U = U(SA), U(SB), U(4 * NTY), U(4 * NTX), U(BN4)
     QPR_U = U(QPR)
 
     def grouped_gemm_kernel(a, w, block_expert, total_padded, c):
@@ -77,8 +82,8 @@ def make_kernel(BM: int, BN: int, BK: int, TM: int, TN: int):
         tid = cuda.threadIdx.x
         tx = tid % NTX
         ty = tid // NTX
-        As = cuda.shared.array(A_ELEMS, float32)
-        Bs = cuda.shared.array(B_ELEMS, float32)
+        As = cuda.shared.array(A_ELEMS, float32, alignment=SHARED_ALIGN)
+        Bs = cuda.shared.array(B_ELEMS, float32, alignment=SHARED_ALIGN)
         acc = cuda.local.array((TM, TN), float32)
         for i in range(TM):
             for j in range(TN):
@@ -104,8 +109,8 @@ def make_kernel(BM: int, BN: int, BK: int, TM: int, TN: int):
             qb[l] = uint64(idx % QPR)
             sb[l] = uint64((idx % QPR) * 4 * SB + idx // QPR)
             rb[l] = w[eu, gb[l], qb[l]]
-        a_off = uint64(ty)
-        b_off = uint64(2 * tx)
+        a_off = uint64(4 * ty)
+        b_off = uint64(4 * tx)
         chunks = a.shape[1] // QPR
         for kc in range(chunks):
             for l in range(LA):
@@ -134,21 +139,27 @@ def make_kernel(BM: int, BN: int, BK: int, TM: int, TN: int):
                 kb = uint64(k) * SB_U + b_off
                 av = cuda.local.array(TM, float32)
                 bv = cuda.local.array(TN, float32)
-                for i in range(TM):
-                    av[i] = As[ka + uint64(i) * NTY_U]
-                for jp in range(TNP):
-                    col = kb + uint64(jp) * NTX2_U
-                    bv[2 * jp] = Bs[col]
-                    bv[2 * jp + 1] = Bs[col + ONE]
+                for ig in range(TM4):  # 4 consecutive 16-byte-aligned floats: NVVM emits one ld.shared.v4.f32
+                    base = ka + uint64(ig) * NTY4_U
+                    for ii in range(4):
+                        av[4 * ig + ii] = As[base + uint64(ii)]
+                for jg in range(TN4):
+                    base = kb + uint64(jg) * NTX4_U
+                    for jj in range(4):
+                        bv[4 * jg + jj] = Bs[base + uint64(jj)]
                 for i in range(TM):
                     for j in range(TN):
                         acc[i, j] += av[i] * bv[j]
             cuda.syncthreads()
-        pair0 = uint64(cuda.blockIdx.x) * BN2_U + uint64(tx)
-        for i in range(TM):
-            row = uint64(row0 + ty + i * NTY)
-            for jp in range(TNP):
-                c[row, pair0 + uint64(jp) * U(NTX)] = pack_bf16x2(acc[i, 2 * jp], acc[i, 2 * jp + 1])
+        quad0 = uint64(cuda.blockIdx.x) * BN4_U + uint64(tx)
+        for ig in range(TM4):
+            for ii in range(4):
+                i = 4 * ig + ii
+                row = uint64(row0 + 4 * (ty + ig * NTY) + ii)
+                for jg in range(TN4):
+                    j = 4 * jg
+                    c[row, quad0 + uint64(jg) * U(NTX)] = join64(pack_bf16x2(acc[i, j], acc[i, j + 1]),
+                                                               pack_bf16x2(acc[i, j + 2], acc[i, j + 3]))
 
     return grouped_gemm_kernel
 
@@ -178,8 +189,8 @@ def sources(preset, tile: Tile | None = None):
 def validate(preset, Kd: int, N: int, tile: Tile | None = None) -> None:
     t = tile_for(preset, tile)
     BM = preset.BM
-    require(BM % t.TM == 0 and t.BN % t.TN == 0 and t.TN % 2 == 0 and t.BK % 4 == 0, "grouped_gemm",
-            f"tile {t} does not divide BM={BM} x BN={t.BN} into TM x TN micro-tiles with even TN and BK % 4 == 0")
+    require(BM % t.TM == 0 and t.BN % t.TN == 0 and t.TM % 4 == 0 and t.TN % 4 == 0 and t.BK % 4 == 0, "grouped_gemm",
+            f"tile {t} does not divide BM={BM} x BN={t.BN} into TM x TN micro-tiles with TM, TN, BK multiples of 4")
     threads = (BM // t.TM) * (t.BN // t.TN)
     require(threads <= 1024, "grouped_gemm", f"tile {t} with BM={BM} needs {threads} threads; expected <= 1024")
     require(Kd % t.BK == 0, "grouped_gemm", f"Kd={Kd} is not a multiple of the K chunk BK={t.BK}")
@@ -205,7 +216,7 @@ def run(backend, args, preset, **params):
     w = view(args["w"], np.uint64, "grouped_gemm", "w")
     be = check_shape("grouped_gemm", args, "block_expert", (preset.n_blocks,))
     total = check_shape("grouped_gemm", args, "total_padded", (1,))
-    c = view(check_shape("grouped_gemm", args, "c", (P, N)), np.uint32, "grouped_gemm", "c")
+    c = view(check_shape("grouped_gemm", args, "c", (P, N)), np.uint64, "grouped_gemm", "c")
     cfg = launch_config(preset, N, tile)
     (kernel, sig), = sources(preset, tile)
     return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, w, be, total, c],

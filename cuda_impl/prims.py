@@ -24,6 +24,8 @@ from numba import cuda, float32, int32, uint32, uint64
 from numba.cuda.core import config
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
+SHARED_ALIGN = None if SIMULATOR else 16  # 16-byte aligned shared tiles let NVVM merge loads into ld.shared.v4 (the
+# simulator rejects any alignment argument)
 FULL_MASK = 0xFFFFFFFF
 
 if SIMULATOR:  # NOTE: plain-Python bit casts; the simulator runs device code as Python on NumPy scalars.

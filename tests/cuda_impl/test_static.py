@@ -16,7 +16,7 @@ MUST_HAVE = {
     "align": ["atom.shared.add", "match.any.sync.b32", "shfl.sync.up.b32", "bar.sync"],
     "permute": ["ld.global.u64", "st.global.u64"],
     "act_quant": ["ld.global.u64", "shfl.sync.bfly.b32", "div.rn.f32", "st.global.u32"],
-    "grouped_gemm": ["ld.global.u64", "ld.shared.f32", "st.shared", "bar.sync", "fma.rn.f32", "st.global.u32"],
+    "grouped_gemm": ["ld.global.u64", "ld.shared.v4.f32", "st.shared", "bar.sync", "fma.rn.f32", "st.global.u64"],
     "swiglu": ["ld.global.u64", "st.global.u64", "div.rn.f32"],
     "combine": ["ld.global.u64", "st.global.u64", "fma.rn.f32"],
 }

@@ -161,9 +161,11 @@ def nsight_section(run: data.Run) -> str:
     for err in run.nsight_errors:
         parts.append(f'<p class="err">{esc(err)}</p>')
     if side:
-        parts.append(table(["kernel", "preset", "skew", "metric", "unit", "Numba CUDA", "PTX", "PTX / Numba"],
+        parts.append(table(["kernel", "preset", "skew", "metric", "unit", "Numba CUDA", "PTX", "PTX / Numba",
+                            "source"],
                            [[r["label"], r["preset"], r["skew"], r["metric"], r["unit"], r["cuda"], r["ptx"],
-                             r["ptx"] / r["cuda"] if r["cuda"] and r["ptx"] is not None else None] for r in side],
+                             r["ptx"] / r["cuda"] if r["cuda"] and r["ptx"] is not None else None, r["source"]]
+                            for r in side],
                            [_cell_attrs(r) for r in side]))
     if other:
         parts.append('<p class="note">Rows outside ptxmoe NVTX ranges (mean over launches):</p>')

@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 
@@ -44,9 +43,11 @@ CUDASIM_SCRIPT = textwrap.dedent("""
     x = np.random.rand(n).astype(np.float32); y = np.random.rand(n).astype(np.float32)
     out = np.zeros(n, np.float32)
     saxpy[1, 32](out[:32], np.float32(2), x[:32], y[:32])  # warm up
-    t0 = time.perf_counter()
-    saxpy[(n + 63) // 64, 64](out, np.float32(2), x, y)
-    dt = time.perf_counter() - t0
+    dt = float("inf")
+    for _ in range(2):  # best of two, like the ptxsim side
+        t0 = time.perf_counter()
+        saxpy[(n + 63) // 64, 64](out, np.float32(2), x, y)
+        dt = min(dt, time.perf_counter() - t0)
     assert np.allclose(out, 2 * x + y)
     print(json.dumps({"threads": n, "seconds": dt}))
 """)
@@ -108,12 +109,10 @@ def bench_reduce(n: int):
 
 def bench_cudasim(n: int):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    t0 = time.perf_counter()
     res = subprocess.run([sys.executable, "-c", CUDASIM_SCRIPT, str(n)], capture_output=True, text=True, env=env,
                          timeout=600)
     if res.returncode != 0:
         return None, res.stderr.strip().splitlines()[-1] if res.stderr.strip() else "failed"
-    _ = t0
     return json.loads(res.stdout.strip().splitlines()[-1]), ""
 
 
@@ -121,7 +120,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1 << 20)
     ap.add_argument("--reduce-threads", type=int, default=1 << 18)
-    ap.add_argument("--cudasim-threads", type=int, default=512)
+    ap.add_argument("--cudasim-threads", type=int, default=1024)
     a = ap.parse_args(argv)
     rows = []
     s = bench_saxpy(a.threads, counters=False)
@@ -145,9 +144,11 @@ def main(argv=None):
     cs_tps = sim["threads"] / sim["seconds"]
     ratio = ptx_tps / cs_tps
     print(f"Numba CUDA simulator saxpy: {sim['threads']} threads in {sim['seconds']:.3f} s = {cs_tps:,.0f} threads/s "
-          f"(extrapolated per thread)")
-    print(f"ptxsim saxpy: {ptx_tps:,.0f} threads/s -> {ratio:,.0f}x Numba's simulator "
+          f"(best of 2, extrapolated per thread)")
+    print(f"ptxsim saxpy, counters off: {ptx_tps:,.0f} threads/s -> {ratio:,.0f}x Numba's simulator "
           f"(target >= 1000x: {'met' if ratio >= 1000 else 'MISSED'})")
+    on_tps = s2.metrics["launch__thread_count"] / s2.wall_seconds
+    print(f"ptxsim saxpy, counters on:  {on_tps:,.0f} threads/s -> {on_tps / cs_tps:,.0f}x Numba's simulator")
     return 0
 
 

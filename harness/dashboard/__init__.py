@@ -93,6 +93,7 @@ def build(run_dir, vs=None, out=None) -> Path:
     text = render(run_dir, vs)
     try:
         path = atomic_write_text(out, text)
+        _readable(path)
     except OSError as exc:
         raise DashboardError(f"cannot write the dashboard to {out}: {exc}") from None
     try:
@@ -114,4 +115,12 @@ def build_index(profiles_dir) -> Path:
     from harness.dashboard.index import index_page
 
     profiles_dir = Path(profiles_dir)
-    return atomic_write_text(profiles_dir / INDEX_FILE, index_page(profiles_dir))
+    return _readable(atomic_write_text(profiles_dir / INDEX_FILE, index_page(profiles_dir)))
+
+
+def _readable(path: Path) -> Path:
+    """rw-r--r--: atomic writes start from a private temp file (0600); a page is meant to be opened and shared."""
+    import os
+
+    os.chmod(path, 0o644)
+    return path

@@ -129,7 +129,7 @@ def test_build_writes_dashboard_and_index_and_escapes_names(tmp_path):
     gpu = copy_run("gpu-measured", tmp_path)
     xss = make_xss_run(tmp_path)
     out = dashboard.build(sim)
-    assert out == sim / "dashboard.html"
+    assert out == sim / "dashboard.html" and out.stat().st_mode & 0o777 == 0o644
     text = out.read_text()
     assert text.count("<script") == 3 and "cdn.plot.ly" not in text.split("<main>")[1]  # inline plotly, no CDN
     assert "MODELLED times" in text and "PTX is SLOWER in 2 cell(s)" in text

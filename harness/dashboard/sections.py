@@ -96,7 +96,8 @@ def verdict_section(run: data.Run, figs: dict) -> str:
 
 def timing_section(run: data.Run, figs: dict) -> str:
     rows = data.row_records(run.doc)
-    fig = _fig("fig-timing", figures.timing_distributions(rows, run.basis), figs)
+    # NOTE: a wrong answer's time is no result: failed rows stay in the table (with why), out of the chart
+    fig = _fig("fig-timing", figures.timing_distributions([r for r in rows if r["status"] == "ok"], run.basis), figs)
     tbl_rows = [[r["key"], r["status"], r["time_us"], r["lo_us"], r["hi_us"], len(r["samples_us"]) or None,
                  r["limiter"], r["reason"]] for r in rows]
     tbl = table(["row", "status", f"{run.basis} time (µs)", "CI low", "CI high", "samples", "limiter (model)",

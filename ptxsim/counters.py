@@ -94,17 +94,16 @@ class MemCounters(Hook):
         op = "atom" if ins.klass == "atom" else ("cp_async" if ins.klass == "cp_async" else
                                                  ("st" if is_store else "ld"))
         off = (addr - np.uint64(GLOBAL_BASE)).astype(np.int64)
-        first = off >> 5
-        last = (off + nbytes - 1) >> 5
         w = la >> 5
-        if np.any(last != first):  # an access spanning sectors touches each of them
+        if nbytes <= SECTOR:  # accesses are aligned to their size (checked), so they never cross a sector
+            secs, ww = off >> 5, w
+        else:
+            first, last = off >> 5, (off + nbytes - 1) >> 5
             span = int((last - first).max()) + 1
             secs = first[:, None] + np.arange(span)[None, :]
             keep = secs <= last[:, None]
             ww = np.broadcast_to(w[:, None], secs.shape)[keep]
             secs = secs[keep]
-        else:
-            secs, ww = first, w
         nsec, nreq = _distinct_per_warp(ww, secs)
         if op == "cp_async":
             self._add(ins.pc, "ptxsim__cp_async_global_sectors.sum", nsec)

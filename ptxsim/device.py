@@ -1,6 +1,7 @@
 """Device: simulated global memory that keeps buffers across launches, argument marshalling, and launch()."""
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +30,9 @@ class NumbaArray:
         return 5 + 2 * self.array.ndim
 
 
+_SERIALS = itertools.count(1)
+
+
 @dataclass
 class Launch:
     """Everything about one launch the execution state needs (shared by all CTA batches)."""
@@ -43,6 +47,7 @@ class Launch:
     track_written: bool = False
     reg_cache: dict = field(default_factory=dict)
     memcheck: object = None  # the Memcheck sanitizer when enabled (access.check reports through it)
+    serial: int = field(default_factory=lambda: next(_SERIALS))  # unique per launch (per-launch caches key on it)
 
 
 def _dim3(v, what) -> tuple:

@@ -36,13 +36,15 @@ def _dst_list(op):
 def ld(st, ins, lanes):
     t = ins.types[0]
     dsts = ins.aux["regs"]
-    if ins.aux["uniform"]:  # kernel param or constant address: load once, broadcast
-        one = np.zeros(1, np.int64)
-        addr = _addr(st, ins, one, ins.ops[1])
-        v = access.load(st, ins, ins.aux["space"], addr, one, t.dtype, len(dsts))
-        for h in st.hooks:
-            if hasattr(h, "on_uniform_load"):
-                h.on_uniform_load(st, ins, lanes)
+    if ins.aux["uniform"]:  # a kernel param: load once per launch, broadcast
+        cached = ins.aux.get("kparam_value")
+        if cached is not None and cached[0] == st.launch.serial:
+            v = cached[1]
+        else:
+            one = np.zeros(1, np.int64)
+            addr = _addr(st, ins, one, ins.ops[1])
+            v = access.load(st, ins, ins.aux["space"], addr, one, t.dtype, len(dsts))
+            ins.aux["kparam_value"] = (st.launch.serial, v)
         for k, d in enumerate(dsts):
             if d.kind != SINK:
                 st.write(d, lanes, v.reshape(-1)[k], t)

@@ -352,3 +352,15 @@ def test_votes_match_redux_with_divergence(mod, rng):
             assert outs[2][sl][lane] == m
         assert np.all(outs[3][sl][act] == (int(v[act].sum()) ^ int(v[act].max())))
         assert np.all(outs[0][sl][~act] == 0)  # inactive lanes wrote nothing
+
+
+def test_cta_batches_with_a_remainder_give_the_same_results_and_counts(mod, rng):
+    x = rng.integers(-50, 50, 5 * 256).astype(np.int32)
+    y1, y2 = np.zeros_like(x), np.zeros_like(x)
+    one = ptxsim.launch(mod.kernel("scan"), 5, 256, [x, y1], max_lanes=1 << 15)  # all 5 CTAs in one lane vector
+    split = ptxsim.launch(mod.kernel("scan"), 5, 256, [x, y2], max_lanes=512)  # batches of 2, 2 and 1 CTAs
+    np.testing.assert_array_equal(y1, np.cumsum(x.reshape(5, 256), axis=1).reshape(-1))
+    np.testing.assert_array_equal(y2, y1)
+    for key in ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum",
+                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"):
+        assert one.metrics[key] == split.metrics[key], key

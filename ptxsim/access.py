@@ -144,6 +144,7 @@ def store(st, ins, space, addr, lanes, vals, dtype, n=1):
     dtype = np.dtype(dtype)
     size = dtype.itemsize
     parts = regions(st, ins, space, addr, lanes)
+    st.mem_writes += 1
     for sp, buf, phys, sub, idx, raw in parts:
         bad = check(st, ins, sp, raw, sub, size * n, "store")
         v = vals if idx is None else vals[idx]

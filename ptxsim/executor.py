@@ -11,6 +11,7 @@ from ptxsim.state import FULL
 
 EXITED = 1 << 30
 BLOCKED = 1 << 29  # a lane waiting at a barrier holds pc + BLOCKED
+SPIN_CHECK = 2048  # backward-branch iterations between spin-loop snapshots
 
 
 class Scheduler:
@@ -37,6 +38,7 @@ class Scheduler:
         self.executed = 0
         self.has_red = any(i.aux.get("red") for i in st.prog.instrs)
         self.warned = set()
+        self.spin_pc, self.spin_cnt, self.spin_iter, self.spin_snap = -1, 0, 0, None
 
     # -- the loop ------------------------------------------------------------------------------------------------
     def run(self) -> int:
@@ -89,6 +91,8 @@ class Scheduler:
                     pc[lanes] = p + 1
                     if nact:
                         ins.handler(st, ins, active)
+                    if nact == cnt and ins.target >= 0 and ins.target <= p and ins.op == "bra":
+                        self._spin_check(p, lanes, cnt)
                     break
                 if nact:
                     ins.handler(st, ins, active)
@@ -102,6 +106,31 @@ class Scheduler:
                 self._over_budget(ins)
         self.executed = executed
         return executed
+
+    def _spin_check(self, p, lanes, cnt):
+        """A group that keeps taking the same backward branch with identical registers and no memory write in
+        between loops forever (only it runs under lowest-pc scheduling): report it instead of burning the budget."""
+        if p != self.spin_pc or cnt != self.spin_cnt:
+            self.spin_pc, self.spin_cnt, self.spin_iter, self.spin_snap = p, cnt, 0, None
+            return
+        self.spin_iter += 1
+        if self.spin_iter % SPIN_CHECK:
+            return
+        st = self.st
+        la = st.lane_array(lanes)
+        snap = (st.mem_writes, la.copy(), [r[lanes].copy() for r in st.regs])
+        old = self.spin_snap
+        self.spin_snap = snap
+        if old is None or old[0] != snap[0] or not np.array_equal(old[1], snap[1]):
+            return
+        if all(np.array_equal(a, b) for a, b in zip(old[2], snap[2])):
+            ins = st.prog.instrs[p]
+            cta, tid = st.where(int(la[0]))
+            raise DeadlockError(
+                f"kernel {st.prog.name} spins forever at PTX line {ins.line} (`{ins.text}`): {cnt} thread(s) from CTA "
+                f"{cta} thread {tid} repeat the loop with identical registers and no memory write. It waits for "
+                "something only another warp or CTA could change; ptxsim runs the lowest pc first and CTA batches "
+                "one after another, so a flag set by a warp further ahead or by a later CTA is never seen")
 
     def _trace(self, ins, active, nact):
         la = self.st.lane_array(active) if nact else np.zeros(0, np.int64)

@@ -75,6 +75,7 @@ class ExecState:
         self.clock = 0  # advanced by the executor (one tick per warp-instruction)
         self.symaddr = launch.symaddr
         self.carry = np.zeros(n, np.bool_)  # CC.CF of add.cc / addc
+        self.mem_writes = 0  # stores/atomics executed (spin-loop detection)
         # memories
         self.shared_size = prog.shared_dyn_offset + launch.shared_bytes
         self.smem_stride = (self.shared_size + 15) // 16 * 16

@@ -87,6 +87,7 @@ def _atomic(st, ins, lanes, want_old):
     c = np.broadcast_to(np.asarray(st.read(ins.ops[bi + 1], lanes, t)), (n,)) if op == ".cas" else None
     out = np.zeros(n, t.dtype)
     size = t.bits // 8
+    st.mem_writes += 1
     for sp, buf, phys, sub, idx_in, raw in access.regions(st, ins, ins.space, addr, lanes):
         bad = access.check(st, ins, sp, raw, sub, size, "atomic")
         if bad is not None:  # memcheck report mode: drop the bad lanes

@@ -198,6 +198,7 @@ def cp_async_wait(st, ins, lanes):
         mine = np.isin(rec["lanes"], la)
         done = mine & (rec["group"] >= 0) & (rec["group"] < st.async_committed[rec["lanes"]] - keep_n)
         if done.any():
+            st.mem_writes += 1
             sel = np.flatnonzero(done)
             idx = rec["phys"][sel][:, None] + np.arange(rec["data"].shape[1])
             st.smem[idx] = rec["data"][sel]

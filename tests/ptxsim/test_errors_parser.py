@@ -99,6 +99,17 @@ def test_instruction_budget_stops_runaway_loops():
         run("LOOP:\n add.u32 %r1, %r1, 1; bra LOOP;", z, budget=10_000)
 
 
+def test_spin_wait_on_a_flag_nobody_can_set_is_reported_quickly():
+    flag = np.zeros(1, np.uint32)
+    body = "setp.eq.u32 %p2, %r0, 40; @%p2 bra SET;\n" \
+           "SPIN:\n ld.volatile.global.u32 %r1, [%rd1]; setp.eq.u32 %p1, %r1, 0; @%p1 bra SPIN; bra OUT;\n" \
+           "SET:\n st.volatile.global.u32 [%rd1], 1;\nOUT:"
+    with pytest.raises(ptxsim.DeadlockError, match="spins forever at PTX line 15"):
+        run(body, flag, threads=64)  # thread 40 would set the flag, but it waits at a higher pc
+    ok = "LOOP:\n add.u32 %r1, %r1, 1; setp.lt.u32 %p1, %r1, 5000; @%p1 bra LOOP;"  # registers change: no report
+    run(ok, np.zeros(32, np.uint32))
+
+
 def test_param_type_mismatch_names_the_param():
     src = HEADER + """.visible .entry k(.param .u64 p, .param .f32 alpha, .param .u32 n)
 { ret; }"""

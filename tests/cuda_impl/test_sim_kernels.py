@@ -38,10 +38,12 @@ def test_kernel_all_skews(backend, kernel, seed):
         check(backend, kernel, skew, seed + i)
 
 
+@pytest.mark.parametrize("preset", ["small", "dsv3-decode"])
 @pytest.mark.parametrize("kernel", ["gate", "align"])
-def test_kernel_small_preset(backend, kernel, seed):
-    """The `small` shapes change the structure: 32 experts fill the warp, align scatters two 1024-slot chunks."""
-    check(backend, kernel, SKEWS[seed % len(SKEWS)], seed, preset="small")
+def test_kernel_larger_presets(backend, kernel, preset, seed):
+    """Shapes that change the structure: at small 32 experts fill the warp and align scatters two 1024-slot chunks;
+    at dsv3-decode each lane owns 8 of 256 experts, a group is a whole warp, the scan sums 8 experts per lane."""
+    check(backend, kernel, SKEWS[seed % len(SKEWS)], seed, preset=preset)
 
 
 @pytest.mark.parametrize("pow2_scale", [False, True])

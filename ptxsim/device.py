@@ -164,8 +164,7 @@ def marshal(kernel, args, dev: Device):
             arr = a.array
             if not arr.flags.c_contiguous:
                 raise ParamTypeError("NumbaArray needs a C-contiguous ndarray")
-            db = dev.to_device(arr)
-            back.append((arr, db))
+            db = _upload(arr, dev, back)
             flat += [np.uint64(0), np.uint64(0), np.int64(arr.size), np.int64(arr.itemsize), db]
             flat += [np.int64(s) for s in arr.shape] + [np.int64(s) for s in arr.strides]
         else:
@@ -182,9 +181,7 @@ def marshal(kernel, args, dev: Device):
         if isinstance(a, np.ndarray) and a.ndim > 0:
             if not a.flags.c_contiguous:
                 raise ParamTypeError(f"{where}: array arguments must be C-contiguous")
-            db = dev.to_device(a)
-            back.append((a, db))
-            a = db
+            a = _upload(a, dev, back)
         if isinstance(a, DeviceBuffer):
             if t.kind not in _INT_KINDS or t.bits != 64:
                 raise ParamTypeError(f"{where}: got a device pointer, but the param is not a 64-bit integer")
@@ -197,6 +194,26 @@ def marshal(kernel, args, dev: Device):
             raw = _scalar_bytes(a, t, p, where)
         buf[p.offset: p.offset + len(raw)] = raw
     return buf, back
+
+
+def _upload(arr, dev, back):
+    """Copy an ndarray argument to the device once per launch: the same array passed twice is one buffer (so
+    in-place kernels alias as on a GPU). Distinct arrays that overlap cannot alias here: warn."""
+    for a, db in back:
+        if a is arr:
+            return db
+    for a, _ in back:
+        if np.shares_memory(a, arr):
+            import warnings
+
+            from ptxsim.errors import PtxSimWarning
+
+            warnings.warn(PtxSimWarning("two overlapping but distinct ndarray arguments are copied to separate device "
+                                        "buffers (writes through one are not seen through the other, and the last "
+                                        "copy-back wins); pass the same array, or DeviceBuffers"), stacklevel=4)
+    db = dev.to_device(arr)
+    back.append((arr, db))
+    return db
 
 
 def _scalar_bytes(a, t, p, where):

@@ -147,6 +147,16 @@ def test_device_buffers_persist_across_launches(rng):
         dev.launch(k, 1, 64, [bx, by, z, z])
 
 
+def test_the_same_array_passed_twice_aliases(rng):
+    x = rng.integers(0, 100, 32).astype(np.uint32)
+    want = x + 1
+    run("ld.global.u32 %r1, [%rd7]; add.u32 %r1, %r1, 1; st.global.u32 [%rd8], %r1;", x, x)
+    np.testing.assert_array_equal(x, want)  # one device buffer: the store lands in x
+    y = np.zeros(33, np.uint32)
+    with pytest.warns(ptxsim.PtxSimWarning, match="overlapping"):
+        run("ld.global.u32 %r1, [%rd7]; st.global.u32 [%rd8], %r1;", y[1:], y[:-1], threads=32)
+
+
 def test_stats_counts():
     z = np.zeros(48, np.uint32)
     s = run("setp.lt.u32 %p1, %r0, 8; @%p1 bra A; add.u32 %r1, %r1, 1;\nA:", z, threads=48)

@@ -307,8 +307,8 @@ def test_div_rn_full_approx_and_sin_cos(rng):
     exact = np.array([round_exact(Fraction(float(x)) / Fraction(float(y)), np.float32) for x, y in zip(a, b)])
     np.testing.assert_array_equal(rn, exact)
     assert np.all(np.abs(full - exact) <= 2 * np.spacing(np.abs(exact)))
-    run("ld.global.f32 %f1, [%rd7]; ld.global.f32 %f2, [%rd8]; div.approx.f32 %f3, %f1, %f2; st.global.f32 [%rd9], %f3;",
-        a, b, approx)
+    run("ld.global.f32 %f1, [%rd7]; ld.global.f32 %f2, [%rd8]; div.approx.f32 %f3, %f1, %f2; "
+        "st.global.f32 [%rd9], %f3;", a, b, approx)
     assert np.all(np.abs(approx - exact) <= 2 * np.spacing(np.abs(exact)))
     x = rng.uniform(-np.pi, np.pi, 64).astype(np.float32)
     s, c = np.zeros(64, np.float32), np.zeros(64, np.float32)
@@ -345,8 +345,8 @@ def test_relu_xorsign_and_satfinite_modifiers_are_applied(rng):
     np.testing.assert_array_equal(r, np.maximum((a.astype(np.float64) * b + b).astype(np.float32), 0))
     want = np.minimum(np.abs(a), np.abs(b)) * np.where(np.signbit(a) ^ np.signbit(b), -1, 1)
     np.testing.assert_array_equal(m, want.astype(np.float32))
-    run("ld.global.f32 %f1, [%rd7]; cvt.rn.satfinite.f16.f32 %h1, %f1; cvt.u32.u16 %r1, %h1; st.global.u32 [%rd8], %r1;",
-        a, h)
+    run("ld.global.f32 %f1, [%rd7]; cvt.rn.satfinite.f16.f32 %h1, %f1; cvt.u32.u16 %r1, %h1; "
+        "st.global.u32 [%rd8], %r1;", a, h)
     with np.errstate(over="ignore"):
         want_h = np.clip(a, -65504, 65504).astype(np.float16).view(np.uint16)
     np.testing.assert_array_equal(h, want_h)

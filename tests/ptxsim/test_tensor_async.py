@@ -97,7 +97,8 @@ def test_mma_m16n8k16_bf16(mod, rng):
 def test_mma_needs_a_converged_warp(mod):
     A = np.zeros(256, np.uint16)
     with pytest.raises(ptxsim.PtxSimError, match="32 lanes"):
-        ptxsim.launch(mod.kernel("mma_bf16"), 1, 16, [A, A[:128], np.zeros(128, np.float32), np.zeros(128, np.float32)])
+        ptxsim.launch(mod.kernel("mma_bf16"), 1, 16,
+                      [A, A[:128].copy(), np.zeros(128, np.float32), np.zeros(128, np.float32)])
 
 
 def test_ldmatrix_x4_and_trans(mod, rng):

@@ -93,47 +93,47 @@ def make_kernel(BM: int, BN: int, BK: int, TM: int, TN: int):
         ga = cuda.local.array(LA, uint64)
         qa = cuda.local.array(LA, uint64)
         sa = cuda.local.array(LA, uint64)
-        for l in range(LA):
-            idx = tid + l * NT
-            ga[l] = uint64(row0 + idx // QPR)
-            qa[l] = uint64(idx % QPR)
-            sa[l] = uint64((idx % QPR) * 4 * SA + idx // QPR)
-            ra[l] = a[ga[l], qa[l]]
+        for li in range(LA):
+            idx = tid + li * NT
+            ga[li] = uint64(row0 + idx // QPR)
+            qa[li] = uint64(idx % QPR)
+            sa[li] = uint64((idx % QPR) * 4 * SA + idx // QPR)
+            ra[li] = a[ga[li], qa[li]]
         rb = cuda.local.array(LB, uint64)
         gb = cuda.local.array(LB, uint64)
         qb = cuda.local.array(LB, uint64)
         sb = cuda.local.array(LB, uint64)
-        for l in range(LB):
-            idx = tid + l * NT
-            gb[l] = uint64(col0 + idx // QPR)
-            qb[l] = uint64(idx % QPR)
-            sb[l] = uint64((idx % QPR) * 4 * SB + idx // QPR)
-            rb[l] = w[eu, gb[l], qb[l]]
+        for li in range(LB):
+            idx = tid + li * NT
+            gb[li] = uint64(col0 + idx // QPR)
+            qb[li] = uint64(idx % QPR)
+            sb[li] = uint64((idx % QPR) * 4 * SB + idx // QPR)
+            rb[li] = w[eu, gb[li], qb[li]]
         a_off = uint64(4 * ty)
         b_off = uint64(4 * tx)
         chunks = a.shape[1] // QPR
         for kc in range(chunks):
-            for l in range(LA):
-                lo = lo32(ra[l])
-                hi = hi32(ra[l])
-                As[sa[l]] = bf16_lo(lo)
-                As[sa[l] + SA_U] = bf16_hi(lo)
-                As[sa[l] + 2 * SA_U] = bf16_lo(hi)
-                As[sa[l] + 3 * SA_U] = bf16_hi(hi)
-            for l in range(LB):
-                lo = lo32(rb[l])
-                hi = hi32(rb[l])
-                Bs[sb[l]] = bf16_lo(lo)
-                Bs[sb[l] + SB_U] = bf16_hi(lo)
-                Bs[sb[l] + 2 * SB_U] = bf16_lo(hi)
-                Bs[sb[l] + 3 * SB_U] = bf16_hi(hi)
+            for li in range(LA):
+                lo = lo32(ra[li])
+                hi = hi32(ra[li])
+                As[sa[li]] = bf16_lo(lo)
+                As[sa[li] + SA_U] = bf16_hi(lo)
+                As[sa[li] + 2 * SA_U] = bf16_lo(hi)
+                As[sa[li] + 3 * SA_U] = bf16_hi(hi)
+            for li in range(LB):
+                lo = lo32(rb[li])
+                hi = hi32(rb[li])
+                Bs[sb[li]] = bf16_lo(lo)
+                Bs[sb[li] + SB_U] = bf16_hi(lo)
+                Bs[sb[li] + 2 * SB_U] = bf16_lo(hi)
+                Bs[sb[li] + 3 * SB_U] = bf16_hi(hi)
             cuda.syncthreads()
             if kc + 1 < chunks:  # prefetch the next chunk into registers while this one is computed
                 q0 = uint64(kc + 1) * QPR_U
-                for l in range(LA):
-                    ra[l] = a[ga[l], q0 + qa[l]]
-                for l in range(LB):
-                    rb[l] = w[eu, gb[l], q0 + qb[l]]
+                for li in range(LA):
+                    ra[li] = a[ga[li], q0 + qa[li]]
+                for li in range(LB):
+                    rb[li] = w[eu, gb[li], q0 + qb[li]]
             for k in range(BK):
                 ka = uint64(k) * SA_U + a_off
                 kb = uint64(k) * SB_U + b_off

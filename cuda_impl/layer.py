@@ -20,7 +20,7 @@ def _bf16():
 
 def intermediate_specs(preset) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """name -> (shape, dtype) of every intermediate array of the layer."""
-    T, H, E, K, I, P = preset.T, preset.H, preset.E, preset.K, preset.I, preset.P_max
+    T, H, E, K, I, P = preset.T, preset.H, preset.E, preset.K, preset.I, preset.P_max  # noqa: E741
     i32, f32, bf16 = np.dtype(np.int32), np.dtype(np.float32), _bf16()
     return {
         "topk_ids": ((T, K), i32), "topk_w": ((T, K), f32),
@@ -32,7 +32,7 @@ def intermediate_specs(preset) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
 
 def run(backend, args, preset, pow2_scale: bool = False, **params):
     """Run the layer; args holds logits, bias, x, W1, W2 and the outputs out (bf16[T,H]) and, if present, q, scale."""
-    T, H, E, I = preset.T, preset.H, preset.E, preset.I
+    H, E, I = preset.H, preset.E, preset.I  # noqa: E741
     check_shape("layer", args, "W1", (E, 2 * I, H))
     check_shape("layer", args, "W2", (E, H, I))
     tmp = {}

@@ -2,6 +2,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from harness.cli import main
 
 
@@ -18,3 +20,15 @@ def test_unknown_command_exits_2_without_traceback():
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "frobnicate"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "invalid choice" in proc.stderr and "Traceback" not in proc.stderr
+
+
+
+@pytest.mark.parametrize("flag, value, valid", [
+    ("--preset", "bogus", "dsv3-prefill"), ("--skew", "bogus", "imbalanced"),
+    ("--backend", "bogus", "sim"), ("--kernels", "bogus", "grouped_gemm"),
+])
+def test_unknown_names_exit_2_listing_the_valid_ones(flag, value, valid, tmp_path, capsys):
+    assert main(["compare", flag, value, "--out", str(tmp_path), "--no-dashboard"]) == 2
+    err = capsys.readouterr().err
+    assert f"unknown {flag.strip('-').rstrip('s')} 'bogus'" in err and valid in err and "Traceback" not in err
+    assert not any(tmp_path.iterdir())  # nothing half-written

@@ -60,11 +60,13 @@ class CompareSettings:
     static: bool = True
     timing: GpuTimingSettings = field(default_factory=GpuTimingSettings)
     model_device: str = "H200 SXM"
+    sanitize: tuple[str, ...] = ()  # sim only: ptxsim sanitizers on every launch (findings fail the row)
 
     def as_dict(self) -> dict:
         return {"backend": self.backend, "presets": list(self.presets), "skews": list(self.skews),
                 "kernels": list(self.kernels), "seed": self.seed, "impls": list(self.impls), "static": self.static,
-                "timing": vars(self.timing).copy(), "model_device": self.model_device}
+                "timing": vars(self.timing).copy(), "model_device": self.model_device,
+                "sanitize": list(self.sanitize)}
 
 
 def plan(settings: CompareSettings) -> list[Item]:
@@ -213,6 +215,11 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
         row["throughput"] = throughput(item.kernel, row["min_bytes"], row["flops"], time_us, device_spec)
         row["nsight"] = []
         row["status"] = "ok" if check.ok else "failed"
+        if settings.sanitize:
+            row["sanitizer"] = _sanitizer_result(backend, settings, records)
+            if row["sanitizer"]["findings"]:
+                row["status"] = "failed"
+                row["reason"] = row["sanitizer"]["summary"]
     finally:
         for a in args.values():
             backend.free(a)
@@ -223,6 +230,20 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
             backend.reset_memory()  # sim: ptxsim never reuses freed memory; a fresh device per row
     row["elapsed_s"] = time.perf_counter() - t_row
     return row
+
+
+SHOW_FINDINGS = 10  # sanitizer findings printed per row (run.json keeps them all, up to ptxsim's MAX_REPORTS)
+
+
+def _sanitizer_result(backend, settings: CompareSettings, records) -> dict:
+    """{tools, findings, summary} of a row run under --sanitize (findings: harness.backends.sim.finding_dict)."""
+    findings = backend.sanitizer_findings(records)
+    summary = None
+    if findings:
+        first = findings[0]
+        summary = (f"{len(findings)} sanitizer finding(s); first: {first['text']}"
+                   + (f" [launch {first['launch']}]" if first["launch"] != first["kernel"] else ""))
+    return {"tools": list(settings.sanitize), "findings": findings, "summary": summary}
 
 
 STAGES = ("gate", "align", "permute", "act_quant", "grouped_gemm", "swiglu", "combine")
@@ -367,6 +388,8 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
                 run_file.add_row(row)
                 _progress(progress, f"[{step}/{total}] {key}: {_row_status(row)} "
                                     f"({time.perf_counter() - t_row:.1f}s, total {time.perf_counter() - t0:.0f}s)")
+                for finding in (row.get("sanitizer") or {}).get("findings", [])[:SHOW_FINDINGS]:
+                    _progress(progress, f"    {finding['text']} [launch {finding['launch']}]")
             basis = "modelled" if settings.backend == "sim" else "measured"
             if all(impl in rows for impl in ("cuda", "ptx")):
                 run_file.set_verdict(_verdict(item, rows, basis))
@@ -381,7 +404,7 @@ def _row_status(row: dict) -> str:
         return f"MISSING ({row['reason']})"
     if row["status"] == "error":
         return f"ERROR ({row['reason'][:200]})"
-    text = "ok" if row["status"] == "ok" else f"FAILED ({row['correctness']['message'][:200]})"
+    text = "ok" if row["status"] == "ok" else f"FAILED ({(row.get('reason') or row['correctness']['message'])[:200]})"
     timing = row.get("timing") or {}
     if timing.get("basis") == "modelled":
         t = timing.get("modelled_us")

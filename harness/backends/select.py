@@ -22,8 +22,8 @@ def resolve_backend_name(name: str) -> str:
     return "gpu" if gpu_visible()[0] else "sim"
 
 
-def select_backend(name: str = "auto") -> Backend:
-    """A new backend instance for `name` ("auto", "sim" or "gpu").
+def select_backend(name: str = "auto", sanitize=()) -> Backend:
+    """A new backend instance for `name` ("auto", "sim" or "gpu"); `sanitize` (sim only): ptxsim sanitizer names.
 
     Raises:
         UnknownNameError: unknown name.
@@ -33,7 +33,9 @@ def select_backend(name: str = "auto") -> Backend:
     if resolved == "sim":
         from harness.backends.sim import SimBackend
 
-        return SimBackend()
+        return SimBackend(sanitize=sanitize)
+    if sanitize:
+        raise PtxmoeError(sanitize_on_gpu_message())
     from harness.toolchain import gpu_visible
 
     ok, why = gpu_visible()
@@ -42,3 +44,10 @@ def select_backend(name: str = "auto") -> Backend:
     from harness.backends.gpu import GpuBackend
 
     return GpuBackend()
+
+
+def sanitize_on_gpu_message() -> str:
+    """Why --sanitize is refused on the gpu backend, and the command to use instead."""
+    return ("--sanitize runs ptxsim's sanitizers and needs --backend sim; on a GPU use NVIDIA compute-sanitizer, "
+            "e.g.: compute-sanitizer --tool memcheck python -m harness.cli compare --backend gpu ... "
+            "(tools: memcheck, racecheck, initcheck, synccheck)")

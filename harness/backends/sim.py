@@ -3,6 +3,9 @@
 PTX modules are parsed once per text (`ptxsim.load_ptx`); Numba kernels are compiled to PTX once per
 (pyfunc, signature) with `numba.cuda.compile_ptx(..., cc=(9, 0))` and launched through Numba's kernel ABI
 (harness.backends.numba_abi). Each launch returns a LaunchRecord carrying ptxsim's LaunchStats.
+
+`SimBackend(sanitize=...)` runs every launch under ptxsim's sanitizers with `sanitize_report=True`: findings are
+collected (not raised) on each record's `stats.sanitizer_reports` and in `backend.sanitizer_findings()`.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import numpy as np
 
 from harness.backends import numba_abi
 from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord
-from harness.errors import InputError, PtxmoeError
+from harness.errors import InputError, PtxmoeError, UnknownNameError
 
 
 def dim3(value, what: str) -> tuple[int, int, int]:
@@ -38,6 +41,31 @@ def ptx_params(params: Sequence[LaunchArg]) -> list:
     return out
 
 
+def sanitize_tools(value) -> tuple[str, ...]:
+    """None/""/() -> () (off); "all" -> every ptxsim sanitizer; a comma-separated str or an iterable of names ->
+    those names in ptxsim's order. Raises UnknownNameError naming the bad tool and listing the valid ones."""
+    from ptxsim.sanitizers import NAMES
+
+    if not value:
+        return ()
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
+    names = [n for n in names if n]
+    if "all" in names:
+        return tuple(NAMES)
+    for n in names:
+        if n not in NAMES:
+            raise UnknownNameError("sanitizer", n, (*NAMES, "all"))
+    return tuple(n for n in NAMES if n in names)
+
+
+def finding_dict(launch: str, report) -> dict:
+    """One ptxsim SanitizerReport as a run.json finding (everything needed to find it, plus its text)."""
+    return {"launch": launch, "tool": report.tool, "kernel": report.kernel, "line": int(report.line),
+            "instruction": report.instruction, "cta": list(report.cta), "thread": list(report.thread),
+            "address": int(report.address), "space": report.space, "message": report.message,
+            "count": int(report.count), "text": str(report)}
+
+
 def _addr(allocation) -> int:
     """ptxsim allocations may come back as an int address or an object with `.addr`."""
     return int(getattr(allocation, "addr", allocation))
@@ -48,7 +76,7 @@ class SimBackend(Backend):
 
     name = "sim"
 
-    def __init__(self, device=None):
+    def __init__(self, device=None, sanitize=None):
         import ptxsim
 
         missing = [name for name in ("Device", "load_ptx") if not hasattr(ptxsim, name)]
@@ -60,6 +88,7 @@ class SimBackend(Backend):
         self._modules: dict[str, object] = {}
         self.records: list[LaunchRecord] = []
         self.sources: dict[str, tuple[str, str]] = {}  # launch name -> (PTX text, entry), for static analysis
+        self.sanitize = sanitize_tools(sanitize)  # () = sanitizers off
 
     # memory ---------------------------------------------------------------------------------------------------
     # NOTE: DeviceArray.handle is the ptxsim DeviceBuffer (what Device.copy_in/copy_out/free and launch args take).
@@ -111,11 +140,17 @@ class SimBackend(Backend):
         g, b = dim3(grid, "grid"), dim3(block, "block")
         self.sources[tag] = (ptx, entry)  # before launching: static facts are useful even when the launch fails
         t0 = time.perf_counter()
-        stats = self.device.launch(kernel, g, b, list(flat_params), shared_bytes=int(shared_bytes))
+        extra = {"sanitize": set(self.sanitize), "sanitize_report": True} if self.sanitize else {}
+        stats = self.device.launch(kernel, g, b, list(flat_params), shared_bytes=int(shared_bytes), **extra)
         seconds = time.perf_counter() - t0
         record = LaunchRecord(tag, impl, g, b, int(shared_bytes), seconds, stats)
         self.records.append(record)
         return record
+
+    def sanitizer_findings(self, records=None) -> list[dict]:
+        """Every sanitizer finding of `records` (default: the launches so far) as run.json dicts, launch order."""
+        return [finding_dict(r.name, rep) for r in (self.records if records is None else records)
+                for rep in getattr(r.stats, "sanitizer_reports", None) or ()]
 
     def launched_sources(self) -> dict[str, tuple[str, str]]:
         """{launch name: (PTX text, entry)} of every kernel launched so far."""

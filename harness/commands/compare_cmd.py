@@ -38,6 +38,10 @@ def register(subparsers) -> None:
                     "timing model, labelled modelled), static analysis, and a run.json under profiles/<run-id>/.")
     add_compare_options(parser)
     parser.add_argument("--run-id", help=argparse.SUPPRESS)  # set by `ptxmoe profile` to know the folder
+    parser.add_argument("--sanitize", metavar="TOOLS",
+                        help="sim: run every launch under ptxsim's sanitizers (all, or comma-separated memcheck, "
+                             "racecheck, initcheck, synccheck, nc); a row with findings fails and names them. On gpu "
+                             "use compute-sanitizer instead")
     parser.add_argument("--quick-timing", action="store_true",
                         help="one warm-up and one timed sample per row (what `ptxmoe profile` runs under a profiler)")
     parser.set_defaults(func=run)
@@ -72,8 +76,25 @@ def build_settings(args, backend_name: str):
     timing = replace(GpuTimingSettings(), budget_s=float(args.budget))
     if getattr(args, "quick_timing", False):
         timing = replace(timing, warmup_runs=1, warmup_s=0.0, min_samples=1, max_samples=1, host_samples=0)
+    sanitize = sanitize_option(getattr(args, "sanitize", None), backend_name)
     return CompareSettings(backend=backend_name, presets=tuple(presets), skews=tuple(skews), kernels=tuple(kernels),
-                           seed=int(seed), static=not args.no_static, timing=timing)
+                           seed=int(seed), static=not args.no_static, timing=timing, sanitize=sanitize)
+
+
+def sanitize_option(value, backend_name: str) -> tuple[str, ...]:
+    """--sanitize as ptxsim tool names; PtxmoeError (exit 2) on gpu, naming compute-sanitizer and its command."""
+    from harness.backends.select import sanitize_on_gpu_message
+    from harness.backends.sim import sanitize_tools
+
+    if value is None:
+        return ()
+    if backend_name != "sim":
+        raise PtxmoeError(sanitize_on_gpu_message())
+    tools = sanitize_tools(value)
+    if not tools:
+        raise PtxmoeError(f"--sanitize {value!r}: expected all or comma-separated names of memcheck, racecheck, "
+                          f"initcheck, synccheck, nc")
+    return tools
 
 
 def settings_from_doc(doc: dict):
@@ -84,7 +105,14 @@ def settings_from_doc(doc: dict):
     return CompareSettings(backend=s["backend"], presets=tuple(s["presets"]), skews=tuple(s["skews"]),
                            kernels=tuple(s["kernels"]), seed=int(s["seed"]), impls=tuple(s["impls"]),
                            static=bool(s["static"]), timing=GpuTimingSettings(**s["timing"]),
-                           model_device=s.get("model_device", "H200 SXM"))
+                           model_device=s.get("model_device", "H200 SXM"), sanitize=tuple(s.get("sanitize", ())))
+
+
+def _select(select_backend, settings):
+    """The backend of `settings` (with its sanitizers when --sanitize asked for them)."""
+    if settings.sanitize:
+        return select_backend(settings.backend, sanitize=settings.sanitize)
+    return select_backend(settings.backend)
 
 
 def open_run(args):
@@ -95,7 +123,7 @@ def open_run(args):
     if args.resume:
         run_file = RunFile.load(args.resume)
         settings = settings_from_doc(run_file.doc)
-        backend = select_backend(settings.backend)
+        backend = _select(select_backend, settings)
         run_file.doc["status"] = "running"
         run_file.doc.setdefault("resumed_utc", []).append(utc_now())
         run_file.save()
@@ -105,7 +133,7 @@ def open_run(args):
         return run_file, settings, backend
     backend_name = resolve_backend_name(args.backend)
     settings = build_settings(args, backend_name)
-    backend = select_backend(backend_name)
+    backend = _select(select_backend, settings)
     env = collect_environment(backend_name, settings.model_device)
     run_id = getattr(args, "run_id", None) or new_run_id(backend_name)
     run_file = RunFile.create(Path(args.out), run_id, settings.as_dict(), env)

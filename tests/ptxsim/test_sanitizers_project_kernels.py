@@ -1,0 +1,37 @@
+"""Each ptxsim sanitizer stays silent on the project's own kernels: every kernel and the layer, both paths
+(cuda_impl through launch_numba, ptx_impl through launch_ptx), at the tiny preset, one skew, a fresh seed, with
+sanitize="all" on every launch; each row must pass its kernels.md check with no finding."""
+import io
+
+from harness.backends.sim import SimBackend
+from harness.kernels import KERNELS
+from harness.presets import SKEWS
+from harness.results import RunFile
+from harness.runner import CompareSettings, plan, run_sweep
+
+
+def test_every_project_kernel_is_sanitizer_clean(tmp_path, seed):
+    from ptxsim.sanitizers import NAMES
+
+    skew = SKEWS[seed % len(SKEWS)]  # one skew per run, varied by the fresh seed (printed by the fixture)
+    settings = CompareSettings(backend="sim", presets=("tiny",), skews=(skew,), kernels=tuple(KERNELS), seed=seed,
+                               static=False, sanitize=tuple(NAMES))
+    run_file = RunFile.create(tmp_path, "sanitize-all", settings.as_dict(), {"gpu": {}})
+    backend = SimBackend(sanitize="all")
+    assert backend.sanitize == tuple(NAMES)
+    progress = io.StringIO()
+    summary = run_sweep(backend, settings, run_file, progress=progress)
+    rows = run_file.doc["rows"]
+    assert len(rows) == 2 * len(plan(settings)) and not summary["missing"], summary["missing"]
+    assert {r["kernel"] for r in rows} == set(KERNELS) and "layer" in KERNELS
+    problems = []
+    for row in rows:
+        if row["status"] != "ok":
+            problems.append(f"{row['key']} (skew {skew}, seed {row['seed']}): {row['status']}: "
+                            f"{row.get('reason') or row['correctness']['message']}")
+            problems.extend(f"    {f['text']} [launch {f['launch']}]"
+                            for f in (row.get("sanitizer") or {}).get("findings", []))
+            continue
+        assert row["correctness"]["ok"] and row["launches"], row["key"]
+        assert row["sanitizer"]["tools"] == list(NAMES) and row["sanitizer"]["findings"] == [], row["key"]
+    assert not problems, "\n".join(problems) + "\n" + progress.getvalue()[-3000:]

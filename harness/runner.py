@@ -61,12 +61,13 @@ class CompareSettings:
     timing: GpuTimingSettings = field(default_factory=GpuTimingSettings)
     model_device: str = "H200 SXM"
     sanitize: tuple[str, ...] = ()  # sim only: ptxsim sanitizers on every launch (findings fail the row)
+    model_estimate: bool = True  # gpu only: also record the timing model's estimate (sampled ptxsim run)
 
     def as_dict(self) -> dict:
         return {"backend": self.backend, "presets": list(self.presets), "skews": list(self.skews),
                 "kernels": list(self.kernels), "seed": self.seed, "impls": list(self.impls), "static": self.static,
                 "timing": vars(self.timing).copy(), "model_device": self.model_device,
-                "sanitize": list(self.sanitize)}
+                "sanitize": list(self.sanitize), "model_estimate": self.model_estimate}
 
 
 def plan(settings: CompareSettings) -> list[Item]:
@@ -209,6 +210,12 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
                                   l2, settings.timing)
             row["sim_counters"] = None
             time_us = timing["device"]["median_us"]
+            row["model_estimate"] = None
+            if settings.model_estimate:
+                from harness.timing.model_estimate import model_estimate
+
+                row["model_estimate"] = model_estimate(run, inputs, preset, run_params, spec,
+                                                       getattr(device_spec, "name", None) or settings.model_device)
         row["timing"] = timing
         row["launch_stages"] = stage_names([r.name for r in records])
         row["stages_us"] = stage_times(timing)

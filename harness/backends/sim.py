@@ -6,6 +6,8 @@ PTX modules are parsed once per text (`ptxsim.load_ptx`); Numba kernels are comp
 
 `SimBackend(sanitize=...)` runs every launch under ptxsim's sanitizers with `sanitize_report=True`: findings are
 collected (not raised) on each record's `stats.sanitizer_reports` and in `backend.sanitizer_findings()`.
+`SimBackend(sample_ctas=N)` simulates N CTAs per launch and extrapolates the counters (outputs are partial: for
+estimates only).
 """
 from __future__ import annotations
 
@@ -76,7 +78,7 @@ class SimBackend(Backend):
 
     name = "sim"
 
-    def __init__(self, device=None, sanitize=None):
+    def __init__(self, device=None, sanitize=None, sample_ctas: int | None = None):
         import ptxsim
 
         missing = [name for name in ("Device", "load_ptx") if not hasattr(ptxsim, name)]
@@ -89,6 +91,7 @@ class SimBackend(Backend):
         self.records: list[LaunchRecord] = []
         self.sources: dict[str, tuple[str, str]] = {}  # launch name -> (PTX text, entry), for static analysis
         self.sanitize = sanitize_tools(sanitize)  # () = sanitizers off
+        self.sample_ctas = sample_ctas  # ptxsim sampled simulation: counters extrapolated, outputs partial
 
     # memory ---------------------------------------------------------------------------------------------------
     # NOTE: DeviceArray.handle is the ptxsim DeviceBuffer (what Device.copy_in/copy_out/free and launch args take).
@@ -141,6 +144,8 @@ class SimBackend(Backend):
         self.sources[tag] = (ptx, entry)  # before launching: static facts are useful even when the launch fails
         t0 = time.perf_counter()
         extra = {"sanitize": set(self.sanitize), "sanitize_report": True} if self.sanitize else {}
+        if self.sample_ctas is not None:
+            extra["sample_ctas"] = int(self.sample_ctas)
         stats = self.device.launch(kernel, g, b, list(flat_params), shared_bytes=int(shared_bytes), **extra)
         seconds = time.perf_counter() - t0
         record = LaunchRecord(tag, impl, g, b, int(shared_bytes), seconds, stats)

@@ -42,6 +42,9 @@ def register(subparsers) -> None:
                         help="sim: run every launch under ptxsim's sanitizers (all, or comma-separated memcheck, "
                              "racecheck, initcheck, synccheck, nc); a row with findings fails and names them. On gpu "
                              "use compute-sanitizer instead")
+    parser.add_argument("--no-model-estimate", action="store_true",
+                        help="gpu: do not record the timing model's estimate next to each measurement (it costs a "
+                             "sampled ptxsim run per row)")
     parser.add_argument("--quick-timing", action="store_true",
                         help="one warm-up and one timed sample per row (what `ptxmoe profile` runs under a profiler)")
     parser.set_defaults(func=run)
@@ -78,7 +81,8 @@ def build_settings(args, backend_name: str):
         timing = replace(timing, warmup_runs=1, warmup_s=0.0, min_samples=1, max_samples=1, host_samples=0)
     sanitize = sanitize_option(getattr(args, "sanitize", None), backend_name)
     return CompareSettings(backend=backend_name, presets=tuple(presets), skews=tuple(skews), kernels=tuple(kernels),
-                           seed=int(seed), static=not args.no_static, timing=timing, sanitize=sanitize)
+                           seed=int(seed), static=not args.no_static, timing=timing, sanitize=sanitize,
+                           model_estimate=not getattr(args, "no_model_estimate", False))
 
 
 def sanitize_option(value, backend_name: str) -> tuple[str, ...]:
@@ -105,7 +109,8 @@ def settings_from_doc(doc: dict):
     return CompareSettings(backend=s["backend"], presets=tuple(s["presets"]), skews=tuple(s["skews"]),
                            kernels=tuple(s["kernels"]), seed=int(s["seed"]), impls=tuple(s["impls"]),
                            static=bool(s["static"]), timing=GpuTimingSettings(**s["timing"]),
-                           model_device=s.get("model_device", "H200 SXM"), sanitize=tuple(s.get("sanitize", ())))
+                           model_device=s.get("model_device", "H200 SXM"), sanitize=tuple(s.get("sanitize", ())),
+                           model_estimate=bool(s.get("model_estimate", True)))
 
 
 def _select(select_backend, settings):

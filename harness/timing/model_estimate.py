@@ -1,0 +1,51 @@
+"""The timing model's estimate recorded next to a GPU measurement: the same implementation, preset and inputs run
+once on ptxsim with sampled CTAs (`SimBackend(sample_ctas=SAMPLE_CTAS)`: counters extrapolated from a few CTAs per
+launch), then `harness.timing.sim.model_row` on the GPU's DeviceSpec. Cheap and honest, not exact:
+- rows whose inputs exceed MAX_INPUT_BYTES (the dsv3 GEMM weights) are skipped, with the reason;
+- with sampling, a launch reads what earlier launches of the same row wrote only for the sampled CTAs, so the
+  later stages of multi-launch rows (the layer) are estimated on partly unwritten intermediates; a launch that
+  fails then is recorded as the row's `error`.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+SAMPLE_CTAS = 16
+MAX_INPUT_BYTES = 512 * 2**20
+
+
+def model_estimate(run, inputs: dict, preset, run_params: dict, spec, device: str,
+                   sample_ctas: int = SAMPLE_CTAS, max_input_bytes: int = MAX_INPUT_BYTES) -> dict:
+    """{basis: "modelled", device, sample_ctas, modelled_us, launches (each with estimate + limiter), limiter
+    (of the row's slowest launch), sim_wall_s, skipped, error}; never raises for a failing simulation."""
+    out = {"basis": "modelled", "device": device, "sample_ctas": int(sample_ctas), "modelled_us": None,
+           "launches": [], "limiter": None, "sim_wall_s": None, "skipped": None, "error": None}
+    input_bytes = sum(int(np.asarray(a).nbytes) for a in inputs.values())
+    if input_bytes > max_input_bytes:
+        out["skipped"] = (f"inputs are {input_bytes / 1e9:.2f} GB, over the {max_input_bytes / 1e9:.2f} GB a "
+                          f"sampled ptxsim run may copy; no estimate for this row")
+        return out
+    from harness.backends.sim import SimBackend
+    from harness.kernels import POISON_BYTE
+    from harness.timing.sim import model_row
+
+    t0 = time.perf_counter()
+    sim = SimBackend(sample_ctas=sample_ctas)
+    try:
+        args = {name: sim.to_device(np.ascontiguousarray(arr)) for name, arr in inputs.items()}
+        for o in spec.output_specs(preset, inputs):
+            args[o.name] = sim.empty(o.shape, o.dtype, fill_byte=POISON_BYTE)
+        records = list(run(sim, args, preset, **run_params) or sim.records)
+    except Exception as exc:  # noqa: BLE001 - the estimate is an extra on a measured row, never fatal to it
+        out["error"] = f"sampled ptxsim run failed: {type(exc).__name__}: {str(exc)[:500]}"
+        out["sim_wall_s"] = time.perf_counter() - t0
+        return out
+    model = model_row(records, sim.launched_sources(), device)
+    out.update(modelled_us=model["modelled_us"], launches=model["launches"], error=model["error"],
+               sim_wall_s=time.perf_counter() - t0)
+    timed = [launch for launch in model["launches"] if launch.get("modelled_s") is not None and launch["estimate"]]
+    if timed:
+        out["limiter"] = max(timed, key=lambda launch: launch["modelled_s"])["estimate"].get("limiter")
+    return out

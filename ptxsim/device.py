@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ptxsim.errors import LaunchError, ParamTypeError
-from ptxsim.memory import GlobalMemory
+from ptxsim.memory import GLOBAL_BASE, GlobalMemory
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,13 @@ class Device:
         array = np.ascontiguousarray(array)
         self._check(buf, array.nbytes, "copy_in")
         self.gmem.write_bytes(buf.addr, array.reshape(-1).view(np.uint8))
+
+    def mark_uninitialised(self, buf: DeviceBuffer) -> None:
+        """initcheck: treat every byte of `buf` as never written (its contents stay): a harness's poison fill is
+        not an initialisation, so a kernel reading poison it never wrote is reported."""
+        self._check(buf, 0, "mark_uninitialised")
+        off = buf.addr - GLOBAL_BASE
+        self.gmem.written[off: off + buf.nbytes] = False
 
     def copy_out(self, buf: DeviceBuffer, array: np.ndarray) -> None:
         """Fill `array` (C-contiguous) in place from the buffer."""

@@ -109,6 +109,8 @@ class SimBackend(Backend):
         buf = self.device.alloc(nbytes)
         if nbytes:
             self.device.copy_in(buf, np.full(nbytes, fill_byte & 0xFF, dtype=np.uint8))
+            if "initcheck" in self.sanitize:  # poison is not an initialisation: reading it before writing is a bug
+                self.device.mark_uninitialised(buf)
         return DeviceArray(shape, dtype, _addr(buf), handle=buf)
 
     def to_host(self, array: DeviceArray) -> np.ndarray:

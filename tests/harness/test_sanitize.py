@@ -48,6 +48,21 @@ def test_backend_without_sanitize_records_nothing():
     assert backend.sanitize == () and backend.sanitizer_findings() == []
 
 
+def test_initcheck_treats_poisoned_outputs_as_unwritten():
+    """empty() poisons (kernels.md: unwritten outputs are detectable); under initcheck reading poison is reported,
+    reading an uploaded input is not."""
+    backend = SimBackend(sanitize="initcheck")
+    src, dst = backend.empty((64,), np.float32), backend.empty((64,), np.float32)
+    backend.launch_ptx(ADD_PTX, "add_scalar", 1, 64, [src, dst, np.float32(1), np.uint32(64)])
+    findings = backend.sanitizer_findings()
+    assert findings and all(f["tool"] == "initcheck" and "uninitialised global" in f["message"] for f in findings)
+    assert sum(f["count"] for f in findings) == 64  # every thread read a poisoned float, once
+    assert np.isnan(backend.to_host(src)).all()  # still poison
+    clean = SimBackend(sanitize="initcheck")
+    _oob_launch(clean, 0)
+    assert clean.sanitizer_findings() == []
+
+
 def test_gpu_backend_refuses_sanitize(tmp_path, capsys):
     assert main(["compare", "--backend", "gpu", "--sanitize", "all", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err

@@ -152,6 +152,21 @@ def test_initcheck_finds_unwritten_global_and_shared():
     assert s.sanitizer_reports and "shared" in s.sanitizer_reports[0].message
 
 
+def test_mark_uninitialised_keeps_contents_but_initcheck_reports_reads(rng):
+    dev = ptxsim.Device()
+    poison = rng.integers(0, 2**32, 32, dtype=np.uint32)
+    buf, out = dev.to_device(poison), dev.to_device(np.zeros(32, np.uint32))
+    body = "ld.global.u32 %r1, [%rd7]; st.global.u32 [%rd8], %r1;"
+    assert dev.launch(kernel(body), 1, 32, [buf, out, out, out], sanitize="initcheck").sanitizer_reports == []
+    dev.mark_uninitialised(buf)
+    np.testing.assert_array_equal(dev.read(buf, np.uint32, 32), poison)  # the bytes stay
+    with pytest.raises(ptxsim.InitcheckError, match="uninitialised global"):
+        dev.launch(kernel(body), 1, 32, [buf, out, out, out], sanitize="initcheck")
+    dev.free(buf)
+    with pytest.raises(ValueError, match="not a live allocation"):
+        dev.mark_uninitialised(buf)
+
+
 def test_synccheck_flags_a_barrier_in_divergent_code():
     body = "setp.lt.u32 %p1, %r0, 16; @%p1 bra A; bar.sync 0; bra B;\nA:\n bar.sync 0;\nB:"
     z = np.zeros(1, np.uint32)

@@ -111,3 +111,16 @@ def test_finding_fails_the_row_and_is_recorded(tmp_path, capsys, monkeypatch):
     assert finding["launch"] == "add_scalar_oob" and finding["kernel"] == "add_scalar" and finding["tool"] == "memcheck"
     assert "memcheck" in bad["reason"] and "add_scalar" in bad["reason"]
     assert "[memcheck]" in captured.err and "PTX line" in captured.err and "FAILED (1 rows)" in captured.err
+
+
+def test_resume_keeps_the_sanitizers(seed):
+    from harness.commands.compare_cmd import settings_from_doc
+    from harness.runner import CompareSettings
+
+    settings = CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",), kernels=("gate",), seed=seed,
+                               sanitize=("memcheck", "nc"), model_estimate=False)
+    assert settings_from_doc({"settings": settings.as_dict()}) == settings
+    old = settings.as_dict()
+    del old["sanitize"], old["model_estimate"]  # a run.json from before these settings existed
+    restored = settings_from_doc({"settings": old})
+    assert restored.sanitize == () and restored.model_estimate is True

@@ -23,6 +23,21 @@ def run_range_name(run_id: str) -> str:
     return f"run-{run_id}"
 
 
+_WARNED: list[bool] = []
+
+
+def _warn_no_nvtx_once() -> None:
+    """One clear warning per process: without the `nvtx` package ranges are timed but invisible to Nsight."""
+    if _WARNED:
+        return
+    _WARNED.append(True)
+    import warnings
+
+    warnings.warn("the `nvtx` Python package is not installed: NVTX ranges are still timed and recorded in run.json, "
+                  "but Nsight cannot see them (ncu --nvtx-include will match nothing); pip install nvtx "
+                  "(on a lent GPU machine: carry its wheel in .whl/, see docs/gpu-check.md)", RuntimeWarning, stacklevel=3)
+
+
 class RangeRecorder:
     """Opens NVTX ranges and remembers each one's start/end timestamps and nesting depth."""
 
@@ -36,6 +51,7 @@ class RangeRecorder:
             self._nvtx = nvtx
         except ImportError:  # NOTE: timing still recorded; only the profiler annotation is lost
             self._nvtx = None
+            _warn_no_nvtx_once()
 
     @contextlib.contextmanager
     def range(self, name: str, **attrs):

@@ -35,10 +35,32 @@ def _find_in_wheels(pattern: str) -> Path | None:
     return None
 
 
+ALLOW_SYSTEM_CUDA_ENV = "PTXMOE_ALLOW_SYSTEM_CUDA"
+# tool name -> "wheel" or the system path used; filled only when the system fallback was taken
+TOOL_SOURCES: dict[str, str] = {}
+
+
+def _system_tool(name: str) -> Path | None:
+    """Fallback used only when PTXMOE_ALLOW_SYSTEM_CUDA=1: $CUDA_HOME/bin/<name>, then PATH (e.g. a lent GPU machine)."""
+    import shutil
+
+    if os.environ.get(ALLOW_SYSTEM_CUDA_ENV) != "1":
+        return None
+    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    candidate = Path(cuda_home) / "bin" / name
+    found = candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None
+    if found is None:
+        which = shutil.which(name)
+        found = Path(which) if which else None
+    if found is not None:
+        TOOL_SOURCES[name] = f"system:{found}"
+    return found
+
+
 @functools.lru_cache(maxsize=None)
 def ptxas_path() -> Path:
     """Path of ptxas from the nvidia-cuda-nvcc wheel."""
-    path = _find_in_wheels("cuda_nvcc/bin/ptxas") or _find_in_wheels("*/bin/ptxas")
+    path = _find_in_wheels("cuda_nvcc/bin/ptxas") or _find_in_wheels("*/bin/ptxas") or _system_tool("ptxas")
     if path is None:
         raise ToolchainError("ptxas not found in the nvidia-cuda-nvcc-cu12 wheel; run `make install` (pip install -e .)")
     return path
@@ -47,7 +69,8 @@ def ptxas_path() -> Path:
 @functools.lru_cache(maxsize=None)
 def nvdisasm_path() -> Path:
     """Path of nvdisasm from the nvidia-cuda-nvdisasm wheel."""
-    path = _find_in_wheels("*/bin/nvdisasm") or _find_in_wheels("cuda_nvdisasm/bin/nvdisasm")
+    path = (_find_in_wheels("*/bin/nvdisasm") or _find_in_wheels("cuda_nvdisasm/bin/nvdisasm")
+            or _system_tool("nvdisasm"))
     if path is None:
         raise ToolchainError("nvdisasm not found in the nvidia-cuda-nvdisasm wheel; run `make install`")
     return path

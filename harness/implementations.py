@@ -22,14 +22,3 @@ def implementation_table(impl: str) -> tuple[dict[str, Callable], str]:
         return {}, f"{IMPLS[impl]} has no KERNELS table yet"
     return table, ""
 
-
-def get_run(impl: str, kernel: str) -> Callable:
-    """The `run(backend, args, preset, **params)` of one kernel of one implementation."""
-    table, problem = implementation_table(impl)
-    if kernel not in table:
-        from harness.kernels import KERNELS
-
-        if kernel not in KERNELS:
-            raise UnknownNameError("kernel", kernel, KERNELS)
-        raise UnknownNameError(f"{impl} kernel (present)", kernel, table) if not problem else LookupError(problem)
-    return table[kernel]

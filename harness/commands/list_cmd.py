@@ -7,7 +7,7 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _probe(label: str, fn) -> str:
+def _probe(fn) -> str:
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - a missing tool is a line of the report, not a crash
@@ -37,10 +37,10 @@ def run(args) -> int:
     print(f"skews: {', '.join(SKEWS)}")
     print("backends: sim (ptxsim on the CPU), gpu (numba-cuda + cuda-python), auto")
     print("toolchain (from the PyPI wheels):")
-    print(f"  ptxas     {_probe('ptxas', lambda: f'{toolchain.ptxas_version()}  {toolchain.ptxas_path()}')}")
-    print(f"  NVVM      {_probe('nvvm', lambda: f'IR {toolchain.nvvm_version()}  {toolchain.nvvm_path()}')}")
-    print(f"  NVRTC     {_probe('nvrtc', toolchain.nvrtc_version)}")
-    print(f"  nvdisasm  {_probe('nvdisasm', lambda: f'{toolchain.nvdisasm_version()}  {toolchain.nvdisasm_path()}')}")
+    print(f"  ptxas     {_probe(lambda: f'{toolchain.ptxas_version()}  {toolchain.ptxas_path()}')}")
+    print(f"  NVVM      {_probe(lambda: f'IR {toolchain.nvvm_version()}  {toolchain.nvvm_path()}')}")
+    print(f"  NVRTC     {_probe(toolchain.nvrtc_version)}")
+    print(f"  nvdisasm  {_probe(lambda: f'{toolchain.nvdisasm_version()}  {toolchain.nvdisasm_path()}')}")
     ok, why = toolchain.gpu_visible()
     print(f"GPU: {why if ok else 'none (' + why + ')'}")
     print(f"default backend here: {'gpu' if ok else 'sim'}")

@@ -8,6 +8,7 @@ on a GPU. `static` gives the PTX and ptxas resource usage.
 
 Attributes (loaded lazily so importing the package does not import Numba):
     KERNELS: {name: run} for the 7 kernels and "layer".
+    IMPLEMENTATION: the contract.registry.Implementation the harness finds this package by.
     KERNEL_SOURCES: {name: [(pyfunc, signature)]} at static.DEFAULT_PRESET; `static.kernel_sources(name, preset)`
         for another preset.
 """
@@ -42,6 +43,12 @@ def __getattr__(name):
         table = {k: importlib.import_module(f"cuda_impl.{k}").run for k in (*KERNEL_NAMES, "layer")}
         globals()["KERNELS"] = table
         return table
+    if name == "IMPLEMENTATION":
+        from contract.registry import Implementation
+
+        impl = Implementation(name="cuda", language="Numba CUDA (Python)", kernels=__getattr__("KERNELS"))
+        globals()["IMPLEMENTATION"] = impl
+        return impl
     if name == "SOURCE_MODULES":
         mods = {k: (importlib.import_module(f"cuda_impl.{k}"),) for k in KERNEL_NAMES}
         mods["layer"] = tuple(m for (m,) in mods.values())

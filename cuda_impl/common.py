@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.backends.base import DeviceArray
-from harness.errors import InputError
+from contract.device import DeviceArray
+from contract.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
+from contract.registry import Implementation
 from harness.errors import UnknownNameError
 
 IMPLS = {"cuda": "cuda_impl", "ptx": "ptx_impl"}
@@ -17,8 +18,10 @@ def implementation_table(impl: str) -> tuple[dict[str, Callable], str]:
         module = importlib.import_module(IMPLS[impl])
     except Exception as exc:  # noqa: BLE001 - a broken package is reported, not fatal, in `list`/`compare`
         return {}, f"{IMPLS[impl]} failed to import: {exc}"
-    table = getattr(module, "KERNELS", None)
-    if not isinstance(table, dict):
-        return {}, f"{IMPLS[impl]} has no KERNELS table yet"
-    return table, ""
+    registered = getattr(module, "IMPLEMENTATION", None)
+    if not isinstance(registered, Implementation):
+        return {}, f"{IMPLS[impl]} registers no contract.registry.Implementation (IMPLEMENTATION) yet"
+    if registered.name != impl:
+        return {}, f"{IMPLS[impl]} registers itself as {registered.name!r}, expected {impl!r}"
+    return dict(registered.kernels), ""
 

@@ -72,7 +72,7 @@ class CompareSettings:
 
 def plan(settings: CompareSettings) -> list[Item]:
     """The cells of a sweep in run order (grouped_gemm expands to its up and down variants)."""
-    from harness.kernels import get_kernel
+    from contract.kernels import get_kernel
 
     items = []
     for preset in settings.presets:
@@ -129,7 +129,7 @@ def throughput(kernel: str, min_bytes: int, flops: int, time_us: float | None, s
 
 # ----------------------------------------------------------------------------------------------------- one row
 def _alloc(backend, spec, inputs: dict, preset):
-    from harness.kernels import POISON_BYTE
+    from contract.kernels import POISON_BYTE
 
     args = {name: backend.to_device(np.ascontiguousarray(arr)) for name, arr in inputs.items()}
     out_specs = spec.output_specs(preset, inputs)
@@ -161,8 +161,8 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
 
     `inputs` (host arrays from spec.make_inputs with this seed) may be passed to share one draw between the paths.
     """
-    from harness.kernels import get_kernel
-    from harness.presets import get_preset
+    from contract.kernels import get_kernel
+    from contract.presets import get_preset
 
     preset = get_preset(item.preset)
     spec = get_kernel(item.kernel)
@@ -368,8 +368,8 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
                     _progress(progress, f"[{step}/{total}] {key}: running (seed {seed})")
                     try:
                         if cell_inputs is None:
-                            from harness.kernels import get_kernel
-                            from harness.presets import get_preset
+                            from contract.kernels import get_kernel
+                            from contract.presets import get_preset
 
                             cell_inputs = get_kernel(item.kernel).make_inputs(get_preset(item.preset), item.skew,
                                                                               seed, **item.params)

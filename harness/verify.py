@@ -5,9 +5,9 @@ from typing import Callable
 
 import numpy as np
 
-from harness.checks import CheckResult
-from harness.kernels import POISON_BYTE, get_kernel
-from harness.presets import Preset, get_preset
+from contract.checks import CheckResult
+from contract.kernels import POISON_BYTE, get_kernel
+from contract.presets import Preset, get_preset
 
 
 def run_kernel(run: Callable, backend, kernel: str, preset: Preset | str, skew: str, seed: int, inputs=None,

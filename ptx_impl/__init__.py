@@ -5,6 +5,7 @@ grouped_gemm is imported on first use (it lives in its own module, written separ
 """
 from __future__ import annotations
 
+from contract.registry import Implementation
 from ptx_impl import act_quant, align, combine, gate, layer, permute, swiglu
 
 
@@ -26,4 +27,6 @@ KERNELS = {
     "layer": layer.run,
 }
 
-__all__ = ["KERNELS"]
+IMPLEMENTATION = Implementation(name="ptx", language="hand-written PTX", kernels=KERNELS)
+
+__all__ = ["IMPLEMENTATION", "KERNELS"]

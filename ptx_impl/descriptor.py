@@ -23,20 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-import numpy as np
-
-from harness.errors import InputError
+from contract.errors import InputError
+from contract.launch import EntrySignature, ceil_div  # noqa: F401 - ceil_div is part of this module's API
+from contract.launch import check_array as _check_array
+from contract.launch import reject_params as _reject_params
+from contract.launch import require as _require
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
-
-# PTX parameter type -> (accepted Python kind, NumPy scalar type it is passed as)
-_SCALAR_TYPES = {
-    ".u32": np.uint32,
-    ".s32": np.int32,
-    ".u64": np.uint64,
-    ".f32": np.float32,
-}
-_POINTER = ".ptr"  # a .u64 parameter that must be a DeviceArray (its address is passed)
 
 _UNROLL_HEAD_RE = re.compile(r"^[ \t]*//@unroll[ \t]+(\w+)[ \t]+(\w+)[ \t]+(\w+)[ \t]*\n", re.MULTILINE)
 _UNROLL_END_RE = re.compile(r"^[ \t]*//@end[ \t]*(?:\n|$)", re.MULTILINE)
@@ -83,26 +76,26 @@ def load_ptx(file: str, consts: tuple[tuple[str, int], ...] = ()) -> str:
 
 
 def require(kernel: str, ok: bool, what: str, value, expected: str) -> None:
-    """Raise InputError naming the kernel, the offending value and the expectation unless `ok`."""
-    if not ok:
-        raise InputError(f"ptx {kernel}: {what} = {value!r}, expected {expected}")
+    """Raise InputError naming the PTX kernel, the offending value and the expectation unless `ok`."""
+    _require(f"ptx {kernel}", ok, what, value, expected)
 
 
 def check_array(kernel: str, args: Mapping, name: str, shape, dtype) -> None:
     """The argument `name` exists with exactly this shape and dtype."""
-    require(kernel, name in args, "argument", name, f"one of the arguments ({', '.join(sorted(args))} given)")
-    arr = args[name]
-    require(kernel, tuple(arr.shape) == tuple(shape), f"{name}.shape", tuple(arr.shape), f"{tuple(shape)}")
-    require(kernel, np.dtype(arr.dtype) == np.dtype(dtype), f"{name}.dtype", str(np.dtype(arr.dtype)),
-            str(np.dtype(dtype)))
+    _check_array(f"ptx {kernel}", args, name, shape, dtype)
+
+
+def reject_params(kernel: str, params: Mapping) -> None:
+    """Unknown keyword parameters are an error, not silently ignored."""
+    _reject_params(f"ptx {kernel}", params)
 
 
 @dataclass(frozen=True)
 class PtxKernel:
-    """A hand-written PTX entry point and its parameter list.
+    """A hand-written PTX entry point (file + entry) and its parameter list.
 
     params: (name, type) in PTX order; type is one of ".ptr" (a DeviceArray, passed as its .u64 address), ".u32",
-    ".s32", ".u64", ".f32".
+    ".s32", ".u64", ".f32" (contract.launch.EntrySignature checks them).
     """
 
     file: str
@@ -114,6 +107,10 @@ class PtxKernel:
     def ptx(self) -> str:
         return self.source()
 
+    @property
+    def signature(self) -> EntrySignature:
+        return EntrySignature(self.entry, self.params)
+
     def source(self, **consts: int) -> str:
         """The PTX text specialised for these tile constants (missing ones take their defaults)."""
         merged = dict(self.consts)
@@ -124,68 +121,14 @@ class PtxKernel:
 
     def pack(self, values: Mapping) -> list:
         """Values by parameter name -> the positional list launch_ptx takes, each checked against its PTX type."""
-        from harness.backends.base import DeviceArray
-
-        names = [n for n, _ in self.params]
-        missing = [n for n in names if n not in values]
-        extra = [n for n in values if n not in names]
-        require(self.entry, not missing and not extra, "parameters",
-                f"missing {missing}, unexpected {extra}", f"exactly {names}")
-        packed = []
-        for name, ptype in self.params:
-            value = values[name]
-            if ptype == _POINTER:
-                require(self.entry, isinstance(value, DeviceArray), f"parameter {name}", type(value).__name__,
-                        "a DeviceArray (.u64 device pointer)")
-                packed.append(value)
-                continue
-            if ptype not in _SCALAR_TYPES:
-                raise InputError(f"ptx {self.entry}: parameter {name} has unknown PTX type {ptype!r}; "
-                                 f"expected one of {_POINTER}, {', '.join(_SCALAR_TYPES)}")
-            np_type = _SCALAR_TYPES[ptype]
-            if ptype == ".f32":
-                require(self.entry, isinstance(value, (float, int, np.floating, np.integer))
-                        and not isinstance(value, bool), f"parameter {name}", value, "a real number for .f32")
-                packed.append(np_type(value))
-                continue
-            require(self.entry, isinstance(value, (int, np.integer)) and not isinstance(value, bool),
-                    f"parameter {name}", value, f"an integer for {ptype}")
-            info = np.iinfo(np_type)
-            require(self.entry, info.min <= int(value) <= info.max, f"parameter {name}", int(value),
-                    f"an integer in [{info.min}, {info.max}] for {ptype}")
-            packed.append(np_type(int(value)))
-        return packed
+        return self.signature.pack(values)
 
     def launch(self, backend, grid, block, values: Mapping, shared_bytes: int = 0, tag: str = "",
                consts: Mapping[str, int] | None = None):
         """Type-check `values` against the parameter list and launch on `backend` (the module specialised for the
         tile constants `consts`); returns its LaunchRecord."""
-        grid3 = _dim3(self.entry, "grid", grid)
-        block3 = _dim3(self.entry, "block", block)
-        threads = block3[0] * block3[1] * block3[2]
-        require(self.entry, 1 <= threads <= 1024, "threads per block", threads, "1..1024")
-        require(self.entry, 0 <= shared_bytes <= 227 * 1024, "shared_bytes", shared_bytes, "0..232448 (sm_90)")
-        return backend.launch_ptx(self.source(**(consts or {})), self.entry, grid3, block3, self.pack(values),
-                                  shared_bytes=int(shared_bytes), tag=tag or self.entry)
-
-
-def _dim3(entry: str, what: str, dims) -> tuple[int, int, int]:
-    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
-    require(entry, 1 <= len(dims) <= 3 and all(isinstance(d, (int, np.integer)) and d >= 1 for d in dims),
-            what, dims, "1 to 3 positive integers")
-    dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
-    require(entry, dims[0] < 2**31 and dims[1] < 65536 and dims[2] < 65536, what, dims,
-            "x < 2^31, y and z < 65536")
-    return dims
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-int(a) // int(b))
-
-
-def reject_params(kernel: str, params: Mapping) -> None:
-    """Unknown keyword parameters are an error, not silently ignored."""
-    require(kernel, not params, "parameters", sorted(params), "none beyond the documented ones")
+        return self.signature.launch(backend, self.source(**(consts or {})), grid, block, values,
+                                     shared_bytes=shared_bytes, tag=tag)
 
 
 STREAM_BLOCK = 256       # threads per CTA of the streaming kernels (permute, swiglu, combine)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.errors import InputError
+from contract.errors import InputError
 from ptx_impl.gemm_template import KERNEL_DIR, NTHREADS, TILES, GemmTile
 
 KERNEL = "grouped_gemm"
@@ -69,7 +69,7 @@ def _shapes_of(preset_or_shapes, variant: str = "up") -> GemmShapes:
         return preset_or_shapes
     p = preset_or_shapes
     if isinstance(p, str):
-        from harness.presets import get_preset
+        from contract.presets import get_preset
 
         p = get_preset(p)
     if variant not in ("up", "down"):
@@ -129,7 +129,7 @@ _ARG_DTYPES = {"a": "bf16", "w": "bf16", "block_expert": "int32", "total_padded"
 
 
 def _check_args(args: dict, preset) -> GemmShapes:
-    from harness.generators import BF16
+    from contract.generators import BF16
 
     missing = [name for name in _ARG_DTYPES if name not in args]
     if missing:

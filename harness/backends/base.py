@@ -1,54 +1,20 @@
-"""The backend contract both kernel paths run on (tinygrad's Allocator + Program, in a dozen methods).
+"""The harness side of the backend contract (tinygrad's Allocator + Program, in a dozen methods).
 
-An implementation module (cuda_impl/<kernel>.py, ptx_impl/<kernel>.py) exposes
-
-    def run(backend: Backend, args: dict[str, DeviceArray], preset: Preset, **params) -> list[LaunchRecord]
-
-where `args` holds every input and output of the kernel by its kernels.md name (outputs pre-poisoned by the caller).
-The Numba path calls `backend.launch_numba(pyfunc, signature, ...)` with the plain (undecorated) Python kernel function
-and an explicit Numba signature, so the same source compiles with `numba.cuda.compile_ptx` for ptxsim and with
-`numba.cuda.jit(signature)` on a GPU. The PTX path calls `backend.launch_ptx(ptx_text, entry, ...)` with raw pointers.
+contract.device says what an implementation may call (`KernelBackend`: to_device, empty, free, launch_ptx,
+launch_numba) and defines DeviceArray / LaunchRecord; `Backend` is the base class the harness's backends
+(harness.backends.sim.SimBackend, harness.backends.gpu.GpuBackend) implement, with the host-side calls the runner
+uses besides. The same source compiles with `numba.cuda.compile_ptx` for ptxsim and with `numba.cuda.jit(signature)`
+on a GPU; PTX text (hand-written or NVRTC's) is loaded once per text.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
+from contract.device import DeviceArray, LaunchArg, LaunchRecord
 
-@dataclass(frozen=True)
-class DeviceArray:
-    """A C-contiguous array in device memory (simulated or real)."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    addr: int  # device address: a ptxsim address on `sim`, a CUdeviceptr value on `gpu`
-    handle: Any = field(default=None, compare=False, repr=False)  # the backend's owner object
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * np.dtype(self.dtype).itemsize
-
-
-@dataclass(frozen=True)
-class LaunchRecord:
-    """One kernel launch as the backend saw it."""
-
-    name: str  # PTX entry or Python function name
-    impl: str  # "cuda" (Numba) or "ptx"
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_bytes: int
-    host_seconds: float  # wall time of the launch call on the host (sim: the whole simulation)
-    stats: Any = field(default=None, compare=False, repr=False)  # ptxsim LaunchStats on `sim`
-
-
-LaunchArg = DeviceArray | np.generic
+__all__ = ["Backend", "DeviceArray", "LaunchArg", "LaunchRecord"]
 
 
 class Backend:

@@ -61,8 +61,8 @@ def build_settings(args, backend_name: str):
     """CompareSettings from parsed options (names validated; UnknownNameError lists the valid ones)."""
     from dataclasses import replace
 
-    from harness.kernels import KERNELS, get_kernel
-    from harness.presets import check_skew, get_preset
+    from contract.kernels import KERNELS, get_kernel
+    from contract.presets import check_skew, get_preset
     from harness.runner import CompareSettings
     from harness.timing.gpu import GpuTimingSettings
 

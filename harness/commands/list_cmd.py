@@ -17,8 +17,8 @@ def _probe(fn) -> str:
 def run(args) -> int:
     from harness import toolchain
     from harness.implementations import IMPLS, implementation_table
-    from harness.kernels import KERNELS
-    from harness.presets import PRESETS, SKEWS
+    from contract.kernels import KERNELS
+    from contract.presets import PRESETS, SKEWS
 
     tables = {impl: implementation_table(impl) for impl in IMPLS}
     print("kernels (kernels.md):")

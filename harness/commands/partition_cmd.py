@@ -37,7 +37,7 @@ def run(args) -> int:
     from harness.backends.select import resolve_backend_name
     from harness.partition.report import render
     from harness.partition.sweep import PartitionSettings, parse_sms, run_sweep, write_doc
-    from harness.presets import get_preset
+    from contract.presets import get_preset
     from harness.results import jsonable
 
     backend = resolve_backend_name(args.backend)

@@ -54,7 +54,7 @@ SPIN:
 
 def _bf16(rng, shape, scale: float = 1.0):
     """N(0, scale^2) bf16 drawn in float32 (the target's arrays hold ~10^8 elements; float64 draws double the cost)."""
-    from harness.generators import BF16
+    from contract.generators import BF16
 
     out = rng.standard_normal(shape, dtype=np.float32)
     if scale != 1.0:
@@ -64,7 +64,7 @@ def _bf16(rng, shape, scale: float = 1.0):
 
 def _gemm_args(backend, local, variant: str, rng) -> dict:
     """Device inputs/outputs of one grouped GEMM at the local target (balanced routing, every block routed)."""
-    from harness.generators import BF16
+    from contract.generators import BF16
     from harness.partition.counters import _gemm_dims, balanced_padded_rows
 
     kd, n = _gemm_dims(local, variant)
@@ -81,7 +81,7 @@ def _gemm_args(backend, local, variant: str, rng) -> dict:
 
 
 def _comm_args(backend, shapes, rng) -> tuple[dict, dict]:
-    from harness.generators import BF16
+    from contract.generators import BF16
     from harness.partition.problem import combine_inputs, dispatch_inputs
 
     d = {k: backend.to_device(v) for k, v in dispatch_inputs(shapes, rng).items()}
@@ -120,7 +120,7 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
     from harness.backends.gpu import GpuBackend
     from harness.partition.counters import local_preset, parse_series
     from harness.partition.problem import CommShapes, run_comm, shapes_of
-    from harness.presets import get_preset
+    from contract.presets import get_preset
     from harness.toolchain import gpu_visible
     from ptx_impl import comm, grouped_gemm
 

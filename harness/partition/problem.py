@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.checks import CheckResult, exact, normwise_rel_error, unwritten
+from contract.checks import CheckResult, exact, normwise_rel_error, unwritten
 from harness.errors import InputError
-from harness.generators import BF16, random_bf16
+from contract.generators import BF16, random_bf16
 
 POISON = 0xFF
 COMBINE_TOLERANCE = 1e-2

@@ -28,7 +28,7 @@ def model_estimate(run, inputs: dict, preset, run_params: dict, spec, device: st
                           f"sampled ptxsim run may copy; no estimate for this row")
         return out
     from harness.backends.sim import SimBackend
-    from harness.kernels import POISON_BYTE
+    from contract.kernels import POISON_BYTE
     from harness.timing.sim import model_row
 
     t0 = time.perf_counter()

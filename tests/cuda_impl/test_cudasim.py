@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.presets import Preset
+from contract.presets import Preset
 
 pytestmark = pytest.mark.sim
 
@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def make_cases(seed: int) -> list:
-    from harness.kernels import get_kernel
+    from contract.kernels import get_kernel
 
     cases = []
     for i, (kernel, params) in enumerate([("gate", {}), ("align", {}), ("permute", {}), ("act_quant", {}),
@@ -53,7 +53,7 @@ def bf16_close(a: np.ndarray, b: np.ndarray) -> bool:
 def test_numba_simulator_agrees_with_ptxsim(tmp_path, seed):
     import cuda_impl
     from harness.backends.sim import SimBackend
-    from harness.kernels import get_kernel
+    from contract.kernels import get_kernel
     from harness.verify import run_kernel
 
     cases = make_cases(seed)

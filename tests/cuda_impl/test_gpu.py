@@ -4,7 +4,7 @@ Same run() functions and the same plain-Python kernel sources as the ptxsim test
 """
 import pytest
 
-from harness.presets import SKEWS
+from contract.presets import SKEWS
 
 pytestmark = pytest.mark.gpu
 

@@ -6,7 +6,7 @@ import pytest
 
 from harness.backends.base import Backend, DeviceArray
 from harness.errors import InputError
-from harness.presets import PRESETS
+from contract.presets import PRESETS
 
 
 class NoLaunch(Backend):

@@ -4,7 +4,7 @@ Fresh seeds every run; every kernel, the grouped GEMM's two variants and the lay
 """
 import pytest
 
-from harness.presets import SKEWS, get_preset
+from contract.presets import SKEWS, get_preset
 
 pytestmark = pytest.mark.sim
 
@@ -57,7 +57,7 @@ def test_grouped_gemm_other_tile(backend, seed):
 def test_layer_launch_order(backend, seed):
     """The whole layer passes its check, through the eight documented launches in order, all on the Numba path."""
     import cuda_impl
-    from harness.kernels import get_kernel
+    from contract.kernels import get_kernel
     from harness.verify import run_kernel
 
     skew = SKEWS[seed % len(SKEWS)]

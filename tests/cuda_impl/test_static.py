@@ -26,9 +26,9 @@ def opcodes(ptx: str) -> set[str]:
 @pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.parametrize("kernel", KERNEL_NAMES)
 def test_ptx_is_float32_and_tuned(kernel, preset):
-    from cuda_impl import static
+    from harness.impl_static import numba_ptx_texts
 
-    for ptx in static.ptx_texts(kernel, preset):
+    for ptx in numba_ptx_texts(kernel, preset):
         ops = opcodes(ptx)
         f64 = sorted(o for o in ops if ".f64" in o)
         assert not f64, f"{kernel} at {preset}: float64 instructions {f64} (an untyped literal or uint64/int64 mix?)"
@@ -40,9 +40,9 @@ def test_ptx_is_float32_and_tuned(kernel, preset):
 @pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.parametrize("kernel", KERNEL_NAMES)
 def test_ptxas_no_spills(kernel, preset):
-    from cuda_impl import static
+    from harness.impl_static import numba_resource_report
 
-    report = static.resource_report(kernel, preset)
+    report = numba_resource_report(kernel, preset)
     assert report, f"{kernel}: ptxas reported no entry"
     for entry, usage in report.items():
         assert usage.spills == 0, f"{kernel} at {preset}: {usage.spills} spill bytes in {entry}"

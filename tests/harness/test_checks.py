@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from harness.generators import BF16
-from harness.kernels import KERNELS, get_kernel, poisoned
-from harness.presets import SKEWS, get_preset
+from contract.generators import BF16
+from contract.kernels import KERNELS, get_kernel, poisoned
+from contract.presets import SKEWS, get_preset
 
 TINY = get_preset("tiny")
 ROWS_LIMITED = {"permute": "xp", "grouped_gemm": "c", "swiglu": "a"}

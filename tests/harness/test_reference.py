@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import reference as ref
-from harness.generators import BF16, E4M3, gate_inputs, selection_margins
-from harness.presets import PRESETS, SKEWS, Preset, get_preset
+from contract import reference as ref
+from contract.generators import BF16, E4M3, gate_inputs, selection_margins
+from contract.presets import PRESETS, SKEWS, Preset, get_preset
 
 TINY = get_preset("tiny")
 
@@ -224,7 +224,7 @@ def test_swiglu_hand_case():
 
 
 def test_layer_reference_composes_the_kernels(seed):
-    from harness.kernels import get_kernel
+    from contract.kernels import get_kernel
 
     inputs = get_kernel("layer").make_inputs(TINY, "balanced", seed)
     out = ref.layer(inputs["logits"], inputs["bias"], inputs["x"], inputs["W1"], inputs["W2"], TINY)["out"]

@@ -7,7 +7,7 @@ import pytest
 
 from harness import runner
 from harness.backends.base import Backend, DeviceArray, LaunchRecord
-from harness.kernels import get_kernel
+from contract.kernels import get_kernel
 from harness.results import RunFile, SCHEMA_VERSION
 
 NOP_PTX = """.version 8.0

@@ -16,7 +16,7 @@ import numpy as np
 from numba import cuda
 from harness import runner
 from harness.backends.gpu import GpuBackend
-from harness.kernels import get_kernel
+from contract.kernels import get_kernel
 from harness.results import RunFile
 from harness.timing.gpu import GpuTimingSettings
 

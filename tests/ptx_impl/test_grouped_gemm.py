@@ -312,7 +312,7 @@ def test_ptx_modules_lists_every_tile_file():
 
 
 def test_launch_config_per_preset():
-    from harness.presets import PRESETS
+    from contract.presets import PRESETS
 
     tiny = PRESETS["tiny"]
     up = gg.launch_config(tiny, "up")
@@ -363,7 +363,7 @@ def _fake_args(P_max, Kd, N, E, BM, c_dtype=BF16):
 
 
 def test_run_passes_parameters_in_kernel_order():
-    from harness.presets import PRESETS
+    from contract.presets import PRESETS
 
     tiny = PRESETS["tiny"]
     be = _RecordingBackend()
@@ -378,7 +378,7 @@ def test_run_passes_parameters_in_kernel_order():
 
 
 def test_run_rejects_bad_arguments_with_named_errors():
-    from harness.presets import PRESETS
+    from contract.presets import PRESETS
 
     tiny = PRESETS["tiny"]
     be = _RecordingBackend()
@@ -408,7 +408,7 @@ def test_tiny_matches_float64_reference_on_ptxsim(skew, variant, seed):
 
 def _ragged_inputs(rng, BM, E, Kd, N, n_blocks, total_blocks):
     """Hand-made routing: some experts own zero rows, blocks of -1 mid-range, total_padded < P_max."""
-    from harness.generators import random_bf16
+    from contract.generators import random_bf16
 
     P_max = n_blocks * BM
     block_expert = np.full(n_blocks, -1, np.int32)
@@ -427,7 +427,7 @@ def _ragged_inputs(rng, BM, E, Kd, N, n_blocks, total_blocks):
 @pytest.mark.parametrize("BM,N", [(16, 128), (32, 128), (64, 128), (128, 128), (64, 192)])
 def test_ragged_blocks_holes_and_untouched_tail_on_ptxsim(BM, N, rng):
     from harness.backends.sim import SimBackend
-    from harness.presets import Preset
+    from contract.presets import Preset
     from harness.verify import run_kernel
 
     Kd, E, n_blocks = 64, 4, 4
@@ -481,7 +481,7 @@ _GPU_PRESETS = {"tiny": {}, "small": {}, "small-bm64": {"BM": 64}, "small-bm128"
 def _gpu_preset(name):
     from dataclasses import replace
 
-    from harness.presets import PRESETS
+    from contract.presets import PRESETS
 
     base = PRESETS[name] if name in PRESETS else PRESETS["small"]
     return replace(base, name=name, **_GPU_PRESETS[name]) if _GPU_PRESETS[name] else base

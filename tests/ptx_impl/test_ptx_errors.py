@@ -9,7 +9,7 @@ import pytest
 import ptx_impl
 from harness.backends.base import Backend, DeviceArray
 from harness.errors import InputError
-from harness.presets import get_preset
+from contract.presets import get_preset
 from ptx_impl import act_quant, align, gate
 from ptx_impl.descriptor import PtxKernel
 
@@ -82,7 +82,7 @@ def test_gate_routing_limits(change, match):
 
 def test_align_launch_config_and_shared_memory():
     be = RecordingBackend()
-    from harness.kernels import get_kernel
+    from contract.kernels import get_kernel
 
     specs = {"topk_ids": ((TINY.T, TINY.K), np.int32)}
     specs.update({o.name: (o.shape, o.dtype) for o in get_kernel("align").output_specs(TINY, {})})

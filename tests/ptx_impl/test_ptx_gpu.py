@@ -6,7 +6,7 @@ Skipped with the reason when no CUDA GPU is visible. Covers the tiny preset and 
 import pytest
 
 import ptx_impl
-from harness.presets import SKEWS
+from contract.presets import SKEWS
 from harness.verify import run_and_check
 
 pytestmark = pytest.mark.gpu

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import ptx_impl
-from harness.kernels import get_kernel
-from harness.presets import SKEWS, Preset, get_preset
+from contract.kernels import get_kernel
+from contract.presets import SKEWS, Preset, get_preset
 from harness.verify import run_and_check, run_kernel
 
 pytestmark = pytest.mark.sim

@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from harness import impl_static
 from ptx_impl import act_quant, align, combine, gate, permute, static, swiglu
 from ptx_impl.descriptor import expand_unrolls
 
@@ -14,7 +15,7 @@ PTX_PARAM_TYPE = {".ptr": ".u64", ".u32": ".u32", ".s32": ".s32", ".u64": ".u64"
 
 @pytest.fixture(scope="module")
 def reports():
-    return static.resource_reports()
+    return impl_static.ptx_resource_reports()
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -63,7 +64,7 @@ def test_hopper_instructions_are_used():
 def test_sass_uses_128_bit_memory_ops():
     from harness.toolchain import sass_histogram
 
-    cubins = static.cubins()
+    cubins = impl_static.ptx_cubins()
     for name in ("permute", "swiglu", "combine", "act_quant"):
         hist = sass_histogram(cubins[name])
         assert any(op.startswith("LDG.E.128") or op.startswith("LDG.E.EL.128") or ".128" in op and "LDG" in op

@@ -4,8 +4,8 @@ sanitize="all" on every launch; each row must pass its kernels.md check with no 
 import io
 
 from harness.backends.sim import SimBackend
-from harness.kernels import KERNELS
-from harness.presets import SKEWS
+from contract.kernels import KERNELS
+from contract.presets import SKEWS
 from harness.results import RunFile
 from harness.runner import CompareSettings, plan, run_sweep
 

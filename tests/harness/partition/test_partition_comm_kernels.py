@@ -11,7 +11,7 @@ import pytest
 
 import cuda_impl.comm as cuda_comm
 from harness.errors import InputError
-from harness.generators import BF16
+from contract.generators import BF16
 from harness.partition.problem import (
     CommShapes,
     check_combine,

@@ -76,7 +76,7 @@ def test_measured_sweep_plumbing_on_ptxsim(monkeypatch, seed):
     monkeypatch.setattr(measure, "_Timer", _Timer)
     # ptxsim would spin on %globaltimer for real; the blocker's launch shape is what matters here
     monkeypatch.setattr(measure, "BLOCKER_PTX", measure.BLOCKER_PTX.split("{")[0] + "{\n    ret;\n}\n")
-    from harness.presets import Preset
+    from contract.presets import Preset
 
     small = Preset("fake-gpu", T=16, H=128, E=4, K=2, G=1, TG=1, I=64, BM=16)  # seconds on ptxsim, not minutes
     settings = PartitionSettings(backend="gpu", preset=small, ep=2, sms=(0, 8), repeats=1, seed=seed,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from harness.partition import interference as itf
 from harness.partition.counters import PartitionError, SimSizes, collect, local_preset
 from harness.partition.model import estimate_kernel, modelled_sweep
-from harness.presets import get_preset
+from contract.presets import get_preset
 
 SMS = (0, 4, 8, 12, 16, 20, 24, 28, 32)
 

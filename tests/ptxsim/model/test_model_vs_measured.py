@@ -93,8 +93,8 @@ def test_memory_bound_estimates_within_30_percent():
 
 # ------------------------------------------------------------------------------------- the machinery, synthetic
 def _real_estimate(kernel: str, impl: str, seed: int, **kw) -> dict:
-    from harness.kernels import get_kernel
-    from harness.presets import get_preset
+    from contract.kernels import get_kernel
+    from contract.presets import get_preset
     from harness.runner import _find_run
     from harness.timing.model_estimate import model_estimate
 
@@ -117,8 +117,8 @@ def test_model_estimate_of_a_kernel(seed):
 
 
 def test_model_estimate_records_a_failing_run():
-    from harness.kernels import get_kernel
-    from harness.presets import get_preset
+    from contract.kernels import get_kernel
+    from contract.presets import get_preset
     from harness.timing.model_estimate import model_estimate
 
     def broken(backend, args, preset):

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.generators import BF16
+from contract.generators import BF16
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from typing import Callable
 
 import numpy as np
 
-from harness import reference as ref
-from harness.checks import CheckResult, bf16_ulp, exact, normwise_rel_error, untouched, unwritten
-from harness.errors import InputError, UnknownNameError
-from harness.generators import BF16, E4M3, gate_inputs, random_bf16
-from harness.presets import Preset, check_skew
+from contract import reference as ref
+from contract.checks import CheckResult, bf16_ulp, exact, normwise_rel_error, untouched, unwritten
+from contract.errors import InputError, UnknownNameError
+from contract.generators import BF16, E4M3, gate_inputs, random_bf16
+from contract.presets import Preset, check_skew
 
 POISON_BYTE = 0xFF  # bf16 0xFFFF and f32 0xFFFFFFFF are NaN, int32 is -1, e4m3 0xFF is NaN
 

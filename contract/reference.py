@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.generators import BF16, E4M3
-from harness.presets import Preset
+from contract.generators import BF16, E4M3
+from contract.presets import Preset
 
 E4M3_MAX = 448.0
 QUANT_GROUP = 128

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.errors import UnknownNameError
+from contract.errors import UnknownNameError
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from harness.errors import InputError
-from harness.presets import Preset, check_skew
+from contract.errors import InputError
+from contract.presets import Preset, check_skew
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)

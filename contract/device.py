@@ -1,0 +1,76 @@
+"""What an implementation may use of a backend: device arrays, launch records and the launch calls.
+
+An implementation module (cuda_impl/<kernel>.py, cpp_impl/<kernel>.py, ptx_impl/<kernel>.py) exposes
+
+    def run(backend: KernelBackend, args: dict[str, DeviceArray], preset: Preset, **params) -> list[LaunchRecord]
+
+where `args` holds every input and output of the kernel by its kernels.md name (outputs pre-poisoned by the caller).
+The Numba path calls `backend.launch_numba(pyfunc, signature, ...)` with the plain (undecorated) Python kernel
+function and an explicit Numba signature; the PTX and CUDA C++ paths call `backend.launch_ptx(ptx_text, entry, ...)`
+with raw pointers. The harness's backends (harness.backends.sim / .gpu) implement this protocol.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DeviceArray:
+    """A C-contiguous array in device memory (simulated or real)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    addr: int  # device address: a ptxsim address on `sim`, a CUdeviceptr value on `gpu`
+    handle: Any = field(default=None, compare=False, repr=False)  # the backend's owner object
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(self.dtype).itemsize
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    """One kernel launch as the backend saw it."""
+
+    name: str  # PTX entry or Python function name
+    impl: str  # implementation name (contract.registry)
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    host_seconds: float  # wall time of the launch call on the host (sim: the whole simulation)
+    stats: Any = field(default=None, compare=False, repr=False)  # ptxsim LaunchStats on `sim`
+
+
+LaunchArg = DeviceArray | np.generic
+
+
+
+class KernelBackend(Protocol):
+    """The calls an implementation makes on a backend (and nothing else)."""
+
+    name: str
+
+    def to_device(self, host: np.ndarray) -> DeviceArray: ...
+
+    def empty(self, shape: Sequence[int], dtype, fill_byte: int = 0xFF) -> DeviceArray:
+        """A new device array with every byte set to `fill_byte` (poison: unwritten elements are detectable)."""
+        ...
+
+    def free(self, array: DeviceArray) -> None: ...
+
+    def launch_ptx(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg], shared_bytes: int = 0,
+                   tag: str = "") -> LaunchRecord:
+        """Launch entry `entry` of PTX module text `ptx` (cached per text); DeviceArray params pass their address."""
+        ...
+
+    def launch_numba(self, pyfunc, signature, grid, block, args: Sequence[LaunchArg], shared_bytes: int = 0,
+                     tag: str = "") -> LaunchRecord:
+        """Launch a Numba CUDA kernel given as a plain Python function plus its explicit Numba signature."""
+        ...

@@ -1,0 +1,123 @@
+"""Launching a PTX entry from an implementation: its parameter list as data, values type-checked before launch.
+
+Both PTX-text paths use this: ptx_impl (hand-written .ptx files) and cpp_impl (CUDA C++ compiled to PTX by NVRTC).
+An `EntrySignature` names the entry and its parameters in PTX order; `launch` checks every value against its
+declared PTX type and the launch shape against what CUDA accepts, then calls `backend.launch_ptx`.
+The shape helpers (`require`, `check_array`, `reject_params`) raise contract.errors.InputError naming the kernel,
+the offending value and what was expected.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from contract.device import DeviceArray
+from contract.errors import InputError
+
+# PTX parameter type -> NumPy scalar type it is passed as
+SCALAR_TYPES = {
+    ".u32": np.uint32,
+    ".s32": np.int32,
+    ".u64": np.uint64,
+    ".f32": np.float32,
+}
+POINTER = ".ptr"  # a .u64 parameter that must be a DeviceArray (its address is passed)
+MAX_THREADS_PER_BLOCK = 1024
+MAX_SHARED_BYTES = 227 * 1024  # sm_90's opt-in dynamic shared memory per block
+
+
+def require(kernel: str, ok: bool, what: str, value, expected: str) -> None:
+    """Raise InputError naming the kernel, the offending value and the expectation unless `ok`."""
+    if not ok:
+        raise InputError(f"{kernel}: {what} = {value!r}, expected {expected}")
+
+
+def check_array(kernel: str, args: Mapping, name: str, shape, dtype) -> None:
+    """The argument `name` exists with exactly this shape and dtype."""
+    require(kernel, name in args, "argument", name, f"one of the arguments ({', '.join(sorted(args))} given)")
+    arr = args[name]
+    require(kernel, tuple(arr.shape) == tuple(shape), f"{name}.shape", tuple(arr.shape), f"{tuple(shape)}")
+    require(kernel, np.dtype(arr.dtype) == np.dtype(dtype), f"{name}.dtype", str(np.dtype(arr.dtype)),
+            str(np.dtype(dtype)))
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-int(a) // int(b))
+
+
+def reject_params(kernel: str, params: Mapping) -> None:
+    """Unknown keyword parameters are an error, not silently ignored."""
+    require(kernel, not params, "parameters", sorted(params), "none beyond the documented ones")
+
+
+def dim3(entry: str, what: str, dims) -> tuple[int, int, int]:
+    """A grid or block shape as three positive integers within CUDA's limits."""
+    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    require(entry, 1 <= len(dims) <= 3 and all(isinstance(d, (int, np.integer)) and d >= 1 for d in dims),
+            what, dims, "1 to 3 positive integers")
+    dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    require(entry, dims[0] < 2**31 and dims[1] < 65536 and dims[2] < 65536, what, dims,
+            "x < 2^31, y and z < 65536")
+    return dims
+
+
+def _pack_scalar(entry: str, name: str, ptype: str, value):
+    if ptype not in SCALAR_TYPES:
+        raise InputError(f"{entry}: parameter {name} has unknown PTX type {ptype!r}; "
+                         f"expected one of {POINTER}, {', '.join(SCALAR_TYPES)}")
+    np_type = SCALAR_TYPES[ptype]
+    if ptype == ".f32":
+        require(entry, isinstance(value, (float, int, np.floating, np.integer)) and not isinstance(value, bool),
+                f"parameter {name}", value, "a real number for .f32")
+        return np_type(value)
+    require(entry, isinstance(value, (int, np.integer)) and not isinstance(value, bool),
+            f"parameter {name}", value, f"an integer for {ptype}")
+    info = np.iinfo(np_type)
+    require(entry, info.min <= int(value) <= info.max, f"parameter {name}", int(value),
+            f"an integer in [{info.min}, {info.max}] for {ptype}")
+    return np_type(int(value))
+
+
+@dataclass(frozen=True)
+class EntrySignature:
+    """A PTX entry point and its parameter list.
+
+    params: (name, type) in PTX order; type is one of ".ptr" (a DeviceArray, passed as its .u64 address), ".u32",
+    ".s32", ".u64", ".f32".
+    """
+
+    entry: str
+    params: tuple[tuple[str, str], ...]
+
+    def pack(self, values: Mapping) -> list:
+        """Values by parameter name -> the positional list launch_ptx takes, each checked against its PTX type."""
+        names = [n for n, _ in self.params]
+        missing = [n for n in names if n not in values]
+        extra = [n for n in values if n not in names]
+        require(self.entry, not missing and not extra, "parameters",
+                f"missing {missing}, unexpected {extra}", f"exactly {names}")
+        packed = []
+        for name, ptype in self.params:
+            value = values[name]
+            if ptype == POINTER:
+                require(self.entry, isinstance(value, DeviceArray), f"parameter {name}", type(value).__name__,
+                        "a DeviceArray (.u64 device pointer)")
+                packed.append(value)
+            else:
+                packed.append(_pack_scalar(self.entry, name, ptype, value))
+        return packed
+
+    def launch(self, backend, ptx: str, grid, block, values: Mapping, shared_bytes: int = 0, tag: str = ""):
+        """Type-check `values` and the launch shape, then launch this entry of PTX text `ptx` on `backend`;
+        returns its LaunchRecord."""
+        grid3 = dim3(self.entry, "grid", grid)
+        block3 = dim3(self.entry, "block", block)
+        threads = block3[0] * block3[1] * block3[2]
+        require(self.entry, 1 <= threads <= MAX_THREADS_PER_BLOCK, "threads per block", threads,
+                f"1..{MAX_THREADS_PER_BLOCK}")
+        require(self.entry, 0 <= shared_bytes <= MAX_SHARED_BYTES, "shared_bytes", shared_bytes,
+                f"0..{MAX_SHARED_BYTES} (sm_90)")
+        return backend.launch_ptx(ptx, self.entry, grid3, block3, self.pack(values),
+                                  shared_bytes=int(shared_bytes), tag=tag or self.entry)

@@ -1,6 +1,8 @@
 """Atomic file writes: a temp file in the target's folder, flushed and fsynced, then os.replace.
 
 Readers see either the old file or the whole new one, never half of it; a failure leaves no temp file behind.
+Files are written rw-r--r-- (0644) by default: a run.json or a page is meant to be read by others, while the temp
+file mkstemp makes is private (0600).
 """
 from __future__ import annotations
 
@@ -9,13 +11,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
+DEFAULT_MODE = 0o644
 
-def atomic_write_bytes(path, data: bytes) -> Path:
+
+def atomic_write_bytes(path, data: bytes, mode: int = DEFAULT_MODE) -> Path:
     """Write `data` to `path` atomically (parent folders are created).
 
     Args:
         path: destination file.
         data: the bytes to write.
+        mode: permission bits of the written file (default rw-r--r--).
     Returns:
         The destination as a Path.
     Raises:
@@ -25,6 +30,7 @@ def atomic_write_bytes(path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -36,17 +42,19 @@ def atomic_write_bytes(path, data: bytes) -> Path:
     return path
 
 
-def atomic_write_text(path, text: str, encoding: str = "utf-8") -> Path:
+def atomic_write_text(path, text: str, encoding: str = "utf-8", mode: int = DEFAULT_MODE) -> Path:
     """Write `text` to `path` atomically (see atomic_write_bytes); newlines are written as given."""
-    return atomic_write_bytes(path, text.encode(encoding))
+    return atomic_write_bytes(path, text.encode(encoding), mode)
 
 
-def atomic_copy(src, dst) -> Path:
-    """Copy the file `src` to `dst` atomically (the copy is complete or absent); returns `dst` as a Path."""
+def atomic_copy(src, dst, mode: int = DEFAULT_MODE) -> Path:
+    """Copy the file `src` to `dst` atomically (the copy is complete or absent, `mode` rw-r--r-- by default);
+    returns `dst` as a Path."""
     dst = Path(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
             shutil.copyfileobj(inp, out, 1 << 20)
             out.flush()

@@ -1,7 +1,9 @@
 """ptxmoe command line: one sub-command per module, each exposing `register(subparsers)`.
 
 Every module listed in COMMAND_MODULES defines `register(subparsers)`, which adds its parser and sets
-`func=<callable(args) -> int>` on it. User errors (PtxmoeError) exit 2 with the message and no traceback.
+`func=<callable(args) -> int>` on it. User errors (PtxmoeError) exit 2 with the message and no traceback; so does a
+file-system error a command did not turn into one (a path it cannot read or write), naming the path. Ctrl-C exits
+130, SIGTERM (as harness.interrupts.Terminated) 143.
 """
 from __future__ import annotations
 
@@ -54,9 +56,15 @@ def main(argv=None) -> int:
     except PtxmoeError as exc:
         print(f"ptxmoe {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("ptxmoe: interrupted", file=sys.stderr)
-        return 130
+    except OSError as exc:  # NOTE: a safety net; commands should raise PtxmoeError naming the option at fault
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"ptxmoe {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        from harness.interrupts import exit_code, signal_name
+
+        print(f"ptxmoe: interrupted ({signal_name(exc)})", file=sys.stderr)
+        return exit_code(exc)
 
 
 if __name__ == "__main__":

@@ -159,6 +159,45 @@ def collect_environment(backend_name: str, model_device: str = "H200 SXM") -> di
     }
 
 
+# ------------------------------------------------------------------------------------------------- document shape
+# top-level fields of a run document and their JSON types; rows and verdicts are objects with a string "key"
+DOC_FIELDS = {"run_id": str, "status": str, "settings": dict, "environment": dict, "rows": list, "verdicts": list}
+OPTIONAL_LIST_FIELDS = ("nvtx_ranges", "missing", "resumed_utc")
+_JSON_TYPE = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
+              bool: "true/false", type(None): "null"}
+
+
+def _json_type(value) -> str:
+    return _JSON_TYPE.get(type(value), type(value).__name__)
+
+
+def check_doc(doc, path) -> None:
+    """Check that `doc` (parsed from `path`) has the shape of a run document; fills absent optional lists.
+
+    Raises:
+        ResultsError: naming the file, the field and the type found against the type expected.
+    """
+    if not isinstance(doc, dict):
+        raise ResultsError(f"{path} holds {_json_type(doc)}, not a run document; expected an object with "
+                           f"schema_version, run_id, settings, rows, verdicts (written by `ptxmoe compare`)")
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise ResultsError(f"{path} has schema_version {doc.get('schema_version')!r}; this ptxmoe reads "
+                           f"version {SCHEMA_VERSION}")
+    for name, kind in DOC_FIELDS.items():
+        if not isinstance(doc.get(name), kind):
+            found = "no such field" if name not in doc else _json_type(doc[name])
+            raise ResultsError(f"{path}: field {name!r} is {found}; expected {_JSON_TYPE[kind]}")
+    for name in OPTIONAL_LIST_FIELDS:
+        doc.setdefault(name, [])
+        if not isinstance(doc[name], list):
+            raise ResultsError(f"{path}: field {name!r} is {_json_type(doc[name])}; expected an array")
+    for name in ("rows", "verdicts"):
+        for i, item in enumerate(doc[name]):
+            if not isinstance(item, dict) or not isinstance(item.get("key"), str):
+                found = _json_type(item) if not isinstance(item, dict) else "an object without a string 'key'"
+                raise ResultsError(f"{path}: {name}[{i}] is {found}; expected an object with a string 'key'")
+
+
 # ------------------------------------------------------------------------------------------------------ the file
 class RunFile:
     """One run's document; `add_row`/`set_verdict`/`save` rewrite run.json atomically."""
@@ -190,7 +229,8 @@ class RunFile:
         """Open an existing run folder (for --resume or `ptxmoe import`).
 
         Raises:
-            ResultsError: the folder or its run.json is missing, unreadable, or of another schema version.
+            ResultsError: the folder or its run.json is missing, unreadable, of another schema version, or JSON that
+                is not a run document (a list, a row without a key...).
         """
         run_dir = Path(run_dir)
         path = run_dir / RUN_FILE
@@ -200,17 +240,23 @@ class RunFile:
             doc = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise ResultsError(f"{path} is not readable JSON: {exc}") from exc
-        if doc.get("schema_version") != SCHEMA_VERSION:
-            raise ResultsError(f"{path} has schema_version {doc.get('schema_version')!r}; this ptxmoe reads "
-                               f"version {SCHEMA_VERSION}")
+        check_doc(doc, path)
         return cls(run_dir, doc)
 
     def save(self) -> Path:
+        """Rewrite run.json atomically, readable by others (0644).
+
+        Raises:
+            ResultsError: the run folder cannot be created or written (the message names the folder and the cause).
+        """
         from harness.atomic import atomic_write_text
 
         self.doc["updated_utc"] = utc_now()
         text = json.dumps(jsonable(self.doc), indent=1, allow_nan=False)
-        return atomic_write_text(self.path, text + "\n")
+        try:
+            return atomic_write_text(self.path, text + "\n")
+        except OSError as exc:
+            raise ResultsError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     # rows ----------------------------------------------------------------------------------------------------
     def row(self, key: str) -> dict | None:

@@ -75,9 +75,10 @@ def plan(settings: CompareSettings) -> list[Item]:
     from contract.kernels import get_kernel
 
     items = []
-    for preset in settings.presets:
-        for skew in settings.skews:
-            for kernel in settings.kernels:
+    # NOTE: each name once (a run.json written before the CLI removed repeats may hold "gate,gate")
+    for preset in dict.fromkeys(settings.presets):
+        for skew in dict.fromkeys(settings.skews):
+            for kernel in dict.fromkeys(settings.kernels):
                 variants = get_kernel(kernel).variants or (None,)
                 items.extend(Item(kernel, v, preset, skew) for v in variants)
     return items

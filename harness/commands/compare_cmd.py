@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 import secrets
 import sys
 from pathlib import Path
 
-from harness.errors import PtxmoeError
+from harness.errors import InputError, PtxmoeError
 
 DEFAULT_PRESET = {"sim": "tiny", "gpu": "dsv3-decode"}
 DEFAULT_OUT = Path("profiles")
@@ -51,9 +52,44 @@ def register(subparsers) -> None:
 
 
 def _split(values) -> list[str]:
+    """Names from repeatable, comma-separated options, each once, in the order first given."""
     out: list[str] = []
     for value in values or ():
         out.extend(v.strip() for v in value.split(",") if v.strip())
+    return list(dict.fromkeys(out))
+
+
+def check_budget(budget: float) -> float:
+    """--budget as seconds > 0; InputError otherwise."""
+    if not math.isfinite(budget) or budget <= 0:
+        raise InputError(f"--budget {budget:g}: expected a time budget per row in seconds > 0 (default 2)")
+    return float(budget)
+
+
+def check_out_dir(out) -> Path:
+    """The --out profiles folder, created if absent (its parent must exist); InputError naming what is wrong.
+
+    A typo in a deep path should not silently grow a tree of folders, so only the last level is created.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: is a file; expected a folder to hold run folders (default profiles/)")
+    if not out.exists():
+        parent = out.parent
+        if not parent.is_dir():
+            what = "is a file" if parent.exists() else "does not exist"
+            raise InputError(f"--out {out}: its parent folder {parent} {what}; expected an existing folder (create "
+                             f"it first)")
+        try:
+            out.mkdir()
+        except OSError as exc:
+            raise InputError(f"--out {out}: cannot create the folder: {exc.strerror or exc}") from None
+    probe = out / f".ptxmoe-write-test-{secrets.token_hex(4)}"
+    try:
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"--out {out}: folder is not writable: {exc.strerror or exc}") from None
     return out
 
 
@@ -76,7 +112,7 @@ def build_settings(args, backend_name: str):
     for k in kernels:
         get_kernel(k)
     seed = args.seed if args.seed is not None else secrets.randbits(32)
-    timing = replace(GpuTimingSettings(), budget_s=float(args.budget))
+    timing = replace(GpuTimingSettings(), budget_s=check_budget(args.budget))
     if getattr(args, "quick_timing", False):
         timing = replace(timing, warmup_runs=1, warmup_s=0.0, min_samples=1, max_samples=1, host_samples=0)
     sanitize = sanitize_option(getattr(args, "sanitize", None), backend_name)
@@ -101,16 +137,50 @@ def sanitize_option(value, backend_name: str) -> tuple[str, ...]:
     return tools
 
 
-def settings_from_doc(doc: dict):
+def settings_from_doc(doc: dict, where="run.json"):
+    """CompareSettings recorded in a run document; ResultsError naming the field when one is missing or wrong."""
+    from harness.results import ResultsError
     from harness.runner import CompareSettings
     from harness.timing.gpu import GpuTimingSettings
 
     s = doc["settings"]
-    return CompareSettings(backend=s["backend"], presets=tuple(s["presets"]), skews=tuple(s["skews"]),
-                           kernels=tuple(s["kernels"]), seed=int(s["seed"]), impls=tuple(s["impls"]),
-                           static=bool(s["static"]), timing=GpuTimingSettings(**s["timing"]),
-                           model_device=s.get("model_device", "H200 SXM"), sanitize=tuple(s.get("sanitize", ())),
-                           model_estimate=bool(s.get("model_estimate", True)))
+    try:
+        return CompareSettings(backend=s["backend"], presets=tuple(s["presets"]), skews=tuple(s["skews"]),
+                               kernels=tuple(s["kernels"]), seed=int(s["seed"]), impls=tuple(s["impls"]),
+                               static=bool(s["static"]), timing=GpuTimingSettings(**s["timing"]),
+                               model_device=s.get("model_device", "H200 SXM"), sanitize=tuple(s.get("sanitize", ())),
+                               model_estimate=bool(s.get("model_estimate", True)))
+    except KeyError as exc:
+        raise ResultsError(f"{where}: settings has no {exc.args[0]!r}; cannot resume a run whose settings are not "
+                           f"recorded") from None
+    except (TypeError, ValueError) as exc:
+        raise ResultsError(f"{where}: settings cannot be read back ({exc})") from None
+
+
+# options that choose what a run covers: (option, attribute of args, settings field); --resume takes them from
+# run.json, so a value given next to --resume must agree with it
+RESUME_CHECKED = (("--preset", "preset", "presets"), ("--skew", "skew", "skews"), ("--kernels", "kernels", "kernels"))
+
+
+def check_resume_options(args, settings, run_dir) -> None:
+    """InputError when --preset/--skew/--kernels/--seed/--backend given with --resume disagree with the run."""
+    wrong = []
+    for option, attr, field_name in RESUME_CHECKED:
+        value = getattr(args, attr, None)
+        if value is None:
+            continue
+        given = _split(value if isinstance(value, list) else [value])
+        recorded = list(getattr(settings, field_name))
+        if set(given) != set(recorded):
+            wrong.append(f"{option} {','.join(given)} (the run has {','.join(recorded)})")
+    if getattr(args, "seed", None) is not None and args.seed != settings.seed:
+        wrong.append(f"--seed {args.seed} (the run has {settings.seed})")
+    backend = getattr(args, "backend", "auto")
+    if backend not in (None, "auto") and backend != settings.backend:
+        wrong.append(f"--backend {backend} (the run has {settings.backend})")
+    if wrong:
+        raise InputError(f"--resume {run_dir}: {'; '.join(wrong)}; a resumed run keeps the settings in its run.json: "
+                         f"drop these options, or start a new run without --resume")
 
 
 def _select(select_backend, settings):
@@ -120,14 +190,22 @@ def _select(select_backend, settings):
     return select_backend(settings.backend)
 
 
-def open_run(args):
-    """(RunFile, CompareSettings, backend) for a new run or a resumed one."""
+def open_run(args, lock=None):
+    """(RunFile, CompareSettings, backend) for a new run or a resumed one.
+
+    `lock` (a list) receives the RunLock held on the run folder; the caller releases it when the run ends.
+    """
     from harness.backends.select import resolve_backend_name, select_backend
     from harness.results import RunFile, collect_environment, new_run_id, utc_now
+    from harness.runlock import RunLock
 
+    lock = lock if lock is not None else []
     if args.resume:
-        run_file = RunFile.load(args.resume)
-        settings = settings_from_doc(run_file.doc)
+        RunFile.load(args.resume)  # a clear error for a folder that is no run before anything is created in it
+        lock.append(RunLock(args.resume).acquire())
+        run_file = RunFile.load(args.resume)  # read again under the lock: the last holder may have written since
+        settings = settings_from_doc(run_file.doc, run_file.path)
+        check_resume_options(args, settings, run_file.run_dir)
         backend = _select(select_backend, settings)
         run_file.doc["status"] = "running"
         run_file.doc.setdefault("resumed_utc", []).append(utc_now())
@@ -136,21 +214,31 @@ def open_run(args):
         print(f"ptxmoe compare: resuming {run_file.run_dir} ({done} rows done; settings from its run.json)",
               file=sys.stderr)
         return run_file, settings, backend
+    out = check_out_dir(args.out)
     backend_name = resolve_backend_name(args.backend)
     settings = build_settings(args, backend_name)
     backend = _select(select_backend, settings)
     env = collect_environment(backend_name, settings.model_device)
     run_id = getattr(args, "run_id", None) or new_run_id(backend_name)
-    run_file = RunFile.create(Path(args.out), run_id, settings.as_dict(), env)
+    run_file = RunFile.create(out, run_id, settings.as_dict(), env)
+    lock.append(RunLock(run_file.run_dir).acquire())
     return run_file, settings, backend
 
 
-def finish(run_file, summary: dict, interrupted: bool = False, dashboard: bool = True) -> int:
-    """Close the run, build the dashboard if that package exists, print where things are; the exit code."""
+def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) -> int:
+    """Close the run, build the dashboard if that package exists, print where things are; the exit code.
+
+    `interrupted`: the KeyboardInterrupt (Ctrl-C, or SIGTERM as harness.interrupts.Terminated) that stopped the run,
+    or True; the run is then saved as "interrupted" and the exit code is 128 + the signal (130, 143).
+    """
+    from harness.interrupts import exit_code, signal_name
+
     path = run_file.finish("interrupted" if interrupted else "complete")
     if interrupted:
-        print(f"ptxmoe compare: interrupted; resume with: ptxmoe compare --resume {run_file.run_dir}", file=sys.stderr)
-        return 130
+        exc = interrupted if isinstance(interrupted, KeyboardInterrupt) else KeyboardInterrupt()
+        print(f"ptxmoe compare: interrupted ({signal_name(exc)}); resume with: ptxmoe compare --resume "
+              f"{run_file.run_dir}", file=sys.stderr)
+        return exit_code(exc)
     module = None
     if dashboard:
         try:
@@ -188,17 +276,29 @@ def finish(run_file, summary: dict, interrupted: bool = False, dashboard: bool =
 
 
 def run(args) -> int:
+    from harness.interrupts import sigterm_as_interrupt
+
+    locks: list = []
+    try:
+        with sigterm_as_interrupt():  # `timeout` and CI send SIGTERM: save the run as interrupted, like Ctrl-C
+            run_file, settings, backend = open_run(args, locks)
+            return _run_opened(args, run_file, settings, backend)
+    finally:
+        for held in locks:
+            held.release()
+
+
+def _run_opened(args, run_file, settings, backend) -> int:
     from harness.runner import run_sweep
 
-    run_file, settings, backend = open_run(args)
     print(f"ptxmoe compare: backend {settings.backend}, presets {','.join(settings.presets)}, skews "
           f"{','.join(settings.skews)}, seed {settings.seed} (reproduce with --seed {settings.seed}); "
           f"run folder {run_file.run_dir}", file=sys.stderr)
     summary = {"failed": [], "missing": [], "ran": 0}
     try:
         summary = run_sweep(backend, settings, run_file)
-    except KeyboardInterrupt:
-        return finish(run_file, summary, interrupted=True)
+    except KeyboardInterrupt as exc:
+        return finish(run_file, summary, interrupted=exc)
     except PtxmoeError:
         run_file.finish("interrupted")
         raise

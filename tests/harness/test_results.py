@@ -45,7 +45,7 @@ def test_crash_mid_write_keeps_previous_file(tmp_path, monkeypatch):
         raise OSError("disk on fire")  # after the temp file got its bytes, before the rename
 
     monkeypatch.setattr(atomic.os, "fsync", crash)
-    with pytest.raises(OSError, match="disk on fire"):
+    with pytest.raises(ResultsError, match="cannot write .*run.json: disk on fire"):
         run.add_row({"key": "b", "status": "ok", "big": list(range(10000))})
     assert (tmp_path / "r1" / "run.json").read_bytes() == before
     assert sorted(p.name for p in (tmp_path / "r1").iterdir()) == ["run.json"]  # no temp file left behind
@@ -99,3 +99,27 @@ def test_environment_has_versions_and_git():
 def test_row_key():
     assert results.row_key("grouped_gemm", "up", "ptx", "tiny", "balanced") == "grouped_gemm[up]/ptx/tiny/balanced"
     assert results.row_key("gate", None, "cuda", "small", "extreme") == "gate/cuda/small/extreme"
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("[]", "holds an array, not a run document"),
+    ('"run"', "holds a string, not a run document"),
+    ('{"schema_version": 1, "run_id": "r", "status": "ok", "settings": [], "environment": {}, "rows": [], '
+     '"verdicts": []}', "field 'settings' is an array; expected an object"),
+    ('{"schema_version": 1, "run_id": "r", "status": "ok", "settings": {}, "environment": {}, "rows": [3], '
+     '"verdicts": []}', r"rows\[0\] is a number; expected an object with a string 'key'"),
+    ('{"schema_version": 1, "status": "ok", "settings": {}, "environment": {}, "rows": [], "verdicts": []}',
+     "field 'run_id' is no such field; expected a string"),
+])
+def test_load_rejects_json_that_is_no_run(tmp_path, content, needle):
+    (tmp_path / "run.json").write_text(content)
+    with pytest.raises(ResultsError, match=needle):
+        RunFile.load(tmp_path)
+
+
+def test_run_json_is_written_0644_and_write_errors_are_results_errors(tmp_path):
+    run = _new(tmp_path)
+    assert run.path.stat().st_mode & 0o777 == 0o644
+    (tmp_path / "blocker").write_text("a file where a folder should be")
+    with pytest.raises(ResultsError, match="cannot write .*blocker"):
+        RunFile.create(tmp_path / "blocker", "r2", {}, {}, command=[])

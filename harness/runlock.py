@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Self
 
 from harness.errors import PtxmoeError
 
@@ -26,7 +27,7 @@ class RunLock:
         self.path = self.run_dir / LOCK_FILE
         self._fd: int | None = None
 
-    def acquire(self) -> RunLock:
+    def acquire(self) -> Self:
         """Take the lock without waiting.
 
         Raises:
@@ -56,7 +57,7 @@ class RunLock:
             os.close(self._fd)  # closing the descriptor drops the flock
             self._fd = None
 
-    def __enter__(self) -> RunLock:
+    def __enter__(self) -> Self:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:

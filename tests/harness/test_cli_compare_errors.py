@@ -13,6 +13,7 @@ from harness.cli import main
 from tests.harness.test_cli_compare import _only_run, fake  # noqa: F401 - fake is a fixture used by name
 
 REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.usefixtures("fake")  # compare on the fake backend of test_cli_compare
 
 
 def _one_error_line(capsys, *needles) -> str:
@@ -39,21 +40,21 @@ def _unwritable_dir(tmp_path: Path) -> Path:
     pytest.skip("no unwritable folder on this machine (running as root without a read-only /sys)")
 
 
-def test_out_that_is_a_file(tmp_path, capsys, fake):
+def test_out_that_is_a_file(tmp_path, capsys):
     target = tmp_path / "afile"
     target.write_text("x")
     assert main(["compare", "--kernels", "gate", "--out", str(target), "--no-dashboard"]) == 2
     _one_error_line(capsys, f"--out {target}: is a file")
 
 
-def test_out_under_a_missing_parent(tmp_path, capsys, fake):
+def test_out_under_a_missing_parent(tmp_path, capsys):
     target = tmp_path / "no" / "such" / "profiles"
     assert main(["compare", "--kernels", "gate", "--out", str(target), "--no-dashboard"]) == 2
     _one_error_line(capsys, f"parent folder {target.parent} does not exist")
     assert not (tmp_path / "no").exists()  # nothing was created on the way
 
 
-def test_out_unwritable(tmp_path, capsys, fake):
+def test_out_unwritable(tmp_path, capsys):
     folder = _unwritable_dir(tmp_path)
     assert main(["compare", "--kernels", "gate", "--out", str(folder), "--no-dashboard"]) == 2
     _one_error_line(capsys, f"--out {folder}: folder is not writable")
@@ -62,13 +63,13 @@ def test_out_unwritable(tmp_path, capsys, fake):
 
 
 @pytest.mark.parametrize("budget", ["-1", "0", "nan"])
-def test_budget_must_be_positive(tmp_path, capsys, fake, budget):
+def test_budget_must_be_positive(tmp_path, capsys, budget):
     assert main(["compare", "--kernels", "gate", "--out", str(tmp_path), "--budget", budget]) == 2
     _one_error_line(capsys, "--budget", "expected a time budget per row in seconds > 0")
     assert list(tmp_path.iterdir()) == []  # refused before a run folder was made
 
 
-def test_repeated_kernel_runs_once(tmp_path, capsys, fake):
+def test_repeated_kernel_runs_once(tmp_path, capsys):
     assert main(["compare", "--kernels", "gate,gate", "--preset", "tiny,tiny", "--out", str(tmp_path),
                  "--no-static", "--no-dashboard"]) == 0
     err = capsys.readouterr().err
@@ -78,19 +79,19 @@ def test_repeated_kernel_runs_once(tmp_path, capsys, fake):
     assert doc["settings"]["kernels"] == ["gate"] and doc["settings"]["presets"] == ["tiny"]
 
 
-def test_run_json_is_readable_by_others(tmp_path, fake):
+def test_run_json_is_readable_by_others(tmp_path):
     assert main(["compare", "--kernels", "gate", "--out", str(tmp_path), "--no-static", "--no-dashboard"]) == 0
     assert (_only_run(tmp_path) / "run.json").stat().st_mode & 0o777 == 0o644
 
 
 @pytest.mark.parametrize("content,needle", [
     ("[1, 2]", "holds an array, not a run document"),
-    ('{"schema_version": 1, "run_id": "r", "status": "complete", "settings": {}, "environment": {}, '
-     '"rows": {}, "verdicts": []}', "field 'rows' is an object; expected an array"),
-    ('{"schema_version": 1, "run_id": "r", "status": "complete", "settings": {}, "environment": {}, '
-     '"rows": [], "verdicts": []}', "settings has no 'backend'"),
+    (('{"schema_version": 1, "run_id": "r", "status": "complete", "settings": {}, "environment": {}, '
+      '"rows": {}, "verdicts": []}'), "field 'rows' is an object; expected an array"),
+    (('{"schema_version": 1, "run_id": "r", "status": "complete", "settings": {}, "environment": {}, '
+      '"rows": [], "verdicts": []}'), "settings has no 'backend'"),
 ])
-def test_resume_of_json_that_is_no_run(tmp_path, capsys, fake, content, needle):
+def test_resume_of_json_that_is_no_run(tmp_path, capsys, content, needle):
     run_dir = tmp_path / "r"
     run_dir.mkdir()
     (run_dir / "run.json").write_text(content)
@@ -115,7 +116,7 @@ def _interrupted_run(tmp_path, capsys) -> Path:
     (["--skew", "extreme"], "--skew extreme (the run has balanced)"),
     (["--seed", "6"], "--seed 6 (the run has 5)"),
 ])
-def test_resume_with_disagreeing_options(tmp_path, capsys, fake, extra, needle):
+def test_resume_with_disagreeing_options(tmp_path, capsys, extra, needle):
     run_dir = _interrupted_run(tmp_path, capsys)
     before = (run_dir / "run.json").read_text()
     assert main(["compare", "--resume", str(run_dir), "--no-dashboard", *extra]) == 2
@@ -123,14 +124,14 @@ def test_resume_with_disagreeing_options(tmp_path, capsys, fake, extra, needle):
     assert (run_dir / "run.json").read_text() == before  # refused before touching the run
 
 
-def test_resume_with_agreeing_options_runs(tmp_path, capsys, fake):
+def test_resume_with_agreeing_options_runs(tmp_path, capsys):
     run_dir = _interrupted_run(tmp_path, capsys)
     assert main(["compare", "--resume", str(run_dir), "--no-dashboard", "--kernels", "gate", "--preset", "tiny",
                  "--seed", "5"]) == 0
     assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
 
 
-def test_resume_refuses_a_run_in_use(tmp_path, capsys, fake):
+def test_resume_refuses_a_run_in_use(tmp_path, capsys):
     from harness.runlock import RunLock
 
     run_dir = _interrupted_run(tmp_path, capsys)
@@ -162,7 +163,7 @@ SLOW_DRIVER = textwrap.dedent("""
 """)
 
 
-def test_sigterm_interrupts_like_sigint_and_resumes(tmp_path, capsys, fake):
+def test_sigterm_interrupts_like_sigint_and_resumes(tmp_path, capsys):
     argv = [sys.executable, "-c", SLOW_DRIVER, "compare", "--kernels", "gate", "--out", str(tmp_path),
             "--no-static", "--no-dashboard", "--seed", "3"]
     proc = subprocess.Popen(argv, cwd=REPO, stderr=subprocess.PIPE, text=True,

@@ -104,10 +104,10 @@ def test_row_key():
 @pytest.mark.parametrize("content,needle", [
     ("[]", "holds an array, not a run document"),
     ('"run"', "holds a string, not a run document"),
-    ('{"schema_version": 1, "run_id": "r", "status": "ok", "settings": [], "environment": {}, "rows": [], '
-     '"verdicts": []}', "field 'settings' is an array; expected an object"),
-    ('{"schema_version": 1, "run_id": "r", "status": "ok", "settings": {}, "environment": {}, "rows": [3], '
-     '"verdicts": []}', r"rows\[0\] is a number; expected an object with a string 'key'"),
+    (('{"schema_version": 1, "run_id": "r", "status": "ok", "settings": [], "environment": {}, "rows": [], '
+      '"verdicts": []}'), "field 'settings' is an array; expected an object"),
+    (('{"schema_version": 1, "run_id": "r", "status": "ok", "settings": {}, "environment": {}, "rows": [3], '
+      '"verdicts": []}'), r"rows\[0\] is a number; expected an object with a string 'key'"),
     ('{"schema_version": 1, "status": "ok", "settings": {}, "environment": {}, "rows": [], "verdicts": []}',
      "field 'run_id' is no such field; expected a string"),
 ])

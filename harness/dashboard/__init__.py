@@ -33,6 +33,8 @@ def render(run_dir, vs=None) -> str:
         return render_partition(run_dir)
     run = load_run(run_dir)
     other = load_run(vs) if vs is not None else None
+    if other is not None:
+        check_comparable(run, other)
     body, figs, nav = build_sections(run, other)
     ceil = device_ceilings(run)
     doc = run.doc
@@ -41,6 +43,17 @@ def render(run_dir, vs=None) -> str:
                 f"{len(doc.get('rows', []))} rows")
     title = f"ptxmoe: PTX vs Numba CUDA, run {run.run_id}" + (f" vs {other.run_id}" if other else "")
     return page(title, subtitle, nav, body, figs, get_plotlyjs())
+
+
+def check_comparable(run, other) -> None:
+    """DashboardError when two runs have no row in common, saying what differs (presets, kernels, skews...)."""
+    from harness.dashboard.data import compare_runs, run_differences
+
+    if compare_runs(run, other):
+        return
+    why = "; ".join(run_differences(run, other)) or "neither has rows"
+    raise DashboardError(f"--vs {other.run_dir}: no rows in common with {run.run_dir} ({why}); compare runs of the "
+                         f"same presets, kernels and skews")
 
 
 def render_partition(run_dir) -> str:

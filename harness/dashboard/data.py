@@ -471,3 +471,23 @@ def compare_runs(a: Run, b: Run) -> list[dict]:
                     "a_speedup": (verdicts_a.get(cell) or {}).get("speedup"),
                     "b_speedup": (verdicts_b.get(cell) or {}).get("speedup")})
     return out
+
+
+# what a row's key is made of, as (name in messages, row field)
+ROW_AXES = (("presets", "preset"), ("kernels", "label"), ("skews", "skew"), ("implementations", "impl"))
+
+
+def run_differences(a: Run, b: Run) -> list[str]:
+    """What tells the rows of two runs apart, e.g. ["presets tiny vs dsv3-decode", "kernels gate vs align"]: each
+    axis of the row key whose values in the two runs do not overlap at all, else every axis that differs."""
+    rows_a, rows_b = row_records(a.doc), row_records(b.doc)
+    disjoint, differing = [], []
+    for name, key in ROW_AXES:
+        va = list(dict.fromkeys(str(r[key]) for r in rows_a))
+        vb = list(dict.fromkeys(str(r[key]) for r in rows_b))
+        if set(va) == set(vb):
+            continue
+        text = f"{name} {','.join(va) or '(none)'} vs {','.join(vb) or '(none)'}"
+        (disjoint if not set(va) & set(vb) else differing).append(text)
+    return disjoint or differing
+

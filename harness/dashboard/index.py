@@ -1,6 +1,11 @@
-"""profiles/index.html: one table row per run folder (its headline and a link to its dashboard); no plotly."""
+"""profiles/index.html: one table row per run folder (its headline and a link to its dashboard); no plotly.
+
+A folder whose run.json cannot be used (not JSON, JSON that is no run, rows of the wrong shape) is left out with a
+warning: one bad folder under profiles/ never breaks the index, nor the dashboard of another run.
+"""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from urllib.parse import quote
 
@@ -8,8 +13,15 @@ from harness.dashboard.data import DashboardError, headline, load_run
 from harness.dashboard.html import CSS, Raw, badge, esc, table
 
 
-def index_records(profiles_dir: Path) -> list[dict]:
-    """{run_id, dir, backend, status, created, geomean, lo, hi, verdict, counts, dashboard, error} per run folder."""
+def warn_stderr(message: str) -> None:
+    print(f"ptxmoe: warning: {message}", file=sys.stderr)
+
+
+def index_records(profiles_dir: Path, warn=warn_stderr) -> list[dict]:
+    """{run_id, dir, backend, status, created, geomean, lo, hi, verdict, counts, dashboard, error} per run folder.
+
+    A run folder that cannot be read is skipped and `warn(message)` says which and why.
+    """
     out = []
     for run_dir in sorted(p for p in Path(profiles_dir).iterdir()
                           if (p / "run.json").is_file() or (p / "partition.json").is_file()):
@@ -26,8 +38,12 @@ def index_records(profiles_dir: Path) -> list[dict]:
             rec.update(run_id=run.run_id, backend=run.backend, status=run.doc.get("status"),
                        created=run.doc.get("created_utc"), geomean=h["geomean"], lo=h["lo"], hi=h["hi"],
                        verdict=h["verdict"], counts=h["counts"], basis=run.basis)
-        except (DashboardError, KeyError, TypeError, ValueError) as exc:
-            rec["error"] = str(exc)
+        except DashboardError as exc:
+            warn(f"index: skipped {run_dir}: {exc}")
+            continue
+        except Exception as exc:  # noqa: BLE001 - rows of an unexpected shape: skip this folder, keep the index
+            warn(f"index: skipped {run_dir}: its run.json cannot be summarised ({type(exc).__name__}: {exc})")
+            continue
         out.append(rec)
     return sorted(out, key=lambda r: str(r["created"] or ""), reverse=True)
 
@@ -44,8 +60,8 @@ def _partition_record(run_dir: Path) -> dict:
         return {"error": f"partition.json: {exc}"}
 
 
-def index_page(profiles_dir: Path) -> str:
-    recs = index_records(profiles_dir)
+def index_page(profiles_dir: Path, warn=warn_stderr) -> str:
+    recs = index_records(profiles_dir, warn)
     rows = []
     for r in recs:
         links = " ".join(f'<a href="{esc(quote(r["dir"]))}/{esc(quote(d))}">{esc(d)}</a>' for d in r["dashboards"])

@@ -184,3 +184,13 @@ def test_sigterm_interrupts_like_sigint_and_resumes(tmp_path, capsys):
     assert main(["compare", "--resume", str(run_dir), "--no-dashboard"]) == 0  # resumable, row by row
     doc = json.loads((run_dir / "run.json").read_text())
     assert doc["status"] == "complete" and len(doc["rows"]) == 2
+
+
+def test_a_bad_run_folder_beside_does_not_fail_compare(tmp_path, capsys):
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "run.json").write_text("[]")  # valid JSON, not a run
+    assert main(["compare", "--kernels", "gate", "--out", str(tmp_path), "--no-static"]) == 0
+    cap = capsys.readouterr()
+    assert "dashboard:" in cap.out and "Traceback" not in cap.err
+    assert f"index: skipped {tmp_path / 'broken'}" in cap.err
+    assert "broken" not in (tmp_path / "index.html").read_text()

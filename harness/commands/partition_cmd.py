@@ -34,10 +34,11 @@ def run(args) -> int:
     import json
     import sys
 
+    from contract.presets import get_preset
     from harness.backends.select import resolve_backend_name
+    from harness.commands.compare_cmd import check_out_dir
     from harness.partition.report import render
     from harness.partition.sweep import PartitionSettings, parse_sms, run_sweep, write_doc
-    from contract.presets import get_preset
     from harness.results import jsonable
 
     backend = resolve_backend_name(args.backend)
@@ -54,8 +55,9 @@ def run(args) -> int:
                                  sms=parse_sms(args.sms), seed=args.seed,
                                  series=tuple(x.strip() for x in args.series.split(",") if x.strip()), pp=args.pp,
                                  microbatches=args.microbatches)
+    out = check_out_dir(args.out)  # before the sweep: a bad --out should not cost a whole run
     doc = run_sweep(settings)
-    path = write_doc(doc, args.out)
+    path = write_doc(doc, out)
     if args.json:
         print(json.dumps(jsonable(doc), indent=1))
         print(f"wrote {path}", file=sys.stderr)  # stdout stays one JSON document

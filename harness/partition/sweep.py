@@ -16,13 +16,15 @@ import secrets
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from harness.errors import InputError
+from harness.errors import InputError, PtxmoeError
 from harness.partition.counters import DEFAULT_SERIES, SimSizes
 
 SCHEMA_VERSION = 1
 DOC_FILE = "partition.json"
 DEFAULT_SMS = tuple(range(0, 33, 4))
 DEEPSEEK_COMM_SMS = 20
+MAX_SM_COUNTS = 256  # points of one sweep (--sms); each is a modelled or measured run
+MAX_SMS = 1024       # an SM count above any GPU's (H100/H200: 132); the device check then names the real limit
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,9 @@ class PartitionSettings:
                 raise InputError(f"PartitionSettings.sms contains {n!r}; expected integers >= 0")
         if len(set(self.sms)) != len(self.sms):
             raise InputError(f"PartitionSettings.sms = {self.sms} repeats a value")
+        if len(self.sms) > MAX_SM_COUNTS or max(self.sms) > MAX_SMS:
+            raise InputError(f"PartitionSettings.sms: {len(self.sms)} counts up to {max(self.sms)}; expected at most "
+                             f"{MAX_SM_COUNTS} counts, each <= {MAX_SMS} (a GPU's SM count)")
         if not any(n > 0 for n in self.sms):
             raise InputError(f"PartitionSettings.sms = {self.sms}: expected at least one count > 0 (N = 0 alone has "
                              "no overlap to model or measure)")
@@ -64,20 +69,36 @@ class PartitionSettings:
             parse_series(name)
         if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
             raise InputError(f"PartitionSettings.repeats = {self.repeats!r}; expected an integer >= 1")
+        _check_schedule_sizes(self.pp, self.microbatches)
+
+
+def _check_schedule_sizes(pp, microbatches) -> None:
+    """The schedule table's sizes, checked before the sweep runs (it is built last): every method must accept them."""
+    from harness.pipeline.schedules import BUILDERS, check_sizes
+
+    for method in BUILDERS:
+        try:
+            check_sizes(method, pp, microbatches)
+        except PtxmoeError as exc:
+            raise InputError(f"--pp {pp!r} --microbatches {microbatches!r} (the schedule table): {exc}") from None
 
 
 def parse_sms(text: str) -> tuple[int, ...]:
-    """"0,4,8" or "0:33:4" (start:stop:step, stop exclusive) -> SM counts."""
+    """"0,4,8" or "0:33:4" (start:stop:step, stop exclusive) -> SM counts (at most MAX_SM_COUNTS of them)."""
     text = text.strip()
     try:
         if ":" in text:
             parts = [int(p) for p in text.split(":")]
             if len(parts) not in (2, 3):
                 raise ValueError
-            return tuple(range(*parts))
-        return tuple(int(p) for p in text.split(",") if p.strip())
+            counts = range(*parts)  # NOTE: len() of a range is O(1): a huge range is refused before it exists
+        else:
+            counts = [int(p) for p in text.split(",") if p.strip()]
     except ValueError:
         raise InputError(f"--sms {text!r}: expected comma-separated integers (0,4,8) or start:stop:step") from None
+    if len(counts) > MAX_SM_COUNTS:
+        raise InputError(f"--sms {text!r}: {len(counts)} SM counts; expected at most {MAX_SM_COUNTS}")
+    return tuple(counts)
 
 
 def _anchor(rows: list[dict]) -> dict:

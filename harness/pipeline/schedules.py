@@ -12,6 +12,29 @@ from collections import deque
 from harness.pipeline.model import Chunk, Schedule, ScheduleError
 
 
+# Upper bounds: the simulator keeps every chunk of every device in memory (~pp * microbatches * 3 chunks per method;
+# 8 x 2000 takes ~9 s for the four methods), so sizes beyond these are refused instead of growing without end.
+MAX_PP = 256
+MAX_MICROBATCHES = 4096
+MAX_PP_TIMES_MICROBATCHES = 16384
+
+# method -> its size rules at `pp` stages (keyword arguments of _check_sizes)
+SIZE_RULES = {
+    "1F1B": lambda pp: {},
+    "ZB1P": lambda pp: {"min_mb": pp},
+    "DualPipe": lambda pp: {"min_pp": 2, "even_pp": True, "min_mb": 2 * pp, "even_mb": True},
+    "DualPipeV": lambda pp: {"min_pp": 2, "even_pp": True, "min_mb": pp},
+}
+
+
+def check_sizes(method: str, pp: int, microbatches: int) -> None:
+    """ScheduleError when `method` cannot run `pp` stages and `microbatches` micro-batches (or they exceed the
+    bounds MAX_PP, MAX_MICROBATCHES, MAX_PP_TIMES_MICROBATCHES); the message names the method and the limit."""
+    if method not in SIZE_RULES:
+        raise ScheduleError(f"unknown pipeline method {method!r}; expected one of {', '.join(SIZE_RULES)}")
+    _check_sizes(method, pp, microbatches, **SIZE_RULES[method](pp) if isinstance(pp, int) else {})
+
+
 def _check_sizes(method: str, pp: int, microbatches: int, *, min_pp: int = 1, even_pp=False, min_mb=1, even_mb=False):
     for name, value in (("pp", pp), ("microbatches", microbatches)):
         if isinstance(value, bool) or not isinstance(value, int):
@@ -21,6 +44,14 @@ def _check_sizes(method: str, pp: int, microbatches: int, *, min_pp: int = 1, ev
     if microbatches < min_mb or (even_mb and microbatches % 2):
         raise ScheduleError(f"{method}: microbatches={microbatches} with pp={pp}; expected "
                             f"{'an even number ' if even_mb else ''}>= {min_mb}")
+    if pp > MAX_PP:
+        raise ScheduleError(f"{method}: pp={pp}; expected <= {MAX_PP} (the simulator keeps every chunk in memory)")
+    if microbatches > MAX_MICROBATCHES:
+        raise ScheduleError(f"{method}: microbatches={microbatches}; expected <= {MAX_MICROBATCHES} (the simulator "
+                            f"keeps every chunk in memory)")
+    if pp * microbatches > MAX_PP_TIMES_MICROBATCHES:
+        raise ScheduleError(f"{method}: pp={pp} x microbatches={microbatches} = {pp * microbatches}; expected <= "
+                            f"{MAX_PP_TIMES_MICROBATCHES} (the simulator keeps every chunk in memory)")
 
 
 def one_f_one_b(pp: int, microbatches: int) -> Schedule:
@@ -30,7 +61,7 @@ def one_f_one_b(pp: int, microbatches: int) -> Schedule:
         pp: pipeline stages (= devices), >= 1.
         microbatches: micro-batches, >= 1.
     """
-    _check_sizes("1F1B", pp, microbatches)
+    check_sizes("1F1B", pp, microbatches)
     devices = []
     for s in range(pp):
         warmup = min(pp - s - 1, microbatches)
@@ -53,7 +84,7 @@ def zb1p(pp: int, microbatches: int) -> Schedule:
         pp: pipeline stages (= devices), >= 1.
         microbatches: micro-batches, >= pp (so each device's deferral fits).
     """
-    _check_sizes("ZB1P", pp, microbatches, min_mb=pp)
+    check_sizes("ZB1P", pp, microbatches)
     devices = []
     for s in range(pp):
         warmup = pp - s - 1
@@ -167,7 +198,7 @@ def dualpipe(pp: int, microbatches: int) -> Schedule:
         pp: pipeline stages (= devices), even and >= 2.
         microbatches: micro-batches of both directions together; even and >= 2*pp (the reference's requirement).
     """
-    _check_sizes("DualPipe", pp, microbatches, min_pp=2, even_pp=True, min_mb=2 * pp, even_mb=True)
+    check_sizes("DualPipe", pp, microbatches)
     half = pp // 2
     devices = []
     for r in range(pp):
@@ -191,7 +222,7 @@ def dualpipev(pp: int, microbatches: int) -> Schedule:
         pp: pipeline stages, even and >= 2 (devices = pp/2, as in the DualPipe README's comparison at equal PP).
         microbatches: micro-batches, >= pp (the reference's num_chunks >= 2 * num_ranks; odd counts are allowed).
     """
-    _check_sizes("DualPipeV", pp, microbatches, min_pp=2, even_pp=True, min_mb=pp)
+    check_sizes("DualPipeV", pp, microbatches)
     devices = pp // 2
     rows = []
     for r in range(devices):

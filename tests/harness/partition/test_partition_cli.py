@@ -150,3 +150,30 @@ def test_write_doc_is_atomic_and_load_checks_the_kind(tmp_path):
     (tmp_path / "r1" / DOC_FILE).write_text("{not json")
     with pytest.raises(InputError, match="cannot read"):
         load_doc(tmp_path / "r1")
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--microbatches", "1000000000"], "microbatches=1000000000; expected <= 4096"),
+    (["--pp", "100000"], "pp=100000; expected <= 256"),
+    (["--pp", "128", "--microbatches", "256"], "= 32768; expected <= 16384"),
+    (["--microbatches", "3"], "(the schedule table): ZB1P: microbatches=3 with pp=8; expected >= 8"),
+    (["--sms", "0:1000000000"], "1000000000 SM counts; expected at most 256"),
+    (["--sms", "0,5000"], "each <= 1024"),
+])
+def test_sizes_have_upper_bounds_checked_before_the_sweep(argv, message, tmp_path, capsys, monkeypatch):
+    from harness.partition import sweep
+
+    monkeypatch.setattr(sweep, "run_sweep", lambda settings: pytest.fail("the sweep ran with sizes it must refuse"))
+    assert main(["partition", "--backend", "sim", "--out", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not any(tmp_path.iterdir())
+
+
+def test_bad_out_is_refused_before_the_sweep(tmp_path, capsys, monkeypatch):
+    from harness.partition import sweep
+
+    monkeypatch.setattr(sweep, "run_sweep", lambda settings: pytest.fail("the sweep ran with an unusable --out"))
+    (tmp_path / "f").write_text("x")
+    assert main(["partition", "--backend", "sim", "--out", str(tmp_path / "f")]) == 2
+    assert "--out" in capsys.readouterr().err

@@ -29,10 +29,18 @@ def load_report_function():
 def read_ncu_rep(path, load_report=None) -> NsightTable:
     """Read a .ncu-rep file into a table (load_report defaults to ncu_report.load_report).
 
+    The file's framing is checked first (ncu_rep_file): ncu_report itself loads a truncated, corrupt or foreign file
+    as an empty report without a word.
+
     Raises:
         ToolchainError: ncu_report is not importable.
-        NsightFormatError: the module cannot load the file, or the report does not behave as documented.
+        NsightFormatError: the file is empty, truncated or corrupt (named by byte offset), the module cannot load
+            it, loads none of the kernel results its block headers announce, or the report does not behave as
+            documented.
     """
+    from harness.nsight.ncu_rep_file import check_ncu_rep
+
+    layout = check_ncu_rep(path)
     load = load_report or load_report_function()
     try:
         context = load(str(path))
@@ -41,14 +49,23 @@ def read_ncu_rep(path, load_report=None) -> NsightTable:
                                 found=f"{type(exc).__name__}: {exc}") from None
     if context is None:
         raise NsightFormatError(path, None, "an Nsight Compute report that ncu_report can load", found="None")
-    rows = rows_from_report(context, path)
-    # NOTE: ncu_report loads a file that is no report at all as an empty context (0 ranges), so say both.
-    reason = "" if rows else "ncu_report found no profiled kernels (an empty report, or not an Nsight Compute report)"
+    rows, launches = rows_and_launches(context, path)
+    if not launches and layout.results:
+        raise NsightFormatError(path, None, f"the {layout.results} kernel result(s) its block headers announce",
+                                found="none that ncu_report could load: the report is corrupt, or newer than this "
+                                      "ncu_report (pip install -U ncu-report)")
+    reason = "" if rows else (f"a valid report with no profiled kernels ({layout.blocks} block(s), no kernel "
+                              "results)" if not launches else "the report's kernels carry no metrics")
     return NsightTable(str(path), SOURCE, tuple(rows), {}, reason)
 
 
 def rows_from_report(context, path="<report>") -> list[MetricRow]:
     """Rows of every action (kernel launch) of every range of a loaded report; launch counts across ranges."""
+    return rows_and_launches(context, path)[0]
+
+
+def rows_and_launches(context, path="<report>") -> tuple[list[MetricRow], int]:
+    """(rows_from_report's rows, the number of actions (kernel launches) read)."""
     rows, launch = [], 0
     for r in range(context.num_ranges()):
         rng = context.range_by_idx(r)
@@ -60,7 +77,7 @@ def rows_from_report(context, path="<report>") -> list[MetricRow]:
                 raise NsightFormatError(path, where, "an action with the documented ncu_report interface",
                                         found=str(exc)) from None
             launch += 1
-    return rows
+    return rows, launch
 
 
 def _kernel_name(action) -> str:

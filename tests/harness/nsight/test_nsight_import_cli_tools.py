@@ -96,7 +96,7 @@ def test_cli_text_and_csv(own, capsys):
         assert (None if value == "n/a" else value if isinstance(row.value, str) else float(value)) == row.value
     assert main(["nsight", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["launch", "kernel", "nvtx_range", "metric", "value", "unit"]
+    assert lines[0].split() == ["launch", "kernel", "nvtx_stack", "metric", "value", "unit"]
     assert len(lines) == len(table) + 1 and "swiglu/ptx/small/imbalanced" in lines[1]
 
 

@@ -3,6 +3,7 @@ import pytest
 
 from harness.nsight import NsightFormatError, read_nsight
 from harness.nsight.ncu_rep import read_ncu_rep, rows_from_report
+from tests.harness.nsight.test_nsight_ncu_rep_file import report_bytes
 
 
 class Metric:
@@ -118,7 +119,7 @@ def test_adapter_reads_fake_report(rng):
 def test_read_ncu_rep_with_injected_loader(tmp_path, rng):
     context, _, _ = fake_report(rng)
     path = tmp_path / "r.ncu-rep"
-    path.write_bytes(b"fake")
+    path.write_bytes(report_bytes((3,)))
     seen = []
     table = read_ncu_rep(path, load_report=lambda p: seen.append(p) or context)
     assert seen == [str(path)] and table.format == "ncu-rep" and len(table) == 7
@@ -126,7 +127,7 @@ def test_read_ncu_rep_with_injected_loader(tmp_path, rng):
 
 def test_loader_failure_and_broken_object_are_format_errors(tmp_path):
     path = tmp_path / "r.ncu-rep"
-    path.write_bytes(b"fake")
+    path.write_bytes(report_bytes((1,)))
 
     def boom(p):
         raise RuntimeError("Failed to load report")
@@ -149,9 +150,9 @@ def test_real_ncu_report_module_on_a_non_report_and_a_missing_file(tmp_path):
     pytest.importorskip("ncu_report", reason="PyPI ncu-report not importable here")
     path = tmp_path / "garbage.ncu-rep"
     path.write_bytes(b"this is not an Nsight Compute report\n" * 10)
-    table = read_nsight(path)  # ncu_report itself loads garbage as an empty report
-    assert len(table) == 0 and "not an Nsight Compute report" in table.empty_reason
+    with pytest.raises(NsightFormatError, match="expected the magic bytes"):
+        read_nsight(path)  # ncu_report itself loads garbage as an empty report: the framing check refuses it
     missing = tmp_path / "missing.ncu-rep"
     with pytest.raises(NsightFormatError) as info:
-        read_ncu_rep(missing)  # read_nsight checks existence first; the module's own error is wrapped too
-    assert str(missing) in str(info.value) and "FileNotFoundError" in str(info.value)
+        read_ncu_rep(missing)  # read_nsight checks existence first; read_ncu_rep names the file too
+    assert str(missing) in str(info.value) and "No such file" in str(info.value)

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from harness.dashboard.errors import DashboardError
+from harness.errors import PtxmoeError
 
 DASHBOARD_FILE = "dashboard.html"
 INDEX_FILE = "index.html"
@@ -32,7 +33,7 @@ def render(run_dir, vs=None) -> str:
     if not (Path(run_dir) / "run.json").exists() and (Path(run_dir) / PARTITION_FILE).is_file() and vs is None:
         return render_partition(run_dir)
     run = load_run(run_dir)
-    other = load_run(vs) if vs is not None else None
+    other = _load_other(load_run, vs) if vs is not None else None
     if other is not None:
         check_comparable(run, other)
     body, figs, nav = build_sections(run, other)
@@ -43,6 +44,17 @@ def render(run_dir, vs=None) -> str:
                 f"{len(doc.get('rows', []))} rows")
     title = f"ptxmoe: PTX vs Numba CUDA, run {run.run_id}" + (f" vs {other.run_id}" if other else "")
     return page(title, subtitle, nav, body, figs, get_plotlyjs())
+
+
+def _load_other(load_run, vs):
+    """The --vs run; its errors say they are about --vs (load_run's own say "cannot build a dashboard of ...")."""
+    from harness.results import RunFile
+
+    try:
+        RunFile.load(vs)
+    except PtxmoeError as exc:
+        raise DashboardError(f"--vs {vs}: {exc}") from None
+    return load_run(vs)
 
 
 def check_comparable(run, other) -> None:

@@ -97,3 +97,11 @@ def test_vs_names_the_kernels_when_they_differ(tmp_path, capsys):
     (other / "run.json").write_text(json.dumps(odoc))
     assert main(["dashboard", str(sim), "--vs", str(other)]) == 2
     assert "kernels gate,swiglu vs align" in capsys.readouterr().err
+
+
+def test_vs_of_a_bad_run_names_the_vs_option(tmp_path, capsys):
+    sim = copy_run("sim-tiny", tmp_path)
+    _bad_runs(tmp_path)
+    assert main(["dashboard", str(sim), "--vs", str(tmp_path / "a-list")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: --vs {tmp_path / 'a-list'}: " in err and "holds an array" in err and "Traceback" not in err

@@ -214,9 +214,9 @@ def open_run(args, lock=None):
         print(f"ptxmoe compare: resuming {run_file.run_dir} ({done} rows done; settings from its run.json)",
               file=sys.stderr)
         return run_file, settings, backend
-    out = check_out_dir(args.out)
     backend_name = resolve_backend_name(args.backend)
-    settings = build_settings(args, backend_name)
+    settings = build_settings(args, backend_name)  # names and numbers first: a refused option creates nothing
+    out = check_out_dir(args.out)
     backend = _select(select_backend, settings)
     env = collect_environment(backend_name, settings.model_device)
     run_id = getattr(args, "run_id", None) or new_run_id(backend_name)

@@ -194,3 +194,9 @@ def test_a_bad_run_folder_beside_does_not_fail_compare(tmp_path, capsys):
     assert "dashboard:" in cap.out and "Traceback" not in cap.err
     assert f"index: skipped {tmp_path / 'broken'}" in cap.err
     assert "broken" not in (tmp_path / "index.html").read_text()
+
+
+def test_a_refused_option_creates_no_out_folder(tmp_path, capsys):
+    assert main(["compare", "--kernels", "bogus", "--out", str(tmp_path / "profiles")]) == 2
+    _one_error_line(capsys, "unknown kernel 'bogus'")
+    assert not (tmp_path / "profiles").exists()

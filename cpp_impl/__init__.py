@@ -15,7 +15,12 @@ from __future__ import annotations
 import importlib
 
 # kernel name -> module; filled in as kernels land
-KERNEL_MODULES: dict[str, str] = {}
+KERNEL_MODULES: dict[str, str] = {
+    "permute": "permute",
+    "act_quant": "act_quant",
+    "swiglu": "swiglu",
+    "combine": "combine",
+}
 
 
 def __getattr__(name):

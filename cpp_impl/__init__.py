@@ -16,6 +16,8 @@ import importlib
 
 # kernel name -> module; filled in as kernels land
 KERNEL_MODULES: dict[str, str] = {
+    "gate": "gate",
+    "align": "align",
     "permute": "permute",
     "act_quant": "act_quant",
     "swiglu": "swiglu",

@@ -22,6 +22,7 @@ KERNEL_MODULES: dict[str, str] = {
     "act_quant": "act_quant",
     "swiglu": "swiglu",
     "combine": "combine",
+    "layer": "layer",
 }
 
 

@@ -7,10 +7,10 @@ value against the declared parameter list.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
-from contract.launch import EntrySignature, ceil_div  # noqa: F401 - ceil_div is part of this module's API
+from contract.launch import EntrySignature, ceil_div
 from contract.launch import check_array as _check_array
 from contract.launch import reject_params as _reject_params
 from contract.launch import require as _require

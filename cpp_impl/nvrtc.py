@@ -27,7 +27,7 @@ def runtime_include_dir() -> str:
     except ImportError as exc:
         raise BuildError("the nvidia-cuda-runtime-cu12 wheel is not installed (CUDA headers for NVRTC); "
                          "`make install` installs it") from exc
-    return str(Path(list(nvidia.cuda_runtime.__path__)[0]) / "include")
+    return str(Path(next(iter(nvidia.cuda_runtime.__path__))) / "include")
 
 
 def source_digest(source: str, name: str, arch: str, options: tuple[str, ...]) -> str:

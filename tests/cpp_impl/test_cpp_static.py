@@ -44,7 +44,7 @@ def test_assembles_for_sm90_without_spills(name, defines):
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_descriptor_matches_entry_signature(name):
     kernel = MODULES[name].KERNEL
-    match = re.search(r"\.visible \.entry (\w+)\((.*?)\n\)", kernel.ptx, re.S)
+    match = re.search(r"\.visible \.entry (\w+)\((.*?)\n\)", kernel.ptx, re.DOTALL)
     assert match and match.group(1) == kernel.entry
     declared = re.findall(r"\.param (\.\w+) \w+_param_\d+", match.group(2))
     assert declared == [PTX_PARAM_TYPE[t] for _, t in kernel.params]

@@ -35,6 +35,18 @@ def test_redux_min_picks_lowest_lane_of_the_maximum():
     assert np.all(out == 1)
 
 
+@pytest.mark.parametrize("op, fn", [("max", np.max), ("add", np.sum)])
+def test_redux_half_warp_membermasks_reduce_separately(op, fn, rng):
+    """cooperative_groups' thread_block_tile<16> reduction: both halves run redux.sync at once, each naming its own
+    half as membermask (0xffff << (laneid & 16)); each half gets the reduction of its 16 lanes only."""
+    v = rng.integers(0, 1 << 20, 64).astype(np.uint32)
+    out = np.zeros(64, np.uint32)
+    run(f"""ld.global.u32 %r1, [%rd7]; mov.u32 %r2, %laneid; and.b32 %r3, %r2, 16; mov.u32 %r4, 65535;
+  shl.b32 %r5, %r4, %r3; redux.sync.{op}.u32 %r6, %r1, %r5; st.global.u32 [%rd8], %r6;""", v, out)
+    want = np.repeat([fn(v[16 * h:16 * h + 16]) for h in range(4)], 16).astype(np.uint32)
+    np.testing.assert_array_equal(out, want)
+
+
 def test_cvt_f32_bf16_is_exact_widening():
     bits = np.array([0x0000, 0x8000, 0x3F80, 0xBF80, 0x0001, 0x807F, 0x7F7F, 0x7F80, 0xFF80, 0x7FC0, 0x4049,
                      0xFFFF], np.uint32)

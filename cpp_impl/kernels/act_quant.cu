@@ -6,9 +6,10 @@
 // Work split: N is a multiple of 128 and rows are contiguous, so group g is elements [128 g, 128 g + 128) of the
 // flattened array. Sixteen threads (a half-warp) own a group, eight bf16 (one uint4) each: thread gid reads bytes
 // [16 gid, 16 gid + 16) of a and writes bytes [8 gid, 8 gid + 8) of q; the half-warp's first lane writes the scale.
-// amax: for non-negative floats the bit patterns order like the values, so |x| is reduced as unsigned bits with
-// four __shfl_xor_sync steps (8, 4, 2, 1 stay inside the half-warp; both halves reduce their own group at once).
-// Out-of-range threads (only in the last CTA, whole half-warps) join the shuffles with zeros but never store.
+// amax: for non-negative floats the bit patterns order like the values, so |x| is reduced as unsigned bits by one
+// __reduce_max_sync (redux.sync.max.u32) whose membermask is the thread's half-warp: both halves reduce their own
+// group at once, one instruction instead of four shuffle + max steps. Out-of-range threads (only in the last CTA,
+// whole half-warps) join the reduction with zeros but never store.
 // Conversion: __nv_cvt_float2_to_fp8x2(..., __NV_SATFINITE, __NV_E4M3) is one cvt.rn.satfinite.e4m3x2.f32 for two
 // values. Plain '/' is IEEE div.rn (no fast-math), so q and scale are bitwise equal to the reference.
 #include <cuda_bf16.h>
@@ -41,9 +42,7 @@ cpp_act_quant(const uint4* __restrict__ a, uint2* __restrict__ q, float* __restr
 #pragma unroll
     for (int j = 0; j < 4; ++j)
         m = max(m, max(__float_as_uint(fabsf(x[j].x)), __float_as_uint(fabsf(x[j].y))));
-#pragma unroll
-    for (int lane_mask = 8; lane_mask >= 1; lane_mask >>= 1)
-        m = max(m, __shfl_xor_sync(0xffffffffu, m, lane_mask));
+    m = __reduce_max_sync(0xffffu << (threadIdx.x & 16u), m);  // this half-warp's group: one redux.sync
 
     float s = fmaxf(__uint_as_float(m), 1e-4f) / 448.0f;
     if (pow2)  // s is a positive normal float: round its exponent up unless the mantissa is already zero

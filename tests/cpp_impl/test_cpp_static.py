@@ -55,6 +55,7 @@ def test_tuning_idioms_reach_the_ptx():
     assert "redux.sync.max.u32" in src["gate"] and "redux.sync.min.u32" in src["gate"]
     assert "match.any.sync.b32" in src["align"] and "popc.b32" in src["align"]
     assert "atom.global" not in src["align"] and "red.global" not in src["align"]  # deterministic: no global atomics
+    assert src["act_quant"].count("redux.sync.max.u32") == 1 and "shfl" not in src["act_quant"]
     assert src["act_quant"].count("cvt.rn.satfinite.e4m3x2.f32") == 4
     assert src["act_quant"].count("div.rn.f32") == 9  # the scale and eight quotients: IEEE, bitwise-exact
     assert "ld.global.cs.v4.u32" in src["act_quant"] and "st.global.cs.v2.u32" in src["act_quant"]

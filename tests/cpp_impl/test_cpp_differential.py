@@ -19,13 +19,6 @@ OTHERS = {"ptx": ptx_impl, "cuda": cuda_impl}
 BITWISE = ("align", "permute", "act_quant")
 
 
-@pytest.fixture(scope="module")
-def backend():
-    from harness.backends.sim import SimBackend
-
-    return SimBackend()
-
-
 def _outputs(backend, kernel, preset, skew, seed, **params):
     """(inputs, {impl: outputs}) of cpp, ptx and cuda on one set of inputs."""
     inputs = get_kernel(kernel).make_inputs(preset, skew, seed, **params)

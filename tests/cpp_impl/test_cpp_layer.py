@@ -21,13 +21,6 @@ HAVE_CPP_GEMM = importlib.util.find_spec("cpp_impl.grouped_gemm") is not None
 CPP_STAGES = ["cpp_act_quant", "cpp_gate", "cpp_align", "cpp_permute"]
 
 
-@pytest.fixture
-def backend():
-    from harness.backends.sim import SimBackend
-
-    return SimBackend()
-
-
 class _CountingBackend:
     """A backend that counts allocations and frees (to check the layer allocates its intermediates once)."""
 
@@ -112,3 +105,16 @@ def test_missing_cpp_gemm_is_a_build_error_naming_the_module(monkeypatch):
     monkeypatch.setitem(sys.modules, "cpp_impl.grouped_gemm", None)  # import of it now fails
     with pytest.raises(BuildError, match=r"cpp_impl\.grouped_gemm .* is not in this tree"):
         layer.grouped_gemm_run()
+
+
+def test_layer_ragged_with_ptx_gemm_standin(backend, ptx_gemm, seed):
+    """Gate with two register blocks and groups of 5, align with two scatter chunks, combine with K=6."""
+    from contract.presets import Preset
+
+    ragged = Preset("ragged", T=67, H=384, E=40, K=6, G=8, TG=3, I=96, BM=16)
+    _check_layer(backend, ragged, SKEWS[seed % len(SKEWS)], seed)
+
+
+def test_layer_sanitizers_clean(sanitizing_backend, ptx_gemm, seed):
+    """memcheck, racecheck, initcheck, synccheck and nc over every launch of the layer (the first report raises)."""
+    _check_layer(sanitizing_backend, get_preset("tiny"), SKEWS[seed % len(SKEWS)], seed)

@@ -20,13 +20,6 @@ RAGGED = Preset("ragged", T=67, H=384, E=40, K=6, G=8, TG=3, I=96, BM=16)
 KERNELS = ("gate", "align", "permute", "act_quant", "swiglu", "combine")
 
 
-@pytest.fixture
-def backend():
-    from harness.backends.sim import SimBackend
-
-    return SimBackend()
-
-
 def _check(backend, kernel, preset, skew, seed, **params):
     result = run_and_check(cpp_impl.KERNELS[kernel], backend, kernel, preset, skew, seed, **params)
     assert result.ok, f"{kernel} {getattr(preset, 'name', preset)} {skew} seed={seed}: {result.message} {result.errors}"
@@ -117,25 +110,8 @@ def test_streaming_accesses_are_fully_coalesced(backend, kernel, op, seed):
     assert sectors == 16 * requests  # 32 lanes x 16 bytes = 512 bytes = 16 sectors per warp request
 
 
-class _SanitizingDevice:
-    """A ptxsim Device whose launches run every sanitizer (memcheck, racecheck, initcheck, synccheck, nc)."""
-
-    def __init__(self, device):
-        self._device = device
-
-    def __getattr__(self, name):
-        return getattr(self._device, name)
-
-    def launch(self, *args, **kwargs):
-        return self._device.launch(*args, sanitize="all", **kwargs)
-
-
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_sanitizers_clean(kernel, seed):
+def test_sanitizers_clean(sanitizing_backend, kernel, seed):
     """No out-of-bounds or uninitialised reads, no shared-memory races, no divergent barriers, no write to data
     read through ld.global.nc in the same launch (ptxsim raises a SanitizerError on the first report)."""
-    import ptxsim
-    from harness.backends.sim import SimBackend
-
-    backend = SimBackend(device=_SanitizingDevice(ptxsim.Device()))
-    _check(backend, kernel, RAGGED, SKEWS[seed % len(SKEWS)], seed)
+    _check(sanitizing_backend, kernel, RAGGED, SKEWS[seed % len(SKEWS)], seed)

@@ -6,13 +6,14 @@
 // a grid-stride loop with (row, column chunk) stepped without division. Chunk (row, col) reads the gate chunk
 // h[row, 8 col] and the up chunk I columns further on (two __ldg of a uint4) and writes one uint4 of a.
 // Math: __expf (ex2.approx) and __fdividef (div.approx): a few fp32 ulps each, far inside the 2-bf16-ulp
-// tolerance. For g << 0, exp(-g) = inf and __fdividef(g * u, inf) = 0: no NaN path.
+// tolerance. For g << 0, exp(-g) = inf (or > 2^126) and __fdividef(g, .) = -0, so a = -0 * u: no NaN path, even
+// where g * u itself would overflow.
 // Packing: __floats2bfloat162_rn rounds two floats to nearest even in one cvt.rn.bf16x2.f32.
 #include <cuda_bf16.h>
 
 __device__ __forceinline__ float silu_mul(float g, float u)
 {
-    return __fdividef(g * u, 1.0f + __expf(-g));
+    return __fdividef(g, 1.0f + __expf(-g)) * u;  // silu first, as kernels.md: no inf * 0 when |g u| overflows
 }
 
 __device__ __forceinline__ unsigned swiglu2(unsigned gw, unsigned uw)

@@ -115,3 +115,22 @@ def test_sanitizers_clean(sanitizing_backend, kernel, seed):
     """No out-of-bounds or uninitialised reads, no shared-memory races, no divergent barriers, no write to data
     read through ld.global.nc in the same launch (ptxsim raises a SanitizerError on the first report)."""
     _check(sanitizing_backend, kernel, RAGGED, SKEWS[seed % len(SKEWS)], seed)
+
+
+def test_swiglu_saturating_inputs_stay_finite(backend):
+    """g = -3e38 (exp(-g) = inf) with u = 3e38: silu(g) = -0, so a = -0, not the NaN of (g * u) / inf; g = 3e38 with
+    u = 0.5: a = g * u (the denominator is 1)."""
+    import ml_dtypes
+
+    preset = get_preset("tiny")
+    I = preset.I
+    h = np.zeros((preset.P_max, 2 * I), ml_dtypes.bfloat16)
+    h[:, :I] = -3e38
+    h[:, I:] = 3e38
+    h[1, :I], h[1, I:] = 3e38, 0.5
+    inputs = {"h": h, "total_padded": np.array([preset.BM], np.int32)}
+    _, outputs, _ = run_kernel(cpp_impl.KERNELS["swiglu"], backend, "swiglu", preset, "balanced", 0, inputs=inputs)
+    a = outputs["a"][: preset.BM].astype(np.float32)
+    assert np.all(np.isfinite(a))
+    assert np.all(a[0] == 0) and np.all(np.signbit(a[0]))
+    np.testing.assert_array_equal(a[1], np.float32(ml_dtypes.bfloat16(3e38)) * np.float32(0.5))

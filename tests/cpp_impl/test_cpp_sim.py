@@ -134,3 +134,9 @@ def test_swiglu_saturating_inputs_stay_finite(backend):
     assert np.all(np.isfinite(a))
     assert np.all(a[0] == 0) and np.all(np.signbit(a[0]))
     np.testing.assert_array_equal(a[1], np.float32(ml_dtypes.bfloat16(3e38)) * np.float32(0.5))
+
+
+def test_align_more_experts_than_threads(backend, seed):
+    """E=300 > 256 threads: the zero, fill and cursor loops stride over experts, the scan takes ten 32-expert steps."""
+    wide = Preset("wide", T=40, H=128, E=300, K=4, G=4, TG=2, I=32, BM=16)
+    _check(backend, "align", wide, SKEWS[seed % len(SKEWS)], seed)

@@ -1,4 +1,4 @@
-"""Every CUDA C++ kernel (NVRTC -> PTX) against kernels.md through ptxsim (the sim backend); the layer is in test_cpp_layer.
+"""Every CUDA C++ kernel (NVRTC -> PTX) against kernels.md through ptxsim (the layer: test_cpp_layer.py).
 
 Fresh seeds per run (the `seed` fixture prints them; PTXMOE_SEED reproduces). Outputs start poisoned, so an element
 a kernel forgets to write fails its check, and rows past total_padded must stay untouched. Besides tiny and small

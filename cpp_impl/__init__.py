@@ -15,7 +15,15 @@ from __future__ import annotations
 import importlib
 
 # kernel name -> module; filled in as kernels land
-KERNEL_MODULES: dict[str, str] = {}
+KERNEL_MODULES: dict[str, str] = {
+    "gate": "gate",
+    "align": "align",
+    "permute": "permute",
+    "act_quant": "act_quant",
+    "swiglu": "swiglu",
+    "combine": "combine",
+    "layer": "layer",
+}
 
 
 def __getattr__(name):

@@ -7,10 +7,10 @@ value against the declared parameter list.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
-from contract.launch import EntrySignature
+from contract.launch import EntrySignature, ceil_div
 from contract.launch import check_array as _check_array
 from contract.launch import reject_params as _reject_params
 from contract.launch import require as _require
@@ -66,3 +66,13 @@ class CppKernel:
         """Compile (cached) and launch on `backend`; returns its LaunchRecord."""
         return self.signature.launch(backend, self.source(**(defines or {})), grid, block, values,
                                      shared_bytes=shared_bytes, tag=tag)
+
+
+STREAM_BLOCK = 256       # threads per CTA of the streaming kernels (permute, swiglu, combine): __launch_bounds__(256)
+STREAM_MAX_CTAS = 1024   # grid-stride cap: ~8 CTAs per SM on a 132-SM H100/H200, enough to saturate HBM
+
+
+def stream_grid(n_chunks: int):
+    """(grid, block, shared_bytes) of a grid-stride streaming kernel over `n_chunks` 16-byte chunks."""
+    ctas = min(STREAM_MAX_CTAS, max(1, ceil_div(n_chunks, STREAM_BLOCK)))
+    return (ctas, 1, 1), (STREAM_BLOCK, 1, 1), 0

@@ -1,7 +1,8 @@
 """CUDA C++ -> PTX with NVRTC from the nvidia-cuda-nvrtc wheel (no CUDA install, no GPU), cached by source digest.
 
 Headers: NVRTC's built-ins plus the nvidia-cuda-runtime wheel's include/ (cuda_bf16.h, cuda_fp8.h, mma.h,
-cuda_pipeline_primitives.h, cooperative_groups). Kernels are `extern "C" __global__` so their PTX entry names are
+cuda_pipeline_primitives.h, cooperative_groups) and the nvidia-cuda-cccl wheel's include/ (<nv/target>, which
+cooperative_groups needs). Kernels are `extern "C" __global__` so their PTX entry names are
 the C names. Compile errors raise contract.errors.BuildError carrying NVRTC's log (file:line: error ...).
 """
 from __future__ import annotations
@@ -27,7 +28,23 @@ def runtime_include_dir() -> str:
     except ImportError as exc:
         raise BuildError("the nvidia-cuda-runtime-cu12 wheel is not installed (CUDA headers for NVRTC); "
                          "`make install` installs it") from exc
-    return str(Path(list(nvidia.cuda_runtime.__path__)[0]) / "include")
+    return str(Path(next(iter(nvidia.cuda_runtime.__path__))) / "include")
+
+
+@functools.lru_cache(maxsize=1)
+def cccl_include_dir() -> str | None:
+    """The nvidia-cuda-cccl wheel's include/ folder (libcu++: <nv/target> for cooperative_groups), or None."""
+    try:
+        import nvidia.cuda_cccl
+    except ImportError:
+        return None
+    return str(Path(next(iter(nvidia.cuda_cccl.__path__))) / "include")
+
+
+def include_options() -> tuple[str, ...]:
+    """-I options for the CUDA headers the kernels include."""
+    dirs = [runtime_include_dir(), cccl_include_dir()]
+    return tuple(f"-I{d}" for d in dirs if d)
 
 
 def source_digest(source: str, name: str, arch: str, options: tuple[str, ...]) -> str:
@@ -68,14 +85,16 @@ def _compile(source: str, name: str, arch: str, options: tuple[str, ...]) -> str
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise BuildError(f"nvrtcCreateProgram failed for {name}: {err}")
     try:
-        opts = [f"-arch={arch}", *BASE_OPTIONS, f"-I{runtime_include_dir()}", *options]
+        opts = [f"-arch={arch}", *BASE_OPTIONS, *include_options(), *options]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             _, size = nvrtc.nvrtcGetProgramLogSize(prog)
             log = b" " * size
             nvrtc.nvrtcGetProgramLog(prog, log)
-            raise BuildError(f"NVRTC failed to compile {name} ({' '.join(options) or 'no defines'}):\n"
-                             f"{log.decode(errors='replace').strip()}")
+            text = log.decode(errors="replace").strip()
+            if "nv/target" in text and cccl_include_dir() is None:
+                text += "\n(<nv/target> comes with the nvidia-cuda-cccl-cu12 wheel; `make install` installs it)"
+            raise BuildError(f"NVRTC failed to compile {name} ({' '.join(options) or 'no defines'}):\n{text}")
         _, size = nvrtc.nvrtcGetPTXSize(prog)
         ptx = b" " * size
         nvrtc.nvrtcGetPTX(prog, ptx)

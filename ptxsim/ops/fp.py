@@ -143,6 +143,12 @@ def div(st, ins, lanes):
     if t.bits == 32 and (".approx" in ins.mods):
         r = np.float32(a) * (np.float32(1) / np.asarray(b, np.float32)) if np.ndim(a) == 0 else \
             a * (np.float32(1) / np.asarray(b, np.float32))
+        # NOTE: PTX ISA, div: for 2^126 < |b| < 2^128 div.approx.f32 returns 0 (NaN when a is infinite): the
+        # hardware reciprocal of such b is subnormal and flushed, where NumPy's 1/b keeps it.
+        huge = (np.abs(np.asarray(b, np.float32)) > np.float32(2.0**126)) & np.isfinite(b)
+        if np.any(huge):
+            zero = np.copysign(np.float32(0), np.asarray(a, np.float32)) * np.sign(np.asarray(b, np.float32))
+            r = np.where(huge, np.where(np.isinf(a), np.float32(np.nan), zero), r).astype(np.float32)
     elif mode == ".rn" or ".full" in ins.mods:
         r = np.asarray(a) / np.asarray(b)
     else:

@@ -110,16 +110,27 @@ _REDUX = {".add": np.add, ".min": np.minimum, ".max": np.maximum, ".and": np.bit
 
 
 def redux(st, ins, lanes):
+    """redux.sync d, a, membermask: lanes of a warp that name the same membermask reduce together, so two
+    half-warps executing it with masks 0x0000ffff and 0xffff0000 (cooperative_groups' tile reductions) each get
+    their own result."""
     la = st.lane_array(lanes)
     n = len(la)
     t = ins.types[0]
     v = np.broadcast_to(np.asarray(st.read(ins.ops[1], lanes, t)), (n,))
-    starts, seg = _segments(la)
+    mask = _u32(st, ins.ops[2], lanes, n)
+    key = ((la >> 5).astype(np.int64) << 32) | mask  # one group per (warp, membermask)
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    first = np.concatenate(([True], sk[1:] != sk[:-1]))
+    starts = np.flatnonzero(first)
+    seg = np.empty(n, np.int64)
+    seg[order] = np.cumsum(first) - 1
+    vs = v[order]
     op = ins.aux["op"]
     if op == ".add":
-        r = (np.add.reduceat(v.astype(np.int64), starts) & 0xFFFFFFFF).astype(np.uint32).view(t.dtype)
+        r = (np.add.reduceat(vs.astype(np.int64), starts) & 0xFFFFFFFF).astype(np.uint32).view(t.dtype)
     else:
-        r = _REDUX[op].reduceat(v, starts)
+        r = _REDUX[op].reduceat(vs, starts)
     st.write(ins.ops[0], lanes, np.ascontiguousarray(r[seg]), t)
 
 

@@ -30,3 +30,29 @@ def test_error_names_file_and_line():
 def test_missing_kernel_file_is_named():
     with pytest.raises(BuildError, match="no kernel source .*nope.cu"):
         nvrtc.compile_file("nope.cu")
+
+
+CG_SRC = r'''
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void __launch_bounds__(64) tile_max(const unsigned* __restrict__ a, unsigned* __restrict__ b) {
+    auto tile = cg::tiled_partition<16>(cg::this_thread_block());
+    b[threadIdx.x] = cg::reduce(tile, a[threadIdx.x], cg::greater<unsigned>());
+}
+'''
+
+
+def test_cooperative_groups_compile_and_run_on_ptxsim():
+    """cooperative_groups needs <nv/target> (the cccl wheel); its 16-lane tile reduction is one redux.sync per half
+    warp with that half's membermask, which ptxsim reduces per mask."""
+    import numpy as np
+
+    import ptxsim
+
+    ptx = nvrtc.compile_source(CG_SRC, "cg.cu")
+    assert "redux.sync.max.u32" in ptx
+    a = np.random.default_rng(5).integers(0, 1 << 30, 64).astype(np.uint32)
+    b = np.zeros(64, np.uint32)
+    ptxsim.launch(ptxsim.load_ptx(ptx).kernel("tile_max"), 1, 64, [a, b])
+    np.testing.assert_array_equal(b, np.repeat(a.reshape(4, 16).max(axis=1), 16))

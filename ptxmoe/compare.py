@@ -14,7 +14,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ptxmoe.errors import InputError, KernelError, KernelSpecError, PtxmoeError
+from ptxmoe.errors import InputError, KernelError, PtxmoeError
 from ptxmoe.kernels import KERNEL_TYPES
 
 SKEW = "none"  # user kernels have no routing skew; the run.json field is kept for the dashboard's filters
@@ -152,12 +152,14 @@ def _launch_once(ctx: _Context, impl: str, kernel, device_args, inputs) -> list:
     try:
         kernel.launch(ctx.backend, device_args, inputs, owner, kernel.title)
         ctx.backend.synchronize()
-    except (KernelSpecError, KernelError):
-        raise
     except PtxmoeError as exc:
-        if impl in str(exc):
+        if str(exc).startswith(owner):
             raise
-        raise type(exc)(f"{owner}: {exc}") from exc
+        try:  # the same error class, with the implementation named
+            named = type(exc)(f"{owner}: {exc}")
+        except TypeError:
+            named = KernelError(impl, f"{owner}: {exc}")
+        raise named from exc
     except Exception as exc:  # noqa: BLE001 - simulator, Numba or driver errors: name the implementation
         raise KernelError(impl, f"{owner} failed: {type(exc).__name__}: {exc}") from exc
     return list(ctx.backend.records)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import sys
 import time
 import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ptxmoe.errors import InputError, KernelError, PtxmoeError
 from ptxmoe.kernels import KERNEL_TYPES
@@ -160,7 +161,7 @@ def _launch_once(ctx: _Context, impl: str, kernel, device_args, inputs) -> list:
         except TypeError:
             named = KernelError(impl, f"{owner}: {exc}")
         raise named from exc
-    except Exception as exc:  # noqa: BLE001 - simulator, Numba or driver errors: name the implementation
+    except Exception as exc:  # simulator, Numba or driver errors: named after the implementation
         raise KernelError(impl, f"{owner} failed: {type(exc).__name__}: {exc}") from exc
     return list(ctx.backend.records)
 
@@ -219,15 +220,14 @@ def _time(ctx: _Context, impl: str, kernel, device_args, inputs, records) -> tup
 
 def _l2_bytes(spec) -> int:
     """The visible GPU's L2 size (driver attribute), else the device spec's, else 50 MiB."""
+    fallback = int(getattr(spec, "l2_bytes", 50 * 2**20))
     try:
         from cuda.bindings import driver
 
         err, value = driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 0)
-        if err == driver.CUresult.CUDA_SUCCESS and value > 0:
-            return int(value)
-    except Exception:  # noqa: BLE001 - fall back to the spec
-        pass
-    return int(getattr(spec, "l2_bytes", 50 * 2**20))
+    except Exception:  # noqa: BLE001 - no driver or no GPU: the spec's size
+        return fallback
+    return int(value) if err == driver.CUresult.CUDA_SUCCESS and value > 0 else fallback
 
 
 def _user_count(ctx: _Context, fn, what: str, inputs) -> int | None:

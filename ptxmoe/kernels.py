@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Callable, ClassVar, Mapping, Union
+from typing import Any, ClassVar
 
 from ptxmoe.errors import KernelSpecError
 
-Geometry = Union[int, tuple, Callable[[Mapping[str, Any]], Any]]  # a value, or a function of the inputs
+Geometry = int | tuple | Callable[[Mapping[str, Any]], Any]  # a value, or a function of the inputs
 
 # PTX .param scalar type -> NumPy type name it is passed as (b-types pass as the unsigned int of that width)
 PTX_SCALAR_TYPES = {
@@ -24,7 +25,7 @@ PTX_SCALAR_TYPES = {
     "f32": "float32", "f64": "float64",
 }
 POINTER_TYPES = ("u64", "b64", "s64")  # a device pointer is a 64-bit .param
-_ENTRY_RE = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)", re.S)
+_ENTRY_RE = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)", re.DOTALL)
 _PARAM_RE = re.compile(r"\.param\s+\.(\w+)\s+(?:\.ptr\s+\S+\s+)?(?:\.align\s+\d+\s+)?([\w$]+)")
 
 
@@ -34,7 +35,7 @@ def resolve(owner: str, what: str, value, inputs: Mapping[str, Any]):
         return value
     try:
         return value(inputs)
-    except Exception as exc:  # noqa: BLE001 - the user's function: report it with the kernel named
+    except Exception as exc:  # the user's function: reported with the implementation named
         raise KernelSpecError(f"{owner}: the {what} function raised {type(exc).__name__}: {exc}") from exc
 
 

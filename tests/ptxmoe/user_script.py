@@ -28,7 +28,10 @@ def check(outputs, inputs):
     np.testing.assert_allclose(outputs["out"], inputs["a"] * inputs["x"] + inputs["y"], rtol=1e-6, atol=1e-6)
 
 
-grid = lambda inputs: (int(inputs["n"]) + 127) // 128  # noqa: E731 - geometry as a function of the inputs
+def grid(inputs):  # launch geometry as a function of the inputs
+    return (int(inputs["n"]) + 127) // 128
+
+
 result = ptxmoe.compare({"numba": ptxmoe.NumbaKernel(saxpy, grid=grid, block=128),
                          "ptx": ptxmoe.PtxKernel((Path(__file__).parent / "saxpy.ptx").read_text(), "saxpy",
                                                  grid=grid, block=128)},

@@ -12,9 +12,9 @@ The same script runs on the simulator (`backend="sim"`, no GPU needed) and on a 
 documents every argument. Importing ptxmoe is cheap: Numba, pandas, plotly and the simulator load when used.
 """
 from ptxmoe.compare import compare
-from ptxmoe.errors import BuildError, InputError, KernelError, KernelSpecError, PtxmoeError
+from ptxmoe.errors import BuildError, InputError, KernelError, KernelSpecError, PtxmoeError, UnknownNameError
 from ptxmoe.kernels import CppKernel, NumbaKernel, PtxKernel
 from ptxmoe.result import Result, Verdict, load
 
 __all__ = ["BuildError", "CppKernel", "InputError", "KernelError", "KernelSpecError", "NumbaKernel", "PtxKernel",
-           "PtxmoeError", "Result", "Verdict", "compare", "load"]
+           "PtxmoeError", "Result", "UnknownNameError", "Verdict", "compare", "load"]

@@ -339,7 +339,8 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         outputs: names of the arrays to read back and pass to check (default: every array).
         name: the kernel's name in the result, run.json and the dashboard.
         cases: {case name: make_inputs keyword args}; default one case "default" with none.
-        backend: "auto" (gpu when one is visible), "sim" (ptxsim; times modelled) or "gpu" (times measured).
+        backend: "auto" (gpu when one is visible), "sim" (ptxsim; times modelled) or "gpu" (times measured); or a
+            harness backend instance (harness.backends.sim.SimBackend(sanitize="all"), a GpuBackend...).
         seed: base seed; each case's seed mixes in its name (every implementation gets the same inputs).
         static: collect static facts (ptxas registers/spills, PTX and SASS instruction histograms).
         model_device: the GPU the sim timing model models.
@@ -353,6 +354,7 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         BuildError: CUDA C++ that NVRTC rejects (its log included). KernelError: an implementation failed to run.
         UnknownNameError: an unknown backend; PtxmoeError: backend "gpu" with no GPU visible.
     """
+    from harness.backends.base import Backend
     from harness.backends.select import select_backend
     from harness.nvtx_ranges import RangeRecorder
     from harness.results import utc_now
@@ -368,7 +370,7 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
     if check is not None and not callable(check):
         raise InputError(f"check = {check!r}: expected a function (outputs, inputs) or None")
     started = utc_now()
-    be = select_backend(backend)
+    be = backend if isinstance(backend, Backend) else select_backend(backend)
     settings = Settings(name=name, backend=be.name, impls=tuple(kernels),
                         languages=tuple(k.language for k in kernels.values()), cases=_cases(name, cases, seed),
                         seed=int(seed), static=bool(static), model_device=model_device,

@@ -183,7 +183,11 @@ def _run_check(ctx: _Context, impl: str, outputs: dict, inputs: dict) -> dict:
     if isinstance(verdict, tuple) and len(verdict) == 2:
         ok, message = bool(verdict[0]), str(verdict[1])
     else:
-        ok, message = verdict is None or bool(verdict), ""
+        try:
+            ok, message = verdict is None or bool(verdict), ""
+        except Exception as exc:  # e.g. an array returned instead of a bool
+            raise InputError(f"check(outputs, inputs) returned {type(verdict).__name__} for implementation {impl!r}; "
+                             f"expected None, a bool or (ok, message)") from exc
     return {"ok": ok, "message": message or ("ok" if ok else f"{impl}: check returned False"), "errors": {}}
 
 
@@ -273,8 +277,19 @@ def run_row(ctx: _Context, case: Case, impl: str, kernel, inputs: dict) -> dict:
     row["status"] = "ok" if row["correctness"]["ok"] else "failed"
     if not row["correctness"]["ok"]:
         row["reason"] = row["correctness"]["message"]
+    if getattr(ctx.backend, "sanitize", ()):
+        row["sanitizer"] = _sanitizer(ctx.backend, records)
+        if row["sanitizer"]["findings"]:
+            row["status"], row["reason"] = "failed", row["sanitizer"]["summary"]
     row["elapsed_s"] = time.perf_counter() - t0
     return row
+
+
+def _sanitizer(backend, records) -> dict:
+    """{tools, findings, summary} of a row run on a SimBackend with sanitizers on (as `ptxmoe compare --sanitize`)."""
+    findings = backend.sanitizer_findings(records)
+    summary = f"{len(findings)} sanitizer finding(s); first: {findings[0]['text']}" if findings else None
+    return {"tools": list(backend.sanitize), "findings": findings, "summary": summary}
 
 
 def _stages(timing: dict) -> dict[str, float]:

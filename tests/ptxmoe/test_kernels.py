@@ -133,3 +133,23 @@ def test_a_simulator_fault_is_a_kernel_error_naming_the_implementation():
     with pytest.raises(ptxmoe.KernelError, match=r"implementation 'hand' \(PtxKernel saxpy\) failed: ") as info:
         _compare({"hand": ptxmoe.PtxKernel(SAXPY_PTX, "saxpy", grid=2, block=32)}, small)
     assert info.value.impl == "hand" and info.value.__cause__ is not None
+
+
+def test_sanitizer_findings_fail_the_row_instead_of_raising():
+    from harness.backends.sim import SimBackend
+
+    def small(rng):  # out has 4 elements but the kernel writes n = 64
+        return {**inputs(64), "out": np.zeros(4, np.float32), "x": np.ones(64, np.float32),
+                "y": np.ones(64, np.float32)}
+
+    result = ptxmoe.compare({"hand": ptxmoe.PtxKernel(SAXPY_PTX, "saxpy", grid=2, block=32)}, small,
+                            backend=SimBackend(sanitize="memcheck"), static=False)
+    row = result.row("hand")
+    assert row["status"] == "failed" and row["sanitizer"]["tools"] == ["memcheck"]
+    assert row["sanitizer"]["findings"] and row["reason"].startswith(f"{len(row['sanitizer']['findings'])} sanitizer")
+
+
+def test_a_check_returning_an_array_is_an_error_in_the_check():
+    good = ptxmoe.PtxKernel(SAXPY_PTX, "saxpy", grid=2, block=32)
+    with pytest.raises(ptxmoe.InputError, match=r"check\(outputs, inputs\) returned ndarray for implementation 'p'"):
+        _compare({"p": good}, check=lambda outputs, inputs: outputs["out"] > 0)

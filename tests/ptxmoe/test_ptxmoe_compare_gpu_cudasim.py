@@ -1,6 +1,6 @@
 """ptxmoe.compare's gpu branch (measured timing, bootstrap verdicts, run.json) with a real GpuBackend on Numba's CUDA
 simulator, in a subprocess (NUMBA_ENABLE_CUDASIM must be set before numba.cuda is imported). Numba kernels only:
-the PTX half of the GpuBackend needs a real GPU (test_compare.py's gpu tier)."""
+the PTX half of the GpuBackend needs a real GPU (test_ptxmoe_compare.py's gpu tier)."""
 import json
 import os
 import subprocess

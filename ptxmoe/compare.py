@@ -120,7 +120,14 @@ def _draw_inputs(ctx: _Context, case: Case) -> dict:
                                             and not isinstance(value, bool)):
             raise InputError(f"make_inputs for case {case.name!r}: {key!r} = {type(value).__name__}; expected str "
                              f"names and NumPy arrays or numbers")
-    return dict(inputs)
+    # NOTE: a 0-d array is a scalar argument (passed by value), not a one-element buffer
+    inputs = {k: v[()] if isinstance(v, np.ndarray) and v.ndim == 0 else v for k, v in inputs.items()}
+    outputs = ctx.settings.outputs or ()
+    bad = [o for o in outputs if not isinstance(inputs.get(o), np.ndarray)]
+    if bad:
+        raise InputError(f"outputs {bad} for case {case.name!r}: not arrays among the inputs; make_inputs returned "
+                         f"{', '.join(inputs)}")
+    return inputs
 
 
 # --------------------------------------------------------------------------------------------------- one row
@@ -145,14 +152,28 @@ def _free(backend, device_args: Mapping[str, Any]) -> None:
         backend.reset_memory()  # sim: ptxsim never reuses freed memory; a fresh device per row
 
 
-def _launch_once(ctx: _Context, impl: str, kernel, device_args, inputs) -> list:
+def _prepare(impl: str, kernel, inputs):
+    """The kernel's launcher for these inputs (KernelSpecError / BuildError name the implementation)."""
+    return _named(impl, kernel, lambda: kernel.prepare(inputs, _owner(impl, kernel), kernel.title))
+
+
+def _launch_once(ctx: _Context, impl: str, kernel, launcher, device_args) -> list:
     """One run of the implementation (the checked one); returns its LaunchRecords."""
-    owner = _owner(impl, kernel)
     ctx.backend.records.clear()
     ctx.backend.sources.clear()
-    try:
-        kernel.launch(ctx.backend, device_args, inputs, owner, kernel.title)
+
+    def run():
+        launcher(ctx.backend, device_args)
         ctx.backend.synchronize()
+    _named(impl, kernel, run)
+    return list(ctx.backend.records)
+
+
+def _named(impl: str, kernel, action: Callable):
+    """`action()`, with any error re-raised naming the implementation (ptxmoe errors keep their class)."""
+    owner = _owner(impl, kernel)
+    try:
+        return action()
     except PtxmoeError as exc:
         if str(exc).startswith(owner):
             raise
@@ -163,7 +184,6 @@ def _launch_once(ctx: _Context, impl: str, kernel, device_args, inputs) -> list:
         raise named from exc
     except Exception as exc:  # simulator, Numba or driver errors: named after the implementation
         raise KernelError(impl, f"{owner} failed: {type(exc).__name__}: {exc}") from exc
-    return list(ctx.backend.records)
 
 
 def _run_check(ctx: _Context, impl: str, outputs: dict, inputs: dict) -> dict:
@@ -202,7 +222,7 @@ def _static(ctx: _Context) -> dict | None:
         return {"error": f"{type(exc).__name__}: {exc}", "kernels": {}, "totals": {}}
 
 
-def _time(ctx: _Context, impl: str, kernel, device_args, inputs, records) -> tuple[dict, float | None, dict | None]:
+def _time(ctx: _Context, launcher, device_args, records) -> tuple[dict, float | None, dict | None]:
     """(timing dict, time in µs, sim counters) of one implementation: modelled on sim, measured on gpu."""
     if ctx.settings.backend == "sim":
         from harness.timing.sim import metrics_dict, model_row, sum_metrics
@@ -213,10 +233,8 @@ def _time(ctx: _Context, impl: str, kernel, device_args, inputs, records) -> tup
         return timing, timing["modelled_us"], counters
     from harness.timing.gpu import time_gpu
 
-    owner = _owner(impl, kernel)
-
-    def call(args):
-        kernel.launch(ctx.backend, args, inputs, owner, kernel.title)
+    def call(args):  # only the backend's launch: everything else was checked once by prepare
+        launcher(ctx.backend, args)
 
     timing = time_gpu(ctx.backend, call, [device_args], _l2_bytes(ctx.device_spec), ctx.settings.timing)
     return timing, timing["device"]["median_us"], None
@@ -253,10 +271,11 @@ def run_row(ctx: _Context, case: Case, impl: str, kernel, inputs: dict) -> dict:
            "language": kernel.language, "preset": case.name, "skew": SKEW, "seed": case.seed, "backend": s.backend,
            "params": dict(case.params)}
     t0 = time.perf_counter()
+    launcher = _prepare(impl, kernel, inputs)
     device_args = _upload(ctx.backend, inputs)
     try:
         with ctx.recorder.range(row["key"], key=row["key"], phase="check"):
-            records = _launch_once(ctx, impl, kernel, device_args, inputs)
+            records = _launch_once(ctx, impl, kernel, launcher, device_args)
         wanted = s.outputs if s.outputs is not None else [k for k, v in device_args.items() if hasattr(v, "addr")]
         outputs = {k: ctx.backend.to_host(device_args[k]) for k in wanted}
         row["correctness"] = _run_check(ctx, impl, outputs, inputs)
@@ -266,7 +285,7 @@ def run_row(ctx: _Context, case: Case, impl: str, kernel, inputs: dict) -> dict:
         row["min_bytes"] = _user_count(ctx, ctx.min_bytes, "min_bytes", inputs)
         row["flops"] = _user_count(ctx, ctx.flops, "flops", inputs)
         with ctx.recorder.range(row["key"], key=row["key"], phase="timing"):
-            row["timing"], time_us, row["sim_counters"] = _time(ctx, impl, kernel, device_args, inputs, records)
+            row["timing"], time_us, row["sim_counters"] = _time(ctx, launcher, device_args, records)
     finally:
         _free(ctx.backend, device_args)
     row["launch_stages"] = [r.name for r in records]

@@ -1,9 +1,10 @@
 """Your kernels, described once and launched the same way on every backend: Numba, CUDA C++ (NVRTC) or PTX text.
 
 Each kernel spec is a frozen dataclass with the launch geometry as values or as functions of the inputs (the dict
-`make_inputs` returned), and `args`: the names of the inputs in the kernel's parameter order. `launch(backend,
-device_args, host_inputs, tag)` resolves the geometry, checks the arguments and calls the backend's `launch_numba`
-or `launch_ptx` (harness.backends.base.Backend), returning its LaunchRecord. Nothing heavy is imported here.
+`make_inputs` returned), and `args`: the names of the inputs in the kernel's parameter order. `prepare(inputs, owner,
+tag)` resolves the geometry and checks the arguments once, then returns a launcher, `launcher(backend, device_args)
+-> LaunchRecord`, that only calls the backend's `launch_numba` or `launch_ptx` (harness.backends.base.Backend), so
+timed GPU calls pay for no Python checking. Nothing heavy is imported here.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 from ptxmoe.errors import KernelSpecError
 
 Geometry = int | tuple | Callable[[Mapping[str, Any]], Any]  # a value, or a function of the inputs
+Launcher = Callable[[Any, Mapping[str, Any]], Any]  # (backend, device_args) -> LaunchRecord
 
 # PTX .param scalar type -> NumPy type name it is passed as (b-types pass as the unsigned int of that width)
 PTX_SCALAR_TYPES = {
@@ -146,21 +148,29 @@ class NumbaKernel:
                 raise KernelSpecError(f"{owner}: cannot read the parameters of {self.fn!r}; pass args=") from None
         return ordered_args(owner, names, inputs)
 
-    def launch(self, backend, device_args: Mapping[str, Any], inputs: Mapping[str, Any], owner: str, tag: str):
-        """Launch on `backend` with `device_args` (DeviceArrays and scalars by input name); returns a LaunchRecord."""
+    def prepare(self, inputs: Mapping[str, Any], owner: str, tag: str) -> Launcher:
+        """A launcher for these inputs: `launcher(backend, device_args)` (DeviceArrays and scalars by input name)."""
         if not callable(self.pyfunc):
             raise KernelSpecError(f"{owner}: fn = {self.fn!r}; expected a Python function or a @cuda.jit kernel")
         names = self.arg_names(owner, inputs)
         grid, block, shared = launch_shape(owner, self, inputs)
         signature = self.signature or numba_signature(owner, names, inputs)
-        return backend.launch_numba(self.pyfunc, signature, grid, block, [device_args[n] for n in names],
-                                    shared_bytes=shared, tag=tag)
+        pyfunc = self.pyfunc
+
+        def launcher(backend, device_args):
+            return backend.launch_numba(pyfunc, signature, grid, block, [device_args[n] for n in names],
+                                        shared_bytes=shared, tag=tag)
+        return launcher
+
+    def launch(self, backend, device_args: Mapping[str, Any], inputs: Mapping[str, Any], owner: str, tag: str):
+        """Prepare and launch once; returns the LaunchRecord."""
+        return self.prepare(inputs, owner, tag)(backend, device_args)
 
 
 # ------------------------------------------------------------------------------------------------- PTX text
-def pack_ptx_params(owner: str, entry: str, ptx: str, names, device_args: Mapping[str, Any]) -> list:
-    """Arguments for `launch_ptx`: arrays (DeviceArrays) for 64-bit pointer params, scalars cast to the entry's
-    declared .param type (range-checked)."""
+def pack_ptx_params(owner: str, entry: str, ptx: str, names, values: Mapping[str, Any]) -> list:
+    """Arguments for `launch_ptx`: arrays (as given: DeviceArrays, or host arrays when planning) for 64-bit pointer
+    params, scalars cast to the entry's declared .param type (range-checked)."""
     import numpy as np
 
     from contract.device import DeviceArray
@@ -175,9 +185,9 @@ def pack_ptx_params(owner: str, entry: str, ptx: str, names, device_args: Mappin
                               f"({', '.join(names)}); pass args= with the input names in parameter order")
     packed = []
     for i, (name, ptype) in enumerate(zip(names, types)):
-        value = device_args[name]
+        value = values[name]
         where = f"{owner}: argument {name} (.param {i} of {entry}, .{ptype})"
-        if isinstance(value, DeviceArray):
+        if isinstance(value, DeviceArray) or _is_array(value):
             if ptype not in POINTER_TYPES:
                 raise KernelSpecError(f"{where}: got an array; an array passes as a 64-bit pointer (.u64)")
             packed.append(value)
@@ -203,6 +213,20 @@ def _cast_scalar(where: str, value, target):
     if not info.min <= int(value) <= info.max:
         raise KernelSpecError(f"{where}: got {int(value)}; expected an integer in [{info.min}, {info.max}]")
     return target.type(int(value))
+
+
+def ptx_launcher(kernel, ptx: str, inputs: Mapping[str, Any], owner: str, tag: str) -> Launcher:
+    """The launcher of a PTX entry: parameters checked and scalars cast once; arrays taken from device_args."""
+    names = ordered_args(owner, kernel.args, inputs)
+    grid, block, shared = launch_shape(owner, kernel, inputs)
+    planned = pack_ptx_params(owner, kernel.entry, ptx, names, inputs)
+    pointers = [_is_array(inputs[n]) for n in names]
+    entry = kernel.entry
+
+    def launcher(backend, device_args):
+        params = [device_args[n] if ptr else value for n, ptr, value in zip(names, pointers, planned)]
+        return backend.launch_ptx(ptx, entry, grid, block, params, shared_bytes=shared, tag=tag)
+    return launcher
 
 
 @dataclass(frozen=True)
@@ -235,13 +259,13 @@ class PtxKernel:
             raise KernelSpecError(f"{owner}: text has no .entry; expected PTX module text")
         return self.text
 
+    def prepare(self, inputs: Mapping[str, Any], owner: str, tag: str) -> Launcher:
+        """A launcher for these inputs (see NumbaKernel.prepare)."""
+        return ptx_launcher(self, self.ptx(owner), inputs, owner, tag)
+
     def launch(self, backend, device_args: Mapping[str, Any], inputs: Mapping[str, Any], owner: str, tag: str):
-        """Launch on `backend` (see NumbaKernel.launch)."""
-        ptx = self.ptx(owner)
-        names = ordered_args(owner, self.args, inputs)
-        grid, block, shared = launch_shape(owner, self, inputs)
-        params = pack_ptx_params(owner, self.entry, ptx, names, device_args)
-        return backend.launch_ptx(ptx, self.entry, grid, block, params, shared_bytes=shared, tag=tag)
+        """Prepare and launch once; returns the LaunchRecord."""
+        return self.prepare(inputs, owner, tag)(backend, device_args)
 
 
 @dataclass(frozen=True)
@@ -280,13 +304,13 @@ class CppKernel:
         except BuildError as exc:
             raise BuildError(f"{owner}: {exc}") from None
 
+    def prepare(self, inputs: Mapping[str, Any], owner: str, tag: str) -> Launcher:
+        """Compile (once per source); a launcher for these inputs (see NumbaKernel.prepare)."""
+        return ptx_launcher(self, self.ptx(owner), inputs, owner, tag)
+
     def launch(self, backend, device_args: Mapping[str, Any], inputs: Mapping[str, Any], owner: str, tag: str):
-        """Compile (once per source) and launch on `backend` (see NumbaKernel.launch)."""
-        ptx = self.ptx(owner)
-        names = ordered_args(owner, self.args, inputs)
-        grid, block, shared = launch_shape(owner, self, inputs)
-        params = pack_ptx_params(owner, self.entry, ptx, names, device_args)
-        return backend.launch_ptx(ptx, self.entry, grid, block, params, shared_bytes=shared, tag=tag)
+        """Prepare and launch once; returns the LaunchRecord."""
+        return self.prepare(inputs, owner, tag)(backend, device_args)
 
 
 KERNEL_TYPES = (NumbaKernel, PtxKernel, CppKernel)

@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = r"""
@@ -39,7 +42,9 @@ def check(outputs, inputs):
     np.testing.assert_allclose(outputs["out"], inputs["a"] * inputs["x"] + inputs["y"], rtol=1e-6, atol=1e-6)
 
 
-timing = GpuTimingSettings(warmup_runs=1, warmup_s=0, min_samples=4, max_samples=4, host_samples=3, flush_l2=False)
+# a budget far above what 4 samples take, so the sample cap (not a loaded machine) decides when sampling stops
+timing = GpuTimingSettings(warmup_runs=1, warmup_s=0, min_samples=4, max_samples=4, budget_s=120, host_samples=3,
+                           flush_l2=False)
 grid = lambda inputs: (int(inputs["n"]) + 63) // 64
 result = ptxmoe.compare({"first": ptxmoe.NumbaKernel(saxpy, grid=grid, block=64),
                          "second": ptxmoe.NumbaKernel(saxpy, grid=grid, block=64),
@@ -68,7 +73,8 @@ def test_compare_gpu_branch_on_cudasim(tmp_path, seed):
     assert rows["wrong"]["status"] == "failed"
     verdicts = {(v["impl"], v["baseline"]): v for v in doc["verdicts"]}
     v = verdicts[("second", "first")]
-    assert v["basis"] == "measured" and v["ci_lo"] <= v["speedup"] <= v["ci_hi"]
+    first, second = (np.median(rows[i]["timing"]["device_time_us"]) for i in ("first", "second"))
+    assert v["basis"] == "measured" and v["speedup"] == pytest.approx(first / second) and v["ci_lo"] <= v["ci_hi"]
     assert v["verdict"] in ("FASTER", "SAME", "SLOWER") and "(measured)" in got["verdict"]
     assert verdicts[("wrong", "first")]["verdict"] is None
     saved = json.loads((tmp_path / "run" / "run.json").read_text())

@@ -153,3 +153,35 @@ def test_a_check_returning_an_array_is_an_error_in_the_check():
     good = ptxmoe.PtxKernel(SAXPY_PTX, "saxpy", grid=2, block=32)
     with pytest.raises(ptxmoe.InputError, match=r"check\(outputs, inputs\) returned ndarray for implementation 'p'"):
         _compare({"p": good}, check=lambda outputs, inputs: outputs["out"] > 0)
+
+
+class RecordingBackend:
+    """Stands in for a backend: remembers what each launch was given."""
+
+    def __init__(self):
+        self.calls = []
+
+    def launch_ptx(self, ptx, entry, grid, block, params, shared_bytes=0, tag=""):
+        self.calls.append((entry, grid, block, params, shared_bytes, tag))
+        return len(self.calls)
+
+
+def test_prepared_launcher_passes_device_arrays_and_precast_scalars():
+    host = {**inputs(100), "a": 3, "n": 100}
+    launcher = ptxmoe.PtxKernel(SAXPY_PTX, "saxpy", grid=lambda i: (i["n"] + 63) // 64, block=64).prepare(
+        host, "impl", "mytag")
+    backend, dev = RecordingBackend(), device(host)
+    assert launcher(backend, dev) == 1 and launcher(backend, dev) == 2  # reusable: one check, many launches
+    entry, grid, block, params, shared, tag = backend.calls[0]
+    assert (entry, grid, block, shared, tag) == ("saxpy", (2, 1, 1), (64, 1, 1), 0, "mytag")
+    assert isinstance(params[0], np.float32) and params[0] == 3.0 and isinstance(params[4], np.uint32)
+    assert params[1:4] == [dev["x"], dev["y"], dev["out"]]
+
+
+def test_outputs_must_name_arrays_and_0d_arrays_are_scalars():
+    good = ptxmoe.PtxKernel(SAXPY_PTX, "saxpy", grid=2, block=32)
+    with pytest.raises(ptxmoe.InputError, match=r"outputs \['n'\] for case 'default': not arrays among the inputs"):
+        _compare({"p": good}, outputs=["n"])
+    result = _compare({"p": good}, lambda rng: {**inputs(), "n": np.array(64, np.int32)}, outputs=["out"],
+                      check=lambda outputs, inputs: bool(np.all(outputs["out"] == 3.0)))
+    assert result.ok("p") and result.row("p")["status"] == "ok"

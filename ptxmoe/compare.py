@@ -264,7 +264,6 @@ def _user_count(ctx: _Context, fn, what: str, inputs) -> int | None:
 def run_row(ctx: _Context, case: Case, impl: str, kernel, inputs: dict) -> dict:
     """Run, check, analyse and time one implementation on one case; returns its run.json row."""
     from harness.results import row_key
-    from harness.runner import throughput
 
     s = ctx.settings
     row = {"key": row_key(s.name, None, impl, case.name, SKEW), "kernel": s.name, "variant": None, "impl": impl,
@@ -277,21 +276,35 @@ def run_row(ctx: _Context, case: Case, impl: str, kernel, inputs: dict) -> dict:
         with ctx.recorder.range(row["key"], key=row["key"], phase="check"):
             records = _launch_once(ctx, impl, kernel, launcher, device_args)
         wanted = s.outputs if s.outputs is not None else [k for k, v in device_args.items() if hasattr(v, "addr")]
-        outputs = {k: ctx.backend.to_host(device_args[k]) for k in wanted}
-        row["correctness"] = _run_check(ctx, impl, outputs, inputs)
-        row["launches"] = [{"name": r.name, "impl": impl, "grid": list(r.grid), "block": list(r.block),
-                            "shared_bytes": r.shared_bytes, "host_seconds": r.host_seconds} for r in records]
-        row["static"] = _static(ctx)
-        row["min_bytes"] = _user_count(ctx, ctx.min_bytes, "min_bytes", inputs)
-        row["flops"] = _user_count(ctx, ctx.flops, "flops", inputs)
+        row["correctness"] = _run_check(ctx, impl, {k: ctx.backend.to_host(device_args[k]) for k in wanted}, inputs)
+        _analyse(ctx, row, records, inputs)
         with ctx.recorder.range(row["key"], key=row["key"], phase="timing"):
             row["timing"], time_us, row["sim_counters"] = _time(ctx, launcher, device_args, records)
     finally:
         _free(ctx.backend, device_args)
+    _close(ctx, row, records, time_us)
+    row["elapsed_s"] = time.perf_counter() - t0
+    return row
+
+
+def _analyse(ctx: _Context, row: dict, records, inputs: dict) -> None:
+    """The row's launches, static facts and the user's byte / FLOP counts."""
+    row["launches"] = [{"name": r.name, "impl": row["impl"], "grid": list(r.grid), "block": list(r.block),
+                        "shared_bytes": r.shared_bytes, "host_seconds": r.host_seconds} for r in records]
+    row["static"] = _static(ctx)
+    row["min_bytes"] = _user_count(ctx, ctx.min_bytes, "min_bytes", inputs)
+    row["flops"] = _user_count(ctx, ctx.flops, "flops", inputs)
+
+
+def _close(ctx: _Context, row: dict, records, time_us: float | None) -> None:
+    """Stages, throughput and the row's status (a failed check or a sanitizer finding fails it)."""
+    from harness.runner import throughput
+
     row["launch_stages"] = [r.name for r in records]
     row["stages_us"] = _stages(row["timing"])
-    row["throughput"] = (throughput(s.name, row["min_bytes"] or 0, row["flops"] or 0, time_us, ctx.device_spec)
-                         if row["min_bytes"] is not None or row["flops"] is not None else None)
+    counted = row["min_bytes"] is not None or row["flops"] is not None
+    row["throughput"] = (throughput(row["kernel"], row["min_bytes"] or 0, row["flops"] or 0, time_us,
+                                    ctx.device_spec) if counted else None)
     row["nsight"] = []
     row["status"] = "ok" if row["correctness"]["ok"] else "failed"
     if not row["correctness"]["ok"]:
@@ -300,8 +313,6 @@ def run_row(ctx: _Context, case: Case, impl: str, kernel, inputs: dict) -> dict:
         row["sanitizer"] = _sanitizer(ctx.backend, records)
         if row["sanitizer"]["findings"]:
             row["status"], row["reason"] = "failed", row["sanitizer"]["summary"]
-    row["elapsed_s"] = time.perf_counter() - t0
-    return row
 
 
 def _sanitizer(backend, records) -> dict:

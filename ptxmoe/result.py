@@ -18,6 +18,8 @@ class Verdict:
     """One pairwise verdict: `candidate` against `baseline` in one case."""
 
     case: str
+    kernel: str
+    skew: str | None
     candidate: str
     baseline: str
     speedup: float | None
@@ -28,14 +30,15 @@ class Verdict:
     reason: str | None
 
     def __str__(self) -> str:
+        where = self.case if self.skew in (None, "none") else f"{self.case}/{self.skew}"
+        head = f"{self.kernel}: {self.candidate} vs {self.baseline} [{where}]"
         if self.verdict is None:
-            return f"{self.candidate} vs {self.baseline} [{self.case}]: {self.reason}"
-        return (f"{self.candidate} vs {self.baseline} [{self.case}]: {self.verdict}, {self.speedup:.3f}x "
-                f"[{self.ci_lo:.3f}, {self.ci_hi:.3f}] ({self.basis})")
+            return f"{head}: {self.reason}"
+        return f"{head}: {self.verdict}, {self.speedup:.3f}x [{self.ci_lo:.3f}, {self.ci_hi:.3f}] ({self.basis})"
 
 
 def _verdict_of(v: dict) -> Verdict:
-    return Verdict(case=v.get("preset"), candidate=v.get("impl") or "ptx",
+    return Verdict(case=v.get("preset"), kernel=_label(v), skew=v.get("skew"), candidate=v.get("impl") or "ptx",
                    baseline=v.get("baseline") or v.get("ptx_over") or "cuda", speedup=v.get("speedup"),
                    ci_lo=v.get("ci_lo"), ci_hi=v.get("ci_hi"), verdict=v.get("verdict"), basis=v.get("basis"),
                    reason=v.get("reason"))
@@ -75,6 +78,15 @@ class Result:
         return _unique(r["preset"] for r in self.doc.get("rows", []))
 
     @property
+    def kernels(self) -> list[str]:
+        """Kernel labels ("saxpy", "grouped_gemm[up]") in run order."""
+        return _unique(_label(r) for r in self.doc.get("rows", []))
+
+    @property
+    def skews(self) -> list[str]:
+        return _unique(r.get("skew") for r in self.doc.get("rows", []))
+
+    @property
     def rows(self) -> list[dict]:
         return list(self.doc.get("rows", []))
 
@@ -93,40 +105,46 @@ class Result:
             raise InputError(f"case {case!r} not in this result; it has {', '.join(cases)}")
         return case
 
-    def row(self, impl: str, case: str | None = None) -> dict:
-        """The run.json row of one implementation in one case (the only case when there is one)."""
+    def row(self, impl: str, case: str | None = None, *, kernel: str | None = None, skew: str | None = None) -> dict:
+        """The run.json row of one implementation in one case (the only case when there is one). `kernel`
+        ("grouped_gemm[up]") and `skew` pick among several, as in runs of `ptxmoe compare`."""
         case = self._case(case)
-        for r in self.doc.get("rows", []):
-            if r.get("impl") == impl and r.get("preset") == case:
-                return r
-        raise InputError(f"no implementation {impl!r} in case {case!r}; implementations: {', '.join(self.impls)}")
-
-    def time_us(self, impl: str, case: str | None = None) -> float | None:
-        """Modelled (sim) or median measured (gpu) time in µs; None when it could not be had."""
-        return row_time_us(self.row(impl, case))
-
-    def ok(self, impl: str, case: str | None = None) -> bool:
-        """Whether the implementation passed the check."""
-        return self.row(impl, case).get("status") == "ok"
-
-    def counters(self, impl: str, case: str | None = None) -> dict:
-        """ptxsim's counters summed over the launches (ncu metric names; sim backend only, {} on gpu)."""
-        return dict(((self.row(impl, case).get("sim_counters") or {}).get("total")) or {})
-
-    def static(self, impl: str, case: str | None = None) -> dict:
-        """Static facts: {kernels: {launch: {resources, ptx_histogram, sass_histogram...}}, totals: {...}}."""
-        return dict(self.row(impl, case).get("static") or {})
-
-    def verdict(self, candidate: str | None = None, baseline: str | None = None, case: str | None = None) -> Verdict:
-        """The verdict of `candidate` over `baseline` (defaults: the only pair; the baseline is the first
-        implementation)."""
-        case = self._case(case)
-        found = [v for v in self.verdicts if v.case == case and (candidate is None or v.candidate == candidate)
-                 and (baseline is None or v.baseline == baseline)]
+        found = [r for r in self.doc.get("rows", []) if r.get("impl") == impl and r.get("preset") == case
+                 and kernel in (None, _label(r)) and skew in (None, r.get("skew"))]
         if len(found) != 1:
-            pairs = ", ".join(f"{v.candidate} vs {v.baseline}" for v in self.verdicts if v.case == case)
-            raise InputError(f"{len(found)} verdicts match candidate={candidate!r}, baseline={baseline!r} in case "
-                             f"{case!r}; pairs: {pairs or 'none'}")
+            raise InputError(f"{len(found)} rows match impl={impl!r}, case={case!r}, kernel={kernel!r}, skew={skew!r}"
+                             f"; this result has implementations {', '.join(self.impls)}, kernels "
+                             f"{', '.join(self.kernels)}, skews {', '.join(map(str, self.skews))}")
+        return found[0]
+
+    def time_us(self, impl: str, case: str | None = None, **where) -> float | None:
+        """Modelled (sim) or median measured (gpu) time in µs; None when it could not be had."""
+        return row_time_us(self.row(impl, case, **where))
+
+    def ok(self, impl: str, case: str | None = None, **where) -> bool:
+        """Whether the implementation passed the check."""
+        return self.row(impl, case, **where).get("status") == "ok"
+
+    def counters(self, impl: str, case: str | None = None, **where) -> dict:
+        """ptxsim's counters summed over the launches (ncu metric names; sim backend only, {} on gpu)."""
+        return dict(((self.row(impl, case, **where).get("sim_counters") or {}).get("total")) or {})
+
+    def static(self, impl: str, case: str | None = None, **where) -> dict:
+        """Static facts: {kernels: {launch: {resources, ptx_histogram, sass_histogram...}}, totals: {...}}."""
+        return dict(self.row(impl, case, **where).get("static") or {})
+
+    def verdict(self, candidate: str | None = None, baseline: str | None = None, case: str | None = None, *,
+                kernel: str | None = None, skew: str | None = None) -> Verdict:
+        """The verdict of `candidate` over `baseline` (defaults: the only pair; the baseline is the first
+        implementation); `kernel` and `skew` as for `row`."""
+        case = self._case(case)
+        found = [v for v in self.verdicts if v.case == case and candidate in (None, v.candidate)
+                 and baseline in (None, v.baseline) and kernel in (None, v.kernel) and skew in (None, v.skew)]
+        if len(found) != 1:
+            pairs = sorted({f"{v.candidate} vs {v.baseline}" for v in self.verdicts if v.case == case})
+            raise InputError(f"{len(found)} verdicts match candidate={candidate!r}, baseline={baseline!r}, "
+                             f"kernel={kernel!r}, skew={skew!r} in case {case!r}; pairs: {', '.join(pairs) or 'none'}"
+                             f", kernels: {', '.join(self.kernels)}")
         return found[0]
 
     # out --------------------------------------------------------------------------------------------------
@@ -159,6 +177,11 @@ def load(run_dir) -> Result:
 
     run = RunFile.load(run_dir)
     return Result(run.doc, run.run_dir)
+
+
+def _label(record: dict) -> str:
+    """"kernel[variant]" of a row or verdict, or the kernel alone."""
+    return f"{record.get('kernel')}[{record.get('variant')}]" if record.get("variant") else str(record.get("kernel"))
 
 
 def _unique(values) -> list:

@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "harness.commands.import_cmd",
     "harness.nsight.commands",
     "harness.dashboard.commands",
+    "harness.commands.export_cmd",
     "harness.commands.partition_cmd",
 )
 

@@ -1,0 +1,212 @@
+"""The result of `ptxmoe.compare`: a run.json document with accessors, a table, and a readable summary.
+
+A Result is the document `ptxmoe compare` would write (docs/run-json.md): `save(run_dir)` writes it as a normal run
+folder that `ptxmoe dashboard` and `ptxmoe export` read, and `load(run_dir)` reads any run folder back (a CLI run
+too). Times are labelled with their basis: "modelled" (sim: the ptxsim timing model) or "measured" (gpu: CUDA
+events). Speedups are baseline time / candidate time: above 1 the candidate is faster.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ptxmoe.errors import InputError, PtxmoeError
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One pairwise verdict: `candidate` against `baseline` in one case."""
+
+    case: str
+    kernel: str
+    skew: str | None
+    candidate: str
+    baseline: str
+    speedup: float | None
+    ci_lo: float | None
+    ci_hi: float | None
+    verdict: str | None  # FASTER / SAME / SLOWER (candidate vs baseline), None with a `reason`
+    basis: str | None
+    reason: str | None
+
+    def __str__(self) -> str:
+        where = self.case if self.skew in (None, "none") else f"{self.case}/{self.skew}"
+        head = f"{self.kernel}: {self.candidate} vs {self.baseline} [{where}]"
+        if self.verdict is None:
+            return f"{head}: {self.reason}"
+        return f"{head}: {self.verdict}, {self.speedup:.3f}x [{self.ci_lo:.3f}, {self.ci_hi:.3f}] ({self.basis})"
+
+
+def _verdict_of(v: dict) -> Verdict:
+    return Verdict(case=v.get("preset"), kernel=_label(v), skew=v.get("skew"), candidate=v.get("impl") or "ptx",
+                   baseline=v.get("baseline") or v.get("ptx_over") or "cuda", speedup=v.get("speedup"),
+                   ci_lo=v.get("ci_lo"), ci_hi=v.get("ci_hi"), verdict=v.get("verdict"), basis=v.get("basis"),
+                   reason=v.get("reason"))
+
+
+def row_time_us(row: dict) -> float | None:
+    """A row's time: the modelled time (sim) or the median of the measured samples (gpu)."""
+    timing = row.get("timing") or {}
+    if timing.get("basis") == "modelled":
+        return timing.get("modelled_us")
+    return (timing.get("device") or {}).get("median_us")
+
+
+@dataclass(frozen=True)
+class Result:
+    """What `compare` found; `doc` is the run.json document."""
+
+    doc: dict
+    run_dir: Path | None = None
+
+    # identity ---------------------------------------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        return str(self.doc.get("settings", {}).get("backend"))
+
+    @property
+    def basis(self) -> str:
+        """"modelled" (sim backend) or "measured" (gpu)."""
+        return "modelled" if self.backend == "sim" else "measured"
+
+    @property
+    def impls(self) -> list[str]:
+        return _unique(r["impl"] for r in self.doc.get("rows", []))
+
+    @property
+    def cases(self) -> list[str]:
+        return _unique(r["preset"] for r in self.doc.get("rows", []))
+
+    @property
+    def kernels(self) -> list[str]:
+        """Kernel labels ("saxpy", "grouped_gemm[up]") in run order."""
+        return _unique(_label(r) for r in self.doc.get("rows", []))
+
+    @property
+    def skews(self) -> list[str]:
+        return _unique(r.get("skew") for r in self.doc.get("rows", []))
+
+    @property
+    def rows(self) -> list[dict]:
+        return list(self.doc.get("rows", []))
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        return [_verdict_of(v) for v in self.doc.get("verdicts", [])]
+
+    # lookups ----------------------------------------------------------------------------------------------
+    def _case(self, case: str | None) -> str:
+        cases = self.cases
+        if case is None:
+            if len(cases) != 1:
+                raise InputError(f"this result has cases {', '.join(cases)}; pass case= one of them")
+            return cases[0]
+        if case not in cases:
+            raise InputError(f"case {case!r} not in this result; it has {', '.join(cases)}")
+        return case
+
+    def row(self, impl: str, case: str | None = None, *, kernel: str | None = None, skew: str | None = None) -> dict:
+        """The run.json row of one implementation in one case (the only case when there is one). `kernel`
+        ("grouped_gemm[up]") and `skew` pick among several, as in runs of `ptxmoe compare`."""
+        case = self._case(case)
+        found = [r for r in self.doc.get("rows", []) if r.get("impl") == impl and r.get("preset") == case
+                 and kernel in (None, _label(r)) and skew in (None, r.get("skew"))]
+        if len(found) != 1:
+            raise InputError(f"{len(found)} rows match impl={impl!r}, case={case!r}, kernel={kernel!r}, skew={skew!r}"
+                             f"; this result has implementations {', '.join(self.impls)}, kernels "
+                             f"{', '.join(self.kernels)}, skews {', '.join(map(str, self.skews))}")
+        return found[0]
+
+    def time_us(self, impl: str, case: str | None = None, **where) -> float | None:
+        """Modelled (sim) or median measured (gpu) time in µs; None when it could not be had."""
+        return row_time_us(self.row(impl, case, **where))
+
+    def ok(self, impl: str, case: str | None = None, **where) -> bool:
+        """Whether the implementation passed the check."""
+        return self.row(impl, case, **where).get("status") == "ok"
+
+    def counters(self, impl: str, case: str | None = None, **where) -> dict:
+        """ptxsim's counters summed over the launches (ncu metric names; sim backend only, {} on gpu)."""
+        return dict(((self.row(impl, case, **where).get("sim_counters") or {}).get("total")) or {})
+
+    def static(self, impl: str, case: str | None = None, **where) -> dict:
+        """Static facts: {kernels: {launch: {resources, ptx_histogram, sass_histogram...}}, totals: {...}}."""
+        return dict(self.row(impl, case, **where).get("static") or {})
+
+    def verdict(self, candidate: str | None = None, baseline: str | None = None, case: str | None = None, *,
+                kernel: str | None = None, skew: str | None = None) -> Verdict:
+        """The verdict of `candidate` over `baseline` (defaults: the only pair; the baseline is the first
+        implementation); `kernel` and `skew` as for `row`."""
+        case = self._case(case)
+        found = [v for v in self.verdicts if v.case == case and candidate in (None, v.candidate)
+                 and baseline in (None, v.baseline) and kernel in (None, v.kernel) and skew in (None, v.skew)]
+        if len(found) != 1:
+            pairs = sorted({f"{v.candidate} vs {v.baseline}" for v in self.verdicts if v.case == case})
+            raise InputError(f"{len(found)} verdicts match candidate={candidate!r}, baseline={baseline!r}, "
+                             f"kernel={kernel!r}, skew={skew!r} in case {case!r}; pairs: {', '.join(pairs) or 'none'}"
+                             f", kernels: {', '.join(self.kernels)}")
+        return found[0]
+
+    # out --------------------------------------------------------------------------------------------------
+    def to_dataframe(self):
+        """One row per kernel x implementation x case x skew (pandas DataFrame; see harness.export)."""
+        from harness.export import run_to_dataframe
+
+        return run_to_dataframe(self.doc)
+
+    def save(self, run_dir, overwrite: bool = False) -> Path:
+        """Write `run_dir/run.json` atomically (a normal run folder for `ptxmoe dashboard` / `export`).
+
+        Raises:
+            PtxmoeError: run.json exists there already and overwrite is False.
+        """
+        from harness.results import RUN_FILE, RunFile
+
+        run_dir = Path(run_dir)
+        if (run_dir / RUN_FILE).exists() and not overwrite:
+            raise PtxmoeError(f"{run_dir / RUN_FILE} exists already; pass overwrite=True or another folder")
+        return RunFile(run_dir, self.doc).save()
+
+    def __repr__(self) -> str:
+        return summary(self)
+
+
+def load(run_dir) -> Result:
+    """A Result from a run folder written by `Result.save` or `ptxmoe compare` (ResultsError if unreadable)."""
+    from harness.results import RunFile
+
+    run = RunFile.load(run_dir)
+    return Result(run.doc, run.run_dir)
+
+
+def _label(record: dict) -> str:
+    """"kernel[variant]" of a row or verdict, or the kernel alone."""
+    return f"{record.get('kernel')}[{record.get('variant')}]" if record.get("variant") else str(record.get("kernel"))
+
+
+def _unique(values) -> list:
+    out = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _fmt(value, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def summary(result: Result) -> str:
+    """A readable summary: one line per row (status, time with its basis), then one per verdict."""
+    doc = result.doc
+    kernels = ", ".join(_unique(r.get("kernel") for r in doc.get("rows", [])))
+    unit = "modelled by ptxsim" if result.basis == "modelled" else "measured, median"
+    lines = [f"<ptxmoe.Result {kernels} on {result.backend}: {len(doc.get('rows', []))} rows, times {unit}>"]
+    width = max([len(str(r.get("impl"))) for r in doc.get("rows", [])] + [4])
+    for r in doc.get("rows", []):
+        reason = f"  {r.get('reason')}" if r.get("status") != "ok" and r.get("reason") else ""
+        lines.append(f"  {r.get('kernel')} [{r.get('preset')}] {str(r.get('impl')).ljust(width)}  "
+                     f"{str(r.get('status')).ljust(6)}  {_fmt(row_time_us(r)):>10} us{reason}")
+    for v in result.verdicts:
+        lines.append(f"  {v}")
+    return "\n".join(lines)

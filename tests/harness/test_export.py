@@ -1,0 +1,106 @@
+"""harness.export: run.json -> one table row per kernel x impl x preset x skew; `ptxmoe export` CSV / Parquet."""
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.cli import main
+from harness.errors import InputError
+from harness.export import COUNTER_PREFIX, export_run, run_to_dataframe
+from harness.results import ResultsError
+
+RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+FIXTURES = ("sim-real", "sim-tiny", "gpu-measured", "sim-real-ptx-only")
+
+
+def _doc(name: str) -> dict:
+    return json.loads((RUNS / name / "run.json").read_text())
+
+
+@pytest.fixture
+def run_copy(tmp_path):
+    def copy(name: str) -> Path:
+        return Path(shutil.copytree(RUNS / name, tmp_path / name))
+    return copy
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_cli_csv_has_every_row_of_the_run(name, run_copy, capsys):
+    run_dir = run_copy(name)
+    assert main(["export", str(run_dir)]) == 0
+    doc = _doc(name)
+    assert f"({len(doc['rows'])} rows)" in capsys.readouterr().out
+    table = pd.read_csv(run_dir / "run.csv")
+    assert len(table) == len(doc["rows"])
+    assert list(table["key"]) == [r["key"] for r in doc["rows"]]
+    assert list(table["status"]) == [r["status"] for r in doc["rows"]]
+
+
+def test_times_match_the_rows_modelled_and_measured():
+    sim, gpu = run_to_dataframe(_doc("sim-real")), run_to_dataframe(_doc("gpu-measured"))
+    for frame, doc in ((sim, _doc("sim-real")), (gpu, _doc("gpu-measured"))):
+        for (_, rec), row in zip(frame.iterrows(), doc["rows"]):
+            if row["timing"]["basis"] == "modelled":
+                assert rec["basis"] == "modelled" and rec["time_us"] == row["timing"]["modelled_us"]
+            else:
+                device = row["timing"]["device"]
+                assert rec["basis"] == "measured" and rec["time_us"] == device["median_us"]
+                assert (rec["time_ci_lo_us"], rec["time_ci_hi_us"]) == (device["ci_lo_us"], device["ci_hi_us"])
+                assert rec["samples"] == device["n"]
+
+
+def test_verdict_columns_sit_on_the_candidate_row():
+    doc = _doc("gpu-measured")
+    frame = run_to_dataframe(doc).set_index("key")
+    for v in doc["verdicts"]:
+        label = f"{v['kernel']}[{v['variant']}]" if v["variant"] else v["kernel"]
+        ptx = frame.loc[f"{label}/ptx/{v['preset']}/{v['skew']}"]
+        cuda = frame.loc[f"{label}/cuda/{v['preset']}/{v['skew']}"]
+        assert ptx["speedup_vs_cuda"] == v["speedup"] and ptx["verdict_vs_cuda"] == v["verdict"]
+        assert (ptx["ci_lo_vs_cuda"], ptx["ci_hi_vs_cuda"]) == (v["ci_lo"], v["ci_hi"])
+        assert pd.isna(cuda["speedup_vs_cuda"])
+
+
+def test_counters_and_static_totals_are_columns():
+    doc = _doc("sim-real")
+    frame = run_to_dataframe(doc)
+    row, rec = doc["rows"][3], frame.iloc[3]
+    for name, value in row["sim_counters"]["total"].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            assert rec[f"{COUNTER_PREFIX}{name}"] == value
+    assert rec["registers_max"] == row["static"]["totals"]["registers_max"]
+    assert rec["achieved_gbps"] == pytest.approx(row["throughput"]["achieved_gbps"])
+
+
+def test_missing_rows_keep_their_reason():
+    frame = run_to_dataframe(_doc("sim-real-ptx-only"))
+    missing = frame[frame["status"] == "missing"]
+    assert len(missing) == 2 and missing["reason"].str.contains("cuda_impl").all()
+    assert missing["time_us"].isna().all()
+
+
+def test_parquet_round_trips(run_copy, tmp_path):
+    run_dir = run_copy("sim-tiny")
+    out = tmp_path / "t.parquet"
+    assert main(["export", str(run_dir), "--format", "parquet", "-o", str(out)]) == 0
+    back = pd.read_parquet(out)
+    pd.testing.assert_frame_equal(back, run_to_dataframe(run_dir), check_dtype=False)
+
+
+def test_errors(tmp_path, capsys):
+    with pytest.raises(InputError, match=r"format 'xlsx': expected one of csv, parquet"):
+        export_run(RUNS / "sim-tiny", "xlsx", tmp_path / "x")
+    with pytest.raises(ResultsError, match=r"run.json not found"):
+        run_to_dataframe(tmp_path)
+    with pytest.raises(InputError, match=r"run = int"):
+        run_to_dataframe(3)
+    assert main(["export", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert "ptxmoe export: error:" in err and "Traceback" not in err
+
+
+def test_an_empty_run_is_an_empty_table_with_the_columns():
+    frame = run_to_dataframe({"rows": [], "verdicts": []})
+    assert len(frame) == 0 and {"key", "impl", "time_us", "basis"} <= set(frame.columns)

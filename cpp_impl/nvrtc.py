@@ -1,7 +1,8 @@
 """CUDA C++ -> PTX with NVRTC from the nvidia-cuda-nvrtc wheel (no CUDA install, no GPU), cached by source digest.
 
 Headers: NVRTC's built-ins plus the nvidia-cuda-runtime wheel's include/ (cuda_bf16.h, cuda_fp8.h, mma.h,
-cuda_pipeline_primitives.h, cooperative_groups). Kernels are `extern "C" __global__` so their PTX entry names are
+cuda_pipeline_primitives.h, cooperative_groups) and the nvidia-cuda-nvcc wheel's include/ (crt/mma.h, which the
+runtime wheel's mma.h includes but does not ship). Kernels are `extern "C" __global__` so their PTX entry names are
 the C names. Compile errors raise contract.errors.BuildError carrying NVRTC's log (file:line: error ...).
 """
 from __future__ import annotations
@@ -28,6 +29,17 @@ def runtime_include_dir() -> str:
         raise BuildError("the nvidia-cuda-runtime-cu12 wheel is not installed (CUDA headers for NVRTC); "
                          "`make install` installs it") from exc
     return str(Path(list(nvidia.cuda_runtime.__path__)[0]) / "include")
+
+
+@functools.lru_cache(maxsize=1)
+def crt_include_dir() -> str:
+    """The nvidia-cuda-nvcc wheel's include/ folder: crt/mma.h (nvcuda::wmma) lives there, not in the runtime wheel."""
+    try:
+        import nvidia.cuda_nvcc
+    except ImportError as exc:
+        raise BuildError("the nvidia-cuda-nvcc-cu12 wheel is not installed (crt/mma.h for nvcuda::wmma); "
+                         "`make install` installs it") from exc
+    return str(Path(list(nvidia.cuda_nvcc.__path__)[0]) / "include")
 
 
 def source_digest(source: str, name: str, arch: str, options: tuple[str, ...]) -> str:
@@ -68,7 +80,8 @@ def _compile(source: str, name: str, arch: str, options: tuple[str, ...]) -> str
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise BuildError(f"nvrtcCreateProgram failed for {name}: {err}")
     try:
-        opts = [f"-arch={arch}", *BASE_OPTIONS, f"-I{runtime_include_dir()}", *options]
+        opts = [f"-arch={arch}", *BASE_OPTIONS, f"-I{runtime_include_dir()}", f"-I{crt_include_dir()}",
+                *options]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             _, size = nvrtc.nvrtcGetProgramLogSize(prog)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import importlib
 
 # kernel name -> module; filled in as kernels land
-KERNEL_MODULES: dict[str, str] = {}
+KERNEL_MODULES: dict[str, str] = {
+    "grouped_gemm": "grouped_gemm",
+}
 
 
 def __getattr__(name):

@@ -54,7 +54,7 @@ class CppTile:
     def smem_bytes(self) -> int:
         """Static shared memory: the slab ring, which the epilogue reuses as the fp32 staging tile."""
         ring = self.stages * (self.tm + self.tn) * (BK + SKEW) * 2
-        return max(ring, self.tm * (self.tn + 4) * 4)
+        return max(ring, self.tm * (self.tn + 8) * 4)
 
 
 # NOTE: the same tiles as ptx_impl (rows: the largest of 64/32/16 dividing BM; 128 columns for 64-row tiles when N

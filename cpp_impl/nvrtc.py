@@ -39,7 +39,7 @@ def crt_include_dir() -> str:
     except ImportError as exc:
         raise BuildError("the nvidia-cuda-nvcc-cu12 wheel is not installed (crt/mma.h for nvcuda::wmma); "
                          "`make install` installs it") from exc
-    return str(Path(list(nvidia.cuda_nvcc.__path__)[0]) / "include")
+    return str(Path(next(iter(nvidia.cuda_nvcc.__path__))) / "include")
 
 
 def source_digest(source: str, name: str, arch: str, options: tuple[str, ...]) -> str:

@@ -21,9 +21,11 @@
 //   3. Epilogue: accumulators go to a float staging tile in shared memory (reusing the ring), then each thread
 //      converts 8 consecutive outputs to bf16 (round to nearest) and writes them as one 16-byte store.
 //
-// Shared-memory rows are BK + 8 bf16 (80 bytes): the 16-byte skew keeps the 8 rows a wmma fragment load touches
-// in distinct bank groups, and row starts stay 16-byte aligned for the async copies. (A swizzle would need
-// per-element addressing that load_matrix_sync's strided layout cannot express.)
+// Bank conflicts: slab rows are BK + 8 bf16 (80 bytes); the 16-byte skew puts the 8 rows a wmma fragment load
+// touches in distinct bank groups, and row starts stay 16-byte aligned for the async copies. (A swizzle would need
+// per-element addressing that load_matrix_sync's strided layout cannot express; the price of padding is 2-way
+// conflicts on the slab fills.) Staging rows are TN + 8 floats, so the accumulator stores of a half-warp (4 rows
+// x 8 floats) cover 32 distinct banks; the epilogue reads are reordered the same way (see below).
 #include <cuda_bf16.h>
 #include <cuda_pipeline_primitives.h>
 #include <mma.h>
@@ -55,7 +57,7 @@ constexpr int WARP_N = TN / WN;
 constexpr int FM = WARP_M / 16;  // m16 fragments per warp
 constexpr int FN = WARP_N / 16;  // n16 fragments per warp
 constexpr int LDS = BK + 8;      // bf16 per shared slab row (16-byte skew)
-constexpr int LDC = TN + 4;      // floats per staging row (16-byte skew)
+constexpr int LDC = TN + 8;      // floats per staging row (32-byte skew)
 constexpr int CHUNK = 8;         // bf16 per 16-byte copy / store
 
 static_assert(TM % (16 * WM) == 0 && TN % (16 * WN) == 0, "warp tile must be whole 16x16 fragments");
@@ -173,8 +175,12 @@ grouped_gemm_bf16(const bf16* __restrict__ a, const bf16* __restrict__ w, const 
     for (int j = 0; j < TM * PER_ROW / NTHREADS; ++j) {
         const int i = j * NTHREADS + tid;
         const int r = i / PER_ROW, ch = i % PER_ROW;
-        const float4 lo = *reinterpret_cast<const float4*>(&smem.c[r][ch * CHUNK]);
-        const float4 hi = *reinterpret_cast<const float4*>(&smem.c[r][ch * CHUNK + 4]);
+        // Chunks 4..7 of each group of 8 read their upper half first, so each 8-lane phase of the 16-byte
+        // shared loads covers all 32 banks once instead of half of them twice.
+        const int first = ch & 4;
+        const float4 x = *reinterpret_cast<const float4*>(&smem.c[r][ch * CHUNK + first]);
+        const float4 y = *reinterpret_cast<const float4*>(&smem.c[r][ch * CHUNK + 4 - first]);
+        const float4 lo = first ? y : x, hi = first ? x : y;
         const uint4 out = make_uint4(pack_bf16x2(lo.x, lo.y), pack_bf16x2(lo.z, lo.w), pack_bf16x2(hi.x, hi.y),
                                      pack_bf16x2(hi.z, hi.w));
         *reinterpret_cast<uint4*>(c + (size_t)(row0 + r) * N + col0 + ch * CHUNK) = out;

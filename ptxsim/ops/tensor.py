@@ -358,7 +358,7 @@ def _check_fragment(ins, op, frag: WmmaFrag, what: str) -> None:
                           f"{frag.nregs} 32-bit registers; got {len(items) if op.kind == VEC else 'a single operand'}")
     for o in items:
         if o.kind != REG or o.bits != 32:
-            raise DecodeError(f"wmma m16n16k16 {what}: {o.name or o!r} is not a 32-bit register "
+            raise DecodeError(f"wmma m16n16k16 {what}: {o.name or repr(o)} is not a 32-bit register "
                               f"(fragment registers are .b32 / .f32 / .f16x2)")
 
 

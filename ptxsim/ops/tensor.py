@@ -1,7 +1,8 @@
 """Tensor-core ops per warp: mma.sync m16n8k16 / m16n8k8 (bf16, f16 -> f32 or f16) and m16n8k32 (e4m3/e5m2),
 ldmatrix / stmatrix m8n8 x1/x2/x4 (.trans), and wmma m16n16k16 (load.a/b/c, mma, store.d; bf16 / f16 inputs, f32 /
 f16 accumulators, row / col layouts, any state space). mma fragment layouts follow the PTX ISA (docs/ptx-notes.md);
-wmma's are opaque in the ISA, see `WmmaFrag`."""
+wmma's are opaque in the ISA, see `WmmaFrag`.
+A wmma.mma counts as two tensor-class instructions (two m16n8k16 MMAs, as in SASS)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -407,6 +408,7 @@ def _prep_wmma_mma(ins) -> None:
     ins.aux["frags"] = frags
     ins.aux["satfinite"] = ".satfinite" in ins.mods
     ins.klass = "tensor"
+    ins.aux["class_units"] = 2  # two m16n8k16 MMAs (8192 FLOP): ptxsim__inst_executed_tensor counts those
 
 
 _WMMA_HANDLERS = {"load": wmma_load, "store": wmma_store, "mma": wmma_mma}

@@ -148,7 +148,8 @@ def test_shared_memory_and_generic_addresses_and_default_stride(rng):
                                                  np.zeros(256, np.float32), d])
     np.testing.assert_array_equal(d.reshape(16, 16), A.astype(np.float64) @ B.astype(np.float64))
     m = stats.metrics
-    assert m["ptxsim__inst_executed_tensor.sum"] == 1
+    assert m["ptxsim__inst_executed_tensor.sum"] == 2  # one wmma.mma = two m16n8k16 MMAs (8192 FLOP)
+    assert m["smsp__inst_executed.sum"] == stats.warp_instructions  # the total still counts PTX instructions
     # the .shared and the generic wmma loads: 4 word-pair requests each; the two st.shared.v4 one each
     assert m["ptxsim__shared_requests_op_ld.sum"] == 2 * 4 and m["ptxsim__shared_requests_op_st.sum"] == 2
 

@@ -200,6 +200,8 @@ _WMMA_POS = {
     "ac": (_G[:, None] + 8 * ((_WI >> 1) & 1), 2 * _T[:, None] + (_WI & 1) + 8 * (_WI >> 2)),
     "b": (2 * _T[:, None] + (_WI & 1) + 8 * ((_WI >> 1) & 1), _G[:, None] + 8 * (_WI >> 2)),
 }
+_WMMA_FLAT = {kind: (r * 16 + c).reshape(-1) for kind, (r, c) in _WMMA_POS.items()}
+_WMMA_INV = {kind: np.argsort(f) for kind, f in _WMMA_FLAT.items()}
 WMMA_ALIGN = 32  # bytes: a fragment's base address is 256-bit aligned
 WMMA_STRIDE_BYTES = 16  # the stride (leading dimension) is a multiple of 16 bytes
 
@@ -228,6 +230,16 @@ class WmmaFrag:
     def positions(self):
         """(rows, cols) [32 lanes, 8 elements] of the matrix elements each lane holds."""
         return _WMMA_POS["b" if self.matrix == "b" else "ac"]
+
+    @property
+    def scatter(self) -> np.ndarray:
+        """[256]: row-major matrix index of (lane, element) number lane * 8 + element."""
+        return _WMMA_FLAT["b" if self.matrix == "b" else "ac"]
+
+    @property
+    def gather(self) -> np.ndarray:
+        """[256]: (lane, element) number holding each row-major matrix index (the inverse of `scatter`)."""
+        return _WMMA_INV["b" if self.matrix == "b" else "ac"]
 
 
 def _wmma_frag(ins, matrix: str, etype: str, layout: str = "row") -> WmmaFrag:
@@ -259,8 +271,9 @@ def _wmma_values(bits: np.ndarray, etype: str) -> np.ndarray:
     return nm.half_bits_to_f32(bits, etype).astype(np.float64)
 
 
-def _wmma_addresses(st, ins, la2, frag: WmmaFrag, addr_op, stride_op) -> np.ndarray:
-    """Byte address [W, 32, 8] of every fragment element; checks the base alignment and the stride."""
+def _wmma_accesses(st, ins, la2, frag: WmmaFrag, addr_op, stride_op) -> list:
+    """The memory accesses of one fragment per lane: [(element slice, elements n, byte address [W * 32])], element
+    pairs that lie next to each other in memory as one access. Checks the base alignment and the stride."""
     from ptxsim.ops.memory import _addr
 
     flat = la2.reshape(-1)
@@ -278,34 +291,34 @@ def _wmma_addresses(st, ins, la2, frag: WmmaFrag, addr_op, stride_op) -> np.ndar
     mis = np.flatnonzero(base % np.uint64(WMMA_ALIGN) != 0)
     if mis.size:
         space = ins.space or "generic"
+        cta, tid = st.where(int(flat[mis[0]]))
         raise MemoryFault(f"misaligned wmma.{ins.aux['action']}.{frag.matrix} base of a 16x16 .{frag.etype} tile in "
-                          f"kernel {st.prog.name} at PTX line {ins.line} (`{ins.text}`), CTA "
-                          f"{st.where(int(flat[mis[0]]))[0]} thread {st.where(int(flat[mis[0]]))[1]}: {space} address "
-                          f"{int(base[mis[0]]):#x}; expected {WMMA_ALIGN}-byte alignment", space=space,
-                          addr=int(base[mis[0]]), size=256 * frag.esize, line=ins.line, kernel=st.prog.name)
+                          f"kernel {st.prog.name} at PTX line {ins.line} (`{ins.text}`), CTA {cta} thread {tid}: "
+                          f"{space} address {int(base[mis[0]]):#x}; expected {WMMA_ALIGN}-byte alignment",
+                          space=space, addr=int(base[mis[0]]), size=256 * frag.esize, line=ins.line,
+                          kernel=st.prog.name)
     rows, cols = frag.positions
-    stride = stride.reshape(la2.shape)[..., None]
-    off = rows * stride + cols if frag.layout == "row" else cols * stride + rows  # [W, 32, 8] elements
-    return base.reshape(la2.shape)[..., None] + (off * frag.esize).astype(np.uint64)
-
-
-def _wmma_groups(addr: np.ndarray, esize: int):
-    """Element index groups accessed together: contiguous pairs as one 2-element access, else one by one."""
-    if np.all(addr[..., 1::2] == addr[..., 0::2] + np.uint64(esize)):
-        return [(slice(2 * p, 2 * p + 2), 2) for p in range(4)]
-    return [(slice(i, i + 1), 1) for i in range(8)]
+    # NOTE: the stride is almost always uniform: element offsets are then one [32, 8] table for every warp
+    s = int(stride[0]) if np.all(stride == stride[0]) else stride.reshape(la2.shape)[..., None]
+    off = rows * s + cols if frag.layout == "row" else cols * s + rows  # elements, [32, 8] or [W, 32, 8]
+    bases = base.reshape(la2.shape)
+    if off.ndim == 2:
+        off = np.broadcast_to(off, la2.shape + (8,))
+    pairs = bool(np.all(off[..., 1::2] == off[..., 0::2] + 1))
+    groups = [(slice(2 * p, 2 * p + 2), 2) for p in range(4)] if pairs else [(slice(i, i + 1), 1) for i in range(8)]
+    return [(sel, n, (bases + (off[..., sel.start] * frag.esize).astype(np.uint64)).reshape(-1)) for sel, n in groups]
 
 
 def wmma_load(st, ins, lanes):
     la2 = _warps(st, ins, lanes)
     frag: WmmaFrag = ins.aux["frag"]
     flat = la2.reshape(-1)
-    addr = _wmma_addresses(st, ins, la2, frag, ins.ops[1], ins.ops[2] if len(ins.ops) > 2 else None)
+    accesses = _wmma_accesses(st, ins, la2, frag, ins.ops[1], ins.ops[2] if len(ins.ops) > 2 else None)
     dtype = np.uint32 if frag.esize == 4 else np.uint16
     bits = np.zeros(la2.shape + (8,), np.uint32)
-    for sel, n in _wmma_groups(addr, frag.esize):
-        vals = access.load(st, ins, ins.space, addr[..., sel.start].reshape(-1), flat, dtype, n)
-        bits[..., sel] = vals.reshape(la2.shape + (n,)).astype(np.uint32)
+    for sel, n, addr in accesses:
+        vals = access.load(st, ins, ins.space, addr, flat, dtype, n)
+        bits[..., sel] = vals.reshape(la2.shape + (n,))
     for d, r in zip(ins.ops[0].items, _wmma_regs(bits, frag)):
         st.regs[d.idx][flat] = r.reshape(-1)
 
@@ -314,22 +327,18 @@ def wmma_store(st, ins, lanes):
     la2 = _warps(st, ins, lanes)
     frag: WmmaFrag = ins.aux["frag"]
     flat = la2.reshape(-1)
-    addr = _wmma_addresses(st, ins, la2, frag, ins.ops[0], ins.ops[2] if len(ins.ops) > 2 else None)
+    accesses = _wmma_accesses(st, ins, la2, frag, ins.ops[0], ins.ops[2] if len(ins.ops) > 2 else None)
     bits = _wmma_bits(_regs(st, ins.ops[1], la2), frag)
     dtype = np.uint32 if frag.esize == 4 else np.uint16
-    for sel, n in _wmma_groups(addr, frag.esize):
+    for sel, n, addr in accesses:
         vals = bits[..., sel].astype(dtype).reshape(-1, n)
-        access.store(st, ins, ins.space, addr[..., sel.start].reshape(-1), flat, vals if n > 1 else vals[:, 0],
-                     dtype, n)
+        access.store(st, ins, ins.space, addr, flat, vals if n > 1 else vals[:, 0], dtype, n)
 
 
 def _wmma_matrix(st, op, la2, frag: WmmaFrag) -> np.ndarray:
     """The [W, 16, 16] float64 matrix a fragment operand holds."""
     vals = _wmma_values(_wmma_bits(_regs(st, op, la2), frag), frag.etype)  # [W, 32, 8]
-    rows, cols = frag.positions
-    out = np.zeros((la2.shape[0], 16, 16))
-    out[np.arange(la2.shape[0])[:, None, None], rows[None], cols[None]] = vals
-    return out
+    return vals.reshape(-1, 256)[:, frag.gather].reshape(-1, 16, 16)
 
 
 def wmma_mma(st, ins, lanes):
@@ -337,8 +346,7 @@ def wmma_mma(st, ins, lanes):
     fd, fa, fb, fc = ins.aux["frags"]
     D = _wmma_matrix(st, ins.ops[1], la2, fa) @ _wmma_matrix(st, ins.ops[2], la2, fb)
     D += _wmma_matrix(st, ins.ops[3], la2, fc)
-    rows, cols = fd.positions
-    vals = D[np.arange(la2.shape[0])[:, None, None], rows[None], cols[None]]  # [W, 32, 8]
+    vals = D.reshape(-1, 256)[:, fd.scatter].reshape(la2.shape + (8,))  # each lane's elements of D
     if fd.etype == "f32":
         bits = vals.astype(np.float32).view(np.uint32)
     else:

@@ -102,19 +102,26 @@ def test_rounding_of_a_real_product_matches_float64_then_f32(rng):
     np.testing.assert_array_equal(d.reshape(16, 16), exact.astype(np.float32))
 
 
-def test_fragment_layout_is_two_m16n8k16_halves():
-    """The documented lane mapping (the one sm_80+ hardware uses): lane l = 4g + t holds A[g][2t], A[g][2t+1] in
-    register 0, A[g+8][2t..] in 1, A[g][2t+8..] in 2, A[g+8][2t+8..] in 3; B[k][n] with k = 2t.., n = g (0, 1) and
-    n = g + 8 (2, 3); C/D elements in A's order."""
-    idx = np.arange(256, dtype=np.uint16).reshape(16, 16)  # element (r, c) holds r * 16 + c
-    body = """
+LANE_MAP_BODY = """
   wmma.load.a.sync.aligned.row.m16n16k16.global.bf16 {%a0, %a1, %a2, %a3}, [%rd1];
   wmma.load.b.sync.aligned.col.m16n16k16.global.bf16 {%b0, %b1, %b2, %b3}, [%rd2];
   mov.u32 %r0, %tid.x; mul.wide.u32 %rd5, %r0, 32; add.s64 %rd6, %rd3, %rd5;
   st.global.v4.b32 [%rd6], {%a0, %a1, %a2, %a3}; st.global.v4.b32 [%rd6+16], {%b0, %b1, %b2, %b3};"""
-    out = np.zeros(32 * 8, np.uint32)
-    ptxsim.launch(_kernel(body), 1, 32, [idx.ravel(), idx.T.copy().ravel(), out, np.zeros(1, np.uint32)])
-    words = out.reshape(32, 8)
+
+
+def _lane_map_args() -> list:
+    """A and B with element (r, c) = r * 16 + c (B stored column-major), and room for each lane's 8 registers."""
+    idx = np.arange(256, dtype=np.uint16).reshape(16, 16)
+    return [idx.ravel(), idx.T.copy().ravel(), np.zeros(32 * 8, np.uint32), np.zeros(1, np.uint32)]
+
+
+def test_fragment_layout_is_two_m16n8k16_halves():
+    """The documented lane mapping (the one sm_80+ hardware uses): lane l = 4g + t holds A[g][2t], A[g][2t+1] in
+    register 0, A[g+8][2t..] in 1, A[g][2t+8..] in 2, A[g+8][2t+8..] in 3; B[k][n] with k = 2t.., n = g (0, 1) and
+    n = g + 8 (2, 3); C/D elements in A's order."""
+    words = _lane_map_args()
+    ptxsim.launch(_kernel(LANE_MAP_BODY), 1, 32, words)
+    words = words[2].reshape(32, 8)
     lane = np.arange(32)
     g, t = lane // 4, lane % 4
     for r, (row, col) in enumerate([(g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8)]):
@@ -309,3 +316,47 @@ def test_nvrtc_wmma_intrinsics_run(rng):
                   [A.view(np.uint16), Bt.view(np.uint16), d, np.uint32(40)])
     want = A[:, :32].astype(np.float64) @ Bt[:, :32].astype(np.float64).T + 1.0
     np.testing.assert_array_equal(d.reshape(16, 16), want.astype(np.float32))
+
+
+# ------------------------------------------------------------------------------------------------------------ on a GPU
+def _on_gpu(body: str, arrays: list) -> list:
+    """Run the one-warp kernel HEADER + body on the GPU; returns the arrays as the kernel left them."""
+    from harness.backends.gpu import GpuBackend
+
+    backend = GpuBackend()
+    dev = [backend.to_device(np.ascontiguousarray(a)) for a in arrays]
+    try:
+        backend.launch_ptx(HEADER + body + "\n  ret;\n}\n", "k", (1, 1, 1), (32, 1, 1), dev)
+        backend.synchronize()
+        return [backend.to_host(d) for d in dev]
+    finally:
+        for d in dev:
+            backend.free(d)
+
+
+@pytest.mark.gpu
+def test_fragment_lane_map_matches_the_gpu():
+    """ptxsim's wmma lane map is a documented choice (the ISA leaves it opaque): the hardware must agree."""
+    sim = _lane_map_args()
+    ptxsim.launch(_kernel(LANE_MAP_BODY), 1, 32, sim)
+    gpu = _on_gpu(LANE_MAP_BODY, _lane_map_args())
+    np.testing.assert_array_equal(gpu[2].reshape(32, 8), sim[2].reshape(32, 8))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("al,bl,cl,dl,ab,ct,dt", [("row", "col", "row", "row", "bf16", "f32", "f32"),
+                                                  ("col", "row", "col", "col", "bf16", "f32", "f32"),
+                                                  ("row", "col", "row", "row", "f16", "f16", "f16"),
+                                                  ("col", "col", "row", "col", "f16", "f32", "f16")])
+def test_products_match_the_gpu(al, bl, cl, dl, ab, ct, dt, rng):
+    A, B = _ints(rng, (16, 16), _HALF[ab]), _ints(rng, (16, 16), _HALF[ab])
+    C = _ints(rng, (16, 16), _HALF[ct], -100, 100)
+    stride = 24
+    args = [_lay_out(A, al, stride, 0).view(np.uint16), _lay_out(B, bl, stride, 0).view(np.uint16),
+            _lay_out(C, cl, stride, 0), np.zeros(16 * stride, _HALF[dt])]
+    body = _gemm_body(al, bl, cl, dl, ab, ct, dt, stride=stride)
+    gpu = _on_gpu(body, [a.copy() for a in args])
+    ptxsim.launch(_kernel(body), 1, 32, args)
+    np.testing.assert_array_equal(gpu[3], args[3])
+    want = (A.astype(np.float64) @ B.astype(np.float64) + C.astype(np.float64)).astype(_HALF[dt])
+    np.testing.assert_array_equal(_read_back(args[3], dl, stride), want)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 
-# kernel name -> module; filled in as kernels land
+# kernel name -> module
 KERNEL_MODULES: dict[str, str] = {
     "gate": "gate",
     "align": "align",
@@ -22,6 +22,7 @@ KERNEL_MODULES: dict[str, str] = {
     "act_quant": "act_quant",
     "swiglu": "swiglu",
     "combine": "combine",
+    "grouped_gemm": "grouped_gemm",
     "layer": "layer",
 }
 

@@ -1,7 +1,8 @@
 """CUDA C++ -> PTX with NVRTC from the nvidia-cuda-nvrtc wheel (no CUDA install, no GPU), cached by source digest.
 
 Headers: NVRTC's built-ins plus the nvidia-cuda-runtime wheel's include/ (cuda_bf16.h, cuda_fp8.h, mma.h,
-cuda_pipeline_primitives.h, cooperative_groups) and the nvidia-cuda-cccl wheel's include/ (<nv/target>, which
+cuda_pipeline_primitives.h, cooperative_groups), the nvidia-cuda-nvcc wheel's include/ (crt/mma.h, which the
+runtime wheel's mma.h includes but does not ship) and the nvidia-cuda-cccl wheel's include/ (<nv/target>, which
 cooperative_groups needs). Kernels are `extern "C" __global__` so their PTX entry names are
 the C names. Compile errors raise contract.errors.BuildError carrying NVRTC's log (file:line: error ...).
 """
@@ -43,8 +44,19 @@ def cccl_include_dir() -> str | None:
 
 def include_options() -> tuple[str, ...]:
     """-I options for the CUDA headers the kernels include."""
-    dirs = [runtime_include_dir(), cccl_include_dir()]
+    dirs = [runtime_include_dir(), crt_include_dir(), cccl_include_dir()]
     return tuple(f"-I{d}" for d in dirs if d)
+
+
+@functools.lru_cache(maxsize=1)
+def crt_include_dir() -> str:
+    """The nvidia-cuda-nvcc wheel's include/ folder: crt/mma.h (nvcuda::wmma) lives there, not in the runtime wheel."""
+    try:
+        import nvidia.cuda_nvcc
+    except ImportError as exc:
+        raise BuildError("the nvidia-cuda-nvcc-cu12 wheel is not installed (crt/mma.h for nvcuda::wmma); "
+                         "`make install` installs it") from exc
+    return str(Path(next(iter(nvidia.cuda_nvcc.__path__))) / "include")
 
 
 def source_digest(source: str, name: str, arch: str, options: tuple[str, ...]) -> str:

@@ -36,8 +36,11 @@ def build(prog, counts, mem, launch, wall, scale=1.0, reports=(), sample_fractio
     wc, tc = counts["warp"][: len(prog.instrs)], counts["thread"][: len(prog.instrs)]
     klass = np.array([CLASSES.index(i.klass) if i.klass in CLASSES else CLASSES.index("other")
                       for i in prog.instrs], np.int64)
-    wk = np.bincount(klass, weights=wc, minlength=len(CLASSES))
-    tk = np.bincount(klass, weights=tc, minlength=len(CLASSES))
+    # NOTE: per-class counts are in units of the class's base instruction: a wmma.mma m16n16k16 is two m16n8k16
+    # tensor instructions (two HMMA.16816 in SASS, 8192 FLOP), which the timing model's tensor bound relies on.
+    units = np.array([i.aux.get("class_units", 1) for i in prog.instrs], np.float64)
+    wk = np.bincount(klass, weights=wc * units, minlength=len(CLASSES))
+    tk = np.bincount(klass, weights=tc * units, minlength=len(CLASSES))
     W, T = float(wc.sum()) * scale, float(tc.sum()) * scale
     gx, gy, gz = launch.grid
     bx, by, bz = launch.block

@@ -1,15 +1,20 @@
 """Tensor-core ops per warp: mma.sync m16n8k16 / m16n8k8 (bf16, f16 -> f32 or f16) and m16n8k32 (e4m3/e5m2),
-ldmatrix / stmatrix m8n8 x1/x2/x4 (.trans). Fragment layouts follow the PTX ISA (see docs/ptx-notes.md)."""
+ldmatrix / stmatrix m8n8 x1/x2/x4 (.trans), and wmma m16n16k16 (load.a/b/c, mma, store.d; bf16 / f16 inputs, f32 /
+f16 accumulators, row / col layouts, any state space). mma fragment layouts follow the PTX ISA (docs/ptx-notes.md);
+wmma's are opaque in the ISA, see `WmmaFrag`.
+A wmma.mma counts as two tensor-class instructions (two m16n8k16 MMAs, as in SASS)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from ptxsim import access
 from ptxsim import numerics as nm
-from ptxsim.errors import PtxSimError
+from ptxsim.errors import DecodeError, MemoryFault, PtxSimError
 from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
-from ptxsim.program import VEC
+from ptxsim.program import ADDR, IMM, REG, VEC
 from ptxsim.ptxtypes import TYPES
 
 U32 = TYPES["u32"]
@@ -85,7 +90,7 @@ def mma(st, ins, lanes):
     la2 = _warps(st, ins, lanes)
     w = la2.shape[0]
     dt, at, bt, ct = ins.types
-    kind = at.name if at.name in ("bf16", "f16") else at.name
+    kind = at.name
     per = 2 if kind in ("bf16", "f16") else 4
     ra, ca, rb, cb, k = ins.aux["layout"]
     A = np.zeros((w, 16, k))
@@ -184,10 +189,263 @@ def _prep_ldm(ins, dec, ctx):
     ins.klass = "ld_shared" if ins.op == "ldmatrix" else "st_shared"
 
 
+# -- wmma m16n16k16 ----------------------------------------------------------------------------------------------
+# NOTE: the PTX ISA leaves which lane holds which element of a wmma fragment unspecified (programs may only pass
+# fragments between wmma instructions). ptxsim uses the mapping sm_80+ hardware uses for m16n16k16, two m16n8k16
+# mma.sync halves side by side: element i of lane (g = lane / 4, t = lane % 4) is, for A (m, k) and C / D (m, n),
+# (g + 8 * (i / 2 % 2), 2t + i % 2 + 8 * (i / 4)); for B (k, n), (2t + i % 2 + 8 * (i / 2 % 2), g + 8 * (i / 4)).
+# f16 A / B fragments are 8 registers (16 elements): registers 4-7 repeat 0-3, and mma reads 0-3.
+_WI = np.arange(8)
+_WMMA_POS = {
+    "ac": (_G[:, None] + 8 * ((_WI >> 1) & 1), 2 * _T[:, None] + (_WI & 1) + 8 * (_WI >> 2)),
+    "b": (2 * _T[:, None] + (_WI & 1) + 8 * ((_WI >> 1) & 1), _G[:, None] + 8 * (_WI >> 2)),
+}
+_WMMA_FLAT = {kind: (r * 16 + c).reshape(-1) for kind, (r, c) in _WMMA_POS.items()}
+_WMMA_INV = {kind: np.argsort(f) for kind, f in _WMMA_FLAT.items()}
+WMMA_ALIGN = 32  # bytes: a fragment's base address is 256-bit aligned
+WMMA_STRIDE_BYTES = 16  # the stride (leading dimension) is a multiple of 16 bytes
+
+# (matrix, element type) -> (registers, elements per register) of one m16n16k16 fragment (PTX ISA, wmma.load)
+WMMA_FRAGS = {
+    ("a", "bf16"): (4, 2), ("b", "bf16"): (4, 2), ("a", "f16"): (8, 2), ("b", "f16"): (8, 2),
+    ("c", "f32"): (8, 1), ("c", "f16"): (4, 2), ("d", "f32"): (8, 1), ("d", "f16"): (4, 2),
+}
+
+
+@dataclass(frozen=True)
+class WmmaFrag:
+    """One m16n16k16 fragment operand: which matrix, its element type, its register count and memory layout."""
+
+    matrix: str  # a, b, c or d
+    etype: str  # bf16, f16 or f32
+    nregs: int
+    per_reg: int  # elements per 32-bit register
+    layout: str = "row"  # row or col (how the 16 x 16 tile lies in memory; loads and stores only)
+
+    @property
+    def esize(self) -> int:
+        return 4 if self.etype == "f32" else 2
+
+    @property
+    def positions(self):
+        """(rows, cols) [32 lanes, 8 elements] of the matrix elements each lane holds."""
+        return _WMMA_POS["b" if self.matrix == "b" else "ac"]
+
+    @property
+    def scatter(self) -> np.ndarray:
+        """[256]: row-major matrix index of (lane, element) number lane * 8 + element."""
+        return _WMMA_FLAT["b" if self.matrix == "b" else "ac"]
+
+    @property
+    def gather(self) -> np.ndarray:
+        """[256]: (lane, element) number holding each row-major matrix index (the inverse of `scatter`)."""
+        return _WMMA_INV["b" if self.matrix == "b" else "ac"]
+
+
+def _wmma_frag(ins, matrix: str, etype: str, layout: str = "row") -> WmmaFrag:
+    if (matrix, etype) not in WMMA_FRAGS:
+        raise unsupported(ins, f"wmma fragment {matrix} of type .{etype} (m16n16k16 takes a/b in .bf16 or .f16, "
+                               f"c/d in .f32 or .f16)")
+    return WmmaFrag(matrix, etype, *WMMA_FRAGS[(matrix, etype)], layout)
+
+
+def _wmma_bits(regs, frag: WmmaFrag) -> np.ndarray:
+    """[.., 32] registers of one fragment -> [.., 32, 8] element bit patterns (uint32)."""
+    if frag.per_reg == 1:
+        return np.stack(regs[:8], axis=-1)
+    halves = [(r >> np.uint32(16 * k)) & np.uint32(0xFFFF) for r in regs[:4] for k in (0, 1)]
+    return np.stack(halves, axis=-1)
+
+
+def _wmma_regs(bits: np.ndarray, frag: WmmaFrag) -> list:
+    """[.., 8] element bit patterns -> the fragment's registers (f16 A / B: registers 4-7 repeat 0-3)."""
+    if frag.per_reg == 1:
+        return [bits[..., i] for i in range(8)]
+    regs = [bits[..., 2 * r] | (bits[..., 2 * r + 1] << np.uint32(16)) for r in range(4)]
+    return regs + regs if frag.nregs == 8 else regs
+
+
+def _wmma_values(bits: np.ndarray, etype: str) -> np.ndarray:
+    if etype == "f32":
+        return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    return nm.half_bits_to_f32(bits, etype).astype(np.float64)
+
+
+def _wmma_accesses(st, ins, la2, frag: WmmaFrag, addr_op, stride_op) -> list:
+    """The memory accesses of one fragment per lane: [(element slice, elements n, byte address [W * 32])], element
+    pairs that lie next to each other in memory as one access. Checks the base alignment and the stride."""
+    from ptxsim.ops.memory import _addr
+
+    flat = la2.reshape(-1)
+    base = _addr(st, ins, flat, addr_op).astype(np.uint64)
+    if stride_op is None:
+        stride = np.full(flat.size, 16, np.int64)  # default: the tile's own width (16 elements)
+    else:
+        stride = np.broadcast_to(np.asarray(st.read(stride_op, flat, U32)).astype(np.int64), flat.shape)
+    bad = np.flatnonzero((stride * frag.esize) % WMMA_STRIDE_BYTES != 0)
+    if bad.size:
+        cta, tid = st.where(int(flat[bad[0]]))
+        raise PtxSimError(f"wmma stride {int(stride[bad[0]])} at PTX line {ins.line} (`{ins.text}`) in kernel "
+                          f"{st.prog.name}, CTA {cta} thread {tid}: expected a multiple of "
+                          f"{WMMA_STRIDE_BYTES // frag.esize} .{frag.etype} elements ({WMMA_STRIDE_BYTES} bytes)")
+    mis = np.flatnonzero(base % np.uint64(WMMA_ALIGN) != 0)
+    if mis.size:
+        space = ins.space or "generic"
+        cta, tid = st.where(int(flat[mis[0]]))
+        raise MemoryFault(f"misaligned wmma.{ins.aux['action']}.{frag.matrix} base of a 16x16 .{frag.etype} tile in "
+                          f"kernel {st.prog.name} at PTX line {ins.line} (`{ins.text}`), CTA {cta} thread {tid}: "
+                          f"{space} address {int(base[mis[0]]):#x}; expected {WMMA_ALIGN}-byte alignment",
+                          space=space, addr=int(base[mis[0]]), size=256 * frag.esize, line=ins.line,
+                          kernel=st.prog.name)
+    rows, cols = frag.positions
+    # NOTE: the stride is almost always uniform: element offsets are then one [32, 8] table for every warp
+    s = int(stride[0]) if np.all(stride == stride[0]) else stride.reshape(la2.shape)[..., None]
+    off = rows * s + cols if frag.layout == "row" else cols * s + rows  # elements, [32, 8] or [W, 32, 8]
+    bases = base.reshape(la2.shape)
+    if off.ndim == 2:
+        off = np.broadcast_to(off, la2.shape + (8,))
+    pairs = bool(np.all(off[..., 1::2] == off[..., 0::2] + 1))
+    groups = [(slice(2 * p, 2 * p + 2), 2) for p in range(4)] if pairs else [(slice(i, i + 1), 1) for i in range(8)]
+    return [(sel, n, (bases + (off[..., sel.start] * frag.esize).astype(np.uint64)).reshape(-1)) for sel, n in groups]
+
+
+def wmma_load(st, ins, lanes):
+    la2 = _warps(st, ins, lanes)
+    frag: WmmaFrag = ins.aux["frag"]
+    flat = la2.reshape(-1)
+    accesses = _wmma_accesses(st, ins, la2, frag, ins.ops[1], ins.ops[2] if len(ins.ops) > 2 else None)
+    dtype = np.uint32 if frag.esize == 4 else np.uint16
+    bits = np.zeros(la2.shape + (8,), np.uint32)
+    for sel, n, addr in accesses:
+        vals = access.load(st, ins, ins.space, addr, flat, dtype, n)
+        bits[..., sel] = vals.reshape(la2.shape + (n,))
+    for d, r in zip(ins.ops[0].items, _wmma_regs(bits, frag)):
+        st.regs[d.idx][flat] = r.reshape(-1)
+
+
+def wmma_store(st, ins, lanes):
+    la2 = _warps(st, ins, lanes)
+    frag: WmmaFrag = ins.aux["frag"]
+    flat = la2.reshape(-1)
+    accesses = _wmma_accesses(st, ins, la2, frag, ins.ops[0], ins.ops[2] if len(ins.ops) > 2 else None)
+    bits = _wmma_bits(_regs(st, ins.ops[1], la2), frag)
+    dtype = np.uint32 if frag.esize == 4 else np.uint16
+    for sel, n, addr in accesses:
+        vals = bits[..., sel].astype(dtype).reshape(-1, n)
+        access.store(st, ins, ins.space, addr, flat, vals if n > 1 else vals[:, 0], dtype, n)
+
+
+def _wmma_matrix(st, op, la2, frag: WmmaFrag) -> np.ndarray:
+    """The [W, 16, 16] float64 matrix a fragment operand holds."""
+    vals = _wmma_values(_wmma_bits(_regs(st, op, la2), frag), frag.etype)  # [W, 32, 8]
+    return vals.reshape(-1, 256)[:, frag.gather].reshape(-1, 16, 16)
+
+
+def wmma_mma(st, ins, lanes):
+    la2 = _warps(st, ins, lanes)
+    fd, fa, fb, fc = ins.aux["frags"]
+    D = _wmma_matrix(st, ins.ops[1], la2, fa) @ _wmma_matrix(st, ins.ops[2], la2, fb)
+    D += _wmma_matrix(st, ins.ops[3], la2, fc)
+    vals = D.reshape(-1, 256)[:, fd.scatter].reshape(la2.shape + (8,))  # each lane's elements of D
+    if fd.etype == "f32":
+        bits = vals.astype(np.float32).view(np.uint32)
+    else:
+        with np.errstate(all="ignore"):
+            h = vals.astype(np.float16)
+        if ins.aux["satfinite"]:
+            h = np.where(np.isinf(h), np.copysign(np.float16(65504), h), h).astype(np.float16)
+        bits = h.view(np.uint16).astype(np.uint32)
+    flat = la2.reshape(-1)  # every input is read: the outputs may overwrite them now
+    for d, r in zip(ins.ops[0].items, _wmma_regs(bits, fd)):
+        st.regs[d.idx][flat] = r.reshape(-1)
+
+
+def _check_fragment(ins, op, frag: WmmaFrag, what: str) -> None:
+    items = op.items if op.kind == VEC else (op,)
+    if op.kind != VEC or len(items) != frag.nregs:
+        raise DecodeError(f"wmma m16n16k16 {what} (matrix {frag.matrix}, .{frag.etype}) is a vector of "
+                          f"{frag.nregs} 32-bit registers; got {len(items) if op.kind == VEC else 'a single operand'}")
+    for o in items:
+        if o.kind != REG or o.bits != 32:
+            raise DecodeError(f"wmma m16n16k16 {what}: {o.name or repr(o)} is not a 32-bit register "
+                              f"(fragment registers are .b32 / .f32 / .f16x2)")
+
+
+def _prep_wmma_mem(ins, action: str) -> None:
+    matrices = [m[1:] for m in ins.modlist if m in (".a", ".b", ".c", ".d")]
+    layouts = [m[1:] for m in ins.modlist if m in (".row", ".col")]
+    allowed = ("a", "b", "c") if action == "load" else ("d",)
+    if len(matrices) != 1 or matrices[0] not in allowed:
+        raise unsupported(ins, f"wmma.{action} names one matrix of {', '.join('.' + m for m in allowed)}")
+    if len(layouts) != 1 or len(ins.types) != 1:
+        raise unsupported(ins, f"wmma.{action} takes one layout (.row or .col) and one element type")
+    frag = _wmma_frag(ins, matrices[0], ins.types[0].name, layouts[0])
+    if len(ins.ops) not in (2, 3):
+        raise DecodeError(f"wmma.{action} takes 2 or 3 operands (fragment, [address], optional stride); "
+                          f"got {len(ins.ops)}")
+    regs_op, addr_op = (ins.ops[0], ins.ops[1]) if action == "load" else (ins.ops[1], ins.ops[0])
+    if addr_op.kind != ADDR:
+        raise DecodeError(f"wmma.{action}: the address operand must be [reg], [reg+imm] or [symbol]")
+    if len(ins.ops) == 3 and ins.ops[2].kind not in (REG, IMM):
+        raise DecodeError(f"wmma.{action}: the stride must be a register or an immediate")
+    _check_fragment(ins, regs_op, frag, "destination" if action == "load" else "source")
+    ins.aux["frag"] = frag
+    kind, where = ("ld" if action == "load" else "st"), (ins.space or "global")
+    ins.klass = f"{kind}_{where}" if where in ("shared", "global") else "other"
+
+
+def _prep_wmma_mma(ins) -> None:
+    layouts = [m[1:] for m in ins.modlist if m in (".row", ".col")]
+    if len(layouts) != 2:
+        raise unsupported(ins, "wmma.mma takes two layouts, .alayout.blayout (each .row or .col)")
+    names = tuple(t.name for t in ins.types)
+    if len(names) == 4:  # .f32.bf16.bf16.f32 (alternate floating point forms name all four types)
+        dt, at, bt, ct = names
+    elif len(names) == 2:  # .dtype.ctype, A and B are .f16
+        (dt, ct), at, bt = names, "f16", "f16"
+    else:
+        raise unsupported(ins, "wmma.mma names .dtype.ctype (f16 inputs) or .dtype.atype.btype.ctype")
+    if at != bt or (at == "bf16" and (dt, ct) != ("f32", "f32")) or (len(names) == 4 and at != "bf16"):
+        raise unsupported(ins, f"wmma.mma type combination .{'.'.join(names)} (supported: .f32.bf16.bf16.f32, "
+                               f"and .dtype.ctype in .f16 / .f32 for f16 inputs)")
+    frags = (_wmma_frag(ins, "d", dt), _wmma_frag(ins, "a", at), _wmma_frag(ins, "b", bt), _wmma_frag(ins, "c", ct))
+    if len(ins.ops) != 4:
+        raise DecodeError(f"wmma.mma takes 4 operands (d, a, b, c); got {len(ins.ops)}")
+    for op, frag, what in zip(ins.ops, frags, ("d", "a", "b", "c")):
+        _check_fragment(ins, op, frag, f"operand {what}")
+    ins.aux["frags"] = frags
+    ins.aux["satfinite"] = ".satfinite" in ins.mods
+    ins.klass = "tensor"
+    ins.aux["class_units"] = 2  # two m16n8k16 MMAs (8192 FLOP): ptxsim__inst_executed_tensor counts those
+
+
+_WMMA_HANDLERS = {"load": wmma_load, "store": wmma_store, "mma": wmma_mma}
+
+
+def wmma(st, ins, lanes):
+    _WMMA_HANDLERS[ins.aux["action"]](st, ins, lanes)
+
+
+def _prep_wmma(ins, dec, ctx):
+    actions = [m[1:] for m in ins.modlist if m[1:] in _WMMA_HANDLERS]
+    if len(actions) != 1:
+        raise unsupported(ins, "wmma needs exactly one of .load, .store, .mma")
+    if ".m16n16k16" not in ins.mods or ".sync" not in ins.mods or ".aligned" not in ins.mods:
+        raise unsupported(ins, "only wmma.*.sync.aligned m16n16k16 is supported")
+    ins.aux["action"] = actions[0]
+    if actions[0] == "mma":
+        _prep_wmma_mma(ins)
+    else:
+        _prep_wmma_mem(ins, actions[0])
+
+
 _LDM = (".sync", ".aligned", ".m8n8", ".x1", ".x2", ".x4", ".trans", ".shared", ".shared::cta")
+_WMMA_MODS = (".load", ".store", ".mma", ".a", ".b", ".c", ".d", ".sync", ".aligned", ".row", ".col", ".m16n16k16",
+              ".global", ".shared", ".shared::cta", ".satfinite")
 OPS = {
     "mma": spec(mma, "tensor", (".sync", ".aligned", ".m16n8k16", ".m16n8k8", ".m16n8k32", ".row", ".col"),
                 _prep_mma),
     "ldmatrix": spec(ldmatrix, "ld_shared", _LDM, _prep_ldm),
     "stmatrix": spec(stmatrix, "st_shared", _LDM, _prep_ldm),
+    "wmma": spec(wmma, "tensor", _WMMA_MODS, _prep_wmma),
 }

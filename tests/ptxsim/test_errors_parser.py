@@ -24,8 +24,8 @@ def test_new_modifiers_are_not_lexer_errors_but_are_validated():
 
 
 def test_unknown_opcode_names_opcode_and_line():
-    with pytest.raises(ptxsim.UnsupportedInstruction, match=r"wmma\.load.*line 13"):
-        kernel("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1}, [%rd1], 16;")
+    with pytest.raises(ptxsim.UnsupportedInstruction, match=r"mbarrier\.init.*line 13"):
+        kernel("mbarrier.init.shared::cta.b64 [%rd1], %r1;")
 
 
 def test_unknown_kernel_lists_entries():

@@ -173,13 +173,21 @@ class GpuBackend(Backend):
     def _device(self):
         return cuda_api.driver().CUdevice(int(self.context.device.id))
 
-    def launch_ptx(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg], shared_bytes: int = 0,
-                   tag: str = "") -> LaunchRecord:
+    def launch_ptx_raw(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg],
+                       shared_bytes: int = 0) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """Launch on the stream without events or a LaunchRecord (e.g. the timing loop's stream blocker).
+
+        Returns:
+            (grid, block) as dim3 tuples.
+        Raises:
+            InputError: wrong parameter count or a non-scalar .param; GpuError: a driver call failed.
+        """
         driver = cuda_api.driver()
         func = self._function(ptx, entry)
         ptypes = self._params[ptx][entry]
         if len(ptypes) != len(params):
-            raise InputError(f"PTX entry {entry} takes {len(ptypes)} parameters; {len(params)} given")
+            raise InputError(f"PTX entry {entry} takes {len(ptypes)} parameters ({', '.join(ptypes)}); "
+                             f"{len(params)} given")
         values, ctys = [], []
         for i, (p, t) in enumerate(zip(params, ptypes)):
             cty = _CTYPES.get(t)
@@ -189,14 +197,20 @@ class GpuBackend(Backend):
             values.append(int(p.addr) if isinstance(p, DeviceArray) else (p.item() if isinstance(p, np.generic) else p))
             ctys.append(cty)
         g, b = dim3(grid, "grid"), dim3(block, "block")
-        self.sources.setdefault(tag or entry, ("ptx", ptx, entry))
         self._allow_dynamic_shared(func, int(shared_bytes), entry)
+        _check(driver.cuLaunchKernel(func, *g, *b, int(shared_bytes), driver.CUstream(_stream_handle(self.stream)),
+                                     (tuple(values), tuple(ctys)), 0), f"cuLaunchKernel({entry})")
+        return g, b
+
+    def launch_ptx(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg], shared_bytes: int = 0,
+                   tag: str = "") -> LaunchRecord:
+        self._function(ptx, entry)  # NOTE: module load and JIT before the first event, not between the two
+        self.sources.setdefault(tag or entry, ("ptx", ptx, entry))
         start, end = self._events()
         t0 = time.perf_counter()
         if start is not None:
             start.record(self.stream)
-        _check(driver.cuLaunchKernel(func, *g, *b, int(shared_bytes), driver.CUstream(_stream_handle(self.stream)),
-                                     (tuple(values), tuple(ctys)), 0), f"cuLaunchKernel({entry})")
+        g, b = self.launch_ptx_raw(ptx, entry, grid, block, params, shared_bytes)
         if end is not None:
             end.record(self.stream)
         seconds = time.perf_counter() - t0

@@ -317,7 +317,9 @@ class FakeNumbaCuda:
     def mapped_array(self, shape, dtype=np.float64):
         host = np.zeros(shape, dtype)
         self.gpu.log("mapped", host.nbytes)
-        return FakeMapped(host, next(self.gpu.ids) << 20)
+        mapped = FakeMapped(host, next(self.gpu.ids) << 20)
+        mapped.gpu = self.gpu
+        return mapped
 
     def jit(self, signature):
         return lambda pyfunc: FakeDispatcher(self.gpu, pyfunc, signature)
@@ -333,6 +335,12 @@ class FakeMapped(np.ndarray):
 
     def __array_finalize__(self, obj):
         self.device_addr = getattr(obj, "device_addr", 0)
+        self.gpu = getattr(obj, "gpu", None)
+
+    def __setitem__(self, index, value):
+        super().__setitem__(index, value)
+        if self.gpu is not None:
+            self.gpu.log("flag", index, int(value))
 
     @property
     def __cuda_array_interface__(self):

@@ -173,6 +173,13 @@ class GpuBackend(Backend):
     def _device(self):
         return cuda_api.driver().CUdevice(int(self.context.device.id))
 
+    def max_dynamic_shared(self) -> int:
+        """The most dynamic shared memory one block may opt into on this device (232448 bytes on H100/H200)."""
+        driver = cuda_api.driver()
+        attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        return int(_check(driver.cuDeviceGetAttribute(attr, self._device()), "cuDeviceGetAttribute(MAX_SHARED_"
+                                                                            "MEMORY_PER_BLOCK_OPTIN)"))
+
     def launch_ptx_raw(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg],
                        shared_bytes: int = 0) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """Launch on the stream without events or a LaunchRecord (e.g. the timing loop's stream blocker).

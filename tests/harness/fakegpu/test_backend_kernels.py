@@ -83,3 +83,14 @@ def test_a_ptx_jit_failure_quotes_the_jit_log(fake_gpu):
     ptx = ".version 8.4\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u32 n)\n{\n    ret;\n}\n"
     with pytest.raises(GpuError, match=r"CUDA_ERROR_INVALID_PTX.*Unknown symbol '%rx'"):
         backend.launch_ptx(ptx, "k", 1, 32, [np.uint32(1)])
+
+
+def test_partition_reservation_is_the_whole_opt_in_shared_memory(fake_gpu):
+    """200 KB left room for 20-24 KB GEMM tiles beside a communication CTA; the reservation is the device's maximum."""
+    from harness.backends.gpu import GpuBackend
+    from harness.partition.measure import RESERVE_BYTES, reserve_bytes
+
+    from tests.harness.fakegpu.fakes import OPTIN_SHARED
+
+    assert reserve_bytes(GpuBackend()) == OPTIN_SHARED == 227 * 1024
+    assert RESERVE_BYTES == 227 * 1024

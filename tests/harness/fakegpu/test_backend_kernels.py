@@ -89,7 +89,6 @@ def test_partition_reservation_is_the_whole_opt_in_shared_memory(fake_gpu):
     """200 KB left room for 20-24 KB GEMM tiles beside a communication CTA; the reservation is the device's maximum."""
     from harness.backends.gpu import GpuBackend
     from harness.partition.measure import RESERVE_BYTES, reserve_bytes
-
     from tests.harness.fakegpu.fakes import OPTIN_SHARED
 
     assert reserve_bytes(GpuBackend()) == OPTIN_SHARED == 227 * 1024

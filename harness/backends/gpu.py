@@ -46,11 +46,12 @@ def _numba_kernel_handle(dispatcher):
     one explicit signature."""
     try:
         (kernel,) = dispatcher.overloads.values()
-        return kernel._codelibrary.get_cufunc().handle
+        library = getattr(kernel, "library", None) or kernel._codelibrary
+        return library.get_cufunc().handle
     except (AttributeError, ValueError) as exc:
         raise GpuError(f"cannot find the CUDA function of Numba kernel {getattr(dispatcher, '__name__', dispatcher)} "
-                       f"({type(exc).__name__}: {exc}); expected one compiled overload with _codelibrary."
-                       f"get_cufunc().handle (numba-cuda 0.30)") from exc
+                       f"({type(exc).__name__}: {exc}); expected one compiled overload whose "
+                       f"library.get_cufunc().handle is the kernel (numba-cuda 0.30)") from exc
 
 
 @dataclass

@@ -356,9 +356,9 @@ class FakeDispatcher:
         self.gpu, self.pyfunc, self.__name__ = gpu, pyfunc, pyfunc.__name__
         self.arg_types = parse_signature(signature)
         handle = CUkernel(next(gpu.ids))
-        codelib = SimpleNamespace(get_cufunc=lambda: SimpleNamespace(handle=handle))
+        library = SimpleNamespace(get_cufunc=lambda: SimpleNamespace(handle=handle))
         self.overloads = {tuple(signature) if not isinstance(signature, str) else signature:
-                          SimpleNamespace(_codelibrary=codelib)}
+                          SimpleNamespace(library=library)}
         self.handle = handle
 
     def __getitem__(self, config):

@@ -70,3 +70,17 @@ def test_validate_metrics_drops_only_what_the_listing_contradicts():
     assert dropped == ["dram__bytez.sum"]
     assert kept == ["dram__bytes_read.sum", "launch__block_size", "sm__throughput.avg.pct_of_peak_sustained_elapsed"]
     assert validate_metrics(["x__y.sum"], None) == (["x__y.sum"], [])
+
+
+def test_ncu_report_is_found_beside_an_installed_ncu(tmp_path):
+    """The lent machine has ncu but no ncu-report wheel: its own extras/python copy is used."""
+    from harness.nsight.tools import ncu_python_dirs
+
+    install = tmp_path / "cuda" / "nsight-compute-2025.1"
+    (install / "extras" / "python").mkdir(parents=True)
+    (install / "extras" / "python" / "ncu_report.py").write_text("")
+    (tmp_path / "cuda" / "bin").mkdir()
+    wrapper = tmp_path / "cuda" / "bin" / "ncu"  # like /usr/local/cuda/bin/ncu, a script calling the install's ncu
+    wrapper.write_text("#!/bin/sh\n")
+    assert ncu_python_dirs(wrapper) == [install / "extras" / "python"]
+    assert ncu_python_dirs(install / "ncu") == [install / "extras" / "python"]

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.implementations import IMPLS, implementation_table
-from harness.kernels import get_kernel
+from harness.kernels import KERNEL_NAMES, get_kernel
 from harness.presets import get_preset
 from harness.timing.gpu import BLOCKER_ENTRY, GpuTimingSettings, read_clocks, time_gpu
 
@@ -14,15 +14,15 @@ QUICK = GpuTimingSettings(warmup_runs=2, warmup_s=0.0, min_samples=6, max_sample
                           clock_every_s=0.0)
 
 
-def _layer_call(impl: str):
+def _call(impl: str, kernel: str = "layer"):
     from harness.backends.gpu import GpuBackend
     from harness.runner import _alloc
 
     preset = get_preset("tiny")
-    spec = get_kernel("layer")
+    spec = get_kernel(kernel)
     backend = GpuBackend(event_timing=False)
     args, _ = _alloc(backend, spec, spec.make_inputs(preset, "balanced", 3), preset)
-    run = implementation_table(impl)[0]["layer"]
+    run = implementation_table(impl)[0][kernel]
     return backend, args, (lambda a: run(backend, a, preset))
 
 
@@ -38,8 +38,9 @@ def _windows(timeline, stream):
 
 
 @pytest.mark.parametrize("impl", sorted(IMPLS))
-def test_layer_timed_window_holds_only_its_launches(fake_gpu, impl):
-    backend, args, call = _layer_call(impl)
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
+def test_timed_window_holds_only_the_calls_launches(fake_gpu, impl, kernel):
+    backend, args, call = _call(impl, kernel)
     clocks = lambda: {"sm_clock_mhz": "1980"}
     out = time_gpu(backend, call, [args], 50 << 20, QUICK, clock_reader=clocks)
     assert fake_gpu.errors == []
@@ -50,7 +51,7 @@ def test_layer_timed_window_holds_only_its_launches(fake_gpu, impl):
         kinds = {e[0] for e in inside}
         assert kinds == {"launch"}, f"inside the timed window: {sorted(kinds)}"  # no alloc/free/memset/sync
         assert {e[2] for e in inside} == {stream}
-        assert len(inside) >= 8  # the whole layer
+        assert len(inside) == len(out["launch_us"]) >= 1  # every launch of one call (the stage run counts them)
         released = [j for j in range(end, len(fake_gpu.timeline)) if fake_gpu.timeline[j][:2] == ("flag", 0)]
         synced = [j for j in range(end, len(fake_gpu.timeline)) if fake_gpu.timeline[j][0] == "sync-event"]
         assert released and synced and released[0] < synced[0]  # released after the end event, before the wait
@@ -59,7 +60,7 @@ def test_layer_timed_window_holds_only_its_launches(fake_gpu, impl):
 
 
 def test_workspace_allocated_once_for_all_timed_calls(fake_gpu):
-    backend, args, call = _layer_call("ptx")
+    backend, args, call = _call("ptx")
     allocs_before = sum(e[0] == "alloc" for e in fake_gpu.timeline)
     time_gpu(backend, call, [args], 50 << 20, QUICK, clock_reader=lambda: {"sm_clock_mhz": "1980"})
     from ptx_impl.layer import intermediate_specs
@@ -70,7 +71,7 @@ def test_workspace_allocated_once_for_all_timed_calls(fake_gpu):
 
 
 def test_throttled_samples_are_discarded(fake_gpu):
-    backend, args, call = _layer_call("ptx")
+    backend, args, call = _call("ptx")
     reads = iter([1980, 1980, 1980, 1400, 1980, 1400] + [1980] * 100)
     clocks = lambda: {"sm_clock_mhz": str(next(reads))}
     settings = GpuTimingSettings(warmup_runs=1, warmup_s=0.0, min_samples=4, max_samples=4, budget_s=5.0,
@@ -83,7 +84,7 @@ def test_throttled_samples_are_discarded(fake_gpu):
 
 
 def test_blocker_timeouts_drop_the_sample(fake_gpu):
-    backend, args, call = _layer_call("ptx")
+    backend, args, call = _call("ptx")
     flags = iter([True, False] * 50)
     blocker = SimpleNamespace(hold=lambda: None, release=lambda: None, timed_out=lambda: next(flags))
     settings = GpuTimingSettings(warmup_runs=1, warmup_s=0.0, min_samples=3, max_samples=3, budget_s=5.0,

@@ -140,7 +140,7 @@ compare() {  # compare PRESET KERNELS LIMIT
 compare dsv3-decode "$KERNELS" "$DECODE_LIMIT"
 compare dsv3-prefill "$PREFILL_KERNELS" "$PREFILL_LIMIT"
 
-# --- ncu: the first launch of each kernel of a few cheap dsv3-decode rows, if ncu is installed ---------------------
+# --- ncu: the first launch of each launch configuration of a few cheap dsv3-decode rows, if ncu is installed -----
 if command -v ncu >/dev/null || "$PY" -c "from harness.nsight.tools import find_tool; find_tool('ncu')" 2>/dev/null; then
   NCU_LOG="$PROFILES/ncu_step.log"
   step "profile ncu dsv3-decode" "$NCU_LIMIT" bash -c '"$0" -m harness.cli profile --tool ncu --backend gpu \

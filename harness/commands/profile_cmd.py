@@ -3,7 +3,7 @@
 The comparison runs as a child `python -m harness.cli compare ... --run-id ID --quick-timing --no-model-estimate`
 under the tool (command lines from harness.nsight.tools), so the run folder is known in advance; the tool's report is
 then imported into that run folder (`ptxmoe import`), its metric rows attached to the run.json rows by NVTX range.
-ncu profiles the first launch of each kernel only (`--ncu-launches all` for every launch), with the metrics the
+ncu profiles the first launch of each launch configuration only (`--ncu-launches all` for every launch), with the metrics the
 GPU supports (`ncu --query-metrics`; unknown ones are dropped with a warning); a known ncu failure (no counter
 permission, no profiler in a sandbox) is explained.
 """
@@ -28,7 +28,8 @@ def register(subparsers) -> None:
                     "sample per row (profiler overhead makes timings meaningless anyway).")
     parser.add_argument("--tool", required=True, choices=TOOLS, help="ncu (per-kernel metrics) or nsys (timeline)")
     parser.add_argument("--ncu-launches", choices=("first", "all"), default="first",
-                        help="ncu: profile the first launch of each kernel (default; the check run of its row) or "
+                        help="ncu: profile the first launch of each kernel launch configuration (default; the "
+                             "check run of its row) or "
                              "every launch (check, warm-up, sample and stage runs, each replayed per metric pass)")
     add_compare_options(parser)
     parser.set_defaults(func=run)
@@ -55,7 +56,7 @@ def run(args) -> int:
     from harness.backends.select import resolve_backend_name
     from harness.commands.import_cmd import import_file, rebuild_dashboard
     from harness.nsight.tools import (
-        FIRST_LAUNCH_OF_EACH_KERNEL,
+        FIRST_LAUNCH_PER_CONFIG,
         explain_ncu_output,
         find_tool,
         ncu_command,
@@ -85,8 +86,8 @@ def run(args) -> int:
         # NOTE: no --nvtx-include filter: the child runs only ptxmoe kernels, and our range names hold '/', which
         # ncu's include syntax treats as nesting. The NVTX stacks still label every kernel (--nvtx is on).
         metrics = _supported_metrics(tool)
-        kernel_id = FIRST_LAUNCH_OF_EACH_KERNEL if getattr(args, "ncu_launches", "first") == "first" else None
-        commands = [ncu_command(app, metrics, None, report, ncu=tool, kernel_id=kernel_id)]
+        filters = FIRST_LAUNCH_PER_CONFIG if getattr(args, "ncu_launches", "first") == "first" else ()
+        commands = [ncu_command(app, metrics, None, report, ncu=tool, filters=filters)]
     else:
         prefix = nsight_dir / "profile"
         commands = nsys_commands(app, prefix, nsys=tool)

@@ -68,7 +68,7 @@ def tool_env(base=None) -> dict:
     return env
 
 
-def ncu_command(app_argv, metrics, nvtx_include, report_path, ncu="ncu", kernel_id: str | None = None) -> list[str]:
+def ncu_command(app_argv, metrics, nvtx_include, report_path, ncu="ncu", filters=()) -> list[str]:
     """The ncu argv profiling `app_argv` (run it with env=tool_env(): LC_ALL=C).
 
     Args:
@@ -79,9 +79,9 @@ def ncu_command(app_argv, metrics, nvtx_include, report_path, ncu="ncu", kernel_
             the run range ("ptxmoe@<run>/") or use a regex rather than a plain kernel range name.
         report_path: the .ncu-rep to write (-o).
         ncu: the executable (find_tool("ncu") for the installed one).
-        kernel_id: an ncu --kernel-id filter, e.g. FIRST_LAUNCH_OF_EACH_KERNEL (context:stream:name:invocation).
+        filters: more ncu launch filters, e.g. FIRST_LAUNCH_PER_CONFIG.
     Returns:
-        [ncu, --nvtx, --nvtx-include X..., [--kernel-id K], --clock-control none, --print-units base,
+        [ncu, --nvtx, --nvtx-include X..., *filters, --clock-control none, --print-units base,
          --metrics m1,m2, -o report, --csv, *app_argv].
     """
     includes = [nvtx_include] if isinstance(nvtx_include, str) else list(nvtx_include or ())
@@ -93,16 +93,16 @@ def ncu_command(app_argv, metrics, nvtx_include, report_path, ncu="ncu", kernel_
     argv = [str(ncu), "--nvtx"]
     for include in includes:
         argv += ["--nvtx-include", include]
-    if kernel_id:
-        argv += ["--kernel-id", kernel_id]
+    argv += [str(f) for f in filters]
     argv += ["--clock-control", "none", "--print-units", "base", "--metrics", ",".join(metrics),
              "-o", str(report_path), "--csv"]
     return argv + [str(a) for a in app_argv]
 
 
-# Every kernel's first invocation only (ncu counts invocations per kernel function name): one profiled launch per
-# kernel of a row instead of its check, warm-up, sample and stage launches, each replayed per metric pass.
-FIRST_LAUNCH_OF_EACH_KERNEL = "::regex:.*:1"
+# The first launch of each launch configuration (kernel, grid, block, shared memory) only: a row's check launch, not
+# its warm-up, sample and stage launches again, each replayed per metric pass (ncu docs, "Filter Options":
+# --launch-count applies per configuration in per-launch-config mode).
+FIRST_LAUNCH_PER_CONFIG = ("--launch-count", "1", "--filter-mode", "per-launch-config")
 
 NCU_PERMISSION_HELP = (
     "ncu reported ERR_NVGPUCTRPERM: this user may not read the GPU performance counters. Run the profile as root "
@@ -129,7 +129,7 @@ _METRIC_LINE = re.compile(r"^\s*([a-z0-9]+__[A-Za-z0-9_]+)\b")
 def query_metric_names(ncu="ncu", run=subprocess.run) -> set[str] | None:
     """Base metric names the attached GPU supports (`ncu --query-metrics`), or None when the query fails."""
     try:
-        proc = run([str(ncu), "--query-metrics"], capture_output=True, text=True, timeout=60, env=tool_env(),
+        proc = run([str(ncu), "--query-metrics"], capture_output=True, text=True, timeout=30, env=tool_env(),
                    check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None

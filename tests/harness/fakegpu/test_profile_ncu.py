@@ -1,4 +1,4 @@
-"""`ptxmoe profile --tool ncu` against a fake `ncu` on PATH: the command it runs (first launch of each kernel, no
+"""`ptxmoe profile --tool ncu` against a fake `ncu` on PATH: the command it runs (first launch of each launch configuration, no
 timing-model estimate, only metrics the GPU lists), unknown metrics dropped with a warning, ERR_NVGPUCTRPERM
 explained instead of a bare exit code."""
 import json
@@ -47,7 +47,8 @@ def _profile(out):
 def test_profile_runs_first_launches_with_supported_metrics(fake_ncu, capsys):
     assert _profile(fake_ncu / "profiles") == 1  # the fake wrote no report
     argv = json.loads((fake_ncu / "argv.json").read_text())
-    assert argv[argv.index("--kernel-id") + 1] == "::regex:.*:1"
+    assert argv[argv.index("--launch-count") + 1] == "1"
+    assert argv[argv.index("--filter-mode") + 1] == "per-launch-config"
     metrics = argv[argv.index("--metrics") + 1].split(",")
     assert f"{MISSING}.sum" not in metrics and "launch__registers_per_thread" in metrics
     assert len(metrics) == len(DASHBOARD_NCU_METRICS) - 1

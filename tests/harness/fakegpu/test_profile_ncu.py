@@ -1,6 +1,6 @@
-"""`ptxmoe profile --tool ncu` against a fake `ncu` on PATH: the command it runs (first launch of each launch configuration, no
-timing-model estimate, only metrics the GPU lists), unknown metrics dropped with a warning, ERR_NVGPUCTRPERM
-explained instead of a bare exit code."""
+"""`ptxmoe profile --tool ncu` against a fake `ncu` on PATH: the command it runs (first launch of each launch
+configuration, no timing-model estimate, only metrics the GPU lists), unknown metrics dropped with a warning,
+ERR_NVGPUCTRPERM explained instead of a bare exit code."""
 import json
 import os
 

@@ -133,6 +133,7 @@ class FakeDriver:
     CUfunction_attribute = CUfunction_attribute
     CUdevice_attribute = CUdevice_attribute
     CUdeviceptr, CUstream, CUdevice, CUfunction, CUkernel = CUdeviceptr, CUstream, CUdevice, CUfunction, CUkernel
+    CUmodule = CUmodule
 
     def __init__(self, gpu: FakeGpu):
         self.gpu = gpu
@@ -170,7 +171,7 @@ class FakeDriver:
             return CUresult.CUDA_ERROR_INVALID_PTX, None
         module = next(self.gpu.ids)
         self.gpu.modules[module] = {f.name: f.params for f in parse(text).functions if f.kind == "entry"}
-        return CUresult.CUDA_SUCCESS, CUmodule(module)
+        return CUresult.CUDA_SUCCESS, self.CUmodule(module)
 
     def cuModuleGetFunction(self, module, name):
         entries = self.gpu.modules[int(module)]
@@ -178,15 +179,15 @@ class FakeDriver:
             return CUresult.CUDA_ERROR_INVALID_VALUE, None
         handle = next(self.gpu.ids)
         self.gpu.functions[handle] = (int(module), name.decode())
-        return CUresult.CUDA_SUCCESS, CUfunction(handle)
+        return CUresult.CUDA_SUCCESS, self.CUfunction(handle)
 
     def cuFuncSetAttribute(self, func, attr, value):
-        if not isinstance(func, CUfunction):
+        if type(func).__name__ != "CUfunction":
             return self._fail(f"cuFuncSetAttribute on a {type(func).__name__}; expected a CUfunction")
         return self._set_shared(func, attr, value)
 
     def cuKernelSetAttribute(self, attr, value, kernel, dev):
-        if not isinstance(kernel, CUkernel) or not isinstance(dev, CUdevice):
+        if type(kernel).__name__ != "CUkernel" or type(dev).__name__ != "CUdevice":
             return self._fail(f"cuKernelSetAttribute({type(kernel).__name__}, {type(dev).__name__}); "
                               "expected a CUkernel and a CUdevice")
         return self._set_shared(kernel, attr, value)
@@ -390,11 +391,57 @@ class FakeDispatcher:
         gpu.launched(name, stream.handle.value, int(shared))
 
 
-def install(monkeypatch) -> FakeGpu:
-    """Replace the CUDA seams (harness.backends.cuda_api.driver / numba_cuda) and GPU visibility with one FakeGpu."""
+class MarshalCheckedDriver:
+    """cuda-python's real driver module in front of the fake: the real types and enums, and every call made through
+    the real binding first, which converts each argument (a TypeError or ValueError there is a bug in our call) and
+    only then fails to find libcuda; the fake then does the call. `calls` lists the calls that passed marshalling.
+
+    Only usable without a CUDA driver (`usable()`): with one, fake handles would reach the real GPU.
+    """
+
+    def __init__(self, fake: FakeDriver):
+        from cuda.bindings import driver as real
+
+        self._real, self._fake, self.calls = real, fake, []
+        for name in ("CUmodule", "CUfunction", "CUkernel"):  # handles the fake returns: the real types
+            setattr(fake, name, getattr(real, name))
+
+    @staticmethod
+    def usable() -> bool:
+        from cuda.bindings import driver as real
+
+        try:
+            real.cuInit(0)
+        except Exception as exc:  # noqa: BLE001 - only "no driver library" makes the real calls harmless
+            return type(exc).__name__ == "DynamicLibNotFoundError"
+        return False
+
+    def __getattr__(self, name):
+        real_attr = getattr(self._real, name)
+        if not name.startswith("cu"):
+            return real_attr  # types and enums
+        fake_fn = getattr(self._fake, name)
+
+        def call(*args):
+            try:
+                real_attr(*args)
+            except Exception as exc:
+                if type(exc).__name__ != "DynamicLibNotFoundError":
+                    raise AssertionError(f"{name}{args!r}: the real binding refused the arguments: "
+                                         f"{type(exc).__name__}: {exc}") from exc
+            self.calls.append(name)
+            return fake_fn(*args)
+        return call
+
+
+def install(monkeypatch, real_marshalling: bool = False) -> FakeGpu:
+    """Replace the CUDA seams (harness.backends.cuda_api.driver / numba_cuda) and GPU visibility with one FakeGpu;
+    `real_marshalling`: driver calls also go through cuda-python's real argument conversion (MarshalCheckedDriver)."""
     from harness.backends import cuda_api
 
     gpu = FakeGpu()
+    if real_marshalling:
+        gpu.driver = MarshalCheckedDriver(gpu.driver)
     monkeypatch.setattr(cuda_api, "driver", lambda: gpu.driver)
     monkeypatch.setattr(cuda_api, "numba_cuda", lambda: gpu.numba)
     monkeypatch.setattr("harness.toolchain.gpu_visible", lambda: (True, "fake GPU"))

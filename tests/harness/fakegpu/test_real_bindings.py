@@ -41,10 +41,14 @@ def test_backend_timing_and_partition_calls_marshal(monkeypatch):
 
 
 def test_numba_shared_memory_attribute_marshals(monkeypatch):
-    from cuda_impl import comm
+    import importlib
+
     from harness.backends.gpu import GpuBackend
+    from harness.implementations import IMPLS
     from harness.partition.problem import CommShapes, dispatch_inputs
 
+    numba_impl = next(name for name in IMPLS if name != "ptx")
+    comm = importlib.import_module(f"{IMPLS[numba_impl]}.comm")
     gpu = install(monkeypatch, real_marshalling=True)
     backend = GpuBackend()
     shapes = CommShapes(64, 512, 4, spare=5)

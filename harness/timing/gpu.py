@@ -8,7 +8,7 @@ implementation's dispatch time instead. Inputs rotate between copies when they f
 intermediates) are allocated once, before the timed window, and kept for the whole loop. Warm-up first; sampling
 stops when the relative standard error drops under 0.5 % (after a minimum count), or at the time budget or the
 sample cap. A sample whose blocker gave up waiting (the host took longer than `block_timeout_s` to queue the call)
-is discarded. The SM clock is read (nvidia-smi) before and every `clock_every_s` during sampling; samples taken
+is discarded. The SM clock is read (NVML, else nvidia-smi) before and every `clock_every_s` during sampling; samples taken
 while it was more than `throttle_tolerance` below the starting clock are discarded and counted. The host-side call
 time without a held stream is sampled separately too (`host_call_us`).
 """
@@ -38,7 +38,7 @@ class GpuTimingSettings:
     host_samples: int = 30
     block_stream: bool = True  # hold the stream with the blocker kernel while a sample is queued
     block_timeout_s: float = 2.0  # the blocker gives up after this long (the sample is then discarded)
-    clock_every_s: float = 0.25  # read the SM clock this often while sampling (nvidia-smi)
+    clock_every_s: float = 0.25  # read the SM clock this often while sampling (NVML, else nvidia-smi)
     throttle_tolerance: float = 0.05  # discard samples taken below (1 - this) x the starting SM clock
 
 
@@ -49,12 +49,52 @@ _CLOCK_FIELDS = ("clocks.sm", "clocks.mem", "temperature.gpu", "power.draw")
 _CLOCK_NAMES = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "throttle_reasons")
 
 
-def read_clocks(run=subprocess.run) -> dict:
-    """SM / memory clocks, temperature, power and throttle reasons from nvidia-smi.
+def read_clocks(run=subprocess.run, nvml=None) -> dict:
+    """SM / memory clocks, temperature, power and throttle reasons: NVML (pynvml, microseconds) when importable, else
+    nvidia-smi (tens of milliseconds a call).
 
-    Returns the values by name (plus "utc_ns" and the reason field used), or {"error": why} when nothing could be
-    read: never an empty dict, so a run says that its clocks are unknown.
+    Args:
+        run: subprocess.run stand-in for nvidia-smi. nvml: a pynvml stand-in (default: import pynvml if present).
+    Returns:
+        The values by name (strings, as nvidia-smi prints them), "utc_ns", "source" and the reason field used; or
+        {"error": why} when nothing could be read: never an empty dict, so a run says that its clocks are unknown.
     """
+    nvml_error = None
+    try:
+        return _nvml_clocks(nvml)
+    except Exception as exc:  # noqa: BLE001 - no pynvml, no NVML library, an old driver: nvidia-smi then
+        nvml_error = f"{type(exc).__name__}: {exc}"
+    out = _smi_clocks(run)
+    if "error" in out:
+        out["error"] += f"; NVML: {nvml_error}"
+    return out
+
+
+_NVML_STATE: dict = {}
+
+
+def _nvml_clocks(nvml=None) -> dict:
+    if nvml is None:
+        import pynvml as nvml
+    if _NVML_STATE.get("module") is not nvml:
+        nvml.nvmlInit()
+        _NVML_STATE.update(module=nvml, handle=nvml.nvmlDeviceGetHandleByIndex(0))
+    h = _NVML_STATE["handle"]
+    # NOTE: NVML renamed ...ClocksThrottleReasons to ...ClocksEventReasons too; either may be missing
+    reasons_fn = (getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                  or getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+    try:
+        reasons = f"0x{int(reasons_fn(h)):016x}" if reasons_fn else "[N/A]"
+    except Exception:  # noqa: BLE001 - reasons are informative only
+        reasons = "[N/A]"
+    return {"utc_ns": time.time_ns(), "sm_clock_mhz": str(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)),
+            "mem_clock_mhz": str(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM)),
+            "temperature_c": str(nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU)),
+            "power_w": f"{nvml.nvmlDeviceGetPowerUsage(h) / 1000:.2f}", "throttle_reasons": reasons,
+            "source": "nvml", "reason_field": getattr(reasons_fn, "__name__", None)}
+
+
+def _smi_clocks(run) -> dict:
     errors = []
     for reason in (*REASON_FIELDS, None):
         fields = _CLOCK_FIELDS + ((reason,) if reason else ())
@@ -65,7 +105,8 @@ def read_clocks(run=subprocess.run) -> dict:
             return {"error": f"nvidia-smi could not run: {exc}"}
         if proc.returncode == 0 and proc.stdout.strip():
             values = [v.strip() for v in proc.stdout.splitlines()[0].split(",")]
-            return {"utc_ns": time.time_ns(), **dict(zip(_CLOCK_NAMES, values)), "reason_field": reason}
+            return {"utc_ns": time.time_ns(), **dict(zip(_CLOCK_NAMES, values)), "source": "nvidia-smi",
+                    "reason_field": reason}
         why = (proc.stderr or proc.stdout or "").strip().splitlines()
         errors.append(f"{reason or 'clocks only'}: exit {proc.returncode}{': ' + why[0][:160] if why else ''}")
     return {"error": "nvidia-smi --query-gpu failed: " + "; ".join(errors)}

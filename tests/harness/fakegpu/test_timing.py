@@ -95,6 +95,23 @@ def test_blocker_timeouts_drop_the_sample(fake_gpu):
     assert out["clock_note"].startswith("SM clock unknown (no nvidia-smi)")
 
 
+NO_NVML = SimpleNamespace()  # nvmlInit missing: AttributeError, as any NVML failure, sends read_clocks to nvidia-smi
+
+
+def test_read_clocks_uses_nvml_when_there_with_either_reason_function():
+    calls = []
+    nvml = SimpleNamespace(
+        NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2, NVML_TEMPERATURE_GPU=0,
+        nvmlInit=lambda: calls.append("init"), nvmlDeviceGetHandleByIndex=lambda i: ("h", i),
+        nvmlDeviceGetClockInfo=lambda h, kind: {1: 1980, 2: 3201}[kind],
+        nvmlDeviceGetTemperature=lambda h, kind: 41, nvmlDeviceGetPowerUsage=lambda h: 120500,
+        nvmlDeviceGetCurrentClocksThrottleReasons=lambda h: 4)  # an older pynvml: only the old name
+    clocks = read_clocks(run=None, nvml=nvml)
+    assert clocks["source"] == "nvml" and clocks["sm_clock_mhz"] == "1980" and clocks["power_w"] == "120.50"
+    assert clocks["throttle_reasons"] == "0x0000000000000004"
+    assert read_clocks(run=None, nvml=nvml)["mem_clock_mhz"] == "3201" and calls == ["init"]  # initialised once
+
+
 def test_read_clocks_falls_back_to_the_old_reason_field():
     calls = []
 
@@ -105,7 +122,7 @@ def test_read_clocks_falls_back_to_the_old_reason_field():
                                    "valid field to query.\n")
         return SimpleNamespace(returncode=0, stdout="1980, 3201, 41, 120.5, 0x0000000000000000\n", stderr="")
 
-    clocks = read_clocks(run=smi)
+    clocks = read_clocks(run=smi, nvml=NO_NVML)
     assert clocks["sm_clock_mhz"] == "1980" and clocks["throttle_reasons"] == "0x0000000000000000"
     assert clocks["reason_field"] == "clocks_throttle_reasons.active" and len(calls) == 2
 
@@ -114,10 +131,10 @@ def test_read_clocks_says_why_when_nothing_reads():
     def smi(argv, **_):
         return SimpleNamespace(returncode=9, stdout="", stderr="NVIDIA-SMI has failed\n")
 
-    clocks = read_clocks(run=smi)
+    clocks = read_clocks(run=smi, nvml=NO_NVML)
     assert set(clocks) == {"error"} and "NVIDIA-SMI has failed" in clocks["error"]
 
     def missing(argv, **_):
         raise FileNotFoundError("nvidia-smi")
 
-    assert "could not run" in read_clocks(run=missing)["error"]
+    assert "could not run" in read_clocks(run=missing, nvml=NO_NVML)["error"]

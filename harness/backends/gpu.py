@@ -5,8 +5,9 @@ stream. PTX text is loaded once per text with cuda-python's `cuModuleLoadDataEx`
 log) and launched with `cuLaunchKernel` on that same stream, with the device pointers of the same Numba buffers
 (`__cuda_array_interface__`), so both paths see identical memory; parameters are checked against the `.entry` as
 ptxsim's parser reads it. A launch asking for more than 48 KB of dynamic shared memory first raises the function's
-MAX_DYNAMIC_SHARED_SIZE_BYTES (Numba kernels too: numba-cuda never does). Every launch is bracketed by CUDA events (`LaunchRecord.stats` is a GpuLaunchStats) and the host-side
-call time is recorded as `host_seconds` (what a caller pays to dispatch, not the kernel's duration).
+MAX_DYNAMIC_SHARED_SIZE_BYTES (Numba kernels too: numba-cuda never does). Every launch is bracketed by CUDA events
+(`LaunchRecord.stats` is a GpuLaunchStats) and the host-side call time is recorded as `host_seconds` (what a caller
+pays to dispatch, not the kernel's duration).
 Everything CUDA comes through harness.backends.cuda_api (imported lazily, replaced by fakes in tests/harness/fakegpu).
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ estimates only).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from typing import Sequence
 
 import numpy as np
 

@@ -3,9 +3,9 @@
 The comparison runs as a child `python -m harness.cli compare ... --run-id ID --quick-timing --no-model-estimate`
 under the tool (command lines from harness.nsight.tools), so the run folder is known in advance; the tool's report is
 then imported into that run folder (`ptxmoe import`), its metric rows attached to the run.json rows by NVTX range.
-ncu profiles the first launch of each launch configuration only (`--ncu-launches all` for every launch), with the metrics the
-GPU supports (`ncu --query-metrics`; unknown ones are dropped with a warning); a known ncu failure (no counter
-permission, no profiler in a sandbox) is explained.
+ncu profiles the first launch of each launch configuration only (`--ncu-launches all` for every launch), with the
+metrics the GPU supports (`ncu --query-metrics`; unknown ones are dropped with a warning); a known ncu failure (no
+counter permission, no profiler in a sandbox) is explained.
 """
 from __future__ import annotations
 

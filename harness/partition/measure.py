@@ -3,7 +3,8 @@
 Partitioning SMs without green contexts: every communication CTA asks for all the dynamic shared memory a block may
 opt into (227 KB on Hopper, read from the device; the kernels use none), so each of the N CTAs holds a whole SM and
 no other CTA (a grouped-GEMM tile of 20-48 KB, + 1 KB reserved each) fits beside it; the GEMM's CTAs run on the
-other 132 - N SMs. To time the GEMM alone on 132 - N SMs, a blocker kernel with the same reservation spins on %globaltimer on N SMs while the GEMM runs.
+other 132 - N SMs. To time the GEMM alone on 132 - N SMs, a blocker kernel with the same reservation spins on
+%globaltimer on N SMs while the GEMM runs.
 
 Per N and comm series (ptx/plain, ptx/no_allocate, cuda/plain; median of `repeats`):
   comm (us)               dispatch + combine, N CTAs, comm stream, nothing else running

@@ -8,9 +8,9 @@ implementation's dispatch time instead. Inputs rotate between copies when they f
 intermediates) are allocated once, before the timed window, and kept for the whole loop. Warm-up first; sampling
 stops when the relative standard error drops under 0.5 % (after a minimum count), or at the time budget or the
 sample cap. A sample whose blocker gave up waiting (the host took longer than `block_timeout_s` to queue the call)
-is discarded. The SM clock is read (NVML, else nvidia-smi) before and every `clock_every_s` during sampling; samples taken
-while it was more than `throttle_tolerance` below the starting clock are discarded and counted. The host-side call
-time without a held stream is sampled separately too (`host_call_us`).
+is discarded. The SM clock is read (NVML, else nvidia-smi) before and every `clock_every_s` during sampling; samples
+taken while it was more than `throttle_tolerance` below the starting clock are discarded and counted. The host-side
+call time without a held stream is sampled separately too (`host_call_us`).
 """
 from __future__ import annotations
 
@@ -235,8 +235,8 @@ class _ClockWatch:
         if self.start_mhz is None:
             return f"SM clock unknown ({self.before.get('error') or 'no clocks.sm value'}): samples not screened"
         if self.discarded:
-            return (f"{len(self.discarded)} samples discarded: SM clock below {1 - self.settings.throttle_tolerance:.0%}"
-                    f" of {self.start_mhz:g} MHz")
+            floor = 1 - self.settings.throttle_tolerance
+            return f"{len(self.discarded)} samples discarded: SM clock below {floor:.0%} of {self.start_mhz:g} MHz"
         return None
 
 

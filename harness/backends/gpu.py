@@ -159,11 +159,16 @@ class GpuBackend(Backend):
     def _allow_dynamic_shared(self, func, shared_bytes: int, kernel_name: str) -> None:
         """Raise the function's dynamic shared-memory limit when a launch asks for more than the default 48 KB (once
         per function and size); CUkernel handles (Numba) use cuKernelSetAttribute, CUfunctions cuFuncSetAttribute."""
-        key = (type(func).__name__, int(func))
-        if shared_bytes <= DEFAULT_DYNAMIC_SHARED or self._dyn_shared.get(key, 0) >= shared_bytes:
+        if shared_bytes <= DEFAULT_DYNAMIC_SHARED:
+            return
+        value = getattr(func, "value", None) if not hasattr(func, "__int__") else int(func)  # ctypes handles: .value
+        key = (type(func).__name__, value)
+        if self._dyn_shared.get(key, 0) >= shared_bytes:
             return
         driver = cuda_api.driver()
         attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        if type(func).__name__ not in ("CUkernel", "CUfunction"):  # NOTE: an older numba-cuda's raw handle
+            func = driver.CUfunction(int(value or 0))
         if type(func).__name__ == "CUkernel":
             _check(driver.cuKernelSetAttribute(attr, int(shared_bytes), func, self._device()),
                    f"cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={shared_bytes}, {kernel_name})")

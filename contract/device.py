@@ -1,4 +1,4 @@
-"""What an implementation may use of a backend: device arrays, launch records and the launch calls.
+"""What an implementation may use of a backend: device arrays, workspaces, launch records and the launch calls.
 
 An implementation module (cuda_impl/<kernel>.py, cpp_impl/<kernel>.py, ptx_impl/<kernel>.py) exposes
 
@@ -64,6 +64,13 @@ class KernelBackend(Protocol):
         ...
 
     def free(self, array: DeviceArray) -> None: ...
+
+    def workspace(self, owner: str, specs: dict) -> dict[str, DeviceArray]:
+        """Poisoned arrays {name: (shape, dtype)} for `owner`'s intermediates; kept across the calls of a timing loop
+        (no allocation inside a timed window). Give them back with `done_with_workspace`."""
+        ...
+
+    def done_with_workspace(self, arrays: dict[str, DeviceArray]) -> None: ...
 
     def launch_ptx(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg], shared_bytes: int = 0,
                    tag: str = "") -> LaunchRecord:

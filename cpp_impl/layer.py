@@ -1,9 +1,10 @@
 """The whole MoE layer on the CUDA C++ kernels (kernels.md "The layer").
 
 gate -> align -> permute -> grouped_gemm(W1) -> swiglu -> grouped_gemm(W2) -> combine, plus act_quant(x) as the
-FP8 dispatch payload. The grouped GEMM is cpp_impl.grouped_gemm.run (its own module). Every intermediate is
-allocated once per call, before the first launch, with `backend.empty` (poisoned, so a kernel that skips an element
-shows up downstream) and freed afterwards, also when a launch fails.
+FP8 dispatch payload. The grouped GEMM is cpp_impl.grouped_gemm.run (its own module). Intermediates come from
+`backend.workspace` (poisoned, so a kernel that skips an element shows up downstream; kept across the calls of a
+timing loop, so nothing is allocated or freed inside its timed window) and are given back afterwards, also when a
+launch fails.
 """
 from __future__ import annotations
 
@@ -60,10 +61,8 @@ def run(backend, args, preset, **params):
     require("layer", "q" in args and "scale" in args, "outputs", sorted(args), "q and scale (act_quant of x)")
     gemm = grouped_gemm_run()
 
-    tmp = {}
+    tmp = backend.workspace("layer", intermediate_specs(preset))
     try:
-        for name, (shape, dtype) in intermediate_specs(preset).items():
-            tmp[name] = backend.empty(shape, dtype, fill_byte=0xFF)
         v = {**args, **tmp}
         records = []
         records += act_quant.run(backend, {"a": v["x"], "q": v["q"], "scale": v["scale"]}, preset)
@@ -79,5 +78,4 @@ def run(backend, args, preset, **params):
         records += combine.run(backend, {k: v[k] for k in ("y", "topk_w", "inverse", "out")}, preset)
         return records
     finally:
-        for arr in tmp.values():
-            backend.free(arr)
+        backend.done_with_workspace(tmp)

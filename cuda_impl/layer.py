@@ -1,7 +1,9 @@
-"""The whole MoE layer on the Numba path (kernels.md "The layer"), every intermediate allocated with backend.empty.
+"""The whole MoE layer on the Numba path (kernels.md "The layer"), intermediates from backend.workspace.
 
 gate -> align -> permute -> grouped_gemm(W1) -> swiglu -> grouped_gemm(W2) -> combine, plus act_quant(x) (the FP8
-dispatch payload). Eight launches; intermediates are freed at the end (also on an error).
+dispatch payload). Eight launches. The intermediates come from `backend.workspace` (poisoned; kept across the calls
+of a timing loop, so nothing is allocated or freed inside its timed window) and are given back at the end (also on
+an error).
 """
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ import numpy as np
 
 from cuda_impl import act_quant, align, combine, gate, grouped_gemm, permute, swiglu
 from cuda_impl.common import check_shape
-
 
 
 def _bf16():
@@ -20,7 +21,7 @@ def _bf16():
 
 def intermediate_specs(preset) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """name -> (shape, dtype) of every intermediate array of the layer."""
-    T, H, E, K, I, P = preset.T, preset.H, preset.E, preset.K, preset.I, preset.P_max  # noqa: E741
+    T, H, E, K, I, P = preset.T, preset.H, preset.E, preset.K, preset.I, preset.P_max
     i32, f32, bf16 = np.dtype(np.int32), np.dtype(np.float32), _bf16()
     return {
         "topk_ids": ((T, K), i32), "topk_w": ((T, K), f32),
@@ -32,14 +33,12 @@ def intermediate_specs(preset) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
 
 def run(backend, args, preset, pow2_scale: bool = False, **params):
     """Run the layer; args holds logits, bias, x, W1, W2 and the outputs out (bf16[T,H]) and, if present, q, scale."""
-    H, E, I = preset.H, preset.E, preset.I  # noqa: E741
+    H, E, I = preset.H, preset.E, preset.I
     check_shape("layer", args, "W1", (E, 2 * I, H))
     check_shape("layer", args, "W2", (E, H, I))
-    tmp = {}
+    tmp = backend.workspace("layer", intermediate_specs(preset))
     records = []
     try:
-        for name, (shape, dtype) in intermediate_specs(preset).items():
-            tmp[name] = backend.empty(shape, dtype, fill_byte=0xFF)
         t = {**args, **tmp}
         records += gate.run(backend, {k: t[k] for k in ("logits", "bias", "topk_ids", "topk_w")}, preset)
         records += align.run(backend, {k: t[k] for k in ("topk_ids", "counts", "offsets", "total_padded", "sorted_ids",
@@ -57,6 +56,5 @@ def run(backend, args, preset, pow2_scale: bool = False, **params):
         records += combine.run(backend, {"y": t["y"], "topk_w": t["topk_w"], "inverse": t["inverse"],
                                          "out": t["out"]}, preset)
     finally:
-        for arr in tmp.values():
-            backend.free(arr)
+        backend.done_with_workspace(tmp)
     return records

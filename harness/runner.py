@@ -385,6 +385,7 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
                                "traceback": traceback.format_exc(limit=8)[-4000:],
                                "elapsed_s": time.perf_counter() - t_row}
                         row["static"] = _static_quietly(backend, settings)
+                        row["sticky_cuda_error"] = _sticky_code(exc)
                 rows[impl] = row
                 summary["ran"] += 1
                 if row["status"] == "missing":
@@ -398,6 +399,8 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
                                     f"({time.perf_counter() - t_row:.1f}s, total {time.perf_counter() - t0:.0f}s)")
                 for finding in (row.get("sanitizer") or {}).get("findings", [])[:SHOW_FINDINGS]:
                     _progress(progress, f"    {finding['text']} [launch {finding['launch']}]")
+                if row.get("sticky_cuda_error"):
+                    _stop_after_sticky(run_file, row, summary)
             basis = "modelled" if settings.backend == "sim" else "measured"
             if all(impl in rows for impl in ("cuda", "ptx")):
                 run_file.set_verdict(_verdict(item, rows, basis))
@@ -405,6 +408,25 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
     run_file.doc["missing"] = summary["missing"]
     run_file.save()
     return summary
+
+
+def _sticky_code(exc: BaseException) -> str | None:
+    """The CUresult name when `exc` is a sticky CUDA error (the context is unusable), else None."""
+    from harness.backends.cuda_api import error_code, is_sticky
+
+    return error_code(exc) if is_sticky(exc) else None
+
+
+def _stop_after_sticky(run_file, row: dict, summary: dict) -> None:
+    """Save what ran and stop the sweep: after a sticky error every later row would fail with this row's error."""
+    from harness.backends.cuda_api import GpuError
+
+    run_file.doc["missing"] = summary["missing"]
+    run_file.save()
+    raise GpuError(f"row {row['key']} hit {row['sticky_cuda_error']}, a sticky CUDA error: the CUDA context is "
+                   f"unusable, so the sweep stops here ({summary['ran']} rows ran, saved in {run_file.run_dir}; "
+                   f"later rows were not run). Fix that kernel, or leave it out with --kernels, and run again.",
+                   row["sticky_cuda_error"])
 
 
 def _row_status(row: dict) -> str:

@@ -3,6 +3,7 @@
 # (no deps; pinned from constraints.txt). gpu_check.sh installs them there with
 # `pip install --no-index --no-deps --target /tmp/site .whl/*.whl`. .whl/ is git-ignored: name it in the call's carry.
 # Plotly/narwhals are only needed for dashboards there (optional); nvtx makes the NVTX ranges visible to ncu.
+# ncu_report (52 MiB unpacked) is not fetched: ptxmoe profile imports the copy under <ncu install>/extras/python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS=(nvtx plotly narwhals)

@@ -8,7 +8,7 @@ on a GPU; PTX text (hand-written or NVRTC's) is loaded once per text.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -51,3 +51,44 @@ class Backend:
 
     def synchronize(self) -> None:
         pass
+
+    # workspaces -----------------------------------------------------------------------------------------------
+    keep_workspaces: bool = False  # set by a timing loop: workspaces then live until release_workspaces()
+
+    def workspace(self, owner: str, specs: dict) -> dict[str, DeviceArray]:
+        """Poisoned (0xFF) arrays {name: (shape, dtype)} for `owner`'s intermediates.
+
+        Fresh every call, unless `keep_workspaces` is set: then the first call's arrays are kept per (owner, specs)
+        and handed out again (no allocation or free inside a timed window), until `release_workspaces()`.
+        Give them back with `done_with_workspace`.
+        """
+        key = (owner, tuple((name, tuple(int(d) for d in shape), np.dtype(dtype).str)
+                            for name, (shape, dtype) in specs.items()))
+        cache = self.__dict__.setdefault("_workspace_cache", {})
+        if key in cache:
+            return cache[key]
+        arrays: dict[str, DeviceArray] = {}
+        try:
+            for name, (shape, dtype) in specs.items():
+                arrays[name] = self.empty(shape, dtype, fill_byte=0xFF)
+        except BaseException:
+            self._free_all(arrays)
+            raise
+        if self.keep_workspaces:
+            cache[key] = arrays
+        return arrays
+
+    def done_with_workspace(self, arrays: dict[str, DeviceArray]) -> None:
+        """Free a workspace from `workspace()` unless it is a kept one."""
+        if not any(arrays is kept for kept in self.__dict__.get("_workspace_cache", {}).values()):
+            self._free_all(arrays)
+
+    def release_workspaces(self) -> None:
+        """Free every kept workspace."""
+        cache = self.__dict__.pop("_workspace_cache", {})
+        for arrays in cache.values():
+            self._free_all(arrays)
+
+    def _free_all(self, arrays: dict[str, DeviceArray]) -> None:
+        for array in arrays.values():
+            self.free(array)

@@ -1,25 +1,29 @@
 """The `gpu` backend: Numba device arrays on a real CUDA GPU; PTX through the driver API on the same stream and buffers.
 
 Numba kernels are compiled with `numba.cuda.jit(signature)` once per (pyfunc, signature) and launched on the backend's
-stream. PTX text is loaded once per text with cuda-python's `cuModuleLoadData` and launched with `cuLaunchKernel` on
-that same stream, with the device pointers of the same Numba buffers (`__cuda_array_interface__`), so both paths see
-identical memory. Every launch is bracketed by CUDA events (`LaunchRecord.stats` is a GpuLaunchStats) and the host-side
-call time is recorded as `host_seconds` (what a caller pays to dispatch, not the kernel's duration).
-Everything CUDA is imported lazily: importing this module needs no GPU.
+stream. PTX text is loaded once per text with cuda-python's `cuModuleLoadDataEx` (a JIT failure quotes the JIT's error
+log) and launched with `cuLaunchKernel` on that same stream, with the device pointers of the same Numba buffers
+(`__cuda_array_interface__`), so both paths see identical memory; parameters are checked against the `.entry` as
+ptxsim's parser reads it. A launch asking for more than 48 KB of dynamic shared memory first raises the function's
+MAX_DYNAMIC_SHARED_SIZE_BYTES (Numba kernels too: numba-cuda never does). Every launch is bracketed by CUDA events
+(`LaunchRecord.stats` is a GpuLaunchStats) and the host-side call time is recorded as `host_seconds` (what a caller
+pays to dispatch, not the kernel's duration).
+Everything CUDA comes through harness.backends.cuda_api (imported lazily, replaced by fakes in tests/harness/fakegpu).
 """
 from __future__ import annotations
 
 import ctypes
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from harness.backends import numba_abi
+from harness.backends import cuda_api, numba_abi
 from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord
 from harness.backends.sim import dim3
-from harness.errors import InputError, PtxmoeError
+from harness.errors import InputError
 
 # PTX .param type -> ctypes type for cuLaunchKernel's (values, types) argument form
 _CTYPES = {
@@ -31,30 +35,24 @@ _CTYPES = {
 }
 
 
-class GpuError(PtxmoeError):
-    """A CUDA driver call failed."""
+# NOTE: kept under their old names: harness.timing.gpu and older callers import them from here
+GpuError = cuda_api.GpuError
+_check = cuda_api.check
+_stream_handle = cuda_api.stream_handle
+DEFAULT_DYNAMIC_SHARED = 48 * 1024  # above this a launch needs CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 
-def _check(result, call: str):
-    """Unpack a cuda-python (err, *values) tuple; raise GpuError naming the call on failure."""
-    from cuda.bindings import driver
-
-    err, *values = result if isinstance(result, tuple) else (result,)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        _, msg = driver.cuGetErrorString(err)
-        raise GpuError(f"{call} failed: {getattr(err, 'name', err)} ({msg.decode() if msg else ''})")
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-def _stream_handle(stream) -> int:
-    handle = stream.handle
-    value = getattr(handle, "value", None)
-    if value is None:
-        try:
-            value = int(handle)
-        except TypeError:
-            value = handle.getPtr() if hasattr(handle, "getPtr") else 0
-    return int(value or 0)
+def _numba_kernel_handle(dispatcher):
+    """The CUkernel (numba-cuda >= 0.x loads through cuLibrary) or CUfunction behind a Numba dispatcher compiled for
+    one explicit signature."""
+    try:
+        (kernel,) = dispatcher.overloads.values()
+        library = getattr(kernel, "library", None) or kernel._codelibrary
+        return library.get_cufunc().handle
+    except (AttributeError, ValueError) as exc:
+        raise GpuError(f"cannot find the CUDA function of Numba kernel {getattr(dispatcher, '__name__', dispatcher)} "
+                       f"({type(exc).__name__}: {exc}); expected one compiled overload whose "
+                       f"library.get_cufunc().handle is the kernel (numba-cuda 0.30)") from exc
 
 
 @dataclass
@@ -84,8 +82,7 @@ class GpuBackend(Backend):
     name = "gpu"
 
     def __init__(self, event_timing: bool = True):
-        from numba import cuda
-
+        cuda = cuda_api.numba_cuda()
         self._cuda = cuda
         self.context = cuda.current_context()  # makes the primary context current for the driver API too
         self.stream = cuda.stream()
@@ -94,6 +91,7 @@ class GpuBackend(Backend):
         self._modules: dict[str, Any] = {}
         self._functions: dict[tuple[str, str], Any] = {}
         self._params: dict[str, dict[str, tuple[str, ...]]] = {}
+        self._dyn_shared: dict[tuple, int] = {}  # (handle type, value) -> the dynamic shared memory it is allowed
         self.records: list[LaunchRecord] = []
         self.sources: dict[str, tuple] = {}  # launch name -> ("ptx", text, entry) | ("numba", pyfunc, signature)
 
@@ -120,8 +118,7 @@ class GpuBackend(Backend):
         dev = self._cuda.device_array(shape, dtype=numba_view_dtype(dtype), stream=self.stream)
         array = self._wrap(dev, shape, dtype)
         if nbytes and array.addr:
-            from cuda.bindings import driver
-
+            driver = cuda_api.driver()
             _check(driver.cuMemsetD8Async(driver.CUdeviceptr(array.addr), fill_byte & 0xFF, nbytes,
                                           driver.CUstream(_stream_handle(self.stream))), "cuMemsetD8Async")
         elif nbytes:  # Numba's CUDA simulator: no device pointers, fill from the host
@@ -147,27 +144,64 @@ class GpuBackend(Backend):
         return self._cuda.event(), self._cuda.event()  # timing=True is the default
 
     def _function(self, ptx: str, entry: str):
-        from cuda.bindings import driver
-
+        driver = cuda_api.driver()
         key = (ptx, entry)
         if key not in self._functions:
             if ptx not in self._modules:
-                self._modules[ptx] = _check(driver.cuModuleLoadData(ptx.encode() + b"\x00"), "cuModuleLoadData")
                 self._params[ptx] = numba_abi.entry_params(ptx)
+                self._modules[ptx] = cuda_api.load_ptx_module(ptx, f"module of {', '.join(self._params[ptx])}")
             if entry not in self._params[ptx]:
                 raise InputError(f"PTX module has no entry {entry!r}; entries: {', '.join(self._params[ptx])}")
             self._functions[key] = _check(driver.cuModuleGetFunction(self._modules[ptx], entry.encode()),
                                           f"cuModuleGetFunction({entry})")
         return self._functions[key]
 
-    def launch_ptx(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg], shared_bytes: int = 0,
-                   tag: str = "") -> LaunchRecord:
-        from cuda.bindings import driver
+    def _allow_dynamic_shared(self, func, shared_bytes: int, kernel_name: str) -> None:
+        """Raise the function's dynamic shared-memory limit when a launch asks for more than the default 48 KB (once
+        per function and size); CUkernel handles (Numba) use cuKernelSetAttribute, CUfunctions cuFuncSetAttribute."""
+        if shared_bytes <= DEFAULT_DYNAMIC_SHARED:
+            return
+        value = getattr(func, "value", None) if not hasattr(func, "__int__") else int(func)  # ctypes handles: .value
+        key = (type(func).__name__, value)
+        if self._dyn_shared.get(key, 0) >= shared_bytes:
+            return
+        driver = cuda_api.driver()
+        attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        if type(func).__name__ not in ("CUkernel", "CUfunction"):  # NOTE: an older numba-cuda's raw handle
+            func = driver.CUfunction(int(value or 0))
+        if type(func).__name__ == "CUkernel":
+            _check(driver.cuKernelSetAttribute(attr, int(shared_bytes), func, self._device()),
+                   f"cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={shared_bytes}, {kernel_name})")
+        else:
+            _check(driver.cuFuncSetAttribute(func, attr, int(shared_bytes)),
+                   f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={shared_bytes}, {kernel_name})")
+        self._dyn_shared[key] = int(shared_bytes)
 
+    def _device(self):
+        return cuda_api.driver().CUdevice(int(self.context.device.id))
+
+    def max_dynamic_shared(self) -> int:
+        """The most dynamic shared memory one block may opt into on this device (232448 bytes on H100/H200)."""
+        driver = cuda_api.driver()
+        attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        return int(_check(driver.cuDeviceGetAttribute(attr, self._device()), "cuDeviceGetAttribute(MAX_SHARED_"
+                                                                            "MEMORY_PER_BLOCK_OPTIN)"))
+
+    def launch_ptx_raw(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg],
+                       shared_bytes: int = 0) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """Launch on the stream without events or a LaunchRecord (e.g. the timing loop's stream blocker).
+
+        Returns:
+            (grid, block) as dim3 tuples.
+        Raises:
+            InputError: wrong parameter count or a non-scalar .param; GpuError: a driver call failed.
+        """
+        driver = cuda_api.driver()
         func = self._function(ptx, entry)
         ptypes = self._params[ptx][entry]
         if len(ptypes) != len(params):
-            raise InputError(f"PTX entry {entry} takes {len(ptypes)} parameters; {len(params)} given")
+            raise InputError(f"PTX entry {entry} takes {len(ptypes)} parameters ({', '.join(ptypes)}); "
+                             f"{len(params)} given")
         values, ctys = [], []
         for i, (p, t) in enumerate(zip(params, ptypes)):
             cty = _CTYPES.get(t)
@@ -177,16 +211,20 @@ class GpuBackend(Backend):
             values.append(int(p.addr) if isinstance(p, DeviceArray) else (p.item() if isinstance(p, np.generic) else p))
             ctys.append(cty)
         g, b = dim3(grid, "grid"), dim3(block, "block")
+        self._allow_dynamic_shared(func, int(shared_bytes), entry)
+        _check(driver.cuLaunchKernel(func, *g, *b, int(shared_bytes), driver.CUstream(_stream_handle(self.stream)),
+                                     (tuple(values), tuple(ctys)), 0), f"cuLaunchKernel({entry})")
+        return g, b
+
+    def launch_ptx(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg], shared_bytes: int = 0,
+                   tag: str = "") -> LaunchRecord:
+        self._function(ptx, entry)  # NOTE: module load and JIT before the first event, not between the two
         self.sources.setdefault(tag or entry, ("ptx", ptx, entry))
-        if shared_bytes > 48 * 1024:
-            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            _check(driver.cuFuncSetAttribute(func, attr, int(shared_bytes)), "cuFuncSetAttribute")
         start, end = self._events()
         t0 = time.perf_counter()
         if start is not None:
             start.record(self.stream)
-        _check(driver.cuLaunchKernel(func, *g, *b, int(shared_bytes), driver.CUstream(_stream_handle(self.stream)),
-                                     (tuple(values), tuple(ctys)), 0), f"cuLaunchKernel({entry})")
+        g, b = self.launch_ptx_raw(ptx, entry, grid, block, params, shared_bytes)
         if end is not None:
             end.record(self.stream)
         seconds = time.perf_counter() - t0
@@ -215,6 +253,8 @@ class GpuBackend(Backend):
                 call_args.append(t.dtype.type(a))
         g, b = dim3(grid, "grid"), dim3(block, "block")
         self.sources.setdefault(tag or pyfunc.__name__, ("numba", pyfunc, signature))
+        if shared_bytes > DEFAULT_DYNAMIC_SHARED:
+            self._allow_dynamic_shared(_numba_kernel_handle(kernel), int(shared_bytes), pyfunc.__name__)
         start, end = self._events()
         t0 = time.perf_counter()
         if start is not None:

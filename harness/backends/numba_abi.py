@@ -10,9 +10,8 @@ and every scalar argument to one parameter of its type. bf16 arrays are `uint16`
 """
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -22,8 +21,6 @@ from harness.errors import InputError
 # NOTE: cc (9, 0) is what the H200 runs; compile_ptx needs no GPU.
 NUMBA_CC = (9, 0)
 
-_ENTRY_RE = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)", re.S)
-_PARAM_RE = re.compile(r"\.param\s+\.(\w+)\s+(?:\.ptr\s+\S+\s+)?(?:\.align\s+\d+\s+)?([\w$]+)")
 
 
 @dataclass(frozen=True)
@@ -58,7 +55,7 @@ def parse_signature(signature) -> tuple[ArgType, ...]:
 
     try:
         args, _ret = sigutils.normalize_signature(signature)
-    except Exception as exc:  # noqa: BLE001 - numba raises several types for a bad signature
+    except Exception as exc:
         raise InputError(f"bad Numba signature {signature!r}: {exc}") from exc
     out = []
     for i, t in enumerate(args):
@@ -75,8 +72,23 @@ def parse_signature(signature) -> tuple[ArgType, ...]:
 
 
 def entry_params(ptx: str) -> dict[str, tuple[str, ...]]:
-    """{entry name: PTX .param types} for every .entry of a PTX module."""
-    return {m.group(1): tuple(p.group(1) for p in _PARAM_RE.finditer(m.group(2))) for m in _ENTRY_RE.finditer(ptx)}
+    """{entry name: PTX .param types ("u64", "f32", ...)} for every .entry of a PTX module, read by ptxsim's parser.
+
+    NOTE: one PTX parser in the project: comments, `.ptr` qualifiers and alignment are ptxsim's business. A parameter
+    that is an array (`.param .align 8 .b8 p[16]`, a by-value struct) is given as "b8[16]" so no launch passes it
+    as a scalar.
+
+    Raises:
+        ptxsim.errors.PtxSyntaxError: the text does not parse (with line and column).
+    """
+    from ptxsim.parser import parse
+
+    out = {}
+    for fn in parse(ptx).functions:
+        if fn.kind == "entry":
+            out[fn.name] = tuple(p.type.lstrip(".") + (f"[{p.count}]" if p.count not in (None, 1) else "")
+                                 for p in fn.params)
+    return out
 
 
 _CACHE: dict[tuple, CompiledNumba] = {}
@@ -88,7 +100,7 @@ def _compile(pyfunc, signature) -> CompiledNumba:
     arg_types = parse_signature(signature)
     try:
         ptx, _resty = cuda.compile_ptx(pyfunc, signature, cc=NUMBA_CC)
-    except Exception as exc:  # noqa: BLE001 - Numba typing/lowering errors: re-raise with the kernel named
+    except Exception as exc:
         raise InputError(f"numba.cuda.compile_ptx failed for {getattr(pyfunc, '__name__', pyfunc)} "
                          f"with signature {signature!r}: {exc}") from exc
     entries = entry_params(ptx)

@@ -1,11 +1,15 @@
 """`ptxmoe profile --tool ncu|nsys [compare options]`: re-run the comparison under Nsight, import what it wrote.
 
-The comparison runs as a child `python -m harness.cli compare ... --run-id ID --quick-timing` under the tool
-(command lines from harness.nsight.tools), so the run folder is known in advance; the tool's report is then
-imported into that run folder (`ptxmoe import`), its metric rows attached to the run.json rows by NVTX range.
+The comparison runs as a child `python -m harness.cli compare ... --run-id ID --quick-timing --no-model-estimate`
+under the tool (command lines from harness.nsight.tools), so the run folder is known in advance; the tool's report is
+then imported into that run folder (`ptxmoe import`), its metric rows attached to the run.json rows by NVTX range.
+ncu profiles the first launch of each launch configuration only (`--ncu-launches all` for every launch), with the
+metrics the GPU supports (`ncu --query-metrics`; unknown ones are dropped with a warning); a known ncu failure (no
+counter permission, no profiler in a sandbox) is explained.
 """
 from __future__ import annotations
 
+import collections
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +27,10 @@ def register(subparsers) -> None:
                     "folder. Exits 2 if the tool is not installed. Timing inside the profiler is reduced to one "
                     "sample per row (profiler overhead makes timings meaningless anyway).")
     parser.add_argument("--tool", required=True, choices=TOOLS, help="ncu (per-kernel metrics) or nsys (timeline)")
+    parser.add_argument("--ncu-launches", choices=("first", "all"), default="first",
+                        help="ncu: profile the first launch of each kernel launch configuration (default; the "
+                             "check run of its row) or "
+                             "every launch (check, warm-up, sample and stage runs, each replayed per metric pass)")
     add_compare_options(parser)
     parser.set_defaults(func=run)
 
@@ -30,7 +38,7 @@ def register(subparsers) -> None:
 def child_argv(args, run_id: str) -> list[str]:
     """The compare command line the profiler runs."""
     argv = [sys.executable, "-m", "harness.cli", "compare", "--backend", args.backend, "--out", args.out,
-            "--run-id", run_id, "--quick-timing"]
+            "--run-id", run_id, "--quick-timing", "--no-model-estimate"]
     for p in args.preset or ():
         argv += ["--preset", p]
     for s in args.skew or ():
@@ -47,7 +55,14 @@ def child_argv(args, run_id: str) -> list[str]:
 def run(args) -> int:
     from harness.backends.select import resolve_backend_name
     from harness.commands.import_cmd import import_file, rebuild_dashboard
-    from harness.nsight.tools import DASHBOARD_NCU_METRICS, find_tool, ncu_command, nsys_commands, tool_env
+    from harness.nsight.tools import (
+        FIRST_LAUNCH_PER_CONFIG,
+        explain_ncu_output,
+        find_tool,
+        ncu_command,
+        nsys_commands,
+        tool_env,
+    )
     from harness.results import new_run_id
 
     if args.resume:
@@ -70,7 +85,9 @@ def run(args) -> int:
         report = nsight_dir / "profile.ncu-rep"
         # NOTE: no --nvtx-include filter: the child runs only ptxmoe kernels, and our range names hold '/', which
         # ncu's include syntax treats as nesting. The NVTX stacks still label every kernel (--nvtx is on).
-        commands = [ncu_command(app, DASHBOARD_NCU_METRICS, None, report, ncu=tool)]
+        metrics = _supported_metrics(tool)
+        filters = FIRST_LAUNCH_PER_CONFIG if getattr(args, "ncu_launches", "first") == "first" else ()
+        commands = [ncu_command(app, metrics, None, report, ncu=tool, filters=filters)]
     else:
         prefix = nsight_dir / "profile"
         commands = nsys_commands(app, prefix, nsys=tool)
@@ -78,14 +95,51 @@ def run(args) -> int:
     rc = 0
     for argv in commands:
         print("ptxmoe profile: " + " ".join(argv), file=sys.stderr)
-        rc = subprocess.run(argv, env=tool_env(), check=False).returncode
+        rc, output = _run_echoed(argv, tool_env())
+        help_text = explain_ncu_output(output) if args.tool == "ncu" else None
+        if help_text:
+            print(f"ptxmoe profile: {help_text}", file=sys.stderr)
+            return 2
         if rc not in (0, 1):  # 1: compare reported a failed row; the profile is still worth importing
             print(f"ptxmoe profile: {argv[0]} exited {rc}", file=sys.stderr)
             return rc
     if not report.exists():
         print(f"ptxmoe profile: {args.tool} wrote no report at {report}", file=sys.stderr)
         return 1
-    rows_json, attached, unmatched = import_file(report, run_dir)
+    try:
+        _rows_json, attached, unmatched = import_file(report, run_dir)
+    except ToolchainError as exc:  # e.g. no ncu_report module here: the report is kept for a later import
+        print(f"ptxmoe profile: {exc}; the report is kept at {report}: import it where ncu_report is installed with "
+              f"`ptxmoe import {report} {run_dir}`", file=sys.stderr)
+        return 1
     print(f"profile: {report} imported ({attached} metric rows attached, {unmatched} unmatched); run {run_dir}")
     rebuild_dashboard(run_dir)
     return rc
+
+
+def _supported_metrics(tool) -> list[str]:
+    """DASHBOARD_NCU_METRICS less those `ncu --query-metrics` says this GPU lacks (each dropped one is named)."""
+    from harness.nsight.tools import DASHBOARD_NCU_METRICS, query_metric_names, validate_metrics
+
+    known = query_metric_names(tool)
+    if known is None:
+        print("ptxmoe profile: warning: `ncu --query-metrics` gave no list; metric names not checked", file=sys.stderr)
+    kept, dropped = validate_metrics(DASHBOARD_NCU_METRICS, known)
+    for metric in dropped:
+        print(f"ptxmoe profile: warning: metric {metric} is not supported on this GPU (ncu --query-metrics); "
+              "left out", file=sys.stderr)
+    if not kept:
+        raise PtxmoeError(f"none of the ncu metrics {', '.join(DASHBOARD_NCU_METRICS)} is supported on this GPU")
+    return kept
+
+
+def _run_echoed(argv, env, keep_lines: int = 400) -> tuple[int, str]:
+    """Run `argv`, echoing its output (stdout and stderr merged) to our stderr as it comes; (rc, last lines)."""
+    tail: collections.deque = collections.deque(maxlen=keep_lines)
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace") as proc:
+        for line in proc.stdout:
+            sys.stderr.write(line)
+            tail.append(line)
+        rc = proc.wait()
+    return rc, "".join(tail)

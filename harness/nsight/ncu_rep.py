@@ -20,6 +20,14 @@ def load_report_function():
     """ncu_report.load_report, or a ToolchainError saying how to get it."""
     try:
         import ncu_report
+    except ImportError:
+        import sys
+
+        from harness.nsight.tools import ncu_python_dirs  # NOTE: the copy that ships with ncu itself
+
+        sys.path.extend(str(d) for d in ncu_python_dirs() if str(d) not in sys.path)
+    try:
+        import ncu_report
     except ImportError as exc:
         raise ToolchainError(f"cannot import ncu_report ({exc}); install it with `pip install ncu-report` "
                              "(or use the one under Nsight Compute's extras/python)") from None

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 from harness.errors import ToolchainError
@@ -66,7 +68,7 @@ def tool_env(base=None) -> dict:
     return env
 
 
-def ncu_command(app_argv, metrics, nvtx_include, report_path, ncu="ncu") -> list[str]:
+def ncu_command(app_argv, metrics, nvtx_include, report_path, ncu="ncu", filters=()) -> list[str]:
     """The ncu argv profiling `app_argv` (run it with env=tool_env(): LC_ALL=C).
 
     Args:
@@ -77,9 +79,10 @@ def ncu_command(app_argv, metrics, nvtx_include, report_path, ncu="ncu") -> list
             the run range ("ptxmoe@<run>/") or use a regex rather than a plain kernel range name.
         report_path: the .ncu-rep to write (-o).
         ncu: the executable (find_tool("ncu") for the installed one).
+        filters: more ncu launch filters, e.g. FIRST_LAUNCH_PER_CONFIG.
     Returns:
-        [ncu, --nvtx, --nvtx-include X..., --clock-control none, --print-units base, --metrics m1,m2,
-         -o report, --csv, *app_argv].
+        [ncu, --nvtx, --nvtx-include X..., *filters, --clock-control none, --print-units base,
+         --metrics m1,m2, -o report, --csv, *app_argv].
     """
     includes = [nvtx_include] if isinstance(nvtx_include, str) else list(nvtx_include or ())
     metrics = list(metrics)
@@ -90,9 +93,82 @@ def ncu_command(app_argv, metrics, nvtx_include, report_path, ncu="ncu") -> list
     argv = [str(ncu), "--nvtx"]
     for include in includes:
         argv += ["--nvtx-include", include]
+    argv += [str(f) for f in filters]
     argv += ["--clock-control", "none", "--print-units", "base", "--metrics", ",".join(metrics),
              "-o", str(report_path), "--csv"]
     return argv + [str(a) for a in app_argv]
+
+
+# The first launch of each launch configuration (kernel, grid, block, shared memory) only: a row's check launch, not
+# its warm-up, sample and stage launches again, each replayed per metric pass (ncu docs, "Filter Options":
+# --launch-count applies per configuration in per-launch-config mode).
+FIRST_LAUNCH_PER_CONFIG = ("--launch-count", "1", "--filter-mode", "per-launch-config")
+
+NCU_PERMISSION_HELP = (
+    "ncu reported ERR_NVGPUCTRPERM: this user may not read the GPU performance counters. Run the profile as root "
+    "(sudo), or let every user read them: write `options nvidia NVreg_RestrictProfilingToAdminUsers=0` to a file in "
+    "/etc/modprobe.d/ and reload the nvidia kernel module (or reboot); in a container, start it with "
+    "--cap-add=SYS_ADMIN. See https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+NCU_NO_PROFILER_HELP = (
+    "ncu could not initialise the profiler on this machine ('Failed to initialize the profiler'; gVisor sandboxes "
+    "cannot read GPU counters): profile on a machine that runs the driver natively")
+
+
+def explain_ncu_output(text: str) -> str | None:
+    """A what-to-do message for a known ncu failure in its output (counter permission, no profiler), else None."""
+    if "ERR_NVGPUCTRPERM" in text:
+        return NCU_PERMISSION_HELP
+    if "Failed to initialize the profiler" in text:
+        return NCU_NO_PROFILER_HELP
+    return None
+
+
+_METRIC_LINE = re.compile(r"^\s*([a-z0-9]+__[A-Za-z0-9_]+)\b")
+
+
+def query_metric_names(ncu="ncu", run=subprocess.run) -> set[str] | None:
+    """Base metric names the attached GPU supports (`ncu --query-metrics`), or None when the query fails."""
+    try:
+        proc = run([str(ncu), "--query-metrics"], capture_output=True, text=True, timeout=30, env=tool_env(),
+                   check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    names = {m.group(1) for line in (proc.stdout or "").splitlines() if (m := _METRIC_LINE.match(line))}
+    return names if proc.returncode == 0 and names else None
+
+
+def validate_metrics(metrics, known: set[str] | None) -> tuple[list[str], list[str]]:
+    """(kept, dropped): metrics whose base name (before the first '.') the chip lacks are dropped.
+
+    NOTE: a metric family the listing does not cover at all (e.g. launch__*, which --query-metrics may not list) is
+    kept: only a name contradicted by the listing is dropped. With no listing (known None) nothing is dropped.
+    """
+    metrics = list(metrics)
+    if not known:
+        return metrics, []
+    families = {name.split("__", 1)[0] for name in known}
+    kept, dropped = [], []
+    for metric in metrics:
+        base = metric.split(".", 1)[0]
+        if base not in known and base.split("__", 1)[0] in families:
+            dropped.append(metric)
+        else:
+            kept.append(metric)
+    return kept, dropped
+
+
+def ncu_python_dirs(ncu: Path | None = None) -> list[Path]:
+    """Folders holding Nsight Compute's own `ncu_report` module (<install>/extras/python), for when the ncu-report
+    wheel is not installed (the lent GPU machine has ncu but no PyPI)."""
+    try:
+        ncu = Path(ncu) if ncu else find_tool("ncu")
+    except ToolchainError:
+        return []
+    out = []
+    for root in (ncu.resolve().parent, ncu.resolve().parent.parent, ncu.parent.parent):
+        for pattern in ("extras/python", "nsight-compute*/extras/python"):
+            out += [Path(p) for p in sorted(glob.glob(str(root / pattern))) if Path(p, "ncu_report.py").exists()]
+    return list(dict.fromkeys(out))
 
 
 def nsys_commands(app_argv, out_prefix, nsys="nsys") -> list[list[str]]:

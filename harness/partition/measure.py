@@ -1,9 +1,10 @@
 """The measured sweep (gpu backend): CUDA events on two streams, one for communication and one for the GEMM.
 
-Partitioning SMs without green contexts: every communication CTA asks for RESERVE_BYTES of dynamic shared memory
-(the kernels use none), so each of the N CTAs holds a whole SM and no grouped-GEMM CTA (48 KB static shared memory
-+ 1 KB reserved) fits beside it; the GEMM's CTAs run on the other 132 - N SMs. To time the GEMM alone on 132 - N
-SMs, a blocker kernel with the same reservation spins on %globaltimer on N SMs while the GEMM runs.
+Partitioning SMs without green contexts: every communication CTA asks for all the dynamic shared memory a block may
+opt into (227 KB on Hopper, read from the device; the kernels use none), so each of the N CTAs holds a whole SM and
+no other CTA (a grouped-GEMM tile of 20-48 KB, + 1 KB reserved each) fits beside it; the GEMM's CTAs run on the
+other 132 - N SMs. To time the GEMM alone on 132 - N SMs, a blocker kernel with the same reservation spins on
+%globaltimer on N SMs while the GEMM runs.
 
 Per N and comm series (ptx/plain, ptx/no_allocate, cuda/plain; median of `repeats`):
   comm (us)               dispatch + combine, N CTAs, comm stream, nothing else running
@@ -15,7 +16,8 @@ Per N and comm series (ptx/plain, ptx/no_allocate, cuda/plain; median of `repeat
 Caches are not flushed between repetitions (the step is a steady-state loop on hardware too).
 Inputs are random bf16 at the target shapes (the GEMM: E/ep local experts, balanced routing); outputs are checked
 on a small problem on the same GPU before timing (documented in the document's `measurement.checks`). A series whose
-launch refuses the reservation (e.g. Numba and 200 KB of dynamic shared memory) is listed in `measurement.skipped`.
+launch refuses the reservation is listed in `measurement.skipped` (GpuBackend raises each kernel's
+MAX_DYNAMIC_SHARED_SIZE_BYTES first, Numba kernels included, so none should be).
 """
 from __future__ import annotations
 
@@ -26,10 +28,16 @@ import numpy as np
 
 from harness.errors import PtxmoeError
 
-RESERVE_BYTES = 200 * 1024
+RESERVE_BYTES = 227 * 1024  # Hopper's per-block opt-in maximum; the device's own value is used when it can be read
 LABEL = "measured (CUDA events on two streams; SM partition by shared-memory reservation)"
-NOTE = ("measured on this GPU: the SM partition is enforced by a 200 KB dynamic shared-memory reservation per "
-        "communication CTA, so N CTAs hold N whole SMs")
+NOTE = ("measured on this GPU: the SM partition is enforced by reserving the whole per-block dynamic shared memory "
+        "(227 KB on Hopper) per communication CTA, so N CTAs hold N whole SMs and nothing else fits beside them")
+
+
+def reserve_bytes(backend) -> int:
+    """The SM-holding reservation: the device's per-block opt-in shared-memory maximum (RESERVE_BYTES if unknown)."""
+    query = getattr(backend, "max_dynamic_shared", None)
+    return int(query()) if query is not None else RESERVE_BYTES
 
 BLOCKER_PTX = """
 .version 8.4
@@ -131,6 +139,7 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
 
     rng = np.random.default_rng(seed)
     cb, gb = GpuBackend(event_timing=False), GpuBackend(event_timing=False)
+    reserve = reserve_bytes(cb)
     timer = _Timer(cb, gb)
     sm_total = int(cb.context.device.MULTIPROCESSOR_COUNT)
     bad = [n for n in settings.sms if n >= sm_total]
@@ -160,18 +169,18 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
     gemm_flops = sum(2.0 * preset.T * preset.K * n * kd for kd, n in
                      ((local.H, 2 * local.I), (local.I, local.H)))
 
-    def launch_comm(n, series, reserve):
+    def launch_comm(n, series, smem):
         module, extra = module_of(series)
-        module.dispatch(cb, dispatch_args, n, shared_bytes=reserve, **extra)
-        module.combine(cb, combine_args, n, shared_bytes=reserve, **extra)
+        module.dispatch(cb, dispatch_args, n, shared_bytes=smem, **extra)
+        module.combine(cb, combine_args, n, shared_bytes=smem, **extra)
 
     def launch_gemm():
         for args in gemm_args:
             grouped_gemm.run(gb, args, local)
 
-    def comm_alone(n, series, reserve=RESERVE_BYTES):
+    def comm_alone(n, series, smem=None):
         s = timer.event(cb.stream)
-        launch_comm(n, series, reserve)
+        launch_comm(n, series, reserve if smem is None else smem)
         return timer.ms(s, timer.event(cb.stream))
 
     def gemm_alone():
@@ -181,7 +190,7 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
 
     def gemm_beside_blocker(n, hold_ms):
         cb.launch_ptx(BLOCKER_PTX, "ptxmoe_sm_blocker", (n, 1, 1), (32, 1, 1), [np.uint64(int(hold_ms * 1e6))],
-                      shared_bytes=RESERVE_BYTES)
+                      shared_bytes=reserve)
         time.sleep(0.002)  # let the blocker's CTAs become resident before the GEMM's are scheduled
         ms = gemm_alone()
         cb.synchronize()
@@ -190,7 +199,7 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
     def overlapped(n, series):
         start = timer.event(cb.stream)
         start.wait(gb.stream)
-        launch_comm(n, series, RESERVE_BYTES)
+        launch_comm(n, series, reserve)
         c_end = timer.event(cb.stream)
         launch_gemm()
         g_end = timer.event(gb.stream)
@@ -236,6 +245,6 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
     name = cb.context.device.name
     about = {"label": LABEL, "note": NOTE, "device": name.decode() if isinstance(name, bytes) else str(name),
              "sm_count": sm_total,
-             "reserve_bytes": RESERVE_BYTES, "repeats": settings.repeats, "checks": checks, "skipped": skipped,
+             "reserve_bytes": reserve, "repeats": settings.repeats, "checks": checks, "skipped": skipped,
              "gemm_target": {"T": local.T, "H": local.H, "E": local.E, "K": local.K, "I": local.I, "BM": local.BM}}
     return rows, about

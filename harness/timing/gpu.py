@@ -1,20 +1,27 @@
 """Timing on a real GPU, the way careful harnesses do it (nvbench, triton.testing.do_bench, ThunderKittens' benches).
 
-Per sample: the L2 is flushed (a memset of a buffer twice the L2 size), then CUDA events bracket one call of the
-implementation's `run` on the backend's stream; inputs rotate between copies when they fit in L2. Warm-up first;
-sampling stops when the relative standard error drops under 0.5 % (after a minimum count), or at the time budget
-or the sample cap. The host-side call time (what a caller pays to dispatch, without waiting) is sampled separately
-with per-launch events off. GPU clocks are read (nvidia-smi) before and after.
+Per sample: the L2 is flushed (a memset of a buffer twice the L2 size); a blocker kernel holds the stream (it spins
+on a flag in host-mapped memory, as nvbench's blocking kernel does); CUDA events bracket one call of the
+implementation's `run`, queued while the stream is held; the flag is written and the events read. So the host's
+launch dispatch (Python, Numba's dispatcher) never falls inside the timed window; it is recorded per sample as the
+implementation's dispatch time instead. Inputs rotate between copies when they fit in L2; workspaces (the layer's
+intermediates) are allocated once, before the timed window, and kept for the whole loop. Warm-up first; sampling
+stops when the relative standard error drops under 0.5 % (after a minimum count), or at the time budget or the
+sample cap. A sample whose blocker gave up waiting (the host took longer than `block_timeout_s` to queue the call)
+is discarded. The SM clock is read (NVML, else nvidia-smi) before and every `clock_every_s` during sampling; samples
+taken while it was more than `throttle_tolerance` below the starting clock are discarded and counted. The host-side
+call time without a held stream is sampled separately too (`host_call_us`).
 """
 from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import numpy as np
 
+from harness.backends import cuda_api
 from harness.timing import stats
 
 
@@ -29,21 +36,88 @@ class GpuTimingSettings:
     flush_l2: bool = True
     max_rotation: int = 4
     host_samples: int = 30
+    block_stream: bool = True  # hold the stream with the blocker kernel while a sample is queued
+    block_timeout_s: float = 2.0  # the blocker gives up after this long (the sample is then discarded)
+    clock_every_s: float = 0.25  # read the SM clock this often while sampling (NVML, else nvidia-smi)
+    throttle_tolerance: float = 0.05  # discard samples taken below (1 - this) x the starting SM clock
 
 
-def read_clocks() -> dict:
-    """SM / memory clocks, temperature, power and throttle reasons from nvidia-smi (empty dict when unavailable)."""
-    fields = ("clocks.sm", "clocks.mem", "temperature.gpu", "power.draw", "clocks_throttle_reasons.active")
+# NOTE: nvidia-smi renamed clocks_throttle_reasons.* to clocks_event_reasons.* (driver 535); older drivers reject the
+# new name and newer ones may drop the old one, so both are tried, then the clocks without reasons.
+REASON_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
+_CLOCK_FIELDS = ("clocks.sm", "clocks.mem", "temperature.gpu", "power.draw")
+_CLOCK_NAMES = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "throttle_reasons")
+
+
+def read_clocks(run=subprocess.run, nvml=None) -> dict:
+    """SM / memory clocks, temperature, power and throttle reasons: NVML (pynvml, microseconds) when importable, else
+    nvidia-smi (tens of milliseconds a call).
+
+    Args:
+        run: subprocess.run stand-in for nvidia-smi. nvml: a pynvml stand-in (default: import pynvml if present).
+    Returns:
+        The values by name (strings, as nvidia-smi prints them), "utc_ns", "source" and the reason field used; or
+        {"error": why} when nothing could be read: never an empty dict, so a run says that its clocks are unknown.
+    """
+    nvml_error = None
     try:
-        proc = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
-                              capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    if proc.returncode != 0 or not proc.stdout.strip():
-        return {}
-    values = [v.strip() for v in proc.stdout.splitlines()[0].split(",")]
-    names = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "throttle_reasons")
-    return {"utc_ns": time.time_ns(), **dict(zip(names, values))}
+        return _nvml_clocks(nvml)
+    except Exception as exc:  # noqa: BLE001 - no pynvml, no NVML library, an old driver: nvidia-smi then
+        nvml_error = f"{type(exc).__name__}: {exc}"
+    out = _smi_clocks(run)
+    if "error" in out:
+        out["error"] += f"; NVML: {nvml_error}"
+    return out
+
+
+_NVML_STATE: dict = {}
+
+
+def _nvml_clocks(nvml=None) -> dict:
+    if nvml is None:
+        import pynvml as nvml
+    if _NVML_STATE.get("module") is not nvml:
+        nvml.nvmlInit()
+        _NVML_STATE.update(module=nvml, handle=nvml.nvmlDeviceGetHandleByIndex(0))
+    h = _NVML_STATE["handle"]
+    # NOTE: NVML renamed ...ClocksThrottleReasons to ...ClocksEventReasons too; either may be missing
+    reasons_fn = (getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                  or getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+    try:
+        reasons = f"0x{int(reasons_fn(h)):016x}" if reasons_fn else "[N/A]"
+    except Exception:  # noqa: BLE001 - reasons are informative only
+        reasons = "[N/A]"
+    return {"utc_ns": time.time_ns(), "sm_clock_mhz": str(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)),
+            "mem_clock_mhz": str(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM)),
+            "temperature_c": str(nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU)),
+            "power_w": f"{nvml.nvmlDeviceGetPowerUsage(h) / 1000:.2f}", "throttle_reasons": reasons,
+            "source": "nvml", "reason_field": getattr(reasons_fn, "__name__", None)}
+
+
+def _smi_clocks(run) -> dict:
+    errors = []
+    for reason in (*REASON_FIELDS, None):
+        fields = _CLOCK_FIELDS + ((reason,) if reason else ())
+        try:
+            proc = run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+                       capture_output=True, text=True, timeout=20, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return {"error": f"nvidia-smi could not run: {exc}"}
+        if proc.returncode == 0 and proc.stdout.strip():
+            values = [v.strip() for v in proc.stdout.splitlines()[0].split(",")]
+            return {"utc_ns": time.time_ns(), **dict(zip(_CLOCK_NAMES, values)), "source": "nvidia-smi",
+                    "reason_field": reason}
+        why = (proc.stderr or proc.stdout or "").strip().splitlines()
+        errors.append(f"{reason or 'clocks only'}: exit {proc.returncode}{': ' + why[0][:160] if why else ''}")
+    return {"error": "nvidia-smi --query-gpu failed: " + "; ".join(errors)}
+
+
+def sm_clock(clocks: dict) -> float | None:
+    """The SM clock in MHz from a read_clocks dict (None when unknown, e.g. "[N/A]")."""
+    try:
+        return float(clocks.get("sm_clock_mhz"))
+    except (TypeError, ValueError):
+        return None
 
 
 def rotation_count(input_bytes: int, l2_bytes: int, max_sets: int = 4) -> int:
@@ -57,8 +131,7 @@ class L2Flusher:
     """Writes a device buffer of 2x the L2 size on the backend's stream (evicts everything the kernel could reuse)."""
 
     def __init__(self, backend, l2_bytes: int):
-        from numba import cuda
-
+        cuda = cuda_api.numba_cuda()
         self.nbytes = int(2 * l2_bytes)
         self.buffer = cuda.device_array(self.nbytes, dtype=np.uint8, stream=backend.stream)
         self.ptr = int(self.buffer.__cuda_array_interface__["data"][0])
@@ -66,100 +139,243 @@ class L2Flusher:
         self.value = 0
 
     def __call__(self) -> None:
-        from cuda.bindings import driver
-
-        from harness.backends.gpu import _check, _stream_handle
-
+        driver = cuda_api.driver()
         self.value = (self.value + 1) & 0xFF
-        _check(driver.cuMemsetD8Async(driver.CUdeviceptr(self.ptr), self.value, self.nbytes,
-                                      driver.CUstream(_stream_handle(self.backend.stream))),
-               "cuMemsetD8Async (L2 flush)")
+        cuda_api.check(driver.cuMemsetD8Async(driver.CUdeviceptr(self.ptr), self.value, self.nbytes,
+                                              driver.CUstream(cuda_api.stream_handle(self.backend.stream))),
+                       "cuMemsetD8Async (L2 flush)")
+
+
+BLOCKER_ENTRY = "ptxmoe_stream_blocker"
+BLOCKER_PTX = f"""
+.version 8.0
+.target sm_90
+.address_size 64
+// Holds its stream until the host writes a non-zero word at flag[0]; gives up after timeout_ns of %globaltimer and
+// then writes 1 at flag[1] (the sample it held is worthless). One thread.
+.visible .entry {BLOCKER_ENTRY}(.param .u64 p_flag, .param .u64 p_timeout_ns)
+{{
+    .reg .pred %p, %q;
+    .reg .b32 %r;
+    .reg .b64 %flag, %ns, %t0, %t;
+    ld.param.u64 %flag, [p_flag];
+    ld.param.u64 %ns, [p_timeout_ns];
+    mov.u64 %t0, %globaltimer;
+WAIT:
+    ld.volatile.global.u32 %r, [%flag];
+    setp.ne.u32 %p, %r, 0;
+    @%p bra DONE;
+    mov.u64 %t, %globaltimer;
+    sub.u64 %t, %t, %t0;
+    setp.lt.u64 %q, %t, %ns;
+    @%q bra WAIT;
+    mov.u32 %r, 1;
+    st.volatile.global.u32 [%flag+4], %r;
+DONE:
+    ret;
+}}
+"""
+
+
+class StreamBlocker:
+    """nvbench's blocking kernel: `hold()` queues a one-thread kernel spinning on a host-mapped flag, `release()`
+    writes the flag; `timed_out()` says whether the kernel gave up before the release."""
+
+    def __init__(self, backend, timeout_s: float = 2.0):
+        self.backend = backend
+        self.flag = cuda_api.numba_cuda().mapped_array(2, dtype=np.int32)  # [release, timed out]
+        self.ptr = int(self.flag.__cuda_array_interface__["data"][0])
+        self.timeout_ns = np.uint64(int(timeout_s * 1e9))
+
+    def hold(self) -> None:
+        self.flag[0] = 0
+        self.flag[1] = 0
+        self.backend.launch_ptx_raw(BLOCKER_PTX, BLOCKER_ENTRY, (1, 1, 1), (1, 1, 1),
+                                    [np.uint64(self.ptr), self.timeout_ns])
+
+    def release(self) -> None:
+        self.flag[0] = 1
+
+    def timed_out(self) -> bool:
+        return bool(self.flag[1])
 
 
 def _cuda_event():
-    from numba import cuda
+    return cuda_api.numba_cuda().event()  # timing events (the default)
 
-    return cuda.event()  # timing events (the default)
+
+class _ClockWatch:
+    """Reads the SM clock every `every_s` while sampling; samples since the previous read are judged by the new one."""
+
+    def __init__(self, reader, settings: GpuTimingSettings):
+        self.reader, self.settings = reader, settings
+        self.before = reader()
+        self.start_mhz = sm_clock(self.before)
+        self.reads: list[dict] = []
+        self.last = time.perf_counter()
+        self.discarded: list[float] = []
+
+    def due(self) -> bool:
+        return time.perf_counter() - self.last >= self.settings.clock_every_s
+
+    def judge(self, pending: list[float]) -> list[float]:
+        """Read the clock now; return the pending samples to keep (none when the SM clock has dropped)."""
+        clocks = self.reader()
+        self.last = time.perf_counter()
+        now = sm_clock(clocks)
+        throttled = (self.start_mhz is not None and now is not None
+                     and now < self.start_mhz * (1.0 - self.settings.throttle_tolerance))
+        self.reads.append({"sm_clock_mhz": now, "samples": len(pending), "discarded": bool(throttled)})
+        if throttled:
+            self.discarded += pending
+            return []
+        return pending
+
+    def note(self) -> str | None:
+        if self.start_mhz is None:
+            return f"SM clock unknown ({self.before.get('error') or 'no clocks.sm value'}): samples not screened"
+        if self.discarded:
+            floor = 1 - self.settings.throttle_tolerance
+            return f"{len(self.discarded)} samples discarded: SM clock below {floor:.0%} of {self.start_mhz:g} MHz"
+        return None
+
+
+def _warm_up(backend, call, arg_sets, settings: GpuTimingSettings) -> None:
+    t_end = time.perf_counter() + settings.warmup_s
+    i = 0
+    while i < settings.warmup_runs or time.perf_counter() < t_end:
+        call(arg_sets[i % len(arg_sets)])
+        i += 1
+    backend.synchronize()
+
+
+def _sample(backend, call, arg_sets, settings, event_factory, flusher, blocker, watch: _ClockWatch) -> dict:
+    """The sampling loop: per sample flush, hold, record, queue the call, record, release, read."""
+    stream = backend.stream
+    kept: list[float] = []
+    pending: list[float] = []
+    dispatch: list[float] = []
+    blocker_timeouts = 0
+    start, end = event_factory(), event_factory()
+    t0 = time.perf_counter()
+    reason = ""
+    i = 0
+    while True:
+        if flusher is not None:
+            flusher()
+        if blocker is not None:
+            blocker.hold()
+        start.record(stream)
+        h0 = time.perf_counter()
+        call(arg_sets[i % len(arg_sets)])
+        dispatch.append((time.perf_counter() - h0) * 1e6)
+        end.record(stream)
+        if blocker is not None:
+            blocker.release()
+        end.synchronize()
+        i += 1
+        if blocker is not None and blocker.timed_out():
+            blocker_timeouts += 1
+        else:
+            pending.append(start.elapsed_time(end) * 1e3)  # ms -> µs
+        if watch.due():
+            kept += watch.judge(pending)
+            pending = []
+        usable = kept + pending
+        elapsed = time.perf_counter() - t0
+        stop, reason = stats.should_stop(usable, elapsed, min_samples=settings.min_samples,
+                                         max_samples=settings.max_samples, budget_s=settings.budget_s,
+                                         rse_target=settings.rse_target)
+        if not stop and len(usable) < 3 and elapsed >= 2 * settings.budget_s:
+            stop, reason = True, f"few usable samples after {elapsed:.1f}s"
+        if stop:
+            break
+    if pending:
+        kept += watch.judge(pending)
+    return {"kept": kept, "dispatch": dispatch, "reason": reason, "blocker_timeouts": blocker_timeouts}
+
+
+def _host_calls(backend, call, arg_sets, settings) -> list[float]:
+    host: list[float] = []
+    for j in range(settings.host_samples):
+        backend.synchronize()
+        h0 = time.perf_counter()
+        call(arg_sets[j % len(arg_sets)])
+        host.append((time.perf_counter() - h0) * 1e6)
+    backend.synchronize()
+    return host
+
+
+def _stage_run(backend, call, arg_sets, flusher) -> list[tuple[str, float]]:
+    backend.event_timing = True
+    backend.records.clear()
+    if flusher is not None:
+        flusher()
+    call(arg_sets[0])
+    backend.synchronize()
+    return [(rec.name, rec.stats.elapsed_ms() * 1e3) for rec in backend.records if rec.stats is not None]
 
 
 def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_bytes: int,
-             settings: GpuTimingSettings = GpuTimingSettings(), event_factory=None, flusher=None) -> dict:
-    """Sample device time and host call time of `call(args)` (one implementation's run) on a GpuBackend.
+             settings: GpuTimingSettings = GpuTimingSettings(), event_factory=None, flusher=None, blocker=None,
+             clock_reader=None) -> dict:
+    """Sample device time and host dispatch time of `call(args)` (one implementation's run) on a GpuBackend.
 
     Args:
-        backend: a GpuBackend (its `stream`, `event_timing`, `records`, `synchronize` are used).
+        backend: a GpuBackend (its `stream`, `event_timing`, `records`, `synchronize`, `keep_workspaces`,
+            `release_workspaces` and, for the default blocker, `launch_ptx_raw` are used).
         call: runs the implementation once on one argument set (launches only; no synchronisation).
         arg_sets: argument sets to rotate through (the first is the checked one).
         l2_bytes: the device's L2 size (the flush writes twice that).
-        settings: warm-up, stopping rule, budget.
+        settings: warm-up, stopping rule, budget, blocker, clock screening.
         event_factory: makes a timing event (record(stream), synchronize(), elapsed_time(other) in ms); default CUDA
             events from numba. flusher: a callable flushing the L2 on the stream; default an L2Flusher.
+        blocker: hold()/release()/timed_out(); default a StreamBlocker when settings.block_stream.
+        clock_reader: returns a read_clocks-style dict; default read_clocks (nvidia-smi).
 
     Returns:
-        {"basis": "measured", "device_time_us": [...], "device": Summary dict (…_us), "host_call_us": [...],
-         "host_call": Summary dict, "stop_reason", "rotation_sets", "l2_flush_bytes", "clocks_before",
-         "clocks_after", "stages_us": {launch name: µs, from one extra run with per-launch events},
+        {"basis": "measured", "device_time_us": [...], "device": Summary dict (…_us), "dispatch_us": [...] (host
+         time to queue each timed call, stream held), "dispatch": Summary dict, "host_call_us": [...],
+         "host_call": Summary dict, "stop_reason", "blocked": bool, "blocker_timeouts", "throttled_us": [discarded
+         samples], "clock_reads", "clock_note", "rotation_sets", "l2_flush_bytes", "clocks_before", "clocks_after",
+         "stages_us": {launch name: µs, from one extra run with per-launch events},
          "launch_us": [[launch name, µs], ...] in launch order (that same run), "settings"}
     """
     event_factory = event_factory or _cuda_event
-    stream = backend.stream
     if flusher is None and settings.flush_l2:
         flusher = L2Flusher(backend, l2_bytes)
-    clocks_before = read_clocks()
-    saved_events = backend.event_timing
+    if blocker is None and settings.block_stream:
+        blocker = StreamBlocker(backend, settings.block_timeout_s)
+    watch = _ClockWatch(clock_reader or read_clocks, settings)
+    saved_events, saved_keep = backend.event_timing, backend.keep_workspaces
     backend.event_timing = False
+    backend.keep_workspaces = True  # NOTE: the warm-up allocates the workspaces; the timed calls reuse them
     try:
-        t_end = time.perf_counter() + settings.warmup_s
-        i = 0
-        while i < settings.warmup_runs or time.perf_counter() < t_end:
-            call(arg_sets[i % len(arg_sets)])
-            i += 1
-        backend.synchronize()
-
-        samples: list[float] = []
-        start, end = event_factory(), event_factory()
-        t0 = time.perf_counter()
-        reason = ""
-        while True:
-            if flusher is not None:
-                flusher()
-            start.record(stream)
-            call(arg_sets[len(samples) % len(arg_sets)])
-            end.record(stream)
-            end.synchronize()
-            samples.append(start.elapsed_time(end) * 1e3)  # ms -> µs
-            stop, reason = stats.should_stop(samples, time.perf_counter() - t0, min_samples=settings.min_samples,
-                                             max_samples=settings.max_samples, budget_s=settings.budget_s,
-                                             rse_target=settings.rse_target)
-            if stop:
-                break
-
-        host: list[float] = []
-        for j in range(settings.host_samples):
-            backend.synchronize()
-            h0 = time.perf_counter()
-            call(arg_sets[j % len(arg_sets)])
-            host.append((time.perf_counter() - h0) * 1e6)
-        backend.synchronize()
-
-        backend.event_timing = True
-        backend.records.clear()
-        if flusher is not None:
-            flusher()
-        call(arg_sets[0])
-        backend.synchronize()
-        launch_us = [(rec.name, rec.stats.elapsed_ms() * 1e3) for rec in backend.records if rec.stats is not None]
-        stages: dict[str, float] = {}
-        for name, us in launch_us:
-            stages[name] = stages.get(name, 0.0) + us
+        _warm_up(backend, call, arg_sets, settings)
+        sampled = _sample(backend, call, arg_sets, settings, event_factory, flusher, blocker, watch)
+        host = _host_calls(backend, call, arg_sets, settings)
+        launch_us = _stage_run(backend, call, arg_sets, flusher)
     finally:
-        backend.event_timing = saved_events
+        backend.event_timing, backend.keep_workspaces = saved_events, saved_keep
+        backend.release_workspaces()
+    samples = sampled["kept"] or watch.discarded  # NOTE: all throttled: keep them, clock_note says so
+    if not samples:
+        raise cuda_api.GpuError(f"no timing sample: the stream blocker timed out on all {sampled['blocker_timeouts']} "
+                                f"samples (the host needed over {settings.block_timeout_s:g} s to queue one call; "
+                                f"raise GpuTimingSettings.block_timeout_s or set block_stream=False)")
+    stages: dict[str, float] = {}
+    for name, us in launch_us:
+        stages[name] = stages.get(name, 0.0) + us
+    dispatch = sampled["dispatch"]
     return {
         "basis": "measured", "device_time_us": samples, "device": stats.summarize(samples).as_dict("us"),
+        "dispatch_us": dispatch, "dispatch": stats.summarize(dispatch).as_dict("us") if dispatch else None,
         "host_call_us": host, "host_call": stats.summarize(host).as_dict("us") if host else None,
-        "stop_reason": reason, "rotation_sets": len(arg_sets),
+        "stop_reason": sampled["reason"], "blocked": blocker is not None,
+        "blocker_timeouts": sampled["blocker_timeouts"], "throttled_us": watch.discarded,
+        "clock_reads": watch.reads, "clock_note": watch.note(), "rotation_sets": len(arg_sets),
         "l2_flush_bytes": getattr(flusher, "nbytes", 0) if flusher else 0,
-        "clocks_before": clocks_before, "clocks_after": read_clocks(), "stages_us": stages,
+        "clocks_before": watch.before, "clocks_after": (clock_reader or read_clocks)(), "stages_us": stages,
         "launch_us": [[name, us] for name, us in launch_us],
         "settings": asdict(settings),
     }

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from harness.backends.base import Backend
+
 import cpp_impl
 from contract.errors import BuildError
 from contract.kernels import get_kernel
@@ -22,7 +24,14 @@ CPP_STAGES = ["cpp_act_quant", "cpp_gate", "cpp_align", "cpp_permute"]
 
 
 class _CountingBackend:
-    """A backend that counts allocations and frees (to check the layer allocates its intermediates once)."""
+    """A backend that counts allocations and frees (to check the layer allocates its intermediates once).
+
+    Its workspace calls are the harness Backend's own, so they allocate through the counting `empty`/`free`."""
+
+    keep_workspaces = False
+    workspace = Backend.workspace
+    done_with_workspace = Backend.done_with_workspace
+    _free_all = Backend._free_all
 
     def __init__(self, backend):
         self._backend = backend

@@ -44,7 +44,8 @@ def make_run(kernel, stages):
 
 runs = {"cuda": make_run("gate", ["k_gate"]), "ptx": make_run("gate", ["gate_a", "gate_b"])}
 runner._find_run = lambda impl, k: (runs[impl], "")
-timing = GpuTimingSettings(warmup_runs=1, warmup_s=0, min_samples=4, max_samples=4, host_samples=3, flush_l2=False)
+timing = GpuTimingSettings(warmup_runs=1, warmup_s=0, min_samples=4, max_samples=4, host_samples=3, flush_l2=False,
+                           block_stream=False)  # NOTE: the CUDA simulator runs no PTX (the blocker)
 settings = runner.CompareSettings(backend="gpu", presets=("tiny",), skews=("balanced",), kernels=("gate",),
                                   seed=int(sys.argv[2]), static=False, timing=timing)
 rf = RunFile.create(sys.argv[1], "g", settings.as_dict(), {"backend": "gpu", "gpu": {"name": "NVIDIA H200"}},

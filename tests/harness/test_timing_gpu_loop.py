@@ -16,6 +16,14 @@ class FakeGpu:
         self.now_ms, self.rng, self.kernel_ms, self.noise = 0.0, rng, kernel_ms, noise
         self.stream, self.event_timing, self.records, self.syncs = object(), True, [], 0
         self.flushes, self.calls = 0, []
+        self.keep_workspaces, self.released = False, 0
+        self.blocker = SimpleNamespace(hold=lambda: None, release=lambda: None, timed_out=lambda: False)
+
+    def clocks(self):
+        return {"sm_clock_mhz": "1980"}
+
+    def release_workspaces(self):
+        self.released += 1
 
     def synchronize(self):
         self.syncs += 1
@@ -61,7 +69,8 @@ def test_quiet_kernel_stops_on_rse_with_rotation_and_flushes(rng):
     sets = [{"id": i} for i in range(3)]
     settings = GpuTimingSettings(warmup_runs=4, warmup_s=0.0, min_samples=10, host_samples=7, budget_s=30.0)
     out = time_gpu(gpu, gpu.run, sets, l2_bytes=1 << 20, settings=settings, event_factory=gpu.event,
-                   flusher=gpu.flush)
+                   flusher=gpu.flush,
+                   blocker=gpu.blocker, clock_reader=gpu.clocks)
     n = out["device"]["n"]
     assert out["stop_reason"] == "rse<0.005" and n == 10  # 0.2 % noise: RSE is tiny at the minimum count
     assert out["device"]["median_us"] == pytest.approx(10.0, rel=0.01)  # the flush before 'start' is not counted
@@ -80,7 +89,8 @@ def test_noisy_kernel_stops_at_the_budget(rng):
     gpu = FakeGpu(rng, kernel_ms=0.010, noise=0.3)
     settings = GpuTimingSettings(warmup_runs=1, warmup_s=0.0, min_samples=5, max_samples=100_000, budget_s=0.05,
                                  host_samples=0, rse_target=1e-9)
-    out = time_gpu(gpu, gpu.run, [{"id": 0}], 1 << 20, settings, event_factory=gpu.event, flusher=gpu.flush)
+    out = time_gpu(gpu, gpu.run, [{"id": 0}], 1 << 20, settings, event_factory=gpu.event, flusher=gpu.flush,
+                   blocker=gpu.blocker, clock_reader=gpu.clocks)
     assert out["stop_reason"].startswith("time budget") and out["device"]["n"] >= 5
     assert out["host_call"] is None
 
@@ -88,7 +98,8 @@ def test_noisy_kernel_stops_at_the_budget(rng):
 def test_sample_cap(rng):
     gpu = FakeGpu(rng, kernel_ms=0.010, noise=0.3)
     settings = GpuTimingSettings(warmup_runs=0, warmup_s=0.0, min_samples=1, max_samples=1, host_samples=0)
-    out = time_gpu(gpu, gpu.run, [{"id": 0}], 1 << 20, settings, event_factory=gpu.event, flusher=gpu.flush)
+    out = time_gpu(gpu, gpu.run, [{"id": 0}], 1 << 20, settings, event_factory=gpu.event, flusher=gpu.flush,
+                   blocker=gpu.blocker, clock_reader=gpu.clocks)
     assert out["device"]["n"] == 1 and out["stop_reason"] == "sample cap 1"
 
 

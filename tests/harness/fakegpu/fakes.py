@@ -1,0 +1,448 @@
+"""Recording fakes of cuda-python's driver bindings and of numba.cuda, strict where the real ones are strict.
+
+`FakeGpu` holds one device's state and a timeline of what the host queued (allocations, frees, memsets, events,
+launches, synchronisations). The fake driver checks every cuLaunchKernel against the `.entry` signature as ptxsim
+parses it (parameter count and ctypes sizes) and refuses dynamic shared memory over 48 KB unless the function's
+MAX_DYNAMIC_SHARED_SIZE_BYTES was raised first, as the real driver does; the fake numba.cuda checks kernel arguments
+against the explicit signature. A sticky error (`gpu.poison(entry, code)`) surfaces at the next synchronisation and
+from then on every call fails with it, like a real CUDA context after an illegal address.
+No kernel computes anything: device memory reads back as zeros.
+"""
+from __future__ import annotations
+
+import ctypes
+import enum
+import itertools
+from types import SimpleNamespace
+
+import numpy as np
+
+DEFAULT_SHARED = 48 * 1024
+OPTIN_SHARED = 227 * 1024
+_PTX_SIZES = {"8": 1, "16": 2, "32": 4, "64": 8}
+
+
+class CUresult(enum.IntEnum):
+    CUDA_SUCCESS = 0
+    CUDA_ERROR_INVALID_VALUE = 1
+    CUDA_ERROR_INVALID_PTX = 218
+    CUDA_ERROR_ILLEGAL_ADDRESS = 700
+    CUDA_ERROR_LAUNCH_FAILED = 719
+
+
+class CUjit_option(enum.IntEnum):
+    CU_JIT_ERROR_LOG_BUFFER = 5
+    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+
+
+class CUfunction_attribute(enum.IntEnum):
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+
+class CUdevice_attribute(enum.IntEnum):
+    CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+
+
+class _Handle:
+    def __init__(self, value=0):
+        self.value = int(value)
+
+    def __int__(self):
+        return self.value
+
+
+class CUdeviceptr(_Handle):
+    pass
+
+
+class CUstream(_Handle):
+    pass
+
+
+class CUdevice(_Handle):
+    pass
+
+
+class CUmodule(_Handle):
+    pass
+
+
+class CUfunction(_Handle):
+    pass
+
+
+class CUkernel(_Handle):
+    pass
+
+
+class FakeCudaAPIError(Exception):
+    """What numba-cuda raises for a failed driver call (CudaAPIError: code, msg)."""
+
+    def __init__(self, code, msg):
+        super().__init__(f"[{int(code)}] {msg}")
+        self.code, self.msg = code, msg
+
+
+class FakeGpu:
+    """One fake device: ids, the timeline, attributes set, launches, and the sticky error state."""
+
+    def __init__(self):
+        self.ids = itertools.count(1)
+        self.timeline: list[tuple] = []
+        self.errors: list[str] = []  # why a launch was refused
+        self.launches: list[dict] = []
+        self.attributes: dict[tuple, int] = {}  # (handle type, value) -> max dynamic shared bytes
+        self.modules: dict[int, dict] = {}  # module id -> {entry: params (ptxsim VarDecls)}
+        self.functions: dict[int, tuple[int, str]] = {}
+        self.poisoned: dict[str, CUresult] = {}  # kernel name -> the sticky error its launch causes
+        self.sticky: CUresult | None = None
+        self.pending: CUresult | None = None
+        self.jit_error: str | None = None
+        self.clock_mhz = [1980]
+        self.driver = FakeDriver(self)
+        self.numba = FakeNumbaCuda(self)
+
+    def poison(self, kernel: str, code=CUresult.CUDA_ERROR_ILLEGAL_ADDRESS) -> None:
+        self.poisoned[kernel] = code
+
+    def log(self, *entry) -> None:
+        self.timeline.append(entry)
+
+    def launched(self, name: str, stream: int, shared: int) -> None:
+        self.launches.append({"name": name, "stream": stream, "shared": shared})
+        self.log("launch", name, stream)
+        if name in self.poisoned:
+            self.pending = self.poisoned[name]
+
+    def sync_error(self) -> CUresult | None:
+        """The error a synchronisation reports: a pending fault becomes sticky."""
+        if self.pending is not None:
+            self.sticky, self.pending = self.pending, None
+        return self.sticky
+
+    def allowed_shared(self, handle) -> int:
+        return max(DEFAULT_SHARED, self.attributes.get((type(handle).__name__, int(handle)), 0))
+
+
+class FakeDriver:
+    """cuda.bindings.driver, as far as ptxmoe uses it; calls return (CUresult, *values) tuples."""
+
+    CUresult = CUresult
+    CUjit_option = CUjit_option
+    CUfunction_attribute = CUfunction_attribute
+    CUdevice_attribute = CUdevice_attribute
+    CUdeviceptr, CUstream, CUdevice, CUfunction, CUkernel = CUdeviceptr, CUstream, CUdevice, CUfunction, CUkernel
+    CUmodule = CUmodule
+
+    def __init__(self, gpu: FakeGpu):
+        self.gpu = gpu
+
+    def _fail(self, why: str):
+        self.gpu.errors.append(why)
+        return (CUresult.CUDA_ERROR_INVALID_VALUE,)
+
+    def cuGetErrorString(self, err):
+        return CUresult.CUDA_SUCCESS, f"fake {CUresult(err).name}".encode()
+
+    def cuDeviceGetAttribute(self, attr, dev):
+        values = {CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: 50 * 2**20,
+                  CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: OPTIN_SHARED}
+        return CUresult.CUDA_SUCCESS, values[attr]
+
+    def cuMemsetD8Async(self, ptr, value, nbytes, stream):
+        if self.gpu.sticky:
+            return (self.gpu.sticky,)
+        self.gpu.log("memset", int(ptr), int(nbytes), int(stream))
+        return (CUresult.CUDA_SUCCESS,)
+
+    def cuModuleLoadDataEx(self, image, n, options, values):
+        from ptxsim.parser import parse
+
+        assert isinstance(image, bytes) and image.endswith(b"\x00"), "PTX image must be NUL-terminated bytes"
+        assert n == len(options) == len(values)
+        text = image[:-1].decode()
+        if self.gpu.jit_error is not None:
+            opts = dict(zip(options, values))
+            buf = opts[CUjit_option.CU_JIT_ERROR_LOG_BUFFER]
+            assert opts[CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES] == len(buf)
+            msg = self.gpu.jit_error.encode()[:len(buf) - 1]
+            buf[:len(msg) + 1] = msg + b"\x00"
+            return CUresult.CUDA_ERROR_INVALID_PTX, None
+        module = next(self.gpu.ids)
+        self.gpu.modules[module] = {f.name: f.params for f in parse(text).functions if f.kind == "entry"}
+        return CUresult.CUDA_SUCCESS, self.CUmodule(module)
+
+    def cuModuleGetFunction(self, module, name):
+        entries = self.gpu.modules[int(module)]
+        if name.decode() not in entries:
+            return CUresult.CUDA_ERROR_INVALID_VALUE, None
+        handle = next(self.gpu.ids)
+        self.gpu.functions[handle] = (int(module), name.decode())
+        return CUresult.CUDA_SUCCESS, self.CUfunction(handle)
+
+    def cuFuncSetAttribute(self, func, attr, value):
+        if type(func).__name__ != "CUfunction":
+            return self._fail(f"cuFuncSetAttribute on a {type(func).__name__}; expected a CUfunction")
+        return self._set_shared(func, attr, value)
+
+    def cuKernelSetAttribute(self, attr, value, kernel, dev):
+        if type(kernel).__name__ != "CUkernel" or type(dev).__name__ != "CUdevice":
+            return self._fail(f"cuKernelSetAttribute({type(kernel).__name__}, {type(dev).__name__}); "
+                              "expected a CUkernel and a CUdevice")
+        return self._set_shared(kernel, attr, value)
+
+    def _set_shared(self, handle, attr, value):
+        if attr != CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES or value > OPTIN_SHARED:
+            return self._fail(f"attribute {attr}={value}: over the {OPTIN_SHARED}-byte opt-in limit")
+        self.gpu.attributes[(type(handle).__name__, int(handle))] = int(value)
+        self.gpu.log("attribute", int(handle), int(value))
+        return (CUresult.CUDA_SUCCESS,)
+
+    def cuLaunchKernel(self, func, gx, gy, gz, bx, by, bz, shared, stream, args, extra):
+        from ptxsim.ptxtypes import type_bits
+
+        if self.gpu.sticky:
+            return (self.gpu.sticky,)
+        module, entry = self.gpu.functions[int(func)]
+        params = self.gpu.modules[module][entry]
+        values, ctys = args
+        if len(values) != len(params) or len(ctys) != len(params):
+            return self._fail(f"{entry}: {len(values)} arguments for {len(params)} .param entries")
+        for i, (p, cty) in enumerate(zip(params, ctys)):
+            size = max(type_bits(p.type) // 8, 1) * (p.count or 1)
+            if ctypes.sizeof(cty) != size:
+                return self._fail(f"{entry} parameter {i} ({p.name} {p.type}): ctypes {cty.__name__} of "
+                                  f"{ctypes.sizeof(cty)} bytes; the .param holds {size}")
+        if bx * by * bz > 1024 or min(gx, gy, gz, bx, by, bz) < 1:
+            return self._fail(f"{entry}: grid {(gx, gy, gz)} block {(bx, by, bz)}")
+        if shared > self.gpu.allowed_shared(func):
+            return self._fail(f"{entry}: {shared} bytes of dynamic shared memory; allowed "
+                              f"{self.gpu.allowed_shared(func)} (MAX_DYNAMIC_SHARED_SIZE_BYTES not raised)")
+        self.gpu.launched(entry, int(stream), int(shared))
+        return (CUresult.CUDA_SUCCESS,)
+
+
+class FakeStream:
+    def __init__(self, gpu: FakeGpu):
+        self.gpu = gpu
+        self.handle = SimpleNamespace(value=next(gpu.ids))
+
+    def synchronize(self):
+        self.gpu.log("sync", self.handle.value)
+        err = self.gpu.sync_error()
+        if err:
+            raise FakeCudaAPIError(err, f"Call to cuStreamSynchronize results in {err.name}")
+
+
+class FakeEvent:
+    def __init__(self, gpu: FakeGpu):
+        self.gpu, self.id, self.stream, self.t = gpu, next(gpu.ids), None, None
+
+    def record(self, stream=0):
+        self.stream = stream.handle.value if stream else 0
+        self.t = len(self.gpu.timeline)
+        self.gpu.log("event", self.id, self.stream)
+
+    def synchronize(self):
+        self.gpu.log("sync-event", self.id)
+        err = self.gpu.sync_error()
+        if err:
+            raise FakeCudaAPIError(err, f"Call to cuEventSynchronize results in {err.name}")
+
+    def wait(self, stream=0):
+        self.gpu.log("wait", self.id, stream.handle.value if stream else 0)
+
+    def elapsed_time(self, other):
+        """Milliseconds: one µs per timeline entry between the events (deterministic, positive)."""
+        return (other.t - self.t) * 1e-3
+
+
+class FakeDeviceArray:
+    """A numba device array: shape, dtype, a device address; reads back zeros; its free is logged."""
+
+    def __init__(self, gpu: FakeGpu, shape, dtype, addr=None, owner=True):
+        self.gpu, self.shape, self.dtype = gpu, tuple(int(d) for d in shape), np.dtype(dtype)
+        self.addr = addr if addr is not None else next(gpu.ids) << 20
+        self.owner = owner
+        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        if owner:
+            gpu.log("alloc", self.addr, self.nbytes)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.addr, False), "version": 3}
+
+    def view(self, dtype):
+        return FakeDeviceArray(self.gpu, self.shape, dtype, self.addr, owner=False)
+
+    def copy_to_host(self, stream=0):
+        return np.zeros(self.shape, self.dtype)
+
+    def copy_to_device(self, host, stream=0):
+        self.gpu.log("copy", self.addr)
+
+    def __del__(self):
+        if self.owner:
+            self.gpu.log("free", self.addr)
+
+
+class FakeNumbaCuda:
+    """numba.cuda, as far as ptxmoe uses it."""
+
+    def __init__(self, gpu: FakeGpu):
+        self.gpu = gpu
+        self.device = SimpleNamespace(id=0, MULTIPROCESSOR_COUNT=132, name=b"Fake H200")
+
+    def current_context(self):
+        return SimpleNamespace(device=self.device)
+
+    def stream(self):
+        return FakeStream(self.gpu)
+
+    def event(self, timing=True):
+        return FakeEvent(self.gpu)
+
+    def to_device(self, host, stream=0):
+        host = np.asarray(host)
+        return FakeDeviceArray(self.gpu, host.shape, host.dtype)
+
+    def device_array(self, shape, dtype=np.float64, stream=0):
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
+        return FakeDeviceArray(self.gpu, shape, dtype)
+
+    def mapped_array(self, shape, dtype=np.float64):
+        host = np.zeros(shape, dtype)
+        self.gpu.log("mapped", host.nbytes)
+        mapped = FakeMapped(host, next(self.gpu.ids) << 20)
+        mapped.gpu = self.gpu
+        return mapped
+
+    def jit(self, signature):
+        return lambda pyfunc: FakeDispatcher(self.gpu, pyfunc, signature)
+
+
+class FakeMapped(np.ndarray):
+    """Host-mapped memory: a NumPy array with a device pointer."""
+
+    def __new__(cls, host, addr):
+        obj = host.view(cls)
+        obj.device_addr = addr
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.device_addr = getattr(obj, "device_addr", 0)
+        self.gpu = getattr(obj, "gpu", None)
+
+    def __setitem__(self, index, value):
+        super().__setitem__(index, value)
+        if self.gpu is not None:
+            self.gpu.log("flag", index, int(value))
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.device_addr, False), "version": 3}
+
+
+class FakeDispatcher:
+    """numba.cuda.jit(signature)(pyfunc): one overload with a CUkernel; kernel[grid, block, stream, shared](*args)."""
+
+    def __init__(self, gpu: FakeGpu, pyfunc, signature):
+        from harness.backends.numba_abi import parse_signature
+
+        self.gpu, self.pyfunc, self.__name__ = gpu, pyfunc, pyfunc.__name__
+        self.arg_types = parse_signature(signature)
+        handle = CUkernel(next(gpu.ids))
+        library = SimpleNamespace(get_cufunc=lambda: SimpleNamespace(handle=handle))
+        self.overloads = {tuple(signature) if not isinstance(signature, str) else signature:
+                          SimpleNamespace(library=library)}
+        self.handle = handle
+
+    def __getitem__(self, config):
+        grid, block, stream, shared = config
+        return lambda *args: self._launch(grid, block, stream, shared, args)
+
+    def _launch(self, grid, block, stream, shared, args):
+        gpu = self.gpu
+        if gpu.sticky:
+            raise FakeCudaAPIError(gpu.sticky, f"Call to cuLaunchKernel results in {gpu.sticky.name}")
+        name = self.__name__
+        if len(args) != len(self.arg_types):
+            raise TypeError(f"{name}: {len(args)} arguments; the signature takes {len(self.arg_types)}")
+        for i, (t, a) in enumerate(zip(self.arg_types, args)):
+            if t.is_array:
+                if not isinstance(a, FakeDeviceArray) or a.dtype != t.dtype or a.ndim != t.ndim:
+                    raise TypeError(f"{name} argument {i}: {type(a).__name__} "
+                                    f"{getattr(a, 'dtype', '')}{getattr(a, 'shape', '')}; signature wants "
+                                    f"{t.dtype}[{t.ndim}-D]")
+            elif not isinstance(a, np.generic) or np.dtype(type(a)) != t.dtype:
+                raise TypeError(f"{name} argument {i}: {a!r} ({type(a).__name__}); signature wants {t.dtype}")
+        if shared > gpu.allowed_shared(self.handle):
+            gpu.errors.append(f"{name}: {shared} bytes of dynamic shared memory; allowed "
+                              f"{gpu.allowed_shared(self.handle)}")
+            raise FakeCudaAPIError(CUresult.CUDA_ERROR_INVALID_VALUE, "Call to cuLaunchKernel results in "
+                                   "CUDA_ERROR_INVALID_VALUE")
+        if int(np.prod(block)) > 1024:
+            raise FakeCudaAPIError(CUresult.CUDA_ERROR_INVALID_VALUE, f"{name}: block {block}")
+        gpu.launched(name, stream.handle.value, int(shared))
+
+
+class MarshalCheckedDriver:
+    """cuda-python's real driver module in front of the fake: the real types and enums, and every call made through
+    the real binding first, which converts each argument (a TypeError or ValueError there is a bug in our call) and
+    only then fails to find libcuda; the fake then does the call. `calls` lists the calls that passed marshalling.
+
+    Only usable without a CUDA driver (`usable()`): with one, fake handles would reach the real GPU.
+    """
+
+    def __init__(self, fake: FakeDriver):
+        from cuda.bindings import driver as real
+
+        self._real, self._fake, self.calls = real, fake, []
+        for name in ("CUmodule", "CUfunction", "CUkernel"):  # handles the fake returns: the real types
+            setattr(fake, name, getattr(real, name))
+
+    @staticmethod
+    def usable() -> bool:
+        from cuda.bindings import driver as real
+
+        try:
+            real.cuInit(0)
+        except Exception as exc:  # noqa: BLE001 - only "no driver library" makes the real calls harmless
+            return type(exc).__name__ == "DynamicLibNotFoundError"
+        return False
+
+    def __getattr__(self, name):
+        real_attr = getattr(self._real, name)
+        if not name.startswith("cu"):
+            return real_attr  # types and enums
+        fake_fn = getattr(self._fake, name)
+
+        def call(*args):
+            try:
+                real_attr(*args)
+            except Exception as exc:
+                if type(exc).__name__ != "DynamicLibNotFoundError":
+                    raise AssertionError(f"{name}{args!r}: the real binding refused the arguments: "
+                                         f"{type(exc).__name__}: {exc}") from exc
+            self.calls.append(name)
+            return fake_fn(*args)
+        return call
+
+
+def install(monkeypatch, real_marshalling: bool = False) -> FakeGpu:
+    """Replace the CUDA seams (harness.backends.cuda_api.driver / numba_cuda) and GPU visibility with one FakeGpu;
+    `real_marshalling`: driver calls also go through cuda-python's real argument conversion (MarshalCheckedDriver)."""
+    from harness.backends import cuda_api
+
+    gpu = FakeGpu()
+    if real_marshalling:
+        gpu.driver = MarshalCheckedDriver(gpu.driver)
+    monkeypatch.setattr(cuda_api, "driver", lambda: gpu.driver)
+    monkeypatch.setattr(cuda_api, "numba_cuda", lambda: gpu.numba)
+    monkeypatch.setattr("harness.toolchain.gpu_visible", lambda: (True, "fake GPU"))
+    return gpu

@@ -1,0 +1,46 @@
+"""The runner's gpu branch on the fake driver: a sticky CUDA error (illegal address) stops the sweep at its row,
+with the rows before it saved, instead of blaming every later row for it."""
+import io
+
+import pytest
+
+from harness import runner
+from harness.results import RunFile
+from harness.timing.gpu import GpuTimingSettings
+
+TIMING = GpuTimingSettings(warmup_runs=1, warmup_s=0.0, min_samples=2, max_samples=2, budget_s=1.0, host_samples=1,
+                           flush_l2=False)
+
+
+def _sweep(tmp_path, kernels):
+    from harness.backends.gpu import GpuBackend
+
+    settings = runner.CompareSettings(backend="gpu", presets=("tiny",), skews=("balanced",), kernels=kernels,
+                                      seed=5, static=False, timing=TIMING, model_estimate=False)
+    rf = RunFile.create(tmp_path, "fake", settings.as_dict(), {"backend": "gpu", "gpu": {"name": "NVIDIA H200"}},
+                        command=[])
+    return rf, (lambda: runner.run_sweep(GpuBackend(), settings, rf, progress=io.StringIO()))
+
+
+def test_sticky_error_stops_the_sweep_at_its_row(fake_gpu, tmp_path):
+    from harness.backends.cuda_api import GpuError
+
+    fake_gpu.poison("ptx_gate")
+    rf, sweep = _sweep(tmp_path, ("gate", "align"))
+    with pytest.raises(GpuError, match=r"gate.*ptx.*CUDA_ERROR_ILLEGAL_ADDRESS.*sticky") as info:
+        sweep()
+    assert info.value.sticky
+    doc = RunFile.load(rf.run_dir).doc
+    rows = doc["rows"] if isinstance(doc["rows"], list) else list(doc["rows"].values())
+    assert [(r["kernel"], r["impl"]) for r in rows] == [("gate", runner.IMPL_ORDER[0]), ("gate", "ptx")]
+    assert rows[0]["status"] != "error"  # the row before it ran on a healthy context
+    assert rows[1]["status"] == "error" and rows[1]["sticky_cuda_error"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+
+
+def test_healthy_sweep_runs_every_row(fake_gpu, tmp_path):
+    rf, sweep = _sweep(tmp_path, ("gate", "align"))
+    summary = sweep()
+    assert summary["ran"] == 4 and fake_gpu.errors == []
+    doc = RunFile.load(rf.run_dir).doc
+    rows = doc["rows"] if isinstance(doc["rows"], list) else list(doc["rows"].values())
+    assert all(r["timing"]["blocked"] and r["timing"]["device"]["n"] == 2 for r in rows)

@@ -1,0 +1,43 @@
+"""Published hardware measurements the timing model is validated against (docs/model-validation.md cites each).
+
+One entry per microbenchmark in microbench.BENCHES: the value, its unit (the bench's), the device it was measured on,
+the source and the conditions. `None` means no published figure was found for that quantity: the validation row
+says so instead of inventing one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Published:
+    value: float | None
+    device: str
+    source: str
+    conditions: str
+
+
+# Sources (full references in docs/model-validation.md):
+_S1 = "[S1] 'CUDA Performance Study - NVIDIA H100 SXM5' (public GitHub README)"
+_S2 = "[S2] markdewing/AI_kernels latency/README.md"
+_S3 = "[S3] simveit/effective-reduction-mojo README"
+_S4 = "[S4] mredenti/PowerCapping configuration/OpenCL_benchmark.md (ProjectPhysX OpenCL-Benchmark on GH200)"
+_NONE = "none found"
+
+PUBLISHED: dict[str, Published] = {
+    "dram_read": Published(3134.26, "H100 SXM", _S3, "one-pass reduction of 2^30 floats (best kernel one_pass_4)"),
+    "dram_copy": Published(1992.0, "H100 SXM", _S1, "256 MB float4 copy on 132 SMs, 2 x bytes / time, CUDA events"),
+    "l2_copy": Published(3574.0, "H100 SXM", _S1, "16 MB __ldcg/__stcg copy, 528 blocks, data L2-resident"),
+    "shared_bw": Published(None, "H100 SXM", _NONE, "no measured Hopper shared-memory bandwidth found"),
+    "shared_conflict": Published(None, "H100 SXM", _NONE, "no measured bank-conflicted bandwidth found"),
+    "fp32_fma": Published(62.961, "H100 SXM", _S4, "GH200 (132 SMs at 1980 MHz, the H100 SXM SM configuration)"),
+    "int32_mad": Published(32.971, "H100 SXM", _S4, "GH200, OpenCL INT32 compute (assumed 2 ops per multiply-add)"),
+    "sfu_sin": Published(9.6, "H100 SXM", _S1, "__sinf, one warp, ILP=16, clock64(), clocks per warp-instruction"),
+    "mma_bf16": Published(None, "H100 SXM", _NONE, "no measured mma.sync (legacy warp-level) bf16 rate found"),
+    "chase_l1": Published(20.3, "H100 SXM", _S1, "8 KB random cycle, <<<1,1>>>, 40.2 clk at 1.98 GHz "
+                          "([S2]: 40 clk)"),
+    "chase_l2": Published(131.3, "H100 SXM", _S1, "4 MB random cycle with __ldcg, 259.9 clk ([S2]: 291 clk)"),
+    "chase_dram": Published(288.1, "H100 SXM", _S1, "256 MB, 128 B apart, L2 flushed, 570.5 clk ([S2]: 700 clk)"),
+    "launch_gap": Published(None, "H100 SXM", _NONE, "no published back-to-back launch gap on Hopper found"),
+    "atomic_add": Published(None, "H100 SXM", _NONE, "no published global atomicAdd throughput on Hopper found"),
+}

@@ -46,6 +46,7 @@ FITS = {
     "dram_achievable_fraction": ("dram_read", lambda q, s: q * 1e9 / _peak(s, "dram")),
     "l2_achievable_fraction": ("l2_copy", lambda q, s: q * 1e9 / _peak(s, "l2")),
     "shared_achievable_fraction": ("shared_bw", lambda q, s: q * 1e12 / _peak(s, "shared")),
+    "sfu_achievable_fraction": ("sfu_sin", lambda q, s: s.warp_size * s.sub_partitions_per_sm / s.sfu_lanes_per_sm / q),
     "mma_sync_fraction_of_peak": ("mma_bf16", lambda q, s: q * 1e12 / _peak(s, "bf16")),
     "l1_latency_s": ("chase_l1", lambda q, s: q * 1e-9),
     "l2_latency_s": ("chase_l2", lambda q, s: q * 1e-9),

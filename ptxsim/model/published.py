@@ -15,6 +15,7 @@ class Published:
     device: str
     source: str
     conditions: str
+    gap: str = ""      # when the model is out of band: why, and what would close it
 
 
 # Sources (full references in docs/model-validation.md):
@@ -26,13 +27,21 @@ _NONE = "none found"
 
 PUBLISHED: dict[str, Published] = {
     "dram_read": Published(3134.26, "H100 SXM", _S3, "one-pass reduction of 2^30 floats (best kernel one_pass_4)"),
-    "dram_copy": Published(1992.0, "H100 SXM", _S1, "256 MB float4 copy on 132 SMs, 2 x bytes / time, CUDA events"),
-    "l2_copy": Published(3574.0, "H100 SXM", _S1, "16 MB __ldcg/__stcg copy, 528 blocks, data L2-resident"),
+    "dram_copy": Published(1992.0, "H100 SXM", _S1, "256 MB float4 copy on 132 SMs, 2 x bytes / time, CUDA events",
+                           "S1 reaches 59% of the 3.35 TB/s peak with a copy while S3 reads at 94%; the model "
+                           "charges reads and writes alike at 90%. A copy measured on the target GPU "
+                           "(ptxmoe calibrate) or a second published copy figure would settle it"),
+    "l2_copy": Published(3574.0, "H100 SXM", _S1, "16 MB __ldcg/__stcg copy, 528 blocks, data L2-resident",
+                         "the model's L2 bandwidth is an estimate (devices.py [EST], 32 B/clk/SM); S1's only figure "
+                         "is from the same run whose HBM copy is 40% under peak. ptxmoe calibrate fits "
+                         "l2_achievable_fraction from the l2_copy bench"),
     "shared_bw": Published(None, "H100 SXM", _NONE, "no measured Hopper shared-memory bandwidth found"),
     "shared_conflict": Published(None, "H100 SXM", _NONE, "no measured bank-conflicted bandwidth found"),
     "fp32_fma": Published(62.961, "H100 SXM", _S4, "GH200 (132 SMs at 1980 MHz, the H100 SXM SM configuration)"),
     "int32_mad": Published(32.971, "H100 SXM", _S4, "GH200, OpenCL INT32 compute (assumed 2 ops per multiply-add)"),
-    "sfu_sin": Published(9.6, "H100 SXM", _S1, "__sinf, one warp, ILP=16, clock64(), clocks per warp-instruction"),
+    "sfu_sin": Published(9.6, "H100 SXM", _S1, "__sinf, one warp, ILP=16, clock64(), clocks per warp-instruction",
+                         "the model charges the programming guide's 16 MUFU results/clk/SM (8 clk); S1 measures "
+                         "9.1-9.6. ptxmoe calibrate fits sfu_achievable_fraction from the sfu_sin bench"),
     "mma_bf16": Published(None, "H100 SXM", _NONE, "no measured mma.sync (legacy warp-level) bf16 rate found"),
     "chase_l1": Published(20.3, "H100 SXM", _S1, "8 KB random cycle, <<<1,1>>>, 40.2 clk at 1.98 GHz "
                           "([S2]: 40 clk)"),

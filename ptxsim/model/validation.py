@@ -35,6 +35,7 @@ class Row:
     source: str
     conditions: str
     limiter: str
+    gap: str = ""
 
     @property
     def in_band(self) -> bool:
@@ -54,7 +55,7 @@ def validate(constants: Mapping[str, float] | None = None, names=None) -> list[R
         result = run_on_sim(bench, pub.device, constants)
         ratio = result.quantity / pub.value if pub.value else None
         rows.append(Row(name, bench.what, bench.unit, result.quantity, pub.value, ratio, pub.device, pub.source,
-                        pub.conditions, "/".join(sorted(set(result.limiters)))))
+                        pub.conditions, "/".join(sorted(set(result.limiters))), pub.gap))
     return rows
 
 
@@ -70,7 +71,7 @@ def table(rows: list[Row]) -> str:
     for row in rows:
         pub = f"{row.published:.4g}" if row.published else "none"
         ratio = f"{row.ratio:.3f}" if row.ratio else "n/a"
-        flag = "" if row.ratio is None or row.in_band else "  OUT OF BAND"
+        flag = "" if row.ratio is None or row.in_band else f"  OUT OF BAND: {row.gap or 'no explanation recorded'}"
         note = row.source if row.published else row.conditions
         lines.append(f"{row.quantity + ' (' + row.unit + ')':<66} | {row.modelled:>12.4g} | {pub:>12} | "
                      f"{ratio:>6} | {note}{flag}")

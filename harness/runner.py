@@ -322,7 +322,7 @@ def _verdict(item: Item, rows: dict[str, dict], basis: str) -> dict:
         if not a or not b:
             out["reason"] = "no modelled time: " + (numba["timing"].get("error") or ptx["timing"].get("error") or "?")
             return out
-        v = stats.compare_modelled(a, b)
+        v = stats.compare_modelled(a, b, stats.modelled_band(numba["timing"], ptx["timing"]))
     else:
         v = stats.compare(numba["timing"]["device_time_us"], ptx["timing"]["device_time_us"], basis="measured")
     out.update(v.as_dict())

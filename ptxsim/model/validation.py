@@ -9,6 +9,7 @@ modelled time's interval [t / (1 + e), t x (1 + e)] and the SAME band of modelle
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -19,6 +20,12 @@ RECORD = Path(__file__).with_name("validation.json")
 BAND = (0.85, 1.15)
 # Used only when no validation record exists (a fresh checkout that deleted it): deliberately wide.
 FALLBACK_ERROR = 0.5
+# The benches that exercise each timing component (the error of a row limited by it comes from these).
+LIMITER_BENCHES: dict[str, tuple[str, ...]] = {
+    "dram": ("dram_read", "dram_copy"), "l2": ("l2_copy",), "shared": ("shared_bw", "shared_conflict"),
+    "issue": ("fp32_fma", "int32_mad"), "sfu": ("sfu_sin",), "fp64": (), "tensor": ("mma_bf16",),
+    "latency": ("chase_l1", "chase_l2", "chase_dram"), "tail": (), "launch": ("launch_gap",),
+}
 
 
 @dataclass(frozen=True)
@@ -105,3 +112,28 @@ def recorded_error(path: Path = RECORD) -> tuple[float, str]:
     if not math.isfinite(error) or error < 0:
         return FALLBACK_ERROR, f"validation record {path} has error {error!r}; fallback {FALLBACK_ERROR:.0%}"
     return error, f"{path.name}: {doc.get('summary', '')}"
+
+
+@functools.lru_cache(maxsize=8)
+def _record(path: str) -> dict | None:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def limiter_error(limiter: str, path: Path = RECORD) -> tuple[float, str]:
+    """(relative error, basis) for a modelled time limited by `limiter`: the geometric RMS error of the benches that
+    exercise that component (LIMITER_BENCHES) where any has a published figure, else the overall error figure."""
+    overall, basis = recorded_error(path)
+    doc = _record(str(path))
+    if doc is None:
+        return overall, basis
+    names = set(LIMITER_BENCHES.get(limiter, ()))
+    logs = [math.log(r["ratio"]) for r in doc.get("rows", []) if r.get("name") in names and r.get("ratio")]
+    if not logs:
+        return overall, f"overall model error (no published figure for the {limiter!r} benches); {basis}"
+    error = math.exp(math.sqrt(sum(x * x for x in logs) / len(logs))) - 1
+    return error, (f"{limiter!r} benches ({', '.join(sorted(names))}) vs published figures, "
+                   f"{len(logs)} compared; {path.name}")

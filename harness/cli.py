@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "harness.nsight.commands",
     "harness.dashboard.commands",
     "harness.commands.partition_cmd",
+    "harness.commands.calibrate_cmd",
 )
 
 

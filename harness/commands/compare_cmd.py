@@ -45,9 +45,27 @@ def register(subparsers) -> None:
     parser.add_argument("--no-model-estimate", action="store_true",
                         help="gpu: do not record the timing model's estimate next to each measurement (it costs a "
                              "sampled ptxsim run per row)")
+    parser.add_argument("--device-profile", metavar="FILE",
+                        help="sim/model estimates: the timing model's constants from this `ptxmoe calibrate` profile")
     parser.add_argument("--quick-timing", action="store_true",
                         help="one warm-up and one timed sample per row (what `ptxmoe profile` runs under a profiler)")
     parser.set_defaults(func=run)
+
+
+def _use_device_profile(path: str) -> None:
+    """Check the profile now (a bad file is a usage error) and hand it to the model through PTXMOE_DEVICE_PROFILE."""
+    import os
+
+    from harness.errors import InputError
+    from harness.timing.sim import PROFILE_ENV
+    from ptxsim.model.errors import ModelError
+    from ptxsim.model.profile import load_profile
+
+    try:
+        load_profile(path)
+    except ModelError as exc:
+        raise InputError(str(exc)) from None
+    os.environ[PROFILE_ENV] = str(Path(path).resolve())
 
 
 def _split(values) -> list[str]:
@@ -190,6 +208,8 @@ def finish(run_file, summary: dict, interrupted: bool = False, dashboard: bool =
 def run(args) -> int:
     from harness.runner import run_sweep
 
+    if getattr(args, "device_profile", None):
+        _use_device_profile(args.device_profile)
     run_file, settings, backend = open_run(args)
     print(f"ptxmoe compare: backend {settings.backend}, presets {','.join(settings.presets)}, skews "
           f"{','.join(settings.skews)}, seed {settings.seed} (reproduce with --seed {settings.seed}); "

@@ -20,14 +20,18 @@ MODEL_DEVICE = "H200 SXM"
 PROFILE_ENV = "PTXMOE_DEVICE_PROFILE"
 
 
-def profile_constants() -> dict | None:
-    """The constants of the device profile named by PTXMOE_DEVICE_PROFILE, or None when unset."""
+def profile_constants(device: str) -> dict | None:
+    """The constants of the device profile named by PTXMOE_DEVICE_PROFILE (None when unset); a profile calibrated
+    on another device is refused (ProfileError naming both)."""
     path = os.environ.get(PROFILE_ENV)
     if not path:
         return None
-    from ptxsim.model.profile import load_profile
+    from ptxsim.model.profile import ProfileError, load_profile
 
-    return dict(load_profile(path).constants)
+    profile = load_profile(path)
+    if profile.device != device:
+        raise ProfileError(f"device profile {path} was calibrated on {profile.device}, but the model runs as {device}")
+    return dict(profile.constants)
 
 
 def kernel_limiter(components: dict) -> str:
@@ -124,7 +128,7 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
         if occ is None:
             out["error"] = f"no ptxas resource report for {record.name} (needed for occupancy)"
             return out
-        result = estimate(getattr(record.stats, "metrics", record.stats), spec, occ, constants=profile_constants())
+        result = estimate(getattr(record.stats, "metrics", record.stats), spec, occ, constants=profile_constants(spec.name))
         out["modelled_s"] = _seconds(result)
         if hasattr(result, "kernel_seconds") and hasattr(result, "components"):
             from ptxsim.model.validation import limiter_error

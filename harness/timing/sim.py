@@ -107,7 +107,8 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
     """{name, modelled_s, sim_wall_s, occupancy, estimate, error} for one sim LaunchRecord."""
     out = {"name": record.name, "grid": list(record.grid), "block": list(record.block),
            "shared_bytes": record.shared_bytes, "sim_wall_s": record.host_seconds, "modelled_s": None,
-           "launch_s": None, "interval_s": None, "model_error": None, "occupancy": None, "estimate": None,
+           "launch_s": None, "interval_s": None, "model_error": None, "sass_mix": None, "occupancy": None,
+           "estimate": None,
            "error": None}
     estimate = _estimate_fn()
     if estimate is None:
@@ -128,7 +129,12 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
         if occ is None:
             out["error"] = f"no ptxas resource report for {record.name} (needed for occupancy)"
             return out
-        result = estimate(getattr(record.stats, "metrics", record.stats), spec, occ, constants=profile_constants(spec.name))
+        from ptxsim.model.microbench import module_sass_mix
+
+        mix = module_sass_mix(ptx_entry[0]) if ptx_entry else None
+        out["sass_mix"] = mix
+        result = estimate(getattr(record.stats, "metrics", record.stats), spec, occ,
+                          constants=profile_constants(spec.name), sass_mix=mix)
         out["modelled_s"] = _seconds(result)
         if hasattr(result, "kernel_seconds") and hasattr(result, "components"):
             from ptxsim.model.validation import limiter_error

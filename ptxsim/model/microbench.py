@@ -379,6 +379,34 @@ def _registers(ptx: str, entry: str) -> int:
         return 32
 
 
+_MIX_CACHE: dict[str, dict] = {}
+
+
+def module_sass_mix(ptx: str) -> dict[str, float] | None:
+    """SASS-per-PTX factors of a PTX module (ptxsim.model.sass.sass_factors) from ptxsim's static class counts of
+    every entry and nvdisasm's SASS histogram; None when ptxas/nvdisasm are unavailable or failed. Cached per text."""
+    if ptx in _MIX_CACHE:
+        return _MIX_CACHE[ptx]
+    mix = None
+    try:
+        import ptxsim
+        from harness.static import analyse_ptx
+        from ptxsim.model.sass import sass_factors
+
+        facts = analyse_ptx(ptx)
+        if facts["sass_histogram"]:
+            module = ptxsim.load_ptx(ptx)
+            counts: dict[str, int] = {}
+            for entry in module.entries:
+                for ins in module.kernel(entry).program.instrs:
+                    counts[ins.klass] = counts.get(ins.klass, 0) + 1
+            mix = sass_factors(counts, facts["sass_histogram"]) or None
+    except Exception:  # noqa: BLE001 - without the toolchain the model charges PTX counts
+        mix = None
+    _MIX_CACHE[ptx] = mix
+    return mix
+
+
 def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, float] | None = None) -> BenchResult:
     """Simulate each launch of `bench` on ptxsim, estimate its time with the model on `device`, derive the quantity.
 
@@ -398,7 +426,7 @@ def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, f
         dev = ptxsim.Device()
         stats = dev.launch(kernel, launch.grid, launch.block, launch.args(dev), sample_ctas=launch.sample_ctas)
         occ = occupancy(spec, launch.block, regs, int(stats.metrics.get("launch__shared_mem_per_block_static", 0)))
-        est = estimate(stats.metrics, spec, occ, constants=constants)
+        est = estimate(stats.metrics, spec, occ, constants=constants, sass_mix=module_sass_mix(bench.ptx))
         times.append(est.kernel_seconds)
         limiters.append(est.limiter)
         launch_s = est.components["launch"]

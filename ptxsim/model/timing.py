@@ -15,7 +15,7 @@ grid's blocks, B blocks per SM (occupancy):
                  allocate) never reach L2
   shared         shared wavefronts (ld + st; bank conflicts are already extra wavefronts) / (A x f x wavefronts/clk)
   issue          max(dispatch / r, busiest of the fma/alu/lsu/cbu pipes) / (P x A x f), where dispatch is one
-                 clock per warp-instruction, pipe busy time is count x clocks from costs.class_cycles, and
+                 clock per warp-instruction (SASS-charged when a sass_mix is given: sass.py), pipe busy time is count x clocks from costs.class_cycles, and
                  r = min(1, (W / P) x ilp) is the issue rate of a sub-partition holding W / P warps that each issue
                  `ilp` instructions per clock alone (ptxsim__model_ilp.ratio, stream.py's scoreboard; without it
                  ilp = 1 / dependent_issue_latency_clk)
@@ -159,9 +159,25 @@ def _check_args(spec, occ, clock_hz, bandwidth_share, constants):
     return spec, table
 
 
+def _check_mix(sass_mix) -> dict[str, float]:
+    if sass_mix is None:
+        return {}
+    if not isinstance(sass_mix, Mapping):
+        raise ModelArgumentError(f"estimate: sass_mix must be a mapping of class -> factor, got {sass_mix!r}")
+    out = {}
+    for key, value in sass_mix.items():
+        if key not in CLASS_METRICS and key not in ("uniform_per_int", "unroll"):
+            raise ModelArgumentError(f"estimate: sass_mix key {key!r} is not an instruction class")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+            raise ModelArgumentError(f"estimate: sass_mix[{key!r}] = {value!r}; expected a finite number >= 0")
+        out[key] = float(value)
+    return out
+
+
 def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count: int | None = None,
              clock_hz: float | None = None, bandwidth_share: float = 1.0,
-             constants: Mapping[str, float] | None = None) -> Estimate:
+             constants: Mapping[str, float] | None = None,
+             sass_mix: Mapping[str, float] | None = None) -> Estimate:
     """Estimate one launch's time from its counters (see the module docstring for every formula).
 
     Args:
@@ -172,6 +188,9 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
         clock_hz: SM clock; default the boost clock (and the datasheet tensor clock for the tensor bound).
         bandwidth_share: this kernel's fraction of DRAM bandwidth when kernels run concurrently (0 < share <= 1).
         constants: overrides of MODEL_CONSTANTS entries (calibration).
+        sass_mix: SASS-per-PTX factors of this kernel's module (ptxsim.model.sass.sass_factors): the int, other,
+            control and convert counts are scaled by their factor and uniform-datapath instructions are added to
+            dispatch (uniform_per_int per dynamic int instruction). None: charge the PTX counts as they are.
     Returns:
         An Estimate.
     Raises:
@@ -198,11 +217,15 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
 
     # Compute side: dispatch slots and pipe busy time, in SMSP-clocks.
     cycles = class_cycles(spec)
+    mix = _check_mix(sass_mix)
+    counts = {name: m[key] * mix.get(name, 1.0) for name, key in CLASS_METRICS.items()}
     busy: dict[str, float] = {}
-    for name, key in CLASS_METRICS.items():
+    for name, count in counts.items():
         pipe, clk = cycles[name]
-        busy[pipe] = busy.get(pipe, 0.0) + m[key] * clk
-    dispatch = max(m["smsp__inst_executed.sum"], sum(m[key] for key in CLASS_METRICS.values()))
+        busy[pipe] = busy.get(pipe, 0.0) + count * clk
+    uniform = m[CLASS_METRICS["int"]] * mix.get("uniform_per_int", 0.0)
+    dispatch = sum(counts.values()) + uniform if mix else \
+        max(m["smsp__inst_executed.sum"], sum(m[key] for key in CLASS_METRICS.values()))
     if m["ptxsim__model_ilp.ratio"] > 0:        # instructions one warp issues per clock alone (stream.py)
         ilp = min(1.0, m["ptxsim__model_ilp.ratio"])
     else:
@@ -272,7 +295,7 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
         "dram_bytes": dram_bytes, "dram_bandwidth": dram_bw, "l2_bytes": l2_bytes, "l2_bandwidth": l2_bw,
         "shared_wavefronts": wavefronts, "bank_conflicts": m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"],
         "warp_instructions": dispatch, "issue_rate": issue_rate, "ilp": ilp, "loads_in_flight_per_warp": mlp,
-        "l1_hit_sectors": l1_hits, "sub_partitions_used": smsps, "tensor_flops": tensor_flops,
+        "l1_hit_sectors": l1_hits, "sub_partitions_used": smsps, "uniform_instructions": uniform, "tensor_flops": tensor_flops,
         "tensor_rate": tensor_rate, "sfu_clocks": busy.get("xu", 0.0), "fp64_clocks": busy.get("fp64", 0.0),
         "load_bytes": ld_bytes, "load_latency_s": latency_s, "bytes_in_flight": in_flight,
         "bytes_in_flight_needed": dram_bw * latency_s, "resident_warps_per_sm": warps, "active_sms": active,

@@ -84,11 +84,18 @@ def metrics_dict(stats) -> dict:
 
 
 def sum_metrics(per_launch: list[dict]) -> dict:
-    """Sum numeric counters over launches (non-numeric values kept from the first launch that has them)."""
+    """Sum numeric counters over launches (non-numeric values kept from the first launch that has them). Ratios
+    (names ending in ".ratio": threads per instruction, the model's ILP/MLP) are not summable: their total is the
+    mean weighted by each launch's warp-instructions."""
     total: dict = {}
+    weights: dict[str, float] = {}
     for metrics in per_launch:
+        weight = float(metrics.get("smsp__inst_executed.sum") or 0.0)
         for key, value in metrics.items():
-            if isinstance(value, bool):
+            if key.endswith(".ratio") and isinstance(value, (int, float)) and not isinstance(value, bool):
+                total[key] = total.get(key, 0.0) + value * weight
+                weights[key] = weights.get(key, 0.0) + weight
+            elif isinstance(value, bool):
                 total.setdefault(key, value)
             elif isinstance(value, (int, float)):
                 total[key] = total.get(key, 0) + value
@@ -100,6 +107,8 @@ def sum_metrics(per_launch: list[dict]) -> dict:
                             sub[k2] = sub.get(k2, 0) + v2
             else:
                 total.setdefault(key, value)
+    for key, weight in weights.items():
+        total[key] = total[key] / weight if weight else 0.0
     return total
 
 

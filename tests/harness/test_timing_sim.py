@@ -59,3 +59,12 @@ def test_device_profile_changes_the_model(tmp_path, monkeypatch):
     failed = model_launch(rec, sources["dram_read"], "H100 SXM")
     assert failed["modelled_s"] is None and "cannot read" in failed["error"]
     assert np.isfinite(base)
+
+
+def test_sum_metrics_averages_ratios_by_warp_instructions():
+    from harness.timing.sim import sum_metrics
+
+    total = sum_metrics([{"smsp__inst_executed.sum": 100, "ptxsim__model_ilp.ratio": 1.0, "dram__bytes_read.sum": 5},
+                         {"smsp__inst_executed.sum": 300, "ptxsim__model_ilp.ratio": 0.2, "dram__bytes_read.sum": 7}])
+    assert total["dram__bytes_read.sum"] == 12 and total["smsp__inst_executed.sum"] == 400
+    assert total["ptxsim__model_ilp.ratio"] == pytest.approx((100 * 1.0 + 300 * 0.2) / 400)

@@ -372,9 +372,9 @@ class BenchResult:
 def _registers(ptx: str, entry: str) -> int:
     """Registers per thread from ptxas -v, or 32 (documented fallback) where ptxas is not installed."""
     try:
-        from harness.toolchain import assemble
+        from harness.static import analyse_ptx   # cached per PTX text, shared with module_sass_mix
 
-        return assemble(ptx)[1][entry].registers
+        return int(analyse_ptx(ptx)["resources"][entry]["registers"])
     except Exception:  # noqa: BLE001 - ptxas is optional for the model's validation
         return 32
 

@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "harness.dashboard.commands",
     "harness.commands.export_cmd",
     "harness.commands.partition_cmd",
+    "harness.commands.calibrate_cmd",
 )
 
 

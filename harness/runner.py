@@ -323,7 +323,7 @@ def _verdict(item: Item, rows: dict[str, dict], basis: str) -> dict:
         if not a or not b:
             out["reason"] = "no modelled time: " + (numba["timing"].get("error") or ptx["timing"].get("error") or "?")
             return out
-        v = stats.compare_modelled(a, b)
+        v = stats.compare_modelled(a, b, stats.modelled_band(numba["timing"], ptx["timing"]))
     else:
         v = stats.compare(numba["timing"]["device_time_us"], ptx["timing"]["device_time_us"], basis="measured")
     out.update(v.as_dict())
@@ -439,6 +439,9 @@ def _row_status(row: dict) -> str:
     if timing.get("basis") == "modelled":
         t = timing.get("modelled_us")
         text += f", modelled {t:.2f} us" if t else f", no modelled time ({timing.get('error')})"
+        if t and timing.get("interval_us") and timing.get("launch_us") is not None:
+            lo, hi = timing["interval_us"]
+            text += f" [{lo:.2f}, {hi:.2f}] + launch {timing['launch_us']:.1f} us"
         text += f", sim wall {timing.get('sim_wall_s', 0):.1f}s"
     elif timing.get("device"):
         text += f", median {timing['device']['median_us']:.2f} us (n={timing['device']['n']})"

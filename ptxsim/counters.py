@@ -69,6 +69,10 @@ class MemCounters(Hook):
         nsec = (gmem.top + SECTOR - 1) // SECTOR + 1
         self.touched = np.zeros(nsec, np.bool_)
         self.written = np.zeros(nsec, np.bool_)
+        # L1 model: the CTA whose L1-allocating load last brought each sector in (-1: none). A load sector is an L1
+        # hit when its own CTA allocated it before. NOTE: L1 is per SM, shared by its resident CTAs, and has a
+        # capacity; both are ignored (per-CTA, unbounded), which suits the small reuse distances of tiled kernels.
+        self.l1_owner = np.full(nsec, -1, np.int64)
 
     def _add(self, pc, key, v):
         self.t[key] = self.t.get(key, 0) + v
@@ -112,6 +116,8 @@ class MemCounters(Hook):
             self._add(ins.pc, f"l1tex__t_requests_pipe_lsu_mem_global_op_{op}.sum", nreq)
             self._add(ins.pc, f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum", nsec)
             self._add(ins.pc, f"ptxsim__bytes_requested_global_op_{op}.sum", nbytes * la.size)
+            if op == "ld":
+                self._l1(st, ins, secs, ww)
         uniq = _distinct(secs)
         if uniq.size and uniq[-1] >= len(self.touched):
             uniq = uniq[uniq < len(self.touched)]
@@ -125,6 +131,20 @@ class MemCounters(Hook):
         self._add(ins.pc, "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum", nsec - int(new.size))
         if op == "atom":
             self.written[uniq] = True
+
+    def _l1(self, st, ins, secs, ww):
+        """Count L1-hit sectors of a global load and allocate its sectors in L1, unless a hint keeps it out of L1
+        (then it neither hits nor allocates)."""
+        if not l1_allocates(ins.mods):
+            return
+        cta = st.cta_ids[st.slot[ww * 32]].astype(np.int64)  # a warp's lanes are all in one CTA
+        inside = secs < len(self.l1_owner)
+        secs_in, ww_in, cta_in = secs[inside], ww[inside], cta[inside]
+        hit = self.l1_owner[secs_in] == cta_in
+        if hit.any():
+            hits, _ = _distinct_per_warp(ww_in[hit], secs_in[hit])
+            self._add(ins.pc, "ptxsim__l1_hit_sectors_global_op_ld.sum", hits)
+        self.l1_owner[secs_in] = cta_in
 
     def _shared(self, st, ins, addr, la, nbytes, is_store):
         op = "st" if is_store else "ld"
@@ -151,10 +171,21 @@ class MemCounters(Hook):
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
-            "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum")}
+            "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum", "ptxsim__l1_hit_sectors_global_op_ld.sum")}
         out.update(self.t)
         out["dram__bytes_write.sum"] = SECTOR * int(np.count_nonzero(self.written))
         return out
+
+
+# Load qualifiers that keep a line out of L1 (PTX ISA "Cache operators" and the L1 eviction-priority hints):
+# .cg caches in L2 only, .cv fetches again every time, L1::no_allocate does not allocate. .ca (default), .nc, .cs,
+# .lu and L1::evict_first/last/normal/unchanged allocate (eviction priority only matters with a capacity model).
+L1_BYPASS = frozenset({".cg", ".cv", ".L1::no_allocate"})
+
+
+def l1_allocates(mods) -> bool:
+    """Whether a global load with these qualifiers allocates its lines in L1."""
+    return not (L1_BYPASS & set(mods))
 
 
 class NoCounters(Hook):

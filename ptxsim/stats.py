@@ -58,6 +58,9 @@ def build(prog, counts, mem, launch, wall, scale=1.0, reports=(), sample_fractio
         m[f"ptxsim__thread_inst_executed_{c}.sum"] = float(tk[i]) * scale
     for k, v in mem.totals().items():
         m[k] = float(v) * scale
+    from ptxsim.model.stream import stream_metrics
+
+    m.update(stream_metrics(prog.instrs, wc))  # ratios (ILP, MLP) for the timing model: not scaled
     per_line = {}
     for ins in prog.instrs:
         p = ins.pc

@@ -46,9 +46,27 @@ def register(subparsers) -> None:
     parser.add_argument("--no-model-estimate", action="store_true",
                         help="gpu: do not record the timing model's estimate next to each measurement (it costs a "
                              "sampled ptxsim run per row)")
+    parser.add_argument("--device-profile", metavar="FILE",
+                        help="sim/model estimates: the timing model's constants from this `ptxmoe calibrate` profile")
     parser.add_argument("--quick-timing", action="store_true",
                         help="one warm-up and one timed sample per row (what `ptxmoe profile` runs under a profiler)")
     parser.set_defaults(func=run)
+
+
+def _use_device_profile(path: str) -> None:
+    """Check the profile now (a bad file is a usage error) and hand it to the model through PTXMOE_DEVICE_PROFILE."""
+    import os
+
+    from harness.errors import InputError
+    from harness.timing.sim import PROFILE_ENV
+    from ptxsim.model.errors import ModelError
+    from ptxsim.model.profile import load_profile
+
+    try:
+        load_profile(path)
+    except ModelError as exc:
+        raise InputError(str(exc)) from None
+    os.environ[PROFILE_ENV] = str(Path(path).resolve())
 
 
 def _split(values) -> list[str]:
@@ -280,6 +298,8 @@ def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) ->
 def run(args) -> int:
     from harness.interrupts import sigterm_as_interrupt
 
+    if getattr(args, "device_profile", None):  # checked before the run folder exists: a bad file writes nothing
+        _use_device_profile(args.device_profile)
     locks: list = []
     try:
         with sigterm_as_interrupt():  # `timeout` and CI send SIGTERM: save the run as interrupted, like Ctrl-C

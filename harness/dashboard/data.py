@@ -195,9 +195,13 @@ def headline(doc: dict, resamples: int = HEADLINE_RESAMPLES, seed: int = HEADLIN
     point = geomean(v["speedup"] for v in kernels)
     out["geomean"] = point
     if basis == "modelled":
-        out.update(lo=point, hi=point, interval="modelled (deterministic, no interval)")
+        from ptxsim.model.validation import recorded_error
+
         band = MODELLED_SAME_BAND
-        out["verdict"] = "FASTER" if point > 1 + band else "SLOWER" if point < 1 - band else "SAME"
+        lo, hi = point / (1 + band), point * (1 + band)
+        out.update(lo=lo, hi=hi, verdict=verdict_of(lo, hi), model_error=band,
+                   interval=f"modelled: +-{band:.0%}, the timing model's error against published Hopper figures "
+                            f"({recorded_error()[1]})")
         return out
     cells = _samples_by_cell(doc)
     keys = [(v["label"], v["preset"], v["skew"]) for v in kernels]

@@ -1,14 +1,43 @@
 """Times on the sim backend: the ptxsim timing model's estimate per launch ("modelled"), plus simulator wall time.
 
 For each launch: occupancy from the entry's ptxas resources and the launch shape, then
-`ptxsim.model.estimate(stats.metrics, device_spec, occupancy)`. The row's modelled time is the sum over its
-launches; per-stage times group launches by name. Everything is labelled "modelled": it is not a measurement.
+`ptxsim.model.estimate(stats.metrics, device_spec, occupancy)`. A launch's `modelled_s` is its kernel time (the
+model's launch gap apart, in `launch_s`: verdicts are on kernel time, the launch cost is shown beside it for fusion
+decisions), with the interval [t / (1 + e), t x (1 + e)]: e is the validation's measured error for the kernel's
+limiting component (ptxsim.model.validation.limiter_error, from benchmarks/model_validation.py against published
+H100 figures). The row's modelled time, launch time and interval are sums over its launches; per-stage times group
+launches by name. Everything is labelled "modelled": it is not a measurement.
+
+A device profile from `ptxmoe calibrate` (env PTXMOE_DEVICE_PROFILE, set by `--device-profile FILE`) replaces the
+model's constants with ones fitted on that GPU.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, is_dataclass
 
 MODEL_DEVICE = "H200 SXM"
+PROFILE_ENV = "PTXMOE_DEVICE_PROFILE"
+
+
+def profile_constants(device: str) -> dict | None:
+    """The constants of the device profile named by PTXMOE_DEVICE_PROFILE (None when unset); a profile calibrated
+    on another device is refused (ProfileError naming both)."""
+    path = os.environ.get(PROFILE_ENV)
+    if not path:
+        return None
+    from ptxsim.model.profile import ProfileError, load_profile
+
+    profile = load_profile(path)
+    if profile.device != device:
+        raise ProfileError(f"device profile {path} was calibrated on {profile.device}, but the model runs as {device}")
+    return dict(profile.constants)
+
+
+def kernel_limiter(components: dict) -> str:
+    """The component that limits the kernel time (the launch gap and the informational tail apart)."""
+    kernel = {k: v for k, v in components.items() if k not in ("launch", "tail")}
+    return max(kernel, key=lambda k: kernel[k]) if kernel else "issue"
 
 
 def _estimate_fn():
@@ -55,11 +84,18 @@ def metrics_dict(stats) -> dict:
 
 
 def sum_metrics(per_launch: list[dict]) -> dict:
-    """Sum numeric counters over launches (non-numeric values kept from the first launch that has them)."""
+    """Sum numeric counters over launches (non-numeric values kept from the first launch that has them). Ratios
+    (names ending in ".ratio": threads per instruction, the model's ILP/MLP) are not summable: their total is the
+    mean weighted by each launch's warp-instructions."""
     total: dict = {}
+    weights: dict[str, float] = {}
     for metrics in per_launch:
+        weight = float(metrics.get("smsp__inst_executed.sum") or 0.0)
         for key, value in metrics.items():
-            if isinstance(value, bool):
+            if key.endswith(".ratio") and isinstance(value, (int, float)) and not isinstance(value, bool):
+                total[key] = total.get(key, 0.0) + value * weight
+                weights[key] = weights.get(key, 0.0) + weight
+            elif isinstance(value, bool):
                 total.setdefault(key, value)
             elif isinstance(value, (int, float)):
                 total[key] = total.get(key, 0) + value
@@ -71,6 +107,8 @@ def sum_metrics(per_launch: list[dict]) -> dict:
                             sub[k2] = sub.get(k2, 0) + v2
             else:
                 total.setdefault(key, value)
+    for key, weight in weights.items():
+        total[key] = total[key] / weight if weight else 0.0
     return total
 
 
@@ -78,7 +116,9 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
     """{name, modelled_s, sim_wall_s, occupancy, estimate, error} for one sim LaunchRecord."""
     out = {"name": record.name, "grid": list(record.grid), "block": list(record.block),
            "shared_bytes": record.shared_bytes, "sim_wall_s": record.host_seconds, "modelled_s": None,
-           "occupancy": None, "estimate": None, "error": None}
+           "launch_s": None, "interval_s": None, "model_error": None, "sass_mix": None, "occupancy": None,
+           "estimate": None,
+           "error": None}
     estimate = _estimate_fn()
     if estimate is None:
         out["error"] = "ptxsim.model.estimate is not available yet"
@@ -98,8 +138,22 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
         if occ is None:
             out["error"] = f"no ptxas resource report for {record.name} (needed for occupancy)"
             return out
-        result = estimate(getattr(record.stats, "metrics", record.stats), spec, occ)
+        from ptxsim.model.microbench import module_sass_mix
+
+        mix = module_sass_mix(ptx_entry[0]) if ptx_entry else None
+        out["sass_mix"] = mix
+        result = estimate(getattr(record.stats, "metrics", record.stats), spec, occ,
+                          constants=profile_constants(spec.name), sass_mix=mix)
         out["modelled_s"] = _seconds(result)
+        if hasattr(result, "kernel_seconds") and hasattr(result, "components"):
+            from ptxsim.model.validation import limiter_error
+
+            out["modelled_s"] = float(result.kernel_seconds)
+            out["launch_s"] = float(result.components["launch"])
+            limiter = kernel_limiter(dict(result.components))
+            rel, basis = limiter_error(limiter)
+            out["interval_s"] = [out["modelled_s"] / (1 + rel), out["modelled_s"] * (1 + rel)]
+            out["model_error"] = {"relative": rel, "limiter": limiter, "basis": basis}
         if hasattr(result, "as_row"):
             out["estimate"] = dict(result.as_row())
         elif not isinstance(result, (int, float)):
@@ -112,15 +166,24 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
 
 
 def model_row(records, sources: dict, device: str = MODEL_DEVICE) -> dict:
-    """Modelled time of one row: {basis, modelled_us, sim_wall_s, stages_us, launches, error}."""
+    """Modelled time of one row: {basis, device, modelled_us (kernel time), launch_us, interval_us, model_error
+    {relative, basis}, sim_wall_s, stages_us, launches, error}."""
     launches = [model_launch(r, sources.get(r.name), device) for r in records]
     modelled = [launch["modelled_s"] for launch in launches]
     errors = sorted({launch["error"] for launch in launches if launch["error"]})
     total = sum(modelled) if modelled and all(m is not None for m in modelled) else None
     stages: dict[str, float] = {}
+    interval = launch_us = model_error = None
     if total is not None:
         for launch in launches:
             stages[launch["name"]] = stages.get(launch["name"], 0.0) + launch["modelled_s"] * 1e6
+        if all(launch["interval_s"] for launch in launches):
+            interval = [sum(launch["interval_s"][i] for launch in launches) * 1e6 for i in (0, 1)]
+            launch_us = sum(launch["launch_s"] for launch in launches) * 1e6
+            worst = max(launches, key=lambda launch: launch["model_error"]["relative"])["model_error"]
+            model_error = {"relative": (interval[1] / (total * 1e6) - 1) if total > 0 else worst["relative"],
+                           "worst_launch": worst}
     return {"basis": "modelled", "device": device, "modelled_us": None if total is None else total * 1e6,
+            "launch_us": launch_us, "interval_us": interval, "model_error": model_error,
             "sim_wall_s": sum(r.host_seconds for r in records), "stages_us": stages, "launches": launches,
             "error": "; ".join(errors) or None}

@@ -148,13 +148,37 @@ def compare(numba_samples, ptx_samples, *, basis: str = "measured", resamples: i
     return Verdict(point, lo, hi, verdict_of(lo, hi), basis)
 
 
-MODELLED_SAME_BAND = 0.02  # a modelled speedup within 2 % of 1 is SAME (the model is not accurate to better)
+def _recorded_band() -> float:
+    """The model's overall error figure from its validation against published hardware figures."""
+    from ptxsim.model.validation import recorded_error
+
+    return recorded_error()[0]
 
 
-def compare_modelled(numba_s: float, ptx_s: float, band: float = MODELLED_SAME_BAND) -> Verdict:
-    """Verdict from one modelled time per path (deterministic: no interval; SAME within +-band of 1)."""
+# A modelled speedup within this relative band of 1 is SAME: the model's measured error (geometric RMS of the
+# validation ratios, ptxsim/model/validation.json), not a fixed +-2 %. Rows carry their own (per-limiter) error;
+# modelled_band() picks the band for a pair of rows.
+MODELLED_SAME_BAND = _recorded_band()
+
+
+def modelled_band(*timings: dict) -> float:
+    """The SAME band for modelled rows: the larger of their recorded relative errors (timing["model_error"]), else
+    the overall error figure. NOTE: taking one row's error, not the sum of both, assumes the two paths' errors are
+    correlated (same model, same kernel's work); docs/model-validation.md says so."""
+    errors = [t["model_error"]["relative"] for t in timings
+              if isinstance(t, dict) and isinstance(t.get("model_error"), dict)
+              and isinstance(t["model_error"].get("relative"), (int, float))]
+    return max(errors) if errors else MODELLED_SAME_BAND
+
+
+def compare_modelled(numba_s: float, ptx_s: float, band: float | None = None) -> Verdict:
+    """Verdict from one modelled time per path: the speedup's interval is [r / (1 + band), r x (1 + band)] with the
+    model's error as band (default MODELLED_SAME_BAND); SAME when it contains 1."""
     if not (numba_s > 0 and ptx_s > 0):
         raise InputError(f"modelled times must be positive; got numba {numba_s!r}, ptx {ptx_s!r}")
+    band = MODELLED_SAME_BAND if band is None else band
+    if not (isinstance(band, (int, float)) and band >= 0):
+        raise InputError(f"modelled band must be a relative error >= 0, got {band!r}")
     ratio = float(numba_s / ptx_s)
-    verdict = "FASTER" if ratio > 1 + band else "SLOWER" if ratio < 1 - band else "SAME"
-    return Verdict(ratio, ratio, ratio, verdict, "modelled")
+    lo, hi = ratio / (1 + band), ratio * (1 + band)
+    return Verdict(ratio, lo, hi, verdict_of(lo, hi), "modelled")

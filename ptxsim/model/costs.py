@@ -79,20 +79,28 @@ MODEL_CONSTANTS: dict[str, float] = {
     # Shared memory: one wavefront per clock per SM is achievable by conflict-free code; conflicts already show
     # in the wavefront counter, so no extra derating beyond a little pipeline overhead.
     "shared_achievable_fraction": 0.95,
+    # SFU (MUFU): the programming guide's 16 results/clk/SM; S1 measures ~9.1 clk per warp-instruction per
+    # sub-partition at ILP 128 against the 8 that rate implies. Left at 1.0 (the vendor rate) by default;
+    # `ptxmoe calibrate` fits it from the sfu_sin microbenchmark.
+    "sfu_achievable_fraction": 1.0,
     # Issue/pipes: the theoretical rates; stalls are modelled separately (latency hiding below), not as a derating.
     "issue_achievable_fraction": 1.0,
     # mma.sync on Hopper reaches only part of the wgmma-quoted dense peak (microbenchmarks of the legacy
     # warp-level path report about 60-70% of 989 TFLOP/s); 0.65 of the datasheet rate is assumed.
     "mma_sync_fraction_of_peak": 0.65,
-    # Loaded-memory latencies (order of magnitude from Hopper microbenchmarks: L2 hits ~200-300 clk, DRAM about
-    # twice that plus queueing); seconds, since DRAM latency does not scale with the SM clock.
-    "dram_latency_s": 600e-9,
-    "l2_latency_s": 200e-9,
-    # Memory-level parallelism: independent global loads each warp keeps in flight (loop unrolling, several
-    # loads before their first use). 2 is a middle value for tuned code; 1 is a naive dependent loop.
+    # Load-to-use latencies, unloaded (pointer chase), H100 SXM5 at 1.98 GHz, docs/model-validation.md source S1:
+    # L1 hit 40.2 clk = 20.3 ns, L2 hit 259.9 clk = 131.3 ns, DRAM 570.5 clk = 288.1 ns (S2 reports 40 / 291 / 700
+    # clk with unlocked clocks). Seconds, since DRAM latency does not scale with the SM clock. Loaded latency is
+    # higher; the bandwidth bounds cover that regime.
+    "l1_latency_s": 20.3e-9,
+    "l2_latency_s": 131.3e-9,
+    "dram_latency_s": 288.1e-9,
+    # Memory-level parallelism: used only when the counters carry no ptxsim__model_mlp.ratio (stream.py measures
+    # the loads each warp keeps in flight from the instruction stream). 1 is a dependent loop, 2 a middle value
+    # for tuned code.
     "loads_in_flight_per_warp": 2.0,
-    # Dependent-instruction latency of the ALU/FMA pipes (~4 clk on Volta..Hopper): one warp without ILP issues
-    # once per 4 clk, so a sub-partition needs about 4 resident warps to issue every clock.
+    # Dependent-instruction latency of the ALU/FMA pipes (~4 clk on Volta..Hopper, [EST]): used only when the
+    # counters carry no ptxsim__model_ilp.ratio (stream.py's scoreboard); then one warp issues once per 4 clk.
     "dependent_issue_latency_clk": 4.0,
     # Launch overhead: back-to-back launches from Python/Numba cost ~2-4 us each (driver + launch latency seen by
     # host timers around one launch); 3 us is added to every kernel's wall time and reported as "launch".

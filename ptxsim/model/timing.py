@@ -1,32 +1,41 @@
 """Analytic kernel-time model: ncu-style counters + occupancy + device spec -> seconds, limiter, components.
 
-All constants live in costs.py (MODEL_CONSTANTS, CLASS_COSTS); this file holds only formulas. With S the SMs the
-kernel may use (`sm_count`, an SM partition), f the SM clock, G the grid's blocks, B blocks per SM (occupancy):
+All constants live in costs.py (MODEL_CONSTANTS, CLASS_COSTS; each documented there with its value and source); the
+per-kernel quantities come from the simulated instruction stream (stream.py: ILP, MLP; counters.py: L1 hits); this
+file holds only formulas. With S the SMs the kernel may use (`sm_count`, an SM partition), f the SM clock, G the
+grid's blocks, B blocks per SM (occupancy):
 
   active SMs     A = min(S, G);  resident warps per active SM  W = min(occ.warps_per_sm, G x warps_per_block / A)
+  sub-partitions P = min(4, max(1, W)): a warp runs on one SMSP, so fewer than 4 warps leave SMSPs idle
   dram           (dram__bytes_read + dram__bytes_write) / BW, BW = min(peak x dram_achievable_fraction x
                  bandwidth_share, A x l1_fill_bytes_per_clk x f)   (a small partition cannot draw the full HBM rate)
-  l2             32 x (global ld + st + atom sectors) / min(L2 peak x l2_achievable_fraction, A x l1_fill x f);
-                 NOTE: every global sector is charged to L2 (the counters carry no L1 hit count)
+  l2             32 x (global ld sectors - L1-hit sectors + st + atom sectors) / min(L2 peak x
+                 l2_achievable_fraction, A x l1_fill x f); L1 hits (ptxsim__l1_hit_sectors_global_op_ld: a sector
+                 the same CTA loaded before with an L1-allocating load; .cg/.cv/L1::no_allocate neither hit nor
+                 allocate) never reach L2
   shared         shared wavefronts (ld + st; bank conflicts are already extra wavefronts) / (A x f x wavefronts/clk)
-  issue          max(dispatch / r, busiest of the fma/alu/lsu/cbu pipes) / (4 SMSPs x A x f), where dispatch is one
-                 clock per warp-instruction, pipe busy time is count x clocks from costs.class_cycles, and
-                 r = min(1, (W / 4) / dependent_issue_latency_clk) is the issue rate a sub-partition reaches with W/4
-                 warps and no ILP
-  sfu, fp64      busy clocks of the xu (MUFU + conversions) and fp64 pipes / (4 x A x f)
-  tensor         tensor-class count x 4096 FLOP / (4096 FLOP/clk/SM x A x f_t x mma_sync_fraction_of_peak), f_t the
-                 datasheet's tensor clock (1830 MHz) unless a clock is given
-  latency        Little's law for global loads: time = ld bytes x L / (A x W x loads_in_flight_per_warp x bytes per
-                 request), L = miss x dram_latency + (1 - miss) x l2_latency, miss = dram read bytes / ld bytes;
-                 at least one round trip L when anything is loaded. It exceeds dram when too few warps are in flight.
+  issue          max(dispatch / r, busiest of the fma/alu/lsu/cbu pipes) / (P x A x f), where dispatch is one
+                 clock per warp-instruction (SASS-charged when a sass_mix is given: sass.py), pipe busy time is count x clocks from costs.class_cycles, and
+                 r = min(1, (W / P) x ilp) is the issue rate of a sub-partition holding W / P warps that each issue
+                 `ilp` instructions per clock alone (ptxsim__model_ilp.ratio, stream.py's scoreboard; without it
+                 ilp = 1 / dependent_issue_latency_clk)
+  sfu, fp64      busy clocks of the xu (MUFU + conversions; / sfu_achievable_fraction) and fp64 pipes / (P x A x f)
+  tensor         tensor-class count x 4096 FLOP / (4096 FLOP/clk/SM x P/4 x A x f_t x mma_sync_fraction_of_peak), f_t
+                 the datasheet's tensor clock (1830 MHz) unless a clock is given; mma latency enters through ilp
+                 (a dependent mma chain waits LATENCY_CLK["tensor"] per mma)
+  latency        Little's law for global loads: time = ld bytes x L / (A x W x mlp x bytes per request), with
+                 L = (L1 hits x l1_latency + DRAM sectors x dram_latency + other sectors x l2_latency) / ld sectors
+                 and mlp the loads each warp keeps in flight (ptxsim__model_mlp.ratio from the instruction stream;
+                 without it loads_in_flight_per_warp); at least one round trip L when anything is loaded
   tail           the compute bounds (issue, tensor, sfu, fp64, shared) are multiplied by q = ceil(w)/w for
                  w = G/(B x S) >= 1 waves (the last partial wave leaves SMs idle; for a grid under one wave
                  q = ceil(n)/n with n = G/A blocks per active SM: uneven spread); "tail" reports the part of the
                  largest compute bound that q added, (q - 1) x unscaled compute. It is informational, never the limiter.
-  launch         launch_overhead_s
-  seconds        max(dram, l2, latency, issue, tensor, sfu, fp64, shared) + launch   (roofline: memory and compute
-                 overlap), so seconds = the limiter's time + launch unless launch itself is the largest
-  limiter        the largest component (ties: the first in COMPONENTS order)
+  launch         launch_overhead_s: the host-issued launch-to-launch gap, reported apart from the kernel time
+  kernel         max(dram, l2, latency, issue, tensor, sfu, fp64, shared)   (roofline: memory and compute overlap)
+  seconds        kernel + launch
+  limiter        the largest component (ties: the first in COMPONENTS order); "launch" when the launch gap
+                 exceeds the kernel time (a candidate for fusion)
 """
 from __future__ import annotations
 
@@ -51,6 +60,7 @@ METRIC_KEYS = (
     _L1.format("sectors", "atom"), "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
     "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
+    "ptxsim__l1_hit_sectors_global_op_ld.sum", "ptxsim__model_ilp.ratio", "ptxsim__model_mlp.ratio",
     "launch__grid_size", "launch__block_size", "launch__thread_count", *CLASS_METRICS.values(),
 )
 COMPONENTS = ("dram", "l2", "shared", "issue", "tensor", "sfu", "fp64", "latency", "tail", "launch")
@@ -142,15 +152,32 @@ def _check_args(spec, occ, clock_hz, bandwidth_share, constants):
             raise ModelArgumentError(f"estimate: constant {key!r} = {value!r}; expected a finite number >= 0")
         table[key] = float(value)
     for key in ("dram_achievable_fraction", "l2_achievable_fraction", "shared_achievable_fraction",
+                "sfu_achievable_fraction",
                 "issue_achievable_fraction", "mma_sync_fraction_of_peak", "loads_in_flight_per_warp"):
         if table[key] <= 0:
             raise ModelArgumentError(f"estimate: constant {key!r} must be > 0, got {table[key]!r}")
     return spec, table
 
 
+def _check_mix(sass_mix) -> dict[str, float]:
+    if sass_mix is None:
+        return {}
+    if not isinstance(sass_mix, Mapping):
+        raise ModelArgumentError(f"estimate: sass_mix must be a mapping of class -> factor, got {sass_mix!r}")
+    out = {}
+    for key, value in sass_mix.items():
+        if key not in CLASS_METRICS and key not in ("uniform_per_int", "unroll"):
+            raise ModelArgumentError(f"estimate: sass_mix key {key!r} is not an instruction class")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+            raise ModelArgumentError(f"estimate: sass_mix[{key!r}] = {value!r}; expected a finite number >= 0")
+        out[key] = float(value)
+    return out
+
+
 def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count: int | None = None,
              clock_hz: float | None = None, bandwidth_share: float = 1.0,
-             constants: Mapping[str, float] | None = None) -> Estimate:
+             constants: Mapping[str, float] | None = None,
+             sass_mix: Mapping[str, float] | None = None) -> Estimate:
     """Estimate one launch's time from its counters (see the module docstring for every formula).
 
     Args:
@@ -161,6 +188,9 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
         clock_hz: SM clock; default the boost clock (and the datasheet tensor clock for the tensor bound).
         bandwidth_share: this kernel's fraction of DRAM bandwidth when kernels run concurrently (0 < share <= 1).
         constants: overrides of MODEL_CONSTANTS entries (calibration).
+        sass_mix: SASS-per-PTX factors of this kernel's module (ptxsim.model.sass.sass_factors): the int, other,
+            control and convert counts are scaled by their factor and uniform-datapath instructions are added to
+            dispatch (uniform_per_int per dynamic int instruction). None: charge the PTX counts as they are.
     Returns:
         An Estimate.
     Raises:
@@ -181,27 +211,37 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
     warps = min(occ.warps_per_sm, grid * occ.warps_per_block / active)
     per_sm = grid / active
     tail_factor = math.ceil(waves) / waves if waves >= 1 else math.ceil(per_sm) / per_sm
-    smsp_clocks = spec.sub_partitions_per_sm * active * clock          # SMSP-clocks per second
+    # A warp runs on one sub-partition: W < 4 resident warps leave 4 - W of them idle.
+    smsps = min(float(spec.sub_partitions_per_sm), max(1.0, warps))
+    smsp_clocks = smsps * active * clock                                # SMSP-clocks per second
 
     # Compute side: dispatch slots and pipe busy time, in SMSP-clocks.
     cycles = class_cycles(spec)
+    mix = _check_mix(sass_mix)
+    counts = {name: m[key] * mix.get(name, 1.0) for name, key in CLASS_METRICS.items()}
     busy: dict[str, float] = {}
-    for name, key in CLASS_METRICS.items():
+    for name, count in counts.items():
         pipe, clk = cycles[name]
-        busy[pipe] = busy.get(pipe, 0.0) + m[key] * clk
-    dispatch = max(m["smsp__inst_executed.sum"], sum(m[key] for key in CLASS_METRICS.values()))
-    issue_rate = min(1.0, warps / spec.sub_partitions_per_sm / k["dependent_issue_latency_clk"]) \
-        if k["dependent_issue_latency_clk"] > 0 else 1.0
+        busy[pipe] = busy.get(pipe, 0.0) + count * clk
+    uniform = m[CLASS_METRICS["int"]] * mix.get("uniform_per_int", 0.0)
+    dispatch = sum(counts.values()) + uniform if mix else \
+        max(m["smsp__inst_executed.sum"], sum(m[key] for key in CLASS_METRICS.values()))
+    if m["ptxsim__model_ilp.ratio"] > 0:        # instructions one warp issues per clock alone (stream.py)
+        ilp = min(1.0, m["ptxsim__model_ilp.ratio"])
+    else:
+        ilp = 1.0 / k["dependent_issue_latency_clk"] if k["dependent_issue_latency_clk"] > 0 else 1.0
+    issue_rate = min(1.0, warps / smsps * ilp)
     busiest = max(busy.get(pipe, 0.0) for pipe in ISSUE_PIPES)
     tensor_flops = m[CLASS_METRICS["tensor"]] * MMA_M16N8K16_FLOPS
-    tensor_rate = spec.tensor_bf16_flop_per_clk_per_sm * active * tensor_clock * k["mma_sync_fraction_of_peak"]
+    tensor_rate = (spec.tensor_bf16_flop_per_clk_per_sm * active * tensor_clock * k["mma_sync_fraction_of_peak"]
+                   * smsps / spec.sub_partitions_per_sm)   # one tensor core per sub-partition
     wavefronts = m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] + \
         m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"]
     wavefronts_per_clk = spec.shared_bytes_per_clk_per_sm / (32 * 4)   # one 32-bank x 4 B wavefront per clock
     comp = {
         "issue": max(dispatch / issue_rate, busiest) / (smsp_clocks * k["issue_achievable_fraction"]),
         "tensor": tensor_flops / tensor_rate,
-        "sfu": busy.get("xu", 0.0) / smsp_clocks,
+        "sfu": busy.get("xu", 0.0) / (smsp_clocks * k["sfu_achievable_fraction"]),
         "fp64": busy.get("fp64", 0.0) / smsp_clocks,
         "shared": wavefronts / (active * clock * wavefronts_per_clk * k["shared_achievable_fraction"]),
     }
@@ -213,15 +253,22 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
     fill_cap = active * spec.l1_fill_bytes_per_clk_per_sm * clock
     dram_bytes = m["dram__bytes_read.sum"] + m["dram__bytes_write.sum"]
     dram_bw = min(spec.memory_bandwidth * k["dram_achievable_fraction"] * bandwidth_share, fill_cap)
-    l2_bytes = SECTOR_BYTES * (m[_L1.format("sectors", "ld")] + m[_L1.format("sectors", "st")]
+    ld_sectors = m[_L1.format("sectors", "ld")]
+    l1_hits = min(m["ptxsim__l1_hit_sectors_global_op_ld.sum"], ld_sectors)
+    dram_sectors = min(m["dram__bytes_read.sum"] / SECTOR_BYTES, ld_sectors - l1_hits)
+    l2_bytes = SECTOR_BYTES * (ld_sectors - l1_hits + m[_L1.format("sectors", "st")]
                                + m[_L1.format("sectors", "atom")])
     l2_bw = min(spec.l2_bytes_per_clk_per_sm * spec.sm_count * clock * k["l2_achievable_fraction"], fill_cap)
     ld_bytes = SECTOR_BYTES * m[_L1.format("sectors", "ld")]
     requests = m[_L1.format("requests", "ld")]
     bytes_per_request = ld_bytes / requests if requests else 4 * SECTOR_BYTES
-    miss = min(1.0, m["dram__bytes_read.sum"] / ld_bytes) if ld_bytes else 0.0
-    latency_s = miss * k["dram_latency_s"] + (1 - miss) * k["l2_latency_s"]
-    in_flight = active * warps * k["loads_in_flight_per_warp"] * bytes_per_request
+    if ld_sectors:
+        latency_s = (l1_hits * k["l1_latency_s"] + dram_sectors * k["dram_latency_s"]
+                     + (ld_sectors - l1_hits - dram_sectors) * k["l2_latency_s"]) / ld_sectors
+    else:
+        latency_s = 0.0
+    mlp = m["ptxsim__model_mlp.ratio"] or k["loads_in_flight_per_warp"]
+    in_flight = active * warps * mlp * bytes_per_request
     latency = max(ld_bytes * latency_s / in_flight, latency_s) if ld_bytes else 0.0
 
     comp.update(dram=dram_bytes / dram_bw, l2=l2_bytes / l2_bw, latency=latency,
@@ -247,7 +294,8 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
     details = {
         "dram_bytes": dram_bytes, "dram_bandwidth": dram_bw, "l2_bytes": l2_bytes, "l2_bandwidth": l2_bw,
         "shared_wavefronts": wavefronts, "bank_conflicts": m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"],
-        "warp_instructions": dispatch, "issue_rate": issue_rate, "tensor_flops": tensor_flops,
+        "warp_instructions": dispatch, "issue_rate": issue_rate, "ilp": ilp, "loads_in_flight_per_warp": mlp,
+        "l1_hit_sectors": l1_hits, "sub_partitions_used": smsps, "uniform_instructions": uniform, "tensor_flops": tensor_flops,
         "tensor_rate": tensor_rate, "sfu_clocks": busy.get("xu", 0.0), "fp64_clocks": busy.get("fp64", 0.0),
         "load_bytes": ld_bytes, "load_latency_s": latency_s, "bytes_in_flight": in_flight,
         "bytes_in_flight_needed": dram_bw * latency_s, "resident_warps_per_sm": warps, "active_sms": active,

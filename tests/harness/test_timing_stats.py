@@ -91,9 +91,23 @@ def test_bad_samples_name_the_problem():
 
 
 def test_modelled_verdict_band():
-    assert stats.compare_modelled(12.0, 10.0).verdict == "FASTER"
-    v = stats.compare_modelled(10.0, 10.1)
-    assert v.verdict == "SAME" and v.basis == "modelled" and v.ci_lo == v.ci_hi == v.speedup
-    assert stats.compare_modelled(10.0, 12.0).verdict == "SLOWER"
+    """The band is the model's measured error: an interval [r / (1 + e), r (1 + e)] around the modelled speedup."""
+    assert stats.compare_modelled(12.0, 10.0, band=0.1).verdict == "FASTER"
+    assert stats.compare_modelled(12.0, 10.0, band=0.25).verdict == "SAME"
+    v = stats.compare_modelled(10.0, 10.1, band=0.05)
+    assert v.verdict == "SAME" and v.basis == "modelled" and v.ci_lo < v.speedup < v.ci_hi
+    assert v.ci_hi == pytest.approx(v.speedup * 1.05) and v.ci_lo == pytest.approx(v.speedup / 1.05)
+    assert stats.compare_modelled(10.0, 12.0, band=0.1).verdict == "SLOWER"
+    # default: the recorded validation error, never the old fixed 2 % and never zero width
+    from ptxsim.model.validation import recorded_error
+
+    assert stats.MODELLED_SAME_BAND == recorded_error()[0] > 0.02
+    d = stats.compare_modelled(10.0, 10.0)
+    assert d.ci_hi / d.ci_lo == pytest.approx((1 + stats.MODELLED_SAME_BAND) ** 2)
+    # a pair of rows: the larger of their recorded errors
+    assert stats.modelled_band({"model_error": {"relative": 0.1}}, {"model_error": {"relative": 0.3}}) == 0.3
+    assert stats.modelled_band({}, {"model_error": None}) == stats.MODELLED_SAME_BAND
+    with pytest.raises(InputError, match="band"):
+        stats.compare_modelled(1.0, 1.0, band=-1)
     with pytest.raises(InputError, match="positive"):
         stats.compare_modelled(0.0, 1.0)

@@ -1,0 +1,201 @@
+"""`ptxmoe calibrate`: measure the timing model's microbenchmarks on this GPU and write a device profile (JSON) that
+`ptxmoe compare --device-profile FILE` (and `benchmarks/model_validation.py --device-profile FILE`) load, so one
+GPU hour calibrates the model for that part.
+
+    ptxmoe calibrate --out profiles/h200.json [--device "H200 SXM"] [--repeat 10]
+    ptxmoe calibrate --out p.json --measurements measured.json     # fit from a file, no GPU needed
+
+The microbenchmarks are ptxsim/model/microbench.py's PTX kernels, launched through the gpu backend (cuLaunchKernel,
+CUDA events; the median of `--repeat` timed launches after two warm-ups). Each constant is fitted in closed form from
+one measured quantity (ptxsim/model/profile.py FITS). A measurement file is {bench name: quantity in the bench's
+unit} or {"device": ..., "measured": {...}}; the measurements a GPU run took are written with `--save-measurements`.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from harness.errors import InputError, PtxmoeError
+
+# On a GPU the DRAM chase must miss a 50-60 MB L2 even after the warm-up launches: spread its lines over 256 MB.
+GPU_DRAM_CHASE_LINES = 2 * 2**20
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("calibrate", help="measure the model's microbenchmarks on this GPU and write a "
+                                                     "device profile for --device-profile")
+    parser.add_argument("--out", required=True, help="where to write the device profile (JSON)")
+    parser.add_argument("--device", default=None, help="modelled device (default: the GPU's name; H200 SXM for "
+                                                       "--measurements files that name none)")
+    parser.add_argument("--measurements", default=None, help="fit from this JSON file instead of measuring")
+    parser.add_argument("--save-measurements", default=None, help="also write the measured quantities here")
+    parser.add_argument("--repeat", type=int, default=10, help="timed launches per microbenchmark (median)")
+    parser.set_defaults(func=run)
+
+
+def _read_measurements(path: str) -> tuple[str | None, dict]:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise InputError(f"--measurements {path}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:
+        raise InputError(f"--measurements {path}: not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"--measurements {path}: expected an object of bench name -> quantity, got "
+                         f"{type(doc).__name__}")
+    if "measured" in doc:
+        if not isinstance(doc["measured"], dict):
+            raise InputError(f"--measurements {path}: 'measured' must be an object, got {doc['measured']!r}")
+        return doc.get("device"), doc["measured"]
+    return None, doc
+
+
+class _GpuDevice:
+    """The allocation interface microbench Launch.args expects (alloc, copy_in), on the gpu backend."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def alloc(self, nbytes: int):
+        import numpy as np
+
+        return self.backend.empty((int(nbytes),), np.uint8, fill_byte=0)
+
+    def copy_in(self, buf, array) -> None:
+        import numpy as np
+
+        buf.handle.copy_to_device(np.ascontiguousarray(array).reshape(-1).view(np.uint8), stream=self.backend.stream)
+        self.backend.synchronize()
+
+
+def _kernel_seconds(backend, bench, launch, repeat: int) -> float:
+    dev = _GpuDevice(backend)
+    args = launch.args(dev)
+    times = []
+    for i in range(repeat + 2):
+        record = backend.launch_ptx(bench.ptx, bench.entry, launch.grid, launch.block, args)
+        if i >= 2:
+            times.append(record.stats.elapsed_ms() * 1e-3)
+    return statistics.median(times)
+
+
+def _dram_chase_seconds(backend, bench, repeat: int) -> tuple[float, ...]:
+    """Kernel seconds of each chase length of `bench` over GPU_DRAM_CHASE_LINES lines, every run starting at a part
+    of the cycle no earlier run touched (so its lines are not L2-resident)."""
+    import numpy as np
+
+    from ptxsim.model.microbench import chase_chain
+
+    n, stride = GPU_DRAM_CHASE_LINES, 128
+    dev = _GpuDevice(backend)
+    buf = dev.alloc(n * stride)
+    order, offsets = chase_chain(n, stride)
+    table = np.zeros(n * stride // 8, np.uint64)
+    table[np.arange(n) * (stride // 8)] = np.uint64(buf.addr) + offsets.astype(np.uint64)
+    dev.copy_in(buf, table)
+    out_buf = dev.alloc(8)
+    span = max(int(ls.work) for ls in bench.launches)
+    if (repeat + 1) * len(bench.launches) * span > n:
+        raise InputError(f"--repeat {repeat} is too many for the DRAM chase: each run needs {span} fresh lines of "
+                         f"{n}; use --repeat <= {n // (len(bench.launches) * span) - 1}")
+    times, run = [], 0
+    for launch in bench.launches:
+        samples = []
+        for i in range(repeat + 1):
+            start = np.uint64(buf.addr + int(order[run * span]) * stride)
+            run += 1
+            record = backend.launch_ptx(bench.ptx, bench.entry, 1, 1, [start, out_buf, np.uint32(int(launch.work))])
+            if i >= 1:
+                samples.append(record.stats.elapsed_ms() * 1e-3)
+        times.append(statistics.median(samples))
+    return tuple(times)
+
+
+def _launch_gap(backend, bench, repeat: int) -> float:
+    """Seconds from one back-to-back empty launch to the next: events around 100 launches, / 100."""
+    backend.launch_ptx(bench.ptx, bench.entry, 1, 32, [])
+    gaps = []
+    for _ in range(repeat):
+        start, end = backend._cuda.event(), backend._cuda.event()
+        start.record(backend.stream)
+        for _ in range(100):
+            backend.launch_ptx(bench.ptx, bench.entry, 1, 32, [])
+        end.record(backend.stream)
+        end.synchronize()
+        gaps.append(start.elapsed_time(end) * 1e-3 / 100)
+    backend.records.clear()
+    return statistics.median(gaps)
+
+
+def measure_on_gpu(repeat: int, progress=sys.stdout) -> dict[str, float]:
+    """Every microbenchmark's quantity measured on this GPU (needs cuda-python and numba-cuda)."""
+    from harness.backends.gpu import GpuBackend
+    from ptxsim.model.microbench import BENCHES
+
+    backend = GpuBackend()
+    clock = _sm_clock_hz()
+    out = {}
+    for name, bench in BENCHES.items():
+        if name == "launch_gap":
+            out[name] = _launch_gap(backend, bench, repeat) * 1e6
+        else:
+            times = _dram_chase_seconds(backend, bench, repeat) if name == "chase_dram" else \
+                tuple(_kernel_seconds(backend, bench, ls, repeat) for ls in bench.launches)
+            out[name] = float(bench.quantity(times, bench.launches, clock))
+        backend.records.clear()
+        print(f"  {name:<16} {out[name]:12.4g} {bench.unit}", file=progress, flush=True)
+    return out
+
+
+def _sm_clock_hz() -> float:
+    from numba import cuda
+
+    return float(cuda.get_current_device().CLOCK_RATE) * 1e3
+
+
+def _gpu_device_name() -> str:
+    from numba import cuda
+
+    name = cuda.get_current_device().name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def run(args) -> int:
+    from ptxsim.model.errors import ModelError
+    from ptxsim.model.microbench import BENCHES
+    from ptxsim.model.profile import fit, save_profile
+
+    if args.repeat < 1:
+        raise InputError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.measurements:
+        file_device, measured = _read_measurements(args.measurements)
+        device = args.device or file_device or "H200 SXM"
+    else:
+        from harness import toolchain
+
+        ok, why = toolchain.gpu_visible()
+        if not ok:
+            raise PtxmoeError(f"calibrate needs a GPU ({why}); pass --measurements FILE to fit from measured values")
+        device = args.device or _gpu_device_name()
+        print(f"measuring {len(BENCHES)} microbenchmarks on {device} ({args.repeat} timed launches each):")
+        measured = measure_on_gpu(args.repeat)
+    if args.save_measurements:
+        path = Path(args.save_measurements)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"device": device, "measured": measured}, indent=1, sort_keys=True) + "\n")
+        tmp.replace(path)
+    try:
+        profile = fit(device, measured)
+        save_profile(profile, args.out)
+    except ModelError as exc:
+        raise InputError(str(exc)) from None
+    print(f"device profile for {profile.device} -> {args.out}")
+    for key, value in sorted(profile.constants.items()):
+        print(f"  {key:<28} {value:.4g}   (from {profile.fitted_from[key]} = {measured[profile.fitted_from[key]]:g} "
+              f"{BENCHES[profile.fitted_from[key]].unit})")
+    unused = sorted(set(BENCHES) - set(measured))
+    if unused:
+        print(f"  not measured (defaults kept): {', '.join(unused)}")
+    return 0

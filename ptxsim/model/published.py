@@ -1,0 +1,83 @@
+"""Published hardware measurements the timing model is validated against (docs/model-validation.md cites each).
+
+One entry per microbenchmark in microbench.BENCHES, or a tuple of entries when several sources publish the quantity
+(each becomes a row, run with the model of its own device): the value, its unit (the bench's), the device it was
+measured on, the source and the conditions. `None` means no published figure was found for that quantity: the
+validation row says so instead of inventing one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Published:
+    value: float | None
+    device: str
+    source: str
+    conditions: str
+    gap: str = ""      # when the model is out of band: why, and what would close it
+
+
+# Sources (full references in docs/model-validation.md):
+_S1 = "[S1] 'CUDA Performance Study - NVIDIA H100 SXM5' (public GitHub README)"
+_S2 = "[S2] markdewing/AI_kernels latency/README.md"
+_S3 = "[S3] simveit/effective-reduction-mojo README"
+_S4 = "[S4] mredenti/PowerCapping configuration/OpenCL_benchmark.md (ProjectPhysX OpenCL-Benchmark on GH200)"
+_S5 = "[S5] samuel-bohman/AI-benchmarking-guide Azure_Results/ND_{gpu}_v5_results.md (Azure ND {gpu} v5)"
+_NONE = "none found"
+
+PUBLISHED: dict[str, Published] = {
+    "dram_read": (
+        Published(3134.26, "H100 SXM", _S3, "one-pass reduction of 2^30 floats (best kernel one_pass_4)"),
+        Published(3180.0, "H100 SXM", _S5.format(gpu="H100"), "HBM bandwidth 'Dot' (a read-only reduction), 3.18 TB/s, "
+                  "NVIDIA H100 80GB HBM3, CUDA 12.6"),
+        Published(4480.0, "H200 SXM", _S5.format(gpu="H200"), "HBM bandwidth 'Dot', 4.48 TB/s, NVIDIA H200 141GB, "
+                  "CUDA 12.6"),
+    ),
+    "dram_copy": (
+        Published(2900.0, "H100 SXM", _S5.format(gpu="H100"), "HBM bandwidth 'Copy', 2.90 TB/s, NVIDIA H100 80GB "
+                  "HBM3 (STREAM-style copy, read + write bytes)"),
+        Published(4010.0, "H200 SXM", _S5.format(gpu="H200"), "HBM bandwidth 'Copy', 4.01 TB/s, NVIDIA H200 141GB"),
+        Published(1992.0, "H100 SXM", _S1, "256 MB float4 copy on 132 SMs, 2 x bytes / time, CUDA events",
+                           "S1 reaches 59% of the 3.35 TB/s peak with a copy while S3 reads at 94%; the model "
+                           "charges reads and writes alike at 90%. A copy measured on the target GPU "
+                           "(ptxmoe calibrate) settles it for that part; S5's copies on H100 and H200 (2.90 and 4.01 "
+                           "TB/s) are within band"),
+    ),
+    "l2_copy": Published(3574.0, "H100 SXM", _S1, "16 MB __ldcg/__stcg copy, 528 blocks, data L2-resident",
+                         "the model's L2 bandwidth is an estimate (devices.py [EST], 32 B/clk/SM); S1's only figure "
+                         "is from the same run whose HBM copy is 40% under peak. ptxmoe calibrate fits "
+                         "l2_achievable_fraction from the l2_copy bench"),
+    "shared_bw": Published(None, "H100 SXM", _NONE, "no measured Hopper shared-memory bandwidth found"),
+    "shared_conflict": Published(None, "H100 SXM", _NONE, "no measured bank-conflicted bandwidth found"),
+    "fp32_fma": Published(62.961, "H100 SXM", _S4, "GH200 (132 SMs at 1980 MHz, the H100 SXM SM configuration)"),
+    "int32_mad": Published(32.971, "H100 SXM", _S4, "GH200, OpenCL INT32 compute (assumed 2 ops per multiply-add)"),
+    "sfu_sin": Published(9.6, "H100 SXM", _S1, "__sinf, one warp, ILP=16, clock64(), clocks per warp-instruction",
+                         "the model charges the programming guide's 16 MUFU results/clk/SM (8 clk); S1 measures "
+                         "9.1-9.6. ptxmoe calibrate fits sfu_achievable_fraction from the sfu_sin bench"),
+    "mma_bf16": Published(None, "H100 SXM", _NONE, "no measured mma.sync (legacy warp-level) bf16 rate found"),
+    # S2 quotes SM clock cycles with unlocked clocks; converted here at the 1.98 GHz boost clock (an assumption).
+    "chase_l1": (
+        Published(20.3, "H100 SXM", _S1, "8 KB random cycle, <<<1,1>>>, 40.2 clk at 1.98 GHz"),
+        Published(40 / 1.98, "H100 SXM", _S2, "40 clk, converted at 1.98 GHz"),
+    ),
+    "chase_l2": (
+        Published(131.3, "H100 SXM", _S1, "4 MB random cycle with __ldcg, 259.9 clk"),
+        Published(291 / 1.98, "H100 SXM", _S2, "291 clk, converted at 1.98 GHz"),
+    ),
+    "chase_dram": (
+        Published(288.1, "H100 SXM", _S1, "256 MB, 128 B apart, L2 flushed, 570.5 clk"),
+        Published(700 / 1.98, "H100 SXM", _S2, "700 clk, converted at 1.98 GHz",
+                  "the model's DRAM latency is S1's 570.5 clk; S2 measures 700 clk on another H100 SXM with unlocked "
+                  "clocks (its note: locking lowers it). ptxmoe calibrate fits dram_latency_s on the target GPU"),
+    ),
+    "launch_gap": Published(None, "H100 SXM", _NONE, "no published back-to-back launch gap on Hopper found"),
+    "atomic_add": Published(None, "H100 SXM", _NONE, "no published global atomicAdd throughput on Hopper found"),
+}
+
+
+def entries(name: str) -> tuple[Published, ...]:
+    """The published figures for one bench (one or more)."""
+    pub = PUBLISHED[name]
+    return pub if isinstance(pub, tuple) else (pub,)

@@ -1,0 +1,143 @@
+"""The model against published hardware figures: run every microbenchmark on ptxsim, set each modelled quantity
+beside its published measurement, and reduce the ratios to one error figure.
+
+The error figure is the geometric RMS of the ratios with a published figure,
+    e = exp(sqrt(mean(ln(modelled / published)^2))) - 1,
+so a model off by +-15 % on every row has e = 0.15. `benchmarks/model_validation.py` prints the table and records the
+result in ptxsim/model/validation.json; `recorded_error()` reads that record, and the sim backend turns it into each
+modelled time's interval [t / (1 + e), t x (1 + e)] and the SAME band of modelled verdicts.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+RECORD = Path(__file__).with_name("validation.json")
+BAND = (0.85, 1.15)
+# Used only when no validation record exists (a fresh checkout that deleted it): deliberately wide.
+FALLBACK_ERROR = 0.5
+# The benches that exercise each timing component (the error of a row limited by it comes from these).
+LIMITER_BENCHES: dict[str, tuple[str, ...]] = {
+    "dram": ("dram_read", "dram_copy"), "l2": ("l2_copy",), "shared": ("shared_bw", "shared_conflict"),
+    "issue": ("fp32_fma", "int32_mad"), "sfu": ("sfu_sin",), "fp64": (), "tensor": ("mma_bf16",),
+    "latency": ("chase_l1", "chase_l2", "chase_dram"), "tail": (), "launch": ("launch_gap",),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One validated quantity."""
+
+    name: str
+    quantity: str
+    unit: str
+    modelled: float
+    published: float | None
+    ratio: float | None
+    device: str
+    source: str
+    conditions: str
+    limiter: str
+    gap: str = ""
+
+    @property
+    def in_band(self) -> bool:
+        return self.ratio is not None and BAND[0] <= self.ratio <= BAND[1]
+
+
+def validate(constants: Mapping[str, float] | None = None, names=None) -> list[Row]:
+    """Run the microbenchmarks (all, or `names`) on ptxsim with the model of the device each figure was measured on."""
+    from ptxsim.model.microbench import BENCHES, run_on_sim
+    from ptxsim.model.published import entries
+
+    rows = []
+    for name, bench in BENCHES.items():
+        if names and name not in names:
+            continue
+        results = {}
+        for pub in entries(name):
+            if pub.device not in results:
+                results[pub.device] = run_on_sim(bench, pub.device, constants)
+            result = results[pub.device]
+            ratio = result.quantity / pub.value if pub.value else None
+            what = bench.what if pub.device == "H100 SXM" else f"{bench.what}, {pub.device}"
+            rows.append(Row(name, what, bench.unit, result.quantity, pub.value, ratio, pub.device, pub.source,
+                            pub.conditions, "/".join(sorted(set(result.limiters))), pub.gap))
+    return rows
+
+
+def error_figure(rows: list[Row]) -> float:
+    """Geometric RMS error of the rows with a published figure (0 when there are none)."""
+    logs = [math.log(row.ratio) for row in rows if row.ratio]
+    return math.exp(math.sqrt(sum(x * x for x in logs) / len(logs))) - 1 if logs else 0.0
+
+
+def table(rows: list[Row]) -> str:
+    """`quantity | modelled | published | ratio` lines and a summary line."""
+    lines = [f"{'quantity':<58} | {'modelled':>12} | {'published':>12} | {'ratio':>6} | note"]
+    for row in rows:
+        pub = f"{row.published:.4g}" if row.published else "none"
+        ratio = f"{row.ratio:.3f}" if row.ratio else "n/a"
+        flag = "" if row.ratio is None or row.in_band else f"  OUT OF BAND: {row.gap or 'no explanation recorded'}"
+        note = row.source if row.published else row.conditions
+        lines.append(f"{row.quantity + ' (' + row.unit + ')':<66} | {row.modelled:>12.4g} | {pub:>12} | "
+                     f"{ratio:>6} | {note}{flag}")
+    lines.append(summary(rows))
+    return "\n".join(lines)
+
+
+def summary(rows: list[Row]) -> str:
+    compared = [row for row in rows if row.ratio]
+    inside = sum(row.in_band for row in compared)
+    return (f"summary: {len(compared)} of {len(rows)} quantities have a published figure; {inside} of them within "
+            f"{BAND[0]}-{BAND[1]}; model error (geometric RMS) {error_figure(rows):.1%}")
+
+
+def write_record(rows: list[Row], path: Path = RECORD) -> None:
+    """Record the rows and their error figure (atomically: a temporary file renamed over the record)."""
+    doc = {"error": error_figure(rows), "band": list(BAND), "rows": [asdict(row) for row in rows],
+           "summary": summary(rows)}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def recorded_error(path: Path = RECORD) -> tuple[float, str]:
+    """(error figure, where it came from) from the validation record; FALLBACK_ERROR when there is none."""
+    try:
+        doc = json.loads(path.read_text())
+        error = float(doc["error"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return FALLBACK_ERROR, f"no readable validation record at {path}; fallback {FALLBACK_ERROR:.0%}"
+    if not math.isfinite(error) or error < 0:
+        return FALLBACK_ERROR, f"validation record {path} has error {error!r}; fallback {FALLBACK_ERROR:.0%}"
+    return error, f"{path.name}: {doc.get('summary', '')}"
+
+
+@functools.lru_cache(maxsize=8)
+def _record(path: str) -> dict | None:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def limiter_error(limiter: str, path: Path = RECORD) -> tuple[float, str]:
+    """(relative error, basis) for a modelled time limited by `limiter`: the geometric RMS error of the benches that
+    exercise that component (LIMITER_BENCHES) where any has a published figure, else the overall error figure."""
+    overall, basis = recorded_error(path)
+    doc = _record(str(path))
+    if doc is None:
+        return overall, basis
+    names = set(LIMITER_BENCHES.get(limiter, ()))
+    logs = [math.log(r["ratio"]) for r in doc.get("rows", []) if r.get("name") in names and r.get("ratio")]
+    if not logs:
+        return overall, f"overall model error (no published figure for the {limiter!r} benches); {basis}"
+    error = math.exp(math.sqrt(sum(x * x for x in logs) / len(logs))) - 1
+    return error, (f"{limiter!r} benches ({', '.join(sorted(names))}) vs published figures, "
+                   f"{len(logs)} compared; {path.name}")

@@ -1,0 +1,77 @@
+"""`ptxmoe calibrate` on the CPU: fit a device profile from a synthetic measurement file, load it back, and use it
+with `--device-profile` (the GPU path needs a GPU and is exercised by gpu_check runs)."""
+import json
+
+import pytest
+
+from harness.cli import main
+from ptxsim.model.costs import MODEL_CONSTANTS
+from ptxsim.model.devices import get_device
+from ptxsim.model.profile import ProfileError, load_profile
+
+H200 = get_device("H200 SXM")
+# what an H200 might measure (synthetic): GB/s, TB/s, TFLOP/s, ns, clk, us as the benches' units
+MEASURED = {"dram_read": 4300.0, "l2_copy": 5000.0, "shared_bw": 30.0, "mma_bf16": 600.0, "chase_l1": 21.0,
+            "chase_l2": 140.0, "chase_dram": 300.0, "launch_gap": 4.5, "sfu_sin": 9.1, "fp32_fma": 62.0}
+
+
+def test_calibrate_round_trips_a_profile(tmp_path, capsys):
+    meas = tmp_path / "measured.json"
+    meas.write_text(json.dumps({"device": "H200 SXM", "measured": MEASURED}))
+    out = tmp_path / "h200.json"
+    assert main(["calibrate", "--out", str(out), "--measurements", str(meas)]) == 0
+    profile = load_profile(out)
+    assert profile.device == "H200 SXM" and dict(profile.measured) == MEASURED
+    c = profile.constants
+    assert c["dram_achievable_fraction"] == pytest.approx(4300e9 / H200.memory_bandwidth)
+    assert c["l2_achievable_fraction"] == pytest.approx(5000e9 / H200.l2_bandwidth)
+    assert c["shared_achievable_fraction"] == pytest.approx(30e12 / H200.shared_bandwidth)
+    assert c["mma_sync_fraction_of_peak"] == pytest.approx(600e12 / H200.bf16_dense_flops)
+    assert (c["l1_latency_s"], c["l2_latency_s"], c["dram_latency_s"]) == pytest.approx((21e-9, 140e-9, 300e-9))
+    assert c["launch_overhead_s"] == pytest.approx(4.5e-6) and c["sfu_achievable_fraction"] == pytest.approx(8 / 9.1)
+    assert set(c) <= set(MODEL_CONSTANTS) and profile.fitted_from["dram_latency_s"] == "chase_dram"
+    text = capsys.readouterr().out
+    assert "device profile for H200 SXM" in text and "not measured (defaults kept)" in text and "atomic_add" in text
+
+
+def test_a_profile_changes_the_validated_model(tmp_path):
+    from ptxsim.model.validation import validate
+
+    out = tmp_path / "p.json"
+    meas = tmp_path / "m.json"
+    meas.write_text(json.dumps({"chase_l2": 200.0}))
+    assert main(["calibrate", "--out", str(out), "--measurements", str(meas), "--device", "H100 SXM"]) == 0
+    row = validate(load_profile(out).constants, names=["chase_l2"])[0]
+    assert row.modelled == pytest.approx(200.0, rel=1e-6)        # the modelled chase now is the measured one
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"chase_l9": 1.0}, "not a microbenchmark"), ({"chase_l1": -3}, "positive number"), ([1, 2], "expected an object"),
+])
+def test_bad_measurement_files_are_usage_errors(tmp_path, capsys, doc, message):
+    meas = tmp_path / "m.json"
+    meas.write_text(json.dumps(doc))
+    assert main(["calibrate", "--out", str(tmp_path / "p.json"), "--measurements", str(meas)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and not (tmp_path / "p.json").exists()
+
+
+def test_bad_profiles_are_refused(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": "ptxmoe-device-profile/1", "device": "H100 SXM",
+                               "constants": {"warp_speed": 9}}))
+    with pytest.raises(ProfileError, match="unknown constant 'warp_speed'"):
+        load_profile(bad)
+    with pytest.raises(ProfileError, match="cannot read"):
+        load_profile(tmp_path / "none.json")
+    assert main(["compare", "--backend", "sim", "--device-profile", str(bad), "--kernels", "gate",
+                 "--preset", "tiny", "--out", str(tmp_path / "runs")]) == 2
+    assert "unknown constant" in capsys.readouterr().err
+
+
+def test_calibrate_without_a_gpu_says_what_to_do(tmp_path, capsys, monkeypatch):
+    from harness import toolchain
+
+    monkeypatch.setattr(toolchain, "gpu_visible", lambda: (False, "no CUDA driver"))
+    assert main(["calibrate", "--out", str(tmp_path / "p.json")]) == 2
+    assert "--measurements" in capsys.readouterr().err

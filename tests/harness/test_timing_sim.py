@@ -1,0 +1,70 @@
+"""Modelled rows: kernel time and launch gap apart, a non-zero interval from the validation's measured error, and a
+device profile (PTXMOE_DEVICE_PROFILE) that changes the constants."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import ptxsim
+from harness.timing.sim import PROFILE_ENV, model_launch, model_row
+from ptxsim.model.microbench import BENCHES
+from ptxsim.model.profile import fit, save_profile
+from ptxsim.model.validation import limiter_error
+
+
+def _record(name="dram_read", grid=132 * 8, block=256):
+    bench = BENCHES[name]
+    dev = ptxsim.Device()
+    stats = dev.launch(ptxsim.load_ptx(bench.ptx).kernel(bench.entry), grid, block,
+                       [dev.alloc(grid * block * 64), dev.alloc(4)], sample_ctas=8)
+    rec = SimpleNamespace(name=name, grid=(grid, 1, 1), block=(block, 1, 1), shared_bytes=0, host_seconds=0.1,
+                          stats=stats)
+    return rec, {name: (bench.ptx, bench.entry)}
+
+
+def test_launch_carries_kernel_time_launch_gap_and_an_interval():
+    rec, sources = _record()
+    launch = model_launch(rec, sources["dram_read"], "H100 SXM")
+    assert launch["error"] is None
+    est = launch["estimate"]
+    assert launch["modelled_s"] == pytest.approx(est["kernel (us)"] * 1e-6)        # kernel time, launch apart
+    assert launch["launch_s"] == pytest.approx(est["launch (us)"] * 1e-6) and launch["launch_s"] > 0
+    lo, hi = launch["interval_s"]
+    rel, basis = limiter_error("dram")
+    assert launch["model_error"] == {"relative": rel, "limiter": "dram", "basis": basis}
+    assert rel > 0 and lo < launch["modelled_s"] < hi
+    assert hi == pytest.approx(launch["modelled_s"] * (1 + rel)) and lo == pytest.approx(launch["modelled_s"] / (1 + rel))
+    assert "dram_read" in basis
+
+
+def test_row_sums_kernel_launch_and_interval():
+    rec, sources = _record()
+    row = model_row([rec, rec], sources, "H100 SXM")
+    one = row["launches"][0]
+    assert row["modelled_us"] == pytest.approx(2 * one["modelled_s"] * 1e6)
+    assert row["launch_us"] == pytest.approx(2 * one["launch_s"] * 1e6)
+    assert row["interval_us"] == pytest.approx([2 * x * 1e6 for x in one["interval_s"]])
+    assert row["model_error"]["relative"] == pytest.approx(one["model_error"]["relative"])
+
+
+def test_device_profile_changes_the_model(tmp_path, monkeypatch):
+    rec, sources = _record()
+    base = model_launch(rec, sources["dram_read"], "H100 SXM")["modelled_s"]
+    path = tmp_path / "profile.json"
+    save_profile(fit("H100 SXM", {"dram_read": 1500.0}), path)     # a GPU that reads at half the default
+    monkeypatch.setenv(PROFILE_ENV, str(path))
+    slow = model_launch(rec, sources["dram_read"], "H100 SXM")["modelled_s"]
+    assert slow == pytest.approx(base * 3015.0 / 1500.0, rel=1e-3)
+    monkeypatch.setenv(PROFILE_ENV, str(tmp_path / "missing.json"))
+    failed = model_launch(rec, sources["dram_read"], "H100 SXM")
+    assert failed["modelled_s"] is None and "cannot read" in failed["error"]
+    assert np.isfinite(base)
+
+
+def test_sum_metrics_averages_ratios_by_warp_instructions():
+    from harness.timing.sim import sum_metrics
+
+    total = sum_metrics([{"smsp__inst_executed.sum": 100, "ptxsim__model_ilp.ratio": 1.0, "dram__bytes_read.sum": 5},
+                         {"smsp__inst_executed.sum": 300, "ptxsim__model_ilp.ratio": 0.2, "dram__bytes_read.sum": 7}])
+    assert total["dram__bytes_read.sum"] == 12 and total["smsp__inst_executed.sum"] == 400
+    assert total["ptxsim__model_ilp.ratio"] == pytest.approx((100 * 1.0 + 300 * 0.2) / 400)

@@ -1,0 +1,71 @@
+"""The validation against published figures: every bench has a sourced figure or says none was found, the error
+figure is the geometric RMS of the ratios, the record in the repository matches the model as it stands, and
+per-limiter errors come from the right benches."""
+import json
+
+import pytest
+
+from ptxsim.model.microbench import BENCHES
+from ptxsim.model.published import PUBLISHED, entries
+from ptxsim.model.validation import (
+    RECORD,
+    Row,
+    error_figure,
+    limiter_error,
+    recorded_error,
+    table,
+    validate,
+    write_record,
+)
+
+
+def _row(name, ratio, gap=""):
+    return Row(name, name, "GB/s", 1.0, None if ratio is None else 1.0 / ratio, ratio, "H100 SXM", "[S9] x", "c",
+               "dram", gap)
+
+
+def test_every_bench_has_a_sourced_figure_or_says_none():
+    assert set(PUBLISHED) == set(BENCHES)
+    for name in BENCHES:
+        for pub in entries(name):
+            if pub.value is None:
+                assert pub.source == "none found" and pub.conditions
+            else:
+                assert pub.value > 0 and pub.source.startswith("[S") and pub.conditions
+
+
+def test_error_figure_is_the_geometric_rms():
+    rows = [_row("a", 1.2), _row("b", 1 / 1.2), _row("c", None)]
+    assert error_figure(rows) == pytest.approx(0.2)
+    assert error_figure([_row("a", 1.0)]) == 0.0 and error_figure([_row("c", None)]) == 0.0
+
+
+def test_table_flags_out_of_band_rows_with_their_explanation():
+    text = table([_row("a", 1.0), _row("b", 2.0, "S1 disagrees with S5"), _row("c", None)])
+    lines = text.splitlines()
+    assert "OUT OF BAND" not in lines[1] and "OUT OF BAND: S1 disagrees with S5" in lines[2]
+    assert "n/a" in lines[3] and lines[-1].startswith("summary: 2 of 3 quantities have a published figure; 1 of them")
+
+
+def test_limiter_error_uses_the_limiters_benches(tmp_path):
+    path = tmp_path / "v.json"
+    rows = [_row("dram_read", 1.1), _row("dram_copy", 1 / 1.1), _row("fp32_fma", 1.5)]
+    write_record(rows, path)
+    assert limiter_error("dram", path)[0] == pytest.approx(0.1)
+    assert limiter_error("issue", path)[0] == pytest.approx(0.5)
+    overall = error_figure(rows)
+    e, basis = limiter_error("fp64", path)                     # no bench: the overall figure, and it says so
+    assert e == pytest.approx(overall) and "no published figure" in basis
+    assert recorded_error(tmp_path / "missing.json")[0] == 0.5
+
+
+def test_the_recorded_validation_matches_the_model():
+    """benchmarks/model_validation.py must be re-run (and its record committed) whenever the model changes: three
+    benches that exercise the memory, latency and issue terms must reproduce their recorded values."""
+    doc = json.loads(RECORD.read_text())
+    recorded = {(r["name"], r["source"]): r["modelled"] for r in doc["rows"]}
+    assert {name for name, _ in recorded} == set(BENCHES)
+    assert doc["error"] == pytest.approx(error_figure([Row(**r) for r in doc["rows"]]))
+    for row in validate(names=["dram_read", "chase_l2", "fp32_fma"]):
+        assert row.modelled == pytest.approx(recorded[(row.name, row.source)], rel=1e-9), \
+            f"ptxsim/model/validation.json is stale for {row.name}: run python benchmarks/model_validation.py"

@@ -46,7 +46,7 @@ def __getattr__(name):
     if name == "IMPLEMENTATION":
         from contract.registry import Implementation
 
-        impl = Implementation(name="cuda", language="Numba CUDA (Python)", kernels=__getattr__("KERNELS"))
+        impl = Implementation(name="numba", language="Numba CUDA (Python)", kernels=__getattr__("KERNELS"))
         globals()["IMPLEMENTATION"] = impl
         return impl
     if name == "SOURCE_MODULES":

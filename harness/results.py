@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import PtxmoeError
+from harness.run_schema import READABLE_VERSIONS, SCHEMA_VERSION, upgrade
 
-SCHEMA_VERSION = 1
 RUN_FILE = "run.json"
 # rows with these statuses are finished and skipped on --resume; "error" rows (unexpected exceptions) are re-run
 DONE_STATUSES = ("ok", "failed", "missing")
@@ -44,7 +44,7 @@ def new_run_id(backend: str) -> str:
 
 
 def row_key(kernel: str, variant: str | None, impl: str, preset: str, skew: str) -> str:
-    """The unique key of a row: "grouped_gemm[up]/ptx/tiny/balanced", "gate/cuda/tiny/balanced"."""
+    """The unique key of a row: "grouped_gemm[up]/ptx/tiny/balanced", "gate/numba/tiny/balanced"."""
     name = f"{kernel}[{variant}]" if variant else kernel
     return f"{name}/{impl}/{preset}/{skew}"
 
@@ -187,10 +187,11 @@ class RunFile:
 
     @classmethod
     def load(cls, run_dir) -> RunFile:
-        """Open an existing run folder (for --resume or `ptxmoe import`).
+        """Open an existing run folder (for --resume or `ptxmoe import`); older schema versions are upgraded in memory
+        (harness.run_schema), so the document is always of SCHEMA_VERSION.
 
         Raises:
-            ResultsError: the folder or its run.json is missing, unreadable, or of another schema version.
+            ResultsError: the folder or its run.json is missing, unreadable, or of a schema version not readable.
         """
         run_dir = Path(run_dir)
         path = run_dir / RUN_FILE
@@ -200,10 +201,11 @@ class RunFile:
             doc = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise ResultsError(f"{path} is not readable JSON: {exc}") from exc
-        if doc.get("schema_version") != SCHEMA_VERSION:
-            raise ResultsError(f"{path} has schema_version {doc.get('schema_version')!r}; this ptxmoe reads "
-                               f"version {SCHEMA_VERSION}")
-        return cls(run_dir, doc)
+        if not isinstance(doc, dict) or doc.get("schema_version") not in READABLE_VERSIONS:
+            found = doc.get("schema_version") if isinstance(doc, dict) else type(doc).__name__
+            raise ResultsError(f"{path} has schema_version {found!r}; this ptxmoe reads versions "
+                               f"{', '.join(map(str, READABLE_VERSIONS))}")
+        return cls(run_dir, upgrade(doc))
 
     def save(self) -> Path:
         from harness.atomic import atomic_write_text

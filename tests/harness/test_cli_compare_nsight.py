@@ -12,7 +12,7 @@ NCU_CSV = Path(__file__).resolve().parents[1] / "fixtures" / "nsight" / "ncu_det
 
 def _run(tmp_path):
     run = RunFile.create(tmp_path, "r", {}, {}, command=[])
-    for key in ("gate/ptx/tiny/balanced", "gate/cuda/tiny/balanced"):
+    for key in ("gate/ptx/tiny/balanced", "gate/numba/tiny/balanced"):
         run.add_row({"key": key, "status": "ok", "nsight": []})
     return run
 

@@ -20,8 +20,7 @@ import numpy as np
 from numba import cuda, float32, types, uint32
 
 from cuda_impl.common import Launch, cdiv, check_shape, launch, require, view
-from cuda_impl.prims import (bf16_hi, bf16_lo, e4m3_rn_sat, f32_bits, f32_from_bits, hi32, ld_stream, lo32,
-                              shfl_xor_f32)
+from cuda_impl.prims import bf16_hi, bf16_lo, e4m3_rn_sat, f32_bits, f32_from_bits, hi32, ld_stream, lo32, shfl_xor_f32
 
 SIGNATURE = (types.uint64[:, ::1], types.uint32[:, ::1], types.float32[:, ::1], types.int32)
 GROUP = 128

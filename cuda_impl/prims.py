@@ -150,7 +150,9 @@ else:
     # NOTE: the intrinsic behind `cuda.ldcs`: the public name is an @overload whose wrapper numba-cuda compiles with
     # compile_device, which asks the driver for the current device, so compile_ptx without a GPU (ptxsim, static
     # analysis) fails with "CUDA driver library cannot be found"; the intrinsic emits the same ld.global.cs.
-    from numba.cuda.cache_hints import ldcs_intrinsic as ld_stream
+    from numba.cuda import cache_hints
+
+    ld_stream = cache_hints.ldcs_intrinsic
     # ex2.approx.f32 with a log2(e) pre-scale: relative error ~2^-21 for the |x| of sigmoid/SiLU arguments
     fast_exp = libdevice.fast_expf
     # div.approx.f32: at most 2 ulp (fp32), far below the 1e-5 / bf16 tolerances where it is used

@@ -12,7 +12,6 @@ packing, 16-byte vector loads/stores, the `.nc.L1::no_allocate` form of the stre
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 from numba import cuda, float32, types

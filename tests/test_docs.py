@@ -25,5 +25,5 @@ def test_the_contract_page_covers_every_kernel():
     from contract.kernels import KERNELS
 
     text = (ROOT / "docs" / "kernels.md").read_text()
-    headings = set(re.findall(r"^## (\w+)", text, re.M))
+    headings = set(re.findall(r"^## (\w+)", text, re.MULTILINE))
     assert set(KERNELS) - {"layer"} <= headings and "The" in headings  # "## The layer"

@@ -49,7 +49,7 @@ def test_implementation_table_reports_problems_instead_of_raising(monkeypatch):
 
 def test_real_packages_register_under_their_names():
     for name in ("numba", "ptx", "cpp"):
-        table, problem = impls.implementation_table(name)
+        _, problem = impls.implementation_table(name)
         assert problem == "", problem
     assert {"gate", "layer"} <= set(impls.implementation_table("numba")[0])
     assert {"gate", "layer"} <= set(impls.implementation_table("ptx")[0])

@@ -158,7 +158,7 @@ def sim_section(run: data.Run, figs: dict) -> str:
     recs = data.sim_counter_records(run.doc)
     if not recs:
         return section("sim", "Simulator counters", '<p class="note">No simulator counters (not a sim run).</p>')
-    impls, pairs = _side_by_side_columns(run, recs)
+    impls, pairs = _side_by_side_columns(recs)
     rows = [[r["label"], r["preset"], r["skew"], r["counter"], *(r[i] for i in impls),
              *(r["ratios"][p.name] for p in pairs)] for r in recs]
     tbl = table(["kernel", "preset", "skew", "counter", *map(impl_name, impls), *(_ratio_header(p) for p in pairs)],
@@ -186,10 +186,10 @@ def _impl_name(impl) -> str:
     return impl_name(impl)
 
 
-def _side_by_side_columns(run: data.Run, recs: list[dict]) -> tuple[list[str], list]:
-    """The implementations (of the run's rows, or with a value in `recs`) and the pairs among them: the columns
-    of a side-by-side table, so a two-implementation run shows two columns and one ratio."""
-    present = set(data.impls_present(run.doc)) | {i for r in recs for i in data.IMPLS if r.get(i) is not None}
+def _side_by_side_columns(recs: list[dict]) -> tuple[list[str], list]:
+    """The implementations with a value in `recs` and the pairs among them: the columns of a side-by-side table, so
+    a two-implementation run (or one whose cpp rows are all missing) shows two columns and one ratio."""
+    present = {i for r in recs for i in data.IMPLS if r.get(i) is not None}
     impls = [i for i in data.IMPLS if i in present]
     return impls, [p for p in PAIRS if p.impl in present and p.baseline in present]
 
@@ -203,7 +203,7 @@ def nsight_section(run: data.Run) -> str:
         return ""
     recs = data.nsight_metric_records(run)
     side = [r for r in recs if any(r[i] is not None for i in data.IMPLS)]
-    impls, pairs = _side_by_side_columns(run, side)
+    impls, pairs = _side_by_side_columns(side)
     other = [r for r in recs if r["value"] is not None]
     parts = [f'<p class="note">Imported: {esc(", ".join(run.nsight_files))}</p>']
     for err in run.nsight_errors:

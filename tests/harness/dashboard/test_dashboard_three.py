@@ -128,3 +128,31 @@ def test_a_two_implementation_run_still_headlines_its_one_pair(tmp_path):
     text = dashboard.build(run_dir).read_text().split("</script></head>", 1)[1]
     assert "geometric-mean speedup of PTX over Numba CUDA" in text and 'id="fig-speedup"' in text
     assert "fig-speedup-" not in text and "<th>CUDA C++</th>" not in text and "<th>PTX / Numba CUDA</th>" in text
+
+
+def test_three_implementations_with_cpp_missing_everywhere(tmp_path):
+    """Today's default run: cpp rows are all "missing"; the headline falls back to PTX vs Numba, the PTX vs CUDA C++
+    pair is listed without a verdict (and why), and no empty CUDA C++ columns appear."""
+    doc = three_impl_doc("sim-tiny")
+    for row in doc["rows"]:
+        if row["impl"] == "cpp":
+            for key in ("timing", "static", "sim_counters", "throughput", "correctness", "launches"):
+                row.pop(key, None)
+            why = f"not implemented in cpp (cpp_impl registers no {row['kernel']} kernel)"
+            row.update(status="missing", reason=why)
+    basis = "modelled"
+    verdicts = []
+    for cell in dict.fromkeys((r["kernel"], r["variant"], r["preset"], r["skew"]) for r in doc["rows"]):
+        by_impl = {r["impl"]: r for r in doc["rows"] if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell}
+        verdicts += [runner._verdict(runner.Item(*cell), pair, by_impl, basis) for pair in PAIRS]
+    doc["verdicts"] = verdicts
+    assert data.headline_pair(doc).name == "ptx-vs-numba"
+    heads = {h["pair"]: h for h in data.pair_headlines(doc)}
+    assert heads["ptx-vs-cpp"]["geomean"] is None and len(heads["ptx-vs-cpp"]["no_verdict"]) == 10
+    assert "cpp missing (not implemented in cpp" in heads["ptx-vs-cpp"]["no_verdict"][0]["reason"]
+    run_dir = copy_run("sim-tiny", tmp_path, "cpp-missing")
+    (run_dir / "run.json").write_text(json.dumps(doc))
+    body = dashboard.build(run_dir).read_text().split("</script></head>", 1)[1]
+    assert "geometric-mean speedup of PTX over Numba CUDA" in body and "rows: 10 missing, 20 ok" in body
+    assert "no verdict (10 cell(s) without both paths timed)" in body
+    assert "<th>CUDA C++</th>" not in body and "<th>PTX / Numba CUDA</th>" in body

@@ -1,4 +1,10 @@
-"""cuda_impl: the DeepSeek-V3 MoE kernels of kernels.md in tuned Numba CUDA (the "CUDA path" of every comparison).
+"""cuda_impl: the DeepSeek-V3 MoE kernels of kernels.md in tuned Numba CUDA (implementation `numba`).
+
+Registered as `numba` beside `cpp` (cpp_impl, CUDA C++) and `ptx` (ptx_impl, hand-written PTX). Numba at its best: the
+streaming cache hint numba-cuda offers (ld.global.cs) on data read once (act_quant, permute, swiglu, combine), fast
+math (ex2.approx / div.approx) where kernels.md's tolerances allow it (gate's sigmoid and normaliser, swiglu) and never
+where rounding is specified exactly (act_quant) -- see prims.py. Numba exposes no tensor-core API, so the grouped
+GEMM is the best CUDA-core (fp32 FMA) GEMM Numba can write; the CUDA C++ and PTX paths use tensor cores.
 
 One module per kernel (gate, align, permute, act_quant, grouped_gemm, swiglu, combine) plus `layer`; each exposes
 `run(backend, args, preset, **params) -> list[LaunchRecord]`, `launch_config(...)` (its launch shape per preset) and
@@ -46,7 +52,7 @@ def __getattr__(name):
     if name == "IMPLEMENTATION":
         from contract.registry import Implementation
 
-        impl = Implementation(name="cuda", language="Numba CUDA (Python)", kernels=__getattr__("KERNELS"))
+        impl = Implementation(name="numba", language="Numba CUDA (Python)", kernels=__getattr__("KERNELS"))
         globals()["IMPLEMENTATION"] = impl
         return impl
     if name == "SOURCE_MODULES":

@@ -8,7 +8,9 @@ one 4-byte store per lane; lane 0 writes the scale.
 
 What Numba cannot express that the PTX path may use: `cvt.rn.satfinite.e4m3x2.f32` (one instruction per two
 values instead of ~10 integer ops each), `redux.sync.max.u32` on the |a| bits (non-negative floats order as
-integers), `rcp`-free scaling, 16-byte vector loads and `ld.global.nc.L1::no_allocate`.
+integers), `rcp`-free scaling, 16-byte vector loads and the `.nc.L1::no_allocate` form of the streaming hint.
+Numba's own hint is used: a is read once with `ld_stream` (ld.global.cs). No fast math here: the division and the
+rounding are specified bit for bit (kernels.md).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import numpy as np
 from numba import cuda, float32, types, uint32
 
 from cuda_impl.common import Launch, cdiv, check_shape, launch, require, view
-from cuda_impl.prims import bf16_hi, bf16_lo, e4m3_rn_sat, f32_bits, f32_from_bits, hi32, lo32, shfl_xor_f32
+from cuda_impl.prims import bf16_hi, bf16_lo, e4m3_rn_sat, f32_bits, f32_from_bits, hi32, ld_stream, lo32, shfl_xor_f32
 
 SIGNATURE = (types.uint64[:, ::1], types.uint32[:, ::1], types.float32[:, ::1], types.int32)
 GROUP = 128
@@ -35,7 +37,7 @@ def make_kernel(GPR: int, WARPS: int, POW2: bool):
         m = gg // GPR
         g = gg - m * GPR
         col = g * 32 + lane
-        word = a[m, col]
+        word = ld_stream(a, (m, col))
         lo = lo32(word)
         hi = hi32(word)
         f0 = bf16_lo(lo)

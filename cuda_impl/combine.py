@@ -4,18 +4,20 @@ One block per token. Every thread first loads the token's K weights and K row in
 addresses across the block: broadcast loads, L1 hits), then walks the row in 8-byte words (4 bf16): K gathered
 8-byte loads, 4 fp32 FMA chains in k order, one packed 8-byte store.
 
-What Numba cannot express that the PTX path may use: 16-byte vector loads/stores, `ld.global.nc.L1::no_allocate` for
-the once-read y rows, `cvt.rn.bf16x2.f32` packing, `prmt` to unpack bf16 pairs.
+The once-read y rows come through streaming loads (`ld_stream`: numba-cuda's ld.global.cs).
+
+What Numba cannot express that the PTX path may use: 16-byte vector loads/stores, the `.nc.L1::no_allocate` form of
+the hint, `cvt.rn.bf16x2.f32` packing, `prmt` to unpack bf16 pairs.
 """
 from __future__ import annotations
 
 import functools
 
 import numpy as np
-from numba import cuda, float32, int32, types
+from numba import cuda, float32, int32, int64, types
 
 from cuda_impl.common import Launch, check_shape, launch, require, view
-from cuda_impl.prims import bf16_hi, bf16_lo, hi32, join64, lo32, pack_bf16x2
+from cuda_impl.prims import bf16_hi, bf16_lo, hi32, join64, ld_stream, lo32, pack_bf16x2
 
 SIGNATURE = (types.uint64[:, ::1], types.float32[:, ::1], types.int32[:, ::1], types.uint64[:, ::1])
 
@@ -35,7 +37,7 @@ def make_kernel(K: int, NT: int):
             a2 = float32(0.0)
             a3 = float32(0.0)
             for k in range(K):
-                v = y[rows[k], w]
+                v = ld_stream(y, (int64(rows[k]), w))  # the hint's index tuple must be of one integer type
                 lo = lo32(v)
                 hi = hi32(v)
                 a0 += wt[k] * bf16_lo(lo)

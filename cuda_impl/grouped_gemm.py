@@ -1,5 +1,12 @@
 """grouped_gemm (kernels.md §5): c[rows of b] = bf16_rn(a[rows of b] @ w[block_expert[b]].T), in Numba CUDA.
 
+Numba exposes no tensor-core API (no mma/wmma/wgmma, no ldmatrix; numba-cuda 0.30's bf16 type lowers to shim calls),
+so this is the best CUDA-core GEMM Numba can write, not a tensor-core one: the comparison with the CUDA C++ (wmma) and
+PTX (mma.sync) GEMMs is a comparison with the programming model's ceiling, and its roofline point sits under the
+fp32 roof. Fast math would add nothing here: NVVM already contracts the multiply-adds into fma.rn.f32 (the default),
+and there is no division or transcendental; the a and w tiles are reused from shared memory, so no load is a
+read-once streaming load either.
+
 Classic shared-memory tiled SIMT GEMM, one block per (BN-column tile, BM-row block of the aligned layout): the row
 block's expert comes from block_expert (blocks with -1 return at once, so rows >= total_padded are never written).
 Both operands are K-contiguous ("NT" GEMM). Per BK-wide K chunk the block:

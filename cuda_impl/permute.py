@@ -4,8 +4,11 @@ One block per padded row p; rows p >= total_padded return at once (not written).
 (bf16[H] seen as uint64[H/4]): consecutive threads move consecutive words, so every warp request covers 256
 contiguous bytes. Padding rows (sorted_ids[p] == T*K) are written with zeros.
 
+The x rows are read with streaming loads (`ld_stream`: numba-cuda's ld.global.cs), the hint Numba offers for
+data not reused from L1 (each x row is gathered K times overall, from L2).
+
 What Numba cannot express that the PTX path may use: 16-byte `ld.global.nc.v4.u32` / `st.global.v4` (Numba's widest
-scalar is 8 bytes), `.L1::no_allocate` on the x reads, `cp.async.bulk` (TMA) row copies.
+scalar is 8 bytes), the `.nc.L1::no_allocate` form of the hint, `cp.async.bulk` (TMA) row copies.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import numpy as np
 from numba import cuda, types, uint64
 
 from cuda_impl.common import Launch, check_shape, launch, require, view
+from cuda_impl.prims import ld_stream
 
 SIGNATURE = (types.uint64[:, ::1], types.int32[::1], types.int32[::1], types.uint64[:, ::1], types.int32)
 
@@ -32,7 +36,7 @@ def make_kernel(NT: int, K: int):
         if sid < TK:
             t = sid // K
             for w in range(cuda.threadIdx.x, words, NT):
-                xp[p, w] = x[t, w]
+                xp[p, w] = ld_stream(x, (t, w))
         else:
             for w in range(cuda.threadIdx.x, words, NT):
                 xp[p, w] = uint64(0)

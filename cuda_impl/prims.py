@@ -16,8 +16,21 @@ Warp collectives (`shfl.sync.bfly`, `match.sync.any`, `%lanemask_lt`) come from 
 implements none of them, so under NUMBA_ENABLE_CUDASIM=1 this module swaps in shared-memory emulations that need every
 thread of the block to call them together (the kernels are written so they do: inactive lanes still take part).
 The same kernel source therefore runs on the GPU, through ptxsim (compile_ptx) and under the simulator.
+
+Numba at its best also means the two things numba-cuda does offer beyond plain indexing and libdevice:
+- cache-hinted loads (numba-cuda's `cuda.ldcs`, `ld.global.cs`: cache-streaming, evict first), used as `ld_stream`
+  for data a kernel reads exactly once, where the PTX path uses `ld.global.nc.L1::no_allocate`;
+- fast math where kernels.md's tolerances allow it, as `fast_exp` / `fast_div` (libdevice `__nv_fast_expf` ->
+  `ex2.approx.f32`, `__nv_fast_fdividef` -> `div.approx.f32`, what the PTX path writes by hand). NOTE: this is done
+  per call site rather than with `fastmath=True`: in numba-cuda 0.30 fastmath is a kernel-wide compile option (set
+  where the backends compile, outside the kernel source), and a `fastmath` flag on a device function changes nothing
+  in the PTX (checked: div.rn.f32 and libdevice expf stay). Per call site also keeps it out of the kernels whose
+  rounding is exact (act_quant) and out of comparisons.
+The simulator implements neither (`cuda.ldcs` is None there, libdevice is absent), so it gets plain equivalents.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import cuda, float32, int32, uint32, uint64
@@ -90,6 +103,18 @@ if SIMULATOR:  # NOTE: plain-Python bit casts; the simulator runs device code as
     def lanemask_lt():
         return np.uint32((1 << (cuda.threadIdx.x % 32)) - 1)
 
+    @cuda.jit(device=True)
+    def ld_stream(array, index):
+        return array[index]
+
+    @cuda.jit(device=True)
+    def fast_exp(x):
+        return math.exp(x)
+
+    @cuda.jit(device=True)
+    def fast_div(x, y):
+        return x / y
+
 else:
     from numba.cuda import libdevice
 
@@ -120,6 +145,18 @@ else:
     @cuda.jit(device=True, inline=True)
     def lanemask_lt():
         return uint32(cuda.lanemask_lt())
+
+    # read-once data: ld.global.cs (numba-cuda's cache-hint loads; any 8..64-bit int/float element, tuple index).
+    # NOTE: the intrinsic behind `cuda.ldcs`: the public name is an @overload whose wrapper numba-cuda compiles with
+    # compile_device, which asks the driver for the current device, so compile_ptx without a GPU (ptxsim, static
+    # analysis) fails with "CUDA driver library cannot be found"; the intrinsic emits the same ld.global.cs.
+    from numba.cuda import cache_hints
+
+    ld_stream = cache_hints.ldcs_intrinsic
+    # ex2.approx.f32 with a log2(e) pre-scale: relative error ~2^-21 for the |x| of sigmoid/SiLU arguments
+    fast_exp = libdevice.fast_expf
+    # div.approx.f32: at most 2 ulp (fp32), far below the 1e-5 / bf16 tolerances where it is used
+    fast_div = libdevice.fast_fdividef
 
 
 @cuda.jit(device=True, inline=True)

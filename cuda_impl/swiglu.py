@@ -2,22 +2,22 @@
 
 One thread per 4 outputs: g and u are read as 8-byte words (4 bf16 each) from the two halves of h's row, the four
 results are packed back into one 8-byte store. A block covers NT words, i.e. NT / (I/4) rows or part of one row; the
-row/word split divides by the compile-time constant I/4. fp32 throughout: libdevice expf and IEEE division.
+row/word split divides by the compile-time constant I/4. fp32 throughout, with fast math (the check allows 2 bf16
+ulps, 2^-8 relative, and the approximations are ~2^-21): `fast_exp` (ex2.approx) and `fast_div` (div.approx), the
+same approximations the PTX path writes by hand. h is read once, with streaming loads (`ld_stream`: ld.global.cs).
 
-What Numba cannot express that the PTX path may use: `ex2.approx.ftz.f32` (with a log2(e) pre-scale) and
-`rcp.approx.ftz.f32` instead of expf + div.rn, `cvt.rn.bf16x2.f32` packing, 16-byte vector loads/stores,
-`ld.global.nc.L1::no_allocate`.
+What Numba cannot express that the PTX path may use: `rcp.approx.ftz.f32` / `.ftz` forms, `cvt.rn.bf16x2.f32`
+packing, 16-byte vector loads/stores, the `.nc.L1::no_allocate` form of the streaming hint.
 """
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 from numba import cuda, float32, types
 
 from cuda_impl.common import Launch, cdiv, check_shape, launch, require, view
-from cuda_impl.prims import bf16_hi, bf16_lo, hi32, join64, lo32, pack_bf16x2
+from cuda_impl.prims import bf16_hi, bf16_lo, fast_div, fast_exp, hi32, join64, ld_stream, lo32, pack_bf16x2
 
 SIGNATURE = (types.uint64[:, ::1], types.int32[::1], types.uint64[:, ::1])
 
@@ -27,7 +27,7 @@ def make_kernel(WI: int, NT: int):
     """WI = I/4 output words per row, NT threads per block."""
 
     def silu_mul(g, u):
-        return g / (float32(1.0) + math.exp(-g)) * u
+        return fast_div(g, float32(1.0) + fast_exp(-g)) * u
 
     silu_mul = cuda.jit(device=True, inline=True)(silu_mul)
 
@@ -37,8 +37,8 @@ def make_kernel(WI: int, NT: int):
         w = idx - row * WI
         if row >= total_padded[0] or row >= a.shape[0]:
             return
-        gw = h[row, w]
-        uw = h[row, WI + w]
+        gw = ld_stream(h, (row, w))
+        uw = ld_stream(h, (row, WI + w))
         g0 = lo32(gw)
         g1 = hi32(gw)
         u0 = lo32(uw)

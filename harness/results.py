@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from harness.errors import PtxmoeError
+from harness.run_schema import READABLE_VERSIONS, SCHEMA_VERSION, upgrade
 
-SCHEMA_VERSION = 1
 RUN_FILE = "run.json"
 # rows with these statuses are finished and skipped on --resume; "error" rows (unexpected exceptions) are re-run
 DONE_STATUSES = ("ok", "failed", "missing")
@@ -44,7 +44,7 @@ def new_run_id(backend: str) -> str:
 
 
 def row_key(kernel: str, variant: str | None, impl: str, preset: str, skew: str) -> str:
-    """The unique key of a row: "grouped_gemm[up]/ptx/tiny/balanced", "gate/cuda/tiny/balanced"."""
+    """The unique key of a row: "grouped_gemm[up]/ptx/tiny/balanced", "gate/numba/tiny/balanced"."""
     name = f"{kernel}[{variant}]" if variant else kernel
     return f"{name}/{impl}/{preset}/{skew}"
 
@@ -180,9 +180,9 @@ def check_doc(doc, path) -> None:
     if not isinstance(doc, dict):
         raise ResultsError(f"{path} holds {_json_type(doc)}, not a run document; expected an object with "
                            f"schema_version, run_id, settings, rows, verdicts (written by `ptxmoe compare`)")
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise ResultsError(f"{path} has schema_version {doc.get('schema_version')!r}; this ptxmoe reads "
-                           f"version {SCHEMA_VERSION}")
+    if doc.get("schema_version") not in READABLE_VERSIONS:
+        raise ResultsError(f"{path} has schema_version {doc.get('schema_version')!r}; this ptxmoe reads versions "
+                           f"{', '.join(map(str, READABLE_VERSIONS))}")
     for name, kind in DOC_FIELDS.items():
         if not isinstance(doc.get(name), kind):
             found = "no such field" if name not in doc else _json_type(doc[name])
@@ -226,11 +226,12 @@ class RunFile:
 
     @classmethod
     def load(cls, run_dir) -> RunFile:
-        """Open an existing run folder (for --resume or `ptxmoe import`).
+        """Open an existing run folder (for --resume or `ptxmoe import`); older schema versions are upgraded in memory
+        (harness.run_schema), so the document is always of SCHEMA_VERSION.
 
         Raises:
-            ResultsError: the folder or its run.json is missing, unreadable, of another schema version, or JSON that
-                is not a run document (a list, a row without a key...).
+            ResultsError: the folder or its run.json is missing, unreadable, of a schema version not readable, or
+                JSON that is not a run document (a list, a row without a key...).
         """
         run_dir = Path(run_dir)
         path = run_dir / RUN_FILE
@@ -241,7 +242,7 @@ class RunFile:
         except (OSError, ValueError) as exc:
             raise ResultsError(f"{path} is not readable JSON: {exc}") from exc
         check_doc(doc, path)
-        return cls(run_dir, doc)
+        return cls(run_dir, upgrade(doc))
 
     def save(self) -> Path:
         """Rewrite run.json atomically, readable by others (0644).

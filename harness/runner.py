@@ -1,9 +1,10 @@
 """The comparison sweep: every (kernel[variant], impl, preset, skew) row run, checked, timed, analysed, saved.
 
-For each row: fresh seeded inputs (the same seed for both paths of a (kernel, preset, skew)), poisoned outputs,
+For each row: fresh seeded inputs (the same seed for every path of a (kernel, preset, skew)), poisoned outputs,
 one run inside an NVTX range, the kernels.md check, static facts of the PTX it launched, then timing (sim: the
 ptxsim timing model, "modelled"; gpu: CUDA events with L2 flush, "measured") and achieved throughput. run.json is
-rewritten atomically after every row, so `--resume` continues where an interruption stopped.
+rewritten atomically after every row, so `--resume` continues where an interruption stopped. Each cell gets one
+verdict per pair of implementations run (harness.implementations.PAIRS; PTX vs CUDA C++ is the headline).
 """
 from __future__ import annotations
 
@@ -16,17 +17,17 @@ from typing import Callable
 
 import numpy as np
 
+from harness.implementations import IMPL_ORDER, Pair, pairs_of
 from harness.nvtx_ranges import RangeRecorder, range_name, run_range_name
 from harness.results import RunFile, row_key
 from harness.timing.gpu import GpuTimingSettings
 
-IMPL_ORDER = ("cuda", "ptx")
 GEMM_LIKE = ("grouped_gemm", "layer")  # kernels whose FLOPs run on tensor cores (peak: dense bf16)
 
 
 @dataclass(frozen=True)
 class Item:
-    """One (kernel, variant, preset, skew) cell; it has one row per implementation and one verdict."""
+    """One (kernel, variant, preset, skew) cell; it has one row per implementation and one verdict per pair."""
 
     kernel: str
     variant: str | None
@@ -43,6 +44,10 @@ class Item:
 
     def key(self, impl: str) -> str:
         return row_key(self.kernel, self.variant, impl, self.preset, self.skew)
+
+    def pair_key(self, pair: Pair) -> str:
+        """The key of one pair's verdict: "gate/tiny/balanced/ptx-vs-cpp"."""
+        return f"{self.verdict_key}/{pair.name}"
 
     @property
     def params(self) -> dict:
@@ -85,19 +90,19 @@ def plan(settings: CompareSettings) -> list[Item]:
 
 
 def item_seed(base_seed: int, item: Item) -> int:
-    """The seed of one cell: the base seed mixed with the cell's name (both paths share it)."""
+    """The seed of one cell: the base seed mixed with the cell's name (every path shares it)."""
     return (int(base_seed) + zlib.crc32(item.verdict_key.encode())) % 2**32
 
 
 def _find_run(impl: str, kernel: str) -> tuple[Callable | None, str]:
-    """(run function, "") or (None, why it is missing)."""
-    from harness.implementations import IMPLS, implementation_table
+    """(run function, "") or (None, why it is missing: "not implemented in cpp (...)")."""
+    from harness.implementations import implementation_table, missing_reason
 
     table, problem = implementation_table(impl)
     if problem:
-        return None, problem
+        return None, missing_reason(impl, kernel, problem)
     if kernel not in table:
-        return None, f"{IMPLS[impl]} has no {kernel} implementation yet (not in {IMPLS[impl]}.KERNELS)"
+        return None, missing_reason(impl, kernel)
     return table[kernel], ""
 
 
@@ -303,29 +308,32 @@ def _static(sources: dict) -> dict:
 
 
 # -------------------------------------------------------------------------------------------------------- sweep
-def _verdict(item: Item, rows: dict[str, dict], basis: str) -> dict:
+def _verdict(item: Item, pair: Pair, rows: dict[str, dict], basis: str) -> dict:
+    """One pair's verdict of one cell: speedup = baseline time / impl time, its interval and the call, or a reason."""
+    from harness.implementations import HEADLINE_PAIR
     from harness.timing import stats
 
-    out = {"key": item.verdict_key, "kernel": item.kernel, "variant": item.variant, "preset": item.preset,
-           "skew": item.skew, "basis": basis, "speedup": None, "ci_lo": None, "ci_hi": None, "verdict": None,
-           "reason": None, "ptx_over": "cuda"}
-    numba, ptx = rows.get("cuda"), rows.get("ptx")
-    if not numba or not ptx:
+    out = {"key": item.pair_key(pair), "cell": item.verdict_key, "kernel": item.kernel, "variant": item.variant,
+           "preset": item.preset, "skew": item.skew, "pair": pair.name, "impl": pair.impl,
+           "baseline": pair.baseline, "headline": pair == HEADLINE_PAIR, "basis": basis, "speedup": None,
+           "ci_lo": None, "ci_hi": None, "verdict": None, "reason": None}
+    base, impl = rows.get(pair.baseline), rows.get(pair.impl)
+    if not base or not impl:
         out["reason"] = "a path has no row"
         return out
-    bad = [r["impl"] for r in (numba, ptx) if r.get("status") != "ok"]
+    bad = [r for r in (base, impl) if r.get("status") != "ok"]
     if bad:
-        out["reason"] = f"no verdict: {', '.join(bad)} path {'is' if len(bad) == 1 else 'are'} " \
-                        f"{'/'.join(sorted({r['status'] for r in (numba, ptx) if r['status'] != 'ok'}))}"
+        out["reason"] = "no verdict: " + "; ".join(f"{r['impl']} {r.get('status')}"
+                                                   + (f" ({r['reason']})" if r.get("reason") else "") for r in bad)
         return out
     if basis == "modelled":
-        a, b = numba["timing"].get("modelled_us"), ptx["timing"].get("modelled_us")
+        a, b = base["timing"].get("modelled_us"), impl["timing"].get("modelled_us")
         if not a or not b:
-            out["reason"] = "no modelled time: " + (numba["timing"].get("error") or ptx["timing"].get("error") or "?")
+            out["reason"] = "no modelled time: " + (base["timing"].get("error") or impl["timing"].get("error") or "?")
             return out
-        v = stats.compare_modelled(a, b, stats.modelled_band(numba["timing"], ptx["timing"]))
+        v = stats.compare_modelled(a, b, stats.modelled_band(base["timing"], impl["timing"]))
     else:
-        v = stats.compare(numba["timing"]["device_time_us"], ptx["timing"]["device_time_us"], basis="measured")
+        v = stats.compare(base["timing"]["device_time_us"], impl["timing"]["device_time_us"], basis="measured")
     out.update(v.as_dict())
     return out
 
@@ -350,7 +358,7 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
         for item in items:
             seed = item_seed(settings.seed, item)
             rows: dict[str, dict] = {}
-            cell_inputs: dict | None = None  # drawn once per cell, shared by both paths (same seed anyway)
+            cell_inputs: dict | None = None  # drawn once per cell, shared by every path (same seed anyway)
             for impl in settings.impls:
                 step += 1
                 key = item.key(impl)
@@ -402,8 +410,8 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
                 if row.get("sticky_cuda_error"):
                     _stop_after_sticky(run_file, row, summary)
             basis = "modelled" if settings.backend == "sim" else "measured"
-            if all(impl in rows for impl in ("cuda", "ptx")):
-                run_file.set_verdict(_verdict(item, rows, basis))
+            for pair in pairs_of(rows):
+                run_file.set_verdict(_verdict(item, pair, rows, basis))
     run_file.add_ranges(recorder.drain())
     run_file.doc["missing"] = summary["missing"]
     run_file.save()

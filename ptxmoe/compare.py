@@ -337,7 +337,7 @@ def _stages(timing: dict) -> dict[str, float]:
 # ----------------------------------------------------------------------------------------------------- verdicts
 def verdict(name: str, case: str, baseline: dict, candidate: dict, basis: str) -> dict:
     """The run.json verdict of `candidate` over `baseline` in one case: speedup = baseline time / candidate time
-    (> 1: the candidate is faster) with its interval (measured: bootstrap 95 %; modelled: the point)."""
+    (> 1: the candidate is faster) with its interval (measured: bootstrap 95 %; modelled: the model's validated error)."""
     from harness.timing import stats
 
     base, cand = baseline["impl"], candidate["impl"]
@@ -354,7 +354,7 @@ def verdict(name: str, case: str, baseline: dict, candidate: dict, basis: str) -
             why = baseline["timing"].get("error") or candidate["timing"].get("error") or "no modelled time"
             out["reason"] = f"no verdict: {why}"
             return out
-        v = stats.compare_modelled(a, b)
+        v = stats.compare_modelled(a, b, stats.modelled_band(baseline["timing"], candidate["timing"]))
     else:
         v = stats.compare(baseline["timing"]["device_time_us"], candidate["timing"]["device_time_us"],
                           basis="measured")

@@ -1,4 +1,4 @@
-"""`ptxmoe compare`: run both kernel paths, check them, time them, write profiles/<run-id>/run.json."""
+"""`ptxmoe compare`: run every kernel path (numba, cpp, ptx), check, time, write profiles/<run-id>/run.json."""
 from __future__ import annotations
 
 import argparse
@@ -22,6 +22,9 @@ def add_compare_options(parser) -> None:
                         help="routing skew: balanced, imbalanced, extreme (repeatable or comma-separated; "
                              "default balanced)")
     parser.add_argument("--kernels", metavar="LIST", help="comma-separated kernels (default: all and the layer)")
+    parser.add_argument("--impls", metavar="LIST",
+                        help="comma-separated implementations: numba, cpp, ptx (default: all; a kernel one of them "
+                             "lacks gets a 'not implemented in <impl>' row)")
     parser.add_argument("--out", metavar="DIR", default=str(DEFAULT_OUT), help="profiles folder (default profiles/)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run, skipping rows done")
     parser.add_argument("--seed", type=int, help="base seed of the input generators (default: fresh, printed)")
@@ -33,10 +36,11 @@ def add_compare_options(parser) -> None:
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "compare", help="run, verify and time both paths (Numba CUDA vs hand PTX) on sim or gpu",
-        description="For each kernel, implementation (cuda, ptx), preset and skew: fresh seeded inputs, poisoned "
-                    "outputs, run, check against the reference, time (gpu: CUDA events, L2 flushed; sim: the ptxsim "
-                    "timing model, labelled modelled), static analysis, and a run.json under profiles/<run-id>/.")
+        "compare", help="run, verify and time the paths (Numba CUDA, CUDA C++, hand PTX) on sim or gpu",
+        description="For each kernel, implementation (numba, cpp, ptx), preset and skew: fresh seeded inputs, "
+                    "poisoned outputs, run, check against the reference, time (gpu: CUDA events, L2 flushed; sim: the "
+                    "ptxsim timing model, labelled modelled), static analysis, and a run.json under "
+                    "profiles/<run-id>/ with a verdict per pair (PTX vs CUDA C++ first, then each against Numba).")
     add_compare_options(parser)
     parser.add_argument("--run-id", help=argparse.SUPPRESS)  # set by `ptxmoe profile` to know the folder
     parser.add_argument("--sanitize", metavar="TOOLS",
@@ -117,6 +121,7 @@ def build_settings(args, backend_name: str):
 
     from contract.kernels import KERNELS, get_kernel
     from contract.presets import check_skew, get_preset
+    from harness.implementations import parse_impls
     from harness.runner import CompareSettings
     from harness.timing.gpu import GpuTimingSettings
 
@@ -129,6 +134,7 @@ def build_settings(args, backend_name: str):
         check_skew(s)
     for k in kernels:
         get_kernel(k)
+    impls = parse_impls(getattr(args, "impls", None))
     seed = args.seed if args.seed is not None else secrets.randbits(32)
     timing = replace(GpuTimingSettings(), budget_s=check_budget(args.budget))
     if getattr(args, "quick_timing", False):
@@ -137,7 +143,7 @@ def build_settings(args, backend_name: str):
                          block_stream=False)
     sanitize = sanitize_option(getattr(args, "sanitize", None), backend_name)
     return CompareSettings(backend=backend_name, presets=tuple(presets), skews=tuple(skews), kernels=tuple(kernels),
-                           seed=int(seed), static=not args.no_static, timing=timing, sanitize=sanitize,
+                           seed=int(seed), impls=impls, static=not args.no_static, timing=timing, sanitize=sanitize,
                            model_estimate=not getattr(args, "no_model_estimate", False))
 
 
@@ -278,12 +284,14 @@ def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) ->
                   f"{path}", file=sys.stderr)
     else:
         print(f"run.json: {path} (the dashboard is not built yet: harness.dashboard does not exist)")
+    from harness.implementations import pair_by_name
+
     verdicts = [v for v in run_file.doc["verdicts"] if v.get("verdict")]
     for v in verdicts:
-        print(f"  {v['key']}: PTX vs Numba {v['speedup']:.3f}x [{v['ci_lo']:.3f}, {v['ci_hi']:.3f}] "
-              f"{v['verdict']} ({v['basis']})")
+        print(f"  {v['key']}: {pair_by_name(v['pair']).title} {v['speedup']:.3f}x [{v['ci_lo']:.3f}, "
+              f"{v['ci_hi']:.3f}] {v['verdict']} ({v['basis']})")
     if summary["missing"]:
-        print(f"missing ({len(summary['missing'])} rows not run because an implementation does not exist yet):",
+        print(f"missing ({len(summary['missing'])} rows not run because an implementation lacks the kernel):",
               file=sys.stderr)
         for line in summary["missing"]:
             print(f"  {line}", file=sys.stderr)

@@ -16,7 +16,7 @@ def _probe(fn) -> str:
 
 def run(args) -> int:
     from harness import toolchain
-    from harness.implementations import IMPLS, implementation_table
+    from harness.implementations import IMPL_NAMES, IMPLS, implementation_table
     from contract.kernels import KERNELS
     from contract.presets import PRESETS, SKEWS
 
@@ -28,9 +28,10 @@ def run(args) -> int:
         status = ", ".join(present) or "-"
         note = f"   missing: {', '.join(missing)}" if missing else ""
         print(f"  {name:<13} {spec.summary:<48} impls: {status}{note}")
-    for impl, (_, problem) in tables.items():
-        if problem:
-            print(f"  note: {problem}")
+    print("implementations:")
+    for impl, (table, problem) in tables.items():
+        print(f"  {impl:<6} {IMPL_NAMES[impl]:<11} {IMPLS[impl]:<9} {len(table)} kernel(s)"
+              + (f"   note: {problem}" if problem else ""))
     print("presets:")
     for p in PRESETS.values():
         print(f"  {p.name:<13} T={p.T} H={p.H} E={p.E} K={p.K} G={p.G} TG={p.TG} I={p.I} BM={p.BM} P_max={p.P_max}")

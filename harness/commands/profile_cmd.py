@@ -45,6 +45,8 @@ def child_argv(args, run_id: str) -> list[str]:
         argv += ["--skew", s]
     if args.kernels:
         argv += ["--kernels", args.kernels]
+    if getattr(args, "impls", None):
+        argv += ["--impls", args.impls]
     if args.seed is not None:
         argv += ["--seed", str(args.seed)]
     if args.no_static:

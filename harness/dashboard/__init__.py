@@ -26,9 +26,10 @@ def render(run_dir, vs=None) -> str:
     """The dashboard of `run_dir` (compared with the run folder `vs` when given) as one HTML document."""
     from plotly.offline import get_plotlyjs
 
-    from harness.dashboard.data import device_ceilings, load_run
+    from harness.dashboard.data import device_ceilings, impls_present, load_run
     from harness.dashboard.html import esc, page
     from harness.dashboard.sections import basis_badge, build_sections
+    from harness.implementations import impl_name
 
     if not (Path(run_dir) / "run.json").exists() and (Path(run_dir) / PARTITION_FILE).is_file() and vs is None:
         return render_partition(run_dir)
@@ -42,7 +43,8 @@ def render(run_dir, vs=None) -> str:
     subtitle = (f"{basis_badge(run.basis, ceil['name'] if ceil else None)} &nbsp; backend {esc(run.backend)}, "
                 f"status {esc(doc.get('status'))}, created {esc(doc.get('created_utc'))}, "
                 f"{len(doc.get('rows', []))} rows")
-    title = f"ptxmoe: PTX vs Numba CUDA, run {run.run_id}" + (f" vs {other.run_id}" if other else "")
+    names = " vs ".join(impl_name(i) for i in reversed(impls_present(doc))) or "no implementations"
+    title = f"ptxmoe: {names}, run {run.run_id}" + (f" vs {other.run_id}" if other else "")
     return page(title, subtitle, nav, body, figs, get_plotlyjs())
 
 

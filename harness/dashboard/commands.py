@@ -5,7 +5,8 @@ from __future__ import annotations
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "dashboard", help="write a run's self-contained HTML dashboard (and refresh profiles/index.html)",
-        description="Headline speedup of PTX over Numba with its interval, per-kernel verdicts, timing, roofline, "
+        description="Headline speedup of PTX over CUDA C++ with its interval (PTX vs Numba and CUDA C++ vs Numba "
+                    "beside it), per-kernel verdicts of every pair, timing, roofline, "
                     "layer stages, simulator counters, static facts, Nsight metrics, NVTX timeline, environment. "
                     "One HTML file with plotly.js inside: it opens from file:// with no network.")
     parser.add_argument("run", metavar="RUN", help="run folder (profiles/<run-id>) holding run.json; a profiles "

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from harness.dashboard.errors import DashboardError
+from harness.implementations import HEADLINE_PAIR, IMPL_ORDER, PAIRS, Pair, canonical_impl
 
-IMPLS = ("cuda", "ptx")
-IMPL_NAMES = {"cuda": "Numba CUDA", "ptx": "PTX"}
+IMPLS = IMPL_ORDER  # series order: numba, cpp, ptx
+LEGACY_PAIR = "ptx-vs-numba"  # a schema-1 verdict (no `pair` field) compared PTX with Numba
 LAYER = "layer"
 HEADLINE_RESAMPLES = 2000
 HEADLINE_SEED = 0  # the page is deterministic: the same run.json gives the same interval
@@ -116,6 +117,34 @@ def row_time(row: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------------ records
+def impls_present(doc: dict) -> list[str]:
+    """The implementations with rows in `doc`, in IMPLS order (unknown names after them)."""
+    seen = list(dict.fromkeys(canonical_impl(r.get("impl")) for r in doc.get("rows", []) if isinstance(r, dict)))
+    return [i for i in IMPLS if i in seen] + [i for i in seen if i not in IMPLS and isinstance(i, str)]
+
+
+def _pair_of(v: dict) -> Pair | None:
+    name = v.get("pair") or LEGACY_PAIR
+    return next((p for p in PAIRS if p.name == name), None)
+
+
+def pairs_present(doc: dict) -> list[Pair]:
+    """The pairs with at least one verdict in `doc`, in PAIRS order (the headline pair first)."""
+    names = {(_pair_of(v) or HEADLINE_PAIR).name for v in doc.get("verdicts", []) if isinstance(v, dict)}
+    return [p for p in PAIRS if p.name in names]
+
+
+def headline_pair(doc: dict) -> Pair:
+    """The pair the headline is about: PTX vs CUDA C++ when any cell has that verdict, else the first pair that
+    has a speedup (a run of two implementations headlines the one pair it has), else the first pair present."""
+    verdicts = verdict_records(doc)
+    for pair in PAIRS:
+        if any(v["pair"] == pair.name and v["speedup"] for v in verdicts):
+            return pair
+    present = pairs_present(doc)
+    return present[0] if present else HEADLINE_PAIR
+
+
 def row_records(doc: dict) -> list[dict]:
     """One record per row: label, impl, preset, skew, status, time (µs), throughput, limiter, reason."""
     out = []
@@ -129,7 +158,7 @@ def row_records(doc: dict) -> list[dict]:
         min_bytes, flops = _num(row.get("min_bytes")), _num(row.get("flops"))
         out.append({
             "key": row.get("key"), "label": label_of(row.get("kernel"), row.get("variant")),
-            "kernel": row.get("kernel"), "impl": row.get("impl"), "preset": row.get("preset"),
+            "kernel": row.get("kernel"), "impl": canonical_impl(row.get("impl")), "preset": row.get("preset"),
             "skew": row.get("skew"), "status": row.get("status"),
             "reason": row.get("reason") or _dict(row.get("correctness")).get("message") if row.get("status") != "ok"
             else None,
@@ -144,10 +173,16 @@ def row_records(doc: dict) -> list[dict]:
 
 
 def verdict_records(doc: dict) -> list[dict]:
-    """One record per (kernel[variant], preset, skew): speedup of PTX over Numba, its interval and the verdict."""
+    """One record per (kernel[variant], preset, skew) and pair: the speedup of `impl` over `baseline` (> 1: `impl`
+    faster), its interval and the verdict. Verdicts of unknown pairs are left out."""
     out = []
     for v in doc.get("verdicts", []):
+        pair = _pair_of(v) if isinstance(v, dict) else None
+        if pair is None:
+            continue
         out.append({"key": v.get("key"), "label": label_of(v.get("kernel"), v.get("variant")),
+                    "pair": pair.name, "impl": pair.impl, "baseline": pair.baseline, "title": pair.title,
+                    "headline": pair == HEADLINE_PAIR,
                     "kernel": v.get("kernel"), "preset": v.get("preset"), "skew": v.get("skew"),
                     "speedup": _num(v.get("speedup")), "ci_lo": _num(v.get("ci_lo")), "ci_hi": _num(v.get("ci_hi")),
                     "verdict": v.get("verdict"), "basis": v.get("basis"), "reason": v.get("reason")})
@@ -162,12 +197,14 @@ def _samples_by_cell(doc: dict) -> dict[tuple[str, str, str], dict[str, list[flo
         samples = row_time(row)["samples_us"]
         if samples:
             cell = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"))
-            cells.setdefault(cell, {})[row.get("impl")] = samples
+            cells.setdefault(cell, {})[canonical_impl(row.get("impl"))] = samples
     return cells
 
 
-def headline(doc: dict, resamples: int = HEADLINE_RESAMPLES, seed: int = HEADLINE_SEED) -> dict:
-    """Geometric-mean speedup of PTX over Numba over the kernel cells with a verdict (the layer apart).
+def headline(doc: dict, pair: Pair | None = None, resamples: int = HEADLINE_RESAMPLES,
+             seed: int = HEADLINE_SEED) -> dict:
+    """Geometric-mean speedup of one pair (default: headline_pair(doc)) over the kernel cells with a verdict (the
+    layer apart).
 
     The interval: for measured runs whose rows keep their samples, a bootstrap of the geometric mean (each cell's
     two sample sets resampled, ratio of medians, geometric mean over cells; 2.5/97.5 percentiles); for modelled
@@ -175,17 +212,19 @@ def headline(doc: dict, resamples: int = HEADLINE_RESAMPLES, seed: int = HEADLIN
     the per-cell interval ends.
 
     Returns:
-        {geomean, lo, hi, interval, n, cells, verdict, counts {FASTER, SAME, SLOWER}, slower [labels], layer
-        (the layer's verdict records), basis, no_verdict [records with a reason]}.
+        {pair, impl, baseline, title, geomean, lo, hi, interval, n, cells, verdict, counts {FASTER, SAME, SLOWER},
+        slower [labels], layer (the layer's verdict records), basis, no_verdict [records with a reason]}.
     """
     from harness.timing.stats import MODELLED_SAME_BAND, verdict_of
 
-    verdicts = verdict_records(doc)
+    pair = pair if pair is not None else headline_pair(doc)
+    verdicts = [v for v in verdict_records(doc) if v["pair"] == pair.name]
     done = [v for v in verdicts if v["speedup"] and v["speedup"] > 0 and v["verdict"]]
     kernels = [v for v in done if v["kernel"] != LAYER] or [v for v in done]
     basis = next((v["basis"] for v in done if v["basis"]), None)
     counts = {k: sum(1 for v in done if v["verdict"] == k) for k in ("FASTER", "SAME", "SLOWER")}
-    out = {"geomean": None, "lo": None, "hi": None, "interval": "none", "n": len(kernels), "cells": kernels,
+    out = {"pair": pair.name, "impl": pair.impl, "baseline": pair.baseline, "title": pair.title,
+           "geomean": None, "lo": None, "hi": None, "interval": "none", "n": len(kernels), "cells": kernels,
            "verdict": None, "counts": counts, "slower": [f"{v['label']} {v['preset']}/{v['skew']}" for v in done
                                                          if v["verdict"] == "SLOWER"],
            "layer": [v for v in done if v["kernel"] == LAYER], "basis": basis,
@@ -205,11 +244,11 @@ def headline(doc: dict, resamples: int = HEADLINE_RESAMPLES, seed: int = HEADLIN
         return out
     cells = _samples_by_cell(doc)
     keys = [(v["label"], v["preset"], v["skew"]) for v in kernels]
-    if all(set(cells.get(k, {})) >= set(IMPLS) for k in keys):  # runs of other impl names: per-cell intervals
+    if all(pair.impl in cells.get(k, {}) and pair.baseline in cells.get(k, {}) for k in keys):
         rng = np.random.default_rng(seed)
         logs = np.zeros(resamples)
         for k in keys:
-            a, b = (np.asarray(cells[k][impl]) for impl in IMPLS)
+            a, b = (np.asarray(cells[k][impl]) for impl in (pair.baseline, pair.impl))
             ma = np.median(a[rng.integers(0, a.size, (resamples, a.size))], axis=1)
             mb = np.median(b[rng.integers(0, b.size, (resamples, b.size))], axis=1)
             logs += np.log(ma / mb)
@@ -224,6 +263,11 @@ def headline(doc: dict, resamples: int = HEADLINE_RESAMPLES, seed: int = HEADLIN
     return out
 
 
+def pair_headlines(doc: dict) -> list[dict]:
+    """headline() of every pair with a verdict in `doc`, in PAIRS order (PTX vs CUDA C++ first)."""
+    return [headline(doc, pair) for pair in pairs_present(doc)]
+
+
 def stage_records(doc: dict) -> list[dict]:
     """The end-to-end layer's per-stage times: {impl, preset, skew, stage, time_us, share} per stage."""
     out = []
@@ -233,12 +277,12 @@ def stage_records(doc: dict) -> list[dict]:
         stages = {k: _num(v) for k, v in _dict(row.get("stages_us")).items() if _num(v) is not None}
         total = sum(stages.values())
         for stage, us in stages.items():
-            out.append({"impl": row.get("impl"), "preset": row.get("preset"), "skew": row.get("skew"),
+            out.append({"impl": canonical_impl(row.get("impl")), "preset": row.get("preset"), "skew": row.get("skew"),
                         "stage": stage, "time_us": us, "share": us / total if total else None})
     return out
 
 
-# simulator counters: (label, function of the summed counters) -- "side by side" shows Numba | PTX per cell
+# simulator counters: (label, function of the summed counters) -- "side by side" shows every path per cell
 _LD_REQ, _LD_SEC = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 
 
@@ -260,7 +304,8 @@ CLASS_PREFIX = "ptxsim__inst_executed_"
 
 
 def sim_counter_records(doc: dict) -> list[dict]:
-    """{label, preset, skew, counter, cuda, ptx, ratio} per cell and counter (sim rows only), limiter included."""
+    """{label, preset, skew, counter, <impl>: value for every impl in IMPLS, ratios {pair name: impl value /
+    baseline value}} per cell and counter (sim rows only), limiter included."""
     cells: dict = {}
     for row in doc.get("rows", []):
         counters = _dict(_dict(row.get("sim_counters")).get("total"))
@@ -270,14 +315,23 @@ def sim_counter_records(doc: dict) -> list[dict]:
         values = {name: fn({k: _num(v) for k, v in counters.items()}) for name, fn in SIM_COUNTERS.items()}
         values["limiting resource"] = next(r["limiter"] for r in row_records({"rows": [row]}))
         values["model components (µs)"] = model_components(row)
-        cells.setdefault(cell, {})[row.get("impl")] = values
+        cells.setdefault(cell, {})[canonical_impl(row.get("impl"))] = values
     out = []
     for (label, preset, skew), per_impl in cells.items():
         for counter in (*SIM_COUNTERS, "limiting resource", "model components (µs)"):
-            a, b = (per_impl.get(impl, {}).get(counter) for impl in IMPLS)
-            ratio = b / a if isinstance(a, float) and isinstance(b, float) and a else None
-            out.append({"label": label, "preset": preset, "skew": skew, "counter": counter, "cuda": a, "ptx": b,
-                        "ptx_over_cuda": ratio})
+            values = {impl: per_impl.get(impl, {}).get(counter) for impl in IMPLS}
+            out.append({"label": label, "preset": preset, "skew": skew, "counter": counter, **values,
+                        "ratios": pair_ratios(values)})
+    return out
+
+
+def pair_ratios(values: dict) -> dict[str, float | None]:
+    """{pair name: values[impl] / values[baseline]} for every pair (None unless both are non-zero numbers)."""
+    out = {}
+    for pair in PAIRS:
+        a, b = values.get(pair.baseline), values.get(pair.impl)
+        ok = isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and a
+        out[pair.name] = b / a if ok else None
     return out
 
 
@@ -300,9 +354,10 @@ def instruction_mix(doc: dict) -> list[dict]:
         counters = _dict(_dict(row.get("sim_counters")).get("total"))
         for key, value in counters.items():
             if key.startswith(CLASS_PREFIX) and _num(value):
-                out.append({"label": label_of(row.get("kernel"), row.get("variant")), "impl": row.get("impl"),
-                            "preset": row.get("preset"), "skew": row.get("skew"),
-                            "cls": key[len(CLASS_PREFIX):].removesuffix(".sum"), "count": float(value)})
+                out.append({"label": label_of(row.get("kernel"), row.get("variant")),
+                            "impl": canonical_impl(row.get("impl")), "preset": row.get("preset"),
+                            "skew": row.get("skew"), "cls": key[len(CLASS_PREFIX):].removesuffix(".sum"),
+                            "count": float(value)})
     return out
 
 
@@ -314,13 +369,13 @@ def static_records(doc: dict) -> list[dict]:
         label = label_of(row.get("kernel"), row.get("variant"))
         for launch, facts in kernels.items():
             facts = facts if isinstance(facts, dict) else {}
-            ident = (label, row.get("impl"), launch, facts.get("digest"))
+            ident = (label, canonical_impl(row.get("impl")), launch, facts.get("digest"))
             if ident in seen:
                 continue
             seen.add(ident)
             res = _dict(facts.get("resources"))
             sass = {k: v for k, v in _dict(facts.get("sass_histogram")).items() if _num(v) is not None}
-            out.append({"label": label, "impl": row.get("impl"), "launch": launch, "entry": facts.get("entry"),
+            out.append({"label": label, "impl": ident[1], "launch": launch, "entry": facts.get("entry"),
                         "digest": facts.get("digest"),
                         "registers": res.get("registers"), "spills_bytes": res.get("spills"),
                         "shared_bytes": res.get("shared_bytes"), "ptx_lines": facts.get("ptx_lines"),
@@ -349,7 +404,7 @@ def timeline_records(run: Run) -> tuple[str, list[dict]]:
             r = item["row"]
             lane = r["nvtx_range"] or "(no NVTX range)"
             bars.append({"name": kernel, "lane": lane, "start_ms": item["start"] / 1e6, "end_ms": item["end"] / 1e6,
-                         "impl": r.get("impl"), "preset": r.get("preset"), "skew": r.get("skew"),
+                         "impl": canonical_impl(r.get("impl")), "preset": r.get("preset"), "skew": r.get("skew"),
                          "detail": f"launch {launch}; NVTX {' > '.join(n for _, n in r['nvtx_stack']) or '-'}"})
         source = "nsys (kernels joined to NVTX ranges)"
     else:
@@ -361,7 +416,7 @@ def timeline_records(run: Run) -> tuple[str, list[dict]]:
                 continue
             parts = split_ptxmoe_range(r.get("name", "")) or (None, None, None, None)
             bars.append({"name": r.get("name", ""), "lane": r.get("name", ""), "start_ms": s / 1e6, "end_ms": e / 1e6,
-                         "impl": parts[1], "preset": parts[2], "skew": parts[3],
+                         "impl": canonical_impl(parts[1]), "preset": parts[2], "skew": parts[3],
                          "detail": f"phase {r.get('phase', '-')}, depth {r.get('depth', '-')}"})
         source = "harness NVTX ranges (host timestamps)"
     if bars:
@@ -376,8 +431,9 @@ TIMESTAMP_METRICS = ("start", "end")  # nsys launch timestamps: drawn on the tim
 
 
 def nsight_metric_records(run: Run) -> list[dict]:
-    """Nsight metrics, mean over launches: {label, preset, skew, nvtx_range, kernel, metric, unit, n, cuda, ptx,
-    value}; rows inside ptxmoe ranges go side by side per impl, others (`value`) by NVTX range and kernel."""
+    """Nsight metrics, mean over launches: {label, preset, skew, nvtx_range, kernel, metric, unit, n, <impl> for
+    every impl in IMPLS, ratios, value}; rows inside ptxmoe ranges go side by side per impl, others (`value`) by NVTX
+    range and kernel."""
     from harness.nsight.table import short_kernel_name
 
     groups: dict = {}
@@ -385,7 +441,8 @@ def nsight_metric_records(run: Run) -> list[dict]:
         value = _num(r["value"])
         if value is None or r["metric"] in TIMESTAMP_METRICS:
             continue
-        impl = r.get("impl") if r.get("impl") in IMPLS else None
+        impl = canonical_impl(r.get("impl"))
+        impl = impl if impl in IMPLS else None
         key = (r.get("ptxmoe_kernel") or "", r.get("preset") or "", r.get("skew") or "",
                r["nvtx_range"] if not impl else "", short_kernel_name(r["kernel"]) if not impl else "",
                r["metric"], r["unit"], r["source"])
@@ -393,9 +450,10 @@ def nsight_metric_records(run: Run) -> list[dict]:
     out = []
     for (label, preset, skew, rng, kernel, metric, unit, source), per in groups.items():
         mean = {k: float(np.mean(v)) for k, v in per.items()}
+        values = {impl: mean.get(impl) for impl in IMPLS}
         out.append({"label": label, "preset": preset or None, "skew": skew or None, "nvtx_range": rng,
                     "kernel": kernel, "metric": metric, "unit": unit, "source": source,
-                    "n": sum(len(v) for v in per.values()), "cuda": mean.get("cuda"), "ptx": mean.get("ptx"),
+                    "n": sum(len(v) for v in per.values()), **values, "ratios": pair_ratios(values),
                     "value": mean.get("value")})
     return out
 
@@ -459,10 +517,12 @@ def filters(doc: dict) -> dict[str, list[str]]:
 
 # -------------------------------------------------------------------------------------------------------- --vs
 def compare_runs(a: Run, b: Run) -> list[dict]:
-    """Rows present in both runs: {key, label, impl, preset, skew, a_us, b_us, b_over_a, a_speedup, b_speedup}."""
+    """Rows present in both runs: {key, label, impl, preset, skew, a_us, b_us, b_over_a, a_speedup, b_speedup};
+    the speedups are of run A's headline pair (headline_pair) in each run."""
     rows_b = {r["key"]: r for r in row_records(b.doc)}
-    verdicts_a = {(v["label"], v["preset"], v["skew"]): v for v in verdict_records(a.doc)}
-    verdicts_b = {(v["label"], v["preset"], v["skew"]): v for v in verdict_records(b.doc)}
+    pair = headline_pair(a.doc).name
+    verdicts_a = {(v["label"], v["preset"], v["skew"]): v for v in verdict_records(a.doc) if v["pair"] == pair}
+    verdicts_b = {(v["label"], v["preset"], v["skew"]): v for v in verdict_records(b.doc) if v["pair"] == pair}
     out = []
     for r in row_records(a.doc):
         other = rows_b.get(r["key"])

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import html
 
-from harness.dashboard.data import IMPL_NAMES
+from harness.implementations import IMPL_NAMES
 
-COLOURS = {"cuda": "#4C78A8", "ptx": "#F58518"}
+COLOURS = {"numba": "#4C78A8", "cpp": "#54A24B", "ptx": "#F58518"}
 VERDICT_COLOURS = {"FASTER": "#2E7D32", "SAME": "#757575", "SLOWER": "#C62828", None: "#BDBDBD"}
 PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC",
            "#EECA3B", "#8CD17D", "#86BCB6")
@@ -55,16 +55,20 @@ def _fig(title: str, **layout):
     return fig
 
 
-def speedup_bars(verdicts: list[dict], basis: str):
-    """PTX-over-Numba speedup per kernel, one bar group per (preset, skew), interval as error bars."""
+def speedup_bars(verdicts: list[dict], basis: str, pair=None):
+    """One pair's speedup per kernel (default: the pair of the first verdict with a speedup), one bar group per
+    (preset, skew), interval as error bars."""
     import plotly.graph_objects as go
 
     rows = [v for v in verdicts if v["speedup"]]
+    name = pair.name if pair is not None else (rows[0]["pair"] if rows else None)
+    rows = [v for v in rows if v["pair"] == name]
     if not rows:
         return None
+    impl, base = (IMPL_NAMES.get(rows[0][k], rows[0][k]) for k in ("impl", "baseline"))
     what = "modelled" if basis == "modelled" else "measured"
-    fig = _fig(f"Speedup of PTX over Numba ({what}; > 1: PTX faster)", barmode="group",
-               yaxis_title="speedup (Numba time / PTX time)")
+    fig = _fig(f"Speedup of {impl} over {base} ({what}; > 1: {impl} faster)", barmode="group",
+               yaxis_title=f"speedup ({base} time / {impl} time)")
     for i, ((preset, skew), group) in enumerate(_groups(rows, "preset", "skew").items()):
         lo = [v["speedup"] - (v["ci_lo"] if v["ci_lo"] is not None else v["speedup"]) for v in group]
         hi = [(v["ci_hi"] if v["ci_hi"] is not None else v["speedup"]) - v["speedup"] for v in group]

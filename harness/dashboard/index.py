@@ -18,7 +18,8 @@ def warn_stderr(message: str) -> None:
 
 
 def index_records(profiles_dir: Path, warn=warn_stderr) -> list[dict]:
-    """{run_id, dir, backend, status, created, geomean, lo, hi, verdict, counts, dashboard, error} per run folder.
+    """{run_id, dir, backend, status, created, pair, geomean, lo, hi, verdict, counts, dashboard, error} per run
+    folder; the numbers are of the run's headline pair (PTX vs CUDA C++ when it has one).
 
     A run folder that cannot be read is skipped and `warn(message)` says which and why.
     """
@@ -26,7 +27,7 @@ def index_records(profiles_dir: Path, warn=warn_stderr) -> list[dict]:
     for run_dir in sorted(p for p in Path(profiles_dir).iterdir()
                           if (p / "run.json").is_file() or (p / "partition.json").is_file()):
         rec = {"run_id": run_dir.name, "dir": run_dir.name, "backend": None, "status": None, "created": None,
-               "geomean": None, "lo": None, "hi": None, "verdict": None, "counts": None, "basis": None,
+               "pair": None, "geomean": None, "lo": None, "hi": None, "verdict": None, "counts": None, "basis": None,
                "dashboards": sorted(p.name for p in run_dir.glob("dashboard*.html")), "error": None}
         if not (run_dir / "run.json").is_file():
             rec.update(_partition_record(run_dir))
@@ -36,8 +37,8 @@ def index_records(profiles_dir: Path, warn=warn_stderr) -> list[dict]:
             run = load_run(run_dir)
             h = headline(run.doc)
             rec.update(run_id=run.run_id, backend=run.backend, status=run.doc.get("status"),
-                       created=run.doc.get("created_utc"), geomean=h["geomean"], lo=h["lo"], hi=h["hi"],
-                       verdict=h["verdict"], counts=h["counts"], basis=run.basis)
+                       created=run.doc.get("created_utc"), pair=h["title"], geomean=h["geomean"], lo=h["lo"],
+                       hi=h["hi"], verdict=h["verdict"], counts=h["counts"], basis=run.basis)
         except DashboardError as exc:
             warn(f"index: skipped {run_dir}: {exc}")
             continue
@@ -67,10 +68,10 @@ def index_page(profiles_dir: Path, warn=warn_stderr) -> str:
         links = " ".join(f'<a href="{esc(quote(r["dir"]))}/{esc(quote(d))}">{esc(d)}</a>' for d in r["dashboards"])
         counts = r["counts"] or {}
         rows.append([Raw(links or esc(r["run_id"])), r["run_id"], r["backend"], r["basis"], r["status"], r["created"],
-                     r["geomean"], r["lo"], r["hi"], badge(r["verdict"]),
+                     r["pair"], r["geomean"], r["lo"], r["hi"], badge(r["verdict"]),
                      f"{counts.get('FASTER', 0)} / {counts.get('SAME', 0)} / {counts.get('SLOWER', 0)}"
                      if counts else None, r["error"]])
-    tbl = table(["dashboard", "run", "backend", "basis", "status", "created (UTC)", "geomean speedup PTX/Numba",
+    tbl = table(["dashboard", "run", "backend", "basis", "status", "created (UTC)", "headline pair", "geomean speedup",
                  "CI low", "CI high", "verdict", "faster / same / slower", "problem"], rows)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ptxmoe runs</title>"
             f"<style>{CSS}</style></head><body><header><h1>ptxmoe runs</h1><div class=\"sub\">{len(recs)} run(s) in "

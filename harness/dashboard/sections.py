@@ -6,8 +6,9 @@ from escaped parts.
 from __future__ import annotations
 
 from harness.dashboard import data, figures
-from harness.errors import PtxmoeError
 from harness.dashboard.html import badge, esc, figure_div, filter_bar, section, table
+from harness.errors import PtxmoeError
+from harness.implementations import PAIRS, impl_name
 
 _EMPTY = '<p class="note">Nothing to show for this run.</p>'
 
@@ -45,53 +46,85 @@ def row_status_html(run: data.Run) -> str:
     return out
 
 
+def _headline_words(h: dict) -> str:
+    """One plain sentence of a pair's headline: who is faster, by how much."""
+    g, a, b = h["geomean"], h["impl_name"], h["baseline_name"]
+    return {"FASTER": f"{a} is FASTER than {b}: {g:.3f}x on the geometric mean.",
+            "SLOWER": f"{a} is SLOWER than {b}: {g:.3f}x on the geometric mean, i.e. {b} is {1 / g:.2f}x faster."
+                      + (" Hand-written PTX does not pay off here." if h["impl"] == "ptx" else ""),
+            "SAME": f"{a} and {b} are the SAME within the interval: {g:.3f}x on the geometric mean.",
+            None: f"Geometric mean {g:.3f}x (no verdict)."}[h["verdict"]]
+
+
+def _named(h: dict) -> dict:
+    return {**h, "impl_name": impl_name(h["impl"]), "baseline_name": impl_name(h["baseline"])}
+
+
+def pairs_table(run: data.Run) -> str:
+    """Every pair's geometric-mean speedup and verdict beside the headline (one row per pair with verdicts)."""
+    rows, attrs = [], []
+    for h in map(_named, data.pair_headlines(run.doc)):
+        counts = h["counts"]
+        rows.append([h["title"] + (" (headline)" if h["pair"] == data.headline_pair(run.doc).name else ""),
+                     h["geomean"], h["lo"], h["hi"], badge(h["verdict"]), h["n"],
+                     f"{counts['FASTER']} / {counts['SAME']} / {counts['SLOWER']}",
+                     _headline_words(h) if h["geomean"] is not None else
+                     f"no verdict ({len(h['no_verdict'])} cell(s) without both paths timed)"])
+        attrs.append({"pair": h["pair"]})
+    if not rows:
+        return ""
+    return table(["pair (speedup of the first over the second)", "geomean speedup", "CI low", "CI high", "verdict",
+                  "kernel cells", "faster / same / slower", "in words"], rows, attrs, cls="pairs")
+
+
 def headline_section(run: data.Run) -> str:
-    h = data.headline(run.doc)
+    h = _named(data.headline(run.doc))
     ceil = data.device_ceilings(run)
     tag = basis_badge(run.basis, ceil["name"] if ceil else None) + row_status_html(run)
+    pairs = pairs_table(run)
     if h["geomean"] is None:
         reasons = "; ".join(f"{v['label']} {v['preset']}/{v['skew']}: {v['reason']}" for v in h["no_verdict"][:8])
-        body = (f'<div class="headline">{tag}<p class="plain SAME">No verdict: no kernel has both paths timed.'
-                f'</p><p class="note">{esc(reasons)}</p></div>')
+        body = (f'<div class="headline">{tag}<p class="plain SAME">No verdict: no kernel has two paths timed.'
+                f'</p><p class="note">{esc(reasons)}</p>{pairs}</div>')
         return section("headline", "Headline", body)
     g, lo, hi, verdict = h["geomean"], h["lo"], h["hi"], h["verdict"]
     interval = f"[{lo:.3f}, {hi:.3f}]" if lo is not None and lo != hi else ""
-    words = {"FASTER": f"PTX is FASTER than Numba: {g:.3f}x on the geometric mean.",
-             "SLOWER": f"PTX is SLOWER than Numba: {g:.3f}x on the geometric mean, "
-                       f"i.e. Numba is {1 / g:.2f}x faster. Hand-written PTX does not pay off here.",
-             "SAME": f"PTX and Numba are the SAME within the interval: {g:.3f}x on the geometric mean.",
-             None: f"Geometric mean {g:.3f}x (no verdict)."}[verdict]
     counts = h["counts"]
     slower = ""
     if h["slower"]:
-        slower = (f'<p class="plain SLOWER">PTX is SLOWER in {len(h["slower"])} cell(s): '
-                  f'{esc(", ".join(h["slower"]))}.</p>')
+        slower = (f'<p class="plain SLOWER">{esc(h["impl_name"])} is SLOWER than {esc(h["baseline_name"])} in '
+                  f'{len(h["slower"])} cell(s): {esc(", ".join(h["slower"]))}.</p>')
     layer = "".join(f'<li>end-to-end layer {esc(v["preset"])}/{esc(v["skew"])}: {v["speedup"]:.3f}x '
                     f'{badge(v["verdict"]).html}</li>' for v in h["layer"])
     apart = ", the layer apart" if h["layer"] else ""
     no_verdict = f" &nbsp; no verdict: {len(h['no_verdict'])}" if h["no_verdict"] else ""
     layer_html = f"<ul>{layer}</ul>" if layer else ""
     body = (f'<div class="headline">{tag}'
-            f'<div><span class="big">{g:.3f}x</span> {esc(interval)} geometric-mean speedup of PTX over Numba '
-            f'({esc(run.basis)}; over {h["n"]} kernel cell(s){apart}; interval: {esc(h["interval"])})</div>'
-            f'<p class="plain {esc(verdict or "SAME")}">{esc(words)}</p>{slower}'
+            f'<div><span class="big">{g:.3f}x</span> {esc(interval)} geometric-mean speedup of '
+            f'{esc(h["impl_name"])} over {esc(h["baseline_name"])} ({esc(run.basis)}; over {h["n"]} kernel cell(s)'
+            f'{apart}; interval: {esc(h["interval"])})</div>'
+            f'<p class="plain {esc(verdict or "SAME")}">{esc(_headline_words(h))}</p>{slower}'
             f'<div>cells: {badge("FASTER").html} {counts["FASTER"]} &nbsp; {badge("SAME").html} {counts["SAME"]} '
-            f'&nbsp; {badge("SLOWER").html} {counts["SLOWER"]}{no_verdict}</div>{layer_html}</div>')
+            f'&nbsp; {badge("SLOWER").html} {counts["SLOWER"]}{no_verdict}</div>{layer_html}{pairs}</div>')
     return section("headline", "Headline", body)
 
 
 def verdict_section(run: data.Run, figs: dict) -> str:
     vs = data.verdict_records(run.doc)
-    rows = [[v["label"], v["preset"], v["skew"], v["speedup"], v["ci_lo"], v["ci_hi"], badge(v["verdict"]),
-             v["basis"], v["reason"]] for v in vs]
-    tbl = table(["kernel", "preset", "skew", "speedup (x)", "CI low", "CI high", "verdict", "basis", "reason"],
-                rows, [_cell_attrs(v) for v in vs], cls="verdicts")
-    note = ("Speedup = Numba time / PTX time (&gt; 1: PTX faster). Modelled verdicts: SAME within ±2 % "
+    rows = [[v["label"], v["preset"], v["skew"], v["title"], v["speedup"], v["ci_lo"], v["ci_hi"],
+             badge(v["verdict"]), v["basis"], v["reason"]] for v in vs]
+    tbl = table(["kernel", "preset", "skew", "pair", "speedup (x)", "CI low", "CI high", "verdict", "basis",
+                 "reason"], rows, [{**_cell_attrs(v), "pair": v["pair"]} for v in vs], cls="verdicts")
+    note = ("Speedup of A over B = B's time / A's time (&gt; 1: A faster). Modelled verdicts: SAME within ±2 % "
             "(the model is not more accurate than that)." if run.basis == "modelled" else
-            "Speedup = ratio of median device times, 95 % bootstrap interval; FASTER / SLOWER only when the "
-            "whole interval is above / below 1.")
-    fig = _fig("fig-speedup", figures.speedup_bars(vs, run.basis), figs)
-    return section("verdicts", "Per-kernel verdicts", tbl + fig, note)
+            "Speedup of A over B = ratio of median device times (B / A), 95 % bootstrap interval; FASTER / SLOWER "
+            "only when the whole interval is above / below 1.")
+    headline = data.headline_pair(run.doc)
+    pairs = sorted(data.pairs_present(run.doc), key=lambda pair: pair != headline)  # the headline pair first
+    # NOTE: the headline pair's figure keeps the id "fig-speedup"; the others are "fig-speedup-<pair>"
+    fig_html = "".join(_fig("fig-speedup" if pair == headline else f"fig-speedup-{pair.name}",
+                            figures.speedup_bars(vs, run.basis, pair), figs) for pair in pairs) or _EMPTY
+    return section("verdicts", "Per-kernel verdicts, every pair", tbl + fig_html, note)
 
 
 def timing_section(run: data.Run, figs: dict) -> str:
@@ -125,10 +158,11 @@ def sim_section(run: data.Run, figs: dict) -> str:
     recs = data.sim_counter_records(run.doc)
     if not recs:
         return section("sim", "Simulator counters", '<p class="note">No simulator counters (not a sim run).</p>')
-    rows = [[r["label"], r["preset"], r["skew"], r["counter"], r["cuda"], r["ptx"], r["ptx_over_cuda"]]
-            for r in recs]
-    tbl = table(["kernel", "preset", "skew", "counter", "Numba CUDA", "PTX", "PTX / Numba"], rows,
-                [_cell_attrs(r) for r in recs])
+    impls, pairs = _side_by_side_columns(recs)
+    rows = [[r["label"], r["preset"], r["skew"], r["counter"], *(r[i] for i in impls),
+             *(r["ratios"][p.name] for p in pairs)] for r in recs]
+    tbl = table(["kernel", "preset", "skew", "counter", *map(impl_name, impls), *(_ratio_header(p) for p in pairs)],
+                rows, [_cell_attrs(r) for r in recs])
     fig = _fig("fig-mix", figures.instruction_mix_figure(data.instruction_mix(run.doc)), figs)
     return section("sim", "Simulator counters, side by side", tbl + fig,
                    "ptxsim counters summed over each row's launches; limiting resource from the timing model.")
@@ -149,24 +183,36 @@ def static_section(run: data.Run, figs: dict) -> str:
 
 
 def _impl_name(impl) -> str:
-    return data.IMPL_NAMES.get(impl, impl)
+    return impl_name(impl)
+
+
+def _side_by_side_columns(recs: list[dict]) -> tuple[list[str], list]:
+    """The implementations with a value in `recs` and the pairs among them: the columns of a side-by-side table, so
+    a two-implementation run (or one whose cpp rows are all missing) shows two columns and one ratio."""
+    present = {i for r in recs for i in data.IMPLS if r.get(i) is not None}
+    impls = [i for i in data.IMPLS if i in present]
+    return impls, [p for p in PAIRS if p.impl in present and p.baseline in present]
+
+
+def _ratio_header(pair) -> str:
+    return f"{impl_name(pair.impl)} / {impl_name(pair.baseline)}"
 
 
 def nsight_section(run: data.Run) -> str:
     if not run.nsight_files and not run.nsight_errors:
         return ""
     recs = data.nsight_metric_records(run)
-    side = [r for r in recs if r["cuda"] is not None or r["ptx"] is not None]
+    side = [r for r in recs if any(r[i] is not None for i in data.IMPLS)]
+    impls, pairs = _side_by_side_columns(side)
     other = [r for r in recs if r["value"] is not None]
     parts = [f'<p class="note">Imported: {esc(", ".join(run.nsight_files))}</p>']
     for err in run.nsight_errors:
         parts.append(f'<p class="err">{esc(err)}</p>')
     if side:
-        parts.append(table(["kernel", "preset", "skew", "metric", "unit", "Numba CUDA", "PTX", "PTX / Numba",
-                            "source"],
-                           [[r["label"], r["preset"], r["skew"], r["metric"], r["unit"], r["cuda"], r["ptx"],
-                             r["ptx"] / r["cuda"] if r["cuda"] and r["ptx"] is not None else None, r["source"]]
-                            for r in side],
+        parts.append(table(["kernel", "preset", "skew", "metric", "unit", *map(impl_name, impls),
+                            *(_ratio_header(p) for p in pairs), "source"],
+                           [[r["label"], r["preset"], r["skew"], r["metric"], r["unit"], *(r[i] for i in impls),
+                             *(r["ratios"][p.name] for p in pairs), r["source"]] for r in side],
                            [_cell_attrs(r) for r in side]))
     if other:
         parts.append('<p class="note">Rows outside ptxmoe NVTX ranges (mean over launches):</p>')
@@ -185,13 +231,16 @@ def timeline_section(run: data.Run, figs: dict) -> str:
 def vs_section(run: data.Run, other: data.Run, figs: dict) -> str:
     pairs = data.compare_runs(run, other)
     name_a, name_b = f"{run.run_id} ({run.basis})", f"{other.run_id} ({other.basis})"
-    h_a, h_b = data.headline(run.doc), data.headline(other.doc)
-    summary = table(["run", "backend", "basis", "geomean speedup", "CI low", "CI high", "verdict"],
-                    [[name_a, run.backend, run.basis, h_a["geomean"], h_a["lo"], h_a["hi"], badge(h_a["verdict"])],
-                     [name_b, other.backend, other.basis, h_b["geomean"], h_b["lo"], h_b["hi"],
+    pair = data.headline_pair(run.doc)  # both runs on the same pair: this run's headline one
+    h_a, h_b = data.headline(run.doc, pair), data.headline(other.doc, pair)
+    summary = table(["run", "backend", "basis", "pair", "geomean speedup", "CI low", "CI high", "verdict"],
+                    [[name_a, run.backend, run.basis, h_a["title"], h_a["geomean"], h_a["lo"], h_a["hi"],
+                      badge(h_a["verdict"])],
+                     [name_b, other.backend, other.basis, h_b["title"], h_b["geomean"], h_b["lo"], h_b["hi"],
                       badge(h_b["verdict"])]])
     rows = [[p["key"], p["a_us"], p["b_us"], p["b_over_a"], p["a_speedup"], p["b_speedup"]] for p in pairs]
-    tbl = table(["row", f"{name_a} (µs)", f"{name_b} (µs)", "B / A", "speedup A", "speedup B"], rows,
+    tbl = table(["row", f"{name_a} (µs)", f"{name_b} (µs)", "B / A", f"speedup A ({pair.title})",
+                 f"speedup B ({pair.title})"], rows,
                 [_cell_attrs(p) for p in pairs])
     fig = _fig("fig-vs", figures.vs_figure(pairs, name_a, name_b), figs)
     return section("vs", f"Compared with {other.run_id}", summary + fig + tbl,

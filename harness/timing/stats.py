@@ -1,7 +1,8 @@
 """Statistics of timing samples, pure NumPy: summaries, bootstrap intervals, the noise stopping rule, verdicts.
 
-Conventions: samples are positive times (any one unit; the caller names it). The speedup of PTX over Numba is
-median(numba) / median(ptx), so > 1 means the PTX path is faster.
+Conventions: samples are positive times (any one unit; the caller names it). A verdict compares one
+implementation with a baseline (harness.implementations.PAIRS: PTX vs CUDA C++, PTX vs Numba, CUDA C++ vs Numba);
+its speedup is median(baseline) / median(impl), so > 1 means `impl` is faster.
 """
 from __future__ import annotations
 
@@ -129,7 +130,8 @@ def summarize(samples, *, resamples: int = DEFAULT_RESAMPLES, rng: np.random.Gen
 
 @dataclass(frozen=True)
 class Verdict:
-    """Speedup of PTX over Numba (median ratio, > 1: PTX faster) with its interval and the call."""
+    """Speedup of an implementation over its baseline (median ratio, > 1: the implementation faster), its interval
+    and the call."""
 
     speedup: float
     ci_lo: float
@@ -141,10 +143,10 @@ class Verdict:
         return asdict(self)
 
 
-def compare(numba_samples, ptx_samples, *, basis: str = "measured", resamples: int = DEFAULT_RESAMPLES,
+def compare(baseline_samples, impl_samples, *, basis: str = "measured", resamples: int = DEFAULT_RESAMPLES,
             rng: np.random.Generator | None = None) -> Verdict:
-    """Verdict for one (kernel, preset, skew) from the two paths' time samples."""
-    point, lo, hi = ratio_ci(numba_samples, ptx_samples, resamples=resamples, rng=rng)
+    """Verdict of one pair for one (kernel, preset, skew) from the baseline's and the implementation's samples."""
+    point, lo, hi = ratio_ci(baseline_samples, impl_samples, resamples=resamples, rng=rng)
     return Verdict(point, lo, hi, verdict_of(lo, hi), basis)
 
 
@@ -171,14 +173,15 @@ def modelled_band(*timings: dict) -> float:
     return max(errors) if errors else MODELLED_SAME_BAND
 
 
-def compare_modelled(numba_s: float, ptx_s: float, band: float | None = None) -> Verdict:
-    """Verdict from one modelled time per path: the speedup's interval is [r / (1 + band), r x (1 + band)] with the
-    model's error as band (default MODELLED_SAME_BAND); SAME when it contains 1."""
-    if not (numba_s > 0 and ptx_s > 0):
-        raise InputError(f"modelled times must be positive; got numba {numba_s!r}, ptx {ptx_s!r}")
+def compare_modelled(baseline_s: float, impl_s: float, band: float | None = None) -> Verdict:
+    """Verdict from one modelled time per path (speedup = baseline / implementation): the interval is
+    [r / (1 + band), r x (1 + band)] with the model's error as band (default MODELLED_SAME_BAND); SAME when it
+    contains 1."""
+    if not (baseline_s > 0 and impl_s > 0):
+        raise InputError(f"modelled times must be positive; got baseline {baseline_s!r}, implementation {impl_s!r}")
     band = MODELLED_SAME_BAND if band is None else band
     if not (isinstance(band, (int, float)) and band >= 0):
         raise InputError(f"modelled band must be a relative error >= 0, got {band!r}")
-    ratio = float(numba_s / ptx_s)
+    ratio = float(baseline_s / impl_s)
     lo, hi = ratio / (1 + band), ratio * (1 + band)
     return Verdict(ratio, lo, hi, verdict_of(lo, hi), "modelled")

@@ -8,15 +8,19 @@ from cuda_impl import KERNEL_NAMES
 PRESETS = ["tiny", "small", "dsv3-decode", "dsv3-prefill"]
 
 # Instructions each kernel's PTX must contain: the tuning the module docstrings promise (a regression guard).
+# ld.global.cs.b64: numba-cuda's streaming cache hint on read-once data; ex2/div.approx: fast math where kernels.md's
+# tolerances allow it.
 MUST_HAVE = {
-    "gate": ["shfl.sync.bfly.b32", "div.rn.f32"],
+    "gate": ["shfl.sync.bfly.b32", "ex2.approx.f32", "div.approx.f32"],
     "align": ["atom.shared.add", "match.any.sync.b32", "shfl.sync.up.b32", "bar.sync"],
-    "permute": ["ld.global.u64", "st.global.u64"],
-    "act_quant": ["ld.global.u64", "shfl.sync.bfly.b32", "div.rn.f32", "st.global.u32"],
+    "permute": ["ld.global.cs.b64", "st.global.u64"],
+    "act_quant": ["ld.global.cs.b64", "shfl.sync.bfly.b32", "div.rn.f32", "st.global.u32"],
     "grouped_gemm": ["ld.global.u64", "ld.shared.v4.f32", "st.shared", "bar.sync", "fma.rn.f32", "st.global.u64"],
-    "swiglu": ["ld.global.u64", "st.global.u64", "div.rn.f32"],
-    "combine": ["ld.global.u64", "st.global.u64", "fma.rn.f32"],
+    "swiglu": ["ld.global.cs.b64", "st.global.u64", "ex2.approx.f32", "div.approx.f32"],
+    "combine": ["ld.global.cs.b64", "st.global.u64", "fma.rn.f32"],
 }
+# ...and must not: act_quant's division and rounding are specified bit for bit, so no approximate math there
+MUST_NOT_HAVE = {"act_quant": [".approx", ".ftz"]}
 
 
 def opcodes(ptx: str) -> set[str]:
@@ -35,6 +39,9 @@ def test_ptx_is_float32_and_tuned(kernel, preset):
         assert ".local" not in ptx, f"{kernel} at {preset}: local memory in the PTX (a register array not promoted)"
         for needle in MUST_HAVE[kernel]:
             assert any(o.startswith(needle) for o in ops), f"{kernel} at {preset}: no {needle} in the PTX"
+        for needle in MUST_NOT_HAVE.get(kernel, ()):
+            bad = sorted(o for o in ops if needle in o)
+            assert not bad, f"{kernel} at {preset}: {bad} in the PTX (its rounding is exact: no fast math)"
 
 
 @pytest.mark.parametrize("preset", PRESETS)

@@ -17,12 +17,12 @@ def _has_sim() -> bool:
 
 @pytest.fixture
 def fake(monkeypatch):
-    """compare on the fake backend: gate correct on both paths, align wrong on ptx and missing on cuda."""
+    """compare on the fake backend: gate correct on numba and ptx, align wrong on ptx and missing on numba."""
     import harness.backends.select as select
 
     monkeypatch.setattr(select, "select_backend", lambda name: FakeBackend())
     monkeypatch.setattr(select, "resolve_backend_name", lambda name: "sim")
-    table = {("cuda", "gate"): fake_run("gate"), ("ptx", "gate"): fake_run("gate"),
+    table = {("numba", "gate"): fake_run("gate"), ("ptx", "gate"): fake_run("gate"),
              ("ptx", "align"): fake_run("align", wrong=True)}
     monkeypatch.setattr(runner, "_find_run", lambda impl, k: (table.get((impl, k)), "" if (impl, k) in table
                                                               else f"{impl} has no {k} yet"))
@@ -43,9 +43,11 @@ def test_unknown_names_exit_2(tmp_path, capsys):
 
 
 def test_all_ok_exits_0(tmp_path, capsys, fake):
-    assert main(["compare", "--kernels", "gate", "--seed", "7", "--out", str(tmp_path), "--no-static"]) == 0
+    assert main(["compare", "--kernels", "gate", "--seed", "7", "--out", str(tmp_path), "--no-static",
+                 "--impls", "ptx,numba"]) == 0
     cap = capsys.readouterr()
-    assert "seed 7" in cap.err and "[1/2] gate/cuda/tiny/balanced" in cap.err
+    assert "seed 7" in cap.err and "[1/2] gate/numba/tiny/balanced" in cap.err
+    assert "gate/tiny/balanced/ptx-vs-numba: PTX vs Numba CUDA" in cap.out
     assert "dashboard:" in cap.out and (_only_run(tmp_path) / "dashboard.html").is_file()
     doc = json.loads((_only_run(tmp_path) / "run.json").read_text())
     assert doc["status"] == "complete" and doc["settings"]["seed"] == 7 and doc["settings"]["presets"] == ["tiny"]
@@ -53,15 +55,16 @@ def test_all_ok_exits_0(tmp_path, capsys, fake):
 
 
 def test_failed_path_exits_1_and_lists_it(tmp_path, capsys, fake):
-    assert main(["compare", "--kernels", "gate,align", "--out", str(tmp_path), "--no-static", "--no-dashboard"]) == 1
+    assert main(["compare", "--kernels", "gate,align", "--out", str(tmp_path), "--no-static", "--no-dashboard",
+                 "--impls", "numba,ptx"]) == 1
     err = capsys.readouterr().err
     assert "FAILED (1 rows)" in err and "align/ptx/tiny/balanced: failed" in err
-    assert "missing (1 rows" in err and "cuda has no align yet" in err
+    assert "missing (1 rows" in err and "numba has no align yet" in err
 
 
 def test_resume_via_cli(tmp_path, capsys, fake, monkeypatch):
     assert main(["compare", "--kernels", "gate", "--out", str(tmp_path), "--no-static", "--preset", "tiny",
-                 "--skew", "balanced,imbalanced", "--no-dashboard"]) == 0
+                 "--skew", "balanced,imbalanced", "--no-dashboard", "--impls", "numba,ptx"]) == 0
     run_dir = _only_run(tmp_path)
     doc = json.loads((run_dir / "run.json").read_text())
     doc["rows"] = doc["rows"][:1]  # pretend the run was interrupted after its first row
@@ -75,29 +78,47 @@ def test_resume_via_cli(tmp_path, capsys, fake, monkeypatch):
     assert len(doc["rows"]) == 4 and doc["status"] == "complete" and len(doc["resumed_utc"]) == 1
 
 
+def test_impls_option(tmp_path, capsys, fake):
+    """Default: every implementation, in order numba, cpp, ptx; the fake table has no cpp kernels: missing rows."""
+    assert main(["compare", "--kernels", "gate", "--out", str(tmp_path), "--no-static", "--no-dashboard"]) == 0
+    cap = capsys.readouterr()
+    doc = json.loads((_only_run(tmp_path) / "run.json").read_text())
+    assert doc["settings"]["impls"] == ["numba", "cpp", "ptx"]
+    assert [(r["impl"], r["status"]) for r in doc["rows"]] == [("numba", "ok"), ("cpp", "missing"), ("ptx", "ok")]
+    assert "gate/cpp/tiny/balanced: cpp has no gate yet" in cap.err and "[2/3] gate/cpp/tiny/balanced" in cap.err
+    assert [v["pair"] for v in doc["verdicts"]] == ["ptx-vs-cpp", "ptx-vs-numba", "cpp-vs-numba"]
+    assert [v["verdict"] is None for v in doc["verdicts"]] == [True, False, True]
+    assert main(["compare", "--impls", "ptx,nope", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown implementation 'nope'" in err and "cpp, numba, ptx" in err and "Traceback" not in err
+
+
 @pytest.mark.sim
 @pytest.mark.skipif(not _has_sim(), reason="ptxsim.Device / load_ptx not landed yet")
 def test_real_sim_compare_reduced_kernels(tmp_path, capsys):
-    """The acceptance path on a reduced kernel set: each present path runs on ptxsim and is verified."""
-    from harness.implementations import implementation_table
+    """The acceptance path on a reduced kernel set: a row per implementation (each present kernel runs on ptxsim
+    and is verified, an absent one is a "not implemented in <impl>" row) and a verdict per pair."""
+    from harness.implementations import IMPL_ORDER, implementation_table, pairs_of
 
-    kernels = ["gate"]  # one kernel, both paths: the whole-preset run takes about a minute (see the report)
-    present = {impl: set(implementation_table(impl)[0]) for impl in ("cuda", "ptx")}
+    kernels = ["gate"]  # one kernel, every path: the whole-preset run takes minutes
+    present = {impl: set(implementation_table(impl)[0]) for impl in IMPL_ORDER}
     if not any(k in present[i] for k in kernels for i in present):
-        pytest.skip("neither path implements gate yet")
+        pytest.skip("no path implements gate yet")
     rc = main(["compare", "--backend", "sim", "--kernels", ",".join(kernels), "--out", str(tmp_path)])
     cap = capsys.readouterr()
     doc = json.loads((_only_run(tmp_path) / "run.json").read_text())
-    assert len(doc["rows"]) == 2 * len(kernels)
+    assert [r["impl"] for r in doc["rows"]] == list(IMPL_ORDER) * len(kernels)
     for row in doc["rows"]:
         if row["kernel"] not in present[row["impl"]]:
-            assert row["status"] == "missing" and row["reason"]
+            assert row["status"] == "missing" and row["reason"].startswith(f"not implemented in {row['impl']}")
             continue
         assert row["status"] == "ok", (row["key"], row.get("reason") or row.get("correctness"), cap.err[-3000:])
         assert row["sim_counters"]["total"]["smsp__inst_executed.sum"] > 0
         assert row["static"]["totals"]["registers_max"] >= 1 and row["static"]["totals"]["sass_instructions"] > 0
         assert row["timing"]["basis"] == "modelled" and row["timing"]["modelled_us"] > 0
         assert row["throughput"]["achieved_gbps"] > 0
-    both = [k for k in kernels if k in present["cuda"] and k in present["ptx"]]
-    assert sorted(v["key"].split("/")[0] for v in doc["verdicts"] if v["verdict"]) == sorted(both)
+    assert [v["pair"] for v in doc["verdicts"]] == [p.name for p in pairs_of(IMPL_ORDER)] * len(kernels)
+    for v in doc["verdicts"]:
+        both = v["kernel"] in present[v["impl"]] and v["kernel"] in present[v["baseline"]]
+        assert (v["verdict"] is not None) == both, v
     assert rc == 0

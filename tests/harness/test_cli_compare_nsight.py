@@ -12,7 +12,7 @@ NCU_CSV = Path(__file__).resolve().parents[1] / "fixtures" / "nsight" / "ncu_det
 
 def _run(tmp_path):
     run = RunFile.create(tmp_path, "r", {}, {}, command=[])
-    for key in ("gate/ptx/tiny/balanced", "gate/cuda/tiny/balanced"):
+    for key in ("gate/ptx/tiny/balanced", "gate/numba/tiny/balanced"):
         run.add_row({"key": key, "status": "ok", "nsight": []})
     return run
 
@@ -63,8 +63,9 @@ def test_profile_child_command_carries_the_options():
     from harness.commands.profile_cmd import child_argv
 
     args = argparse.Namespace(backend="gpu", out="profiles", preset=["dsv3-decode"], skew=["balanced", "extreme"],
-                              kernels="gate,layer", seed=11, no_static=False)
+                              kernels="gate,layer", impls="cpp,ptx", seed=11, no_static=False)
     argv = child_argv(args, "RID")
     assert argv[1:4] == ["-m", "harness.cli", "compare"]
     assert argv[argv.index("--run-id") + 1] == "RID" and "--quick-timing" in argv
     assert argv[argv.index("--kernels") + 1] == "gate,layer" and argv.count("--skew") == 2
+    assert argv[argv.index("--impls") + 1] == "cpp,ptx"

@@ -21,7 +21,7 @@ def _has_sim() -> bool:
 @pytest.mark.skipif(not _has_sim(), reason="ptxsim.Device / load_ptx not landed yet")
 def test_sigint_then_resume(tmp_path):
     argv = [sys.executable, "-m", "harness.cli", "compare", "--backend", "sim", "--kernels", "gate",
-            "--out", str(tmp_path), "--no-static", "--no-dashboard", "--seed", "99"]
+            "--out", str(tmp_path), "--no-static", "--no-dashboard", "--seed", "99", "--impls", "numba,ptx"]
     proc = subprocess.Popen(argv, cwd=REPO, stderr=subprocess.PIPE, text=True, env={**os.environ})
     lines = []
     for line in proc.stderr:  # wait until the first row is saved, then interrupt the second

@@ -22,12 +22,13 @@ def test_create_add_row_roundtrip(tmp_path):
     run.add_row({"key": "gate/ptx/tiny/balanced", "status": "ok", "x": np.float32(1.5), "a": np.arange(3),
                  "bad": float("nan"), "t": (1, 2)})
     doc = json.loads((tmp_path / "r1" / "run.json").read_text())
-    assert doc["schema_version"] == 1 and doc["status"] == "running" and doc["command"] == ["ptxmoe", "compare"]
+    assert doc["schema_version"] == results.SCHEMA_VERSION == 2
+    assert doc["status"] == "running" and doc["command"] == ["ptxmoe", "compare"]
     assert doc["rows"][0] == {"key": "gate/ptx/tiny/balanced", "status": "ok", "x": 1.5, "a": [0, 1, 2],
                               "bad": None, "t": [1, 2]}
     run.add_row({"key": "gate/ptx/tiny/balanced", "status": "failed"})  # same key replaces
     assert [r["status"] for r in RunFile.load(tmp_path / "r1").doc["rows"]] == ["failed"]
-    assert run.is_done("gate/ptx/tiny/balanced") and not run.is_done("gate/cuda/tiny/balanced")
+    assert run.is_done("gate/ptx/tiny/balanced") and not run.is_done("gate/numba/tiny/balanced")
     with pytest.raises(ResultsError, match="status 'weird'"):
         run.add_row({"key": "k", "status": "weird"})
     with pytest.raises(ResultsError, match="exists already; use --resume"):
@@ -98,7 +99,7 @@ def test_environment_has_versions_and_git():
 
 def test_row_key():
     assert results.row_key("grouped_gemm", "up", "ptx", "tiny", "balanced") == "grouped_gemm[up]/ptx/tiny/balanced"
-    assert results.row_key("gate", None, "cuda", "small", "extreme") == "gate/cuda/small/extreme"
+    assert results.row_key("gate", None, "numba", "small", "extreme") == "gate/numba/small/extreme"
 
 
 @pytest.mark.parametrize("content,needle", [

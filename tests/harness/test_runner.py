@@ -1,4 +1,5 @@
 """The sweep runner on a fake in-memory backend: rows, checks, missing paths, verdicts, stages, resume, run.json."""
+import io
 import json
 from types import SimpleNamespace
 
@@ -82,8 +83,9 @@ def fake_run(kernel, wrong=False, grid=2, calls=None, stages=("only",)):
 
 
 def _settings(kernels, **kw):
+    """Two implementations (numba, ptx) unless `impls` says otherwise: one verdict per cell, ptx-vs-numba."""
     return runner.CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",), kernels=tuple(kernels),
-                                  seed=kw.pop("seed", 1234), **kw)
+                                  seed=kw.pop("seed", 1234), impls=kw.pop("impls", ("numba", "ptx")), **kw)
 
 
 def _run_file(tmp_path, settings):
@@ -91,7 +93,7 @@ def _run_file(tmp_path, settings):
 
 
 def test_rows_verdicts_and_missing(tmp_path, monkeypatch, seed):
-    table = {("cuda", "gate"): fake_run("gate", grid=4), ("ptx", "gate"): fake_run("gate", grid=2),
+    table = {("numba", "gate"): fake_run("gate", grid=4), ("ptx", "gate"): fake_run("gate", grid=2),
              ("ptx", "align"): fake_run("align", wrong=True)}
     monkeypatch.setattr(runner, "_find_run", lambda impl, k: (table.get((impl, k)), "" if (impl, k) in table
                                                               else f"{impl} has no {k}"))
@@ -102,27 +104,29 @@ def test_rows_verdicts_and_missing(tmp_path, monkeypatch, seed):
     doc = json.loads((tmp_path / "test-run" / "run.json").read_text())
     assert doc["schema_version"] == SCHEMA_VERSION
     rows = {r["key"]: r for r in doc["rows"]}
-    assert set(rows) == {"gate/cuda/tiny/balanced", "gate/ptx/tiny/balanced", "align/cuda/tiny/balanced",
+    assert set(rows) == {"gate/numba/tiny/balanced", "gate/ptx/tiny/balanced", "align/numba/tiny/balanced",
                          "align/ptx/tiny/balanced"}
     gate = rows["gate/ptx/tiny/balanced"]
     assert gate["status"] == "ok" and gate["correctness"]["ok"]
-    assert gate["seed"] == rows["gate/cuda/tiny/balanced"]["seed"]  # both paths get the same inputs
+    assert gate["seed"] == rows["gate/numba/tiny/balanced"]["seed"]  # both paths get the same inputs
     assert gate["static"]["kernels"]["only"]["resources"]["registers"] >= 1  # ptxas ran on the launched PTX
     assert gate["sim_counters"]["total"]["dram__bytes_read.sum"] == 4096.0 * 2
     t = gate["timing"]
     assert t["basis"] == "modelled" and t["modelled_us"] > 0 and t["launches"][0]["occupancy"]["blocks_per_sm"] >= 1
     assert gate["throughput"]["achieved_gbps"] == pytest.approx(gate["min_bytes"] / (t["modelled_us"] * 1e-6) / 1e9)
-    # the wrong align is a recorded failure; the missing cuda align is "missing" with its reason
+    # the wrong align is a recorded failure; the missing numba align is "missing" with its reason
     assert rows["align/ptx/tiny/balanced"]["status"] == "failed"
     assert "counts: 1 mismatches" in rows["align/ptx/tiny/balanced"]["correctness"]["message"]
-    assert rows["align/cuda/tiny/balanced"] == {**rows["align/cuda/tiny/balanced"], "status": "missing",
-                                                "reason": "cuda has no align"}
-    assert summary["failed"] and summary["missing"] == ["align/cuda/tiny/balanced: cuda has no align"]
+    assert rows["align/numba/tiny/balanced"] == {**rows["align/numba/tiny/balanced"], "status": "missing",
+                                                "reason": "numba has no align"}
+    assert summary["failed"] and summary["missing"] == ["align/numba/tiny/balanced: numba has no align"]
     verdicts = {v["key"]: v for v in doc["verdicts"]}
-    g = verdicts["gate/tiny/balanced"]
+    g = verdicts["gate/tiny/balanced/ptx-vs-numba"]
     assert g["basis"] == "modelled" and g["speedup"] == pytest.approx(
-        rows["gate/cuda/tiny/balanced"]["timing"]["modelled_us"] / t["modelled_us"])
-    assert verdicts["align/tiny/balanced"]["verdict"] is None and "missing" in verdicts["align/tiny/balanced"]["reason"]
+        rows["gate/numba/tiny/balanced"]["timing"]["modelled_us"] / t["modelled_us"])
+    align = verdicts["align/tiny/balanced/ptx-vs-numba"]
+    assert align["verdict"] is None and "numba missing (numba has no align)" in align["reason"]
+    assert "ptx failed" in align["reason"]
     names = [r["name"] for r in doc["nvtx_ranges"]]
     assert "gate/ptx/tiny/balanced" in names and names[-1] == "run-test-run"
     assert all(r["end_ns"] >= r["start_ns"] for r in doc["nvtx_ranges"])
@@ -175,7 +179,7 @@ def test_interrupted_run_resumes_skipping_done_rows(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         runner.run_sweep(FakeBackend(), settings, run_file, progress=open("/dev/null", "w"))
     saved = RunFile.load(tmp_path / "test-run")  # what is on disk after the interruption
-    assert [r["key"] for r in saved.doc["rows"]] == ["gate/cuda/tiny/balanced", "gate/ptx/tiny/balanced"]
+    assert [r["key"] for r in saved.doc["rows"]] == ["gate/numba/tiny/balanced", "gate/ptx/tiny/balanced"]
     first_rows = json.dumps(saved.doc["rows"])
     state["interrupt_at"] = -1
     calls.clear()
@@ -184,8 +188,9 @@ def test_interrupted_run_resumes_skipping_done_rows(tmp_path, monkeypatch):
     assert summary["skipped"] == 2 and summary["ran"] == 4
     final = RunFile.load(tmp_path / "test-run")
     assert len(final.doc["rows"]) == 6 and json.dumps(final.doc["rows"][:2]) == first_rows
-    assert {v["key"] for v in final.doc["verdicts"]} == {"gate/tiny/balanced", "align/tiny/balanced",
-                                                         "act_quant/tiny/balanced"}
+    assert {v["key"] for v in final.doc["verdicts"]} == {"gate/tiny/balanced/ptx-vs-numba",
+                                                         "align/tiny/balanced/ptx-vs-numba",
+                                                         "act_quant/tiny/balanced/ptx-vs-numba"}
 
 
 def test_kernel_exception_is_an_error_row_and_sweep_goes_on(tmp_path, monkeypatch):
@@ -199,7 +204,7 @@ def test_kernel_exception_is_an_error_row_and_sweep_goes_on(tmp_path, monkeypatc
     summary = runner.run_sweep(backend, settings, run_file, progress=open("/dev/null", "w"))
     row = run_file.row("gate/ptx/tiny/balanced")
     assert row["status"] == "error" and "foo.bar" in row["reason"] and "RuntimeError" in row["traceback"]
-    assert run_file.row("gate/cuda/tiny/balanced")["status"] == "ok"
+    assert run_file.row("gate/numba/tiny/balanced")["status"] == "ok"
     assert len(summary["failed"]) == 1 and backend.mem == {}
     assert not run_file.is_done("gate/ptx/tiny/balanced")  # error rows are re-run on --resume
 
@@ -222,3 +227,65 @@ def test_throughput_math():
     assert t["pct_peak_flops"] == pytest.approx(100 * 1e15 / spec.bf16_dense_flops)
     assert runner.throughput("gate", 10, 10, 1.0, spec)["peak_flops_kind"] == "fp32"
     assert runner.throughput("gate", 10, 10, None, spec)["achieved_gbps"] is None
+
+
+def _fake_package(name: str, kernels: dict):
+    """A stand-in implementation package: a module whose IMPLEMENTATION registers `kernels` under `name`."""
+    import types
+
+    from contract.registry import Implementation
+
+    module = types.ModuleType(f"fake_{name}_impl")
+    module.IMPLEMENTATION = Implementation(name=name, language=f"fake {name}", kernels=kernels)
+    return module
+
+
+def test_three_implementations_give_three_pairwise_verdicts(tmp_path, monkeypatch):
+    """numba, cpp and ptx found through contract.registry.Implementation; cpp lacks align: a clear missing row."""
+    import sys
+
+    packages = {"cuda_impl": _fake_package("numba", {"gate": fake_run("gate", stages=("a", "b", "c")),
+                                                     "align": fake_run("align")}),
+                "cpp_impl": _fake_package("cpp", {"gate": fake_run("gate", stages=("a", "b"))}),
+                "ptx_impl": _fake_package("ptx", {"gate": fake_run("gate"), "align": fake_run("align")})}
+    for name, module in packages.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    settings = _settings(["gate", "align"], impls=runner.IMPL_ORDER)
+    run_file = _run_file(tmp_path, settings)
+    summary = runner.run_sweep(FakeBackend(), settings, run_file, progress=io.StringIO())
+    assert [r["key"] for r in run_file.doc["rows"]] == [
+        "gate/numba/tiny/balanced", "gate/cpp/tiny/balanced", "gate/ptx/tiny/balanced",
+        "align/numba/tiny/balanced", "align/cpp/tiny/balanced", "align/ptx/tiny/balanced"]
+    missing = run_file.row("align/cpp/tiny/balanced")
+    assert missing["status"] == "missing" and missing["reason"].startswith("not implemented in cpp")
+    assert "cpp_impl registers no align kernel" in missing["reason"]
+    assert summary["missing"] == [f"align/cpp/tiny/balanced: {missing['reason']}"]
+    us = {impl: run_file.row(f"gate/{impl}/tiny/balanced")["timing"]["modelled_us"]
+          for impl in ("numba", "cpp", "ptx")}
+    assert us["numba"] > us["cpp"] > us["ptx"]  # more launches, more modelled time
+    verdicts = {v["key"]: v for v in run_file.doc["verdicts"]}
+    assert set(verdicts) == {f"{cell}/{pair}" for cell in ("gate/tiny/balanced", "align/tiny/balanced")
+                             for pair in ("ptx-vs-cpp", "ptx-vs-numba", "cpp-vs-numba")}
+    for pair, (impl, base) in {"ptx-vs-cpp": ("ptx", "cpp"), "ptx-vs-numba": ("ptx", "numba"),
+                               "cpp-vs-numba": ("cpp", "numba")}.items():
+        v = verdicts[f"gate/tiny/balanced/{pair}"]
+        assert (v["impl"], v["baseline"], v["cell"]) == (impl, base, "gate/tiny/balanced")
+        assert v["speedup"] == pytest.approx(us[base] / us[impl]) and v["verdict"] == "FASTER"
+        assert v["headline"] == (pair == "ptx-vs-cpp")
+    assert verdicts["align/tiny/balanced/ptx-vs-numba"]["verdict"] == "SAME"  # same fake work on both
+    for pair in ("ptx-vs-cpp", "cpp-vs-numba"):
+        v = verdicts[f"align/tiny/balanced/{pair}"]
+        assert v["verdict"] is None and "cpp missing (not implemented in cpp" in v["reason"]
+
+
+def test_a_package_registering_another_name_is_missing_not_a_crash(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cpp_impl", _fake_package("cuda", {"gate": fake_run("gate")}))
+    monkeypatch.setitem(sys.modules, "ptx_impl", _fake_package("ptx", {"gate": fake_run("gate")}))
+    settings = _settings(["gate"], impls=("cpp", "ptx"))
+    run_file = _run_file(tmp_path, settings)
+    runner.run_sweep(FakeBackend(), settings, run_file, progress=io.StringIO())
+    row = run_file.row("gate/cpp/tiny/balanced")
+    assert row["status"] == "missing" and "registers itself as 'cuda', expected 'cpp'" in row["reason"]
+    assert [v["key"] for v in run_file.doc["verdicts"]] == ["gate/tiny/balanced/ptx-vs-cpp"]

@@ -42,12 +42,12 @@ def make_run(kernel, stages):
     return run
 
 
-runs = {"cuda": make_run("gate", ["k_gate"]), "ptx": make_run("gate", ["gate_a", "gate_b"])}
+runs = {"numba": make_run("gate", ["k_gate"]), "ptx": make_run("gate", ["gate_a", "gate_b"])}
 runner._find_run = lambda impl, k: (runs[impl], "")
 timing = GpuTimingSettings(warmup_runs=1, warmup_s=0, min_samples=4, max_samples=4, host_samples=3, flush_l2=False,
                            block_stream=False)  # NOTE: the CUDA simulator runs no PTX (the blocker)
 settings = runner.CompareSettings(backend="gpu", presets=("tiny",), skews=("balanced",), kernels=("gate",),
-                                  seed=int(sys.argv[2]), static=False, timing=timing)
+                                  seed=int(sys.argv[2]), impls=("numba", "ptx"), static=False, timing=timing)
 rf = RunFile.create(sys.argv[1], "g", settings.as_dict(), {"backend": "gpu", "gpu": {"name": "NVIDIA H200"}},
                     command=[])
 runner.run_sweep(GpuBackend(), settings, rf)
@@ -62,7 +62,7 @@ def test_gpu_branch_of_the_runner_on_cudasim(tmp_path, seed):
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(proc.stdout.strip().splitlines()[-1])
     rows = {r["key"]: r for r in doc["rows"]}
-    for key in ("gate/cuda/tiny/balanced", "gate/ptx/tiny/balanced"):
+    for key in ("gate/numba/tiny/balanced", "gate/ptx/tiny/balanced"):
         row = rows[key]
         assert row["status"] == "ok", (row.get("reason"), row.get("traceback"), row.get("correctness"))
         t = row["timing"]
@@ -78,5 +78,6 @@ def test_gpu_branch_of_the_runner_on_cudasim(tmp_path, seed):
     assert rows["gate/ptx/tiny/balanced"]["launch_stages"] == ["gate", "gate"]
     assert set(rows["gate/ptx/tiny/balanced"]["stages_us"]) == {"gate"}
     (verdict,) = doc["verdicts"]
-    assert verdict["basis"] == "measured" and verdict["verdict"] in ("FASTER", "SAME", "SLOWER")
+    assert verdict["pair"] == "ptx-vs-numba" and verdict["basis"] == "measured"
+    assert verdict["verdict"] in ("FASTER", "SAME", "SLOWER")
     assert [r["phase"] for r in doc["nvtx_ranges"] if r["name"] == "gate/ptx/tiny/balanced"] == ["check", "timing"]

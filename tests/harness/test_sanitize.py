@@ -76,12 +76,12 @@ def test_unknown_sanitizer_exits_2(tmp_path, capsys):
 
 
 def test_finding_fails_the_row_and_is_recorded(tmp_path, capsys, monkeypatch):
-    """The real cuda gate, followed by a launch reading past an input: the check passes, memcheck fails the row."""
+    """The real Numba gate, followed by a launch reading past an input: the check passes, memcheck fails the row."""
     real_find = runner._find_run
 
     def find(impl, kernel):
         run, why = real_find(impl, kernel)
-        if impl != "cuda" or run is None:
+        if impl != "numba" or run is None:
             return run, why
 
         def buggy(backend, args, preset, **params):
@@ -96,15 +96,15 @@ def test_finding_fails_the_row_and_is_recorded(tmp_path, capsys, monkeypatch):
         return buggy, ""
 
     monkeypatch.setattr(runner, "_find_run", find)
-    code = main(["compare", "--backend", "sim", "--preset", "tiny", "--kernels", "gate", "--sanitize", "memcheck",
-                 "--no-static", "--no-dashboard", "--out", str(tmp_path)])
+    code = main(["compare", "--backend", "sim", "--preset", "tiny", "--kernels", "gate", "--impls", "numba,ptx",
+                 "--sanitize", "memcheck", "--no-static", "--no-dashboard", "--out", str(tmp_path)])
     captured = capsys.readouterr()
     assert code == 1
     doc = json.loads(next(tmp_path.glob("*/run.json")).read_text())
     assert doc["settings"]["sanitize"] == ["memcheck"]
     rows = {r["impl"]: r for r in doc["rows"]}
     assert rows["ptx"]["status"] == "ok" and rows["ptx"]["sanitizer"]["findings"] == []
-    bad = rows["cuda"]
+    bad = rows["numba"]
     assert "correctness" in bad, bad.get("reason")
     assert bad["correctness"]["ok"] and bad["status"] == "failed"
     finding = bad["sanitizer"]["findings"][0]

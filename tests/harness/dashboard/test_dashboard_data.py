@@ -38,7 +38,7 @@ def _measured_doc(rng, true_speedups, n=40):
     rows, verdicts = [], []
     for i, s in enumerate(true_speedups):
         base = float(rng.uniform(5, 50))
-        for impl, t in (("cuda", base), ("ptx", base / s)):
+        for impl, t in (("numba", base), ("ptx", base / s)):
             samples = (t * rng.lognormal(0, 0.02, n)).tolist()
             rows.append({"key": f"k{i}/{impl}/tiny/balanced", "kernel": f"k{i}", "variant": None, "impl": impl,
                          "preset": "tiny", "skew": "balanced", "status": "ok",
@@ -135,7 +135,7 @@ def test_build_writes_dashboard_and_index_and_escapes_names(tmp_path):
     assert out == sim / "dashboard.html" and out.stat().st_mode & 0o777 == 0o644
     text = out.read_text()
     assert text.count("<script") == 3 and "cdn.plot.ly" not in text.split("<main>")[1]  # inline plotly, no CDN
-    assert "MODELLED times" in text and "PTX is SLOWER in 2 cell(s)" in text
+    assert "MODELLED times" in text and "PTX is SLOWER than Numba CUDA in 2 cell(s)" in text
     vs = dashboard.build(sim, vs=gpu)
     assert vs.name == "dashboard-vs-gpu-measured.html" and "Compared with gpu-measured" in vs.read_text()
     page = dashboard.build(xss).read_text()
@@ -169,12 +169,12 @@ def test_failed_and_missing_rows_leave_the_cell_without_a_verdict_and_say_why(tm
     for row in doc["rows"]:
         if row["key"] == "swiglu/ptx/tiny/balanced":
             row.update(status="failed", correctness={"ok": False, "message": "out: 3 mismatches", "errors": []})
-        if row["key"] == "gate/cuda/tiny/imbalanced":
+        if row["key"] == "gate/numba/tiny/imbalanced":
             for k in ("timing", "static", "sim_counters", "throughput", "correctness"):
                 row.pop(k)
             row.update(status="missing", reason="cuda_impl has no gate implementation yet")
     for v in doc["verdicts"]:
-        if v["key"] in ("swiglu/tiny/balanced", "gate/tiny/imbalanced"):
+        if v["cell"] in ("swiglu/tiny/balanced", "gate/tiny/imbalanced"):
             v.update(speedup=None, ci_lo=None, ci_hi=None, verdict=None, reason="no verdict: a path failed")
     (run_dir / "run.json").write_text(json.dumps(doc))
     h = data.headline(doc)
@@ -183,7 +183,7 @@ def test_failed_and_missing_rows_leave_the_cell_without_a_verdict_and_say_why(tm
     assert h["geomean"] == pytest.approx(float(np.exp(np.mean(np.log(kept)))))
     assert h["slower"] == ["swiglu tiny/imbalanced"]
     rows = {r["key"]: r for r in data.row_records(doc)}
-    assert rows["gate/cuda/tiny/imbalanced"]["time_us"] is None
+    assert rows["gate/numba/tiny/imbalanced"]["time_us"] is None
     assert rows["swiglu/ptx/tiny/balanced"]["reason"] == "out: 3 mismatches"
     text = dashboard.build(run_dir).read_text()
     assert "cuda_impl has no gate implementation yet" in text and "out: 3 mismatches" in text
@@ -206,14 +206,20 @@ def test_a_real_compare_run_with_one_path_missing(tmp_path):
             assert raw["status"] == "missing" and rows[raw["key"]]["time_us"] is None
     assert data.sim_counter_records(doc) and data.static_records(doc)
     text = dashboard.build(run_dir).read_text()
-    assert "No verdict: no kernel has both paths timed." in text and "MODELLED times" in text
+    assert "No verdict: no kernel has two paths timed." in text and "MODELLED times" in text
+    # a schema-1 file: the Numba rows were "cuda"; loaded, they read as "numba" and the one pair is ptx-vs-numba
+    assert doc["schema_version"] == 1 and {r["impl"] for r in doc["rows"]} == {"cuda", "ptx"}
+    run = data.load_run(run_dir)
+    assert run.doc["schema_version"] == 2 and {r["impl"] for r in run.doc["rows"]} == {"numba", "ptx"}
+    assert [p.name for p in data.pairs_present(run.doc)] == ["ptx-vs-numba"]
+    assert "gate/numba/tiny/balanced" in text and "gate/cuda/tiny/balanced" not in text
 
 
 def test_nsight_rows_inside_ptxmoe_ranges_go_side_by_side(tmp_path, rng):
     from harness.nsight.table import MetricRow, NsightTable
 
     run_dir = copy_run("sim-tiny", tmp_path)
-    values = {impl: rng.uniform(1e3, 1e5, size=3) for impl in ("cuda", "ptx")}
+    values = {impl: rng.uniform(1e3, 1e5, size=3) for impl in ("numba", "ptx")}
     rows = [MetricRow("ncu-csv-details", f"{impl}_gate_kernel", f"gate/{impl}/tiny/balanced", "dram__bytes_read.sum",
                       float(v), "byte", i, "ptxmoe", (("ptxmoe", "run/x"), ("ptxmoe", f"gate/{impl}/tiny/balanced")))
             for impl, vs in values.items() for i, v in enumerate(vs)]
@@ -224,7 +230,7 @@ def test_nsight_rows_inside_ptxmoe_ranges_go_side_by_side(tmp_path, rng):
     (rec,) = data.nsight_metric_records(run)
     assert (rec["label"], rec["preset"], rec["skew"], rec["metric"], rec["n"]) == (
         "gate", "tiny", "balanced", "dram__bytes_read.sum", 6)
-    assert rec["cuda"] == pytest.approx(values["cuda"].mean()) and rec["ptx"] == pytest.approx(values["ptx"].mean())
+    assert rec["numba"] == pytest.approx(values["numba"].mean()) and rec["ptx"] == pytest.approx(values["ptx"].mean())
     text = dashboard.build(run_dir).read_text()
     assert 'id="nsight"' in text and "dram__bytes_read.sum" in text.split("</script></head>", 1)[1]
 
@@ -320,7 +326,7 @@ def test_nsys_kernels_inside_ptxmoe_ranges_get_their_row_labels(tmp_path, rng):
 
     run_dir = copy_run("sim-tiny", tmp_path)
     rows, t = [], 1e9
-    for launch, impl in enumerate(("cuda", "ptx", "cuda", "ptx")):
+    for launch, impl in enumerate(("numba", "ptx", "numba", "ptx")):
         rng_name = f"gate/{impl}/tiny/balanced"
         stack = (("ptxmoe", "run-x"), ("ptxmoe", rng_name))
         dur = float(rng.uniform(1e3, 1e4))
@@ -332,13 +338,13 @@ def test_nsys_kernels_inside_ptxmoe_ranges_get_their_row_labels(tmp_path, rng):
         json.dumps(NsightTable("r.sqlite", "nsys-sqlite", tuple(rows)).to_json_dict()))
     run = data.load_run(run_dir)
     source, bars = data.timeline_records(run)
-    assert source.startswith("nsys") and [b["impl"] for b in bars] == ["cuda", "ptx", "cuda", "ptx"]
+    assert source.startswith("nsys") and [b["impl"] for b in bars] == ["numba", "ptx", "numba", "ptx"]
     assert {(b["lane"], b["preset"], b["skew"]) for b in bars} == {
-        ("gate/cuda/tiny/balanced", "tiny", "balanced"), ("gate/ptx/tiny/balanced", "tiny", "balanced")}
+        ("gate/numba/tiny/balanced", "tiny", "balanced"), ("gate/ptx/tiny/balanced", "tiny", "balanced")}
     durations = [r.value for r in rows if r.metric == "duration"]
     assert [b["end_ms"] - b["start_ms"] for b in bars] == pytest.approx([d / 1e6 for d in durations])
     (rec,) = [r for r in data.nsight_metric_records(run) if r["metric"] == "duration"]
-    assert rec["cuda"] == pytest.approx(np.mean(durations[0::2])) and rec["ptx"] == pytest.approx(
+    assert rec["numba"] == pytest.approx(np.mean(durations[0::2])) and rec["ptx"] == pytest.approx(
         np.mean(durations[1::2]))
 
 

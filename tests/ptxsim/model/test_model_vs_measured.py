@@ -139,19 +139,19 @@ def _gpu_row(key: str, measured_us: float, model_estimate, status: str = "ok") -
 def test_machinery_on_a_synthetic_gpu_run(tmp_path, monkeypatch, rng, seed, capsys):
     """A GPU run folder with: a row whose real estimate is within the band, one far outside it, one skipped (too
     big), one from before estimates were recorded, one failed row (ignored); plus a sim run (ignored)."""
-    est = _real_estimate("gate", "cuda", seed)
+    est = _real_estimate("gate", "numba", seed)
     near, far = float(rng.uniform(0.9, 1.1)), float(rng.uniform(2.0, 4.0))
     memory = dict(est, limiter="dram")  # the same estimate labelled memory-bound, so the band applies
     gpu = RunFile.create(tmp_path, "gpu-run", {"backend": "gpu"}, {"backend": "gpu"}, command=[])
-    rows = [_gpu_row("gate/cuda/tiny/balanced", est["modelled_us"] / near, est),
-            _gpu_row("combine/cuda/tiny/balanced", memory["modelled_us"] / far, memory),
+    rows = [_gpu_row("gate/numba/tiny/balanced", est["modelled_us"] / near, est),
+            _gpu_row("combine/numba/tiny/balanced", memory["modelled_us"] / far, memory),
             _gpu_row("grouped_gemm/ptx/dsv3-decode/balanced", 900.0, {"skipped": "inputs are 15.03 GB, over ..."}),
             _gpu_row("swiglu/ptx/tiny/balanced", 5.0, None),
             _gpu_row("align/ptx/tiny/balanced", 5.0, None, status="failed")]
     for row in rows:
         gpu.add_row(row)
     sim = RunFile.create(tmp_path, "sim-run", {"backend": "sim"}, {"backend": "sim"}, command=[])
-    sim.add_row(_gpu_row("gate/cuda/tiny/extreme", 1.0, None))
+    sim.add_row(_gpu_row("gate/numba/tiny/extreme", 1.0, None))
     monkeypatch.setattr(sys.modules[__name__], "PROFILES", tmp_path)
 
     entries = _entries_or_skip()
@@ -162,14 +162,14 @@ def test_machinery_on_a_synthetic_gpu_run(tmp_path, monkeypatch, rng, seed, caps
     assert big["skipped"] and big["problem"] is None and old["problem"] and old["estimate_us"] is None
     assert problems(entries) == [f"gpu-run: swiglu/ptx/tiny/balanced: {old['problem']}"]
     bad = out_of_band(entries)
-    assert len(bad) == 1 and bad[0].startswith("combine/cuda/tiny/balanced") and "dram-bound" in bad[0]
+    assert len(bad) == 1 and bad[0].startswith("combine/numba/tiny/balanced") and "dram-bound" in bad[0]
     if first["limiter"] in MEMORY_BOUND:  # the real estimate's own limiter: in the band by construction
         assert not any(b.startswith("gate/") for b in bad)
     text = table(entries)
     assert f"{near:.3f}" in text and f"{far:.3f}" in text and "15.03 GB" in text
     with pytest.raises(AssertionError, match="swiglu/ptx/tiny/balanced"):
         test_every_measured_row_has_an_estimate_with_a_limiter()
-    assert "gate/cuda/tiny/balanced" in capsys.readouterr().out
+    assert "gate/numba/tiny/balanced" in capsys.readouterr().out
 
 
 def test_sim_rows_carry_the_estimate_and_its_limiter(tmp_path, seed):
@@ -183,7 +183,7 @@ def test_sim_rows_carry_the_estimate_and_its_limiter(tmp_path, seed):
     from harness.runner import CompareSettings, run_sweep
 
     settings = CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",), kernels=("gate", "combine"),
-                               seed=seed, static=False)
+                               seed=seed, impls=("numba", "ptx"), static=False)
     run_file = RunFile.create(tmp_path, "sim", settings.as_dict(), {"gpu": {}})
     run_sweep(SimBackend(), settings, run_file, progress=io.StringIO())
     assert len(run_file.doc["rows"]) == 4

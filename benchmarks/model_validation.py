@@ -24,6 +24,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device-profile", default=None, help="a device profile from `ptxmoe calibrate`")
     args = parser.parse_args(argv)
 
+    from harness.static import analyse_ptx  # ptxas registers and SASS mix of each microbenchmark
     from ptxsim.model.errors import ModelError
     from ptxsim.model.profile import load_profile
     from ptxsim.model.validation import table, validate, write_record
@@ -31,7 +32,7 @@ def main(argv=None) -> int:
     names = [n for n in args.only.split(",") if n]
     try:
         constants = load_profile(args.device_profile).constants if args.device_profile else None
-        rows = validate(constants, names or None)
+        rows = validate(constants, names or None, static_facts=analyse_ptx)
     except ModelError as exc:
         print(f"model_validation: {exc}", file=sys.stderr)
         return 2

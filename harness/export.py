@@ -19,21 +19,34 @@ FORMATS = ("csv", "parquet")
 COUNTER_PREFIX = "counter:"
 STATIC_TOTALS = ("registers_max", "spills_bytes", "shared_bytes_max", "ptx_instructions", "sass_instructions")
 THROUGHPUT = ("achieved_gbps", "achieved_tflops", "pct_peak_bandwidth", "pct_peak_flops")
-# the implementation a verdict judges, and the one it is judged against, for runs that do not name them
-DEFAULT_CANDIDATE, DEFAULT_BASELINE = "ptx", "cuda"
+# the implementation a verdict judges, and the one it is judged against, for verdicts that do not name them
+DEFAULT_CANDIDATE, DEFAULT_BASELINE = "ptx", "numba"
 
 
 def _doc(run) -> dict:
-    """A run.json document from a document, a RunFile / Result (`.doc`), or a run folder path."""
+    """A run.json document (an older schema upgraded, on a copy) from a document, a RunFile / Result (`.doc`), or a
+    run folder path."""
     if isinstance(run, dict):
-        return run
+        return _current(run)
     if hasattr(run, "doc") and isinstance(run.doc, dict):
-        return run.doc
+        return _current(run.doc)
     if isinstance(run, (str, Path)):
         from harness.results import RunFile
 
         return RunFile.load(run).doc
     raise InputError(f"run = {type(run).__name__}; expected a run.json document, a RunFile or a run folder path")
+
+
+def _current(doc: dict) -> dict:
+    """`doc` at the current schema (schema-1 runs name the Numba path "cuda": upgraded on a deep copy)."""
+    import copy
+
+    from harness.run_schema import READABLE_VERSIONS, SCHEMA_VERSION, upgrade
+
+    version = doc.get("schema_version")
+    if version == SCHEMA_VERSION or version not in READABLE_VERSIONS:
+        return doc
+    return upgrade(copy.deepcopy(doc))
 
 
 def _d(value) -> dict:

@@ -343,7 +343,7 @@ def verdict(name: str, case: str, baseline: dict, candidate: dict, basis: str) -
     base, cand = baseline["impl"], candidate["impl"]
     out = {"key": f"{name}/{case}/{SKEW}/{cand}-vs-{base}", "kernel": name, "variant": None, "preset": case,
            "skew": SKEW, "basis": basis, "speedup": None, "ci_lo": None, "ci_hi": None, "verdict": None,
-           "reason": None, "impl": cand, "baseline": base, "ptx_over": base}
+           "reason": None, "impl": cand, "baseline": base, "pair": f"{cand}-vs-{base}"}
     bad = [r["impl"] for r in (baseline, candidate) if r.get("status") != "ok"]
     if bad:
         out["reason"] = f"no verdict: {' and '.join(bad)} failed the check"

@@ -124,24 +124,37 @@ def impls_present(doc: dict) -> list[str]:
 
 
 def _pair_of(v: dict) -> Pair | None:
-    name = v.get("pair") or LEGACY_PAIR
-    return next((p for p in PAIRS if p.name == name), None)
+    """The verdict's pair: a built-in one by name, else the user's own (runs saved by ptxmoe.compare name their
+    implementations: impl/baseline), else the two-path pair of schema-1 runs."""
+    name = v.get("pair")
+    known = next((p for p in PAIRS if p.name == (name or LEGACY_PAIR)), None)
+    if known is not None:
+        return known
+    impl, baseline = v.get("impl"), v.get("baseline")
+    if isinstance(impl, str) and isinstance(baseline, str) and impl and baseline:
+        return Pair(canonical_impl(impl), canonical_impl(baseline))
+    return None
 
 
 def pairs_present(doc: dict) -> list[Pair]:
-    """The pairs with at least one verdict in `doc`, in PAIRS order (the headline pair first)."""
-    names = {(_pair_of(v) or HEADLINE_PAIR).name for v in doc.get("verdicts", []) if isinstance(v, dict)}
-    return [p for p in PAIRS if p.name in names]
+    """The pairs with at least one verdict in `doc`: the built-in ones in PAIRS order (the headline pair first),
+    then users' own pairs in the order first met."""
+    found: list[Pair] = []
+    for v in doc.get("verdicts", []):
+        pair = _pair_of(v) if isinstance(v, dict) else None
+        if pair is not None and pair not in found:
+            found.append(pair)
+    return [p for p in PAIRS if p in found] + [p for p in found if p not in PAIRS]
 
 
 def headline_pair(doc: dict) -> Pair:
     """The pair the headline is about: PTX vs CUDA C++ when any cell has that verdict, else the first pair that
     has a speedup (a run of two implementations headlines the one pair it has), else the first pair present."""
     verdicts = verdict_records(doc)
-    for pair in PAIRS:
+    present = pairs_present(doc)
+    for pair in present:
         if any(v["pair"] == pair.name and v["speedup"] for v in verdicts):
             return pair
-    present = pairs_present(doc)
     return present[0] if present else HEADLINE_PAIR
 
 

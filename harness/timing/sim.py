@@ -138,9 +138,10 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
         if occ is None:
             out["error"] = f"no ptxas resource report for {record.name} (needed for occupancy)"
             return out
+        from harness.static import analyse_ptx
         from ptxsim.model.microbench import module_sass_mix
 
-        mix = module_sass_mix(ptx_entry[0]) if ptx_entry else None
+        mix = module_sass_mix(ptx_entry[0], analyse_ptx(ptx_entry[0])) if ptx_entry else None
         out["sass_mix"] = mix
         result = estimate(getattr(record.stats, "metrics", record.stats), spec, occ,
                           constants=profile_constants(spec.name), sass_mix=mix)

@@ -9,6 +9,10 @@ chase of n1 and n2 steps), so fixed costs (the first, cold pass; loop set-up) ca
 
     from ptxsim.model.microbench import BENCHES, run_on_sim
     result = run_on_sim(BENCHES["dram_read"], "H100 SXM")     # -> BenchResult(quantity=..., seconds=...)
+
+ptxsim knows no toolchain: the static facts of a bench's PTX (ptxas registers, nvdisasm's SASS histogram) come from
+the caller as `static_facts(ptx) -> {"resources": {entry: {"registers": ...}}, "sass_histogram": {...}}` (the
+harness passes harness.static.analyse_ptx). Without them a bench runs at 32 registers and charges PTX counts.
 """
 from __future__ import annotations
 
@@ -369,45 +373,47 @@ class BenchResult:
     limiters: tuple[str, ...]
 
 
-def _registers(ptx: str, entry: str) -> int:
-    """Registers per thread from ptxas -v, or 32 (documented fallback) where ptxas is not installed."""
+StaticFacts = Callable[[str], dict]
+DEFAULT_REGISTERS = 32  # per thread, when no ptxas report is given
+
+
+def _registers(ptx: str, entry: str, static_facts: StaticFacts | None) -> int:
+    """Registers per thread from the static facts (ptxas -v), or DEFAULT_REGISTERS without them."""
+    if static_facts is None:
+        return DEFAULT_REGISTERS
     try:
-        from harness.static import analyse_ptx   # cached per PTX text, shared with module_sass_mix
-
-        return int(analyse_ptx(ptx)["resources"][entry]["registers"])
-    except Exception:  # noqa: BLE001 - ptxas is optional for the model's validation
-        return 32
+        return int(static_facts(ptx)["resources"][entry]["registers"])
+    except (KeyError, TypeError, ValueError):  # ptxas failed: its facts hold no resources for the entry
+        return DEFAULT_REGISTERS
 
 
-_MIX_CACHE: dict[str, dict] = {}
+_MIX_CACHE: dict[str, dict | None] = {}
 
 
-def module_sass_mix(ptx: str) -> dict[str, float] | None:
+def module_sass_mix(ptx: str, facts: dict | None) -> dict[str, float] | None:
     """SASS-per-PTX factors of a PTX module (ptxsim.model.sass.sass_factors) from ptxsim's static class counts of
-    every entry and nvdisasm's SASS histogram; None when ptxas/nvdisasm are unavailable or failed. Cached per text."""
+    every entry and the module's SASS histogram in `facts` (harness.static.analyse_ptx's); None without one.
+    Cached per text."""
+    histogram = (facts or {}).get("sass_histogram")
+    if not histogram:
+        return None
     if ptx in _MIX_CACHE:
         return _MIX_CACHE[ptx]
-    mix = None
-    try:
-        import ptxsim
-        from harness.static import analyse_ptx
-        from ptxsim.model.sass import sass_factors
+    import ptxsim
+    from ptxsim.model.sass import sass_factors
 
-        facts = analyse_ptx(ptx)
-        if facts["sass_histogram"]:
-            module = ptxsim.load_ptx(ptx)
-            counts: dict[str, int] = {}
-            for entry in module.entries:
-                for ins in module.kernel(entry).program.instrs:
-                    counts[ins.klass] = counts.get(ins.klass, 0) + 1
-            mix = sass_factors(counts, facts["sass_histogram"]) or None
-    except Exception:  # noqa: BLE001 - without the toolchain the model charges PTX counts
-        mix = None
+    module = ptxsim.load_ptx(ptx)
+    counts: dict[str, int] = {}
+    for entry in module.entries:
+        for ins in module.kernel(entry).program.instrs:
+            counts[ins.klass] = counts.get(ins.klass, 0) + 1
+    mix = sass_factors(counts, histogram) or None
     _MIX_CACHE[ptx] = mix
     return mix
 
 
-def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, float] | None = None) -> BenchResult:
+def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, float] | None = None,
+               static_facts: StaticFacts | None = None) -> BenchResult:
     """Simulate each launch of `bench` on ptxsim, estimate its time with the model on `device`, derive the quantity.
 
     The quantity is computed from kernel time (the model's launch term excluded), except for `launch_gap`, whose
@@ -420,13 +426,14 @@ def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, f
 
     spec = get_device(device)
     kernel = ptxsim.load_ptx(bench.ptx).kernel(bench.entry)
-    regs = _registers(bench.ptx, bench.entry)
+    regs = _registers(bench.ptx, bench.entry, static_facts)
+    mix = module_sass_mix(bench.ptx, static_facts(bench.ptx) if static_facts else None)
     times, limiters, launch_s = [], [], 0.0
     for launch in bench.launches:
         dev = ptxsim.Device()
         stats = dev.launch(kernel, launch.grid, launch.block, launch.args(dev), sample_ctas=launch.sample_ctas)
         occ = occupancy(spec, launch.block, regs, int(stats.metrics.get("launch__shared_mem_per_block_static", 0)))
-        est = estimate(stats.metrics, spec, occ, constants=constants, sass_mix=module_sass_mix(bench.ptx))
+        est = estimate(stats.metrics, spec, occ, constants=constants, sass_mix=mix)
         times.append(est.kernel_seconds)
         limiters.append(est.limiter)
         launch_s = est.components["launch"]

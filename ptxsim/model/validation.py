@@ -49,8 +49,11 @@ class Row:
         return self.ratio is not None and BAND[0] <= self.ratio <= BAND[1]
 
 
-def validate(constants: Mapping[str, float] | None = None, names=None) -> list[Row]:
-    """Run the microbenchmarks (all, or `names`) on ptxsim with the model of the device each figure was measured on."""
+def validate(constants: Mapping[str, float] | None = None, names=None, static_facts=None) -> list[Row]:
+    """Run the microbenchmarks (all, or `names`) on ptxsim with the model of the device each figure was measured on.
+
+    static_facts: ptx -> {"resources", "sass_histogram"} (harness.static.analyse_ptx), as microbench.run_on_sim
+    takes it; the recorded validation was made with it."""
     from ptxsim.model.microbench import BENCHES, run_on_sim
     from ptxsim.model.published import entries
 
@@ -61,7 +64,7 @@ def validate(constants: Mapping[str, float] | None = None, names=None) -> list[R
         results = {}
         for pub in entries(name):
             if pub.device not in results:
-                results[pub.device] = run_on_sim(bench, pub.device, constants)
+                results[pub.device] = run_on_sim(bench, pub.device, constants, static_facts)
             result = results[pub.device]
             ratio = result.quantity / pub.value if pub.value else None
             what = bench.what if pub.device == "H100 SXM" else f"{bench.what}, {pub.device}"

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from harness.static import analyse_ptx
 from harness.cli import main
 from ptxsim.model.costs import MODEL_CONSTANTS
 from ptxsim.model.devices import get_device
@@ -41,7 +42,7 @@ def test_a_profile_changes_the_validated_model(tmp_path):
     meas = tmp_path / "m.json"
     meas.write_text(json.dumps({"chase_l2": 200.0}))
     assert main(["calibrate", "--out", str(out), "--measurements", str(meas), "--device", "H100 SXM"]) == 0
-    row = validate(load_profile(out).constants, names=["chase_l2"])[0]
+    row = validate(load_profile(out).constants, names=["chase_l2"], static_facts=analyse_ptx)[0]
     assert row.modelled == pytest.approx(200.0, rel=1e-6)        # the modelled chase now is the measured one
 
 

@@ -73,9 +73,10 @@ def test_repeated_kernel_runs_once(tmp_path, capsys):
     assert main(["compare", "--kernels", "gate,gate", "--preset", "tiny,tiny", "--out", str(tmp_path),
                  "--no-static", "--no-dashboard"]) == 0
     err = capsys.readouterr().err
-    assert "resumed" not in err and "[2/2] gate/ptx/tiny/balanced" in err and "[3/" not in err
+    assert "resumed" not in err and "[3/3] gate/ptx/tiny/balanced" in err and "[4/" not in err
     doc = json.loads((_only_run(tmp_path) / "run.json").read_text())
-    assert [r["key"] for r in doc["rows"]] == ["gate/cuda/tiny/balanced", "gate/ptx/tiny/balanced"]
+    assert [r["key"] for r in doc["rows"]] == ["gate/numba/tiny/balanced", "gate/cpp/tiny/balanced",
+                                               "gate/ptx/tiny/balanced"]
     assert doc["settings"]["kernels"] == ["gate"] and doc["settings"]["presets"] == ["tiny"]
 
 
@@ -158,7 +159,7 @@ SLOW_DRIVER = textwrap.dedent("""
 
     select.select_backend = lambda name: FakeBackend()
     select.resolve_backend_name = lambda name: "sim"
-    runner._find_run = lambda impl, kernel: ({"cuda": fast, "ptx": slow}[impl], "")
+    runner._find_run = lambda impl, kernel: ({"numba": fast, "cpp": fast, "ptx": slow}[impl], "")
     sys.exit(main(sys.argv[1:]))
 """)
 
@@ -171,7 +172,7 @@ def test_sigterm_interrupts_like_sigint_and_resumes(tmp_path, capsys):
     lines = []
     for line in proc.stderr:
         lines.append(line)
-        if "[2/2]" in line and "running" in line:
+        if "[3/3]" in line and "running" in line:
             proc.send_signal(signal.SIGTERM)  # what `timeout` and CI runners send
             break
     rest = proc.stderr.read()
@@ -180,10 +181,11 @@ def test_sigterm_interrupts_like_sigint_and_resumes(tmp_path, capsys):
     assert "Traceback" not in rest
     run_dir = _only_run(tmp_path)
     doc = json.loads((run_dir / "run.json").read_text())
-    assert doc["status"] == "interrupted" and [r["key"] for r in doc["rows"]] == ["gate/cuda/tiny/balanced"]
+    assert doc["status"] == "interrupted" and [r["key"] for r in doc["rows"]] == ["gate/numba/tiny/balanced",
+                                                                                  "gate/cpp/tiny/balanced"]
     assert main(["compare", "--resume", str(run_dir), "--no-dashboard"]) == 0  # resumable, row by row
     doc = json.loads((run_dir / "run.json").read_text())
-    assert doc["status"] == "complete" and len(doc["rows"]) == 2
+    assert doc["status"] == "complete" and len(doc["rows"]) == 3
 
 
 def test_a_bad_run_folder_beside_does_not_fail_compare(tmp_path, capsys):

@@ -54,5 +54,5 @@ def test_analyse_example_on_a_run_folder(monkeypatch, capsys):
     run_example("analyse_run.py", [str(SIM_RUN)], monkeypatch)
     out = capsys.readouterr().out
     assert "20 rows, backend sim, times modelled" in out
-    assert "speedup_vs_cuda" in out and "registers_max" in out
+    assert "speedup_vs_numba" in out and "registers_max" in out
     assert "grouped_gemm[up]" in out

@@ -12,7 +12,7 @@ def test_load_a_cli_run_and_pick_rows_by_kernel_and_skew():
     result = ptxmoe.load(RUNS / "sim-real")
     assert result.backend == "sim" and result.basis == "modelled"
     assert result.kernels == ["gate", "align", "grouped_gemm[up]", "grouped_gemm[down]", "layer"]
-    assert result.cases == ["tiny"] and result.skews == ["balanced", "imbalanced"] and result.impls == ["cuda", "ptx"]
+    assert result.cases == ["tiny"] and result.skews == ["balanced", "imbalanced"] and result.impls == ["numba", "ptx"]
     row = next(r for r in result.doc["rows"] if r["key"] == "grouped_gemm[down]/ptx/tiny/imbalanced")
     assert result.row("ptx", kernel="grouped_gemm[down]", skew="imbalanced") is row
     assert result.time_us("ptx", kernel="grouped_gemm[down]", skew="imbalanced") == row["timing"]["modelled_us"]
@@ -23,14 +23,14 @@ def test_load_a_cli_run_and_pick_rows_by_kernel_and_skew():
         result.row("ptx", "small", kernel="gate", skew="balanced")
 
 
-def test_verdicts_of_a_cli_run_read_as_ptx_over_cuda():
+def test_verdicts_of_a_cli_run_read_as_ptx_over_numba():
     result = ptxmoe.load(RUNS / "gpu-measured")
-    doc_v = next(v for v in result.doc["verdicts"] if v["key"] == "swiglu/tiny/imbalanced")
+    doc_v = next(v for v in result.doc["verdicts"] if v["key"] == "swiglu/tiny/imbalanced/ptx-vs-numba")
     v = result.verdict(kernel="swiglu", skew="imbalanced")
-    assert (v.candidate, v.baseline, v.basis) == ("ptx", "cuda", "measured")
+    assert (v.candidate, v.baseline, v.basis) == ("ptx", "numba", "measured")
     assert (v.speedup, v.ci_lo, v.ci_hi, v.verdict) == (doc_v["speedup"], doc_v["ci_lo"], doc_v["ci_hi"],
                                                        doc_v["verdict"])
-    assert str(v).startswith("swiglu: ptx vs cuda [tiny/imbalanced]: ")
+    assert str(v).startswith("swiglu: ptx vs numba [tiny/imbalanced]: ")
     text = repr(result)
     assert "on gpu: 20 rows, times measured, median" in text and text.count("\n") == 20 + 10
 

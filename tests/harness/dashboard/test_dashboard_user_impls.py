@@ -17,15 +17,18 @@ def _renamed(tmp_path, names: dict, kernel: str) -> Path:
         row["kernel"] = f"{kernel}_{row['kernel']}"
     for v in doc["verdicts"]:
         v["kernel"] = f"{kernel}_{v['kernel']}"
+        v["impl"], v["baseline"] = names[v["impl"]], names[v["baseline"]]
+        v["pair"] = f"{v['impl']}-vs-{v['baseline']}"
     (run_dir / "run.json").write_text(json.dumps(doc))
     return run_dir
 
 
 def test_measured_run_with_other_implementation_names_renders(tmp_path):
-    run_dir = _renamed(tmp_path, {"cuda": "numba", "ptx": "handwritten"}, "usersaxpy")
+    run_dir = _renamed(tmp_path, {"numba": "numba_saxpy", "ptx": "handwritten"}, "usersaxpy")
     doc = json.loads((run_dir / "run.json").read_text())
     h = headline(doc)
-    # no (cuda, ptx) samples to bootstrap: the interval comes from the per-cell interval ends instead
-    assert h["interval"] == "geometric means of the per-cell 95% interval ends" and h["lo"] <= h["geomean"] <= h["hi"]
+    # a pair of the user's own names is the headline, bootstrapped from its rows' samples like a built-in pair
+    assert h["pair"] == "handwritten-vs-numba_saxpy"
+    assert h["interval"].startswith("95% bootstrap") and h["lo"] < h["geomean"] < h["hi"]
     html = build(run_dir).read_text()
     assert "usersaxpy_gate" in html and "handwritten" in html

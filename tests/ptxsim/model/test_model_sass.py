@@ -44,6 +44,7 @@ def test_fewer_sass_instructions_is_faster():
 
 
 def test_real_module_mix_from_ptxas():
+    from harness.static import analyse_ptx
     from harness.toolchain import ToolchainError, nvdisasm_path, ptxas_path
     from ptxsim.model.microbench import BENCHES, module_sass_mix
 
@@ -51,6 +52,7 @@ def test_real_module_mix_from_ptxas():
         ptxas_path(), nvdisasm_path()
     except ToolchainError as exc:
         pytest.skip(f"no ptxas/nvdisasm: {exc}")
-    mix = module_sass_mix(BENCHES["dram_read"].ptx)
+    ptx = BENCHES["dram_read"].ptx
+    mix = module_sass_mix(ptx, analyse_ptx(ptx))
     # the 64-bit address arithmetic (mul.wide + add.s64 chains) folds: fewer SASS int instructions than PTX
     assert mix is not None and 0 < mix["int"] < 1 and mix["unroll"] == pytest.approx(1.0)

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from harness.static import analyse_ptx
 from ptxsim.model.microbench import BENCHES
 from ptxsim.model.published import PUBLISHED, entries
 from ptxsim.model.validation import (
@@ -66,6 +67,6 @@ def test_the_recorded_validation_matches_the_model():
     recorded = {(r["name"], r["source"]): r["modelled"] for r in doc["rows"]}
     assert {name for name, _ in recorded} == set(BENCHES)
     assert doc["error"] == pytest.approx(error_figure([Row(**r) for r in doc["rows"]]))
-    for row in validate(names=["dram_read", "chase_l2", "fp32_fma"]):
+    for row in validate(names=["dram_read", "chase_l2", "fp32_fma"], static_facts=analyse_ptx):
         assert row.modelled == pytest.approx(recorded[(row.name, row.source)], rel=1e-9), \
             f"ptxsim/model/validation.json is stale for {row.name}: run python benchmarks/model_validation.py"

@@ -188,8 +188,10 @@ class ExecState:
             return np.full(self.count(lanes), base + off, np.uint64)
         b = op.base
         v = self.regs[b.idx][lanes]
-        if b.bits != 64:
+        if b.bits != 64:  # NOTE: a 32-bit register plus an offset wraps modulo 2**32, as on hardware (nvcc folds
+            # negative offsets into 32-bit shared/local address registers, then adds a positive immediate)
             v = v.astype(np.uint64)
+            return (v + off) & np.uint64(0xFFFFFFFF) if op.offset else v
         return v + off if op.offset else v
 
     # -- geometry for messages -----------------------------------------------------------------------------------

@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 from ptxsim import ast as A
-from ptxsim.errors import DecodeError, UnsupportedInstruction
+from ptxsim.errors import DecodeError, ResourceLimitError, UnsupportedInstruction
 from ptxsim.ptxtypes import TYPES, is_type, type_bits
+from ptxsim.validate import check_instruction, check_labels, quote
 from ptxsim.program import (ADDR, FUNC, IMM, LABEL, LIST, NOT, PAIR, REG, SINK, SREG, SYM, VEC, Ins, Opnd, ParamSlot,
                             Program)
 
@@ -18,6 +19,7 @@ _SREG_BASES = {"%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwa
                "%total_smem_size", "%cluster_ctarank", "%cluster_nctarank", "%clusterid", "%nclusterid",
                "%cluster_ctaid", "%cluster_nctaid", "%is_explicit_cluster", "%clock_hi", "%aggr_smem_size",
                "%reserved_smem_offset_begin", "%reserved_smem_offset_end", "%reserved_smem_offset_cap"}
+MAX_LOCAL_BYTES = 512 * 1024  # per thread (CUDA's local-memory limit)
 _RANGE_NAME = re.compile(r"^(.*?)(\d+)$")
 _SPACE_MODS = {".global": "global", ".shared": "shared", ".shared::cta": "shared", ".shared::cluster": "shared",
                ".local": "local", ".param": "param", ".param::entry": "param", ".param::func": "param",
@@ -101,6 +103,7 @@ class Decoder:
         self.instrs: list[Ins] = []
         self.reg_bits: list[int] = []
         self.reg_names: list[str] = []
+        self.reg_types: list[str] = []  # declared type per register (operand type checks)
         self.reg_index: dict = {}
         self.global_syms: set = set()
         self.shared_off = 0
@@ -138,7 +141,11 @@ class Decoder:
         prog = Program(name=name, instrs=self.instrs, params=params, param_bytes=off, reg_bits=self.reg_bits,
                        reg_names=self.reg_names, shared_static=self.shared_off, shared_dyn_offset=dyn,
                        local_bytes=_align_up(self.local_off, 16), frame_bytes=_align_up(self.frame_off, 16),
-                       global_syms=sorted(self.global_syms), ntid_hint=kernel.directives.get("reqntid", ()))
+                       global_syms=sorted(self.global_syms), ntid_hint=kernel.directives.get("reqntid", ()),
+                       maxntid=kernel.directives.get("maxntid", ()))
+        if prog.local_bytes > MAX_LOCAL_BYTES:
+            raise ResourceLimitError(f"kernel {name} needs {prog.local_bytes} bytes of .local memory per thread; "
+                                     f"the limit is {MAX_LOCAL_BYTES} bytes (512 KiB)")
         prog.lines = {i.pc: i.line for i in self.instrs}
         return prog
 
@@ -202,6 +209,7 @@ class Decoder:
         scopes = _Scopes()
         base_pc = len(self.instrs)
         labels, pc = {}, base_pc
+        check_labels(f, {})
         for st in f.body:
             if isinstance(st, A.Label):
                 labels[st.name] = pc
@@ -223,11 +231,12 @@ class Decoder:
                     scopes.pop()
             elif isinstance(st, A.RegDecl):
                 for name, count in st.names:
-                    payload = ("reg", (f.name, name, id(st)), type_bits(st.type), name)
+                    payload = ("reg", (f.name, name, id(st)), type_bits(st.type), name, st.type)
                     if count is None:
                         scopes.declare(name, payload)
                     else:
-                        scopes.declare_range(name, count, ("regrange", f.name, name, type_bits(st.type), id(st)))
+                        scopes.declare_range(name, count, ("regrange", f.name, name, type_bits(st.type), id(st),
+                                                           st.type))
             elif isinstance(st, A.VarDecl):
                 self._declare_var(st, scopes, f)
             elif isinstance(st, A.Instr):
@@ -256,13 +265,14 @@ class Decoder:
             raise DecodeError(f"line {v.line}: .{v.space} variable {v.name} declared inside a function body "
                               "is not supported (declare it at module scope)")
 
-    def _reg(self, key, bits, name) -> Opnd:
+    def _reg(self, key, bits, name, typ) -> Opnd:
         idx = self.reg_index.get(key)
         if idx is None:
             idx = len(self.reg_bits)
             self.reg_index[key] = idx
             self.reg_bits.append(bits)
             self.reg_names.append(name)
+            self.reg_types.append(typ)
         return Opnd(REG, idx=idx, bits=bits, name=name)
 
     def _resolve_ident(self, name: str, ctx, line: int) -> Opnd:
@@ -270,10 +280,10 @@ class Decoder:
         if found is not None:
             kind = found[0]
             if kind == "reg":
-                return self._reg(found[1], found[2], found[3])
+                return self._reg(found[1], found[2], found[3], found[4])
             if kind == "regrange":
-                _, fname, prefix, bits, sid = found
-                return self._reg((fname, name, sid), bits, name)
+                _, fname, _prefix, bits, sid, typ = found
+                return self._reg((fname, name, sid), bits, name, typ)
             if kind in ("kparam", "fparam", "local"):
                 return Opnd(IMM, value=found[1], name=name, sym=None)
             if kind == "shared":
@@ -353,6 +363,7 @@ class Decoder:
             guard = (g.idx, st.guard[1])
         text = f"{'@' + ('!' if st.guard[1] else '') + st.guard[0] + ' ' if st.guard else ''}" \
                f"{st.opcode}{''.join(st.mods)} " + ", ".join(_fmt(o) for o in st.operands)
+        text = quote(text)  # messages quote at most ~200 characters of a source line
         ins = Ins(len(self.instrs), st.opcode, modlist, types, ops, guard, st.line, text)
         ins.func = ctx.f.name
         ins.handler, ins.klass, ins.control = spec.handler, spec.klass, spec.control
@@ -365,7 +376,8 @@ class Decoder:
             except UnsupportedInstruction:
                 raise
             except DecodeError as e:
-                raise DecodeError(f"line {st.line}: `{text}`: {e}") from None
+                raise DecodeError(f"line {st.line}: `{quote(text)}`: {e}") from None
+        check_instruction(ins, self.reg_types)
         return ins
 
 

@@ -71,5 +71,6 @@ class Program:
     local_bytes: int  # per thread
     frame_bytes: int  # per-thread scratch for .func params / call-site params
     global_syms: list  # module variable names (global/const) this kernel references
-    ntid_hint: tuple = ()
+    ntid_hint: tuple = ()  # .reqntid (the launch's block must be exactly this)
+    maxntid: tuple = ()  # .maxntid (the launch's block may hold at most their product of threads)
     lines: dict = field(default_factory=dict)  # pc -> PTX line

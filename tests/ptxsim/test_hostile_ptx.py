@@ -1,0 +1,209 @@
+"""Malformed or hostile PTX and launches: rejected like ptxas / the driver would, always with ptxsim's own errors
+that say what was asked, where, and what the limit is (never MemoryError, ValueError, IndexError, ...)."""
+import time
+
+import numpy as np
+import pytest
+from ptxkit import HEADER, TEMPLATE, kernel
+
+import ptxsim
+
+
+def entry(body: str, decls: str = "", head: str = HEADER, directives: str = "") -> str:
+    return head + decls + f"""
+.visible .entry k(.param .u64 out) {directives}
+{{
+  .reg .pred %p<4>; .reg .b16 %h<4>; .reg .b32 %r<8>; .reg .u32 %u<4>; .reg .b64 %rd<8>; .reg .f32 %f<4>;
+  .reg .f64 %fd<2>;
+  ld.param.u64 %rd1, [out];
+{body}
+  ret;
+}}
+"""
+
+
+def load_kernel(body: str, **kw):
+    return ptxsim.load_ptx(entry(body, **kw)).kernel("k")
+
+
+# -- labels, operand types and immediates ---------------------------------------------------------------------
+def test_duplicate_label_is_rejected_naming_both_lines():
+    with pytest.raises(ptxsim.DecodeError, match=r"label \$L1 is already defined at line 10"):
+        load_kernel("$L1:\n  add.s32 %r1, %r1, 1;\n$L1:\n  bra $L1;")
+
+
+@pytest.mark.parametrize("body, what", [
+    ("add.s32 %r1, %rd2, %r3;", r"%rd2 is a 64-bit .b64 register; the instruction needs 32-bit"),
+    ("add.s32 %r1, %p1, 1;", r"%p1 is a .pred register where a .s32 value is expected"),
+    ("add.s32 %r1, %f1, %r2;", r"%f1 is a .f32 register; a .s32 instruction takes"),
+    ("add.f32 %f1, %u1, %f2;", r"%u1 is a .u32 register; a .f32 instruction takes"),
+    ("selp.b32 %r1, %r2, %r3, %r4;", r"%r4 is a .b32 register where a predicate register is expected"),
+    ("setp.lt.s32 %r1, %r2, %r3;", r"%r1 is a .b32 register where a predicate register is expected"),
+    ("mul.wide.u32 %r1, %r2, %r3;", r"%r1 is a 32-bit .b32 register; the instruction needs 64-bit"),
+    ("and.pred %p1, %p2, %r1;", r"%r1 is a .b32 register where a predicate register is expected"),
+    ("add.s32 %r1, %r2, 4294967296;", r"immediate 4294967296 does not fit a 32-bit .s32 operand"),
+    ("add.u16 %h1, %h2, -32769;", r"immediate -32769 does not fit a 16-bit .u16 operand"),
+    ("add.s32 %r1, %r2, 1.5;", r"floating-point immediate 1.5 in a .s32 instruction"),
+])
+def test_operand_that_does_not_fit_the_instruction_is_rejected(body, what):
+    with pytest.raises(ptxsim.DecodeError, match=what.replace(".", r"\.").replace("%", "%")) as e:
+        load_kernel(body)
+    assert "line 10" in str(e.value)
+
+
+def test_legal_compiler_idioms_still_load():
+    load_kernel("""
+  mov.b32 %r1, %f1; mov.b32 %f2, %r1; mov.b64 %rd2, %fd1; mov.b16 %h1, 0x3C00;
+  add.s64 %rd2, %rd1, 8; add.u64 %rd3, %rd2, %rd1; shl.b64 %rd4, %rd3, %r1; shr.u32 %r2, %r1, %u1;
+  cvt.u64.u32 %rd5, %r1; cvt.rn.f32.u32 %f1, %u1; mul.wide.s32 %rd6, %r1, 4; mad.wide.u32 %rd6, %r1, %u1, %rd6;
+  and.b32 %r3, %r2, -16; and.b32 %r3, %r2, 0xFFFFFFFF; add.s32 %r3, %r3, -2147483648; add.u32 %u2, %u1, %r3;
+  setp.lt.s32 %p1, %r1, %u1; selp.b32 %r4, %r1, %u1, %p1; and.pred %p2, %p1, %p1; not.pred %p3, %p2;
+  setp.ne.and.s32 %p1|%p2, %r1, 0, %p3; mov.u32 %r5, %tid.x; mov.pred %p1, 1; add.f32 %f1, %f2, 0f3F800000;
+""")
+
+
+# -- module directives ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("head, what", [
+    (".version 99.9\n.target sm_90\n.address_size 64\n", r"\.version 99\.9 is not a PTX ISA version"),
+    (".version 8.8\n.target sm_999\n.address_size 64\n", r"\.target sm_999 is not a target"),
+])
+def test_unknown_version_or_target_is_rejected(head, what):
+    with pytest.raises(ptxsim.DecodeError, match=what):
+        ptxsim.load_ptx(entry("", head=head))
+
+
+def test_known_targets_load():
+    for target in ("sm_90a", "compute_80", "sm_100a, texmode_independent", "sm_120"):
+        ptxsim.load_ptx(entry("", head=f".version 8.8\n.target {target}\n.address_size 64\n"))
+
+
+def test_const_beyond_64k_is_rejected_and_64k_loads():
+    ptxsim.load_ptx(entry("", decls=".const .align 4 .b8 c0[32768];\n.const .align 4 .b8 c1[32768];\n"))
+    with pytest.raises(ptxsim.DecodeError, match=r"\.const variables take 65537 bytes .* holds 65536 bytes"):
+        ptxsim.load_ptx(entry("", decls=".const .align 4 .b8 c0[32768];\n.const .align 4 .b8 c1[32769];\n"))
+
+
+def test_store_to_kernel_param_space_is_rejected():
+    with pytest.raises(ptxsim.DecodeError, match=r"stores to the kernel parameter space"):
+        load_kernel("st.param.u64 [out], %rd1;")
+
+
+# -- launches CUDA refuses ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("grid, block, what", [
+    ((1, 65536), 32, r"grid\.y = 65536 exceeds CUDA's limit of 65535"),
+    ((1, 1, 70000), 32, r"grid\.z = 70000 exceeds CUDA's limit of 65535"),
+    (2**31, 32, r"grid\.x = 2147483648 exceeds CUDA's limit of 2147483647"),
+    (1, (1, 1, 65), r"block\.z = 65 exceeds CUDA's limit of 64"),
+    (1, (64, 32), r"2048 threads; at most 1024"),
+])
+def test_launch_shapes_cuda_refuses(grid, block, what):
+    with pytest.raises(ptxsim.LaunchError, match=what):
+        ptxsim.launch(load_kernel(""), grid, block, [np.zeros(1, np.uint32)])
+
+
+def test_maxntid_and_reqntid_are_enforced():
+    k = load_kernel("", directives=".maxntid 64, 1, 1")
+    ptxsim.launch(k, 1, 64, [np.zeros(1, np.uint32)])
+    with pytest.raises(ptxsim.LaunchError, match=r"128 threads; kernel k declares \.maxntid 64, 1, 1"):
+        ptxsim.launch(k, 1, 128, [np.zeros(1, np.uint32)])
+    k = load_kernel("", directives=".reqntid 32, 2")
+    ptxsim.launch(k, 1, (32, 2), [np.zeros(1, np.uint32)])
+    with pytest.raises(ptxsim.LaunchError, match=r"differs from kernel k's \.reqntid 32, 2"):
+        ptxsim.launch(k, 1, 64, [np.zeros(1, np.uint32)])
+
+
+# -- resources: never an internal exception -------------------------------------------------------------------
+def test_huge_grid_is_not_materialised():
+    t0 = time.perf_counter()
+    with pytest.raises(ptxsim.InstructionBudgetExceeded, match=r"more than 1000 warp-instructions"):
+        ptxsim.launch(load_kernel(""), 2**31 - 1, 32, [np.zeros(1, np.uint32)], budget=1000)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_gigabyte_local_array_is_a_resource_error():
+    src = entry("mov.u32 %r1, big;", decls="").replace("ld.param.u64", ".local .align 4 .b8 big[1073741824];\n"
+                                                                       "  ld.param.u64")
+    with pytest.raises(ptxsim.ResourceLimitError, match=r"1073741824 bytes of \.local memory per thread; the limit "
+                                                        r"is 524288"):
+        ptxsim.load_ptx(src).kernel("k")
+
+
+def test_four_gigabyte_global_variable_is_a_resource_error():
+    k = load_kernel("mov.u64 %rd2, big;", decls=".global .align 8 .b8 big[4294967296];\n")
+    with pytest.raises(ptxsim.ResourceLimitError, match=r"allocating 4294967296 bytes for \.global big .* the limit "
+                                                        r"is \d+ bytes \(PTXSIM_MAX_GLOBAL\)"):
+        ptxsim.launch(k, 1, 1, [np.zeros(1, np.uint32)])
+    with pytest.raises(ptxsim.ResourceLimitError):
+        ptxsim.Device().alloc(-1)
+
+
+@pytest.mark.parametrize("frag, what", [
+    ("{%r1, %r2, %r3}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%r1, %r2, %r3, %r4}", "fragment d needs 4 register"),
+    ("{%r1, %r2, %r3, %r4}, {%r1, %r2}, {%r5, %r6}, {%r1, %r2, %r3, %r4}", "fragment a needs 4 register"),
+    ("{%r1, %r2, %r3, %r4}, {%r1, %r2, %r3, %r4}, {%r5}, {%r1, %r2, %r3, %r4}", "fragment b needs 2 register"),
+    ("{%r1, %r2, %r3, %r4}, {%rd1, %r2, %r3, %r4}, {%r5, %r6}, {%r1, %r2, %r3, %r4}", "needs 32-bit registers"),
+])
+def test_wrong_mma_fragments_are_rejected(frag, what):
+    with pytest.raises(ptxsim.UnsupportedInstruction, match=what):
+        load_kernel(f"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {frag};")
+
+
+def test_non_utf8_bytes_and_non_ascii_text_are_syntax_errors():
+    raw = entry("add.s32 %r1, %r1, 1; // caf\xe9").encode("latin-1")
+    with pytest.raises(ptxsim.PtxSyntaxError, match=r"byte 0xe9 is not UTF-8") as e:
+        ptxsim.load_ptx(raw)
+    assert e.value.line == 10
+    with pytest.raises(ptxsim.PtxSyntaxError, match=r"non-ASCII character") as e:
+        ptxsim.load_ptx(entry("add.s32 %r1, %r1, 1 \u2013 2;"))
+    assert e.value.line == 10
+    with pytest.raises(ptxsim.PtxSyntaxError, match=r"expected PTX text as str or bytes, got int"):
+        ptxsim.load_ptx(42)
+
+
+def test_deep_nesting_is_a_syntax_error_not_a_recursion_error():
+    with pytest.raises(ptxsim.PtxSyntaxError, match=r"nested too deeply"):
+        ptxsim.load_ptx(entry("not.pred %p1, " + "!" * 100000 + "%p2;"))
+
+
+def test_messages_quote_at_most_about_200_characters_of_a_line():
+    long_line = "add.s32 %r1, %r1, 1; " * 5000 + "add.s32 %r1, %r2 %r3;"
+    with pytest.raises(ptxsim.PtxSyntaxError) as e:
+        ptxsim.load_ptx(entry(long_line))
+    assert len(str(e.value)) < 600 and "%r2" in str(e.value)
+    vec = "{" + ", ".join(["%r1"] * 3000) + "}"
+    with pytest.raises(ptxsim.PtxSimError) as e:
+        load_kernel(f"add.s32 %r1, %p1, {vec};")
+    assert len(str(e.value)) < 800
+
+
+# -- runaway loops --------------------------------------------------------------------------------------------
+LOOP = """
+  mov.u32 %r1, 0;
+$Lloop:
+  add.s32 %r1, %r1, 1;
+  bra $Lloop;
+"""
+
+
+def test_runaway_loop_stops_on_the_wall_clock_naming_kernel_and_loop_line():
+    t0 = time.perf_counter()
+    with pytest.raises(ptxsim.TimeLimitExceeded, match=r"kernel k ran longer than its 0\.5 s wall-clock limit "
+                                                       r"\(looping at PTX lines 13-14 .*`bra \$Lloop`") as e:
+        ptxsim.launch(load_kernel(LOOP), 1, 32, [np.zeros(1, np.uint32)], time_limit=0.5, budget=10**15)
+    assert time.perf_counter() - t0 < 5
+    assert isinstance(e.value, ptxsim.InstructionBudgetExceeded)  # callers catching the budget catch this too
+
+
+def test_default_time_limit_is_about_a_minute():
+    from ptxsim.config import CONFIG
+
+    assert 10 <= CONFIG.time_limit <= 120
+
+
+def test_budget_error_names_the_loop():
+    with pytest.raises(ptxsim.InstructionBudgetExceeded, match=r"looping at PTX lines 13-14"):
+        ptxsim.launch(load_kernel(LOOP), 1, 32, [np.zeros(1, np.uint32)], budget=5000)
+
+
+def test_template_kernels_still_load():
+    assert kernel("add.s32 %r1, %r1, 1;").name == "k" and "BODY" in TEMPLATE

@@ -5,7 +5,8 @@ Function checks (`check_labels`): no label defined twice.
 Instruction checks (`check_instruction`): the PTX ISA's operand type-checking rules for the instructions whose
 operands all have the instruction type (add, mul, setp, selp, ...): a register must have the instruction type's
 width and a compatible kind (.b any; .u/.s: .b/.u/.s; .f: .b/.f), predicates only where a predicate belongs, integer
-immediates within the type's range; no stores to a kernel's `.param` space. ld/st/cvt may use wider registers
+immediates within the type's range (NOTE: ptxas silently truncates an out-of-range immediate, e.g. 4294967296 in an
+.s32 add becomes 0; ptxsim refuses it, as it is almost surely a bug); no stores to a kernel's `.param` space. ld/st/cvt may use wider registers
 (ISA "Operand Size Exceeding Instruction-Type Size") and keep their own checks.
 """
 from __future__ import annotations

@@ -32,7 +32,7 @@ def test_duplicate_label_is_rejected_naming_both_lines():
         load_kernel("$L1:\n  add.s32 %r1, %r1, 1;\n$L1:\n  bra $L1;")
 
 
-@pytest.mark.parametrize("body, what", [
+_BAD_OPERANDS = [
     ("add.s32 %r1, %rd2, %r3;", r"%rd2 is a 64-bit .b64 register; the instruction needs 32-bit"),
     ("add.s32 %r1, %p1, 1;", r"%p1 is a .pred register where a .s32 value is expected"),
     ("add.s32 %r1, %f1, %r2;", r"%f1 is a .f32 register; a .s32 instruction takes"),
@@ -44,22 +44,28 @@ def test_duplicate_label_is_rejected_naming_both_lines():
     ("add.s32 %r1, %r2, 4294967296;", r"immediate 4294967296 does not fit a 32-bit .s32 operand"),
     ("add.u16 %h1, %h2, -32769;", r"immediate -32769 does not fit a 16-bit .u16 operand"),
     ("add.s32 %r1, %r2, 1.5;", r"floating-point immediate 1.5 in a .s32 instruction"),
-])
+]
+
+
+@pytest.mark.parametrize("body, what", _BAD_OPERANDS)
 def test_operand_that_does_not_fit_the_instruction_is_rejected(body, what):
     with pytest.raises(ptxsim.DecodeError, match=what.replace(".", r"\.").replace("%", "%")) as e:
         load_kernel(body)
     assert "line 10" in str(e.value)
 
 
-def test_legal_compiler_idioms_still_load():
-    load_kernel("""
+_IDIOMS = """
   mov.b32 %r1, %f1; mov.b32 %f2, %r1; mov.b64 %rd2, %fd1; mov.b16 %h1, 0x3C00;
   add.s64 %rd2, %rd1, 8; add.u64 %rd3, %rd2, %rd1; shl.b64 %rd4, %rd3, %r1; shr.u32 %r2, %r1, %u1;
   cvt.u64.u32 %rd5, %r1; cvt.rn.f32.u32 %f1, %u1; mul.wide.s32 %rd6, %r1, 4; mad.wide.u32 %rd6, %r1, %u1, %rd6;
   and.b32 %r3, %r2, -16; and.b32 %r3, %r2, 0xFFFFFFFF; add.s32 %r3, %r3, -2147483648; add.u32 %u2, %u1, %r3;
   setp.lt.s32 %p1, %r1, %u1; selp.b32 %r4, %r1, %u1, %p1; and.pred %p2, %p1, %p1; not.pred %p3, %p2;
   setp.ne.and.s32 %p1|%p2, %r1, 0, %p3; mov.u32 %r5, %tid.x; mov.pred %p1, 1; add.f32 %f1, %f2, 0f3F800000;
-""")
+"""
+
+
+def test_legal_compiler_idioms_still_load():
+    load_kernel(_IDIOMS)
 
 
 # -- module directives ----------------------------------------------------------------------------------------
@@ -207,3 +213,39 @@ def test_budget_error_names_the_loop():
 
 def test_template_kernels_still_load():
     assert kernel("add.s32 %r1, %r1, 1;").name == "k" and "BODY" in TEMPLATE
+
+
+# -- ptxas as a second opinion --------------------------------------------------------------------------------
+def _ptxas():
+    from ptxsim.ptxas import find_ptxas
+
+    exe = find_ptxas()
+    if exe is None:
+        pytest.skip("no ptxas in the nvidia-cuda-nvcc-cu12 wheel")
+    return exe
+
+
+def test_validate_reports_ptxas_errors_with_ptx_lines():
+    _ptxas()
+    good = entry("add.s32 %r1, %r1, 1;")
+    assert ptxsim.load_ptx(good, validate=True).ptxas_checked
+    bad = good + "\n.visible .entry bad()\n{\n  .reg .b32 %r<2>;\n  add.s32 %r1, %r7, 1;\n  ret;\n}\n"
+    ptxsim.load_ptx(bad)  # ptxsim decodes lazily: the broken entry is only found by ptxas
+    with pytest.raises(ptxsim.PtxasError, match=r"PTX line 17: .*'%r7'") as e:
+        ptxsim.load_ptx(bad, validate=True)
+    assert (17, "Unknown symbol '%r7'") in e.value.diagnostics
+    with pytest.raises(ptxsim.PtxasError, match=r"ptxas not found at /nonexistent/ptxas"):
+        ptxsim.load_ptx(entry("add.s32 %r2, %r2, 1;"), validate=True, ptxas="/nonexistent/ptxas")
+
+
+def test_ptxas_agrees_with_the_operand_checks():
+    """The operand rules are ptxas's: every snippet ptxsim rejects ptxas rejects, and the idioms it accepts assemble."""
+    _ptxas()
+    from ptxsim import ptxas
+
+    ptxas.check(entry(_IDIOMS), "sm_90")
+    for body, what in _BAD_OPERANDS:
+        if what.startswith("immediate"):
+            continue  # ptxas silently truncates out-of-range integer immediates; ptxsim refuses them (see validate.py)
+        with pytest.raises(ptxsim.PtxasError):
+            ptxas.check(entry(body), "sm_90")

@@ -10,8 +10,8 @@ from ptxsim import ast as A
 from ptxsim.errors import DecodeError, ResourceLimitError, UnsupportedInstruction
 from ptxsim.ptxtypes import TYPES, is_type, type_bits
 from ptxsim.validate import check_instruction, check_labels, quote
-from ptxsim.program import (ADDR, FUNC, IMM, LABEL, LIST, NOT, PAIR, REG, SINK, SREG, SYM, VEC, Ins, Opnd, ParamSlot,
-                            Program)
+from ptxsim.program import (ADDR, FUNC, IMM, LABEL, LIST, NOT, PAIR, REG, SINK, SREG, SYM, VEC, FuncFrame, Ins, Opnd,
+                            ParamSlot, Program)
 
 _SREG_BASES = {"%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid",
                "%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%lanemask_eq",
@@ -99,6 +99,7 @@ class Decoder:
     # -- layout --------------------------------------------------------------------------------------------------
     def decode_kernel(self, name: str) -> Program:
         kernel = self.funcs[name]
+        self.calls: dict = {}  # caller name -> set of callee names
         order = self._reachable(kernel)
         self.instrs: list[Ins] = []
         self.reg_bits: list[int] = []
@@ -113,6 +114,7 @@ class Decoder:
         self.frame_off = 0
         self.func_entry: dict = {}
         self.func_frames: dict = {}  # name -> (param slots, ret slots)
+        self.func_ranges: dict = {}  # name -> {"fparam": [(off, nbytes)], "local": [(off, nbytes)]} (recursion)
         self.pending_calls: list = []
         # kernel params
         params, off = [], 0
@@ -128,7 +130,7 @@ class Decoder:
                 self._place_shared(v)
         # frames of every callee before decoding any body (calls need them)
         for f in order[1:]:
-            self.func_frames[f.name] = (self._frame_slots(f.params), self._frame_slots(f.rets))
+            self.func_frames[f.name] = (self._frame_slots(f.params, f.name), self._frame_slots(f.rets, f.name))
         for f in order:
             self.func_entry[f.name] = len(self.instrs)
             self._decode_function(f, is_kernel=(f is kernel))
@@ -147,13 +149,17 @@ class Decoder:
             raise ResourceLimitError(f"kernel {name} needs {prog.local_bytes} bytes of .local memory per thread; "
                                      f"the limit is {MAX_LOCAL_BYTES} bytes (512 KiB)")
         prog.lines = {i.pc: i.line for i in self.instrs}
+        prog.recursive = self._recursive()
+        prog.frames = {f: self._frame_of(f) for f in prog.recursive}
+        for ins in self.pending_calls:
+            ins.aux["save"] = prog.frames.get(ins.aux["callee"])
         return prog
 
     def _reachable(self, kernel):
         order, seen = [kernel], {kernel.name}
-        stack = [(kernel, (kernel.name,))]
+        stack = [kernel]
         while stack:
-            f, path = stack.pop()
+            f = stack.pop()
             for st in f.body or ():
                 if isinstance(st, A.Instr) and st.opcode == "call":
                     callee = next((o.name for o in st.operands if isinstance(o, A.Ident)), None)
@@ -161,25 +167,47 @@ class Decoder:
                         raise UnsupportedInstruction("call", st.mods, st.line,
                                                      f"callee {callee!r} is not a function of this module "
                                                      "(indirect calls are not supported)")
-                    if callee in path:
-                        raise UnsupportedInstruction("call", st.mods, st.line,
-                                                     f"recursive call to {callee} (register frames are not saved)")
+                    self.calls.setdefault(f.name, set()).add(callee)
                     g = self.funcs[callee]
                     if g.body is None:
                         raise UnsupportedInstruction("call", st.mods, st.line, f"{callee} is declared but not defined")
                     if callee not in seen:
                         seen.add(callee)
                         order.append(g)
-                    stack.append((g, path + (callee,)))
+                        stack.append(g)
         return order
 
-    def _frame_slots(self, decls):
+    def _recursive(self) -> frozenset:
+        """Functions that can call themselves (directly or through others): their calls save and restore frames."""
+        out = set()
+        for f in self.calls:
+            seen, todo = set(), list(self.calls.get(f, ()))
+            while todo:
+                g = todo.pop()
+                if g == f:
+                    out.add(f)
+                    break
+                if g not in seen:
+                    seen.add(g)
+                    todo.extend(self.calls.get(g, ()))
+        return frozenset(out)
+
+    def _frame_of(self, name: str) -> FuncFrame:
+        regs = tuple(idx for key, idx in self.reg_index.items() if key[0] == name)
+        r = self.func_ranges.get(name, {})
+        return FuncFrame(name, regs, tuple(r.get("fparam", ())), tuple(r.get("local", ())))
+
+    def _add_range(self, fname, kind, off, nbytes):
+        self.func_ranges.setdefault(fname, {}).setdefault(kind, []).append((off, nbytes))
+
+    def _frame_slots(self, decls, fname):
         slots = []
         for p in decls:
             a = _natural_align(p)
             self.frame_off = _align_up(self.frame_off, a)
             nbytes = p.elem_bytes * (p.count or 1)
             slots.append(ParamSlot(p.name, p.type, self.frame_off, nbytes, a))
+            self._add_range(fname, "fparam", self.frame_off, nbytes)
             self.frame_off += nbytes
         return slots
 
@@ -255,11 +283,13 @@ class Decoder:
                 raise DecodeError(f"line {v.line}: .local variable {v.name} cannot have an initialiser")
             self.local_off = _align_up(self.local_off, _natural_align(v))
             scopes.declare(v.name, ("local", self.local_off))
+            self._add_range(f.name, "local", self.local_off, v.nbytes)
             self.local_off += v.nbytes
         elif v.space == "param":
             a = _natural_align(v)
             self.frame_off = _align_up(self.frame_off, a)
             scopes.declare(v.name, ("fparam", self.frame_off))
+            self._add_range(f.name, "fparam", self.frame_off, v.elem_bytes * (v.count or 1))
             self.frame_off += v.elem_bytes * (v.count or 1)
         else:
             raise DecodeError(f"line {v.line}: .{v.space} variable {v.name} declared inside a function body "

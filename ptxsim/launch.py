@@ -81,7 +81,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     seconds = CONFIG.time_limit if time_limit is None else float(time_limit)
     deadline = t0 + seconds if seconds > 0 else None
     executed = 0
-    prog_depth = len({i.func for i in prog.instrs}) + 1
+    prog_depth = min(CONFIG.max_call_depth, 1 << 19) if prog.recursive else len({i.func for i in prog.instrs}) + 1
     with np.errstate(all="ignore"):
         for start in range(0, nrun, per_batch):
             ids = (np.arange(start, min(start + per_batch, nrun), dtype=np.int64) if ctas is None

@@ -89,6 +89,7 @@ class ExecState:
         self.fmem_base = (lane * prog.frame_bytes).astype(np.uint64)
         self.call_stack = []  # list of per-lane int arrays (return call-site pc, -1 = none)
         self.depth = np.zeros(n, np.int32)
+        self.saved = {}  # recursive .func name -> saved activations (ops/control.py)
         self.async_pending = []  # cp.async copies not yet waited for
         self.async_committed = np.zeros(n, np.int64)  # commit-group counter per lane
         self.hooks = launch.hooks  # counters / sanitizers (objects with on_* methods), may be empty

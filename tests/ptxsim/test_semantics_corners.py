@@ -143,3 +143,89 @@ def test_64bit_address_does_not_wrap_at_2_32():
 }
 """
     ptxsim.launch(ptxsim.load_ptx(src).kernel("k"), 1, 1, [np.zeros(2, np.uint32)])  # no fault: 64-bit sum
+
+
+# -- recursion ------------------------------------------------------------------------------------------------
+RECURSIVE = HEADER + """
+.func (.param .b32 ret) rec(.param .b32 n)
+{
+  .reg .b32 %r<6>; .reg .pred %p<2>;
+  .local .align 4 .b32 buf[2];
+  ld.param.b32 %r1, [n];
+  st.local.u32 [buf], %r1;
+  setp.eq.s32 %p1, %r1, 0;
+  @%p1 bra $Ldone;
+  sub.s32 %r2, %r1, STEP;
+  {
+  .param .b32 a0;
+  .param .b32 r0;
+  st.param.b32 [a0], %r2;
+  call.uni (r0), rec, (a0);
+  ld.param.b32 %r3, [r0];
+  }
+  ld.local.u32 %r4, [buf];
+  ld.param.b32 %r5, [n];
+  mul.lo.s32 %r4, %r4, %r5;
+  add.s32 %r3, %r3, %r4;
+  add.s32 %r3, %r3, %r1;
+  st.param.b32 [ret], %r3;
+  ret;
+$Ldone:
+  mov.u32 %r3, 0;
+  st.param.b32 [ret], %r3;
+  ret;
+}
+
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  rem.u32 %r2, %r1, 9;
+  {
+  .param .b32 a0;
+  .param .b32 r0;
+  st.param.b32 [a0], %r2;
+  call.uni (r0), rec, (a0);
+  ld.param.b32 %r3, [r0];
+  }
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd2, %rd1, %rd2;
+  st.global.u32 [%rd2], %r3;
+  ret;
+}
+"""
+
+
+def test_recursive_func_keeps_registers_params_and_local_per_activation():
+    """sum over k = n..1 of k*k + k, each activation reading its own n back from a register, .param and .local
+    after the nested call; lanes recurse to different depths (n = tid % 9) in one warp."""
+    k = ptxsim.load_ptx(RECURSIVE.replace("STEP", "1")).kernel("k")
+    assert k.program.recursive == {"rec"}
+    out = np.zeros(64, np.int32)
+    ptxsim.launch(k, 1, 64, [out])
+    want = [sum(j * j + j for j in range(1, t % 9 + 1)) for t in range(64)]
+    assert list(out) == want
+
+
+def test_recursive_cuda_c_compiled_by_nvrtc(cuda_kernel):
+    src = r"""
+extern "C" __device__ __noinline__ int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+extern "C" __global__ void k(int* out, const int* in) { out[threadIdx.x] = fib(in[threadIdx.x]); }
+"""
+    k = cuda_kernel(src, "k")
+    assert "fib" in k.program.recursive
+    inp = (np.arange(32) % 13).astype(np.int32)
+    out = np.zeros(32, np.int32)
+    ptxsim.launch(k, 1, 32, [out, inp])
+    fib = [0, 1]
+    while len(fib) < 13:
+        fib.append(fib[-1] + fib[-2])
+    assert list(out) == [fib[int(x)] for x in inp]
+
+
+def test_unbounded_recursion_hits_the_call_depth_limit():
+    k = ptxsim.load_ptx(RECURSIVE.replace("STEP", "0")).kernel("k")  # n never reaches 0 (except for tid % 9 == 0)
+    with pytest.raises(ptxsim.CallDepthExceeded, match=r"kernel k: `call\.uni.*` at PTX line 18 .* would nest 257 "
+                                                       r"calls deep; the call-depth limit is 256"):
+        ptxsim.launch(k, 1, 32, [np.zeros(32, np.int32)])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ptxsim.errors import DecodeError
-from ptxsim.program import IMM, NOT, PAIR, REG
+from ptxsim.program import IMM, NOT, PAIR, REG, VEC
 
 # PTX ISA versions released so far (ISA 1.0 ... 9.0)
 KNOWN_VERSIONS = frozenset(
@@ -29,7 +29,8 @@ CONST_BANK_BYTES = 64 * 1024
 MAX_QUOTE = 200  # characters of a source line quoted in an error message
 
 # opcode -> operand roles: "t" the instruction type, "p" a predicate, "p?" an optional predicate,
-# "dp" a predicate destination or a p|q pair. Only instructions whose every operand has one of these roles.
+# "dp" a predicate destination or a p|q pair, "dt" a destination of the type or a d|p pair, "a" an address (not checked here), "w" a data register at least as
+# wide as the type (ld/st; vectors element-wise). Only instructions whose every operand has one of these roles.
 _SAME = ("t", "t", "t")
 ROLES = {
     "add": _SAME, "sub": _SAME, "min": _SAME, "max": _SAME, "and": _SAME, "or": _SAME, "xor": _SAME,
@@ -39,7 +40,11 @@ ROLES = {
     "sqrt": ("t", "t"), "rsqrt": ("t", "t"), "sin": ("t", "t"), "cos": ("t", "t"), "lg2": ("t", "t"),
     "ex2": ("t", "t"), "tanh": ("t", "t"), "mov": ("t", "t"),
     "setp": ("dp", "t", "t", "p?"), "selp": ("t", "t", "t", "p"),
+    "atom": ("t", "a", "t", "t"), "red": ("a", "t"),
+    "ld": ("w", "a"), "ldu": ("w", "a"), "st": ("a", "w"),
+    "shfl": ("dt", "t", "t", "t", "t"),
 }
+ALLOWED_TYPES = {"shfl": {"b32"}}  # opcodes whose type modifier is fixed
 _COMPATIBLE = {"b": None, "u": {"b", "u", "s"}, "s": {"b", "u", "s"}, "f": {"b", "f"}}
 
 
@@ -84,9 +89,24 @@ def check_instruction(ins, reg_types: list) -> None:
     if ins.op == "st" and ins.aux.get("space") == "kparam":
         raise DecodeError(f"line {ins.line}: `{quote(ins.text)}` stores to the kernel parameter space; kernel "
                           ".param variables are read-only (copy the value to a register or .local first)")
-    roles = ROLES.get(ins.op)
-    if roles is None or not ins.types:
+    if ins.op == "cvt" and len(ins.types) == 2 and len(ins.ops) == 2:
+        d, s = ins.types
+        for t in (d, s):
+            if t.kind == "b":
+                raise DecodeError(f"line {ins.line}: `{quote(ins.text)}`: cvt does not take .{t.name} (use a .u, .s, "
+                                  ".f or .bf16 type)")
+        _check_operand(ins, 0, ins.ops[0], "w", d, d.bits, reg_types)
+        _check_operand(ins, 1, ins.ops[1], "w", s, s.bits, reg_types)
         return
+    roles = ROLES.get(ins.op)
+    if roles is None:
+        return
+    if not ins.types:
+        raise DecodeError(f"line {ins.line}: `{quote(ins.text)}`: {ins.op} needs a type modifier (.u32, .f32, ...)")
+    allowed = ALLOWED_TYPES.get(ins.op)
+    if allowed and any(t.name not in allowed for t in ins.types):
+        raise DecodeError(f"line {ins.line}: `{quote(ins.text)}`: {ins.op} takes only "
+                          f"{', '.join('.' + a for a in sorted(allowed))}")
     t = ins.types[-1] if ins.op in ("setp",) else ins.types[0]
     wide = ".wide" in ins.mods
     for k, op in enumerate(ins.ops):
@@ -104,10 +124,23 @@ def _where(ins, k) -> str:
 def _check_operand(ins, k, op, role, t, bits, reg_types) -> None:
     if op.kind == NOT:
         op = op.items[0]
-    if op.kind == PAIR and role == "dp":
-        for item in op.items:
-            _check_operand(ins, k, item, "p", t, bits, reg_types)
+    if role == "a":
         return
+    if role == "w":
+        for item in (op.items if op.kind == VEC else (op,)):
+            if item.kind == REG and (item.bits == 1 or item.bits < min(t.bits, 64)):
+                what = "a predicate" if item.bits == 1 else f"{item.bits}-bit"
+                raise DecodeError(f"{_where(ins, k)}: {item.name} is {what} .{reg_types[item.idx]} register; "
+                                  f"a .{t.name} {ins.op} needs data registers of at least {t.bits} bits")
+            if item.kind == REG:
+                _check_kind(ins, k, item, t, item.bits, reg_types)
+        return
+    if op.kind == PAIR and role in ("dp", "dt"):  # p|q of setp; d|p of shfl
+        for j, item in enumerate(op.items):
+            _check_operand(ins, k, item, "p" if role == "dp" or j else "t", t, bits, reg_types)
+        return
+    if role == "dt":
+        role = "t"
     want_pred = role in ("p", "p?", "dp") or t.kind == "pred"
     if op.kind == REG:
         rt = reg_types[op.idx]
@@ -119,11 +152,7 @@ def _check_operand(ins, k, op, role, t, bits, reg_types) -> None:
         if op.bits != bits:
             raise DecodeError(f"{_where(ins, k)}: {op.name} is a {op.bits}-bit .{rt} register; the instruction "
                               f"needs {bits}-bit operands")
-        ok = _COMPATIBLE.get(t.kind)
-        kind = rt[0] if rt[0] in "busf" else "b"
-        if ok is not None and kind not in ok:
-            raise DecodeError(f"{_where(ins, k)}: {op.name} is a .{rt} register; a .{t.name} instruction takes "
-                              f".{'/.'.join(sorted(k_ + str(bits) for k_ in ok))} registers")
+        _check_kind(ins, k, op, t, bits, reg_types)
     elif op.kind == IMM and op.sym is None and op.name == "int" and t.kind in ("u", "s", "b") and not want_pred:
         v = int(op.value)
         if not -(1 << (bits - 1)) <= v < (1 << bits):
@@ -131,3 +160,13 @@ def _check_operand(ins, k, op, role, t, bits, reg_types) -> None:
                               f"(range {-(1 << (bits - 1))} ... {(1 << bits) - 1})")
     elif op.kind == IMM and op.name in ("f32", "f64") and t.kind in ("u", "s") and not want_pred:
         raise DecodeError(f"{_where(ins, k)}: floating-point immediate {op.value!r} in a .{t.name} instruction")
+
+
+def _check_kind(ins, k, op, t, bits, reg_types) -> None:
+    """.u/.s instructions take .b/.u/.s registers, .f instructions .b/.f ones (.b instructions any)."""
+    rt = reg_types[op.idx]
+    ok = _COMPATIBLE.get(t.kind)
+    kind = rt[0] if rt[0] in "busf" else "b"
+    if ok is not None and kind not in ok:
+        raise DecodeError(f"{_where(ins, k)}: {op.name} is a .{rt} register; a .{t.name} instruction takes "
+                          f".{'/.'.join(sorted(k_ + str(bits) for k_ in ok))} registers")

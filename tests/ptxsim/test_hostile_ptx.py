@@ -44,6 +44,13 @@ _BAD_OPERANDS = [
     ("add.s32 %r1, %r2, 4294967296;", r"immediate 4294967296 does not fit a 32-bit .s32 operand"),
     ("add.u16 %h1, %h2, -32769;", r"immediate -32769 does not fit a 16-bit .u16 operand"),
     ("add.s32 %r1, %r2, 1.5;", r"floating-point immediate 1.5 in a .s32 instruction"),
+    ("atom.global.add.u64 %r2, [%rd1], 1;", r"%r2 is a 32-bit .b32 register; the instruction needs 64-bit"),
+    ("ld.global.u64 %r1, [%rd1];", r"%r1 is 32-bit .b32 register; a .u64 ld needs data registers of at least 64"),
+    ("st.global.u32 [%rd1], %p1;", r"%p1 is a predicate .pred register; a .u32 st needs data registers"),
+    ("st.global.f32 [%rd1], %u1;", r"%u1 is a .u32 register; a .f32 instruction takes"),
+    ("ld.global.f32 %u1, [%rd1];", r"%u1 is a .u32 register; a .f32 instruction takes"),
+    ("cvt.rn.f32.f64 %f1, %f2;", r"%f2 is 32-bit .f32 register; a .f64 cvt needs data registers of at least 64"),
+    ("shfl.sync.bfly.b32 %rd2, %r1, 1, 31, -1;", r"%rd2 is a 64-bit .b64 register; the instruction needs 32-bit"),
 ]
 
 
@@ -66,6 +73,55 @@ _IDIOMS = """
 
 def test_legal_compiler_idioms_still_load():
     load_kernel(_IDIOMS)
+
+
+@pytest.mark.parametrize("body, what", [
+    ("cvt.b128.f16 %f2, %h1;", r"cvt does not take \.b128"),
+    ("shfl.sync.bfly.b128 %r3, %r1, 1, 31, -1;", r"shfl takes only \.b32"),
+    ("shfl.sync.bfly %r3, %r1, 1, 31, -1;", r"shfl needs a type modifier"),
+])
+def test_types_an_opcode_does_not_take_are_rejected(body, what):
+    with pytest.raises(ptxsim.DecodeError, match=what):
+        load_kernel(body)
+
+
+def test_barrier_ids_and_counts_out_of_range():
+    with pytest.raises(ptxsim.UnsupportedInstruction, match=r"barrier id 1\.5 is not an integer"):
+        load_kernel("bar.sync 1.5;")
+    k = load_kernel("mov.u32 %r1, %tid.x; add.u32 %r1, %r1, 15; bar.sync %r1;")
+    with pytest.raises(ptxsim.PtxSimError, match=r"barrier id 16 \(expected 0\.\.15\) in kernel k at PTX line 10 .* "
+                                                 r"thread \(1, 0, 0\)"):
+        ptxsim.launch(k, 1, 32, [np.zeros(1, np.uint32)])
+    k = load_kernel("mov.u32 %r1, 48; bar.sync 0, %r1;")
+    with pytest.raises(ptxsim.PtxSimError, match=r"thread count 48 \(expected a multiple of 32"):
+        ptxsim.launch(k, 1, 64, [np.zeros(1, np.uint32)])
+
+
+def test_fuzzed_programs_raise_only_ptxsim_errors():
+    """Single-token mutations of small kernels (the class of the 93 hostile files): every failure is a PtxSimError."""
+    import random
+    import re
+
+    bodies = ["ld.global.u32 %r1, [%rd1]; add.s32 %r2, %r1, 5; st.global.u32 [%rd1], %r2;",
+              "ld.global.f32 %f1, [%rd1]; cvt.rn.f16.f32 %h1, %f1; cvt.f32.f16 %f2, %h1; st.global.f32 [%rd1], %f2;",
+              "ld.global.v2.u32 {%r1, %r2}, [%rd1]; shfl.sync.bfly.b32 %r3, %r1, 1, 31, -1; st.global.u32 [%rd1], %r3;",
+              "mov.u32 %r1, %tid.x; atom.global.add.u32 %r2, [%rd1], 1; bar.sync 0; st.global.u32 [%rd1], %r2;"]
+    swaps = ["%r1", "%rd1", "%p1", "%f1", "%fd1", "%h1", "0", "-1", "4294967296", "0f7F800000", "1.5", "u64", "s8",
+             "f16", "b128", "pred", "v4", "shared", "local", "param", "const", "%tid.x", "99999999999999999999", "wide"]
+    rng = random.Random(7)
+    outcomes = set()
+    for _ in range(150):
+        parts = re.split(r"(\s+|,|;|\[|\]|\{|\}|\.)", rng.choice(bodies))
+        idx = [i for i, p in enumerate(parts) if p.strip() and p not in ",;[]{}."]
+        for _ in range(rng.randint(1, 2)):
+            parts[rng.choice(idx)] = rng.choice(swaps)
+        try:
+            k = load_kernel("".join(parts))
+            ptxsim.launch(k, 1, 32, [np.zeros(64, np.uint32)], budget=10**5, time_limit=5)
+            outcomes.add("ran")
+        except ptxsim.PtxSimError as e:
+            outcomes.add(type(e).__name__)
+    assert {"ran", "DecodeError", "UnsupportedInstruction"} <= outcomes
 
 
 # -- module directives ----------------------------------------------------------------------------------------

@@ -335,7 +335,7 @@ class Decoder:
             return Opnd(FUNC, name=name)
         if name == "_":
             return Opnd(SINK, name="_")
-        raise DecodeError(f"line {line}: unknown identifier {name!r} in {ctx.f.name} (not a declared register, "
+        raise DecodeError(f"line {line}: unknown identifier {quote(name)!r} in {ctx.f.name} (not a declared register, "
                           "label, variable or function)")
 
     def _shared_imm(self, uniq, name):

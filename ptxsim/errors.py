@@ -34,6 +34,8 @@ class UnsupportedInstruction(PtxSimError):
     def __init__(self, opcode: str, modifiers, line: int, why: str = ""):
         self.opcode, self.modifiers, self.line = opcode, tuple(modifiers), line
         mods = "".join(self.modifiers)
+        mods = mods if len(mods) <= 160 else mods[:157] + "..."
+        opcode = opcode if len(opcode) <= 40 else opcode[:37] + "..."
         super().__init__(f"unsupported instruction `{opcode}{mods}` at PTX line {line}" + (f": {why}" if why else ""))
 
 

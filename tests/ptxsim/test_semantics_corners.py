@@ -66,16 +66,20 @@ def test_u64_and_s64_to_float_round_once(dst, mode):
         assert bad.size == 0, f"cvt.{mode}.{dst}.{src}({int(vals[bad[0]])}) = {out[bad[0]]!r}, want {want[bad[0]]!r}"
 
 
-def test_u32_and_s32_to_half_round_once():
-    vals = np.array([65519, 65520, 65504, 2049, 2051, 0xFFFFFFFF, 0x80000000, 4097, 3], np.uint32)
+@pytest.mark.parametrize("dst", ["f16", "bf16"])
+def test_u32_and_s32_to_half_round_once(dst):
+    vals = np.array([65519, 65520, 65504, 2049, 2051, 0xFFFFFFFF, 0x80000000, 4097, 3, 0x7FFFFFFF, 257, 259, 0x1017F],
+                    np.uint32)
     for mode in MODES:
         for src in ("u32", "s32"):
-            out = np.zeros(len(vals), np.float16)
-            run(f"ld.global.u32 %r1, [%rd7]; cvt.{mode}.f16.{src} %h1, %r1; mul.wide.u32 %rd15, %r0, 2; "
+            out = np.zeros(len(vals), np.uint16)
+            run(f"ld.global.u32 %r1, [%rd7]; cvt.{mode}.{dst}.{src} %h1, %r1; mul.wide.u32 %rd15, %r0, 2; "
                 f"add.s64 %rd15, %rd2, %rd15; st.global.b16 [%rd15], %h1;", vals, out)
             ints = vals.view(np.int32) if src == "s32" else vals
-            want = np.array([ref_round(Fraction(int(v)), "f16", mode) for v in ints], np.float16)
-            assert list(out.view(np.uint16)) == list(want.view(np.uint16)), (mode, src)
+            want = [ref_round(Fraction(int(v)), dst, mode) for v in ints]
+            got = (out.view(np.float16).astype(np.float64) if dst == "f16"
+                   else (out.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64))
+            assert list(got) == want, (mode, src)
 
 
 _F64_CASES = np.array([1e300, -1e300, 3.5e38, -3.5e38, 3.3961e38, 3.3963e38, np.inf, -np.inf, 1e-300, -1e-300,

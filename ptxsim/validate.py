@@ -2,12 +2,12 @@
 
 Module checks (`check_module`): known `.version` and `.target`, `.const` data within 64 KB.
 Function checks (`check_labels`): no label defined twice.
-Instruction checks (`check_instruction`): the PTX ISA's operand type-checking rules for the instructions whose
-operands all have the instruction type (add, mul, setp, selp, ...): a register must have the instruction type's
-width and a compatible kind (.b any; .u/.s: .b/.u/.s; .f: .b/.f), predicates only where a predicate belongs, integer
-immediates within the type's range (NOTE: ptxas silently truncates an out-of-range immediate, e.g. 4294967296 in an
-.s32 add becomes 0; ptxsim refuses it, as it is almost surely a bug); no stores to a kernel's `.param` space. ld/st/cvt may use wider registers
-(ISA "Operand Size Exceeding Instruction-Type Size") and keep their own checks.
+Instruction checks (`check_instruction`): the PTX ISA's operand type-checking rules for add, mul, setp, selp, atom,
+shfl, ld/st, cvt, ...: a register must have the instruction type's width (ld/st/cvt may use wider registers, ISA
+"Operand Size Exceeding Instruction-Type Size") and a compatible kind (.b any; .u/.s: .b/.u/.s; .f: .b/.f),
+predicates only where a predicate belongs, integer immediates within the type's range (NOTE: ptxas silently
+truncates an out-of-range immediate, e.g. 4294967296 in an .s32 add becomes 0; ptxsim refuses it, as it is almost
+surely a bug); no stores to a kernel's `.param` space.
 """
 from __future__ import annotations
 
@@ -28,9 +28,10 @@ _TARGET = re.compile(r"^(?:sm|compute)_(\d+)[af]?$")
 CONST_BANK_BYTES = 64 * 1024
 MAX_QUOTE = 200  # characters of a source line quoted in an error message
 
-# opcode -> operand roles: "t" the instruction type, "p" a predicate, "p?" an optional predicate,
-# "dp" a predicate destination or a p|q pair, "dt" a destination of the type or a d|p pair, "a" an address (not checked here), "w" a data register at least as
-# wide as the type (ld/st; vectors element-wise). Only instructions whose every operand has one of these roles.
+# opcode -> operand roles: "t" the instruction type, "p" a predicate, "p?" an optional predicate, "dp" a predicate
+# destination or a p|q pair, "dt" a destination of the type or a d|p pair, "a" an address (not checked here), "w" a
+# data register at least as wide as the type (ld/st; vectors element-wise). Only instructions whose every operand has
+# one of these roles.
 _SAME = ("t", "t", "t")
 ROLES = {
     "add": _SAME, "sub": _SAME, "min": _SAME, "max": _SAME, "and": _SAME, "or": _SAME, "xor": _SAME,
@@ -62,8 +63,9 @@ def check_module(ast) -> None:
     for name in filter(None, ast.target.split(",")):
         m = _TARGET.match(name)
         if name not in TARGET_OPTIONS and (m is None or int(m.group(1)) not in KNOWN_SM):
+            known = ", ".join(map(str, sorted(KNOWN_SM)))
             raise DecodeError(f".target {name} is not a target ptxsim knows (expected sm_XX / compute_XX with XX in "
-                              f"{', '.join(map(str, sorted(KNOWN_SM)))}, or one of {', '.join(sorted(TARGET_OPTIONS))})")
+                              f"{known}, or one of {', '.join(sorted(TARGET_OPTIONS))})")
     const = [v for v in ast.variables if v.space == "const"]
     total = sum(max(v.nbytes, v.elem_bytes) for v in const if v.count is not None)
     if total > CONST_BANK_BYTES:

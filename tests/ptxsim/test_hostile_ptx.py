@@ -124,6 +124,39 @@ def test_fuzzed_programs_raise_only_ptxsim_errors():
     assert {"ran", "DecodeError", "UnsupportedInstruction"} <= outcomes
 
 
+_DIVERSE_CUDA = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void a1(float* o, const double* d, const long long* l, const unsigned long long* u, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i >= n) return;
+  __shared__ float sh[256];
+  sh[threadIdx.x] = (float)d[i] + (float)l[i] + (float)u[i] + __ll2float_rd(l[i]) + __ull2float_ru(u[i]);
+  __syncthreads();
+  float v = sh[(threadIdx.x + 1) % blockDim.x];
+  v += __shfl_xor_sync(0xffffffff, v, 1); v = fmaxf(v, __int_as_float(__float_as_int(v) & 0x7fffffff));
+  atomicAdd(o, v); atomicMax((int*)o + 1, (int)v); atomicCAS((unsigned long long*)o + 2, 0ull, (unsigned long long)i);
+  __half h = __float2half_rn(v); __nv_bfloat16 b = __float2bfloat16_rz(v);
+  o[i + 8] = __half2float(h) + __bfloat162float(b) + __double2float_rz(d[i]);
+  o[i + 16] = (float)(char)l[i] + (float)(short)u[i] + __saturatef(v) + rsqrtf(v) + __expf(v) + (i << (n & 31))
+              + (u[i] >> (n & 63));
+  long long x = l[i]; x = x / 3 + x % 7;
+  unsigned q = __popc(i) + __clz(i) + __brev(i) + __byte_perm(i, n, 0x3210);
+  o[i + 24] = x + q + __umulhi(i, n) + __mul24(i, n);
+  double dd = d[i]; dd = fma(dd, 2.0, 1.0) + sqrt(dd) + (double)__float2int_rn(v) + __dsqrt_rn(dd);
+  o[i + 32] = (float)dd;
+  float loc[8]; for (int j = 0; j < 8; j++) loc[j] = v * j; o[i + 40] = loc[n & 7];
+  if (__any_sync(0xffffffff, v > 1.0f)) o[i + 48] = __ballot_sync(0xffffffff, v > 0.f);
+}
+"""
+
+
+@pytest.mark.parametrize("arch", ["compute_90", "compute_80"])
+def test_diverse_nvrtc_output_passes_validation(cuda_kernel, arch):
+    """Conversions of every width, shared/local memory, atomics, shuffles, votes, half/bf16, 64-bit division: what
+    NVRTC emits for them must pass every operand check."""
+    assert cuda_kernel(_DIVERSE_CUDA, "a1", arch).program.instrs
+
+
 # -- module directives ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("head, what", [
     (".version 99.9\n.target sm_90\n.address_size 64\n", r"\.version 99\.9 is not a PTX ISA version"),

@@ -58,8 +58,14 @@ def _int_to_float(v, st_, dt, mode):
     return rnd.to_format(rnd.round_int(v, st_.signed, dt.name, mode if mode in _DIRECTED else ".rn"), dt.name)
 
 
+_WIDENS = {("f16", "f32"), ("bf16", "f32"), ("f32", "f32"), ("f16", "f64"), ("bf16", "f64"), ("f32", "f64"),
+           ("f64", "f64"), ("f16", "f16"), ("bf16", "bf16")}  # (source, destination) pairs that are always exact
+
+
 def _float_to_float(x64, s, d, mode, ftz):
     """Exact source value x64 (f64 array) to float type d, rounded once (overflow, NaN and subnormals per IEEE)."""
+    if (s.name, d.name) in _WIDENS:
+        return rnd.to_format(x64, d.name)
     return rnd.to_format(rnd.round_float(x64, d.name, mode if mode in _DIRECTED else ".rn"), d.name)
 
 

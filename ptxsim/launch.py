@@ -78,7 +78,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     per_batch = max(1, min(lanes_cap // padded, REG_FILE_BUDGET // (reg_bytes * padded)))
     counts = {k: np.zeros(len(prog.instrs) + 1, np.int64) for k in ("warp", "thread", "pred_on")}
     limit = budget if budget is not None else CONFIG.budget
-    seconds = CONFIG.time_limit if time_limit is None else float(time_limit)
+    seconds = CONFIG.time_limit if time_limit is None else _seconds(time_limit)
     deadline = t0 + seconds if seconds > 0 else None
     executed = 0
     prog_depth = min(CONFIG.max_call_depth, 1 << 19) if prog.recursive else len({i.func for i in prog.instrs}) + 1
@@ -100,6 +100,13 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     wall = time.perf_counter() - t0
     return stats_mod.build(prog, counts, mem, L, wall, scale=1.0 / fraction, reports=reports,
                            sample_fraction=fraction, simulated=nrun)
+
+
+def _seconds(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise LaunchError(f"time_limit must be a number of seconds (0 = none), got {v!r:.100}") from None
 
 
 def _check_shape(prog, grid, block) -> None:

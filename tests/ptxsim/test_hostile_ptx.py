@@ -338,3 +338,26 @@ def test_ptxas_agrees_with_the_operand_checks():
             continue  # ptxas silently truncates out-of-range integer immediates; ptxsim refuses them (see validate.py)
         with pytest.raises(ptxsim.PtxasError):
             ptxas.check(entry(body), "sm_90")
+
+
+@pytest.mark.parametrize("grid, args, kw, error, what", [
+    ("abc", None, {}, ptxsim.LaunchError, r"grid must be an int or a tuple of up to 3 ints, got 'abc'"),
+    (1.5, None, {}, ptxsim.LaunchError, r"grid must be an int or a tuple"),
+    (1, [np.zeros(4, object)], {}, ptxsim.ParamTypeError, r"array of dtype object cannot be copied to the device"),
+    (1, None, {"time_limit": "x"}, ptxsim.LaunchError, r"time_limit must be a number of seconds"),
+])
+def test_hostile_launch_arguments_raise_ptxsim_errors(grid, args, kw, error, what):
+    with pytest.raises(error, match=what):
+        ptxsim.launch(load_kernel(""), grid, 32, args or [np.zeros(1, np.uint32)], **kw)
+
+
+def test_device_buffer_misuse_raises_ptxsim_errors():
+    dev = ptxsim.Device()
+    buf = dev.alloc(16)
+    with pytest.raises(ptxsim.MemoryFault, match=r"64 bytes do not fit the 16-byte buffer"):
+        dev.copy_in(buf, np.zeros(16, np.float32))
+    with pytest.raises(ptxsim.ParamTypeError, match=r"expected a DeviceBuffer, got int"):
+        dev.copy_in(5, np.zeros(1, np.float32))
+    dev.free(buf)
+    with pytest.raises(ptxsim.MemoryFault, match=r"not a live allocation"):
+        dev.copy_out(buf, np.zeros(4, np.float32))

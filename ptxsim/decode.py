@@ -20,6 +20,7 @@ _SREG_BASES = {"%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwa
                "%cluster_ctaid", "%cluster_nctaid", "%is_explicit_cluster", "%clock_hi", "%aggr_smem_size",
                "%reserved_smem_offset_begin", "%reserved_smem_offset_end", "%reserved_smem_offset_cap"}
 MAX_LOCAL_BYTES = 512 * 1024  # per thread (CUDA's local-memory limit)
+MAX_STATIC_SHARED = 48 * 1024  # ptxas: "uses too much shared data (0xc004 bytes, 0xc000 max)"
 _RANGE_NAME = re.compile(r"^(.*?)(\d+)$")
 _SPACE_MODS = {".global": "global", ".shared": "shared", ".shared::cta": "shared", ".shared::cluster": "shared",
                ".local": "local", ".param": "param", ".param::entry": "param", ".param::func": "param",
@@ -145,6 +146,9 @@ class Decoder:
                        local_bytes=_align_up(self.local_off, 16), frame_bytes=_align_up(self.frame_off, 16),
                        global_syms=sorted(self.global_syms), ntid_hint=kernel.directives.get("reqntid", ()),
                        maxntid=kernel.directives.get("maxntid", ()))
+        if prog.shared_static > MAX_STATIC_SHARED:
+            raise DecodeError(f"kernel {name} declares {prog.shared_static} bytes of static .shared memory; ptxas "
+                              f"allows {MAX_STATIC_SHARED} (use .extern .shared and dynamic shared memory beyond)")
         if prog.local_bytes > MAX_LOCAL_BYTES:
             raise ResourceLimitError(f"kernel {name} needs {prog.local_bytes} bytes of .local memory per thread; "
                                      f"the limit is {MAX_LOCAL_BYTES} bytes (512 KiB)")

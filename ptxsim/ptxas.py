@@ -11,7 +11,7 @@ from pathlib import Path
 from ptxsim.errors import PtxasError
 
 _DIAG = re.compile(r"^ptxas[^,]*,\s*line\s+(\d+);\s*(error|fatal)\s*:\s*(.*)$", re.MULTILINE)
-_FATAL = re.compile(r"^ptxas\s+fatal\s*:\s*(.*)$", re.MULTILINE)
+_GENERAL = re.compile(r"^ptxas\s+(?:error|fatal)\s*:\s*(.*)$", re.MULTILINE)  # errors without a line
 TIMEOUT_S = 120
 
 
@@ -67,7 +67,7 @@ def check(text: str, target: str, ptxas: str | Path | None = None) -> bool:
         return True
     out = proc.stderr + proc.stdout
     diags = [(int(m.group(1)), m.group(3).strip()) for m in _DIAG.finditer(out)]
-    diags += [(0, m.group(1).strip()) for m in _FATAL.finditer(out) if not diags]
+    diags += [(0, m.group(1).strip()) for m in _GENERAL.finditer(out)]
     shown = "\n".join(f"  PTX line {line}: {msg}" if line else f"  {msg}" for line, msg in diags[:20])
     more = f"\n  ... and {len(diags) - 20} more" if len(diags) > 20 else ""
     raise PtxasError(f"ptxas ({_arch(target)}) rejected the module:\n{shown or out.strip()[:2000]}{more}", diags)

@@ -178,6 +178,13 @@ def test_const_beyond_64k_is_rejected_and_64k_loads():
         ptxsim.load_ptx(entry("", decls=".const .align 4 .b8 c0[32768];\n.const .align 4 .b8 c1[32769];\n"))
 
 
+def test_static_shared_beyond_48k_is_rejected_like_ptxas():
+    ok = entry("mov.u32 %r1, big; st.shared.u32 [%r1], %r1;", decls=".shared .align 4 .b8 big[49152];\n")
+    ptxsim.load_ptx(ok).kernel("k")
+    with pytest.raises(ptxsim.DecodeError, match=r"49156 bytes of static \.shared memory; ptxas allows 49152"):
+        ptxsim.load_ptx(ok.replace("49152", "49156")).kernel("k")
+
+
 def test_store_to_kernel_param_space_is_rejected():
     with pytest.raises(ptxsim.DecodeError, match=r"stores to the kernel parameter space"):
         load_kernel("st.param.u64 [out], %rd1;")
@@ -323,6 +330,10 @@ def test_validate_reports_ptxas_errors_with_ptx_lines():
     with pytest.raises(ptxsim.PtxasError, match=r"PTX line 17: .*'%r7'") as e:
         ptxsim.load_ptx(bad, validate=True)
     assert (17, "Unknown symbol '%r7'") in e.value.diagnostics
+    big = entry("mov.u32 %r1, big; st.shared.u32 [%r1], %r1;", decls=".shared .align 4 .b8 big[49156];\n")
+    with pytest.raises(ptxsim.PtxasError, match=r"uses too much shared data") as e:
+        ptxsim.load_ptx(big, validate=True)  # an error without a PTX line is reported too
+    assert e.value.diagnostics and e.value.diagnostics[0][0] == 0
     with pytest.raises(ptxsim.PtxasError, match=r"ptxas not found at /nonexistent/ptxas"):
         ptxsim.load_ptx(entry("add.s32 %r2, %r2, 1;"), validate=True, ptxas="/nonexistent/ptxas")
 

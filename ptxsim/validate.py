@@ -93,6 +93,9 @@ def check_instruction(ins, reg_types: list) -> None:
                           ".param variables are read-only (copy the value to a register or .local first)")
     if ins.op == "cvt" and len(ins.types) == 2 and len(ins.ops) == 2:
         d, s = ins.types
+        if ".sat" in ins.mods and d.name == "bf16":
+            raise DecodeError(f"line {ins.line}: `{quote(ins.text)}`: .sat is not a modifier of cvt to .bf16 "
+                              "(ptxas refuses it)")
         for t in (d, s):
             if t.kind == "b":
                 raise DecodeError(f"line {ins.line}: `{quote(ins.text)}`: cvt does not take .{t.name} (use a .u, .s, "

@@ -77,6 +77,7 @@ def test_legal_compiler_idioms_still_load():
 
 @pytest.mark.parametrize("body, what", [
     ("cvt.b128.f16 %f2, %h1;", r"cvt does not take \.b128"),
+    ("cvt.rn.sat.bf16.s32 %h1, %r1;", r"\.sat is not a modifier of cvt to \.bf16"),
     ("shfl.sync.bfly.b128 %r3, %r1, 1, 31, -1;", r"shfl takes only \.b32"),
     ("shfl.sync.bfly %r3, %r1, 1, 31, -1;", r"shfl needs a type modifier"),
 ])

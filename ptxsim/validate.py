@@ -45,7 +45,11 @@ ROLES = {
     "ld": ("w", "a"), "ldu": ("w", "a"), "st": ("a", "w"),
     "shfl": ("dt", "t", "t", "t", "t"),
 }
-ALLOWED_TYPES = {"shfl": {"b32"}}  # opcodes whose type modifier is fixed
+_LOGIC = {"pred", "b16", "b32", "b64"}
+_MEMORY = {"b8", "b16", "b32", "b64", "b128", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "f16", "f16x2",
+           "bf16", "bf16x2", "f32", "f64"}
+ALLOWED_TYPES = {"shfl": {"b32"}, "and": _LOGIC, "or": _LOGIC, "xor": _LOGIC, "not": _LOGIC,
+                 "cnot": {"b16", "b32", "b64"}, "ld": _MEMORY, "ldu": _MEMORY, "st": _MEMORY}  # the types they take
 _COMPATIBLE = {"b": None, "u": {"b", "u", "s"}, "s": {"b", "u", "s"}, "f": {"b", "f"}}
 
 

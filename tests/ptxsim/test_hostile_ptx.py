@@ -80,6 +80,8 @@ def test_legal_compiler_idioms_still_load():
     ("cvt.rn.sat.bf16.s32 %h1, %r1;", r"\.sat is not a modifier of cvt to \.bf16"),
     ("shfl.sync.bfly.b128 %r3, %r1, 1, 31, -1;", r"shfl takes only \.b32"),
     ("shfl.sync.bfly %r3, %r1, 1, 31, -1;", r"shfl needs a type modifier"),
+    ("and.u32 %r1, %r2, %r3;", r"and takes only \.b16, \.b32, \.b64, \.pred"),
+    ("st.global.pred [%rd1], %p1;", r"st takes only"),
 ])
 def test_types_an_opcode_does_not_take_are_rejected(body, what):
     with pytest.raises(ptxsim.DecodeError, match=what):
@@ -373,3 +375,38 @@ def test_device_buffer_misuse_raises_ptxsim_errors():
     dev.free(buf)
     with pytest.raises(ptxsim.MemoryFault, match=r"not a live allocation"):
         dev.copy_out(buf, np.zeros(4, np.float32))
+
+
+def test_ptxsim_never_refuses_what_ptxas_accepts():
+    """Differential check over random operand/type combinations: a snippet ptxas assembles must load in ptxsim."""
+    _ptxas()
+    import random
+
+    from ptxsim import ptxas
+
+    rng = random.Random(3)
+    regs = ["%r1", "%rd1", "%p1", "%f1", "%fd1", "%h1", "%u1"]
+    forms = ["add.{t} {a}, {b}, {c};", "mul.wide.{t} {a}, {b}, {c};", "and.{t} {a}, {b}, {c};", "not.{t} {a}, {b};",
+             "mov.{t} {a}, {b};", "setp.lt.{t} {a}, {b}, {c};", "selp.{t} {a}, {b}, {c}, {d};",
+             "ld.global.{t} {a}, [%rd1];", "st.global.{t} [%rd1], {a};", "cvt.{t}.{t2} {a}, {b};",
+             "cvt.rn.{t}.{t2} {a}, {b};", "atom.global.add.{t} {a}, [%rd1], {b};"]
+    types = ["u32", "s32", "b32", "f32", "u64", "s64", "b64", "f64", "u16", "b16", "f16", "pred"]
+    fits = {"u32": "%u1", "s32": "%r1", "b32": "%f1", "f32": "%f1", "u64": "%rd1", "s64": "%rd1", "b64": "%fd1",
+            "f64": "%fd1", "u16": "%h1", "b16": "%h1", "f16": "%h1", "pred": "%p1"}
+
+    def reg(t, extra=()):  # usually a register that fits, sometimes anything
+        return fits[t] if rng.random() < 0.7 else rng.choice(regs + list(extra))
+
+    accepted = 0
+    for _ in range(150):
+        form, t, t2 = rng.choice(forms), rng.choice(types), rng.choice(types)
+        body = form.format(t=t, t2=t2, a=reg(t), b=reg(t2 if form.startswith("cvt") else t, ["3"]), c=reg(t, ["-1"]),
+                           d=reg("pred"))
+        src = entry(body)
+        try:
+            ptxas.check(src, "sm_90")
+        except ptxsim.PtxasError:
+            continue
+        accepted += 1
+        ptxsim.load_ptx(src).kernel("k")  # raises (and fails the test) if ptxsim is stricter than ptxas
+    assert accepted >= 40

@@ -23,8 +23,13 @@ KNOWN_VERSIONS = frozenset(
     + [f"8.{m}" for m in range(9)] + ["9.0"])
 KNOWN_SM = frozenset({10, 11, 12, 13, 20, 21, 30, 32, 35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89,
                       90, 100, 101, 103, 110, 120, 121})
+# the first PTX ISA version of each target (PTX ISA release notes; ptxas refuses older .version)
+MIN_VERSION = {50: (4, 0), 52: (4, 1), 53: (4, 2), 60: (5, 0), 61: (5, 0), 62: (5, 0), 70: (6, 0), 72: (6, 1),
+               75: (6, 3), 80: (7, 0), 86: (7, 1), 87: (7, 4), 89: (7, 8), 90: (7, 8), 100: (8, 6), 101: (8, 6),
+               103: (8, 8), 120: (8, 7), 121: (8, 8)}
+MIN_VERSION_SUFFIX = {"a": (8, 0), "f": (8, 8)}  # sm_90a needs 8.0; family targets (sm_100f) 8.8
 TARGET_OPTIONS = frozenset({"texmode_unified", "texmode_independent", "debug", "map_f64_to_f32"})
-_TARGET = re.compile(r"^(?:sm|compute)_(\d+)[af]?$")
+_TARGET = re.compile(r"^(?:sm|compute)_(\d+)([af]?)$")
 CONST_BANK_BYTES = 64 * 1024
 MAX_QUOTE = 200  # characters of a source line quoted in an error message
 
@@ -70,6 +75,12 @@ def check_module(ast) -> None:
             known = ", ".join(map(str, sorted(KNOWN_SM)))
             raise DecodeError(f".target {name} is not a target ptxsim knows (expected sm_XX / compute_XX with XX in "
                               f"{known}, or one of {', '.join(sorted(TARGET_OPTIONS))})")
+        if m is not None and ast.version in KNOWN_VERSIONS:
+            need = max(MIN_VERSION.get(int(m.group(1)), (1, 0)), MIN_VERSION_SUFFIX.get(m.group(2), (1, 0)))
+            have = tuple(int(x) for x in ast.version.split("."))
+            if have < need:
+                raise DecodeError(f"PTX .version {ast.version} does not support .target {name} (it needs .version "
+                                  f"{need[0]}.{need[1]} or later)")
     const = [v for v in ast.variables if v.space == "const"]
     total = sum(max(v.nbytes, v.elem_bytes) for v in const if v.count is not None)
     if total > CONST_BANK_BYTES:

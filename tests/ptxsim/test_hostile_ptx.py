@@ -164,6 +164,8 @@ def test_diverse_nvrtc_output_passes_validation(cuda_kernel, arch):
 @pytest.mark.parametrize("head, what", [
     (".version 99.9\n.target sm_90\n.address_size 64\n", r"\.version 99\.9 is not a PTX ISA version"),
     (".version 8.8\n.target sm_999\n.address_size 64\n", r"\.target sm_999 is not a target"),
+    (".version 7.7\n.target sm_90\n.address_size 64\n", r"\.version 7\.7 does not support \.target sm_90 .* 7\.8"),
+    (".version 7.8\n.target sm_90a\n.address_size 64\n", r"\.version 7\.8 does not support \.target sm_90a"),
 ])
 def test_unknown_version_or_target_is_rejected(head, what):
     with pytest.raises(ptxsim.DecodeError, match=what):
@@ -171,7 +173,7 @@ def test_unknown_version_or_target_is_rejected(head, what):
 
 
 def test_known_targets_load():
-    for target in ("sm_90a", "compute_80", "sm_100a, texmode_independent", "sm_120"):
+    for target in ("sm_90a", "compute_80", "sm_100a, texmode_independent", "sm_120", "sm_90, debug"):
         ptxsim.load_ptx(entry("", head=f".version 8.8\n.target {target}\n.address_size 64\n"))
 
 

@@ -63,7 +63,8 @@ def _push(st, ins, la):
     st.depth[la] += 1
 
 
-def _bytes(mem, base, ranges):
+def _bytes(base, ranges):
+    """Byte indices [lanes, n] of the (offset, nbytes) ranges above each lane's base."""
     idx = np.concatenate([np.arange(off, off + n) for off, n in ranges]) if ranges else np.zeros(0, np.int64)
     return base.astype(np.int64)[:, None] + idx
 
@@ -74,8 +75,8 @@ def _key(st, lanes):
 
 def _save(st, frame, la):
     rec = {"key": _key(st, la), "regs": [st.regs[r][la].copy() for r in frame.regs],
-           "fparam": st.fmem[_bytes(st.fmem, st.fmem_base[la], frame.fparam)],
-           "local": st.lmem[_bytes(st.lmem, st.lmem_base[la], frame.local)]}
+           "fparam": st.fmem[_bytes(st.fmem_base[la], frame.fparam)],
+           "local": st.lmem[_bytes(st.lmem_base[la], frame.local)]}
     st.saved.setdefault(frame.name, []).append(rec)
 
 
@@ -89,8 +90,8 @@ def _restore(st, frame, sub):
             lanes = rec["key"][m] >> 20
             for r, vals in zip(frame.regs, rec["regs"]):
                 st.regs[r][lanes] = vals[m]
-            st.fmem[_bytes(st.fmem, st.fmem_base[lanes], frame.fparam)] = rec["fparam"][m]
-            st.lmem[_bytes(st.lmem, st.lmem_base[lanes], frame.local)] = rec["local"][m]
+            st.fmem[_bytes(st.fmem_base[lanes], frame.fparam)] = rec["fparam"][m]
+            st.lmem[_bytes(st.lmem_base[lanes], frame.local)] = rec["local"][m]
         if not m.all():
             keep.append({"key": rec["key"][~m], "regs": [v[~m] for v in rec["regs"]], "fparam": rec["fparam"][~m],
                          "local": rec["local"][~m]})

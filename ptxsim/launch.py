@@ -50,6 +50,9 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     grid, block = _dim3(grid, "grid"), _dim3(block, "block")
     prog = kernel.program
     _check_shape(prog, grid, block)
+    for name, v in (("sample_ctas", sample_ctas), ("budget", budget), ("max_lanes", max_lanes)):
+        if v is not None and (not isinstance(v, (int, np.integer)) or v < 1):
+            raise LaunchError(f"{name} must be a positive integer, got {v!r:.100}")
     nthreads = block[0] * block[1] * block[2]
     if shared_bytes < 0 or prog.shared_dyn_offset + shared_bytes > MAX_SHARED:
         raise LaunchError(f"shared memory {prog.shared_dyn_offset} static + {shared_bytes} dynamic bytes exceeds "

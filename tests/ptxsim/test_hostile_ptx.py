@@ -361,6 +361,8 @@ def test_ptxas_agrees_with_the_operand_checks():
     (1.5, None, {}, ptxsim.LaunchError, r"grid must be an int or a tuple"),
     (1, [np.zeros(4, object)], {}, ptxsim.ParamTypeError, r"array of dtype object cannot be copied to the device"),
     (1, None, {"time_limit": "x"}, ptxsim.LaunchError, r"time_limit must be a number of seconds"),
+    (1, None, {"sample_ctas": -3}, ptxsim.LaunchError, r"sample_ctas must be a positive integer, got -3"),
+    (1, None, {"budget": 0}, ptxsim.LaunchError, r"budget must be a positive integer, got 0"),
 ])
 def test_hostile_launch_arguments_raise_ptxsim_errors(grid, args, kw, error, what):
     with pytest.raises(error, match=what):

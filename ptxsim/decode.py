@@ -20,6 +20,7 @@ _SREG_BASES = {"%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwa
                "%cluster_ctaid", "%cluster_nctaid", "%is_explicit_cluster", "%clock_hi", "%aggr_smem_size",
                "%reserved_smem_offset_begin", "%reserved_smem_offset_end", "%reserved_smem_offset_cap"}
 MAX_LOCAL_BYTES = 512 * 1024  # per thread (CUDA's local-memory limit)
+MAX_PARAM_BYTES = 32764  # ptxas: "uses too much parameter space (0x8000 bytes, 0x7ffc max)"
 MAX_STATIC_SHARED = 48 * 1024  # ptxas: "uses too much shared data (0xc004 bytes, 0xc000 max)"
 _RANGE_NAME = re.compile(r"^(.*?)(\d+)$")
 _SPACE_MODS = {".global": "global", ".shared": "shared", ".shared::cta": "shared", ".shared::cluster": "shared",
@@ -146,6 +147,9 @@ class Decoder:
                        local_bytes=_align_up(self.local_off, 16), frame_bytes=_align_up(self.frame_off, 16),
                        global_syms=sorted(self.global_syms), ntid_hint=kernel.directives.get("reqntid", ()),
                        maxntid=kernel.directives.get("maxntid", ()))
+        if prog.param_bytes > MAX_PARAM_BYTES:
+            raise DecodeError(f"kernel {name} declares {prog.param_bytes} bytes of parameters; ptxas allows "
+                              f"{MAX_PARAM_BYTES}")
         if prog.shared_static > MAX_STATIC_SHARED:
             raise DecodeError(f"kernel {name} declares {prog.shared_static} bytes of static .shared memory; ptxas "
                               f"allows {MAX_STATIC_SHARED} (use .extern .shared and dynamic shared memory beyond)")

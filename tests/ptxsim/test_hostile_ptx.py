@@ -190,6 +190,14 @@ def test_static_shared_beyond_48k_is_rejected_like_ptxas():
         ptxsim.load_ptx(ok.replace("49152", "49156")).kernel("k")
 
 
+def test_parameter_space_beyond_ptxas_limit_is_rejected():
+    src = HEADER + ".visible .entry k(.param .align 4 .b8 p[N])\n{\n  ret;\n}\n"
+    assert ptxsim.load_ptx(src.replace("N", "32764")).kernel("k").program.param_bytes == 32764
+    for n in ("32768", "1000000000000"):
+        with pytest.raises(ptxsim.DecodeError, match=rf"declares {n} bytes of parameters; ptxas allows 32764"):
+            ptxsim.load_ptx(src.replace("N", n)).kernel("k")
+
+
 def test_store_to_kernel_param_space_is_rejected():
     with pytest.raises(ptxsim.DecodeError, match=r"stores to the kernel parameter space"):
         load_kernel("st.param.u64 [out], %rd1;")

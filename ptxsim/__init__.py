@@ -7,10 +7,10 @@
 See ptxsim/README.md for the arguments, metrics, sanitizers and environment flags.
 """
 from ptxsim.device import Device, DeviceBuffer, NumbaArray
-from ptxsim.errors import (DeadlockError, DecodeError, InitcheckError, InstructionBudgetExceeded, KernelNotFound,
-                           LaunchError, MemcheckError, MemoryFault, NcHazardError, ParamTypeError, PtxSimError,
-                           PtxSimWarning, PtxSyntaxError, RacecheckError, SanitizerError, SynccheckError,
-                           UnsupportedInstruction)
+from ptxsim.errors import (CallDepthExceeded, DeadlockError, DecodeError, InitcheckError, InstructionBudgetExceeded,
+                           KernelNotFound, LaunchError, MemcheckError, MemoryFault, NcHazardError, ParamTypeError,
+                           PtxasError, PtxSimError, PtxSimWarning, PtxSyntaxError, RacecheckError, ResourceLimitError,
+                           SanitizerError, SynccheckError, TimeLimitExceeded, UnsupportedInstruction)
 from ptxsim.launch import launch
 from ptxsim.module import Kernel, Module, load_ptx
 from ptxsim.sanitizers import SanitizerReport
@@ -20,4 +20,5 @@ __all__ = ["load_ptx", "launch", "Device", "DeviceBuffer", "NumbaArray", "Module
            "SanitizerReport", "PtxSimError", "PtxSimWarning", "PtxSyntaxError", "UnsupportedInstruction",
            "DecodeError", "KernelNotFound", "MemoryFault", "DeadlockError", "InstructionBudgetExceeded",
            "ParamTypeError", "LaunchError", "SanitizerError", "MemcheckError", "RacecheckError", "InitcheckError",
-           "SynccheckError", "NcHazardError"]
+           "SynccheckError", "NcHazardError", "TimeLimitExceeded", "ResourceLimitError", "CallDepthExceeded",
+           "PtxasError"]

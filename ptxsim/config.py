@@ -3,6 +3,10 @@
 PTXSIM_TRACE=1          print every executed instruction with its active lanes.
 PTXSIM_BUDGET=<n>       default warp-instruction budget per launch (default 5e8).
 PTXSIM_MAX_LANES=<n>    most threads simulated in one lane vector (CTAs are batched up to this; default 32768).
+PTXSIM_TIME_LIMIT=<s>   wall-clock seconds one launch may run before TimeLimitExceeded (default 60; 0 = no limit).
+PTXSIM_MAX_CALL_DEPTH=<n>  deepest nesting of .func calls, recursion included (default 256).
+PTXSIM_MAX_GLOBAL=<n>   bytes of simulated global memory (all allocations and module variables; default 2 GiB;
+                        the host needs 3 bytes per simulated byte).
 """
 from __future__ import annotations
 
@@ -15,6 +19,9 @@ class Config:
     trace: bool
     budget: int
     max_lanes: int
+    time_limit: float = 60.0
+    max_call_depth: int = 256
+    max_global: int = 2 << 30
 
 
 def _read() -> Config:
@@ -22,6 +29,9 @@ def _read() -> Config:
         trace=os.environ.get("PTXSIM_TRACE", "0") not in ("", "0"),
         budget=int(float(os.environ.get("PTXSIM_BUDGET", "5e8"))),
         max_lanes=int(os.environ.get("PTXSIM_MAX_LANES", "32768")),
+        time_limit=float(os.environ.get("PTXSIM_TIME_LIMIT", "60")),
+        max_call_depth=int(os.environ.get("PTXSIM_MAX_CALL_DEPTH", "256")),
+        max_global=int(float(os.environ.get("PTXSIM_MAX_GLOBAL", str(2 << 30)))),
     )
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 
 from ptxsim import ast as A
-from ptxsim.errors import DecodeError, UnsupportedInstruction
+from ptxsim.errors import DecodeError, ResourceLimitError, UnsupportedInstruction
 from ptxsim.ptxtypes import TYPES, is_type, type_bits
-from ptxsim.program import (ADDR, FUNC, IMM, LABEL, LIST, NOT, PAIR, REG, SINK, SREG, SYM, VEC, Ins, Opnd, ParamSlot,
-                            Program)
+from ptxsim.validate import check_instruction, check_labels, quote
+from ptxsim.program import (ADDR, FUNC, IMM, LABEL, LIST, NOT, PAIR, REG, SINK, SREG, SYM, VEC, FuncFrame, Ins, Opnd,
+                            ParamSlot, Program)
 
 _SREG_BASES = {"%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid",
                "%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%lanemask_eq",
@@ -18,6 +19,9 @@ _SREG_BASES = {"%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwa
                "%total_smem_size", "%cluster_ctarank", "%cluster_nctarank", "%clusterid", "%nclusterid",
                "%cluster_ctaid", "%cluster_nctaid", "%is_explicit_cluster", "%clock_hi", "%aggr_smem_size",
                "%reserved_smem_offset_begin", "%reserved_smem_offset_end", "%reserved_smem_offset_cap"}
+MAX_LOCAL_BYTES = 512 * 1024  # per thread (CUDA's local-memory limit)
+MAX_PARAM_BYTES = 32764  # ptxas: "uses too much parameter space (0x8000 bytes, 0x7ffc max)"
+MAX_STATIC_SHARED = 48 * 1024  # ptxas: "uses too much shared data (0xc004 bytes, 0xc000 max)"
 _RANGE_NAME = re.compile(r"^(.*?)(\d+)$")
 _SPACE_MODS = {".global": "global", ".shared": "shared", ".shared::cta": "shared", ".shared::cluster": "shared",
                ".local": "local", ".param": "param", ".param::entry": "param", ".param::func": "param",
@@ -97,10 +101,12 @@ class Decoder:
     # -- layout --------------------------------------------------------------------------------------------------
     def decode_kernel(self, name: str) -> Program:
         kernel = self.funcs[name]
+        self.calls: dict = {}  # caller name -> set of callee names
         order = self._reachable(kernel)
         self.instrs: list[Ins] = []
         self.reg_bits: list[int] = []
         self.reg_names: list[str] = []
+        self.reg_types: list[str] = []  # declared type per register (operand type checks)
         self.reg_index: dict = {}
         self.global_syms: set = set()
         self.shared_off = 0
@@ -110,6 +116,7 @@ class Decoder:
         self.frame_off = 0
         self.func_entry: dict = {}
         self.func_frames: dict = {}  # name -> (param slots, ret slots)
+        self.func_ranges: dict = {}  # name -> {"fparam": [(off, nbytes)], "local": [(off, nbytes)]} (recursion)
         self.pending_calls: list = []
         # kernel params
         params, off = [], 0
@@ -125,7 +132,7 @@ class Decoder:
                 self._place_shared(v)
         # frames of every callee before decoding any body (calls need them)
         for f in order[1:]:
-            self.func_frames[f.name] = (self._frame_slots(f.params), self._frame_slots(f.rets))
+            self.func_frames[f.name] = (self._frame_slots(f.params, f.name), self._frame_slots(f.rets, f.name))
         for f in order:
             self.func_entry[f.name] = len(self.instrs)
             self._decode_function(f, is_kernel=(f is kernel))
@@ -138,15 +145,29 @@ class Decoder:
         prog = Program(name=name, instrs=self.instrs, params=params, param_bytes=off, reg_bits=self.reg_bits,
                        reg_names=self.reg_names, shared_static=self.shared_off, shared_dyn_offset=dyn,
                        local_bytes=_align_up(self.local_off, 16), frame_bytes=_align_up(self.frame_off, 16),
-                       global_syms=sorted(self.global_syms), ntid_hint=kernel.directives.get("reqntid", ()))
+                       global_syms=sorted(self.global_syms), ntid_hint=kernel.directives.get("reqntid", ()),
+                       maxntid=kernel.directives.get("maxntid", ()))
+        if prog.param_bytes > MAX_PARAM_BYTES:
+            raise DecodeError(f"kernel {name} declares {prog.param_bytes} bytes of parameters; ptxas allows "
+                              f"{MAX_PARAM_BYTES}")
+        if prog.shared_static > MAX_STATIC_SHARED:
+            raise DecodeError(f"kernel {name} declares {prog.shared_static} bytes of static .shared memory; ptxas "
+                              f"allows {MAX_STATIC_SHARED} (use .extern .shared and dynamic shared memory beyond)")
+        if prog.local_bytes > MAX_LOCAL_BYTES:
+            raise ResourceLimitError(f"kernel {name} needs {prog.local_bytes} bytes of .local memory per thread; "
+                                     f"the limit is {MAX_LOCAL_BYTES} bytes (512 KiB)")
         prog.lines = {i.pc: i.line for i in self.instrs}
+        prog.recursive = self._recursive()
+        prog.frames = {f: self._frame_of(f) for f in prog.recursive}
+        for ins in self.pending_calls:
+            ins.aux["save"] = prog.frames.get(ins.aux["callee"])
         return prog
 
     def _reachable(self, kernel):
         order, seen = [kernel], {kernel.name}
-        stack = [(kernel, (kernel.name,))]
+        stack = [kernel]
         while stack:
-            f, path = stack.pop()
+            f = stack.pop()
             for st in f.body or ():
                 if isinstance(st, A.Instr) and st.opcode == "call":
                     callee = next((o.name for o in st.operands if isinstance(o, A.Ident)), None)
@@ -154,25 +175,47 @@ class Decoder:
                         raise UnsupportedInstruction("call", st.mods, st.line,
                                                      f"callee {callee!r} is not a function of this module "
                                                      "(indirect calls are not supported)")
-                    if callee in path:
-                        raise UnsupportedInstruction("call", st.mods, st.line,
-                                                     f"recursive call to {callee} (register frames are not saved)")
+                    self.calls.setdefault(f.name, set()).add(callee)
                     g = self.funcs[callee]
                     if g.body is None:
                         raise UnsupportedInstruction("call", st.mods, st.line, f"{callee} is declared but not defined")
                     if callee not in seen:
                         seen.add(callee)
                         order.append(g)
-                    stack.append((g, path + (callee,)))
+                        stack.append(g)
         return order
 
-    def _frame_slots(self, decls):
+    def _recursive(self) -> frozenset:
+        """Functions that can call themselves (directly or through others): their calls save and restore frames."""
+        out = set()
+        for f in self.calls:
+            seen, todo = set(), list(self.calls.get(f, ()))
+            while todo:
+                g = todo.pop()
+                if g == f:
+                    out.add(f)
+                    break
+                if g not in seen:
+                    seen.add(g)
+                    todo.extend(self.calls.get(g, ()))
+        return frozenset(out)
+
+    def _frame_of(self, name: str) -> FuncFrame:
+        regs = tuple(idx for key, idx in self.reg_index.items() if key[0] == name)
+        r = self.func_ranges.get(name, {})
+        return FuncFrame(name, regs, tuple(r.get("fparam", ())), tuple(r.get("local", ())))
+
+    def _add_range(self, fname, kind, off, nbytes):
+        self.func_ranges.setdefault(fname, {}).setdefault(kind, []).append((off, nbytes))
+
+    def _frame_slots(self, decls, fname):
         slots = []
         for p in decls:
             a = _natural_align(p)
             self.frame_off = _align_up(self.frame_off, a)
             nbytes = p.elem_bytes * (p.count or 1)
             slots.append(ParamSlot(p.name, p.type, self.frame_off, nbytes, a))
+            self._add_range(fname, "fparam", self.frame_off, nbytes)
             self.frame_off += nbytes
         return slots
 
@@ -202,6 +245,7 @@ class Decoder:
         scopes = _Scopes()
         base_pc = len(self.instrs)
         labels, pc = {}, base_pc
+        check_labels(f, {})
         for st in f.body:
             if isinstance(st, A.Label):
                 labels[st.name] = pc
@@ -223,11 +267,12 @@ class Decoder:
                     scopes.pop()
             elif isinstance(st, A.RegDecl):
                 for name, count in st.names:
-                    payload = ("reg", (f.name, name, id(st)), type_bits(st.type), name)
+                    payload = ("reg", (f.name, name, id(st)), type_bits(st.type), name, st.type)
                     if count is None:
                         scopes.declare(name, payload)
                     else:
-                        scopes.declare_range(name, count, ("regrange", f.name, name, type_bits(st.type), id(st)))
+                        scopes.declare_range(name, count, ("regrange", f.name, name, type_bits(st.type), id(st),
+                                                           st.type))
             elif isinstance(st, A.VarDecl):
                 self._declare_var(st, scopes, f)
             elif isinstance(st, A.Instr):
@@ -246,23 +291,26 @@ class Decoder:
                 raise DecodeError(f"line {v.line}: .local variable {v.name} cannot have an initialiser")
             self.local_off = _align_up(self.local_off, _natural_align(v))
             scopes.declare(v.name, ("local", self.local_off))
+            self._add_range(f.name, "local", self.local_off, v.nbytes)
             self.local_off += v.nbytes
         elif v.space == "param":
             a = _natural_align(v)
             self.frame_off = _align_up(self.frame_off, a)
             scopes.declare(v.name, ("fparam", self.frame_off))
+            self._add_range(f.name, "fparam", self.frame_off, v.elem_bytes * (v.count or 1))
             self.frame_off += v.elem_bytes * (v.count or 1)
         else:
             raise DecodeError(f"line {v.line}: .{v.space} variable {v.name} declared inside a function body "
                               "is not supported (declare it at module scope)")
 
-    def _reg(self, key, bits, name) -> Opnd:
+    def _reg(self, key, bits, name, typ) -> Opnd:
         idx = self.reg_index.get(key)
         if idx is None:
             idx = len(self.reg_bits)
             self.reg_index[key] = idx
             self.reg_bits.append(bits)
             self.reg_names.append(name)
+            self.reg_types.append(typ)
         return Opnd(REG, idx=idx, bits=bits, name=name)
 
     def _resolve_ident(self, name: str, ctx, line: int) -> Opnd:
@@ -270,10 +318,10 @@ class Decoder:
         if found is not None:
             kind = found[0]
             if kind == "reg":
-                return self._reg(found[1], found[2], found[3])
+                return self._reg(found[1], found[2], found[3], found[4])
             if kind == "regrange":
-                _, fname, prefix, bits, sid = found
-                return self._reg((fname, name, sid), bits, name)
+                _, fname, _prefix, bits, sid, typ = found
+                return self._reg((fname, name, sid), bits, name, typ)
             if kind in ("kparam", "fparam", "local"):
                 return Opnd(IMM, value=found[1], name=name, sym=None)
             if kind == "shared":
@@ -295,7 +343,7 @@ class Decoder:
             return Opnd(FUNC, name=name)
         if name == "_":
             return Opnd(SINK, name="_")
-        raise DecodeError(f"line {line}: unknown identifier {name!r} in {ctx.f.name} (not a declared register, "
+        raise DecodeError(f"line {line}: unknown identifier {quote(name)!r} in {ctx.f.name} (not a declared register, "
                           "label, variable or function)")
 
     def _shared_imm(self, uniq, name):
@@ -353,6 +401,7 @@ class Decoder:
             guard = (g.idx, st.guard[1])
         text = f"{'@' + ('!' if st.guard[1] else '') + st.guard[0] + ' ' if st.guard else ''}" \
                f"{st.opcode}{''.join(st.mods)} " + ", ".join(_fmt(o) for o in st.operands)
+        text = quote(text)  # messages quote at most ~200 characters of a source line
         ins = Ins(len(self.instrs), st.opcode, modlist, types, ops, guard, st.line, text)
         ins.func = ctx.f.name
         ins.handler, ins.klass, ins.control = spec.handler, spec.klass, spec.control
@@ -365,7 +414,8 @@ class Decoder:
             except UnsupportedInstruction:
                 raise
             except DecodeError as e:
-                raise DecodeError(f"line {st.line}: `{text}`: {e}") from None
+                raise DecodeError(f"line {st.line}: `{quote(text)}`: {e}") from None
+        check_instruction(ins, self.reg_types)
         return ins
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ptxsim.errors import LaunchError, ParamTypeError
+from ptxsim.errors import LaunchError, MemoryFault, ParamTypeError
 from ptxsim.memory import GLOBAL_BASE, GlobalMemory
 
 
@@ -54,9 +54,11 @@ def _dim3(v, what) -> tuple:
     if isinstance(v, (int, np.integer)):
         v = (int(v),)
     try:
+        if isinstance(v, (str, bytes)) or not all(isinstance(x, (int, np.integer)) for x in v):
+            raise TypeError
         t = tuple(int(x) for x in v)
     except TypeError:
-        raise LaunchError(f"{what} must be an int or a tuple of up to 3 ints, got {v!r}") from None
+        raise LaunchError(f"{what} must be an int or a tuple of up to 3 ints, got {v!r:.100}") from None
     if not 1 <= len(t) <= 3 or any(x < 1 for x in t):
         raise LaunchError(f"{what} must have 1 to 3 positive extents, got {v!r}")
     return t + (1,) * (3 - len(t))
@@ -82,11 +84,13 @@ class Device:
 
     def _check(self, buf: DeviceBuffer, nbytes: int, what: str):
         if not isinstance(buf, DeviceBuffer):
-            raise TypeError(f"{what}: expected a DeviceBuffer, got {type(buf).__name__}")
+            raise ParamTypeError(f"{what}: expected a DeviceBuffer, got {type(buf).__name__}")
         if nbytes > buf.nbytes:
-            raise ValueError(f"{what}: {nbytes} bytes do not fit the {buf.nbytes}-byte buffer at {buf.addr:#x}")
+            raise MemoryFault(f"{what}: {nbytes} bytes do not fit the {buf.nbytes}-byte buffer at {buf.addr:#x}",
+                              space="global", addr=buf.addr, size=nbytes)
         if not any(a.addr == buf.addr for a in self.gmem.allocs):
-            raise ValueError(f"{what}: buffer at {buf.addr:#x} is not a live allocation of this device (freed?)")
+            raise MemoryFault(f"{what}: buffer at {buf.addr:#x} is not a live allocation of this device (freed?)",
+                              space="global", addr=buf.addr, size=nbytes)
 
     def copy_in(self, buf: DeviceBuffer, array: np.ndarray) -> None:
         array = np.ascontiguousarray(array)
@@ -103,7 +107,7 @@ class Device:
     def copy_out(self, buf: DeviceBuffer, array: np.ndarray) -> None:
         """Fill `array` (C-contiguous) in place from the buffer."""
         if not array.flags.c_contiguous:
-            raise ValueError("copy_out needs a C-contiguous array to fill in place")
+            raise ParamTypeError("copy_out needs a C-contiguous array to fill in place")
         self._check(buf, array.nbytes, "copy_out")
         array.reshape(-1).view(np.uint8)[:] = self.gmem.read_bytes(buf.addr, array.nbytes)
 
@@ -157,6 +161,13 @@ class Device:
 _INT_KINDS = ("b", "u", "s")
 
 
+def _plain(arr: np.ndarray, where: str) -> None:
+    """Arrays that reach device memory must hold plain numbers (no Python objects, no structured fields)."""
+    if arr.dtype.hasobject or arr.dtype.fields is not None:
+        raise ParamTypeError(f"{where}: array of dtype {arr.dtype} cannot be copied to the device (expected plain "
+                             "numeric elements)")
+
+
 def marshal(kernel, args, dev: Device):
     """Kernel param buffer from launch args; returns (param_buf, [(ndarray, DeviceBuffer)] to copy back)."""
     from ptxsim.ptxtypes import ptx_type
@@ -169,6 +180,7 @@ def marshal(kernel, args, dev: Device):
     for a in args:
         if isinstance(a, NumbaArray):
             arr = a.array
+            _plain(arr, "NumbaArray")
             if not arr.flags.c_contiguous:
                 raise ParamTypeError("NumbaArray needs a C-contiguous ndarray")
             db = _upload(arr, dev, back)
@@ -186,6 +198,7 @@ def marshal(kernel, args, dev: Device):
         t = ptx_type(p.type)
         where = f"param {p.name} (.{p.type}) of kernel {kernel.name}"
         if isinstance(a, np.ndarray) and a.ndim > 0:
+            _plain(a, where)
             if not a.flags.c_contiguous:
                 raise ParamTypeError(f"{where}: array arguments must be C-contiguous")
             a = _upload(a, dev, back)

@@ -13,8 +13,19 @@ class PtxSyntaxError(PtxSimError):
         self.line, self.col, self.text = line, col, text
         where = f"line {line}:{col}: {message}"
         if text:
-            where += f"\n    {text}\n    {' ' * max(col - 1, 0)}^"
+            shown, caret = _excerpt(text, col)
+            where += f"\n    {shown}\n    {' ' * max(caret - 1, 0)}^"
         super().__init__(where)
+
+
+def _excerpt(text: str, col: int, width: int = 200) -> tuple:
+    """At most `width` characters of a source line around column col, and col's position in the excerpt."""
+    if len(text) <= width:
+        return text, col
+    start = max(0, min(col - width // 2, len(text) - width))
+    head = "..." if start else ""
+    tail = "..." if start + width < len(text) else ""
+    return head + text[start:start + width] + tail, col - start + len(head)
 
 
 class UnsupportedInstruction(PtxSimError):
@@ -23,6 +34,8 @@ class UnsupportedInstruction(PtxSimError):
     def __init__(self, opcode: str, modifiers, line: int, why: str = ""):
         self.opcode, self.modifiers, self.line = opcode, tuple(modifiers), line
         mods = "".join(self.modifiers)
+        mods = mods if len(mods) <= 160 else mods[:157] + "..."
+        opcode = opcode if len(opcode) <= 40 else opcode[:37] + "..."
         super().__init__(f"unsupported instruction `{opcode}{mods}` at PTX line {line}" + (f": {why}" if why else ""))
 
 
@@ -61,6 +74,27 @@ class DeadlockError(PtxSimError):
 
 class InstructionBudgetExceeded(PtxSimError):
     """The launch ran more warp-instructions than its budget (a runaway loop?)."""
+
+
+class TimeLimitExceeded(InstructionBudgetExceeded):
+    """The launch ran longer than its wall-clock limit (a runaway loop?); names the kernel and the loop's PTX line."""
+
+
+class ResourceLimitError(PtxSimError, ValueError):
+    """A request beyond a hardware or simulator limit (grid size, .local / .global bytes, call depth); the message
+    gives what was asked and the limit."""
+
+
+class CallDepthExceeded(ResourceLimitError):
+    """Nested .func calls (recursion) deeper than the call-depth limit."""
+
+
+class PtxasError(DecodeError):
+    """load_ptx(..., validate=True): ptxas rejected the module; carries ptxas's messages with PTX line numbers."""
+
+    def __init__(self, message: str, diagnostics=()):
+        self.diagnostics = tuple(diagnostics)  # ((line, message), ...)
+        super().__init__(message)
 
 
 class SanitizerError(PtxSimError):

@@ -3,22 +3,26 @@ and thread counts, exits, deadlock detection and the instruction budget."""
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 
-from ptxsim.errors import DeadlockError, InstructionBudgetExceeded
+from ptxsim.errors import DeadlockError, InstructionBudgetExceeded, TimeLimitExceeded
 from ptxsim.state import FULL
 
 EXITED = 1 << 30
 BLOCKED = 1 << 29  # a lane waiting at a barrier holds pc + BLOCKED
 SPIN_CHECK = 2048  # backward-branch iterations between spin-loop snapshots
+CLOCK_CHECK = 1024  # scheduling rounds between wall-clock checks
 
 
 class Scheduler:
     """Runs one ExecState (a batch of CTAs) to completion."""
 
-    def __init__(self, st, counts, budget: int, trace: bool):
+    def __init__(self, st, counts, budget: int, trace: bool, deadline: float | None = None, time_limit: float = 0):
         self.st = st
+        self.deadline, self.time_limit = deadline, time_limit  # perf_counter() time the launch must end by
+        self.last_back = -1  # pc of the last backward branch taken (names the loop in budget/time errors)
         n = st.nlanes
         st.pc = np.zeros(n, np.int64)
         st.pc[~st.valid] = EXITED
@@ -52,7 +56,12 @@ class Scheduler:
         trace = self.trace
         executed = 0
         budget = self.budget
+        deadline = self.deadline
+        rounds = 0
         while True:
+            rounds += 1
+            if deadline is not None and rounds % CLOCK_CHECK == 0 and time.perf_counter() > deadline:
+                self._over_time()
             m = int(pc.min())
             if m >= BLOCKED:
                 if m >= EXITED:
@@ -91,8 +100,10 @@ class Scheduler:
                     pc[lanes] = p + 1
                     if nact:
                         ins.handler(st, ins, active)
-                    if nact == cnt and ins.target >= 0 and ins.target <= p and ins.op == "bra":
-                        self._spin_check(p, lanes, cnt)
+                    if nact and 0 <= ins.target <= p and ins.op == "bra":
+                        self.last_back = p
+                        if nact == cnt:
+                            self._spin_check(p, lanes, cnt)
                     break
                 if nact:
                     ins.handler(st, ins, active)
@@ -138,10 +149,26 @@ class Scheduler:
         print(f"[ptxsim] {self.st.prog.name} pc={ins.pc} line={ins.line} active={nact} lanes=[{shown}] {ins.text}",
               file=sys.stderr)
 
+    def _loop_where(self, ins) -> str:
+        if self.last_back < 0:
+            return f"last at PTX line {ins.line}: `{ins.text}`"
+        b = self.st.prog.instrs[self.last_back]
+        top = self.st.prog.instrs[b.target]
+        return (f"looping at PTX lines {top.line}-{b.line} (the backward branch `{b.text}` at line {b.line}); "
+                f"last at PTX line {ins.line}")
+
     def _over_budget(self, ins):
         raise InstructionBudgetExceeded(
-            f"kernel {self.st.prog.name} ran more than {self.budget} warp-instructions (last at PTX line {ins.line}: "
-            f"`{ins.text}`); a runaway loop? Raise the limit with launch(..., budget=N) or PTXSIM_BUDGET")
+            f"kernel {self.st.prog.name} ran more than {self.budget} warp-instructions ({self._loop_where(ins)}); "
+            "a runaway loop? Raise the limit with launch(..., budget=N) or PTXSIM_BUDGET")
+
+    def _over_time(self):
+        m = int(self.st.pc.min())
+        ins = self.st.prog.instrs[min(m, len(self.st.prog.instrs) - 1)] if m < BLOCKED else self.st.prog.instrs[0]
+        raise TimeLimitExceeded(
+            f"kernel {self.st.prog.name} ran longer than its {self.time_limit:g} s wall-clock limit "
+            f"({self._loop_where(ins)}); a runaway loop? Raise the limit with launch(..., time_limit=S) or "
+            "PTXSIM_TIME_LIMIT (0 = none)")
 
     # -- exits and barriers --------------------------------------------------------------------------------------
     def exit(self, lanes):

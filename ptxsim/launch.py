@@ -14,12 +14,14 @@ from ptxsim.executor import Scheduler
 from ptxsim.state import ExecState
 
 MAX_SHARED = 227 * 1024
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
 REG_FILE_BUDGET = 96 << 20  # bytes of simulated registers per batch
 
 
 def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | None = None, *, sanitize=None,
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
-           max_lanes: int | None = None, counters: bool = True):
+           max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None):
     """Run `kernel` over `grid` x `block` threads.
 
     Args:
@@ -35,19 +37,23 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
         budget: warp-instruction limit (default PTXSIM_BUDGET).
         max_lanes: most threads in one lane vector (default PTXSIM_MAX_LANES).
         counters: memory counters (sectors, bank conflicts); off saves time.
+        time_limit: wall-clock seconds before TimeLimitExceeded (default PTXSIM_TIME_LIMIT; 0 = none).
 
     Returns:
         LaunchStats.
 
     Raises:
-        ParamTypeError, LaunchError, MemoryFault, DeadlockError, InstructionBudgetExceeded, SanitizerError.
+        ParamTypeError, LaunchError (a shape CUDA refuses), MemoryFault, DeadlockError, InstructionBudgetExceeded,
+        TimeLimitExceeded, ResourceLimitError, SanitizerError.
     """
     t0 = time.perf_counter()
     grid, block = _dim3(grid, "grid"), _dim3(block, "block")
-    nthreads = block[0] * block[1] * block[2]
-    if nthreads > 1024 or block[2] > 64:
-        raise LaunchError(f"block {block} has {nthreads} threads; at most 1024 (and z <= 64) per CTA")
     prog = kernel.program
+    _check_shape(prog, grid, block)
+    for name, v in (("sample_ctas", sample_ctas), ("budget", budget), ("max_lanes", max_lanes)):
+        if v is not None and (not isinstance(v, (int, np.integer)) or v < 1):
+            raise LaunchError(f"{name} must be a positive integer, got {v!r:.100}")
+    nthreads = block[0] * block[1] * block[2]
     if shared_bytes < 0 or prog.shared_dyn_offset + shared_bytes > MAX_SHARED:
         raise LaunchError(f"shared memory {prog.shared_dyn_offset} static + {shared_bytes} dynamic bytes exceeds "
                           f"{MAX_SHARED} bytes per CTA")
@@ -63,25 +69,30 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     L.hooks = ([mem] if counters else []) + sans
     L.memcheck = next((s for s in sans if s.tool == "memcheck"), None)
     ncta = grid[0] * grid[1] * grid[2]
-    ctas = np.arange(ncta, dtype=np.int64)
+    ctas = None  # every CTA, in order (batches are made lazily: a 2**31-CTA grid is never materialised)
     fraction = 1.0
     if sample_ctas is not None and 0 < sample_ctas < ncta:
         ctas = np.unique(np.linspace(0, ncta - 1, int(sample_ctas)).round().astype(np.int64))
         fraction = len(ctas) / ncta
+    nrun = ncta if ctas is None else len(ctas)
     padded = (nthreads + 31) // 32 * 32
     lanes_cap = max_lanes or CONFIG.max_lanes
     reg_bytes = sum(max(b, 8) // 8 for b in prog.reg_bits) + prog.local_bytes + prog.frame_bytes + 16
     per_batch = max(1, min(lanes_cap // padded, REG_FILE_BUDGET // (reg_bytes * padded)))
     counts = {k: np.zeros(len(prog.instrs) + 1, np.int64) for k in ("warp", "thread", "pred_on")}
     limit = budget if budget is not None else CONFIG.budget
+    seconds = CONFIG.time_limit if time_limit is None else _seconds(time_limit)
+    deadline = t0 + seconds if seconds > 0 else None
     executed = 0
-    prog_depth = len({i.func for i in prog.instrs}) + 1
+    prog_depth = min(CONFIG.max_call_depth, 1 << 19) if prog.recursive else len({i.func for i in prog.instrs}) + 1
     with np.errstate(all="ignore"):
-        for start in range(0, len(ctas), per_batch):
-            st = ExecState(prog, L, ctas[start: start + per_batch])
+        for start in range(0, nrun, per_batch):
+            ids = (np.arange(start, min(start + per_batch, nrun), dtype=np.int64) if ctas is None
+                   else ctas[start: start + per_batch])
+            st = ExecState(prog, L, ids)
             st.prog_max_depth = prog_depth
             st.call_stack = None
-            sch = Scheduler(st, counts, limit - executed, CONFIG.trace)
+            sch = Scheduler(st, counts, limit - executed, CONFIG.trace, deadline, seconds)
             executed += sch.run()
             for h in L.hooks:
                 h.on_batch_end(st)
@@ -91,4 +102,33 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     reports = [r for s in sans for r in s.reports]
     wall = time.perf_counter() - t0
     return stats_mod.build(prog, counts, mem, L, wall, scale=1.0 / fraction, reports=reports,
-                           sample_fraction=fraction, simulated=len(ctas))
+                           sample_fraction=fraction, simulated=nrun)
+
+
+def _seconds(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise LaunchError(f"time_limit must be a number of seconds (0 = none), got {v!r:.100}") from None
+
+
+def _check_shape(prog, grid, block) -> None:
+    """Raise LaunchError for a grid or block CUDA refuses to launch (limits, .maxntid, .reqntid)."""
+    for what, dims, lim in (("grid", grid, MAX_GRID), ("block", block, MAX_BLOCK)):
+        for axis, n, top in zip("xyz", dims, lim):
+            if n > top:
+                raise LaunchError(f"{what}.{axis} = {n} exceeds CUDA's limit of {top} (kernel {prog.name}, "
+                                  f"{what} {dims})")
+    nthreads = block[0] * block[1] * block[2]
+    if nthreads > 1024:
+        raise LaunchError(f"block {block} has {nthreads} threads; at most 1024 per CTA (kernel {prog.name})")
+    if prog.maxntid:
+        cap = int(np.prod(prog.maxntid))
+        if nthreads > cap:
+            raise LaunchError(f"block {block} has {nthreads} threads; kernel {prog.name} declares .maxntid "
+                              f"{', '.join(map(str, prog.maxntid))} (at most {cap} threads)")
+    if prog.ntid_hint:
+        want = tuple(prog.ntid_hint) + (1,) * (3 - len(prog.ntid_hint))
+        if tuple(block) != want:
+            raise LaunchError(f"block {block} differs from kernel {prog.name}'s .reqntid "
+                              f"{', '.join(map(str, prog.ntid_hint))} (the block must be exactly {want})")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ptxsim.errors import MemoryFault
+from ptxsim.errors import MemoryFault, ResourceLimitError
 
 GLOBAL_BASE = 1 << 40  # global (and generic) addresses of device allocations start here; 0 is never valid
 SHARED_WINDOW = 1 << 46  # generic address of shared-space offset 0 (cvta.shared adds it)
@@ -46,18 +46,29 @@ class GlobalMemory:
             return
         while cap < need:
             cap *= 2
-        for name in ("data", "state", "written"):
+        try:
+            grown = {name: np.zeros(cap, getattr(self, name).dtype) for name in ("data", "state", "written")}
+        except MemoryError:
+            raise ResourceLimitError(f"simulated global memory of {need} bytes does not fit in host memory "
+                                     f"(3 bytes of host memory per simulated byte)") from None
+        for name, new in grown.items():
             old = getattr(self, name)
-            new = np.zeros(cap, old.dtype)
             new[: len(old)] = old
             setattr(self, name, new)
 
     def alloc(self, nbytes: int, label: str = "") -> Allocation:
+        from ptxsim.config import CONFIG
+
         if nbytes < 0:
-            raise ValueError(f"alloc: nbytes must be >= 0, got {nbytes}")
+            raise ResourceLimitError(f"alloc: nbytes must be >= 0, got {nbytes} ({label or 'allocation'})")
         off = self.top
         size = max(int(nbytes), 1)
-        self.top = off + (size + ALLOC_ALIGN - 1) // ALLOC_ALIGN * ALLOC_ALIGN + ALLOC_ALIGN  # a guard gap after each
+        top = off + (size + ALLOC_ALIGN - 1) // ALLOC_ALIGN * ALLOC_ALIGN + ALLOC_ALIGN  # a guard gap after each
+        if top > CONFIG.max_global:
+            raise ResourceLimitError(f"allocating {nbytes} bytes for {label or 'a buffer'} would take simulated global "
+                                     f"memory to {top} bytes; the limit is {CONFIG.max_global} bytes "
+                                     "(PTXSIM_MAX_GLOBAL)")
+        self.top = top
         self._grow(self.top + 16)
         self.state[off: off + nbytes] = LIVE
         a = Allocation(GLOBAL_BASE + off, int(nbytes), label)

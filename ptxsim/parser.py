@@ -47,7 +47,9 @@ def tokenize(text: str) -> list[Tok]:
         m = _TOKEN.match(text, pos)
         if m is None:
             col = pos - line_start + 1
-            raise PtxSyntaxError(f"unexpected character {text[pos]!r}", line, col, _line_text(text, line))
+            ch = text[pos]
+            msg = f"non-ASCII character {ch!r} (PTX is ASCII text)" if ord(ch) > 127 else f"unexpected character {ch!r}"
+            raise PtxSyntaxError(msg, line, col, _line_text(text, line))
         kind = m.lastgroup
         s = m.group()
         if kind == "nl":
@@ -98,6 +100,7 @@ class Parser:
     def error(self, msg: str, tok: Tok | None = None):
         tok = tok or self.peek()
         got = tok.text or "end of input"
+        got = got if len(got) <= 60 else got[:57] + "..."
         raise PtxSyntaxError(f"{msg} (got {got!r})", tok.line, tok.col, _line_text(self.text, tok.line))
 
     def expect(self, text: str) -> Tok:
@@ -492,4 +495,10 @@ def parse(text: str) -> ModuleAst:
     Raises:
         PtxSyntaxError: with line:column and the source line.
     """
-    return Parser(text).parse()
+    p = Parser(text)
+    try:
+        return p.parse()
+    except RecursionError:
+        t = p.peek()
+        raise PtxSyntaxError("operands or initialisers nested too deeply", t.line, t.col,
+                             _line_text(text, t.line)) from None

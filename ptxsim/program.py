@@ -56,6 +56,16 @@ class ParamSlot:
     align: int
 
 
+@dataclass(frozen=True)
+class FuncFrame:
+    """What one activation of a (recursive) .func owns: saved at each call to it, restored when it returns."""
+
+    name: str
+    regs: tuple  # register indices
+    fparam: tuple  # ((offset, nbytes), ...) in the per-thread frame memory
+    local: tuple  # ((offset, nbytes), ...) in .local memory
+
+
 @dataclass
 class Program:
     """A kernel lowered to one flat instruction list (callees appended), with its memory layout."""
@@ -71,5 +81,8 @@ class Program:
     local_bytes: int  # per thread
     frame_bytes: int  # per-thread scratch for .func params / call-site params
     global_syms: list  # module variable names (global/const) this kernel references
-    ntid_hint: tuple = ()
+    ntid_hint: tuple = ()  # .reqntid (the launch's block must be exactly this)
+    maxntid: tuple = ()  # .maxntid (the launch's block may hold at most their product of threads)
     lines: dict = field(default_factory=dict)  # pc -> PTX line
+    recursive: frozenset = frozenset()  # .func names that can call themselves
+    frames: dict = field(default_factory=dict)  # name -> FuncFrame of each recursive .func

@@ -89,6 +89,7 @@ class ExecState:
         self.fmem_base = (lane * prog.frame_bytes).astype(np.uint64)
         self.call_stack = []  # list of per-lane int arrays (return call-site pc, -1 = none)
         self.depth = np.zeros(n, np.int32)
+        self.saved = {}  # recursive .func name -> saved activations (ops/control.py)
         self.async_pending = []  # cp.async copies not yet waited for
         self.async_committed = np.zeros(n, np.int64)  # commit-group counter per lane
         self.hooks = launch.hooks  # counters / sanitizers (objects with on_* methods), may be empty
@@ -188,8 +189,10 @@ class ExecState:
             return np.full(self.count(lanes), base + off, np.uint64)
         b = op.base
         v = self.regs[b.idx][lanes]
-        if b.bits != 64:
+        if b.bits != 64:  # NOTE: a 32-bit register plus an offset wraps modulo 2**32, as on hardware (nvcc folds
+            # negative offsets into 32-bit shared/local address registers, then adds a positive immediate)
             v = v.astype(np.uint64)
+            return (v + off) & np.uint64(0xFFFFFFFF) if op.offset else v
         return v + off if op.offset else v
 
     # -- geometry for messages -----------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxsim.errors import PtxSimError
+from ptxsim.errors import CallDepthExceeded, PtxSimError
 from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
 from ptxsim.program import FUNC, IMM, LABEL, LIST, REG
@@ -26,6 +26,10 @@ def _copy_frame(st, lanes, src_off, dst_off, nbytes):
 
 def call(st, ins, lanes):
     la = st.lane_array(lanes)
+    _push(st, ins, la)
+    frame = ins.aux.get("save")
+    if frame is not None:  # a recursive callee: this activation's registers and frame are saved until it returns
+        _save(st, frame, la)
     for kind, src, dst, nbytes in ins.aux["args"]:
         if kind == "param":
             _copy_frame(st, la, src, dst, nbytes)
@@ -34,14 +38,64 @@ def call(st, ins, lanes):
             v = np.broadcast_to(np.asarray(st.read(src, la, t)), (len(la),)).astype(t.dtype)
             base = st.fmem_base[la].astype(np.int64) + dst
             st.fmem.view(np.uint8)[base[:, None] + np.arange(nbytes)] = v.view(np.uint8).reshape(-1, nbytes)
+    st.pc[la] = ins.target
+
+
+def _push(st, ins, la):
+    """Record the call site per lane (growing the stack up to the call-depth limit)."""
+    limit = st.prog_max_depth
     if st.call_stack is None or len(st.call_stack) == 0:
-        st.call_stack = np.full((st.prog_max_depth, st.nlanes), -1, np.int32)
+        st.call_stack = np.full((min(limit, 8), st.nlanes), -1, np.int32)
     d = st.depth[la]
-    if d.size and d.max() >= st.call_stack.shape[0]:
-        raise PtxSimError(f"call depth exceeded at PTX line {ins.line}")
+    deepest = int(d.max()) if d.size else 0
+    if deepest >= st.call_stack.shape[0]:
+        if deepest >= limit:
+            lane = int(la[int(np.argmax(d))])
+            cta, tid = st.where(lane)
+            raise CallDepthExceeded(
+                f"kernel {st.prog.name}: `{ins.text}` at PTX line {ins.line} (CTA {cta}, thread {tid}) would nest "
+                f"{deepest + 1} calls deep; the call-depth limit is {limit} (recursion without a base case? raise it "
+                "with PTXSIM_MAX_CALL_DEPTH)")
+        grown = np.full((min(limit, 2 * st.call_stack.shape[0]), st.nlanes), -1, np.int32)
+        grown[: st.call_stack.shape[0]] = st.call_stack
+        st.call_stack = grown
     st.call_stack[d, la] = ins.pc
     st.depth[la] += 1
-    st.pc[la] = ins.target
+
+
+def _bytes(base, ranges):
+    """Byte indices [lanes, n] of the (offset, nbytes) ranges above each lane's base."""
+    idx = np.concatenate([np.arange(off, off + n) for off, n in ranges]) if ranges else np.zeros(0, np.int64)
+    return base.astype(np.int64)[:, None] + idx
+
+
+def _key(st, lanes):
+    return lanes.astype(np.int64) * (1 << 20) + st.depth[lanes]  # (lane, depth of the activation)
+
+
+def _save(st, frame, la):
+    rec = {"key": _key(st, la), "regs": [st.regs[r][la].copy() for r in frame.regs],
+           "fparam": st.fmem[_bytes(st.fmem_base[la], frame.fparam)],
+           "local": st.lmem[_bytes(st.lmem_base[la], frame.local)]}
+    st.saved.setdefault(frame.name, []).append(rec)
+
+
+def _restore(st, frame, sub):
+    """Put back what _save kept for lanes `sub` returning from an activation of `frame`."""
+    want = _key(st, sub)
+    keep = []
+    for rec in st.saved.get(frame.name, ()):
+        m = np.isin(rec["key"], want)
+        if m.any():
+            lanes = rec["key"][m] >> 20
+            for r, vals in zip(frame.regs, rec["regs"]):
+                st.regs[r][lanes] = vals[m]
+            st.fmem[_bytes(st.fmem_base[lanes], frame.fparam)] = rec["fparam"][m]
+            st.lmem[_bytes(st.lmem_base[lanes], frame.local)] = rec["local"][m]
+        if not m.all():
+            keep.append({"key": rec["key"][~m], "regs": [v[~m] for v in rec["regs"]], "fparam": rec["fparam"][~m],
+                         "local": rec["local"][~m]})
+    st.saved[frame.name] = keep
 
 
 def ret(st, ins, lanes):
@@ -57,13 +111,23 @@ def ret(st, ins, lanes):
     for site in np.unique(sites):
         sub = la[sites == site]
         cins = st.prog.instrs[site]
+        results = []  # read every return value before a recursive callee's frame is restored over it
         for kind, src, dst, nbytes in cins.aux["rets"]:
             if kind == "param":
-                _copy_frame(st, sub, src, dst, nbytes)
+                base = st.fmem_base[sub].astype(np.int64)
+                results.append((kind, dst, st.fmem[(base + src)[:, None] + np.arange(nbytes)], nbytes))
+            else:
+                base = st.fmem_base[sub].astype(np.int64) + src
+                results.append((kind, dst, st.fmem[base[:, None] + np.arange(nbytes)], nbytes))
+        frame = cins.aux.get("save")
+        if frame is not None:
+            _restore(st, frame, sub)
+        for kind, dst, raw, nbytes in results:
+            if kind == "param":
+                base = st.fmem_base[sub].astype(np.int64)
+                st.fmem[(base + dst)[:, None] + np.arange(nbytes)] = raw
             else:
                 t = TYPES[f"b{nbytes * 8}"] if dst.bits != 1 else TYPES["pred"]
-                base = st.fmem_base[sub].astype(np.int64) + src
-                raw = st.fmem[base[:, None] + np.arange(nbytes)]
                 st.write(dst, sub, np.ascontiguousarray(raw).view(TYPES[f"b{nbytes * 8}"].dtype).reshape(-1), t)
         st.depth[sub] -= 1
         st.pc[sub] = site + 1

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim import numerics as nm
+from ptxsim import rounding as rnd
 from ptxsim.ops import spec
 from ptxsim.ops.common import need, unsupported
 from ptxsim.ptxtypes import TYPES
 
 _FRND = (".rn", ".rz", ".rm", ".rp", ".rna")
+_DIRECTED = (".rn", ".rz", ".rm", ".rp")
 _IRND = {".rni": np.rint, ".rzi": np.trunc, ".rmi": np.floor, ".rpi": np.ceil}
 _HALF = ("f16", "bf16")
 _FP8 = {"e4m3x2": "e4m3", "e5m2x2": "e5m2"}
@@ -52,47 +54,19 @@ def _float_to_int(x, dt, mode):
 
 
 def _int_to_float(v, st_, dt, mode):
-    v = np.asarray(v)
-    if dt.name == "f64":
-        hi = v.astype(np.float64)
-        if st_.bits < 64 or mode in (".rn", ""):
-            return hi
-        lo = (v.astype(np.int64 if st_.signed else np.uint64) - hi.astype(v.dtype)).astype(np.float64)
-        return nm.directed64(hi, lo, mode)
-    if st_.bits <= 16 and dt.name == "f32":
-        return v.astype(np.float32)
-    hi = v.astype(np.float64)
-    if st_.bits == 64:
-        with np.errstate(all="ignore"):
-            back = np.where(np.abs(hi) >= 2.0 ** 63, v, hi.astype(v.dtype))
-        diff = v - back if st_.signed else (v - back).view(np.int64)
-        lo = diff.astype(np.float64)
-    else:
-        lo = np.zeros_like(hi)
-    r32 = nm.f64_to_f32(hi, lo, mode if mode != ".rna" else ".rn")
-    if dt.name == "f32":
-        return r32
-    return _float_to_float(r32.astype(np.float64), TYPES["f32"], dt, mode, ftz=False)
+    """Integer -> float rounded once (u64/s64 do not fit f64, so the rounding is done in integer arithmetic)."""
+    return rnd.to_format(rnd.round_int(v, st_.signed, dt.name, mode if mode in _DIRECTED else ".rn"), dt.name)
+
+
+_WIDENS = {("f16", "f32"), ("bf16", "f32"), ("f32", "f32"), ("f16", "f64"), ("bf16", "f64"), ("f32", "f64"),
+           ("f64", "f64"), ("f16", "f16"), ("bf16", "bf16")}  # (source, destination) pairs that are always exact
 
 
 def _float_to_float(x64, s, d, mode, ftz):
-    """Exact source value x64 (f64 array) to float type d with rounding mode."""
-    if d.name == "f64":
-        return x64
-    if d.name == "f32":
-        return nm.f64_to_f32(x64, None, mode if mode in (".rz", ".rm", ".rp") else ".rn")
-    if d.name == "f16":
-        if mode in (".rz", ".rm", ".rp"):
-            r = np.asarray(x64).astype(np.float16)
-            diff = x64 - r.astype(np.float64)
-            return nm._directed(r, diff, mode, np.float16)
-        with np.errstate(all="ignore"):
-            return np.asarray(nm.f64_to_f32_ro(x64)).astype(np.float16) if s.name == "f64" else \
-                np.asarray(x64, np.float32).astype(np.float16)
-    if d.name == "bf16":
-        x32 = nm.f64_to_f32_ro(x64) if s.name == "f64" else np.asarray(x64, np.float32)
-        return nm.f32_to_bf16_bits(x32, ".rz" if mode == ".rz" else ".rn")
-    raise ValueError(d.name)
+    """Exact source value x64 (f64 array) to float type d, rounded once (overflow, NaN and subnormals per IEEE)."""
+    if (s.name, d.name) in _WIDENS:
+        return rnd.to_format(x64, d.name)
+    return rnd.to_format(rnd.round_float(x64, d.name, mode if mode in _DIRECTED else ".rn"), d.name)
 
 
 def cvt(st, ins, lanes):

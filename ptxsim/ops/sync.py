@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ptxsim.errors import PtxSimError
 from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
 from ptxsim.program import IMM, NOT
@@ -19,10 +20,24 @@ def bar(st, ins, lanes):
     cnt = None
     if ins.aux["count_op"] is not None:
         cnt = np.broadcast_to(np.asarray(st.read(ins.aux["count_op"], lanes, U32)), (n,)).astype(np.int64)
+    _check_range(st, ins, lanes, bid, cnt)
     pred = None
     if ins.aux["red"]:
         pred = np.broadcast_to(np.asarray(st.read(ins.aux["pred_op"], lanes, TYPES["pred"])), (n,))
     st.sched.barrier(ins, lanes, bid, cnt, ins.aux["mode"], pred)
+
+
+def _check_range(st, ins, lanes, bid, cnt):
+    """A register barrier id outside 0..15 or a thread count that is not a positive multiple of 32 up to 1024."""
+    bad_id = (bid < 0) | (bid > 15)
+    bad_cnt = ((cnt <= 0) | (cnt > 1024) | (cnt % 32 != 0)) if cnt is not None else np.zeros_like(bad_id)
+    if bad_id.any() or bad_cnt.any():
+        i = int(np.flatnonzero(bad_id | bad_cnt)[0])
+        cta, tid = st.where(int(st.lane_array(lanes)[i]))
+        what = (f"barrier id {int(bid[i])} (expected 0..15)" if bad_id[i] else
+                f"thread count {int(cnt[i])} (expected a multiple of 32 from 32 to 1024)")
+        raise PtxSimError(f"{what} in kernel {st.prog.name} at PTX line {ins.line} (`{ins.text}`), CTA {cta}, "
+                          f"thread {tid}")
 
 
 def warp_sync(st, ins, lanes):
@@ -60,6 +75,9 @@ def _prep_bar(ins, dec, ctx):
     if len(ops) not in (1, 2) and not (mode == "sync" and not ops and ins.op == "barrier"):
         raise unsupported(ins, f"expected barrier id and optional thread count, got {len(ops)} operand(s)")
     ins.aux["has_id"] = len(ops) >= 1
+    for what, op in zip(("barrier id", "thread count"), ops):
+        if op.kind == IMM and op.name != "int":
+            raise unsupported(ins, f"{what} {op.value!r} is not an integer")
     if ops and ops[0].kind == IMM and not 0 <= int(ops[0].value) < 16:
         raise unsupported(ins, f"barrier id {ops[0].value} out of range 0..15")
     ins.aux["count_op"] = ops[1] if len(ops) == 2 else None

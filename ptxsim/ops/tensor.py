@@ -131,8 +131,25 @@ def _prep_mma(ins, dec, ctx):
         raise unsupported(ins, f"type combination .{dt.name}.{at.name}.{bt.name}.{ct.name} for {shape[1:]}")
     if at.name in ("bf16",) and dt.name != "f32":
         raise unsupported(ins, "bf16 inputs accumulate in f32 only")
+    _check_fragments(ins, _FRAGS[shape] + ((4, 4) if dt.name == "f32" else (2, 2)))
     ins.aux["layout"] = _layout(shape[1:], at.name)
     ins.klass = "tensor"
+
+
+_FRAGS = {".m16n8k16": (4, 2), ".m16n8k8": (2, 1), ".m16n8k32": (4, 2)}  # b32 registers of A, B per thread
+
+
+def _check_fragments(ins, counts):
+    """Each of d, a, b, c must be a vector of `count` 32-bit registers (c may hold immediates)."""
+    if len(ins.ops) != 4:
+        raise unsupported(ins, f"takes d, a, b, c; got {len(ins.ops)} operand(s)")
+    for name, op, n in zip("dabc", ins.ops, (counts[2], counts[0], counts[1], counts[3])):
+        items = op.items if op.kind == VEC else (op,)
+        if len(items) != n:
+            raise unsupported(ins, f"fragment {name} needs {n} register(s), got {len(items)}")
+        bad = [o for o in items if not (o.kind == 0 and o.bits == 32) and not (name == "c" and o.kind == 1)]
+        if bad:
+            raise unsupported(ins, f"fragment {name} needs 32-bit registers, got {bad[0]!r}")
 
 
 # -- ldmatrix / stmatrix ----------------------------------------------------------------------------------------

@@ -163,7 +163,7 @@ def test_mark_uninitialised_keeps_contents_but_initcheck_reports_reads(rng):
     with pytest.raises(ptxsim.InitcheckError, match="uninitialised global"):
         dev.launch(kernel(body), 1, 32, [buf, out, out, out], sanitize="initcheck")
     dev.free(buf)
-    with pytest.raises(ValueError, match="not a live allocation"):
+    with pytest.raises(ptxsim.MemoryFault, match="not a live allocation"):
         dev.mark_uninitialised(buf)
 
 

@@ -141,7 +141,7 @@ def test_device_buffers_persist_across_launches(rng):
     dev.copy_in(by, np.zeros(64, np.uint32))
     assert dev.read(by, np.uint32, 64).sum() == 0
     dev.free(by)
-    with pytest.raises(ValueError, match="not a live allocation"):
+    with pytest.raises(ptxsim.MemoryFault, match="not a live allocation"):
         dev.read(by, np.uint32, 64)
     with pytest.raises(ptxsim.MemoryFault, match="use-after-free.*freed allocation"):
         dev.launch(k, 1, 64, [bx, by, z, z])

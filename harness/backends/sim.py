@@ -8,6 +8,9 @@ PTX modules are parsed once per text (`ptxsim.load_ptx`); Numba kernels are comp
 collected (not raised) on each record's `stats.sanitizer_reports` and in `backend.sanitizer_findings()`.
 `SimBackend(sample_ctas=N)` simulates N CTAs per launch and extrapolates the counters (outputs are partial: for
 estimates only).
+`SimBackend(time_limit=S)`: wall-clock seconds one launch may run before ptxsim stops it as a runaway (naming the
+kernel and the loop's PTX lines). The default, LAUNCH_TIME_LIMIT_S unless PTXSIM_TIME_LIMIT is set, is above
+ptxsim's own one minute because a real-shape GEMM launch legitimately simulates for minutes on two cores.
 """
 from __future__ import annotations
 
@@ -19,6 +22,21 @@ import numpy as np
 from harness.backends import numba_abi
 from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord
 from harness.errors import InputError, PtxmoeError, UnknownNameError
+
+LAUNCH_TIME_LIMIT_S = 1800.0
+
+
+def default_time_limit() -> float:
+    """PTXSIM_TIME_LIMIT when the user set it (0 = none), else LAUNCH_TIME_LIMIT_S."""
+    import os
+
+    value = os.environ.get("PTXSIM_TIME_LIMIT")
+    if value is None:
+        return LAUNCH_TIME_LIMIT_S
+    try:
+        return float(value)
+    except ValueError:
+        raise InputError(f"PTXSIM_TIME_LIMIT={value!r}: expected seconds as a number (0 = no limit)") from None
 
 
 def dim3(value, what: str) -> tuple[int, int, int]:
@@ -78,7 +96,7 @@ class SimBackend(Backend):
 
     name = "sim"
 
-    def __init__(self, device=None, sanitize=None, sample_ctas: int | None = None):
+    def __init__(self, device=None, sanitize=None, sample_ctas: int | None = None, time_limit: float | None = None):
         import ptxsim
 
         missing = [name for name in ("Device", "load_ptx") if not hasattr(ptxsim, name)]
@@ -92,6 +110,7 @@ class SimBackend(Backend):
         self.sources: dict[str, tuple[str, str]] = {}  # launch name -> (PTX text, entry), for static analysis
         self.sanitize = sanitize_tools(sanitize)  # () = sanitizers off
         self.sample_ctas = sample_ctas  # ptxsim sampled simulation: counters extrapolated, outputs partial
+        self.time_limit = default_time_limit() if time_limit is None else float(time_limit)
 
     # memory ---------------------------------------------------------------------------------------------------
     # NOTE: DeviceArray.handle is the ptxsim DeviceBuffer (what Device.copy_in/copy_out/free and launch args take).
@@ -146,6 +165,7 @@ class SimBackend(Backend):
         self.sources[tag] = (ptx, entry)  # before launching: static facts are useful even when the launch fails
         t0 = time.perf_counter()
         extra = {"sanitize": set(self.sanitize), "sanitize_report": True} if self.sanitize else {}
+        extra["time_limit"] = self.time_limit
         if self.sample_ctas is not None:
             extra["sample_ctas"] = int(self.sample_ctas)
         stats = self.device.launch(kernel, g, b, list(flat_params), shared_bytes=int(shared_bytes), **extra)

@@ -184,3 +184,21 @@ def test_reset_memory_gives_a_fresh_device_and_keeps_modules(sim, rng):
     d_src, d_dst = sim.to_device(src), sim.empty((8,), np.float32)
     sim.launch_ptx(ADD_PTX, "add_scalar", 1, 32, [d_src, d_dst, np.float32(2), np.uint32(8)])
     np.testing.assert_array_equal(sim.to_host(d_dst), src + np.float32(2))
+
+
+def test_launches_carry_the_backends_time_limit(monkeypatch):
+    """A runaway kernel stops at the backend's wall-clock limit (default well above ptxsim's minute, for real-shape
+    GEMMs), naming the kernel; PTXSIM_TIME_LIMIT overrides the default."""
+    import ptxsim
+    from harness.backends.sim import LAUNCH_TIME_LIMIT_S, SimBackend
+
+    monkeypatch.delenv("PTXSIM_TIME_LIMIT", raising=False)
+    assert SimBackend().time_limit == LAUNCH_TIME_LIMIT_S > 60
+    monkeypatch.setenv("PTXSIM_TIME_LIMIT", "7")
+    assert SimBackend().time_limit == 7.0
+    spin = (".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry spin(.param .u32 n)\n{\n"
+            "  .reg .u32 %r<3>;\n  ld.param.u32 %r1, [n];\n  mov.u32 %r2, 0;\nLOOP:\n  add.u32 %r2, %r2, %r1;\n"
+            "  bra LOOP;\n}\n")
+    backend = SimBackend(time_limit=0.2)
+    with pytest.raises(ptxsim.errors.TimeLimitExceeded, match=r"spin.*0\.2 s"):
+        backend.launch_ptx(spin, "spin", 1, 32, [np.uint32(1)])

@@ -288,8 +288,8 @@ def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) ->
 
     verdicts = [v for v in run_file.doc["verdicts"] if v.get("verdict")]
     for v in verdicts:
-        print(f"  {v['key']}: {pair_by_name(v['pair']).title} {v['speedup']:.3f}x [{v['ci_lo']:.3f}, "
-              f"{v['ci_hi']:.3f}] {v['verdict']} ({v['basis']})")
+        print(f"  {v['key']}: {pair_by_name(v['pair']).title} {v['speedup']:.2f}x [{v['ci_lo']:.2f}, "
+              f"{v['ci_hi']:.2f}] {v['verdict']} ({v['basis']})")
     if summary["missing"]:
         print(f"missing ({len(summary['missing'])} rows not run because an implementation lacks the kernel):",
               file=sys.stderr)

@@ -77,8 +77,8 @@ def speedup_bars(verdicts: list[dict], basis: str, pair=None):
             error_y={"type": "data", "array": hi, "arrayminus": lo, "visible": True},
             marker_color=[VERDICT_COLOURS.get(v["verdict"], "#BDBDBD") for v in group],
             marker_line={"color": "#333", "width": 1}, marker_pattern=_pattern(i),
-            hovertext=[t(f"{v['label']} {preset}/{skew}: {v['speedup']:.3f}x [{v['ci_lo'] or 0:.3f}, "
-                         f"{v['ci_hi'] or 0:.3f}] {v['verdict']} ({v['basis']})") for v in group],
+            hovertext=[t(f"{v['label']} {preset}/{skew}: {v['speedup']:.2f}x [{v['ci_lo'] or 0:.2f}, "
+                         f"{v['ci_hi'] or 0:.2f}] {v['verdict']} ({v['basis']})") for v in group],
             hoverinfo="text", meta=_meta(preset, skew)))
     fig.add_hline(y=1.0, line_dash="dash", line_color="#333")
     return fig

@@ -46,14 +46,20 @@ def row_status_html(run: data.Run) -> str:
     return out
 
 
+def ratio_text(value) -> str:
+    """A speedup or interval end as shown: two decimals (the model's error is ~10-20 %, a GPU interval ~1 %: more
+    digits would claim precision nobody has); run.json keeps the full numbers."""
+    return "–" if value is None else f"{value:.2f}"
+
+
 def _headline_words(h: dict) -> str:
     """One plain sentence of a pair's headline: who is faster, by how much."""
     g, a, b = h["geomean"], h["impl_name"], h["baseline_name"]
-    return {"FASTER": f"{a} is FASTER than {b}: {g:.3f}x on the geometric mean.",
-            "SLOWER": f"{a} is SLOWER than {b}: {g:.3f}x on the geometric mean, i.e. {b} is {1 / g:.2f}x faster."
+    return {"FASTER": f"{a} is FASTER than {b}: {g:.2f}x on the geometric mean.",
+            "SLOWER": f"{a} is SLOWER than {b}: {g:.2f}x on the geometric mean, i.e. {b} is {1 / g:.2f}x faster."
                       + (" Hand-written PTX does not pay off here." if h["impl"] == "ptx" else ""),
-            "SAME": f"{a} and {b} are the SAME within the interval: {g:.3f}x on the geometric mean.",
-            None: f"Geometric mean {g:.3f}x (no verdict)."}[h["verdict"]]
+            "SAME": f"{a} and {b} are the SAME within the interval: {g:.2f}x on the geometric mean.",
+            None: f"Geometric mean {g:.2f}x (no verdict)."}[h["verdict"]]
 
 
 def _named(h: dict) -> dict:
@@ -66,7 +72,7 @@ def pairs_table(run: data.Run) -> str:
     for h in map(_named, data.pair_headlines(run.doc)):
         counts = h["counts"]
         rows.append([h["title"] + (" (headline)" if h["pair"] == data.headline_pair(run.doc).name else ""),
-                     h["geomean"], h["lo"], h["hi"], badge(h["verdict"]), h["n"],
+                     ratio_text(h["geomean"]), ratio_text(h["lo"]), ratio_text(h["hi"]), badge(h["verdict"]), h["n"],
                      f"{counts['FASTER']} / {counts['SAME']} / {counts['SLOWER']}",
                      _headline_words(h) if h["geomean"] is not None else
                      f"no verdict ({len(h['no_verdict'])} cell(s) without both paths timed)"])
@@ -88,19 +94,19 @@ def headline_section(run: data.Run) -> str:
                 f'</p><p class="note">{esc(reasons)}</p>{pairs}</div>')
         return section("headline", "Headline", body)
     g, lo, hi, verdict = h["geomean"], h["lo"], h["hi"], h["verdict"]
-    interval = f"[{lo:.3f}, {hi:.3f}]" if lo is not None and lo != hi else ""
+    interval = f"[{lo:.2f}, {hi:.2f}]" if lo is not None and lo != hi else ""
     counts = h["counts"]
     slower = ""
     if h["slower"]:
         slower = (f'<p class="plain SLOWER">{esc(h["impl_name"])} is SLOWER than {esc(h["baseline_name"])} in '
                   f'{len(h["slower"])} cell(s): {esc(", ".join(h["slower"]))}.</p>')
-    layer = "".join(f'<li>end-to-end layer {esc(v["preset"])}/{esc(v["skew"])}: {v["speedup"]:.3f}x '
+    layer = "".join(f'<li>end-to-end layer {esc(v["preset"])}/{esc(v["skew"])}: {v["speedup"]:.2f}x '
                     f'{badge(v["verdict"]).html}</li>' for v in h["layer"])
     apart = ", the layer apart" if h["layer"] else ""
     no_verdict = f" &nbsp; no verdict: {len(h['no_verdict'])}" if h["no_verdict"] else ""
     layer_html = f"<ul>{layer}</ul>" if layer else ""
     body = (f'<div class="headline">{tag}'
-            f'<div><span class="big">{g:.3f}x</span> {esc(interval)} geometric-mean speedup of '
+            f'<div><span class="big">{g:.2f}x</span> {esc(interval)} geometric-mean speedup of '
             f'{esc(h["impl_name"])} over {esc(h["baseline_name"])} ({esc(run.basis)}; over {h["n"]} kernel cell(s)'
             f'{apart}; interval: {esc(h["interval"])})</div>'
             f'<p class="plain {esc(verdict or "SAME")}">{esc(_headline_words(h))}</p>{slower}'
@@ -111,12 +117,14 @@ def headline_section(run: data.Run) -> str:
 
 def verdict_section(run: data.Run, figs: dict) -> str:
     vs = data.verdict_records(run.doc)
-    rows = [[v["label"], v["preset"], v["skew"], v["title"], v["speedup"], v["ci_lo"], v["ci_hi"],
+    rows = [[v["label"], v["preset"], v["skew"], v["title"], ratio_text(v["speedup"]), ratio_text(v["ci_lo"]),
+             ratio_text(v["ci_hi"]),
              badge(v["verdict"]), v["basis"], v["reason"]] for v in vs]
     tbl = table(["kernel", "preset", "skew", "pair", "speedup (x)", "CI low", "CI high", "verdict", "basis",
                  "reason"], rows, [{**_cell_attrs(v), "pair": v["pair"]} for v in vs], cls="verdicts")
-    note = ("Speedup of A over B = B's time / A's time (&gt; 1: A faster). Modelled verdicts: SAME within ±2 % "
-            "(the model is not more accurate than that)." if run.basis == "modelled" else
+    note = ("Speedup of A over B = B's time / A's time (&gt; 1: A faster). Modelled verdicts: the interval is the "
+            "timing model's error against published Hopper figures (docs/model-validation.md); SAME when it "
+            "contains 1." if run.basis == "modelled" else
             "Speedup of A over B = ratio of median device times (B / A), 95 % bootstrap interval; FASTER / SLOWER "
             "only when the whole interval is above / below 1.")
     headline = data.headline_pair(run.doc)

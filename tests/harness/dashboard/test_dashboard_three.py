@@ -110,7 +110,7 @@ def test_three_implementation_page(tmp_path):
     text = dashboard.build(run_dir).read_text()
     body = text.split("</script></head>", 1)[1]
     assert "ptxmoe: PTX vs CUDA C++ vs Numba CUDA" in text
-    assert "geometric-mean speedup of PTX over CUDA C++" in body and "PTX is FASTER than CUDA C++: 1.250x" in body
+    assert "geometric-mean speedup of PTX over CUDA C++" in body and "PTX is FASTER than CUDA C++: 1.25x" in body
     for pair, fig_id in (("ptx-vs-cpp", "fig-speedup"), ("ptx-vs-numba", "fig-speedup-ptx-vs-numba"),
                          ("cpp-vs-numba", "fig-speedup-cpp-vs-numba")):
         assert f'id="{fig_id}"' in body and f'data-pair="{pair}"' in body

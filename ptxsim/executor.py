@@ -214,6 +214,7 @@ class Scheduler:
         st = self.st
         pc = st.pc
         waiting = np.flatnonzero((pc >= BLOCKED) & (pc < EXITED))
+        waiting = waiting[self.wait_id[waiting] >= 0]  # not the threads blocked on an mbarrier
         rel = waiting[ready[st.slot[waiting], self.wait_id[waiting]]] if waiting.size else waiting
         if rel.size:
             if self.has_red:
@@ -258,6 +259,9 @@ class Scheduler:
         for k, f, c in list(zip(uk, first, counts))[:12]:
             lane = int(waiting[f])
             slot, bid = int(st.slot[lane]), int(self.wait_id[lane])
+            if bid < 0:  # blocked in mbarrier.try_wait / test_wait
+                lines.append(st.mbars.deadlock_line(lane, int(c)))
+                continue
             p = int(pc[lane] - BLOCKED - 1)
             ins = st.prog.instrs[p]
             cta, _ = st.where(lane)

@@ -29,7 +29,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
             scalar (type must match the param), bytes (byte-array params) or NumbaArray (Numba's array ABI).
         shared_bytes: dynamic shared memory (`.extern .shared`) per CTA.
         device: keep buffers on this Device across launches (a fresh one otherwise).
-        sanitize: None, "all", or a set of {"memcheck", "racecheck", "initcheck", "synccheck", "nc"}.
+        sanitize: None, "all", or a set of {"memcheck", "racecheck", "initcheck", "synccheck", "nc", "asynccheck"}.
         sanitize_report: collect findings on stats.sanitizer_reports instead of raising.
         sample_ctas: simulate only this many CTAs spread over the grid and extrapolate counters.
         budget: warp-instruction limit (default PTXSIM_BUDGET).

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ptxsim.counters import Hook
-from ptxsim.errors import (InitcheckError, LaunchError, MemcheckError, NcHazardError, RacecheckError,
-                           SynccheckError)
+from ptxsim.errors import (AsynccheckError, InitcheckError, LaunchError, MemcheckError, NcHazardError,
+                           RacecheckError, SynccheckError)
 from ptxsim.memory import GLOBAL_BASE
 
-NAMES = ("memcheck", "racecheck", "initcheck", "synccheck", "nc")
+NAMES = ("memcheck", "racecheck", "initcheck", "synccheck", "nc", "asynccheck")
 MAX_REPORTS = 100
 
 
@@ -171,7 +171,8 @@ class Racecheck(Sanitizer):
         if flying.any():
             i = int(np.flatnonzero(flying)[0])
             self.report(st, ins, la[i], addr[i], space, f"{'write to' if is_store else 'read of'} a cp.async "
-                        "destination before cp.async.wait_group / wait_all completed the copy",
+                        "destination before cp.async.wait_group / wait_all (or, for cp.async.bulk, the mbarrier "
+                        "phase) completed the copy",
                         int(np.count_nonzero(flying)))
         if is_store:
             raw = (self.w_epoch[phys] == ep) & (self.w_warp[phys] != warp) & (self.w_warp[phys] >= 0)
@@ -275,8 +276,17 @@ class NcHazard(Sanitizer):
                             "ld.global.nc of memory written earlier in this launch", int(hit.sum()))
 
 
+class Asynccheck(Sanitizer):
+    """Hopper asynchronous units: mbarrier tx-count underflow, wgmma accumulators read before wgmma.wait_group."""
+
+    tool, error = "asynccheck", AsynccheckError
+
+    def on_async_hazard(self, st, ins, lane, addr, space, message):
+        self.report(st, ins, lane, addr, space, message)
+
+
 _TOOLS = {"memcheck": Memcheck, "racecheck": Racecheck, "initcheck": Initcheck, "synccheck": Synccheck,
-          "nc": NcHazard}
+          "nc": NcHazard, "asynccheck": Asynccheck}
 
 
 def make_sanitizers(sanitize, report: bool, dev) -> list:

@@ -91,6 +91,8 @@ class ExecState:
         self.depth = np.zeros(n, np.int32)
         self.async_pending = []  # cp.async copies not yet waited for
         self.async_committed = np.zeros(n, np.int64)  # commit-group counter per lane
+        self.mbars = None  # MbarrierTable, made by the first mbarrier instruction (ptxsim/mbarriers.py)
+        self.wgmma = None  # WgmmaQueue: wgmma.mma_async results not yet waited for (ptxsim/ops/wgmma.py)
         self.hooks = launch.hooks  # counters / sanitizers (objects with on_* methods), may be empty
 
     # -- operands ------------------------------------------------------------------------------------------------

@@ -25,14 +25,16 @@ def spec(handler, klass, mods=(), prepare=None, control=False, hints=False) -> S
 
 def build_table() -> dict:
     from ptxsim.ops import alu, atomic, control, convert, fp, memory, sync, tensor, warp
+    from ptxsim.ops import bulk, mbarrier, wgmma  # Hopper (sm_90) asynchronous units
 
     table = {}
-    for family in (alu, fp, convert, memory, atomic, control, sync, warp, tensor):
+    for family in (alu, fp, convert, memory, atomic, control, sync, warp, tensor, mbarrier, wgmma):
         for name, s in family.OPS.items():
             if name in table:
                 table[name] = _merge(table[name], s, name)
             else:
                 table[name] = s
+    table["cp"] = bulk.with_bulk(table["cp"])  # cp.async.bulk{.tensor} share the `cp` opcode with cp.async
     return table
 
 

@@ -1,0 +1,2 @@
+"""wgmma (placeholder family, filled in below)."""
+OPS = {}

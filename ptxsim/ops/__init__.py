@@ -24,8 +24,8 @@ def spec(handler, klass, mods=(), prepare=None, control=False, hints=False) -> S
 
 
 def build_table() -> dict:
-    from ptxsim.ops import alu, atomic, control, convert, fp, memory, sync, tensor, warp
-    from ptxsim.ops import bulk, mbarrier, wgmma  # Hopper (sm_90) asynchronous units
+    # bulk, mbarrier and wgmma: the Hopper (sm_90) asynchronous units
+    from ptxsim.ops import alu, atomic, bulk, control, convert, fp, mbarrier, memory, sync, tensor, warp, wgmma
 
     table = {}
     for family in (alu, fp, convert, memory, atomic, control, sync, warp, tensor, mbarrier, wgmma):

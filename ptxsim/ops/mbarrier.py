@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim import access
-from ptxsim.errors import DecodeError, MbarrierError
+from ptxsim.errors import DecodeError, MemoryFault
 from ptxsim.mbarriers import MbarrierTable
 from ptxsim.memory import SHARED_WINDOW
 from ptxsim.ops import spec
@@ -24,17 +24,20 @@ U32, U64, PRED = TYPES["u32"], TYPES["u64"], TYPES["pred"]
 _SW = np.uint64(SHARED_WINDOW)
 
 
-def shared_offsets(st, ins, op, lanes, nbytes: int, what: str) -> np.ndarray:
-    """Shared-space offsets of an address operand in .shared::cta / .shared::cluster or generic space, checked for
-    bounds and alignment. (With a cluster of one CTA, a .shared::cluster address is the CTA's own.)"""
+def shared_offsets(st, ins, op, lanes, nbytes: int, what: str, generic: bool | None = None) -> np.ndarray:
+    """Shared-space offsets of an address operand in .shared::cta / .shared::cluster or (generic=True, default: the
+    instruction names no state space) generic space, checked for bounds and alignment. (With a cluster of one CTA, a
+    .shared::cluster address is the CTA's own.)"""
     addr = st.address(op, lanes)
-    if ins.space != "shared":  # generic: must point into the shared window
+    if ins.space != "shared" if generic is None else generic:  # must point into the shared window
         outside = (addr < _SW) | (addr >= _SW + np.uint64(st.shared_size))
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             cta, tid = st.where(int(st.lane_array(lanes)[i]))
-            raise MbarrierError(f"{what} at PTX line {ins.line} (`{ins.text}`) in kernel {st.prog.name}, CTA {cta} "
-                                f"thread {tid}: generic address {int(addr[i]):#x} is not in shared memory")
+            raise MemoryFault(f"{what} at PTX line {ins.line} (`{ins.text}`) in kernel {st.prog.name}, CTA {cta} "
+                              f"thread {tid}: generic address {int(addr[i]):#x} is not in the CTA's shared window "
+                              f"[{SHARED_WINDOW:#x}, {SHARED_WINDOW + st.shared_size:#x})", space="generic",
+                              addr=int(addr[i]), size=nbytes, cta=cta, thread=tid, line=ins.line, kernel=st.prog.name)
         addr = addr - _SW
     access.check(st, ins, "shared", addr, lanes, nbytes, what)
     return addr

@@ -172,3 +172,9 @@ def test_setmaxnreg_fence_proxy_async_and_bad_counts():
         _kernel("  setmaxnreg.inc.sync.aligned.u32 20;")
     with pytest.raises(UnsupportedInstruction, match="mbarrier objects are .b64"):
         _kernel("  mbarrier.init.shared.b32 [bar], 1;")
+
+
+def test_generic_mbarrier_address_outside_shared_memory_is_a_fault():
+    with pytest.raises(ptxsim.MemoryFault, match=r"mbarrier object .*generic address 0x10000000000 is not in the "
+                                                 r"CTA's shared window"):
+        _run("  mov.u64 %rd8, 1099511627776;\n  mbarrier.init.b64 [%rd8], 1;", threads=32)

@@ -52,6 +52,7 @@ class Scheduler:
         trace = self.trace
         executed = 0
         budget = self.budget
+        watch = st.reg_watch  # asynccheck: pending wgmma accumulators (None without the sanitizer)
         while True:
             m = int(pc.min())
             if m >= BLOCKED:
@@ -87,6 +88,10 @@ class Scheduler:
                 st.clock += 1
                 if trace:
                     self._trace(ins, active, nact)
+                if watch and nact and ins.op != "wgmma":
+                    from ptxsim.ops.wgmma import check_accumulator_use
+
+                    check_accumulator_use(st, ins, active)
                 if ins.control:
                     pc[lanes] = p + 1
                     if nact:

@@ -93,6 +93,8 @@ class ExecState:
         self.async_committed = np.zeros(n, np.int64)  # commit-group counter per lane
         self.mbars = None  # MbarrierTable, made by the first mbarrier instruction (ptxsim/mbarriers.py)
         self.wgmma = None  # WgmmaQueue: wgmma.mma_async results not yet waited for (ptxsim/ops/wgmma.py)
+        # pending wgmma results whose accumulator registers no other instruction may touch (asynccheck only)
+        self.reg_watch = [] if any(getattr(h, "tool", "") == "asynccheck" for h in launch.hooks) else None
         self.hooks = launch.hooks  # counters / sanitizers (objects with on_* methods), may be empty
 
     # -- operands ------------------------------------------------------------------------------------------------

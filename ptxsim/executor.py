@@ -157,6 +157,8 @@ class Scheduler:
         for h in st.hooks:
             h.on_exit(st, la)
         self._release()
+        if st.cluster is not None:  # exited threads no longer hold back barrier.cluster
+            st.cluster.complete(st)
 
     def barrier(self, ins, lanes, bid, cnt, mode, pred):
         st = self.st
@@ -264,8 +266,9 @@ class Scheduler:
         for k, f, c in list(zip(uk, first, counts))[:12]:
             lane = int(waiting[f])
             slot, bid = int(st.slot[lane]), int(self.wait_id[lane])
-            if bid < 0:  # blocked in mbarrier.try_wait / test_wait
-                lines.append(st.mbars.deadlock_line(lane, int(c)))
+            if bid < 0:  # blocked in mbarrier.try_wait / test_wait, or barrier.cluster.wait
+                lines.append(st.mbars.deadlock_line(lane, int(c)) if bid == -2 else
+                             st.cluster.deadlock_line(st, lane, int(c)))
                 continue
             p = int(pc[lane] - BLOCKED - 1)
             ins = st.prog.instrs[p]

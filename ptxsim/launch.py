@@ -19,7 +19,7 @@ REG_FILE_BUDGET = 96 << 20  # bytes of simulated registers per batch
 
 def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | None = None, *, sanitize=None,
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
-           max_lanes: int | None = None, counters: bool = True):
+           max_lanes: int | None = None, counters: bool = True, cluster=None):
     """Run `kernel` over `grid` x `block` threads.
 
     Args:
@@ -35,6 +35,8 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
         budget: warp-instruction limit (default PTXSIM_BUDGET).
         max_lanes: most threads in one lane vector (default PTXSIM_MAX_LANES).
         counters: memory counters (sectors, bank conflicts); off saves time.
+        cluster: thread-block cluster shape (x[, y[, z]]); default the kernel's .reqnctapercluster, else none.
+            The CTAs of a cluster run in the same batch; sample_ctas then samples whole clusters.
 
     Returns:
         LaunchStats.
@@ -62,16 +64,23 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     mem = MemCounters(dev.gmem) if counters else NoCounters()
     L.hooks = ([mem] if counters else []) + sans
     L.memcheck = next((s for s in sans if s.tool == "memcheck"), None)
+    from ptxsim.clusters import cluster_shape, cta_order
+
+    L.cluster = cluster_shape(kernel, grid, cluster)
+    csize = 1 if L.cluster is None else L.cluster[0] * L.cluster[1] * L.cluster[2]
     ncta = grid[0] * grid[1] * grid[2]
-    ctas = np.arange(ncta, dtype=np.int64)
+    ctas = np.arange(ncta, dtype=np.int64) if L.cluster is None else cta_order(grid, L.cluster)
     fraction = 1.0
     if sample_ctas is not None and 0 < sample_ctas < ncta:
-        ctas = np.unique(np.linspace(0, ncta - 1, int(sample_ctas)).round().astype(np.int64))
+        ncl = ncta // csize  # sample whole clusters (single CTAs without clusters)
+        pick = np.unique(np.linspace(0, ncl - 1, max(1, -(-int(sample_ctas) // csize))).round().astype(np.int64))
+        ctas = ctas.reshape(ncl, csize)[pick].reshape(-1)
         fraction = len(ctas) / ncta
     padded = (nthreads + 31) // 32 * 32
     lanes_cap = max_lanes or CONFIG.max_lanes
     reg_bytes = sum(max(b, 8) // 8 for b in prog.reg_bits) + prog.local_bytes + prog.frame_bytes + 16
     per_batch = max(1, min(lanes_cap // padded, REG_FILE_BUDGET // (reg_bytes * padded)))
+    per_batch = max(csize, per_batch // csize * csize)  # whole clusters per batch
     counts = {k: np.zeros(len(prog.instrs) + 1, np.int64) for k in ("warp", "thread", "pred_on")}
     limit = budget if budget is not None else CONFIG.budget
     executed = 0

@@ -59,7 +59,7 @@ class MbarrierTable:
         if bar is None:
             st = self.st
             cta, tid = st.where(lane)
-            off = phys - int(st.smem_base[lane])
+            off = phys % st.smem_stride
             raise MbarrierError(f"{ins.op} at PTX line {ins.line} (`{ins.text}`) in kernel {st.prog.name}, CTA {cta} "
                                 f"thread {tid}: shared address {off:#x} is not an initialised mbarrier (expected "
                                 "mbarrier.init on it first, and no mbarrier.inval since)")
@@ -80,11 +80,10 @@ class MbarrierTable:
                 cta, tid = st.where(int(la[pos[-1]]))
                 raise MbarrierError(f"mbarrier.init at PTX line {ins.line} in kernel {st.prog.name}, CTA {cta} thread "
                                     f"{tid}: count {c}; expected 1 .. {MAX_COUNT}")
-            lane = int(la[pos[-1]])
             old = self.bars.get(p)
             if old is not None and old.copies:
                 self.complete_copies(old)
-            self.bars[p] = Mbarrier(p, p - int(st.smem_base[lane]), int(st.slot[lane]), c, c, line=ins.line)
+            self.bars[p] = Mbarrier(p, p % st.smem_stride, p // st.smem_stride, c, c, line=ins.line)
 
     def inval(self, phys: np.ndarray) -> None:
         for p, _ in self.groups(phys):

@@ -91,6 +91,11 @@ class ExecState:
         self.depth = np.zeros(n, np.int32)
         self.async_pending = []  # cp.async copies not yet waited for
         self.async_committed = np.zeros(n, np.int64)  # commit-group counter per lane
+        self.cluster = None  # Clusters (ptxsim/clusters.py) when the launch has a cluster shape
+        if launch.cluster is not None:
+            from ptxsim.clusters import Clusters
+
+            self.cluster = Clusters(self, launch.cluster)
         self.mbars = None  # MbarrierTable, made by the first mbarrier instruction (ptxsim/mbarriers.py)
         self.wgmma = None  # WgmmaQueue: wgmma.mma_async results not yet waited for (ptxsim/ops/wgmma.py)
         # pending wgmma results whose accumulator registers no other instruction may touch (asynccheck only)

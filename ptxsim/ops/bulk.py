@@ -37,14 +37,15 @@ def _global_range(st, ins, addr: np.ndarray, la: np.ndarray, size: int, what: st
     return (addr - _GB).astype(np.int64)
 
 
-def _shared_range(st, ins, op, la, size: int, what: str, align: int = BULK_ALIGN) -> np.ndarray:
-    off = shared_offsets(st, ins, op, la, BULK_ALIGN, what, generic=False)
+def _shared_range(st, ins, op, la, size: int, what: str, align: int = BULK_ALIGN) -> tuple:
+    """(offset, base) per lane of a checked shared [offset, offset + size) range (base: the named CTA's)."""
+    off, base = shared_offsets(st, ins, op, la, BULK_ALIGN, what, generic=False)
     bad = off % np.uint64(align) != 0
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise access.fault(st, ins, "shared", int(off[i]), size, int(la[i]), f"misaligned {what}", aligned_to=align)
     access.check(st, ins, "shared", off + np.uint64(size - BULK_ALIGN), la, BULK_ALIGN, what)
-    return off
+    return off, base
 
 
 def _hooks_global(st, ins, off: np.ndarray, la: np.ndarray, nbytes: int, is_store: bool) -> None:
@@ -60,8 +61,8 @@ def _land(st, ins, la, phys_start: np.ndarray, data: np.ndarray, mbar_op) -> Non
     for h in st.hooks:
         h.on_async_issue(st, rec)
     st.smem[phys_start[:, None] + np.arange(data.shape[1])] = data
-    off = shared_offsets(st, ins, mbar_op, la, 8, "mbarrier object", generic=False)
-    bars = (st.smem_base[la] + off).astype(np.int64)
+    off, base = shared_offsets(st, ins, mbar_op, la, 8, "mbarrier object", generic=False)
+    bars = (base + off).astype(np.int64)
     tab = MbarrierTable.of(st)
     for i, lane in enumerate(la):
         one = {k: (v[i:i + 1] if isinstance(v, np.ndarray) else v) for k, v in rec.items()}
@@ -74,16 +75,16 @@ def bulk_load(st, ins, lanes):
     size = int(np.asarray(st.read(ins.ops[2], lanes, U32)).reshape(-1)[0])
     if size <= 0 or size % BULK_ALIGN:
         raise unsupported(ins, f"size {size}; expected a positive multiple of {BULK_ALIGN} bytes")
-    dst = _shared_range(st, ins, ins.ops[0], la, size, "cp.async.bulk destination")
+    dst, dbase = _shared_range(st, ins, ins.ops[0], la, size, "cp.async.bulk destination")
     if ins.aux["src_space"] == "shared":
-        src = _shared_range(st, ins, ins.ops[1], la, size, "cp.async.bulk source")
-        sp = (st.smem_base[la] + src).astype(np.int64)
+        src, sbase = _shared_range(st, ins, ins.ops[1], la, size, "cp.async.bulk source")
+        sp = (sbase + src).astype(np.int64)
         data = st.smem[sp[:, None] + np.arange(size)]
     else:
         g = _global_range(st, ins, st.address(ins.ops[1], lanes), la, size, "cp.async.bulk source")
         _hooks_global(st, ins, g, la, size, False)
         data = st.launch.gmem.data[g[:, None] + np.arange(size)]
-    _land(st, ins, la, (st.smem_base[la] + dst).astype(np.int64), data, ins.ops[3])
+    _land(st, ins, la, (dbase + dst).astype(np.int64), data, ins.ops[3])
 
 
 def bulk_store(st, ins, lanes):
@@ -91,11 +92,11 @@ def bulk_store(st, ins, lanes):
     size = int(np.asarray(st.read(ins.ops[2], lanes, U32)).reshape(-1)[0])
     if size <= 0 or size % BULK_ALIGN:
         raise unsupported(ins, f"size {size}; expected a positive multiple of {BULK_ALIGN} bytes")
-    src = _shared_range(st, ins, ins.ops[1], la, size, "cp.async.bulk source")
+    src, sbase = _shared_range(st, ins, ins.ops[1], la, size, "cp.async.bulk source")
     g = _global_range(st, ins, st.address(ins.ops[0], lanes), la, size, "cp.async.bulk destination")
     _hooks_global(st, ins, g, la, size, True)
     st.mem_writes += 1
-    sp = (st.smem_base[la] + src).astype(np.int64)
+    sp = (sbase + src).astype(np.int64)
     idx = g[:, None] + np.arange(size)
     st.launch.gmem.data[idx] = st.smem[sp[:, None] + np.arange(size)]
     if st.launch.track_written:
@@ -144,8 +145,9 @@ def tensor_load(st, ins, lanes):
     for i, lane in enumerate(la):
         sub = la[i:i + 1]
         tm = _tmap(st, ins, ins.aux["tmap"], int(lane))
-        dst = int(_shared_range(st, ins, ins.ops[0], sub, tm.box_bytes, "cp.async.bulk.tensor destination",
-                                TENSOR_SMEM_ALIGN)[0])
+        dsts, dbase = _shared_range(st, ins, ins.ops[0], sub, tm.box_bytes, "cp.async.bulk.tensor destination",
+                                    TENSOR_SMEM_ALIGN)
+        dst = int(dsts[0])
         gaddr, inb = tensormap.box_elements(tm, coords[i])
         vals = np.zeros(gaddr.shape + (tm.esize,), np.uint8)
         if tm.oob_fill == tensormap.OOB_FILL_NAN:
@@ -158,7 +160,7 @@ def tensor_load(st, ins, lanes):
             vals[inb] = st.launch.gmem.data[rows[:, None] + np.arange(tm.esize)]
         # scatter the box into shared memory through the swizzle, as one landed copy
         offs = _box_layout(tm, dst)
-        base = int(st.smem_base[lane])
+        base = int(dbase[0])
         image = np.zeros(tm.box_bytes, np.uint8)
         image[(offs.reshape(-1) - dst)[:, None] + np.arange(tm.esize)] = vals.reshape(-1, tm.esize)
         _land(st, ins, sub, np.array([base + dst], np.int64), image[None, :], ins.ops[2])
@@ -170,10 +172,11 @@ def tensor_store(st, ins, lanes):
     for i, lane in enumerate(la):
         sub = la[i:i + 1]
         tm = _tmap(st, ins, ins.aux["tmap"], int(lane))
-        src = int(_shared_range(st, ins, ins.ops[1], sub, tm.box_bytes, "cp.async.bulk.tensor source",
-                                TENSOR_SMEM_ALIGN)[0])
+        srcs, sbase = _shared_range(st, ins, ins.ops[1], sub, tm.box_bytes, "cp.async.bulk.tensor source",
+                                    TENSOR_SMEM_ALIGN)
+        src = int(srcs[0])
         gaddr, inb = tensormap.box_elements(tm, coords[i])
-        offs = _box_layout(tm, src) + int(st.smem_base[lane])
+        offs = _box_layout(tm, src) + int(sbase[0])
         rows = gaddr[inb] - GLOBAL_BASE  # out-of-bounds elements are not written
         if rows.size:
             access.check(st, ins, "global", rows.astype(np.uint64) + _GB, np.full(rows.size, lane), tm.esize,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim import access
+from ptxsim.clusters import OFFSET_MASK
 from ptxsim.errors import DecodeError, MemoryFault
 from ptxsim.mbarriers import MbarrierTable
 from ptxsim.memory import SHARED_WINDOW
@@ -24,10 +25,10 @@ U32, U64, PRED = TYPES["u32"], TYPES["u64"], TYPES["pred"]
 _SW = np.uint64(SHARED_WINDOW)
 
 
-def shared_offsets(st, ins, op, lanes, nbytes: int, what: str, generic: bool | None = None) -> np.ndarray:
-    """Shared-space offsets of an address operand in .shared::cta / .shared::cluster or (generic=True, default: the
-    instruction names no state space) generic space, checked for bounds and alignment. (With a cluster of one CTA, a
-    .shared::cluster address is the CTA's own.)"""
+def shared_offsets(st, ins, op, lanes, nbytes: int, what: str, generic: bool | None = None) -> tuple:
+    """(offset, base) per lane of an address operand in .shared::cta / .shared::cluster or (generic=True, default:
+    the instruction names no state space) generic space, checked for bounds and alignment: the byte in the batch's
+    shared-memory array is base + offset, base that of the CTA the address names (a peer's with clusters)."""
     addr = st.address(op, lanes)
     if ins.space != "shared" if generic is None else generic:  # must point into the shared window
         outside = (addr < _SW) | (addr >= _SW + np.uint64(st.shared_size))
@@ -39,13 +40,17 @@ def shared_offsets(st, ins, op, lanes, nbytes: int, what: str, generic: bool | N
                               f"[{SHARED_WINDOW:#x}, {SHARED_WINDOW + st.shared_size:#x})", space="generic",
                               addr=int(addr[i]), size=nbytes, cta=cta, thread=tid, line=ins.line, kernel=st.prog.name)
         addr = addr - _SW
+    base = st.smem_base[lanes]
+    if st.cluster is not None:
+        base = (st.cluster.target_slot(st, addr, lanes) * st.smem_stride).astype(np.uint64)
+        addr = addr & np.uint64(OFFSET_MASK)
     access.check(st, ins, "shared", addr, lanes, nbytes, what)
-    return addr
+    return addr, base
 
 
 def _phys(st, ins, lanes, op_index: int):
-    off = shared_offsets(st, ins, ins.ops[op_index], lanes, 8, "mbarrier object")
-    return (st.smem_base[lanes] + off).astype(np.int64)
+    off, base = shared_offsets(st, ins, ins.ops[op_index], lanes, 8, "mbarrier object")
+    return (base + off).astype(np.int64)
 
 
 def _u(st, op, lanes, ty=U32) -> np.ndarray:

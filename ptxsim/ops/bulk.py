@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim import access, tensormap
-from ptxsim.errors import DecodeError, MemoryFault
+from ptxsim.errors import DecodeError, MemoryFault, PtxSimError
 from ptxsim.mbarriers import MbarrierTable
 from ptxsim.memory import GLOBAL_BASE
 from ptxsim.ops import Spec
@@ -53,20 +53,43 @@ def _hooks_global(st, ins, off: np.ndarray, la: np.ndarray, nbytes: int, is_stor
         h.on_access(st, ins, "global", off.astype(np.uint64) + _GB, la, nbytes, is_store)
 
 
-def _land(st, ins, la, phys_start: np.ndarray, data: np.ndarray, mbar_op) -> None:
-    """Write data [n, size] at shared bytes phys_start and complete_tx the mbarrier of each lane."""
-    st.mem_writes += 1
-    rec = {"lanes": la.copy(), "phys": phys_start.astype(np.int64), "data": data, "group": np.zeros(len(la)),
-           "ins": ins}
-    for h in st.hooks:
-        h.on_async_issue(st, rec)
-    st.smem[phys_start[:, None] + np.arange(data.shape[1])] = data
-    off, base = shared_offsets(st, ins, mbar_op, la, 8, "mbarrier object", generic=False)
-    bars = (base + off).astype(np.int64)
-    tab = MbarrierTable.of(st)
+def _targets(st, ins, la, dst_off, dbase, mbar_op, mask_op):
+    """(lane, shared byte of the destination, shared byte of its mbarrier) per landing copy: one per lane, or with
+    .multicast::cluster one per CTA in the lane's ctaMask, at the same CTA-relative offsets."""
+    boff, bbase = shared_offsets(st, ins, mbar_op, la, 8, "mbarrier object", generic=False)
+    if mask_op is None:
+        return [(int(lane), int(dbase[i] + dst_off[i]), int(bbase[i] + boff[i])) for i, lane in enumerate(la)]
+    masks = np.broadcast_to(np.asarray(st.read(mask_op, la, TYPES["u16"])), (len(la),)).astype(np.int64)
+    size = 1 if st.cluster is None else st.cluster.size
+    out = []
     for i, lane in enumerate(la):
-        one = {k: (v[i:i + 1] if isinstance(v, np.ndarray) else v) for k, v in rec.items()}
-        tab.complete_copy(ins, int(bars[i]), int(lane), data.shape[1], one if st.hooks else None)
+        m = int(masks[i])
+        if m == 0 or m >> size:
+            cta, tid = st.where(int(lane))
+            raise PtxSimError(f"{ins.op} at PTX line {ins.line} (`{ins.text}`) in kernel {st.prog.name}, CTA {cta} "
+                              f"thread {tid}: ctaMask {m:#x}; expected a non-empty subset of the cluster's {size} "
+                              "CTA rank(s)")
+        first = int(st.slot[lane]) - (0 if st.cluster is None else int(st.cluster.rank[st.slot[lane]]))
+        for r in range(size):
+            if m >> r & 1:
+                base = (first + r) * st.smem_stride
+                out.append((int(lane), base + int(dst_off[i]), base + int(boff[i])))
+    return out
+
+
+def _land(st, ins, la, dst_off, dbase, data: np.ndarray, mbar_op, mask_op=None) -> None:
+    """Write data [n, size] (row i from lane la[i]) to its destination(s) and complete_tx their mbarriers."""
+    st.mem_writes += 1
+    tab = MbarrierTable.of(st)
+    row = {int(lane): i for i, lane in enumerate(la)}
+    for lane, phys, bar in _targets(st, ins, la, dst_off, dbase, mbar_op, mask_op):
+        d = data[row[lane]][None, :]
+        rec = {"lanes": np.array([lane]), "phys": np.array([phys], np.int64), "data": d, "group": np.zeros(1),
+               "ins": ins}
+        for h in st.hooks:
+            h.on_async_issue(st, rec)
+        st.smem[phys + np.arange(d.shape[1])] = d[0]
+        tab.complete_copy(ins, bar, lane, d.shape[1], rec if st.hooks else None)
 
 
 # -- cp.async.bulk (contiguous) ---------------------------------------------------------------------------------
@@ -84,7 +107,7 @@ def bulk_load(st, ins, lanes):
         g = _global_range(st, ins, st.address(ins.ops[1], lanes), la, size, "cp.async.bulk source")
         _hooks_global(st, ins, g, la, size, False)
         data = st.launch.gmem.data[g[:, None] + np.arange(size)]
-    _land(st, ins, la, (dbase + dst).astype(np.int64), data, ins.ops[3])
+    _land(st, ins, la, dst, dbase, data, ins.ops[3], ins.ops[4] if ins.aux["multicast"] else None)
 
 
 def bulk_store(st, ins, lanes):
@@ -160,10 +183,9 @@ def tensor_load(st, ins, lanes):
             vals[inb] = st.launch.gmem.data[rows[:, None] + np.arange(tm.esize)]
         # scatter the box into shared memory through the swizzle, as one landed copy
         offs = _box_layout(tm, dst)
-        base = int(dbase[0])
         image = np.zeros(tm.box_bytes, np.uint8)
         image[(offs.reshape(-1) - dst)[:, None] + np.arange(tm.esize)] = vals.reshape(-1, tm.esize)
-        _land(st, ins, sub, np.array([base + dst], np.int64), image[None, :], ins.ops[2])
+        _land(st, ins, sub, dsts, dbase, image[None, :], ins.ops[2], ins.ops[3] if ins.aux["multicast"] else None)
 
 
 def tensor_store(st, ins, lanes):
@@ -204,8 +226,7 @@ def _prep_bulk(ins, dec, ctx):
     if len(spaces) != 2:
         raise unsupported(ins, "cp.async.bulk names .dst then .src state spaces")
     dst, src = spaces
-    if ".multicast::cluster" in mods:
-        raise unsupported(ins, ".multicast::cluster (thread-block clusters are not simulated yet)")
+    ins.aux["multicast"] = ".multicast::cluster" in mods
     if any(m.startswith((".im2col", ".tile::")) for m in ins.modlist):
         raise unsupported(ins, "im2col / gather tensor load modes (only .tile)")
     ins.aux["src_space"] = src
@@ -215,6 +236,8 @@ def _prep_bulk(ins, dec, ctx):
         raise unsupported(ins, "a copy into shared memory completes through .mbarrier::complete_tx::bytes")
     if not to_shared and (src != "shared" or ".bulk_group" not in mods):
         raise unsupported(ins, "a copy to global memory reads .shared::cta and completes through .bulk_group")
+    if ins.aux["multicast"] and (not to_shared or len(ins.ops) < (4 if ".tensor" in mods else 5)):
+        raise DecodeError(".multicast::cluster copies into shared memory and takes a ctaMask operand after [mbar]")
     if ".tensor" in mods:
         _prep_tensor(ins, to_shared)
         return

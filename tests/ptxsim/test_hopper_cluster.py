@@ -16,7 +16,7 @@ def _kernel(body, directive=""):
 .shared .align 8 .b64 bar;
 .visible .entry k(.param .u64 pout, .param .u64 psrc) {directive}
 {{
-  .reg .pred %p<8>; .reg .b32 %r<24>; .reg .b64 %rd<16>;
+  .reg .pred %p<8>; .reg .b16 %rs<4>; .reg .b32 %r<24>; .reg .b64 %rd<16>;
   ld.param.u64 %rd1, [pout]; ld.param.u64 %rd9, [psrc];
   mov.u32 %r0, %tid.x; mov.u32 %r1, %ctaid.x; mov.u32 %r2, %ntid.x; mad.lo.u32 %r3, %r1, %r2, %r0;
   mul.wide.u32 %rd2, %r3, 16; add.s64 %rd3, %rd1, %rd2;
@@ -101,3 +101,45 @@ END:
     src = np.arange(64, dtype=np.uint32) * 5
     ptxsim.launch(_kernel(body), 2, 64, [out, src], cluster=2)
     assert out[:64, 0].tolist() == src.tolist()
+
+
+def test_multicast_tensor_copy_lands_in_every_cta_of_the_mask():
+    # rank 0 multicasts one 16 x 8 u16 box to ranks 0 and 2 of a cluster of 4; each of those waits on its own barrier
+    body = """
+  mov.u32 %r4, %cluster_ctarank; mov.u32 %r20, sm; mov.u32 %r21, bar;
+  setp.eq.u32 %p1, %r0, 0;
+  and.b32 %r13, %r4, 1; setp.eq.u32 %p5, %r13, 0;               // ranks 0 and 2 receive
+  @%p1 mbarrier.init.shared::cta.b64 [%r21], 1;
+  @%p1 mbarrier.expect_tx.shared::cta.b64 [%r21], 256;
+  barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned;
+  setp.eq.u32 %p2, %r4, 0; and.pred %p3, %p1, %p2;
+  @!%p3 bra WAITER;
+  mov.u16 %rs1, 5; mov.u32 %r14, 0; mov.u32 %r15, 1;
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
+      [%r20], [%rd9, {%r14, %r15}], [%r21], %rs1;
+WAITER:
+  @%p1 mbarrier.arrive.shared::cta.b64 %rd6, [%r21];
+  @!%p5 bra END;
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r21], 0;
+  @!%p4 bra WAIT;
+  shl.b32 %r5, %r0, 2; add.u32 %r6, %r20, %r5; ld.shared.u32 %r12, [%r6];
+  st.global.u32 [%rd3], %r12;
+END:
+"""
+    from ptxsim import tensormap
+
+    g = np.arange(4 * 16, dtype=np.uint16).reshape(4, 16)
+    dev = ptxsim.Device()
+    gb = dev.to_device(g)
+    tm = dev.to_device(np.frombuffer(tensormap.encode_tiled(1, 2, gb.addr, (16, 4), (32,), (16, 8), (1, 1)),
+                                     np.uint8))
+    out = np.zeros((4 * 64, 4), np.uint32)
+    k = _kernel(body)
+    ptxsim.launch(k, 4, 64, [out, tm], cluster=4, device=dev)
+    box = np.zeros((8, 16), np.uint16)
+    box[:3] = g[1:4]  # rows 1..3 in bounds, 4..8 zero-filled
+    words = box.reshape(-1).view(np.uint32)
+    for cta in (0, 2):
+        assert out[64 * cta: 64 * cta + 64, 0].tolist() == words.tolist()
+    assert not out[64:128].any() and not out[192:].any()

@@ -40,8 +40,8 @@ def mapa(st, ins, lanes):
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         cta, tid = st.where(int(st.lane_array(lanes)[i]))
-        raise PtxSimError(f"mapa at PTX line {ins.line} (`{ins.text}`) in kernel {st.prog.name}, CTA {cta} thread {tid}:"
-                          f" target rank {int(rank[i])}; the cluster has {_size(st)} CTA(s)")
+        raise PtxSimError(f"mapa at PTX line {ins.line} (`{ins.text}`) in kernel {st.prog.name}, CTA {cta} "
+                          f"thread {tid}: target rank {int(rank[i])}; the cluster has {_size(st)} CTA(s)")
     generic = ins.space != "shared"
     off = ((a - _SW) if generic else a) & np.uint64(OFFSET_MASK)
     out = ((rank + np.uint64(1)) << np.uint64(RANK_SHIFT)) | off

@@ -143,3 +143,20 @@ END:
     for cta in (0, 2):
         assert out[64 * cta: 64 * cta + 64, 0].tolist() == words.tolist()
     assert not out[64:128].any() and not out[192:].any()
+
+
+def test_mapa_rank_outside_the_cluster_and_cluster_barrier_deadlock():
+    with pytest.raises(ptxsim.PtxSimError, match="target rank 2; the cluster has 2 CTA"):
+        ptxsim.launch(_kernel("  mov.u32 %r20, sm; mapa.shared::cluster.u32 %r9, %r20, 2;"), 2, 32,
+                      [np.zeros((64, 4), np.uint32), np.zeros(1, np.uint32)], cluster=2)
+    body = """
+  mov.u32 %r4, %cluster_ctarank; setp.eq.u32 %p1, %r4, 0; mov.u32 %r21, bar;
+  @%p1 bra BARRIER;
+  mbarrier.init.shared::cta.b64 [%r21], 1;
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r21], 0;   // rank 1 blocks here for good
+BARRIER:
+  barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned;
+"""
+    with pytest.raises(ptxsim.DeadlockError, match=r"(?s)barrier.cluster phase 0: 32 of the cluster's 64 live.*"
+                                                   r"phase 0 of the mbarrier"):
+        ptxsim.launch(_kernel(body), 2, 32, [np.zeros((64, 4), np.uint32), np.zeros(1, np.uint32)], cluster=2)

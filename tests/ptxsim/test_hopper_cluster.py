@@ -63,9 +63,10 @@ def test_peer_shared_memory_through_mapa_after_barrier_cluster():
   mapa.shared::cluster.u32 %r9, %r6, %r8;
   ld.shared::cluster.u32 %r10, [%r9];
   add.u32 %r11, %r10, 7; st.shared::cluster.u32 [%r9+512], %r11;  // write into the peer
+  add.u32 %r15, %r4, 1; atom.shared::cluster.add.u32 %r13, [%r9+768], %r15;  // adds rank + 1 in the peer
   barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned;
-  ld.shared.u32 %r12, [%r6+512];
-  st.global.v2.u32 [%rd3], {%r10, %r12};
+  ld.shared.u32 %r12, [%r6+512]; ld.shared.u32 %r14, [%r6+768];
+  st.global.v4.u32 [%rd3], {%r10, %r12, %r14, %r13};
 """
     out = np.zeros((4 * 64, 4), np.uint32)
     ptxsim.launch(_kernel(body), 4, 64, [out, np.zeros(1, np.uint32)], cluster=2)
@@ -73,6 +74,7 @@ def test_peer_shared_memory_through_mapa_after_barrier_cluster():
     peer = cta ^ 1
     assert out[:, 0].tolist() == (1000 * peer + t).tolist()
     assert out[:, 1].tolist() == (1000 * cta + t + 7).tolist()  # the peer wrote our own value back plus 7
+    assert out[:, 2].tolist() == ((cta % 2 ^ 1) + 1).tolist()  # the peer's rank + 1, added into our word
 
 
 def test_remote_mbarrier_arrive_and_bulk_copy_into_the_peer():

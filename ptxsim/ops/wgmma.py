@@ -94,11 +94,22 @@ def _descriptor_matrix(st, ins, la2, desc: np.ndarray, rows: int, kind: str) -> 
         lead = la2[g, :1]
         access.check(st, ins, "shared", np.array([int(off.min()), int(off.max())], np.uint64), np.repeat(lead, 2),
                      esize, "wgmma matrix-descriptor operand")
+        _sanitize_reads(st, ins, off, int(lead[0]), esize)
         phys = int(st.smem_base[lead[0]]) + off
         raw = st.smem[phys[..., None] + np.arange(esize)]
         bits = raw[..., 0].astype(np.uint16) | (raw[..., 1].astype(np.uint16) << 8) if esize == 2 else raw[..., 0]
         out[g] = (nm.half_bits_to_f32(bits, kind) if esize == 2 else nm.fp8_bits_to_f32(bits, kind))
     return out
+
+
+def _sanitize_reads(st, ins, off: np.ndarray, lane: int, esize: int) -> None:
+    """Show the sanitizers (not the memory counters: the async proxy's reads are no LSU traffic) the shared bytes a
+    descriptor operand reads, as 4-byte words read by the warpgroup's first warp: racecheck then reports operands
+    whose cp.async.bulk has not completed, or written by another warp with no barrier between."""
+    words = np.unique(off.reshape(-1) & ~np.int64(3)).astype(np.uint64)
+    sans = [h for h in st.hooks if getattr(h, "tool", "")]
+    for h in sans:
+        h.on_access(st, ins, "shared", words, np.full(words.size, lane), 4, False)
 
 
 def _register_a(st, ins, la2, kind: str) -> np.ndarray:

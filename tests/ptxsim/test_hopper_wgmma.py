@@ -191,3 +191,14 @@ def test_transpose_and_partial_warpgroup_are_rejected():
     with pytest.raises(ptxsim.PtxSimError, match="128 threads of each warpgroup"):
         ptxsim.launch(k, 1, 96, [np.zeros(64, np.uint8), np.uint32(64), np.zeros(4096, np.float32), np.uint64(0),
                                  np.uint64(0), np.zeros((128, 4), np.uint32), np.uint32(1)])
+
+
+def test_racecheck_sees_descriptor_reads_of_shared_memory_written_by_another_warp_without_a_barrier():
+    # warp 3 writes B's image after the bar.sync; the wgmma of warp 0..3 then reads it with no barrier between
+    src = _kernel(8, 1, 0).replace("  wgmma.fence.sync.aligned;", "  setp.eq.u32 %p3, %r0, 96;\n"
+                                   "  @%p3 st.shared.u32 [0], %r0;\n  wgmma.fence.sync.aligned;")
+    img = np.zeros(512, np.uint8)
+    with pytest.raises(ptxsim.RacecheckError, match="read-after-write hazard with warp 3"):
+        _run(src, img, 0, _desc(0, 128, 256, 0), 8, sanitize="racecheck")
+    _run(src.replace("  wgmma.fence.sync.aligned;", "  bar.sync 0;\n  wgmma.fence.sync.aligned;"), img, 0,
+         _desc(0, 128, 256, 0), 8, sanitize="racecheck")  # a barrier between: no finding

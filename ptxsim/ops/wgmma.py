@@ -1,5 +1,5 @@
 """wgmma per warpgroup (4 converged warps): wgmma.mma_async m64nNk16 (.bf16 / .f16) and m64nNk32 (.e4m3 / .e5m2)
-with .f32 accumulators, A from registers or a shared-memory matrix descriptor, B from a descriptor (start address,
+with .f32 accumulators (.f16 for .f16 / fp8 inputs), A from registers or a shared-memory matrix descriptor, B from a descriptor (start address,
 leading / stride byte offsets, swizzle none / 32B / 64B / 128B), scale-d, imm-scale-a / -b; wgmma.fence,
 wgmma.commit_group and wgmma.wait_group.
 
@@ -126,6 +126,23 @@ def _register_a(st, ins, la2, kind: str) -> np.ndarray:
     return out.reshape(len(la2), 64, -1)
 
 
+def _unpack_acc(regs: np.ndarray, f16: bool) -> np.ndarray:
+    """Accumulator registers [r, ...] -> elements [n/2, ...] float64 (.f16: two per register, low half first)."""
+    if not f16:
+        return regs.view(np.float32).astype(np.float64)
+    lo = (regs & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
+    hi = (regs >> np.uint32(16)).astype(np.uint16).view(np.float16)
+    return np.stack([lo, hi], axis=1).reshape((-1,) + regs.shape[1:]).astype(np.float64)
+
+
+def _pack_acc(vals: np.ndarray, f16: bool) -> np.ndarray:
+    if not f16:
+        return vals.astype(np.float32).view(np.uint32)
+    with np.errstate(all="ignore"):
+        h = vals.astype(np.float16).view(np.uint16).astype(np.uint32)
+    return h[0::2] | (h[1::2] << np.uint32(16))
+
+
 def _uniform(st, op, la2, ty):
     v = np.asarray(st.read(op, la2[:, 0], ty))
     return np.broadcast_to(v, (len(la2),))
@@ -145,9 +162,9 @@ def mma_async(st, ins, lanes):
     dregs = [o.idx for o in ins.ops[0].items]
     rows, cols = a["d_rows"], a["d_cols"]  # [128, n/2]: element of D each (thread, register) holds
     cur = np.stack([q.current(st, i, flat) for i in dregs]).reshape(len(dregs), len(la2), WG)
-    c = cur.view(np.float32).astype(np.float64) * scale_d[None, :, None]
+    c = _unpack_acc(cur, a["f16_acc"]) * scale_d[None, :, None]  # [n/2, G, 128]
     vals = D[:, rows, cols]  # [G, 128, n/2]
-    res = (np.moveaxis(vals, 2, 0) + c).astype(np.float32).view(np.uint32).reshape(len(dregs), -1)
+    res = _pack_acc(np.moveaxis(vals, 2, 0) + c, a["f16_acc"]).reshape(len(dregs), -1)
     order = np.argsort(flat)
     q.pending.append({"la": flat[order], "pos": {r: i for i, r in enumerate(dregs)}, "values": res[:, order],
                       "group": np.full(len(flat), -1, np.int64), "pc": ins.pc, "line": ins.line})
@@ -242,8 +259,8 @@ def _prep_mma(ins):
     if len(ins.types) != 3:
         raise unsupported(ins, "wgmma.mma_async names .dtype.atype.btype")
     dt, at, bt = (t.name for t in ins.types)
-    if dt != "f32":
-        raise unsupported(ins, f"accumulator type .{dt} (ptxsim supports .f32)")
+    if dt not in ("f32", "f16") or (dt == "f16" and at == "bf16"):
+        raise unsupported(ins, f"accumulator type .{dt} for .{at} inputs (.f32, or .f16 for .f16 / fp8 inputs)")
     if at not in _KINDS or bt not in _KINDS or _KINDS[at] != _KINDS[bt] or (_KINDS[at] == 16 and at != bt):
         raise unsupported(ins, f"input types .{at}.{bt} (supported: .bf16.bf16, .f16.f16, .e4m3/.e5m2 pairs)")
     k = _KINDS[at]
@@ -260,8 +277,9 @@ def _prep_mma(ins):
         raise DecodeError(f"wgmma.mma_async .{at} with A from {'registers' if a_regs else 'a descriptor'} takes "
                           f"{nops} operands; got {len(ins.ops)}")
     d = ins.ops[0]
-    if d.kind != VEC or len(d.items) != n // 2 or any(o.kind != REG or o.bits != 32 for o in d.items):
-        raise DecodeError(f"wgmma.mma_async m64n{n} .f32 accumulates in a vector of {n // 2} 32-bit registers")
+    nd = n // 2 if dt == "f32" else n // 4
+    if d.kind != VEC or len(d.items) != nd or any(o.kind != REG or o.bits != 32 for o in d.items):
+        raise DecodeError(f"wgmma.mma_async m64n{n} .{dt} accumulates in a vector of {nd} 32-bit registers")
     if a_regs and (len(ins.ops[1].items) != 4 or any(o.kind != REG or o.bits != 32 for o in ins.ops[1].items)):
         raise DecodeError("wgmma.mma_async A from registers is a vector of 4 32-bit registers")
     if ins.ops[3].kind not in (REG, IMM):
@@ -273,7 +291,7 @@ def _prep_mma(ins):
             raise unsupported(ins, "transposed (MN-major) operands (imm-trans = 1) are not simulated yet")
     rows, cols = _d_layout(n)
     layout = _layout("m16n8k16" if k == 16 else "m16n8k32", at)
-    ins.aux.update(n=n, atype=at, btype=bt, a_regs=a_regs, scale_a=scale_a, scale_b=scale_b, d_rows=rows,
+    ins.aux.update(n=n, atype=at, btype=bt, f16_acc=dt == "f16", a_regs=a_regs, scale_a=scale_a, scale_b=scale_b, d_rows=rows,
                    d_cols=cols, a_layout=layout)
     ins.handler = mma_async
     ins.klass = "tensor"

@@ -32,8 +32,10 @@ def _place(mat_bytes: np.ndarray, span: int, lbo: int, sbo: int) -> np.ndarray:
     return img
 
 
-def _kernel(n, steps, k_bytes_step, a_regs=False, types="bf16.bf16", k=16, extra="", scale_a=1, scale_b=1):
-    nd = n // 2
+def _kernel(n, steps, k_bytes_step, a_regs=False, types="bf16.bf16", k=16, extra="", scale_a=1, scale_b=1,
+            acc="f32"):
+    nd = n // 2 if acc == "f32" else n // 4
+    one = "0f3F800000" if acc == "f32" else "0x3C003C00"  # 1.0 (f16: in both halves)
     dregs = ", ".join(f"%d{i}" for i in range(nd))
     lines = []
     for s in range(steps):
@@ -41,15 +43,15 @@ def _kernel(n, steps, k_bytes_step, a_regs=False, types="bf16.bf16", k=16, extra
         tr = "" if k == 32 else (", 0" if a_regs else ", 0, 0")
         lines.append(f"  add.s64 %rd{20 + s}, %rd5, {s * k_bytes_step >> 4}; add.s64 %rd{30 + s}, %rd6, "
                      f"{s * k_bytes_step >> 4};")
-        lines.append(f"  wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{types} {{{dregs}}}, {a}, %rd{30 + s}, "
+        lines.append(f"  wgmma.mma_async.sync.aligned.m64n{n}k{k}.{acc}.{types} {{{dregs}}}, {a}, %rd{30 + s}, "
                      f"{'%p1' if s == 0 else 1}, {scale_a}, {scale_b}{tr};")
-    stores = "\n".join(f"  st.global.f32 [%rd9+{4 * i}], %d{i};" for i in range(nd))
+    stores = "\n".join(f"  st.global.b32 [%rd9+{4 * i}], %d{i};" for i in range(nd))
     return HEADER + f"""
 .shared .align 1024 .b8 sm[16384];
 .visible .entry k(.param .u64 pimg, .param .u32 nimg, .param .u64 pout, .param .u64 pda, .param .u64 pdb,
                   .param .u64 pareg, .param .u32 scd)
 {{
-  .reg .pred %p<4>; .reg .b32 %r<16>; .reg .b64 %rd<48>; .reg .f32 %d<{nd}>; .reg .b32 %a<4>;
+  .reg .pred %p<4>; .reg .b32 %r<16>; .reg .b64 %rd<48>; .reg .b32 %d<{nd}>; .reg .b32 %a<4>;
   ld.param.u64 %rd1, [pimg]; ld.param.u32 %r1, [nimg]; ld.param.u64 %rd2, [pout];
   ld.param.u64 %rd5, [pda]; ld.param.u64 %rd6, [pdb]; ld.param.u64 %rd7, [pareg]; ld.param.u32 %r9, [scd];
   setp.ne.u32 %p1, %r9, 0;
@@ -62,7 +64,7 @@ COPIED:
   bar.sync 0;
   mul.wide.u32 %rd8, %r0, 16; add.s64 %rd8, %rd7, %rd8;
   ld.global.v4.b32 {{%a0, %a1, %a2, %a3}}, [%rd8];
-{''.join(f"  mov.f32 %d{i}, 0f3F800000;" + chr(10) for i in range(nd))}
+{''.join(f"  mov.b32 %d{i}, {one};" + chr(10) for i in range(nd))}
   wgmma.fence.sync.aligned;
 {chr(10).join(lines)}
   wgmma.commit_group.sync.aligned;
@@ -202,3 +204,25 @@ def test_racecheck_sees_descriptor_reads_of_shared_memory_written_by_another_war
         _run(src, img, 0, _desc(0, 128, 256, 0), 8, sanitize="racecheck")
     _run(src.replace("  wgmma.fence.sync.aligned;", "  bar.sync 0;\n  wgmma.fence.sync.aligned;"), img, 0,
          _desc(0, 128, 256, 0), 8, sanitize="racecheck")  # a barrier between: no finding
+
+
+def test_f16_inputs_with_f16_accumulators():
+    rng = np.random.default_rng(11)
+    n = 16
+    A = rng.standard_normal((64, 16)).astype(np.float16)
+    B = rng.standard_normal((n, 16)).astype(np.float16)
+    img = np.zeros(8192 + 512, np.uint8)
+    ia, ib = _place(A.view(np.uint8).reshape(64, 32), 0, 128, 256), _place(B.view(np.uint8).reshape(n, 32), 0, 128,
+                                                                            256)
+    img[:ia.size], img[8192:8192 + ib.size] = ia, ib
+    src = _kernel(n, 1, 0, types="f16.f16", acc="f16")
+    out = np.zeros((128, n // 4), np.uint32)
+    ptxsim.launch(ptxsim.load_ptx(src).kernel("k"), 1, 128,
+                  [img, np.uint32(img.size), out, np.uint64(_desc(0, 128, 256, 0)), np.uint64(_desc(8192, 128, 256, 0)),
+                   np.zeros((128, 4), np.uint32), np.uint32(1)])
+    halves = out.view(np.float16).reshape(128, n // 2)  # element i of register i // 2, low half first
+    D = _d_matrix(halves.astype(np.float32), n)
+    ref = (A.astype(np.float64) @ B.astype(np.float64).T + 1.0).astype(np.float16)
+    np.testing.assert_allclose(D, ref.astype(np.float32), rtol=2e-3, atol=2e-3)
+    with pytest.raises(UnsupportedInstruction, match="accumulator type .f16 for .bf16"):
+        ptxsim.load_ptx(_kernel(n, 1, 0, acc="f16")).kernel("k")

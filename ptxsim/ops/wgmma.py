@@ -295,7 +295,7 @@ def _prep_mma(ins):
                    d_cols=cols, a_layout=layout)
     ins.handler = mma_async
     ins.klass = "tensor"
-    ins.aux["class_units"] = n // 8 * 4  # m16n8 MMAs of one warp (4 warps x n/8)
+    ins.aux["class_units"] = n // 8  # per warp (each of the 4 is counted): n/8 m16n8k16 / m16n8k32 MMAs, as mma.sync
 
 
 def _prep_wgmma(ins, dec, ctx):

@@ -226,3 +226,14 @@ def test_f16_inputs_with_f16_accumulators():
     np.testing.assert_allclose(D, ref.astype(np.float32), rtol=2e-3, atol=2e-3)
     with pytest.raises(UnsupportedInstruction, match="accumulator type .f16 for .bf16"):
         ptxsim.load_ptx(_kernel(n, 1, 0, acc="f16")).kernel("k")
+
+
+def test_tensor_class_counts_m16n8_mma_units_per_warp():
+    img = np.zeros(512, np.uint8)
+    src = _kernel(24, 1, 0)
+    out = np.zeros((128, 12), np.float32)
+    stats = ptxsim.launch(ptxsim.load_ptx(src).kernel("k"), 1, 128,
+                          [img, np.uint32(img.size), out, np.uint64(0), np.uint64(_desc(0, 128, 256, 0)),
+                           np.zeros((128, 4), np.uint32), np.uint32(1)])
+    # one m64n24k16 per warpgroup = 4 warps x 3 m16n8k16 MMAs (the same FLOPs as 12 mma.sync m16n8k16)
+    assert stats.metrics["ptxsim__inst_executed_tensor.sum"] == 12

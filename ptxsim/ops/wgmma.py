@@ -1,7 +1,7 @@
 """wgmma per warpgroup (4 converged warps): wgmma.mma_async m64nNk16 (.bf16 / .f16) and m64nNk32 (.e4m3 / .e5m2)
-with .f32 accumulators (.f16 for .f16 / fp8 inputs), A from registers or a shared-memory matrix descriptor, B from a descriptor (start address,
-leading / stride byte offsets, swizzle none / 32B / 64B / 128B), scale-d, imm-scale-a / -b; wgmma.fence,
-wgmma.commit_group and wgmma.wait_group.
+with .f32 accumulators (.f16 for .f16 / fp8 inputs), A from registers or a shared-memory matrix descriptor, B from a
+descriptor (start address, leading / stride byte offsets, swizzle none / 32B / 64B / 128B), scale-d, imm-scale-a /
+-b; wgmma.fence, wgmma.commit_group and wgmma.wait_group.
 
 Asynchronous semantics: mma_async computes its result at issue but writes the accumulator registers only when a
 wgmma.wait_group retires its group; a later mma_async on the same registers chains on the pending value (as the
@@ -291,8 +291,8 @@ def _prep_mma(ins):
             raise unsupported(ins, "transposed (MN-major) operands (imm-trans = 1) are not simulated yet")
     rows, cols = _d_layout(n)
     layout = _layout("m16n8k16" if k == 16 else "m16n8k32", at)
-    ins.aux.update(n=n, atype=at, btype=bt, f16_acc=dt == "f16", a_regs=a_regs, scale_a=scale_a, scale_b=scale_b, d_rows=rows,
-                   d_cols=cols, a_layout=layout)
+    ins.aux.update(n=n, atype=at, btype=bt, f16_acc=dt == "f16", a_regs=a_regs, scale_a=scale_a, scale_b=scale_b,
+                   d_rows=rows, d_cols=cols, a_layout=layout)
     ins.handler = mma_async
     ins.klass = "tensor"
     ins.aux["class_units"] = n // 8  # per warp (each of the 4 is counted): n/8 m16n8k16 / m16n8k32 MMAs, as mma.sync

@@ -44,7 +44,8 @@ def mapa(st, ins, lanes):
                           f"thread {tid}: target rank {int(rank[i])}; the cluster has {_size(st)} CTA(s)")
     generic = ins.space != "shared"
     off = ((a - _SW) if generic else a) & np.uint64(OFFSET_MASK)
-    out = ((rank + np.uint64(1)) << np.uint64(RANK_SHIFT)) | off
+    # a cluster of one (no cluster launch): the CTA's own address, which every shared access understands
+    out = off if st.cluster is None else ((rank + np.uint64(1)) << np.uint64(RANK_SHIFT)) | off
     if generic:
         out = out + _SW
     st.write(ins.ops[0], lanes, out.astype(t.dtype), t)

@@ -286,7 +286,7 @@ def _prep_mma(ins):
         raise DecodeError("wgmma.mma_async scale-d must be a predicate or an immediate")
     scale_a = _imm(ins, ins.ops[4], "imm-scale-a", (1, -1))
     scale_b = _imm(ins, ins.ops[5], "imm-scale-b", (1, -1))
-    for j, op in enumerate(ins.ops[6:]):
+    for op in ins.ops[6:]:
         if _imm(ins, op, "imm-trans", (0, 1)):
             raise unsupported(ins, "transposed (MN-major) operands (imm-trans = 1) are not simulated yet")
     rows, cols = _d_layout(n)

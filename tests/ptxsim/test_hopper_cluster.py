@@ -162,3 +162,17 @@ BARRIER:
     with pytest.raises(ptxsim.DeadlockError, match=r"(?s)barrier.cluster phase 0: 32 of the cluster's 64 live.*"
                                                    r"phase 0 of the mbarrier"):
         ptxsim.launch(_kernel(body), 2, 32, [np.zeros((64, 4), np.uint32), np.zeros(1, np.uint32)], cluster=2)
+
+
+def test_without_a_cluster_launch_each_cta_is_a_cluster_of_one():
+    body = """
+  mov.u32 %r20, sm; shl.b32 %r5, %r0, 2; add.u32 %r6, %r20, %r5; st.shared.u32 [%r6], %r3;
+  barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned;
+  mapa.shared::cluster.u32 %r9, %r6, 0; ld.shared::cluster.u32 %r10, [%r9];
+  mov.u32 %r11, %cluster_nctarank; mov.u32 %r12, %clusterid.x; mov.u32 %r13, %is_explicit_cluster;
+  st.global.v4.u32 [%rd3], {%r10, %r11, %r12, %r13};
+"""
+    out = np.zeros((64, 4), np.uint32)
+    ptxsim.launch(_kernel(body), 2, 32, [out, np.zeros(1, np.uint32)])
+    assert out[:, 0].tolist() == list(range(64)) and set(out[:, 1]) == {1}
+    assert out[:, 2].tolist() == [0] * 32 + [1] * 32 and set(out[:, 3]) == {0}

@@ -8,10 +8,9 @@ wgmma.wait_group retires its group; a later mma_async on the same registers chai
 hardware's in-order pipeline does). With sanitize="asynccheck", any other instruction naming a pending accumulator
 register before the wait is reported.
 
-Descriptor layouts (K-major, the only one ptxsim reads; imm-trans = 1 is not supported yet): element (row, k) of an
-operand lies at start + (row / 8) * SBO + (row % 8) * P + (kb / P) * LBO + kb % P, kb = k * element bytes, P = 16
-(no swizzle: 8 x 16-byte core matrices) or the swizzle span; swizzled addresses then XOR bits 4.. with bits 7..
-(ptxsim/tensormap.swizzle_offsets), the same pattern cp.async.bulk.tensor writes.
+Descriptor layouts: the PTX ISA's canonical K-major and (imm-trans = 1, 16-bit types) MN-major layouts, see
+`_offsets`; swizzled addresses then XOR bits 4.. with bits 7.. (ptxsim/tensormap.swizzle_offsets), the pattern
+cp.async.bulk.tensor writes.
 """
 from __future__ import annotations
 
@@ -72,8 +71,25 @@ def _warpgroups(st, ins, lanes) -> np.ndarray:
     return la2
 
 
-def _descriptor_matrix(st, ins, la2, desc: np.ndarray, rows: int, kind: str) -> np.ndarray:
-    """[G, rows, k] float64 matrix each warpgroup's descriptor names (K-major)."""
+def _offsets(rows: int, esize: int, span: int, lbo: int, sbo: int, mn_major: bool) -> np.ndarray:
+    """Byte offsets [rows, k] (before the swizzle) of the PTX ISA's canonical layouts (9.7.15.5.1.2.1.3), in bytes:
+    K-major     ((8,m),(T,2k)) : ((P,SBO),(1,LBO)), P = 16 (no swizzle, LBO between 16-byte core-matrix columns)
+                or the swizzle span S (LBO unused: the instruction's 32 bytes of K lie inside one row);
+    MN-major    no swizzle ((T,1,m),(8,k)) : ((1,T,SBO),(16,LBO)); swizzled ((T,S/16,m),(8,k)) : ((1,T,LBO),(S,SBO)).
+    """
+    r = np.arange(rows)[:, None]
+    k = np.arange(K_BYTES // esize)[None, :]
+    if not mn_major:
+        kb, p = k * esize, span or 16
+        return (r // 8) * sbo + (r % 8) * p + (kb // p) * lbo + kb % p
+    mb = r * esize
+    if not span:
+        return mb % 16 + (mb // 16) * sbo + (k % 8) * 16 + (k // 8) * lbo
+    return mb % span + (mb // span) * lbo + (k % 8) * span + (k // 8) * sbo
+
+
+def _descriptor_matrix(st, ins, la2, desc: np.ndarray, rows: int, kind: str, mn_major: bool = False) -> np.ndarray:
+    """[G, rows, k] float64 matrix each warpgroup's descriptor names (rows: M of A or N of B)."""
     esize = 2 if kind in ("bf16", "f16") else 1
     start = ((desc & np.uint64(0x3FFF)) << np.uint64(4)).astype(np.int64)
     lbo = (((desc >> np.uint64(16)) & np.uint64(0x3FFF)) << np.uint64(4)).astype(np.int64)
@@ -83,13 +99,10 @@ def _descriptor_matrix(st, ins, la2, desc: np.ndarray, rows: int, kind: str) -> 
     if np.any(base_off):
         raise unsupported(ins, f"matrix-descriptor base offset {int(base_off.max())} (ptxsim reads base offset 0: "
                                "swizzled matrices starting on a pattern boundary)")
-    r = np.arange(rows)[:, None]
-    kb = np.arange(0, K_BYTES, esize)[None, :]
     out = np.zeros((len(la2), rows, K_BYTES // esize))
     for g in range(len(la2)):
         span = SWIZZLE_OF_DESC[int(mode[g])]
-        p = span or 16
-        off = start[g] + (r // 8) * sbo[g] + (r % 8) * p + (kb // p) * lbo[g] + kb % p
+        off = start[g] + _offsets(rows, esize, span, int(lbo[g]), int(sbo[g]), mn_major)
         off = tensormap.swizzle_offsets(off, span)
         lead = la2[g, :1]
         access.check(st, ins, "shared", np.array([int(off.min()), int(off.max())], np.uint64), np.repeat(lead, 2),
@@ -153,8 +166,8 @@ def mma_async(st, ins, lanes):
     a = ins.aux
     n, kind_a, kind_b = a["n"], a["atype"], a["btype"]
     A = _register_a(st, ins, la2, kind_a) if a["a_regs"] else \
-        _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[1], la2, U64).astype(np.uint64), 64, kind_a)
-    B = _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[2], la2, U64).astype(np.uint64), n, kind_b)
+        _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[1], la2, U64).astype(np.uint64), 64, kind_a, a["trans_a"])
+    B = _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[2], la2, U64).astype(np.uint64), n, kind_b, a["trans_b"])
     D = np.matmul(A * a["scale_a"], np.swapaxes(B * a["scale_b"], 1, 2))  # [G, 64, n]
     scale_d = _uniform(st, ins.ops[3], la2, PRED).astype(bool)
     q = WgmmaQueue.of(st)
@@ -286,13 +299,12 @@ def _prep_mma(ins):
         raise DecodeError("wgmma.mma_async scale-d must be a predicate or an immediate")
     scale_a = _imm(ins, ins.ops[4], "imm-scale-a", (1, -1))
     scale_b = _imm(ins, ins.ops[5], "imm-scale-b", (1, -1))
-    for op in ins.ops[6:]:
-        if _imm(ins, op, "imm-trans", (0, 1)):
-            raise unsupported(ins, "transposed (MN-major) operands (imm-trans = 1) are not simulated yet")
+    trans = [_imm(ins, op, "imm-trans", (0, 1)) for op in ins.ops[6:]]  # 16-bit types: [trans-a,] trans-b
+    trans_a, trans_b = (0, trans[0]) if a_regs and trans else (trans + [0, 0])[:2]
     rows, cols = _d_layout(n)
     layout = _layout("m16n8k16" if k == 16 else "m16n8k32", at)
-    ins.aux.update(n=n, atype=at, btype=bt, f16_acc=dt == "f16", a_regs=a_regs, scale_a=scale_a, scale_b=scale_b,
-                   d_rows=rows, d_cols=cols, a_layout=layout)
+    ins.aux.update(n=n, atype=at, btype=bt, f16_acc=dt == "f16", trans_a=bool(trans_a), trans_b=bool(trans_b),
+                   a_regs=a_regs, scale_a=scale_a, scale_b=scale_b, d_rows=rows, d_cols=cols, a_layout=layout)
     ins.handler = mma_async
     ins.klass = "tensor"
     ins.aux["class_units"] = n // 8  # per warp (each of the 4 is counted): n/8 m16n8k16 / m16n8k32 MMAs, as mma.sync

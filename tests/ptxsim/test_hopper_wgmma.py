@@ -185,14 +185,51 @@ def test_asynccheck_catches_an_early_accumulator_read():
     _run(_early_read_kernel(), img, 0, _desc(0, 128, 256, 0), 8)  # undefined on hardware, silent without it
 
 
-def test_transpose_and_partial_warpgroup_are_rejected():
-    src = _kernel(8, 1, 0).replace("1, 1, 0, 0;", "1, 1, 1, 0;")
-    with pytest.raises(UnsupportedInstruction, match="imm-trans = 1"):
-        ptxsim.load_ptx(src).kernel("k")
+def test_partial_warpgroup_and_fp8_transpose_are_rejected():
+    src = _kernel(8, 1, 0, types="e4m3.e4m3", k=32)
+    with pytest.raises(ptxsim.PtxSimError, match="takes 6 operands; got 8"):
+        ptxsim.load_ptx(src.replace("1, 1;", "1, 1, 1, 0;")).kernel("k")
     k = ptxsim.load_ptx(_kernel(8, 1, 0)).kernel("k")
     with pytest.raises(ptxsim.PtxSimError, match="128 threads of each warpgroup"):
         ptxsim.launch(k, 1, 96, [np.zeros(64, np.uint8), np.uint32(64), np.zeros(4096, np.float32), np.uint64(0),
                                  np.uint64(0), np.zeros((128, 4), np.uint32), np.uint32(1)])
+
+
+def _place_mn(mat: np.ndarray, span: int, lbo: int, sbo: int) -> np.ndarray:
+    """Hand-written MN-major image of a [mn, k] u16 matrix from the PTX ISA's canonical layouts (bytes):
+    no swizzle ((8,1,m),(8,k)) : ((2,16,SBO),(16,LBO)); swizzled ((8,S/16,m),(8,k)) : ((2,16,LBO),(S,SBO))."""
+    mn, kk = mat.shape
+    img = np.zeros(65536, np.uint8)
+    for i in range(mn):
+        for k in range(kk):
+            if span:
+                o = (i % (span // 2)) * 2 + (i // (span // 2)) * lbo + (k % 8) * span + (k // 8) * sbo
+                line, chunk = o // 128, (o % 128) // 16
+                o = line * 128 + ((chunk ^ (line % (span // 16))) * 16) + o % 16
+            else:
+                o = (i % 8) * 2 + (i // 8) * sbo + (k % 8) * 16 + (k // 8) * lbo
+            img[o:o + 2] = np.frombuffer(mat[i, k].tobytes(), np.uint8)
+    return img
+
+
+@pytest.mark.parametrize("span", [0, 32, 64, 128])
+def test_mn_major_transposed_a_and_b_every_swizzle_mode(span):
+    rng = np.random.default_rng(100 + span)
+    n = 16
+    A = rng.standard_normal((64, 16)).astype(ml_dtypes.bfloat16)
+    B = rng.standard_normal((n, 16)).astype(ml_dtypes.bfloat16)
+    # no swizzle: 8 x 8 core matrices (128 bytes), SBO along MN, LBO along K; swizzled: span bytes of MN contiguous,
+    # 8 K rows of span bytes per atom, LBO to the next atom along MN, SBO to the next 8 K rows
+    lbo, sbo = (1024, 128) if not span else (8 * span, 2048)
+    ia = _place_mn(A.view(np.uint16), span, lbo, sbo)
+    ib = _place_mn(B.view(np.uint16), span, lbo, sbo)
+    img = np.zeros(32768, np.uint8)
+    img[:16384], img[16384:] = ia[:16384], ib[:16384]
+    src = _kernel(n, 1, 0).replace("1, 1, 0, 0;", "1, 1, 1, 1;").replace("[16384]", "[32768]")
+    src = src.replace(".b8 sm[16384]", ".b8 sm[32768]")
+    D = _run(src, img, _desc(0, lbo, sbo, span), _desc(16384, lbo, sbo, span), n)
+    ref = A.astype(np.float64) @ B.astype(np.float64).T + 1.0
+    np.testing.assert_allclose(D, ref, rtol=1e-6, atol=1e-5)
 
 
 def test_racecheck_sees_descriptor_reads_of_shared_memory_written_by_another_warp_without_a_barrier():
@@ -237,3 +274,14 @@ def test_tensor_class_counts_m16n8_mma_units_per_warp():
                            np.zeros((128, 4), np.uint32), np.uint32(1)])
     # one m64n24k16 per warpgroup = 4 warps x 3 m16n8k16 MMAs (the same FLOPs as 12 mma.sync m16n8k16)
     assert stats.metrics["ptxsim__inst_executed_tensor.sum"] == 12
+
+
+def test_a_from_registers_with_an_mn_major_b():
+    rng = np.random.default_rng(5)
+    n = 16
+    A = rng.standard_normal((64, 16)).astype(ml_dtypes.bfloat16)
+    B = rng.standard_normal((n, 16)).astype(ml_dtypes.bfloat16)
+    img = _place_mn(B.view(np.uint16), 128, 1024, 2048)[:4096]
+    src = _kernel(n, 1, 0, a_regs=True).replace("1, 1, 0;", "1, 1, 1;")
+    D = _run(src, img, 0, _desc(0, 1024, 2048, 128), n, areg=_a_registers(A.view(np.uint16), 2))
+    np.testing.assert_allclose(D, A.astype(np.float64) @ B.astype(np.float64).T + 1.0, rtol=1e-6, atol=1e-5)

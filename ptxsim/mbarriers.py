@@ -46,6 +46,7 @@ class MbarrierTable:
         self.bars: dict[int, Mbarrier] = {}
         self.wait_phys = np.full(st.nlanes, -1, np.int64)
         self.wait_phase = np.full(st.nlanes, -1, np.int64)  # released when the barrier's phase exceeds this
+        self.seen: dict[int, np.ndarray] = {}  # barrier -> per lane, the newest phase the thread saw complete
 
     @staticmethod
     def of(st) -> MbarrierTable:
@@ -84,6 +85,7 @@ class MbarrierTable:
             if old is not None and old.copies:
                 self.complete_copies(old)
             self.bars[p] = Mbarrier(p, p % st.smem_stride, p // st.smem_stride, c, c, line=ins.line)
+            self.seen.pop(p, None)
 
     def inval(self, phys: np.ndarray) -> None:
         for p, _ in self.groups(phys):
@@ -142,7 +144,25 @@ class MbarrierTable:
             else:
                 want[pos] = (token[pos] >> np.uint64(32)).astype(np.int64)
             out[pos] = bar.phase > want[pos]
+            self._observe(ins, bar, la[pos], want[pos], out[pos])
         return out, want
+
+    def _observe(self, ins, bar: Mbarrier, la, want, done) -> None:
+        """Remember the phases each thread saw complete; asynccheck reports a wait that is satisfied by a phase the
+        same thread already waited for (a phase bit not flipped between rounds: the wait passes at once while the
+        phase it meant is still running)."""
+        seen = self.seen.get(bar.phys)
+        if seen is None:
+            seen = self.seen[bar.phys] = np.full(self.st.nlanes, -2, np.int64)
+        stale = done & (want >= 0) & (want <= seen[la])
+        if stale.any():
+            i = int(np.flatnonzero(stale)[0])
+            for h in self.st.hooks:
+                h.on_async_hazard(self.st, ins, int(la[i]), bar.offset, "shared",
+                                  f"wait on mbarrier at shared address {bar.offset:#x} is satisfied by phase "
+                                  f"{int(want[i])}, which this thread already waited for (current phase "
+                                  f"{bar.phase}): a phase / parity bit not flipped between rounds?")
+        seen[la[done]] = np.maximum(seen[la[done]], want[done])
 
     def block(self, la: np.ndarray, phys: np.ndarray, want: np.ndarray) -> None:
         from ptxsim.executor import BLOCKED
@@ -160,6 +180,9 @@ class MbarrierTable:
             return
         rel = np.flatnonzero((self.wait_phys == p) & (sched.wait_id == MBAR_WAIT) & (self.wait_phase < bar.phase))
         if rel.size:
+            seen = self.seen.get(p)
+            if seen is not None:
+                seen[rel] = np.maximum(seen[rel], self.wait_phase[rel])
             from ptxsim.executor import BLOCKED
 
             st.pc[rel] -= BLOCKED

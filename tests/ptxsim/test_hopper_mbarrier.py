@@ -178,3 +178,22 @@ def test_generic_mbarrier_address_outside_shared_memory_is_a_fault():
     with pytest.raises(ptxsim.MemoryFault, match=r"mbarrier object .*generic address 0x10000000000 is not in the "
                                                  r"CTA's shared window"):
         _run("  mov.u64 %rd8, 1099511627776;\n  mbarrier.init.b64 [%rd8], 1;", threads=32)
+
+
+def test_asynccheck_reports_a_wait_on_a_phase_the_thread_already_waited_for():
+    # two rounds of a count-1 barrier; the second wait forgets to flip the parity bit and passes on phase 0 again
+    body = """
+  setp.eq.u32 %p1, %r0, 0;
+  @!%p1 bra END;
+  mbarrier.init.shared.b64 [bar], 1;
+  mbarrier.arrive.shared.b64 %rd5, [bar];
+  mbarrier.try_wait.parity.shared.b64 %p2, [bar], 0;   // round 0: phase 0 complete
+  mbarrier.try_wait.parity.shared.b64 %p2, [bar], PARITY;   // round 1 (phase 1 not arrived yet)
+  mbarrier.arrive.shared.b64 %rd5, [bar];
+END:
+"""
+    with pytest.raises(AsynccheckError, match="satisfied by phase 0, which this thread already waited for"):
+        _run(body.replace("PARITY", "0"), threads=32, sanitize="asynccheck")
+    with pytest.raises(DeadlockError, match="phase 1 of the mbarrier"):  # the flipped bit waits for real
+        _run(body.replace("PARITY", "1"), threads=32, sanitize="asynccheck")
+    _run(body.replace("PARITY", "0"), threads=32)  # silent without the sanitizer, like hardware

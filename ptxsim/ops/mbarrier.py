@@ -129,6 +129,8 @@ def _prep_mbarrier(ins, dec, ctx):
     handler, nops, addr_at, blocks = _ACTIONS[action]
     if len(ins.ops) not in nops:
         raise DecodeError(f"mbarrier.{action} takes {' or '.join(map(str, nops))} operands, got {len(ins.ops)}")
+    if expect and action in ("arrive", "arrive_drop") and len(ins.ops) != 3:
+        raise DecodeError(f"mbarrier.{action}.expect_tx takes state, [address], txCount; got {len(ins.ops)} operands")
     if [t.name for t in ins.types] != ["b64"]:
         raise unsupported(ins, "mbarrier objects are .b64")
     if addr_at >= 0 and ins.ops[addr_at].kind != ADDR:

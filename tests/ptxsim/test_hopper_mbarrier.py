@@ -197,3 +197,12 @@ END:
     with pytest.raises(DeadlockError, match="phase 1 of the mbarrier"):  # the flipped bit waits for real
         _run(body.replace("PARITY", "1"), threads=32, sanitize="asynccheck")
     _run(body.replace("PARITY", "0"), threads=32)  # silent without the sanitizer, like hardware
+
+
+def test_decode_errors_name_the_operand_problem():
+    with pytest.raises(ptxsim.PtxSimError, match=r"arrive.expect_tx takes state, \[address\], txCount; got 2"):
+        _kernel("  mbarrier.arrive.expect_tx.shared.b64 %rd5, [bar];")
+    with pytest.raises(ptxsim.PtxSimError, match="first operand must be a predicate register"):
+        _kernel("  mbarrier.try_wait.parity.shared.b64 %r2, [bar], 0;")
+    with pytest.raises(ptxsim.PtxSimError, match="mbarrier.init count 0"):
+        _kernel("  mbarrier.init.shared.b64 [bar], 0;")

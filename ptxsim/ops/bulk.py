@@ -124,10 +124,22 @@ def bulk_store(st, ins, lanes):
     st.launch.gmem.data[idx] = st.smem[sp[:, None] + np.arange(size)]
     if st.launch.track_written:
         st.launch.gmem.written[idx] = True
+    for i, lane in enumerate(la):
+        _source_read(st, ins, int(lane), sp[i] + np.arange(0, size, 4))
+
+
+def _source_read(st, ins, lane: int, phys: np.ndarray) -> None:
+    """Tell the sanitizers which shared words a bulk store reads until cp.async.bulk.wait_group.read."""
+    for h in st.hooks:
+        h.on_bulk(st, ins, "read", np.array([lane]), np.unique(np.asarray(phys, np.int64) >> 2))
 
 
 def bulk_group(st, ins, lanes):
-    """commit_group / wait_group{.read}: the stores completed when they were issued."""
+    """commit_group / wait_group{.read}: the stores completed when they were issued; the sanitizers retire the
+    groups' source reads."""
+    la = st.lane_array(lanes)
+    for h in st.hooks:
+        h.on_bulk(st, ins, ins.aux["group_op"], la, ins.aux.get("n", 0))
 
 
 # -- cp.async.bulk.tensor -----------------------------------------------------------------------------------------
@@ -209,6 +221,7 @@ def tensor_store(st, ins, lanes):
             st.launch.gmem.data[idx] = st.smem[offs[inb][:, None] + np.arange(tm.esize)]
             if st.launch.track_written:
                 st.launch.gmem.written[idx] = True
+            _source_read(st, ins, int(lane), offs[inb])
 
 
 # -- decode --------------------------------------------------------------------------------------------------------
@@ -221,6 +234,8 @@ def _prep_bulk(ins, dec, ctx):
         if ".wait_group" in mods and (len(ins.ops) != 1 or ins.ops[0].kind != IMM):
             raise DecodeError("cp.async.bulk.wait_group takes one immediate group count")
         ins.handler, ins.klass = bulk_group, "cp_async"
+        ins.aux["group_op"] = "commit" if ".commit_group" in mods else "wait"
+        ins.aux["n"] = int(ins.ops[0].value) if ins.ops else 0
         return
     spaces = [_SPACE[m] for m in ins.modlist if m in _SPACE]
     if len(spaces) != 2:

@@ -4,7 +4,7 @@ import pytest
 
 import ptxsim
 from ptxsim import tensormap as tmap
-from ptxsim.errors import RacecheckError, UnsupportedInstruction
+from ptxsim.errors import AsynccheckError, RacecheckError, UnsupportedInstruction
 from tests.ptxsim.ptxkit import HEADER
 
 pytestmark = pytest.mark.sim
@@ -164,3 +164,17 @@ def test_box_elements_hand_computed_with_element_strides_and_nan_fill():
     assert (addr - (1 << 40)).tolist() == [[1 * 32 + 2 * 4, 1 * 32 + 4 * 4], [2 * 32 + 8, 2 * 32 + 16]]
     addr, inb = tmap.box_elements(m, (4, 2))
     assert inb.tolist() == [[True, False], [False, False]]
+
+
+def test_asynccheck_reports_a_bulk_store_source_rewritten_before_wait_group_read():
+    src = np.arange(64, dtype=np.uint32)
+    copy = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 256, [%r2];"
+    expect = "mbarrier.arrive.expect_tx.shared::cta.b64 %rd5, [%r2], 256;"
+    store = ("cp.async.bulk.global.shared::cta.bulk_group [%rd9], [%r1], 128;\n  cp.async.bulk.commit_group;\n"
+             "  WAIT\n  st.shared.u32 [%r1+64], %r0;")
+    args = [src, np.zeros(64, np.uint32), np.zeros(64, np.uint32), bytes(128)]
+    with pytest.raises(AsynccheckError, match="a cp.async.bulk store still reads"):
+        _launch(copy, expect, args, store=store.replace("WAIT", ""), sanitize="asynccheck")
+    _launch(copy, expect, args, store=store.replace("WAIT", "cp.async.bulk.wait_group.read 0;"), sanitize="asynccheck")
+    _launch(copy, expect, args, store=store.replace("WAIT", "").replace("[%r1+64]", "[%r1+128]"),
+            sanitize="asynccheck")  # a word the store does not read

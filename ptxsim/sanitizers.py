@@ -281,11 +281,16 @@ class Asynccheck(Sanitizer):
 
     tool, error = "asynccheck", AsynccheckError
 
+    def __init__(self, report_only, dev):
+        super().__init__(report_only, dev)
+        self._st = None
+        self.stores = []
+
     def on_async_hazard(self, st, ins, lane, addr, space, message):
         self.report(st, ins, lane, addr, space, message)
 
     def _init(self, st):
-        if getattr(self, "_st", None) is not st:
+        if self._st is not st:  # a new batch of CTAs: shared memory starts afresh
             self._st = st
             self.reading = np.zeros(st.smem.size // 4 + 1, np.int64)  # bulk stores reading each shared word
             self.stores = []  # [lane, words, group (-1: not committed), line]
@@ -313,9 +318,11 @@ class Asynccheck(Sanitizer):
         self.stores = left
 
     def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
-        if space != "shared" or not is_store or not self.stores:
+        if space != "shared" or not is_store:
             return
         self._init(st)
+        if not self.stores:
+            return
         words = (st.smem_base[lanes] + addr).astype(np.int64) >> 2
         if nbytes > 4:
             words = words[:, None] + np.arange(nbytes // 4)

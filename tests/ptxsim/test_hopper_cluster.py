@@ -176,3 +176,11 @@ def test_without_a_cluster_launch_each_cta_is_a_cluster_of_one():
     ptxsim.launch(_kernel(body), 2, 32, [out, np.zeros(1, np.uint32)])
     assert out[:, 0].tolist() == list(range(64)) and set(out[:, 1]) == {1}
     assert out[:, 2].tolist() == [0] * 32 + [1] * 32 and set(out[:, 3]) == {0}
+
+
+def test_sampling_keeps_whole_clusters():
+    out = np.zeros((8 * 32, 4), np.uint32)
+    stats = ptxsim.launch(_kernel(SREGS), 8, 32, [out, np.zeros(1, np.uint32)], cluster=2, sample_ctas=3)
+    ran = sorted(set((np.flatnonzero(out[:, 2]) // 32).tolist()))  # CTAs that wrote %cluster_nctarank (= 2)
+    assert stats.simulated_ctas == 4 and len(ran) == 4
+    assert all(c % 2 == 0 and c + 1 in ran for c in ran[::2])  # pairs (0, 1), ... never a lone CTA

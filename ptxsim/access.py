@@ -32,7 +32,7 @@ def regions(st, ins, space, addr, lanes):
                 idx = np.flatnonzero(mask)
                 sub = addr[idx] - win if win is not None else addr[idx]
                 r = _region(st, sp, sub, _lane_sel(lanes, mask))
-                out.append(r[:4] + (idx, sub))
+                out.append(r[:4] + (idx, r[5]))
         return out
     if space == "const":
         space = "global"
@@ -43,6 +43,8 @@ def _region(st, space, addr, lanes):
     if space == "global":
         return ("global", st.launch.gmem.data, addr - _GB, lanes, None, addr)
     if space == "shared":
+        if st.cluster is not None:  # shared::cluster addresses may name a peer CTA's shared memory
+            return st.cluster.shared_region(st, addr, lanes)
         return ("shared", st.smem, st.smem_base[lanes] + addr, lanes, None, addr)
     if space == "local":
         return ("local", st.lmem, st.lmem_base[lanes] + addr, lanes, None, addr)

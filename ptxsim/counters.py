@@ -37,6 +37,13 @@ class Hook:
     def on_batch_end(self, st):
         pass
 
+    def on_async_hazard(self, st, ins, lane, addr, space, message):
+        """Hopper asynchronous-unit misuse (mbarrier tx underflow, early wgmma accumulator read)."""
+
+    def on_bulk(self, st, ins, event, lanes, payload):
+        """cp.async.bulk stores: event "read" (payload: shared words the store reads), "commit", "wait" (payload:
+        groups left pending)."""
+
 
 def _distinct_per_warp(w, key):
     """Number of distinct (warp, key) pairs and of distinct warps (w is sorted: lanes are in order)."""

@@ -47,6 +47,7 @@ class Launch:
     track_written: bool = False
     reg_cache: dict = field(default_factory=dict)
     memcheck: object = None  # the Memcheck sanitizer when enabled (access.check reports through it)
+    cluster: tuple | None = None  # thread-block cluster shape (ptxsim/clusters.py); None: no clusters
     serial: int = field(default_factory=lambda: next(_SERIALS))  # unique per launch (per-launch caches key on it)
 
 

@@ -127,3 +127,11 @@ class NcHazardError(SanitizerError):
 
 class PtxSimWarning(UserWarning):
     """Behaviour the simulator runs but hardware leaves undefined (an .aligned barrier in divergent code)."""
+
+
+class MbarrierError(PtxSimError):
+    """An mbarrier used wrongly: not initialised, more arrivals than its pending count, tx-count out of range."""
+
+
+class AsynccheckError(SanitizerError):
+    """asynccheck: mbarrier tx-count underflow, wgmma accumulators read before wgmma.wait_group."""

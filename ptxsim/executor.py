@@ -58,6 +58,7 @@ class Scheduler:
         budget = self.budget
         deadline = self.deadline
         rounds = 0
+        watch = st.reg_watch  # asynccheck: pending wgmma accumulators (None without the sanitizer)
         while True:
             rounds += 1
             if deadline is not None and rounds % CLOCK_CHECK == 0 and time.perf_counter() > deadline:
@@ -96,6 +97,10 @@ class Scheduler:
                 st.clock += 1
                 if trace:
                     self._trace(ins, active, nact)
+                if watch and nact and ins.op != "wgmma":
+                    from ptxsim.ops.wgmma import check_accumulator_use
+
+                    check_accumulator_use(st, ins, active)
                 if ins.control:
                     pc[lanes] = p + 1
                     if nact:
@@ -179,6 +184,8 @@ class Scheduler:
         for h in st.hooks:
             h.on_exit(st, la)
         self._release()
+        if st.cluster is not None:  # exited threads no longer hold back barrier.cluster
+            st.cluster.complete(st)
 
     def barrier(self, ins, lanes, bid, cnt, mode, pred):
         st = self.st
@@ -241,6 +248,7 @@ class Scheduler:
         st = self.st
         pc = st.pc
         waiting = np.flatnonzero((pc >= BLOCKED) & (pc < EXITED))
+        waiting = waiting[self.wait_id[waiting] >= 0]  # not the threads blocked on an mbarrier
         rel = waiting[ready[st.slot[waiting], self.wait_id[waiting]]] if waiting.size else waiting
         if rel.size:
             if self.has_red:
@@ -285,6 +293,10 @@ class Scheduler:
         for k, f, c in list(zip(uk, first, counts))[:12]:
             lane = int(waiting[f])
             slot, bid = int(st.slot[lane]), int(self.wait_id[lane])
+            if bid < 0:  # blocked in mbarrier.try_wait / test_wait, or barrier.cluster.wait
+                lines.append(st.mbars.deadlock_line(lane, int(c)) if bid == -2 else
+                             st.cluster.deadlock_line(st, lane, int(c)))
+                continue
             p = int(pc[lane] - BLOCKED - 1)
             ins = st.prog.instrs[p]
             cta, _ = st.where(lane)

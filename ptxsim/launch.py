@@ -21,7 +21,7 @@ REG_FILE_BUDGET = 96 << 20  # bytes of simulated registers per batch
 
 def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | None = None, *, sanitize=None,
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
-           max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None):
+           max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None):
     """Run `kernel` over `grid` x `block` threads.
 
     Args:
@@ -31,13 +31,15 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
             scalar (type must match the param), bytes (byte-array params) or NumbaArray (Numba's array ABI).
         shared_bytes: dynamic shared memory (`.extern .shared`) per CTA.
         device: keep buffers on this Device across launches (a fresh one otherwise).
-        sanitize: None, "all", or a set of {"memcheck", "racecheck", "initcheck", "synccheck", "nc"}.
+        sanitize: None, "all", or a set of {"memcheck", "racecheck", "initcheck", "synccheck", "nc", "asynccheck"}.
         sanitize_report: collect findings on stats.sanitizer_reports instead of raising.
         sample_ctas: simulate only this many CTAs spread over the grid and extrapolate counters.
         budget: warp-instruction limit (default PTXSIM_BUDGET).
         max_lanes: most threads in one lane vector (default PTXSIM_MAX_LANES).
         counters: memory counters (sectors, bank conflicts); off saves time.
         time_limit: wall-clock seconds before TimeLimitExceeded (default PTXSIM_TIME_LIMIT; 0 = none).
+        cluster: thread-block cluster shape (x[, y[, z]]); default the kernel's .reqnctapercluster, else none.
+            The CTAs of a cluster run in the same batch; sample_ctas then samples whole clusters.
 
     Returns:
         LaunchStats.
@@ -68,17 +70,27 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     mem = MemCounters(dev.gmem) if counters else NoCounters()
     L.hooks = ([mem] if counters else []) + sans
     L.memcheck = next((s for s in sans if s.tool == "memcheck"), None)
+    from ptxsim.clusters import cluster_shape, cta_order
+
+    L.cluster = cluster_shape(kernel, grid, cluster)
+    csize = 1 if L.cluster is None else L.cluster[0] * L.cluster[1] * L.cluster[2]
     ncta = grid[0] * grid[1] * grid[2]
-    ctas = None  # every CTA, in order (batches are made lazily: a 2**31-CTA grid is never materialised)
+    # every CTA in order, or cluster by cluster; None = in order, batches made lazily (a 2**31-CTA grid is never
+    # materialised)
+    ctas = None if L.cluster is None else cta_order(grid, L.cluster)
     fraction = 1.0
     if sample_ctas is not None and 0 < sample_ctas < ncta:
-        ctas = np.unique(np.linspace(0, ncta - 1, int(sample_ctas)).round().astype(np.int64))
+        ncl = ncta // csize  # sample whole clusters (single CTAs without clusters)
+        pick = np.unique(np.linspace(0, ncl - 1, max(1, -(-int(sample_ctas) // csize))).round().astype(np.int64))
+        order = np.arange(ncta, dtype=np.int64) if ctas is None else ctas
+        ctas = order.reshape(ncl, csize)[pick].reshape(-1)
         fraction = len(ctas) / ncta
     nrun = ncta if ctas is None else len(ctas)
     padded = (nthreads + 31) // 32 * 32
     lanes_cap = max_lanes or CONFIG.max_lanes
     reg_bytes = sum(max(b, 8) // 8 for b in prog.reg_bits) + prog.local_bytes + prog.frame_bytes + 16
     per_batch = max(1, min(lanes_cap // padded, REG_FILE_BUDGET // (reg_bytes * padded)))
+    per_batch = max(csize, per_batch // csize * csize)  # whole clusters per batch
     counts = {k: np.zeros(len(prog.instrs) + 1, np.int64) for k in ("warp", "thread", "pred_on")}
     limit = budget if budget is not None else CONFIG.budget
     seconds = CONFIG.time_limit if time_limit is None else _seconds(time_limit)

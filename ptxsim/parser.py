@@ -485,6 +485,12 @@ class Parser:
         while self.peek().text in ("+", "-"):
             sign = -1 if self.next().text == "-" else 1
             off += sign * self.integer()
+        if self.accept(","):  # NOTE: a tensor address [tensorMap, {c0, ..}] becomes Vec((Addr, Vec(coordinates)))
+            from ptxsim.ast import Vec
+
+            coords = self._operand1()
+            self.expect("]")
+            return Vec((Addr(base, off), coords))
         self.expect("]")
         return Addr(base, off)
 

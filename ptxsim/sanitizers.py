@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ptxsim.counters import Hook
-from ptxsim.errors import (InitcheckError, LaunchError, MemcheckError, NcHazardError, RacecheckError,
-                           SynccheckError)
+from ptxsim.errors import (AsynccheckError, InitcheckError, LaunchError, MemcheckError, NcHazardError,
+                           RacecheckError, SynccheckError)
 from ptxsim.memory import GLOBAL_BASE
 
-NAMES = ("memcheck", "racecheck", "initcheck", "synccheck", "nc")
+NAMES = ("memcheck", "racecheck", "initcheck", "synccheck", "nc", "asynccheck")
 MAX_REPORTS = 100
 
 
@@ -171,7 +171,8 @@ class Racecheck(Sanitizer):
         if flying.any():
             i = int(np.flatnonzero(flying)[0])
             self.report(st, ins, la[i], addr[i], space, f"{'write to' if is_store else 'read of'} a cp.async "
-                        "destination before cp.async.wait_group / wait_all completed the copy",
+                        "destination before cp.async.wait_group / wait_all (or, for cp.async.bulk, the mbarrier "
+                        "phase) completed the copy",
                         int(np.count_nonzero(flying)))
         if is_store:
             raw = (self.w_epoch[phys] == ep) & (self.w_warp[phys] != warp) & (self.w_warp[phys] >= 0)
@@ -275,8 +276,66 @@ class NcHazard(Sanitizer):
                             "ld.global.nc of memory written earlier in this launch", int(hit.sum()))
 
 
+class Asynccheck(Sanitizer):
+    """Hopper asynchronous units: mbarrier tx-count underflow, wgmma accumulators read before wgmma.wait_group."""
+
+    tool, error = "asynccheck", AsynccheckError
+
+    def __init__(self, report_only, dev):
+        super().__init__(report_only, dev)
+        self._st = None
+        self.stores = []
+
+    def on_async_hazard(self, st, ins, lane, addr, space, message):
+        self.report(st, ins, lane, addr, space, message)
+
+    def _init(self, st):
+        if self._st is not st:  # a new batch of CTAs: shared memory starts afresh
+            self._st = st
+            self.reading = np.zeros(st.smem.size // 4 + 1, np.int64)  # bulk stores reading each shared word
+            self.stores = []  # [lane, words, group (-1: not committed), line]
+            self.committed = np.zeros(st.nlanes, np.int64)
+
+    def on_bulk(self, st, ins, event, lanes, payload):
+        self._init(st)
+        if event == "read":
+            self.stores.append([int(lanes[0]), payload, -1, ins.line])
+            np.add.at(self.reading, payload, 1)
+            return
+        mine = set(np.asarray(lanes).tolist())
+        if event == "commit":
+            for s in self.stores:
+                if s[2] < 0 and s[0] in mine:
+                    s[2] = int(self.committed[s[0]])
+            self.committed[lanes] += 1
+            return
+        left = []
+        for s in self.stores:
+            if s[0] in mine and 0 <= s[2] < self.committed[s[0]] - payload:
+                np.add.at(self.reading, s[1], -1)
+            else:
+                left.append(s)
+        self.stores = left
+
+    def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
+        if space != "shared" or not is_store:
+            return
+        self._init(st)
+        if not self.stores:
+            return
+        words = (st.smem_base[lanes] + addr).astype(np.int64) >> 2
+        if nbytes > 4:
+            words = words[:, None] + np.arange(nbytes // 4)
+        hit = (self.reading[words] > 0).reshape(len(addr), -1).any(axis=1)
+        if hit.any():
+            i = int(np.flatnonzero(hit)[0])
+            self.report(st, ins, st.lane_array(lanes)[i], addr[i], space,
+                        "write to shared memory a cp.async.bulk store still reads (before "
+                        "cp.async.bulk.wait_group.read retired its group)", int(np.count_nonzero(hit)))
+
+
 _TOOLS = {"memcheck": Memcheck, "racecheck": Racecheck, "initcheck": Initcheck, "synccheck": Synccheck,
-          "nc": NcHazard}
+          "nc": NcHazard, "asynccheck": Asynccheck}
 
 
 def make_sanitizers(sanitize, report: bool, dev) -> list:

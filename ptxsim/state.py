@@ -92,6 +92,15 @@ class ExecState:
         self.saved = {}  # recursive .func name -> saved activations (ops/control.py)
         self.async_pending = []  # cp.async copies not yet waited for
         self.async_committed = np.zeros(n, np.int64)  # commit-group counter per lane
+        self.cluster = None  # Clusters (ptxsim/clusters.py) when the launch has a cluster shape
+        if launch.cluster is not None:
+            from ptxsim.clusters import Clusters
+
+            self.cluster = Clusters(self, launch.cluster)
+        self.mbars = None  # MbarrierTable, made by the first mbarrier instruction (ptxsim/mbarriers.py)
+        self.wgmma = None  # WgmmaQueue: wgmma.mma_async results not yet waited for (ptxsim/ops/wgmma.py)
+        # pending wgmma results whose accumulator registers no other instruction may touch (asynccheck only)
+        self.reg_watch = [] if any(getattr(h, "tool", "") == "asynccheck" for h in launch.hooks) else None
         self.hooks = launch.hooks  # counters / sanitizers (objects with on_* methods), may be empty
 
     # -- operands ------------------------------------------------------------------------------------------------

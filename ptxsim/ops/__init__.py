@@ -24,15 +24,19 @@ def spec(handler, klass, mods=(), prepare=None, control=False, hints=False) -> S
 
 
 def build_table() -> dict:
-    from ptxsim.ops import alu, atomic, control, convert, fp, memory, sync, tensor, warp
+    # bulk, cluster, mbarrier and wgmma: Hopper (sm_90) clusters and asynchronous units
+    from ptxsim.ops import (alu, atomic, bulk, cluster, control, convert, fp, mbarrier, memory, sync, tensor, warp,
+                            wgmma)
 
     table = {}
-    for family in (alu, fp, convert, memory, atomic, control, sync, warp, tensor):
+    for family in (alu, fp, convert, memory, atomic, control, sync, warp, tensor, mbarrier, wgmma, cluster):
         for name, s in family.OPS.items():
             if name in table:
                 table[name] = _merge(table[name], s, name)
             else:
                 table[name] = s
+    table["cp"] = bulk.with_bulk(table["cp"])  # cp.async.bulk{.tensor} share the `cp` opcode with cp.async
+    table["barrier"] = cluster.with_cluster_barrier(table["barrier"])  # barrier.cluster.arrive / .wait
     return table
 
 

@@ -173,6 +173,7 @@ def _prep(ins, dec, ctx):
     ins.klass = "atom"
 
 
-_MODS = _OPS + (".global", ".shared", ".shared::cta", ".noftz", ".ftz")  # vector atomics (.v2 .v4) unsupported
+# vector atomics (.v2 .v4) unsupported
+_MODS = _OPS + (".global", ".shared", ".shared::cta", ".shared::cluster", ".noftz", ".ftz")
 OPS = {"atom": spec(atom, "atom", _MODS, _prep, hints=True), "red": spec(red, "atom", _MODS, _prep, hints=True)}
 _ = TYPES

@@ -24,8 +24,8 @@ def test_new_modifiers_are_not_lexer_errors_but_are_validated():
 
 
 def test_unknown_opcode_names_opcode_and_line():
-    with pytest.raises(ptxsim.UnsupportedInstruction, match=r"mbarrier\.init.*line 13"):
-        kernel("mbarrier.init.shared::cta.b64 [%rd1], %r1;")
+    with pytest.raises(ptxsim.UnsupportedInstruction, match=r"tcgen05\.wait::ld.*line 13"):
+        kernel("tcgen05.wait::ld.sync.aligned;")
 
 
 def test_unknown_kernel_lists_entries():

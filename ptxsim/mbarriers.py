@@ -1,0 +1,240 @@
+"""mbarrier objects of one batch of CTAs: phases, pending arrival counts, transaction (tx) counts, the threads
+blocked in try_wait / test_wait, and the bulk copies whose completion a phase signals.
+
+An mbarrier is a 64-bit object in shared memory; ptxsim keeps its state here, keyed by the object's byte index in
+the batch's shared-memory array (CTA base + offset), and leaves the 8 shared bytes untouched.
+The opaque state `mbarrier.arrive` returns is (phase number << 32) | pending count after the arrival.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ptxsim.errors import MbarrierError
+
+MAX_COUNT = (1 << 20) - 1  # arrival counts are 1 .. 2^20 - 1 (PTX ISA, mbarrier.init)
+TX_LIMIT = (1 << 20) - 1  # tx-count range is [-(2^20 - 1), 2^20 - 1]
+MBAR_WAIT = -2  # Scheduler.wait_id of a thread blocked on an mbarrier (bar.sync ids are 0..15)
+
+
+@dataclass
+class Mbarrier:
+    """State of one mbarrier object (mutable: it is the simulated hardware state)."""
+
+    phys: int  # byte index in the batch's shared-memory array (the table key)
+    offset: int  # shared-space address of the object (for messages)
+    cta: int  # batch slot
+    expected: int
+    pending: int
+    tx: int = 0
+    phase: int = 0  # number of completed phases; the current (incomplete) phase has parity phase & 1
+    line: int = 0  # PTX line of the init
+    copies: list = field(default_factory=list)  # async-copy records completed by this phase (for sanitizers)
+
+    def describe(self) -> str:
+        return (f"mbarrier at shared address {self.offset:#x} (initialised at PTX line {self.line}): current phase "
+                f"{self.phase} (parity {self.phase & 1}) waits for {self.pending} of {self.expected} arrival(s) and "
+                f"tx-count {self.tx}")
+
+
+class MbarrierTable:
+    """Every initialised mbarrier of a batch and the threads waiting on them."""
+
+    def __init__(self, st):
+        self.st = st
+        self.bars: dict[int, Mbarrier] = {}
+        self.wait_phys = np.full(st.nlanes, -1, np.int64)
+        self.wait_phase = np.full(st.nlanes, -1, np.int64)  # released when the barrier's phase exceeds this
+        self.seen: dict[int, np.ndarray] = {}  # barrier -> per lane, the newest phase the thread saw complete
+
+    @staticmethod
+    def of(st) -> MbarrierTable:
+        if st.mbars is None:
+            st.mbars = MbarrierTable(st)
+        return st.mbars
+
+    # -- lookups -------------------------------------------------------------------------------------------------
+    def get(self, ins, phys: int, lane: int) -> Mbarrier:
+        bar = self.bars.get(phys)
+        if bar is None:
+            st = self.st
+            cta, tid = st.where(lane)
+            off = phys % st.smem_stride
+            raise MbarrierError(f"{ins.op} at PTX line {ins.line} (`{ins.text}`) in kernel {st.prog.name}, CTA {cta} "
+                                f"thread {tid}: shared address {off:#x} is not an initialised mbarrier (expected "
+                                "mbarrier.init on it first, and no mbarrier.inval since)")
+        return bar
+
+    def groups(self, phys: np.ndarray):
+        """(barrier byte index, positions in phys) per distinct barrier, in order of first appearance."""
+        uniq, first, inv = np.unique(phys, return_index=True, return_inverse=True)
+        for j in np.argsort(first):
+            yield int(uniq[j]), np.flatnonzero(inv == j)
+
+    # -- operations ----------------------------------------------------------------------------------------------
+    def init(self, ins, phys: np.ndarray, la: np.ndarray, counts: np.ndarray) -> None:
+        st = self.st
+        for p, pos in self.groups(phys):
+            c = int(counts[pos[-1]])
+            if not 1 <= c <= MAX_COUNT:
+                cta, tid = st.where(int(la[pos[-1]]))
+                raise MbarrierError(f"mbarrier.init at PTX line {ins.line} in kernel {st.prog.name}, CTA {cta} thread "
+                                    f"{tid}: count {c}; expected 1 .. {MAX_COUNT}")
+            old = self.bars.get(p)
+            if old is not None and old.copies:
+                self.complete_copies(old)
+            self.bars[p] = Mbarrier(p, p % st.smem_stride, p // st.smem_stride, c, c, line=ins.line)
+            self.seen.pop(p, None)
+
+    def inval(self, phys: np.ndarray) -> None:
+        for p, _ in self.groups(phys):
+            self.bars.pop(p, None)
+
+    def arrive(self, ins, phys, la, counts, tx_add, drop: bool, no_complete: bool) -> np.ndarray:
+        """Arrivals (after adding tx_add to each barrier's tx-count); returns the opaque state per lane."""
+        state = np.zeros(len(phys), np.uint64)
+        for p, pos in self.groups(phys):
+            bar = self.get(ins, p, int(la[pos[0]]))
+            self._add_tx(ins, bar, int(tx_add[pos].sum()), int(la[pos[0]]))
+            n = int(counts[pos].sum())
+            if n > bar.pending:
+                raise MbarrierError(self._where(ins, la[pos[0]]) + f": {n} arrival(s) on the {bar.describe()}; "
+                                    f"expected at most its pending count {bar.pending} (a phase error: arriving "
+                                    "more often per phase than the count given to mbarrier.init)")
+            bar.pending -= n
+            if drop:
+                bar.expected -= n
+            state[pos] = (np.uint64(bar.phase) << np.uint64(32)) | np.uint64(bar.pending)
+            if no_complete and bar.pending == 0 and bar.tx == 0:
+                raise MbarrierError(self._where(ins, la[pos[0]]) + f": .noComplete arrival completes the phase of "
+                                    f"the {bar.describe()}")
+            self._check_tx(ins, bar, int(la[pos[0]]))
+            self._maybe_complete(bar)
+        return state
+
+    def add_tx(self, ins, phys, la, tx) -> None:
+        """expect_tx (tx > 0) or complete_tx (tx < 0) without an arrival."""
+        for p, pos in self.groups(phys):
+            bar = self.get(ins, p, int(la[pos[0]]))
+            self._add_tx(ins, bar, int(tx[pos].sum()), int(la[pos[0]]))
+            self._check_tx(ins, bar, int(la[pos[0]]))
+            self._maybe_complete(bar)
+
+    def complete_copy(self, ins, p: int, lane: int, nbytes: int, rec) -> None:
+        """A bulk copy of nbytes landed: complete_tx on barrier p, and remember rec until the phase completes."""
+        bar = self.get(ins, p, lane)
+        if rec is not None:
+            bar.copies.append(rec)
+        self._add_tx(ins, bar, -nbytes, lane)
+        self._check_tx(ins, bar, lane)
+        self._maybe_complete(bar)
+
+    # -- waits ---------------------------------------------------------------------------------------------------
+    def done(self, ins, phys, la, token, parity: bool) -> np.ndarray:
+        """Whether the phase named by token (a parity or an opaque state) has completed, per lane, and the phase
+        number each lane waits for."""
+        out = np.zeros(len(phys), np.bool_)
+        want = np.zeros(len(phys), np.int64)
+        for p, pos in self.groups(phys):
+            bar = self.get(ins, p, int(la[pos[0]]))
+            if parity:
+                # the phase of parity `token` is complete unless it is the current one
+                want[pos] = np.where((token[pos] & 1) == (bar.phase & 1), bar.phase, bar.phase - 1)
+            else:
+                want[pos] = (token[pos] >> np.uint64(32)).astype(np.int64)
+            out[pos] = bar.phase > want[pos]
+            self._observe(ins, bar, la[pos], want[pos], out[pos])
+        return out, want
+
+    def _observe(self, ins, bar: Mbarrier, la, want, done) -> None:
+        """Remember the phases each thread saw complete; asynccheck reports a wait that is satisfied by a phase the
+        same thread already waited for (a phase bit not flipped between rounds: the wait passes at once while the
+        phase it meant is still running)."""
+        seen = self.seen.get(bar.phys)
+        if seen is None:
+            seen = self.seen[bar.phys] = np.full(self.st.nlanes, -2, np.int64)
+        stale = done & (want >= 0) & (want <= seen[la])
+        if stale.any():
+            i = int(np.flatnonzero(stale)[0])
+            for h in self.st.hooks:
+                h.on_async_hazard(self.st, ins, int(la[i]), bar.offset, "shared",
+                                  f"wait on mbarrier at shared address {bar.offset:#x} is satisfied by phase "
+                                  f"{int(want[i])}, which this thread already waited for (current phase "
+                                  f"{bar.phase}): a phase / parity bit not flipped between rounds?")
+        seen[la[done]] = np.maximum(seen[la[done]], want[done])
+
+    def block(self, la: np.ndarray, phys: np.ndarray, want: np.ndarray) -> None:
+        from ptxsim.executor import BLOCKED
+
+        st = self.st
+        st.pc[la] += BLOCKED
+        st.sched.wait_id[la] = MBAR_WAIT
+        self.wait_phys[la] = phys
+        self.wait_phase[la] = want
+
+    def _release(self, bar: Mbarrier, p: int) -> None:
+        st = self.st
+        sched = getattr(st, "sched", None)
+        if sched is None:
+            return
+        rel = np.flatnonzero((self.wait_phys == p) & (sched.wait_id == MBAR_WAIT) & (self.wait_phase < bar.phase))
+        if rel.size:
+            seen = self.seen.get(p)
+            if seen is not None:
+                seen[rel] = np.maximum(seen[rel], self.wait_phase[rel])
+            from ptxsim.executor import BLOCKED
+
+            st.pc[rel] -= BLOCKED
+            sched.wait_id[rel] = -1
+            self.wait_phys[rel] = -1
+
+    # -- internals -----------------------------------------------------------------------------------------------
+    def _where(self, ins, lane) -> str:
+        st = self.st
+        cta, tid = st.where(int(lane))
+        return f"{ins.op} at PTX line {ins.line} (`{ins.text}`) in kernel {st.prog.name}, CTA {cta} thread {tid}"
+
+    def _add_tx(self, ins, bar: Mbarrier, delta: int, lane: int) -> None:
+        bar.tx += delta
+        if abs(bar.tx) > TX_LIMIT:
+            raise MbarrierError(self._where(ins, lane) + f": tx-count {bar.tx} of the {bar.describe()} is outside "
+                                f"[-{TX_LIMIT}, {TX_LIMIT}]")
+
+    def _check_tx(self, ins, bar: Mbarrier, lane: int) -> None:
+        if bar.pending == 0 and bar.tx < 0:
+            for h in self.st.hooks:
+                h.on_async_hazard(self.st, ins, lane, bar.offset, "shared",
+                                  f"tx-count underflow: every arrival of the phase is in but {-bar.tx} more byte(s) "
+                                  f"completed than expected (mbarrier at shared address {bar.offset:#x}, phase "
+                                  f"{bar.phase})")
+
+    def _maybe_complete(self, bar: Mbarrier) -> None:
+        if bar.pending or bar.tx:
+            return
+        bar.phase += 1
+        bar.pending = bar.expected
+        if bar.copies:
+            self.complete_copies(bar)
+        self._release(bar, bar.phys)
+
+    def complete_copies(self, bar: Mbarrier) -> None:
+        st = self.st
+        for rec in bar.copies:
+            sel = np.arange(len(rec["phys"]))
+            for h in st.hooks:
+                h.on_async_complete(st, rec, sel)
+        bar.copies = []
+
+    def deadlock_line(self, lane: int, count: int) -> str:
+        st = self.st
+        p = int(self.wait_phys[lane])
+        bar = self.bars.get(p)
+        from ptxsim.executor import BLOCKED
+
+        ins = st.prog.instrs[int(st.pc[lane] - BLOCKED - 1)]
+        cta, _ = st.where(lane)
+        what = bar.describe() if bar is not None else f"mbarrier at byte {p} (invalidated)"
+        return (f"  CTA {cta}: {count} thread(s) waiting at PTX line {ins.line} (`{ins.text}`) for phase "
+                f"{int(self.wait_phase[lane])} of the {what}; that phase can never complete")
+

@@ -1,0 +1,208 @@
+"""mbarrier, setmaxnreg and fence.proxy.async corner cases (hand-written PTX), and the asynccheck sanitizer."""
+import numpy as np
+import pytest
+
+import ptxsim
+from ptxsim.errors import AsynccheckError, DeadlockError, MbarrierError, UnsupportedInstruction
+from tests.ptxsim.ptxkit import HEADER
+
+pytestmark = pytest.mark.sim
+
+
+def _kernel(body: str, shared: str = ".shared .align 8 .b64 bar[2];"):
+    src = HEADER + f"""
+{shared}
+.visible .entry k(.param .u64 pout)
+{{
+  .reg .pred %p<8>; .reg .b32 %r<16>; .reg .b64 %rd<16>;
+  ld.param.u64 %rd1, [pout]; mov.u32 %r0, %tid.x; mul.wide.u32 %rd2, %r0, 4; add.s64 %rd3, %rd1, %rd2;
+  mov.u32 %r1, bar;
+{body}
+  ret;
+}}
+"""
+    return ptxsim.load_ptx(src).kernel("k")
+
+
+def _run(body, threads=32, **kw):
+    out = np.zeros(threads, np.uint32)
+    stats = ptxsim.launch(_kernel(body), 1, threads, [out], **kw)
+    return out, stats
+
+
+def test_producer_warp_below_consumer_warp_completes_phase_then_releases_waiters():
+    # warp 1 (consumers) waits on parity 0 before warp 0 (producer, higher pc) arrives: the waiters block and resume
+    body = """
+  setp.eq.u32 %p1, %r0, 0;
+  @%p1 mbarrier.init.shared::cta.b64 [%r1], 32;
+  bar.sync 0;
+  setp.lt.u32 %p2, %r0, 32;
+  @%p2 bra PRODUCER;
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p3, [%r1], 0;
+  @!%p3 bra WAIT;
+  ld.shared.u32 %r5, [bar+8];
+  st.global.u32 [%rd3], %r5;
+  bra END;
+PRODUCER:
+  mov.u32 %r6, 77; st.shared.u32 [bar+8], %r6;
+  mbarrier.arrive.release.cta.shared::cta.b64 %rd5, [%r1];
+  mbarrier.pending_count.b64 %r7, %rd5;
+  st.global.u32 [%rd3], %r7;
+END:
+"""
+    out, _ = _run(body, threads=64)
+    assert out[32:].tolist() == [77] * 32  # consumers saw the store that preceded the arrivals
+    assert out[:32].tolist() == [0] * 32  # the warp's 32 arrivals used up the count: pending 0 after them
+
+
+def test_phases_and_parity_alternate_and_state_token_waits():
+    # count 1: each arrive completes a phase; parity 0 is complete after phase 0, parity 1 after phase 1
+    body = """
+  setp.eq.u32 %p1, %r0, 0;
+  @!%p1 bra END;
+  mbarrier.init.shared.b64 [bar], 1;
+  mbarrier.test_wait.parity.shared.b64 %p2, [bar], 1;   // phase "-1" of parity 1: counts as complete
+  mbarrier.arrive.shared.b64 %rd5, [bar];               // completes phase 0
+  mbarrier.test_wait.shared.b64 %p3, [bar], %rd5;       // token of phase 0: complete
+  mbarrier.arrive.shared.b64 %rd6, [bar];               // completes phase 1
+  mbarrier.test_wait.parity.shared.b64 %p4, [bar], 1;
+  selp.u32 %r2, 1, 0, %p2; selp.u32 %r3, 2, 0, %p3; selp.u32 %r4, 4, 0, %p4;
+  or.b32 %r2, %r2, %r3; or.b32 %r2, %r2, %r4;
+  shr.u64 %rd7, %rd6, 32; cvt.u32.u64 %r5, %rd7; shl.b32 %r5, %r5, 4; or.b32 %r2, %r2, %r5;
+  st.global.u32 [%rd3], %r2;
+END:
+"""
+    out, _ = _run(body, threads=32)
+    assert out[0] == 1 | 2 | 4 | (1 << 4)  # the second arrive happened in phase 1
+
+
+def test_expect_tx_and_complete_tx_gate_the_phase():
+    body = """
+  setp.eq.u32 %p1, %r0, 0;
+  @!%p1 bra END;
+  mbarrier.init.shared.b64 [bar], 1;
+  mbarrier.arrive.expect_tx.shared.b64 %rd5, [bar], 256;   // arrivals done, 256 bytes outstanding
+  mbarrier.complete_tx.shared.b64 [bar], 200;
+  mbarrier.expect_tx.shared.b64 [bar], 8;
+  mbarrier.complete_tx.shared.b64 [bar], 64;               // 256 + 8 - 264 = 0: the phase completes
+  mbarrier.try_wait.parity.shared.b64 %p2, [bar], 0;
+  selp.u32 %r2, 1, 0, %p2;
+  st.global.u32 [%rd3], %r2;
+END:
+"""
+    out, _ = _run(body, threads=32)
+    assert out[0] == 1
+
+
+def test_wrong_parity_wait_is_a_deadlock_naming_the_barrier():
+    body = """
+  setp.eq.u32 %p1, %r0, 0;
+  @!%p1 bra END;
+  mbarrier.init.shared.b64 [bar+8], 2;
+  mbarrier.arrive.shared.b64 %rd5, [bar+8];
+  mbarrier.try_wait.parity.shared.b64 %p2, [bar+8], 0;   // only 1 of 2 arrivals will ever come
+END:
+"""
+    with pytest.raises(DeadlockError, match=r"phase 0 of the mbarrier at shared address 0x8 .*1 of 2 arrival"):
+        _run(body, threads=32)
+
+
+def test_too_many_arrivals_in_a_phase_is_an_error():
+    body = """
+  setp.eq.u32 %p1, %r0, 0;
+  @%p1 mbarrier.init.shared.b64 [bar], 16;
+  bar.sync 0;
+  mbarrier.arrive.shared.b64 %rd5, [bar];   // 32 arrivals on a count of 16
+"""
+    with pytest.raises(MbarrierError, match=r"32 arrival\(s\) .*pending count 16"):
+        _run(body, threads=32)
+
+
+def test_uninitialised_mbarrier_names_the_address():
+    with pytest.raises(MbarrierError, match=r"shared address 0x8 is not an initialised mbarrier"):
+        _run("  mbarrier.arrive.shared.b64 %rd5, [bar+8];", threads=32)
+
+
+def test_tx_underflow_is_reported_by_asynccheck_and_deadlocks_without_it():
+    body = """
+  setp.eq.u32 %p1, %r0, 0;
+  @!%p1 bra END;
+  mbarrier.init.shared.b64 [bar], 1;
+  mbarrier.arrive.expect_tx.shared.b64 %rd5, [bar], 16;
+  mbarrier.complete_tx.shared.b64 [bar], 32;
+  mbarrier.try_wait.parity.shared.b64 %p2, [bar], 0;
+END:
+"""
+    with pytest.raises(AsynccheckError, match=r"tx-count underflow.*16 more byte"):
+        _run(body, threads=32, sanitize="asynccheck")
+    with pytest.raises(DeadlockError, match="tx-count -16"):
+        _run(body, threads=32)
+
+
+def test_generic_address_arrive_drop_and_inval():
+    body = """
+  setp.eq.u32 %p1, %r0, 0;
+  @!%p1 bra END;
+  mov.u64 %rd8, bar; cvta.shared.u64 %rd8, %rd8;
+  mbarrier.init.b64 [%rd8], 2;
+  mbarrier.arrive_drop.b64 %rd5, [%rd8];       // phase 0 now needs 1 more, later phases 1
+  mbarrier.arrive.b64 %rd6, [%rd8];            // completes phase 0
+  mbarrier.arrive.b64 %rd6, [%rd8];            // completes phase 1 alone
+  mbarrier.test_wait.parity.b64 %p2, [%rd8], 1;
+  selp.u32 %r2, 1, 0, %p2;
+  st.global.u32 [%rd3], %r2;
+  mbarrier.inval.b64 [%rd8];
+  mbarrier.arrive.b64 %rd6, [%rd8];
+END:
+"""
+    with pytest.raises(MbarrierError, match="not an initialised mbarrier"):
+        _run(body, threads=32)
+
+
+def test_setmaxnreg_fence_proxy_async_and_bad_counts():
+    out, _ = _run("""
+  setmaxnreg.dec.sync.aligned.u32 40;
+  fence.proxy.async.shared::cta;
+  setmaxnreg.inc.sync.aligned.u32 232;
+  st.global.u32 [%rd3], %r0;
+""")
+    assert out.tolist() == list(range(32))
+    with pytest.raises(ptxsim.PtxSimError, match="setmaxnreg count 20"):
+        _kernel("  setmaxnreg.inc.sync.aligned.u32 20;")
+    with pytest.raises(UnsupportedInstruction, match="mbarrier objects are .b64"):
+        _kernel("  mbarrier.init.shared.b32 [bar], 1;")
+
+
+def test_generic_mbarrier_address_outside_shared_memory_is_a_fault():
+    with pytest.raises(ptxsim.MemoryFault, match=r"mbarrier object .*generic address 0x10000000000 is not in the "
+                                                 r"CTA's shared window"):
+        _run("  mov.u64 %rd8, 1099511627776;\n  mbarrier.init.b64 [%rd8], 1;", threads=32)
+
+
+def test_asynccheck_reports_a_wait_on_a_phase_the_thread_already_waited_for():
+    # two rounds of a count-1 barrier; the second wait forgets to flip the parity bit and passes on phase 0 again
+    body = """
+  setp.eq.u32 %p1, %r0, 0;
+  @!%p1 bra END;
+  mbarrier.init.shared.b64 [bar], 1;
+  mbarrier.arrive.shared.b64 %rd5, [bar];
+  mbarrier.try_wait.parity.shared.b64 %p2, [bar], 0;   // round 0: phase 0 complete
+  mbarrier.try_wait.parity.shared.b64 %p2, [bar], PARITY;   // round 1 (phase 1 not arrived yet)
+  mbarrier.arrive.shared.b64 %rd5, [bar];
+END:
+"""
+    with pytest.raises(AsynccheckError, match="satisfied by phase 0, which this thread already waited for"):
+        _run(body.replace("PARITY", "0"), threads=32, sanitize="asynccheck")
+    with pytest.raises(DeadlockError, match="phase 1 of the mbarrier"):  # the flipped bit waits for real
+        _run(body.replace("PARITY", "1"), threads=32, sanitize="asynccheck")
+    _run(body.replace("PARITY", "0"), threads=32)  # silent without the sanitizer, like hardware
+
+
+def test_decode_errors_name_the_operand_problem():
+    with pytest.raises(ptxsim.PtxSimError, match=r"arrive.expect_tx takes state, \[address\], txCount; got 2"):
+        _kernel("  mbarrier.arrive.expect_tx.shared.b64 %rd5, [bar];")
+    with pytest.raises(ptxsim.PtxSimError, match="first operand must be a predicate register"):
+        _kernel("  mbarrier.try_wait.parity.shared.b64 %r2, [bar], 0;")
+    with pytest.raises(ptxsim.PtxSimError, match="mbarrier.init count 0"):
+        _kernel("  mbarrier.init.shared.b64 [bar], 0;")

@@ -105,15 +105,21 @@ def geomean(values) -> float:
 
 
 def row_time(row: dict) -> dict:
-    """{time_us, lo_us, hi_us, samples_us, basis} of one row (modelled time, or the median of the samples)."""
+    """{time_us, lo_us, hi_us, samples_us, basis, launch_us} of one row: the modelled kernel time with its interval
+    from the model's validated error (older runs: the point), or the median of the measured samples with its
+    bootstrap interval; launch_us is the modelled launch/gap cost kept apart from the kernel time (None measured)."""
     timing = _dict(row.get("timing"))
     if timing.get("basis") == "modelled" or (timing.get("basis") is None and "modelled_us" in timing):
         t = _num(timing.get("modelled_us"))
-        return {"time_us": t, "lo_us": t, "hi_us": t, "samples_us": [], "basis": "modelled"}
+        interval = _list(timing.get("interval_us"))
+        lo, hi = (_num(interval[0]), _num(interval[1])) if len(interval) == 2 else (t, t)
+        return {"time_us": t, "lo_us": lo, "hi_us": hi, "samples_us": [], "basis": "modelled",
+                "launch_us": _num(timing.get("launch_us"))}
     device = _dict(timing.get("device"))
     samples = [float(s) for s in _list(timing.get("device_time_us")) if _num(s) is not None]
     return {"time_us": _num(device.get("median_us")), "lo_us": _num(device.get("ci_lo_us")),
-            "hi_us": _num(device.get("ci_hi_us")), "samples_us": samples, "basis": timing.get("basis", "measured")}
+            "hi_us": _num(device.get("ci_hi_us")), "samples_us": samples, "basis": timing.get("basis", "measured"),
+            "launch_us": None}
 
 
 # ------------------------------------------------------------------------------------------------------ records
@@ -164,7 +170,7 @@ def row_records(doc: dict) -> list[dict]:
     for row in doc.get("rows", []):
         t = row_time(row) if row.get("status") in ("ok", "failed") else {"time_us": None, "lo_us": None,
                                                                            "hi_us": None, "samples_us": [],
-                                                                           "basis": None}
+                                                                           "basis": None, "launch_us": None}
         tp = _dict(row.get("throughput"))
         limiters = [_dict(_dict(launch).get("estimate")).get("limiter") for launch in
                     _list(_dict(row.get("timing")).get("launches"))]

@@ -359,3 +359,14 @@ def test_a_partition_folder_gets_its_figures_and_an_index_row(tmp_path):
     assert all(f["data"] for f in figs.values()) and "SM partition" in text
     index = (tmp_path / "index.html").read_text()
     assert "partition study" in index and 'href="partition-sim/dashboard.html"' in index and "sim-tiny" in index
+
+
+def test_modelled_row_time_has_the_models_interval_and_the_launch_apart():
+    """A modelled row shows its kernel time with the model's error interval, and the launch cost beside it, not in it."""
+    from harness.dashboard.data import row_time
+
+    row = {"timing": {"basis": "modelled", "modelled_us": 2.0, "launch_us": 3.0, "interval_us": [1.8, 2.2]}}
+    t = row_time(row)
+    assert (t["time_us"], t["lo_us"], t["hi_us"], t["launch_us"]) == (2.0, 1.8, 2.2, 3.0)
+    old = row_time({"timing": {"basis": "modelled", "modelled_us": 2.0}})  # runs before the interval existed
+    assert (old["lo_us"], old["hi_us"], old["launch_us"]) == (2.0, 2.0, None)

@@ -25,11 +25,11 @@ def peak_rss_mib() -> float:
 
 def run(kernel: str, preset: str, impl: str, ctas: int, variant: str, seed: int, skew: str) -> dict:
     from contract.footprint import estimate_memory
+    from contract.kernels import get_kernel
+    from contract.presets import get_preset
     from harness.backends.sim import SimBackend
     from harness.implementations import implementation_table
     from harness.verify import run_kernel
-    from contract.kernels import get_kernel
-    from contract.presets import get_preset
 
     table, problem = implementation_table(impl)
     if problem or kernel not in table:

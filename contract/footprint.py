@@ -122,7 +122,8 @@ def estimate_memory(kernel: str, preset: Preset | str, variant: str = "up", *, l
     host = host_inputs + 2 * out_total + reference
     heap = in_total + out_total
     committed_in = host_inputs + _touched_inputs(kernel, p, variant, ins, lazy_names, sample_ctas)
-    sim = committed_in + out_total + 2 * heap // 32  # outputs read back whole; counters: two flags per 32-byte sector
+    committed = committed_in + out_total  # outputs are read back whole
+    sim = committed + 2 * committed // 32 + 4 * heap // PAGE  # counters: two flags per touched sector; page table
     if "initcheck" in sanitizers:
         sim += heap
     if "nc" in sanitizers:

@@ -19,7 +19,6 @@ from contract.generators import BF16, E4M3, gate_inputs, keyed_bf16
 from contract.presets import Preset, check_skew
 
 
-
 @dataclass(frozen=True)
 class ArgSpec:
     name: str

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from contract import reference as ref
-from contract.coverage import POISON_BYTE, tile_columns, written
+from contract.coverage import POISON_BYTE, tile_holes, written
 from contract.kernels import get_kernel
 from contract.presets import get_preset
 
@@ -39,16 +39,16 @@ def test_subset_references_match_the_full_ones():
                                   ref.act_quant(aq["a"])["q"][rows].view(np.uint8))
 
 
-def test_written_and_tiles():
-    c = np.full((4, 6), np.nan, np.float32)
+def test_written_and_tile_holes():
+    c = np.full((6, 6), np.nan, np.float32)
     c.view(np.uint32)[:] = 0xFFFFFFFF
     c[:, 2:4] = 1.0
-    assert written(c).sum() == 8
-    cols, problem = tile_columns(written(c))
-    assert problem == "" and np.flatnonzero(cols).tolist() == [2, 3]
-    c.view(np.uint32)[1, 3] = 0xFFFFFFFF
-    _, problem = tile_columns(written(c))
-    assert "row 1" in problem and "column 3" in problem
+    c[4:, 4:] = 2.0  # another tile, rows 4-5
+    assert written(c).sum() == 16
+    assert tile_holes(written(c)) == ""
+    c.view(np.uint32)[2, 3] = 0xFFFFFFFF  # a hole inside the first tile
+    problem = tile_holes(written(c))
+    assert "row 2" in problem and "column 3" in problem
 
 
 def _sampled(kernel, impl="ptx", ctas=3, **params):
@@ -72,7 +72,11 @@ def test_sampled_grouped_gemm_checks_exactly_the_written_tiles():
     assert 0 < result.errors["coverage"] < 1 and result.errors["blocks_checked"] >= 1
     assert not spec.check(outputs, inputs, TINY).ok  # unsampled check: the unwritten rest is an error
     c = outputs["c"]
-    r, col = np.argwhere(written(c))[0]
+    m = written(c)
+    inner = np.zeros_like(m)
+    inner[1:-1] = m[1:-1] & m[:-2] & m[2:]  # written, with written elements above and below: inside a tile
+    inner[np.arange(len(m)) % TINY.BM == 0] = inner[np.arange(len(m)) % TINY.BM == TINY.BM - 1] = False
+    r, col = np.argwhere(inner)[0]
     bad = dict(outputs, c=c.copy())
     bad["c"][r, col] = np.float32(bad["c"][r, col].astype(np.float32) * 4 + 3)
     assert not spec.check(bad, inputs, TINY, sampled=True).ok

@@ -151,6 +151,16 @@ def fill_chunks(tensor, chunk_bytes: int = 64 << 20) -> Iterator[tuple[int, np.n
         yield start, tensor.fill_bytes(start, min(start + step, tensor.nbytes))
 
 
+def write_chunked(tensor, write, chunk_bytes: int = 64 << 20) -> int:
+    """Fill device memory with a tensor chunk by chunk, never holding it whole on the host: calls
+    write(byte_offset, uint8 chunk) per chunk (e.g. a cuMemcpyHtoD to base + offset). Returns the bytes written."""
+    done = 0
+    for offset, chunk in fill_chunks(tensor, chunk_bytes):
+        write(offset, chunk)
+        done += chunk.size
+    return done
+
+
 def routing_bias(preset: Preset, skew: str, rng: np.random.Generator) -> np.ndarray:
     """e_score_correction_bias for a skew; 'extreme' boosts K experts two per group in the first K/2 groups."""
     check_skew(skew)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from contract.errors import InputError
-from contract.generators import BF16, STREAM_BLOCK, KeyedNormal, fill_chunks, keyed_bf16, tensor_key
+from contract.generators import BF16, STREAM_BLOCK, KeyedNormal, fill_chunks, keyed_bf16, tensor_key, write_chunked
 from contract.kernels import get_kernel
 from contract.presets import PRESETS
 
@@ -37,6 +37,24 @@ def test_fill_chunks_covers_the_tensor_once_in_order():
     assert np.array_equal(np.concatenate([p for _, p in fill_chunks(arr, 12)]).view(np.float32), arr)
     with pytest.raises(InputError, match="chunk_bytes"):
         list(fill_chunks(t, 0))
+
+
+def test_write_chunked_fills_device_memory_a_chunk_at_a_time():
+    from ptxsim.device import Device
+
+    t = KeyedNormal("layer.W1", (4, 64, 1024), seed=9, std=0.03)
+    dev = Device()
+    buf = dev.alloc(t.nbytes)  # an ordinary (eager) device buffer, as on a GPU
+    sizes = []
+
+    def write(offset, chunk):
+        sizes.append(chunk.size)
+        dev.gmem.write_bytes(buf.addr + offset, chunk)
+
+    assert write_chunked(t, write, chunk_bytes=STREAM_BLOCK * 2 * 2) == t.nbytes
+    assert len(sizes) == 4 and max(sizes) == STREAM_BLOCK * 2 * 2
+    got = dev.read(buf, BF16, t.shape)
+    assert np.array_equal(bits(got), bits(t.materialise()))
 
 
 def test_keys_separate_tensors_and_seeds():

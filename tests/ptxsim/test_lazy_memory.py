@@ -77,16 +77,31 @@ def test_shadow_only_when_asked():
     assert not shadow[off_a: off_a + PAGE].any() and shadow[off_b: off_b + 400].all()
 
 
-def _run_gemm(lazy: bool, sanitize=None):
+def _run(lazy: bool, kernel="grouped_gemm", preset="tiny", sanitize=None, **params):
     import ptx_impl
     from harness.backends.sim import SimBackend
     from harness.verify import run_kernel
 
     backend = SimBackend(sanitize=sanitize)
-    run = ptx_impl.IMPLEMENTATION.kernels["grouped_gemm"]
-    inputs, outputs, records = run_kernel(run, backend, "grouped_gemm", "tiny", "imbalanced", 11, lazy=lazy,
-                                          variant="up")
+    run = ptx_impl.IMPLEMENTATION.kernels[kernel]
+    inputs, outputs, records = run_kernel(run, backend, kernel, preset, "imbalanced", 11, lazy=lazy, **params)
     return inputs, outputs, records, backend
+
+
+def _run_gemm(lazy: bool, sanitize=None):
+    return _run(lazy, sanitize=sanitize, variant="up")
+
+
+@pytest.mark.parametrize("kernel", ["swiglu", "combine", "permute"])
+def test_lazy_equals_materialised_at_small(kernel):
+    from harness.timing.sim import metrics_dict
+
+    lin, lout, lrec, _ = _run(True, kernel, "small")
+    _, eout, erec, _ = _run(False, kernel, "small")
+    assert any(isinstance(v, KeyedNormal) for v in lin.values())
+    for name, value in eout.items():
+        assert np.array_equal(lout[name].view(np.uint8), value.view(np.uint8)), name
+    assert [metrics_dict(r.stats) for r in lrec] == [metrics_dict(r.stats) for r in erec]
 
 
 def test_lazy_run_identical_to_materialised_outputs_and_counters():

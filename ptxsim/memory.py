@@ -192,14 +192,17 @@ class GlobalMemory:
         self.filled_pages += 1
 
     def touch(self, offsets: np.ndarray) -> None:
-        """Fill the pending pages holding these byte offsets (one per lane; an aligned access stays in one page)."""
+        """Fill the pending pages holding these byte offsets (one per lane; an aligned access stays in one page).
+        Offsets past the heap are clamped to its last page (such an access faults in the bounds check anyway)."""
         if not self.pending_pages:
             return
-        pages = np.asarray(offsets).astype(np.uint64) >> np.uint64(PAGE_SHIFT)
-        pages = pages[pages < np.uint64(len(self._page_src))].astype(np.int64)
-        hit = self._page_src[pages] >= 0
-        if hit.any():
-            for page in np.unique(pages[hit]):
+        offsets = np.asarray(offsets)
+        if offsets.dtype != np.uint64:
+            offsets = offsets.astype(np.uint64)
+        pages = np.minimum(offsets >> np.uint64(PAGE_SHIFT), np.uint64(len(self._page_src) - 1))
+        src = self._page_src[pages]
+        if src.max(initial=-1) >= 0:
+            for page in np.unique(pages[src >= 0]):
                 self._fill_page(int(page))
 
     def touch_range(self, off: int, nbytes: int, whole_pages_overwritten: bool = False) -> None:

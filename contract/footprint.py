@@ -13,7 +13,7 @@ from contract.presets import Preset, get_preset
 I32, F32 = np.dtype(np.int32), np.dtype(np.float32)
 PAGE = 1 << 16  # ptxsim's lazy page (ptxsim.memory.PAGE; not imported: contract stays free of ptxsim)
 LAZY_MIN_BYTES = 256 << 20  # run_kernel makes inputs lazy (on backends that take them) from this total size on
-PROCESS_BASE = 600 << 20  # Python, NumPy, Numba and ptxsim imported (measured peak RSS of a tiny sim row, rounded up)
+PROCESS_BASE = 256 << 20  # Python and NumPy (~50 MiB) plus Numba when a row compiles kernels (peak RSS ~240 MiB, tiny)
 
 
 def _gemm_kd_n(p: Preset, variant: str) -> tuple[int, int]:

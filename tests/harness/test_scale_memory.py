@@ -7,6 +7,7 @@ from contract.generators import KeyedNormal
 
 def test_dsv3_decode_grouped_gemm_sampled_and_lazy():
     import ptx_impl
+    from contract.footprint import estimate_memory
     from contract.kernels import get_kernel
     from contract.presets import get_preset
     from harness.backends.sim import SimBackend
@@ -20,7 +21,10 @@ def test_dsv3_decode_grouped_gemm_sampled_and_lazy():
     assert was_sampled(records)
     stats = backend.memory_stats()
     assert stats["heap_bytes"] > 14 << 30
-    assert stats["lazy_pages_filled"] * stats["lazy_page_bytes"] < 512 << 20 and stats["shadow_bytes"] == 0
+    filled = stats["lazy_pages_filled"] * stats["lazy_page_bytes"]
+    assert filled < 512 << 20 and stats["shadow_bytes"] == 0
+    estimate = estimate_memory("grouped_gemm", preset, "up", sample_ctas=2)
+    assert estimate.lazy and filled <= estimate.sim_bytes < 2 << 30  # the estimate bounds what was committed
     result = get_kernel("grouped_gemm").check(outputs, inputs, preset, sampled=True)
     assert result.ok, result.message
     assert result.errors["blocks_checked"] >= 1 and 0 < result.errors["coverage"] < 0.01

@@ -116,6 +116,7 @@ def grouped_gemm_blocks(a, w, block_expert: np.ndarray, blocks, preset: Preset, 
     only the rows and the experts used."""
     BM = preset.BM
     out = {}
+    cached, weights = None, None  # blocks come grouped by expert: produce each expert's weights once per run of them
     for b in blocks:
         b = int(b)
         e = int(block_expert[b])
@@ -124,8 +125,10 @@ def grouped_gemm_blocks(a, w, block_expert: np.ndarray, blocks, preset: Preset, 
         if e < 0:
             out[b] = np.zeros((BM, width), np.float64)
             continue
+        if e != cached:
+            cached, weights = e, np.asarray(w[e])
         rows = np.asarray(a[b * BM: (b + 1) * BM]).astype(np.float64)
-        out[b] = rows @ np.asarray(w[e])[keep].astype(np.float64).T
+        out[b] = rows @ weights[keep].astype(np.float64).T
     return out
 
 

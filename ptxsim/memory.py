@@ -174,19 +174,23 @@ class GlobalMemory:
         self.pending_pages -= int(np.count_nonzero(pages >= 0))
         pages[:] = -1
 
-    def _fill_page(self, page: int) -> None:
+    def _page_contents(self, page: int) -> tuple[int, int, np.ndarray | int]:
+        """(lo, hi, contents) of a pending page: the allocation's bytes [lo, hi) in it, from its fill source."""
         a, fill = self._sources[int(self._page_src[page])]
         base = a.addr - GLOBAL_BASE
         lo, hi = max(page << PAGE_SHIFT, base), min((page + 1) << PAGE_SHIFT, base + a.nbytes)
         if isinstance(fill, (int, np.integer)):
-            self.data[lo:hi] = int(fill) & 0xFF
-        else:
-            raw = np.asarray(fill(lo - base, hi - base)).reshape(-1).view(np.uint8)
-            if raw.size != hi - lo:
-                raise MemoryFault(f"the fill source of allocation '{a.label}' returned {raw.size} bytes for its "
-                                  f"bytes [{lo - base}, {hi - base}); expected {hi - lo}", space="global",
-                                  addr=GLOBAL_BASE + lo)
-            self.data[lo:hi] = raw
+            return lo, hi, int(fill) & 0xFF
+        raw = np.asarray(fill(lo - base, hi - base)).reshape(-1).view(np.uint8)
+        if raw.size != hi - lo:
+            raise MemoryFault(f"the fill source of allocation '{a.label}' returned {raw.size} bytes for its "
+                              f"bytes [{lo - base}, {hi - base}); expected {hi - lo}", space="global",
+                              addr=GLOBAL_BASE + lo)
+        return lo, hi, raw
+
+    def _fill_page(self, page: int) -> None:
+        lo, hi, contents = self._page_contents(page)
+        self.data[lo:hi] = contents
         self._page_src[page] = -1
         self.pending_pages -= 1
         self.filled_pages += 1
@@ -249,9 +253,19 @@ class GlobalMemory:
         self.mark_written(off, raw.nbytes, True)
 
     def read_bytes(self, addr: int, nbytes: int) -> np.ndarray:
+        """A copy of [addr, addr+nbytes). Pending lazy pages are produced into the copy without being committed (an
+        output read back after a sampled run costs no simulated memory for the pages no CTA wrote)."""
         off = addr - GLOBAL_BASE
-        self.touch_range(off, nbytes)
-        return self.data[off: off + nbytes].copy()
+        out = self.data[off: off + nbytes].copy()
+        if nbytes <= 0 or not self.pending_pages:
+            return out
+        first, last = off >> PAGE_SHIFT, (off + nbytes - 1) >> PAGE_SHIFT
+        for page in np.flatnonzero(self._page_src[first: last + 1] >= 0) + first:
+            lo, hi, contents = self._page_contents(int(page))
+            a, b = max(lo, off), min(hi, off + nbytes)
+            if a < b:
+                out[a - off: b - off] = contents if isinstance(contents, int) else contents[a - lo: b - lo]
+        return out
 
     @property
     def limit(self) -> int:

@@ -98,7 +98,8 @@ class SimBackend(Backend):
     def to_device(self, host) -> DeviceArray:
         """A device copy of `host`: an ndarray (copied now), or a lazy tensor (anything with shape, dtype, nbytes and
         fill_bytes(start, stop), e.g. contract.generators.KeyedNormal) whose pages are filled when first touched."""
-        if not isinstance(host, np.ndarray) and callable(getattr(host, "fill_bytes", None)):
+        lazy = not isinstance(host, np.ndarray) and callable(getattr(host, "fill_bytes", None))
+        if lazy and hasattr(self.device, "alloc_lazy"):
             buf = self.device.alloc_lazy(int(host.nbytes), host.fill_bytes)
             return DeviceArray(tuple(int(d) for d in host.shape), np.dtype(host.dtype), _addr(buf), handle=buf)
         host = np.ascontiguousarray(host)
@@ -112,7 +113,12 @@ class SimBackend(Backend):
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        buf = self.device.alloc_lazy(nbytes, int(fill_byte) & 0xFF)
+        if hasattr(self.device, "alloc_lazy"):
+            buf = self.device.alloc_lazy(nbytes, int(fill_byte) & 0xFF)
+        else:  # a device without lazy buffers: fill now
+            buf = self.device.alloc(nbytes)
+            if nbytes:
+                self.device.copy_in(buf, np.full(nbytes, fill_byte & 0xFF, dtype=np.uint8))
         if nbytes and "initcheck" in self.sanitize:  # poison is not an initialisation: reading it before writing is a bug
             self.device.mark_uninitialised(buf)
         return DeviceArray(shape, dtype, _addr(buf), handle=buf)

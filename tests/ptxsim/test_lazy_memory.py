@@ -127,3 +127,24 @@ def test_lazy_run_under_initcheck_finds_nothing_on_a_correct_kernel():
     assert backend.sanitizer_findings() == []
     assert backend.memory_stats()["shadow_bytes"] > 0
     assert not np.isnan(outputs["c"][:16].astype(np.float32)).any()
+
+
+def test_sim_backend_on_a_device_without_lazy_buffers():
+    from harness.backends.sim import SimBackend
+
+    class EagerOnly:  # a device that predates alloc_lazy
+        def __init__(self):
+            self._dev = Device()
+
+        def __getattr__(self, name):
+            if name == "alloc_lazy":
+                raise AttributeError(name)
+            return getattr(self._dev, name)
+
+    backend = SimBackend(device=EagerOnly())
+    t = KeyedNormal("x", (8, 300), seed=2)
+    arr = backend.to_device(t)
+    poison = backend.empty((5,), np.float32, fill_byte=0xFF)
+    assert backend.device._dev.gmem.pending_pages == 0  # everything copied in eagerly
+    assert np.array_equal(backend.to_host(arr).view(np.uint16), t.materialise().view(np.uint16))
+    assert (backend.to_host(poison).view(np.uint32) == 0xFFFFFFFF).all()

@@ -19,7 +19,9 @@ def take_rows(x, rows) -> np.ndarray:
         return x[rows]
     if rows.size == 0:
         return np.empty((0, *x.shape[1:]), x.dtype)
-    return np.stack([x[int(r)] for r in rows])
+    uniq, back = np.unique(rows, return_inverse=True)
+    runs = np.split(uniq, np.flatnonzero(np.diff(uniq) != 1) + 1)  # produce consecutive rows together
+    return np.concatenate([x[int(run[0]): int(run[-1]) + 1] for run in runs])[back]
 
 
 def sigmoid64(x: np.ndarray) -> np.ndarray:

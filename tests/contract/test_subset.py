@@ -118,3 +118,12 @@ def test_full_checks_report_full_coverage_and_layer_refuses_sampled():
     assert result.ok and result.errors["coverage"] == 1.0 and result.errors["sampled"] is False
     res = get_kernel("layer").check({}, {}, TINY, sampled=True)
     assert not res.ok and "not checkable" in res.message
+
+
+def test_take_rows_of_a_lazy_tensor_any_order_and_repeats():
+    from contract.generators import KeyedNormal
+
+    t = KeyedNormal("y", (50, 70), seed=1)
+    rows = np.array([5, 3, 4, 4, 49, 0, 7])
+    np.testing.assert_array_equal(ref.take_rows(t, rows).view(np.uint16), t.materialise()[rows].view(np.uint16))
+    assert ref.take_rows(t, np.array([], np.int64)).shape == (0, 70)

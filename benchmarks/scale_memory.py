@@ -36,6 +36,7 @@ def run(kernel: str, preset: str, impl: str, ctas: int, variant: str, seed: int,
         raise SystemExit(f"implementation {impl} has no {kernel}: {problem or 'not registered'}")
     params = {"variant": variant} if get_kernel(kernel).variants else {}
     estimate = estimate_memory(kernel, preset, variant, lazy=True, sample_ctas=ctas)
+    eager = estimate_memory(kernel, preset, variant, lazy=False, sample_ctas=ctas)
     backend = SimBackend(sample_ctas=ctas)
     t0 = time.perf_counter()
     inputs, outputs, records = run_kernel(table[kernel], backend, kernel, preset, skew, seed, lazy=True, **params)
@@ -50,7 +51,8 @@ def run(kernel: str, preset: str, impl: str, ctas: int, variant: str, seed: int,
             "peak_rss_mib": round(peak_rss_mib(), 1),
             "estimate_mib": {"host": round(estimate.host_bytes / 2**20, 1), "sim": round(estimate.sim_bytes / 2**20, 1),
                              "total": round(estimate.total_bytes / 2**20, 1),
-                             "inputs_full_size": round(estimate.input_bytes / 2**20, 1)},
+                             "inputs_full_size": round(estimate.input_bytes / 2**20, 1),
+                             "total_without_lazy_inputs": round(eager.total_bytes / 2**20, 1)},
             "sim_memory": memory, "sim_s": round(sim_s, 2), "check_s": round(time.perf_counter() - t1, 2)}
 
 

@@ -29,3 +29,18 @@ def test_dsv3_decode_grouped_gemm_sampled_and_lazy():
     assert result.ok, result.message
     assert result.errors["blocks_checked"] >= 1 and 0 < result.errors["coverage"] < 0.01
     assert np.isnan(outputs["c"][-1].astype(np.float32)).all()  # untouched rows stay poison
+
+
+def test_benchmark_script_runs(capsys):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "scale_memory.py"
+    spec = importlib.util.spec_from_file_location("scale_memory", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--preset", "tiny", "--ctas", "3"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["check"]["ok"] and out["check"]["errors"]["sampled"] and out["peak_rss_mib"] > 0
+    assert out["estimate_mib"]["total"] < out["estimate_mib"]["total_without_lazy_inputs"]

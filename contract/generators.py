@@ -1,6 +1,10 @@
 """Seeded input generators (kernels.md: routing skews, near-tie avoidance for gate, never all-zero data)."""
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 import ml_dtypes
 import numpy as np
 
@@ -27,6 +31,136 @@ def random_bf16(rng: np.random.Generator, shape, std: float = 1.0) -> np.ndarray
         stop = min(start + chunk, flat.size)
         flat[start:stop] = (rng.standard_normal(stop - start, dtype=np.float32) * np.float32(std)).astype(BF16)
     return out
+
+
+# NOTE: a keyed tensor's element i is drawn in the Philox stream of block i // STREAM_BLOCK (key = seed and a hash of the
+# tensor's name, counter = the block index), so any element can be produced without drawing the ones before it.
+# Philox's bits are stable across NumPy versions; Generator.standard_normal's use of them is not promised to be, so the
+# values are those of the pinned NumPy (constraints.txt): host and device fills in one process always agree.
+STREAM_BLOCK = 1 << 15
+_MASK64 = (1 << 64) - 1
+
+
+def tensor_key(seed: int, name: str) -> np.ndarray:
+    """The Philox key of a tensor: the seed and a stable 64-bit hash of its name."""
+    digest = hashlib.blake2b(name.encode(), digest_size=8).digest()
+    return np.array([int(seed) & _MASK64, int.from_bytes(digest, "little")], np.uint64)
+
+
+@dataclass(frozen=True)
+class KeyedNormal:
+    """A bf16 tensor of N(0, std^2) values defined element by element by (seed, name, flat index).
+
+    Never materialised unless asked: `elements`/`rows`/`fill_bytes` produce any part of it, and the same element has
+    the same value however the tensor is cut (pages of simulated memory, chunks of a GPU fill, reference rows).
+    Indexing (`t[i]`, `t[a:b]`) and `np.asarray(t)` materialise just that part / the whole tensor.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    seed: int
+    std: float = 1.0
+
+    dtype = BF16
+    itemsize = BF16.itemsize
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def _block(self, key: np.ndarray, block: int) -> np.ndarray:
+        counter = np.array([0, 0, block, 0], np.uint64)
+        gen = np.random.Generator(np.random.Philox(counter=counter, key=key))
+        return gen.standard_normal(STREAM_BLOCK, dtype=np.float32)
+
+    def elements(self, start: int, stop: int) -> np.ndarray:
+        """Flat elements [start, stop) as bf16."""
+        if not 0 <= start <= stop <= self.size:
+            raise InputError(f"tensor {self.name}: elements [{start}, {stop}) outside [0, {self.size})")
+        if start == stop:
+            return np.empty(0, BF16)
+        key = tensor_key(self.seed, self.name)
+        first, last = start // STREAM_BLOCK, (stop - 1) // STREAM_BLOCK
+        raw = np.concatenate([self._block(key, b) for b in range(first, last + 1)])
+        lo = start - first * STREAM_BLOCK
+        return (raw[lo: lo + stop - start] * np.float32(self.std)).astype(BF16)
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) along the first axis."""
+        row = self.size // self.shape[0] if self.shape[0] else 0
+        return self.elements(start * row, stop * row).reshape((stop - start, *self.shape[1:]))
+
+    def fill_bytes(self, start: int, stop: int) -> np.ndarray:
+        """Bytes [start, stop) of the tensor's C-order image (ends must fall on element boundaries)."""
+        if start % self.itemsize or stop % self.itemsize:
+            raise InputError(f"tensor {self.name}: byte range [{start}, {stop}) does not fall on "
+                             f"{self.itemsize}-byte element boundaries")
+        return self.elements(start // self.itemsize, stop // self.itemsize).view(np.uint8)
+
+    def materialise(self) -> np.ndarray:
+        return self.elements(0, self.size).reshape(self.shape)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.materialise()
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __getitem__(self, index):
+        """t[i] or t[a:b] (first axis, step 1) without materialising the rest; anything else via the whole array."""
+        if isinstance(index, (int, np.integer)):
+            i = int(index) + (self.shape[0] if index < 0 else 0)
+            if not 0 <= i < self.shape[0]:
+                raise InputError(f"tensor {self.name}: row {index} outside [0, {self.shape[0]})")
+            return self.rows(i, i + 1)[0]
+        if isinstance(index, slice) and index.step in (None, 1):
+            lo, hi, _ = index.indices(self.shape[0])
+            return self.rows(lo, max(lo, hi))
+        return self.materialise()[index]
+
+
+def keyed_bf16(seed: int, name: str, shape, std: float = 1.0, lazy: bool = False):
+    """A KeyedNormal tensor, or (lazy=False) its values as an ndarray."""
+    tensor = KeyedNormal(name, tuple(int(d) for d in shape), int(seed), float(std))
+    return tensor if lazy else tensor.materialise()
+
+
+def fill_chunks(tensor, chunk_bytes: int = 64 << 20) -> Iterator[tuple[int, np.ndarray]]:
+    """(byte offset, uint8 chunk) pieces covering a tensor's C-order image, for filling device memory chunk by chunk
+    (about `chunk_bytes` on the host at once: rounded down to whole stream blocks, at least one).
+
+    Works on anything with `nbytes` and `fill_bytes(start, stop)` (KeyedNormal) or on an ndarray.
+    """
+    if chunk_bytes < 1:
+        raise InputError(f"fill_chunks: chunk_bytes must be >= 1, got {chunk_bytes}")
+    if isinstance(tensor, np.ndarray):
+        flat = np.ascontiguousarray(tensor).reshape(-1).view(np.uint8)
+        for start in range(0, flat.size, chunk_bytes):
+            yield start, flat[start: start + chunk_bytes]
+        return
+    unit = tensor.itemsize * STREAM_BLOCK
+    step = max(unit, chunk_bytes // unit * unit)
+    for start in range(0, tensor.nbytes, step):
+        yield start, tensor.fill_bytes(start, min(start + step, tensor.nbytes))
+
+
+def write_chunked(tensor, write, chunk_bytes: int = 64 << 20) -> int:
+    """Fill device memory with a tensor chunk by chunk, never holding it whole on the host: calls
+    write(byte_offset, uint8 chunk) per chunk (e.g. a cuMemcpyHtoD to base + offset). Returns the bytes written."""
+    done = 0
+    for offset, chunk in fill_chunks(tensor, chunk_bytes):
+        write(offset, chunk)
+        done += chunk.size
+    return done
 
 
 def routing_bias(preset: Preset, skew: str, rng: np.random.Generator) -> np.ndarray:

@@ -10,13 +10,29 @@ E4M3_MAX = 448.0
 QUANT_GROUP = 128
 
 
+def take_rows(x, rows) -> np.ndarray:
+    """x[rows] for an ndarray or a lazy tensor (KeyedNormal: only those rows are produced). rows: None = all."""
+    if rows is None:
+        return np.asarray(x)
+    rows = np.asarray(rows, np.int64).reshape(-1)
+    if isinstance(x, np.ndarray):
+        return x[rows]
+    if rows.size == 0:
+        return np.empty((0, *x.shape[1:]), x.dtype)
+    uniq, back = np.unique(rows, return_inverse=True)
+    runs = np.split(uniq, np.flatnonzero(np.diff(uniq) != 1) + 1)  # produce consecutive rows together
+    return np.concatenate([x[int(run[0]): int(run[-1]) + 1] for run in runs])[back]
+
+
 def sigmoid64(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
 
 
-def gate(logits: np.ndarray, bias: np.ndarray, preset: Preset) -> dict[str, np.ndarray]:
-    """Sigmoid scores, group-limited top-k (kernels.md §1). Ties: lower group / expert index wins."""
-    T, E = logits.shape
+def gate(logits: np.ndarray, bias: np.ndarray, preset: Preset, tokens=None) -> dict[str, np.ndarray]:
+    """Sigmoid scores, group-limited top-k (kernels.md §1). Ties: lower group / expert index wins.
+    tokens: only these rows (in that order)."""
+    logits = take_rows(logits, tokens)
+    T = logits.shape[0]
     s = sigmoid64(logits)
     sb = s + bias.astype(np.float64)
     per_group = preset.experts_per_group
@@ -61,14 +77,16 @@ def align(topk_ids: np.ndarray, preset: Preset) -> dict[str, np.ndarray]:
     }
 
 
-def permute(x: np.ndarray, sorted_ids: np.ndarray, total_padded: np.ndarray, preset: Preset) -> np.ndarray:
-    """Rows < total_padded of xp (kernels.md §3); the caller compares only those rows (the rest stay untouched)."""
+def permute(x: np.ndarray, sorted_ids: np.ndarray, total_padded: np.ndarray, preset: Preset,
+            rows=None) -> np.ndarray:
+    """Rows < total_padded of xp (kernels.md §3), or just `rows` of them; the caller compares only those rows (the
+    rest stay untouched)."""
     total = int(total_padded[0])
-    ids = sorted_ids[:total]
-    rows = np.zeros((total, x.shape[1]), dtype=x.dtype)
+    ids = sorted_ids[:total] if rows is None else sorted_ids[np.asarray(rows, np.int64)]
+    out = np.zeros((ids.size, x.shape[1]), dtype=x.dtype)
     real = ids < preset.slots
-    rows[real] = x[ids[real] // preset.K]
-    return rows
+    out[real] = take_rows(x, ids[real] // preset.K)
+    return out
 
 
 def pow2_ceil_f32(scale: np.ndarray) -> np.ndarray:
@@ -78,8 +96,10 @@ def pow2_ceil_f32(scale: np.ndarray) -> np.ndarray:
     return np.ldexp(np.float32(1.0), exponent).astype(np.float32)
 
 
-def act_quant(a: np.ndarray, pow2_scale: bool = False) -> dict[str, np.ndarray]:
-    """FP8 e4m3 per-token-group quantization (kernels.md §4), bit-exact: fp32 IEEE ops, RNE, saturation to +-448."""
+def act_quant(a: np.ndarray, pow2_scale: bool = False, rows=None) -> dict[str, np.ndarray]:
+    """FP8 e4m3 per-token-group quantization (kernels.md §4), bit-exact: fp32 IEEE ops, RNE, saturation to +-448.
+    rows: only these rows."""
+    a = take_rows(a, rows)
     M, N = a.shape
     groups = a.astype(np.float32).reshape(M, N // QUANT_GROUP, QUANT_GROUP)
     amax = np.abs(groups).max(axis=2)
@@ -92,32 +112,55 @@ def act_quant(a: np.ndarray, pow2_scale: bool = False) -> dict[str, np.ndarray]:
     return {"q": q.reshape(M, N), "scale": scale}
 
 
+def grouped_gemm_blocks(a, w, block_expert: np.ndarray, blocks, preset: Preset, cols=None) -> dict[int, np.ndarray]:
+    """float64 c of just the row blocks `blocks` (kernels.md §5): block b = a[b*BM:(b+1)*BM] @ w[block_expert[b]].T, zero
+    for -1 blocks. cols: {block: bool or index array} restricts a block to those output columns. Lazy a / w produce
+    only the rows and the experts used."""
+    BM = preset.BM
+    out = {}
+    cached, weights = None, None  # blocks come grouped by expert: produce each expert's weights once per run of them
+    for b in blocks:
+        b = int(b)
+        e = int(block_expert[b])
+        keep = slice(None) if cols is None or b not in cols else cols[b]
+        width = np.zeros(w.shape[1])[keep].size
+        if e < 0:
+            out[b] = np.zeros((BM, width), np.float64)
+            continue
+        if e != cached:
+            cached, weights = e, np.asarray(w[e])
+        rows = np.asarray(a[b * BM: (b + 1) * BM]).astype(np.float64)
+        out[b] = rows @ weights[keep].astype(np.float64).T
+    return out
+
+
 def grouped_gemm(a: np.ndarray, w: np.ndarray, block_expert: np.ndarray, total_padded: np.ndarray,
                  preset: Preset) -> np.ndarray:
     """float64 c rows < total_padded (kernels.md §5): block b multiplies by w[block_expert[b]].T; rows of -1 blocks = 0."""
     total = int(total_padded[0])
     BM = preset.BM
     out = np.zeros((total, w.shape[1]), np.float64)
-    for b in range(total // BM):
-        e = int(block_expert[b])
-        if e >= 0:
-            rows = slice(b * BM, (b + 1) * BM)
-            out[rows] = a[rows].astype(np.float64) @ w[e].astype(np.float64).T
+    used = [b for b in range(total // BM) if block_expert[b] >= 0]
+    for b, block in grouped_gemm_blocks(a, w, block_expert, used, preset).items():
+        out[b * BM: (b + 1) * BM] = block
     return out
 
 
-def swiglu(h: np.ndarray, total_padded: np.ndarray) -> np.ndarray:
-    """float64 a rows < total_padded (kernels.md §6): silu(gate half) * up half."""
+def swiglu(h: np.ndarray, total_padded: np.ndarray, rows=None) -> np.ndarray:
+    """float64 a rows < total_padded (kernels.md §6), or just `rows`: silu(gate half) * up half."""
     total = int(total_padded[0])
     half = h.shape[1] // 2
-    hv = h[:total].astype(np.float64)
+    hv = (np.asarray(h[:total]) if rows is None else take_rows(h, rows)).astype(np.float64)
     g, u = hv[:, :half], hv[:, half:]
     return g / (1.0 + np.exp(-g)) * u
 
 
-def combine(y: np.ndarray, topk_w: np.ndarray, inverse: np.ndarray) -> np.ndarray:
-    """float64 out[t] = sum_k topk_w[t,k] * y[inverse[t,k]] (kernels.md §7)."""
-    rows = y[inverse].astype(np.float64)  # [T, K, H]
+def combine(y: np.ndarray, topk_w: np.ndarray, inverse: np.ndarray, tokens=None) -> np.ndarray:
+    """float64 out[t] = sum_k topk_w[t,k] * y[inverse[t,k]] (kernels.md §7), for all tokens or just `tokens`."""
+    if tokens is not None:
+        tokens = np.asarray(tokens, np.int64)
+        topk_w, inverse = topk_w[tokens], inverse[tokens]
+    rows = take_rows(y, inverse.reshape(-1)).reshape(*inverse.shape, y.shape[1]).astype(np.float64)  # [T, K, H]
     return np.einsum("tk,tkh->th", topk_w.astype(np.float64), rows)
 
 

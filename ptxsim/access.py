@@ -41,6 +41,7 @@ def regions(st, ins, space, addr, lanes):
 
 def _region(st, space, addr, lanes):
     if space == "global":
+        st.launch.gmem.touch(addr - _GB)  # lazy buffers: fill the pages this access lands on
         return ("global", st.launch.gmem.data, addr - _GB, lanes, None, addr)
     if space == "shared":
         if st.cluster is not None:  # shared::cluster addresses may name a peer CTA's shared memory

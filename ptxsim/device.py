@@ -77,6 +77,24 @@ class Device:
         a = self.gmem.alloc(int(nbytes), label)
         return DeviceBuffer(a.addr, a.nbytes)
 
+    def alloc_lazy(self, nbytes: int, fill, label: str = "") -> DeviceBuffer:
+        """A buffer whose pages materialise when first touched (by a simulated access or a copy): `fill` is a byte
+        value (e.g. a poison byte) or a callable (start, stop) -> the uint8 bytes [start, stop) of the buffer's
+        contents (e.g. contract.generators.KeyedNormal.fill_bytes). Results are identical to copy_in of the whole."""
+        if not isinstance(fill, (int, np.integer)) and not callable(fill):
+            raise TypeError(f"alloc_lazy: fill must be a byte value or a callable (start, stop) -> bytes, got "
+                            f"{type(fill).__name__}")
+        a = self.gmem.alloc(int(nbytes), label, fill=fill)
+        return DeviceBuffer(a.addr, a.nbytes)
+
+    def memory_stats(self) -> dict:
+        """Simulated global memory use: heap extent, lazy pages filled / still pending, initcheck shadow bytes."""
+        from ptxsim.memory import PAGE
+
+        g = self.gmem
+        return {"heap_bytes": g.top, "lazy_pages_filled": g.filled_pages, "lazy_pages_pending": g.pending_pages,
+                "lazy_page_bytes": PAGE, "shadow_bytes": len(g.written) if g.has_shadow else 0}
+
     def to_device(self, array: np.ndarray, label: str = "") -> DeviceBuffer:
         array = np.ascontiguousarray(array)
         buf = self.alloc(array.nbytes, label)
@@ -102,8 +120,7 @@ class Device:
         """initcheck: treat every byte of `buf` as never written (its contents stay): a harness's poison fill is
         not an initialisation, so a kernel reading poison it never wrote is reported."""
         self._check(buf, 0, "mark_uninitialised")
-        off = buf.addr - GLOBAL_BASE
-        self.gmem.written[off: off + buf.nbytes] = False
+        self.gmem.mark_written(buf.addr - GLOBAL_BASE, buf.nbytes, False)
 
     def copy_out(self, buf: DeviceBuffer, array: np.ndarray) -> None:
         """Fill `array` (C-contiguous) in place from the buffer."""
@@ -144,8 +161,7 @@ class Device:
             syms[v.name] = a.addr
             if v.init:
                 pending.append((v, a.addr))
-            off = a.addr - (1 << 40)
-            self.gmem.written[off: off + nbytes] = True  # module variables are initialised (zero or given)
+            self.gmem.mark_written(a.addr - GLOBAL_BASE, nbytes, True)  # module variables are initialised
         for v, addr in pending:
             t = ptx_type(v.type)
             vals = [syms.get(x.name, 0) if isinstance(x, Ident) else x for x in v.init]

@@ -15,7 +15,7 @@ ptxsim's own one minute because a real-shape GEMM launch legitimately simulates 
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -114,7 +114,13 @@ class SimBackend(Backend):
 
     # memory ---------------------------------------------------------------------------------------------------
     # NOTE: DeviceArray.handle is the ptxsim DeviceBuffer (what Device.copy_in/copy_out/free and launch args take).
-    def to_device(self, host: np.ndarray) -> DeviceArray:
+    def to_device(self, host) -> DeviceArray:
+        """A device copy of `host`: an ndarray (copied now), or a lazy tensor (anything with shape, dtype, nbytes and
+        fill_bytes(start, stop), e.g. contract.generators.KeyedNormal) whose pages are filled when first touched."""
+        lazy = not isinstance(host, np.ndarray) and callable(getattr(host, "fill_bytes", None))
+        if lazy and hasattr(self.device, "alloc_lazy"):
+            buf = self.device.alloc_lazy(int(host.nbytes), host.fill_bytes)
+            return DeviceArray(tuple(int(d) for d in host.shape), np.dtype(host.dtype), _addr(buf), handle=buf)
         host = np.ascontiguousarray(host)
         buf = self.device.alloc(host.nbytes)
         if host.nbytes:
@@ -122,14 +128,18 @@ class SimBackend(Backend):
         return DeviceArray(tuple(int(d) for d in host.shape), host.dtype, _addr(buf), handle=buf)
 
     def empty(self, shape: Sequence[int], dtype, fill_byte: int = 0xFF) -> DeviceArray:
+        """A buffer that reads as `fill_byte` everywhere; its pages materialise only where something touches them."""
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        buf = self.device.alloc(nbytes)
-        if nbytes:
-            self.device.copy_in(buf, np.full(nbytes, fill_byte & 0xFF, dtype=np.uint8))
-            if "initcheck" in self.sanitize:  # poison is not an initialisation: reading it before writing is a bug
-                self.device.mark_uninitialised(buf)
+        if hasattr(self.device, "alloc_lazy"):
+            buf = self.device.alloc_lazy(nbytes, int(fill_byte) & 0xFF)
+        else:  # a device without lazy buffers: fill now
+            buf = self.device.alloc(nbytes)
+            if nbytes:
+                self.device.copy_in(buf, np.full(nbytes, fill_byte & 0xFF, dtype=np.uint8))
+        if nbytes and "initcheck" in self.sanitize:  # poison is not an initialisation: reading it before writing is a bug
+            self.device.mark_uninitialised(buf)
         return DeviceArray(shape, dtype, _addr(buf), handle=buf)
 
     def to_host(self, array: DeviceArray) -> np.ndarray:
@@ -140,6 +150,14 @@ class SimBackend(Backend):
 
     def free(self, array: DeviceArray) -> None:
         self.device.free(self._buffer(array))
+
+    # NOTE: run_kernel hands lazy input tensors to backends that say so; others get materialised arrays.
+    lazy_inputs = True
+
+    def memory_stats(self) -> dict:
+        """Simulated memory use so far (ptxsim.Device.memory_stats: heap, lazy pages filled / pending, shadow)."""
+        stats = getattr(self.device, "memory_stats", None)
+        return stats() if stats is not None else {}
 
     def reset_memory(self) -> None:
         """Start over with an empty simulated device (ptxsim's allocator never reuses freed bytes, so a long sweep

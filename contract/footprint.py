@@ -1,0 +1,143 @@
+"""Memory a row will spend, known before it is spent: tensor sizes from the preset alone (nothing is drawn), and the
+host and simulated-device bytes of one kernel run with or without lazy inputs, sampling and sanitizers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from contract.errors import UnknownNameError
+from contract.generators import BF16, E4M3
+from contract.presets import Preset, get_preset
+
+I32, F32 = np.dtype(np.int32), np.dtype(np.float32)
+PAGE = 1 << 16  # ptxsim's lazy page (ptxsim.memory.PAGE; not imported: contract stays free of ptxsim)
+LAZY_MIN_BYTES = 256 << 20  # run_kernel makes inputs lazy (on backends that take them) from this total size on
+PROCESS_BASE = 256 << 20  # Python and NumPy (~50 MiB) plus Numba when a row compiles kernels (peak RSS ~240 MiB, tiny)
+
+
+def _gemm_kd_n(p: Preset, variant: str) -> tuple[int, int]:
+    if variant not in ("up", "down"):
+        raise UnknownNameError("grouped_gemm variant", variant, ("up", "down"))
+    return (p.H, 2 * p.I) if variant == "up" else (p.I, p.H)
+
+
+def _gemm(p: Preset, v: str):
+    kd, n = _gemm_kd_n(p, v)
+    return ({"a": ((p.P_max, kd), BF16), "w": ((p.E, n, kd), BF16), "block_expert": ((p.n_blocks,), I32),
+             "total_padded": ((1,), I32)}, {"c": ((p.P_max, n), BF16)})
+
+
+# kernel -> (preset, variant) -> ({input: (shape, dtype)}, {output: (shape, dtype)}); keyed (lazy-able) inputs below
+SHAPES = {
+    "gate": lambda p, v: ({"logits": ((p.T, p.E), F32), "bias": ((p.E,), F32)},
+                          {"topk_ids": ((p.T, p.K), I32), "topk_w": ((p.T, p.K), F32)}),
+    "align": lambda p, v: ({"topk_ids": ((p.T, p.K), I32)},
+                           {"counts": ((p.E,), I32), "offsets": ((p.E + 1,), I32), "total_padded": ((1,), I32),
+                            "sorted_ids": ((p.P_max,), I32), "block_expert": ((p.n_blocks,), I32),
+                            "inverse": ((p.T, p.K), I32)}),
+    "permute": lambda p, v: ({"x": ((p.T, p.H), BF16), "sorted_ids": ((p.P_max,), I32), "total_padded": ((1,), I32)},
+                             {"xp": ((p.P_max, p.H), BF16)}),
+    "act_quant": lambda p, v: ({"a": ((p.T, p.H), BF16)},
+                               {"q": ((p.T, p.H), E4M3), "scale": ((p.T, p.H // 128), F32)}),
+    "grouped_gemm": _gemm,
+    "swiglu": lambda p, v: ({"h": ((p.P_max, 2 * p.I), BF16), "total_padded": ((1,), I32)},
+                            {"a": ((p.P_max, p.I), BF16)}),
+    "combine": lambda p, v: ({"y": ((p.P_max, p.H), BF16), "topk_w": ((p.T, p.K), F32), "inverse": ((p.T, p.K), I32)},
+                             {"out": ((p.T, p.H), BF16)}),
+    "layer": lambda p, v: ({"logits": ((p.T, p.E), F32), "bias": ((p.E,), F32), "x": ((p.T, p.H), BF16),
+                            "W1": ((p.E, 2 * p.I, p.H), BF16), "W2": ((p.E, p.H, p.I), BF16)},
+                           {"out": ((p.T, p.H), BF16), "q": ((p.T, p.H), E4M3), "scale": ((p.T, p.H // 128), F32)}),
+}
+LAZY_INPUTS = {"permute": ("x",), "grouped_gemm": ("a", "w"), "swiglu": ("h",), "combine": ("y",),
+               "layer": ("W1", "W2")}
+
+
+def _nbytes(shape, dtype) -> int:
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+def tensor_bytes(kernel: str, preset: Preset | str, variant: str = "up") -> tuple[dict[str, int], dict[str, int]]:
+    """({input: bytes}, {output: bytes}) of a kernel at a preset, from the shapes alone."""
+    if kernel not in SHAPES:
+        raise UnknownNameError("kernel", kernel, SHAPES)
+    ins, outs = SHAPES[kernel](get_preset(preset), variant)
+    return ({k: _nbytes(*v) for k, v in ins.items()}, {k: _nbytes(*v) for k, v in outs.items()})
+
+
+def wants_lazy(kernel: str, preset: Preset | str, variant: str = "up") -> bool:
+    """True when a kernel's inputs at a preset are big enough that drawing them whole is worth avoiding."""
+    ins, _ = tensor_bytes(kernel, preset, variant)
+    return sum(ins.values()) >= LAZY_MIN_BYTES
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Estimated bytes of one row. host: arrays in this process (inputs, outputs copied back, poison copies for the
+    untouched checks, the float64 reference); sim: committed simulated global memory (pages, shadows, counters)."""
+
+    kernel: str
+    preset: str
+    host_bytes: int
+    sim_bytes: int
+    input_bytes: int  # the inputs' full size, lazy or not
+    output_bytes: int
+    lazy: bool
+
+    @property
+    def total_bytes(self) -> int:
+        return PROCESS_BASE + self.host_bytes + self.sim_bytes
+
+
+def _touched_inputs(kernel: str, p: Preset, variant: str, ins: dict[str, int], lazy: tuple[str, ...],
+                    ctas: int | None) -> int:
+    """Upper bound on the lazy input bytes the simulated CTAs touch (all of them without sampling)."""
+    if ctas is None:
+        return sum(ins[k] for k in lazy)
+    if kernel == "grouped_gemm":  # a CTA works on one routing block: BM rows of a and (at most) one expert's weights
+        kd, n = _gemm_kd_n(p, variant)
+        return min(ins["a"], ctas * (p.BM * kd * 2 + PAGE)) + min(ins["w"], ctas * (n * kd * 2 + PAGE))
+    if kernel == "layer":  # every stage samples; the GEMMs' CTAs bound the weights touched
+        per_expert = (ins["W1"] + ins["W2"]) // p.E
+        return min(ins["W1"] + ins["W2"], 2 * ctas * (per_expert + 2 * PAGE))
+    return sum(ins[k] for k in lazy)  # elementwise kernels: grid-stride loops may touch every page
+
+
+def estimate_memory(kernel: str, preset: Preset | str, variant: str = "up", *, lazy: bool | None = None,
+                    sample_ctas: int | None = None, sanitizers: tuple[str, ...] = ()) -> MemoryEstimate:
+    """Host and simulated memory of one sim row (kernel, preset, variant), before anything is allocated.
+
+    Args:
+        lazy: inputs as keyed lazy tensors (None: as run_kernel decides, by size).
+        sample_ctas: ptxsim's sampled simulation (per launch); None = every CTA.
+        sanitizers: ptxsim sanitizer names; initcheck keeps a byte of shadow per heap byte, nc two.
+    """
+    p = get_preset(preset)
+    ins, outs = tensor_bytes(kernel, p, variant)
+    lazy = wants_lazy(kernel, p, variant) if lazy is None else lazy
+    lazy_names = LAZY_INPUTS.get(kernel, ()) if lazy else ()
+    in_total, out_total = sum(ins.values()), sum(outs.values())
+    host_inputs = in_total - sum(ins[k] for k in lazy_names)
+    reference = _reference_bytes(kernel, p, variant, outs, sample_ctas)
+    host = host_inputs + 2 * out_total + reference
+    heap = in_total + out_total
+    committed_in = host_inputs + _touched_inputs(kernel, p, variant, ins, lazy_names, sample_ctas)
+    committed = committed_in + out_total  # outputs are read back whole
+    sim = committed + 2 * committed // 32 + 4 * heap // PAGE  # counters: two flags per touched sector; page table
+    if "initcheck" in sanitizers:
+        sim += heap
+    if "nc" in sanitizers:
+        sim += 2 * heap
+    return MemoryEstimate(kernel, p.name, int(host), int(sim), int(in_total), int(out_total), bool(lazy))
+
+
+def _reference_bytes(kernel: str, p: Preset, variant: str, outs: dict[str, int], ctas: int | None) -> int:
+    """The float64 reference (4x a bf16 output) and, for the GEMMs, one expert's weights in float64 at a time."""
+    ref = 4 * sum(outs.values())
+    if kernel == "grouped_gemm":
+        kd, n = _gemm_kd_n(p, variant)
+        block = (p.BM * kd + n * kd) * 8
+        ref = block + (min(ctas, p.n_blocks) if ctas else p.n_blocks) * p.BM * n * 8
+    elif kernel == "layer":
+        ref += 2 * p.P_max * max(2 * p.I, p.H) * 8 + 2 * p.I * p.H * 8
+    return ref

@@ -1,0 +1,47 @@
+"""Memory estimates from shapes alone: the shape table matches the real tensors, and lazy sampled rows are small."""
+import numpy as np
+import pytest
+
+from contract.errors import UnknownNameError
+from contract.footprint import PROCESS_BASE, estimate_memory, tensor_bytes, wants_lazy
+from contract.kernels import KERNEL_NAMES, get_kernel
+from contract.presets import get_preset
+
+GiB = 1 << 30
+
+
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
+def test_shape_table_matches_the_drawn_tensors(kernel):
+    preset = get_preset("tiny")
+    spec = get_kernel(kernel)
+    for variant in spec.variants or ("up",):
+        params = {"variant": variant} if spec.variants else {}
+        inputs = spec.make_inputs(preset, "balanced", 0, **params)
+        ins, outs = tensor_bytes(kernel, preset, variant)
+        assert ins == {k: int(np.asarray(v).nbytes) for k, v in inputs.items()}
+        real_outs = {o.name: int(np.prod(o.shape)) * o.dtype.itemsize for o in spec.output_specs(preset, inputs)}
+        assert outs == real_outs
+
+
+def test_dsv3_decode_grouped_gemm_estimates():
+    ins, _ = tensor_bytes("grouped_gemm", "dsv3-decode", "up")
+    assert ins["w"] == 256 * 4096 * 7168 * 2
+    assert wants_lazy("grouped_gemm", "dsv3-decode") and not wants_lazy("grouped_gemm", "tiny")
+    eager = estimate_memory("grouped_gemm", "dsv3-decode", lazy=False)
+    assert eager.host_bytes > ins["w"] and eager.sim_bytes > ins["w"]  # the weights twice: host array and device copy
+    lazy = estimate_memory("grouped_gemm", "dsv3-decode", lazy=True, sample_ctas=4)
+    assert lazy.lazy and lazy.input_bytes == eager.input_bytes
+    assert lazy.total_bytes < 2 * GiB < eager.total_bytes - PROCESS_BASE
+    more = estimate_memory("grouped_gemm", "dsv3-decode", lazy=True, sample_ctas=32)
+    assert more.sim_bytes > lazy.sim_bytes
+    checked = estimate_memory("grouped_gemm", "dsv3-decode", lazy=True, sample_ctas=4, sanitizers=("initcheck",))
+    assert checked.sim_bytes - lazy.sim_bytes == eager.input_bytes + eager.output_bytes  # a shadow byte per heap byte
+    prefill = estimate_memory("layer", "dsv3-prefill", lazy=False)
+    assert prefill.input_bytes > 21 * GiB
+
+
+def test_unknown_names():
+    with pytest.raises(UnknownNameError, match="kernel"):
+        tensor_bytes("gemm", "tiny")
+    with pytest.raises(UnknownNameError, match="variant"):
+        estimate_memory("grouped_gemm", "tiny", "sideways")

@@ -1,0 +1,105 @@
+"""Keyed inputs: an element's value depends on (seed, tensor name, index) only, never on how the tensor is cut."""
+import numpy as np
+import pytest
+
+from contract.errors import InputError
+from contract.generators import BF16, STREAM_BLOCK, KeyedNormal, fill_chunks, keyed_bf16, tensor_key, write_chunked
+from contract.kernels import get_kernel
+from contract.presets import PRESETS
+
+SMALL = PRESETS["small"]
+
+
+def bits(a):
+    return np.ascontiguousarray(a).view(np.uint16)
+
+
+def test_same_element_same_value_however_cut():
+    t = KeyedNormal("w", (3, 50, 1000), seed=7, std=0.25)
+    whole = bits(t.materialise()).reshape(-1)
+    assert t.size > 3 * STREAM_BLOCK  # crosses stream blocks
+    for chunk in (4094, 65536, 1 << 20):  # bytes: inside a block, page-sized, several blocks
+        pieces = [bits(t.fill_bytes(s, min(s + chunk, t.nbytes)).view(BF16)) for s in range(0, t.nbytes, chunk)]
+        assert np.array_equal(np.concatenate(pieces), whole)
+    assert np.array_equal(bits(t[1]), bits(t.materialise()[1]))
+    assert np.array_equal(bits(t[1:3]).reshape(-1), whole[50000:])
+    for lo, hi in ((0, 1), (32767, 32770), (149999, 150000), (5, 5)):  # single elements, across a block boundary
+        assert np.array_equal(bits(t.elements(lo, hi)), whole[lo:hi])
+
+
+def test_fill_chunks_covers_the_tensor_once_in_order():
+    t = KeyedNormal("x", (5, 20000), seed=1)
+    offsets, pieces = zip(*fill_chunks(t, chunk_bytes=3 * STREAM_BLOCK * 2))
+    assert offsets[0] == 0 and all(b - a == p.size for a, b, p in zip(offsets, offsets[1:], pieces))
+    assert max(p.size for p in pieces) <= 3 * STREAM_BLOCK * 2
+    assert np.array_equal(np.concatenate(pieces), t.materialise().reshape(-1).view(np.uint8))
+    arr = np.arange(10, dtype=np.float32)
+    assert np.array_equal(np.concatenate([p for _, p in fill_chunks(arr, 12)]).view(np.float32), arr)
+    with pytest.raises(InputError, match="chunk_bytes"):
+        list(fill_chunks(t, 0))
+
+
+def test_write_chunked_fills_device_memory_a_chunk_at_a_time():
+    from ptxsim.device import Device
+
+    t = KeyedNormal("layer.W1", (4, 64, 1024), seed=9, std=0.03)
+    dev = Device()
+    buf = dev.alloc(t.nbytes)  # an ordinary (eager) device buffer, as on a GPU
+    sizes = []
+
+    def write(offset, chunk):
+        sizes.append(chunk.size)
+        dev.gmem.write_bytes(buf.addr + offset, chunk)
+
+    assert write_chunked(t, write, chunk_bytes=STREAM_BLOCK * 2 * 2) == t.nbytes
+    assert len(sizes) == 4 and max(sizes) == STREAM_BLOCK * 2 * 2
+    got = dev.read(buf, BF16, t.shape)
+    assert np.array_equal(bits(got), bits(t.materialise()))
+
+
+def test_keys_separate_tensors_and_seeds():
+    assert not np.array_equal(tensor_key(0, "a"), tensor_key(0, "b"))
+    a = keyed_bf16(0, "a", (4096,))
+    assert not np.array_equal(bits(a), bits(keyed_bf16(0, "b", (4096,))))
+    assert not np.array_equal(bits(a), bits(keyed_bf16(1, "a", (4096,))))
+    assert np.array_equal(bits(a), bits(keyed_bf16(0, "a", (4096,))))
+
+
+def test_values_are_normal_never_zero_and_scaled():
+    v = keyed_bf16(3, "w", (200, 1000), std=0.5).astype(np.float64)
+    assert np.count_nonzero(v) > 0.99 * v.size
+    assert abs(v.mean()) < 0.01 and abs(v.std() - 0.5) < 0.01
+
+
+def test_bad_ranges_are_input_errors():
+    t = KeyedNormal("w", (10,), seed=0)
+    with pytest.raises(InputError, match=r"elements \[0, 11\)"):
+        t.elements(0, 11)
+    with pytest.raises(InputError, match="element boundaries"):
+        t.fill_bytes(1, 4)
+    with pytest.raises(InputError, match="row 10"):
+        t[10]
+
+
+@pytest.mark.parametrize("kernel", ["grouped_gemm", "swiglu", "combine", "permute", "layer"])
+def test_lazy_inputs_equal_materialised(kernel):
+    spec = get_kernel(kernel)
+    eager = spec.make_inputs(SMALL, "balanced", 5)
+    lazy = spec.make_inputs(SMALL, "balanced", 5, lazy=True)
+    assert any(isinstance(v, KeyedNormal) for v in lazy.values())
+    for name, value in eager.items():
+        assert isinstance(value, np.ndarray)
+        got = np.asarray(lazy[name])
+        assert got.shape == value.shape and np.array_equal(got.view(np.uint8), value.view(np.uint8)), name
+        if value.dtype == BF16:
+            assert np.count_nonzero(value.astype(np.float32)) > 0.99 * value.size, name
+
+
+def test_skews_still_shape_the_routing():
+    counts = {}
+    for skew in ("balanced", "extreme"):
+        ids = get_kernel("align").make_inputs(SMALL, skew, 0)["topk_ids"]
+        counts[skew] = np.bincount(ids.reshape(-1), minlength=SMALL.E)
+    favoured = np.sort(counts["extreme"])[-SMALL.K:]
+    assert favoured.min() >= SMALL.T * 0.9  # the K favoured experts take (nearly) every token
+    assert counts["balanced"].max() < favoured.min()

@@ -5,8 +5,8 @@ PTXSIM_BUDGET=<n>       default warp-instruction budget per launch (default 5e8)
 PTXSIM_MAX_LANES=<n>    most threads simulated in one lane vector (CTAs are batched up to this; default 32768).
 PTXSIM_TIME_LIMIT=<s>   wall-clock seconds one launch may run before TimeLimitExceeded (default 60; 0 = no limit).
 PTXSIM_MAX_CALL_DEPTH=<n>  deepest nesting of .func calls, recursion included (default 256).
-PTXSIM_MAX_GLOBAL=<n>   bytes of simulated global memory (all allocations and module variables; default 2 GiB;
-                        the host needs 3 bytes per simulated byte).
+PTXSIM_MAX_GLOBAL=<n>   bytes of eagerly backed simulated global memory (allocations copied in or poisoned, module
+                        variables; default 2 GiB). Lazy allocations (pages filled when first touched) do not count.
 """
 from __future__ import annotations
 

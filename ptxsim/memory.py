@@ -21,6 +21,7 @@ UNMAPPED, LIVE, FREED = 0, 1, 2
 # access (or a copy) touches it. Aligned accesses of up to 64 bytes never straddle two pages.
 PAGE_SHIFT = 16
 PAGE = 1 << PAGE_SHIFT
+MAX_RESERVED_BYTES = 1 << 40  # simulated global address space (virtual: backed only where touched)
 
 
 def _round_up(n: int, to: int) -> int:
@@ -95,6 +96,8 @@ class GlobalMemory:
     def __init__(self, capacity: int = 1 << 20):
         self.data = reserve(capacity)
         self.top = 0
+        self.eager_bytes = 0  # live bytes of non-lazy allocations (what PTXSIM_MAX_GLOBAL bounds)
+        self._eager: dict[int, int] = {}  # offset -> bytes of each live non-lazy allocation
         self.allocs: list[Allocation] = []  # sorted by address (bump allocator keeps it sorted)
         self.freed: list[Allocation] = []
         self.state = ByteStates(self)
@@ -148,11 +151,20 @@ class GlobalMemory:
         off = _round_up(self.top, PAGE) if lazy else self.top
         end = off + _round_up(max(int(nbytes), 1), ALLOC_ALIGN) + ALLOC_ALIGN  # a guard gap after each
         top = _round_up(end, PAGE) if lazy else end  # lazy pages belong to one allocation only
-        if top > CONFIG.max_global:
+        # NOTE: PTXSIM_MAX_GLOBAL bounds the bytes backed eagerly (copied in, poisoned, module variables): those cost
+        # host memory at once. Lazy allocations cost nothing until a CTA touches a page, so they are bounded only by
+        # the address space ptxsim reserves (MAX_RESERVED_BYTES).
+        eager = self.eager_bytes + (0 if lazy else int(nbytes))
+        if eager > CONFIG.max_global:
+            raise ResourceLimitError(f"allocating {nbytes} bytes for {label or 'a buffer'} would take eagerly backed "
+                                     f"simulated global memory to {eager} bytes; the limit is {CONFIG.max_global} "
+                                     "bytes (PTXSIM_MAX_GLOBAL)")
+        if top > MAX_RESERVED_BYTES:
             raise ResourceLimitError(f"allocating {nbytes} bytes for {label or 'a buffer'} would take simulated global "
-                                     f"memory to {top} bytes; the limit is {CONFIG.max_global} bytes "
-                                     "(PTXSIM_MAX_GLOBAL)")
-        self.top = top
+                                     f"memory to {top} bytes; ptxsim reserves at most {MAX_RESERVED_BYTES} bytes")
+        self.top, self.eager_bytes = top, eager
+        if not lazy:
+            self._eager[off] = int(nbytes)
         self._grow(self.top + 16)
         a = Allocation(GLOBAL_BASE + off, int(nbytes), label)
         self.allocs.append(a)
@@ -170,6 +182,7 @@ class GlobalMemory:
             if a.addr == addr:
                 del self.allocs[i]
                 self.freed.append(a)
+                self.eager_bytes -= self._eager.pop(a.addr - GLOBAL_BASE, 0)
                 self.state.invalidate()
                 self._drop_pending(a.addr - GLOBAL_BASE, a.nbytes)
                 return a

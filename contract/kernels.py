@@ -179,9 +179,14 @@ def _gemm_reference(inputs, preset, **_):
 
 
 def _gemm_check(outputs, inputs, preset, **_):
-    total = int(inputs["total_padded"][0])
     expect = _gemm_reference(inputs, preset)["c"]
-    c = outputs["c"]
+    return _blocks_check("grouped_gemm", outputs["c"], expect, inputs, preset, 1e-2)
+
+
+def _blocks_check(kernel: str, c: np.ndarray, expect: np.ndarray, inputs: dict, preset: Preset,
+                  tol: float) -> CheckResult:
+    """Normwise relative error per routed row block (<= tol), NaN-free rows < total_padded, untouched rows past it."""
+    total = int(inputs["total_padded"][0])
     failures: list[str] = []
     _collect(failures, unwritten("c[:total_padded]", c[:total]))
     worst = 0.0
@@ -191,12 +196,13 @@ def _gemm_check(outputs, inputs, preset, **_):
         rows = slice(b * preset.BM, (b + 1) * preset.BM)
         err = normwise_rel_error(c[rows], expect[rows])
         worst = max(worst, err) if err == err else float("nan")
-        if not err <= 1e-2:
-            failures.append(f"c block {b} (expert {inputs['block_expert'][b]}): normwise relative error {err:.3e} > 1e-2")
+        if not err <= tol:
+            failures.append(f"c block {b} (expert {inputs['block_expert'][b]}): normwise relative error {err:.3e} "
+                            f"> {tol:.0e}")
             break
     rest = poisoned([ArgSpec("c", c[total:].shape, BF16)])["c"]
     _collect(failures, untouched("c[total_padded:]", c[total:], rest))
-    return _result("grouped_gemm", failures, {"worst_block_normwise_rel": worst})
+    return _result(kernel, failures, {"worst_block_normwise_rel": worst})
 
 
 def _gemm_bytes(inputs, preset):
@@ -209,6 +215,58 @@ def _gemm_bytes(inputs, preset):
 
 def _gemm_flops(inputs, preset):
     return 2 * preset.slots * inputs["w"].shape[1] * inputs["a"].shape[1]  # routed rows exclude padding
+
+
+# ---------------------------------------------------------------------------------------------------- grouped_gemm_fp8
+# The tolerance, from the promotion interval (kernels.md "grouped_gemm_fp8"): e4m3 x e4m3 products are exact; a kernel
+# may accumulate at most 128 of them (one scale group) in the tensor cores' ~14-bit accumulator (u = 2^-13) before
+# promoting to fp32 with the scales applied, so rounding errors grow like sqrt(128) * u ~ 1.4e-3 per interval, not
+# sqrt(Kd) * u (1.0e-2 at Kd = 7168); fp32 sums across intervals add ~1e-7, the bf16 output <= 2^-9 = 2.0e-3 per
+# element. 1e-2 holds these ~3.4e-3 with room, while a missing or misplaced scale (scales differ per group and block
+# by up to 16x here) is off by far more.
+FP8_TOL = 1e-2
+
+
+def _fp8_inputs(preset, skew, seed, variant="up", **_):
+    if variant not in ("up", "down"):
+        raise UnknownNameError("grouped_gemm_fp8 variant", variant, ("up", "down"))
+    rng = np.random.default_rng(seed)
+    _, _, al = _routing(preset, check_skew(skew), rng)
+    Kd, N = (preset.H, 2 * preset.I) if variant == "up" else (preset.I, preset.H)
+    if Kd % ref.W_BLOCK or N % ref.W_BLOCK:
+        raise InputError(f"grouped_gemm_fp8: Kd={Kd}, N={N}; expected multiples of {ref.W_BLOCK} (the scale blocks)")
+    # act_quant's output, permuted: padding rows (sentinel ids) and rows past total_padded are zeros before quantising.
+    x = random_bf16(rng, (preset.P_max, Kd))
+    x[:, 3] = (rng.standard_normal(preset.P_max) * 30).astype(BF16)  # outliers make the 1x128 scales differ per row
+    x[al["sorted_ids"] >= preset.slots] = 0
+    aq = ref.act_quant(x)
+    # Each 128x128 weight block gets its own magnitude (2^-2 .. 2^2), so w_scale matters block by block.
+    w = random_bf16(rng, (preset.E, N, Kd), std=1.0 / np.sqrt(Kd)).astype(np.float32)
+    gain = np.exp2(rng.integers(-2, 3, (preset.E, N // ref.W_BLOCK, Kd // ref.W_BLOCK))).astype(np.float32)
+    w *= np.repeat(np.repeat(gain, ref.W_BLOCK, axis=1), ref.W_BLOCK, axis=2)
+    wq = ref.weight_quant(w.astype(BF16))
+    return {"a": aq["q"], "a_scale": aq["scale"], "w": wq["q"], "w_scale": wq["scale"],
+            "block_expert": al["block_expert"], "total_padded": al["total_padded"]}
+
+
+def _fp8_reference(inputs, preset, **_):
+    i = inputs
+    return {"c": ref.grouped_gemm_fp8(i["a"], i["a_scale"], i["w"], i["w_scale"], i["block_expert"],
+                                      i["total_padded"], preset)}
+
+
+def _fp8_check(outputs, inputs, preset, **_):
+    expect = _fp8_reference(inputs, preset)["c"]
+    return _blocks_check("grouped_gemm_fp8", outputs["c"], expect, inputs, preset, FP8_TOL)
+
+
+def _fp8_bytes(inputs, preset):
+    total = int(inputs["total_padded"][0])
+    be = inputs["block_expert"]
+    used = np.unique(be[be >= 0]).size
+    Kd, N = inputs["a"].shape[1], inputs["w"].shape[1]
+    w_scales = inputs["w_scale"][0].nbytes
+    return (total * (Kd + Kd // ref.QUANT_GROUP * 4) + used * (N * Kd + w_scales) + be.nbytes + 4 + total * N * 2)
 
 
 # -------------------------------------------------------------------------------------------------------------- swiglu
@@ -335,6 +393,10 @@ KERNELS: dict[str, KernelSpec] = {
     "grouped_gemm": KernelSpec(
         "grouped_gemm", "expert GEMM over aligned blocks", ("a", "w", "block_expert", "total_padded"), _gemm_inputs,
         _gemm_outputs, _gemm_reference, _gemm_check, _gemm_bytes, _gemm_flops, variants=("up", "down")),
+    "grouped_gemm_fp8": KernelSpec(
+        "grouped_gemm_fp8", "FP8 e4m3 expert GEMM, 1x128 / 128x128 scales",
+        ("a", "a_scale", "w", "w_scale", "block_expert", "total_padded"), _fp8_inputs, _gemm_outputs,
+        _fp8_reference, _fp8_check, _fp8_bytes, _gemm_flops, variants=("up", "down")),
     "swiglu": KernelSpec(
         "swiglu", "gated activation", ("h", "total_padded"), _swiglu_inputs, _swiglu_outputs,
         lambda i, p, **_: {"a": ref.swiglu(i["h"], i["total_padded"])}, _swiglu_check,

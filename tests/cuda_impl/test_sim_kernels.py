@@ -78,3 +78,11 @@ def test_grouped_gemm_matrix(backend, variant, skew, seed):
 @pytest.mark.parametrize("skew", SKEWS)
 def test_layer_matrix(backend, skew, seed):
     check(backend, "layer", skew, seed)
+
+
+def test_grouped_gemm_fp8_all_skews(backend, seed):
+    """The FP8 GEMM (dequantise + CUDA cores) passes at every skew (down: Kd=128, one scale group) and once up
+    (Kd=256: two scale groups per row, two K chunks per group)."""
+    for i, skew in enumerate(SKEWS):
+        check(backend, "grouped_gemm_fp8", skew, seed + i, variant="down")
+    check(backend, "grouped_gemm_fp8", SKEWS[seed % len(SKEWS)], seed, variant="up")

@@ -195,7 +195,7 @@ def _blocks_check(kernel: str, c: np.ndarray, expect: np.ndarray, inputs: dict, 
             continue
         rows = slice(b * preset.BM, (b + 1) * preset.BM)
         err = normwise_rel_error(c[rows], expect[rows])
-        worst = max(worst, err) if err == err else float("nan")
+        worst = float("nan") if np.isnan(err) else max(worst, err)
         if not err <= tol:
             failures.append(f"c block {b} (expert {inputs['block_expert'][b]}): normwise relative error {err:.3e} "
                             f"> {tol:.0e}")

@@ -48,7 +48,7 @@ class Tile:
 TILES = {16: Tile(64, 32, 4, 4), 32: Tile(64, 32, 4, 4), 64: Tile(64, 32, 4, 4), 128: Tile(128, 32, 8, 8)}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_kernel(BM: int, BN: int, BK: int, TM: int, TN: int):
     """The FP8 grouped GEMM kernel for one tile shape (all compile-time constants)."""
     NTX = BN // TN

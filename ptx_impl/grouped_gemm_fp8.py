@@ -36,7 +36,7 @@ PARAMS: tuple[tuple[str, str], ...] = (
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ptx_source() -> str:
     """The PTX module text."""
     return PATH.read_text(encoding="utf-8")

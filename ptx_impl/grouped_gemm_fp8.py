@@ -5,8 +5,9 @@ a 2-stage cp.async ring, promoting to fp32 registers with the scales applied eve
 group). This is what CUDA C++ cannot say without inline PTX: its wmma has no e4m3 fragments, so cpp_impl dequantises
 to bf16 in shared memory; Numba has no tensor cores at all. Later rungs (wgmma, TMA, mbarrier, clusters) build on it.
 
-The kernel is ptx_impl/kernels/grouped_gemm_fp8_m16n64.ptx (its header explains the algorithm): a 16 x 64 CTA tile,
-which divides every preset's BM and the 128-column weight blocks. This module is its descriptor and `run`.
+The kernel is ptx_impl/kernels/grouped_gemm_fp8_m16n64.ptx (written out by gemm_fp8_template.py; its header explains
+the algorithm): a 16 x 64 CTA tile, which divides every preset's BM and the 128-column weight blocks. This module is
+its descriptor and `run`.
 
 Kernel parameters, in order:
     a (u64, e4m3[P_max, Kd]), a_scale (u64, f32[P_max, Kd/128]), w (u64, e4m3[E, N, Kd]),

@@ -86,3 +86,11 @@ def test_grouped_gemm_fp8_all_skews(backend, seed):
     for i, skew in enumerate(SKEWS):
         check(backend, "grouped_gemm_fp8", skew, seed + i, variant="down")
     check(backend, "grouped_gemm_fp8", SKEWS[seed % len(SKEWS)], seed, variant="up")
+
+
+def test_grouped_gemm_fp8_ragged(backend, seed):
+    """T = 67, E = 40 (blocks of expert -1, a ragged total), Kd = 384 up: three scale groups."""
+    from contract.presets import Preset
+
+    ragged = Preset("ragged-fp8", T=67, H=384, E=40, K=6, G=8, TG=3, I=128, BM=16)
+    check(backend, "grouped_gemm_fp8", SKEWS[seed % len(SKEWS)], seed, preset=ragged, variant="up")

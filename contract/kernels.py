@@ -246,16 +246,27 @@ def _gemm_covered_blocks(c, block_expert, total: int, BM: int, sampled: bool, fa
 
 def _gemm_check(outputs, inputs, preset, sampled=False, **_):
     """Every expert block (or, sampled, exactly the elements the simulated CTAs wrote) within 1e-2 normwise."""
+    def expect_blocks(blocks, cols):
+        return ref.grouped_gemm_blocks(inputs["a"], inputs["w"], inputs["block_expert"], blocks, preset, cols)
+
+    return _blocks_check("grouped_gemm", outputs["c"], inputs, preset, sampled, expect_blocks, 1e-2)
+
+
+def _blocks_check(kernel: str, c: np.ndarray, inputs: dict, preset: Preset, sampled: bool, expect_blocks,
+                  tol: float) -> CheckResult:
+    """Normwise relative error per routed row block (<= tol), NaN-free rows < total_padded, untouched rows past it.
+
+    expect_blocks(blocks, cols) -> {block: float64 reference rows} (cols: {block: written columns} when sampled, the
+    reference then holds just those columns; None: every column)."""
     total, BM, be = int(inputs["total_padded"][0]), preset.BM, inputs["block_expert"]
-    c = outputs["c"]
     failures: list[str] = []
     if not sampled:
         _collect(failures, unwritten("c[:total_padded]", c[:total]))
     blocks, masks, covered = _gemm_covered_blocks(c, be, total, BM, sampled, failures)
     if sampled and not blocks and not failures:
-        return _nothing_written("grouped_gemm", "an expert block of c")
+        return _nothing_written(kernel, "an expert block of c")
     cols = {b: np.flatnonzero(m.any(axis=0)) for b, m in masks.items()}
-    expect = ref.grouped_gemm_blocks(inputs["a"], inputs["w"], be, blocks, preset, cols if sampled else None)
+    expect = expect_blocks(blocks, cols if sampled else None)
     worst = 0.0
     for b in blocks:
         got = c[b * BM: (b + 1) * BM]
@@ -266,14 +277,14 @@ def _gemm_check(outputs, inputs, preset, sampled=False, **_):
             want = expect[b]
         err = normwise_rel_error(got, want)
         worst = max(worst, err) if err == err else float("nan")  # noqa: PLR0124 - NaN test
-        if not err <= 1e-2:
-            failures.append(f"c block {b} (expert {be[b]}): normwise relative error {err:.3e} > 1e-2")
+        if not err <= tol:
+            failures.append(f"c block {b} (expert {be[b]}): normwise relative error {err:.3e} > {tol:.0e}")
             break
     rest = poisoned([ArgSpec("c", c[total:].shape, BF16)])["c"]
     _collect(failures, untouched("c[total_padded:]", c[total:], rest))
     expert_elems = int(np.count_nonzero(be[: total // BM] >= 0)) * BM * c.shape[1]
-    return _result("grouped_gemm", failures, {"worst_block_normwise_rel": worst, "blocks_checked": len(blocks),
-                                              "coverage": fraction(covered, expert_elems), "sampled": bool(sampled)})
+    return _result(kernel, failures, {"worst_block_normwise_rel": worst, "blocks_checked": len(blocks),
+                                      "coverage": fraction(covered, expert_elems), "sampled": bool(sampled)})
 
 
 def _gemm_bytes(inputs, preset):
@@ -286,6 +297,65 @@ def _gemm_bytes(inputs, preset):
 
 def _gemm_flops(inputs, preset):
     return 2 * preset.slots * inputs["w"].shape[1] * inputs["a"].shape[1]  # routed rows exclude padding
+
+
+# ---------------------------------------------------------------------------------------------------- grouped_gemm_fp8
+# The tolerance, from the promotion interval (kernels.md "grouped_gemm_fp8"): e4m3 x e4m3 products are exact; a kernel
+# may accumulate at most 128 of them (one scale group) in the tensor cores' ~14-bit accumulator (u = 2^-13) before
+# promoting to fp32 with the scales applied, so rounding errors grow like sqrt(128) * u ~ 1.4e-3 per interval, not
+# sqrt(Kd) * u (1.0e-2 at Kd = 7168); fp32 sums across intervals add ~1e-7, the bf16 output <= 2^-9 = 2.0e-3 per
+# element. 1e-2 holds these ~3.4e-3 with room, while a missing or misplaced scale (scales differ per group and block
+# by up to 16x here) is off by far more.
+FP8_TOL = 1e-2
+
+
+def _fp8_inputs(preset, skew, seed, variant="up", **_):
+    if variant not in ("up", "down"):
+        raise UnknownNameError("grouped_gemm_fp8 variant", variant, ("up", "down"))
+    rng = np.random.default_rng(seed)
+    _, _, al = _routing(preset, check_skew(skew), rng)
+    Kd, N = (preset.H, 2 * preset.I) if variant == "up" else (preset.I, preset.H)
+    if Kd % ref.W_BLOCK or N % ref.W_BLOCK:
+        raise InputError(f"grouped_gemm_fp8: Kd={Kd}, N={N}; expected multiples of {ref.W_BLOCK} (the scale blocks)")
+    # act_quant's output, permuted: padding rows (sentinel ids) and rows past total_padded are zeros before quantising.
+    x = random_bf16(rng, (preset.P_max, Kd))
+    x[:, 3] = (rng.standard_normal(preset.P_max) * 30).astype(BF16)  # outliers make the 1x128 scales differ per row
+    x[al["sorted_ids"] >= preset.slots] = 0
+    aq = ref.act_quant(x)
+    # Each 128x128 weight block gets its own magnitude (2^-2 .. 2^2), so w_scale matters block by block.
+    w = random_bf16(rng, (preset.E, N, Kd), std=1.0 / np.sqrt(Kd)).astype(np.float32)
+    gain = np.exp2(rng.integers(-2, 3, (preset.E, N // ref.W_BLOCK, Kd // ref.W_BLOCK))).astype(np.float32)
+    w *= np.repeat(np.repeat(gain, ref.W_BLOCK, axis=1), ref.W_BLOCK, axis=2)
+    wq = ref.weight_quant(w.astype(BF16))
+    return {"a": aq["q"], "a_scale": aq["scale"], "w": wq["q"], "w_scale": wq["scale"],
+            "block_expert": al["block_expert"], "total_padded": al["total_padded"]}
+
+
+def _fp8_reference(inputs, preset, **_):
+    i = inputs
+    return {"c": ref.grouped_gemm_fp8(i["a"], i["a_scale"], i["w"], i["w_scale"], i["block_expert"],
+                                      i["total_padded"], preset)}
+
+
+def _fp8_check(outputs, inputs, preset, sampled=False, **_):
+    """Every expert block (or, sampled, exactly the elements the simulated CTAs wrote) within FP8_TOL normwise."""
+    full = _fp8_reference(inputs, preset)["c"]  # the fp8 inputs are 1 byte per element: the whole reference fits
+    BM = preset.BM
+
+    def expect_blocks(blocks, cols):
+        rows = {b: full[b * BM: (b + 1) * BM] for b in blocks}
+        return rows if cols is None else {b: r[:, cols[b]] for b, r in rows.items()}
+
+    return _blocks_check("grouped_gemm_fp8", outputs["c"], inputs, preset, sampled, expect_blocks, FP8_TOL)
+
+
+def _fp8_bytes(inputs, preset):
+    total = int(inputs["total_padded"][0])
+    be = inputs["block_expert"]
+    used = np.unique(be[be >= 0]).size
+    Kd, N = inputs["a"].shape[1], inputs["w"].shape[1]
+    w_scales = inputs["w_scale"][0].nbytes
+    return (total * (Kd + Kd // ref.QUANT_GROUP * 4) + used * (N * Kd + w_scales) + be.nbytes + 4 + total * N * 2)
 
 
 # -------------------------------------------------------------------------------------------------------------- swiglu
@@ -438,6 +508,10 @@ KERNELS: dict[str, KernelSpec] = {
     "grouped_gemm": KernelSpec(
         "grouped_gemm", "expert GEMM over aligned blocks", ("a", "w", "block_expert", "total_padded"), _gemm_inputs,
         _gemm_outputs, _gemm_reference, _gemm_check, _gemm_bytes, _gemm_flops, variants=("up", "down")),
+    "grouped_gemm_fp8": KernelSpec(
+        "grouped_gemm_fp8", "FP8 e4m3 expert GEMM, 1x128 / 128x128 scales",
+        ("a", "a_scale", "w", "w_scale", "block_expert", "total_padded"), _fp8_inputs, _gemm_outputs,
+        _fp8_reference, _fp8_check, _fp8_bytes, _gemm_flops, variants=("up", "down")),
     "swiglu": KernelSpec(
         "swiglu", "gated activation", ("h", "total_padded"), _swiglu_inputs, _swiglu_outputs,
         lambda i, p, **_: {"a": ref.swiglu(i["h"], i["total_padded"])}, _swiglu_check,

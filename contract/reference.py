@@ -146,6 +146,48 @@ def grouped_gemm(a: np.ndarray, w: np.ndarray, block_expert: np.ndarray, total_p
     return out
 
 
+W_BLOCK = 128  # weights are quantised in 128 x 128 blocks (DeepSeek-V3 technical report, section 3.3)
+
+
+def weight_quant(w: np.ndarray) -> dict[str, np.ndarray]:
+    """e4m3 weights with one fp32 scale per 128 x 128 block of each expert: w[E, N, Kd] -> q, scale[E, N/128, Kd/128].
+
+    Same rounding as act_quant (fp32 IEEE ops, RNE, saturation to +-448), over blocks instead of 1x128 groups.
+    """
+    E, N, Kd = w.shape
+    blocks = w.astype(np.float32).reshape(E, N // W_BLOCK, W_BLOCK, Kd // W_BLOCK, W_BLOCK)
+    amax = np.abs(blocks).max(axis=(2, 4))
+    scale = (np.maximum(amax, np.float32(1e-4)) / np.float32(E4M3_MAX)).astype(np.float32)
+    scaled = (blocks / scale[:, :, None, :, None]).astype(np.float32)
+    q = np.clip(scaled, -E4M3_MAX, E4M3_MAX).astype(E4M3)
+    return {"q": q.reshape(E, N, Kd), "scale": scale}
+
+
+def dequant_rows(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """float64 values of 1x128-quantised rows: q[M, Kd] * scale[M, Kd/128] (exact: e4m3 x fp32 fits in float64)."""
+    return q.astype(np.float64) * np.repeat(scale.astype(np.float64), QUANT_GROUP, axis=-1)
+
+
+def dequant_blocks(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """float64 values of 128x128-block-quantised weights: q[E, N, Kd] * scale[E, N/128, Kd/128] (exact)."""
+    s = np.repeat(np.repeat(scale.astype(np.float64), W_BLOCK, axis=-2), W_BLOCK, axis=-1)
+    return q.astype(np.float64) * s
+
+
+def grouped_gemm_fp8(a: np.ndarray, a_scale: np.ndarray, w: np.ndarray, w_scale: np.ndarray, block_expert: np.ndarray,
+                     total_padded: np.ndarray, preset: Preset) -> np.ndarray:
+    """float64 c rows < total_padded (kernels.md "grouped_gemm_fp8"): grouped_gemm on the dequantised inputs."""
+    total = int(total_padded[0])
+    out = np.zeros((total, w.shape[1]), np.float64)
+    a_deq = dequant_rows(a[:total], a_scale[:total])
+    for b in range(total // preset.BM):
+        e = int(block_expert[b])
+        if e >= 0:
+            rows = slice(b * preset.BM, (b + 1) * preset.BM)
+            out[rows] = a_deq[rows] @ dequant_blocks(w[e], w_scale[e]).T
+    return out
+
+
 def swiglu(h: np.ndarray, total_padded: np.ndarray, rows=None) -> np.ndarray:
     """float64 a rows < total_padded (kernels.md §6), or just `rows`: silu(gate half) * up half."""
     total = int(total_padded[0])

@@ -23,6 +23,7 @@ KERNEL_MODULES: dict[str, str] = {
     "swiglu": "swiglu",
     "combine": "combine",
     "grouped_gemm": "grouped_gemm",
+    "grouped_gemm_fp8": "grouped_gemm_fp8",
     "layer": "layer",
 }
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 
-KERNEL_NAMES = ("gate", "align", "permute", "act_quant", "grouped_gemm", "swiglu", "combine")
+LAYER_KERNELS = ("gate", "align", "permute", "act_quant", "grouped_gemm", "swiglu", "combine")
+KERNEL_NAMES = (*LAYER_KERNELS, "grouped_gemm_fp8")  # the FP8 GEMM stands alone: the layer's fp8 variant comes later
 
 
 class _Sources(Mapping):
@@ -57,7 +58,7 @@ def __getattr__(name):
         return impl
     if name == "SOURCE_MODULES":
         mods = {k: (importlib.import_module(f"cuda_impl.{k}"),) for k in KERNEL_NAMES}
-        mods["layer"] = tuple(m for (m,) in mods.values())
+        mods["layer"] = tuple(mods[k][0] for k in LAYER_KERNELS)
         globals()["SOURCE_MODULES"] = mods
         return mods
     raise AttributeError(f"module 'cuda_impl' has no attribute {name!r}")

@@ -224,3 +224,14 @@ def e4m3_rn_sat(x):
     # normal: keep 3 mantissa bits with RNE on the bits; a carry rolls into the exponent as it should.
     r = (a + uint32(0x7FFFF) + ((a >> uint32(20)) & uint32(1))) >> uint32(20)
     return sign | (r - uint32(960))  # rebias the exponent: (127 - 7) << 3
+
+
+@cuda.jit(device=True, inline=True)
+def e4m3_to_f32(byte):
+    """float8_e4m3fn bits (the low 8 bits of `byte`) -> float32, exact; the NaN codes 0x7F/0xFF are not decoded."""
+    b = uint32(byte) & uint32(0xFF)
+    sign = (b & uint32(0x80)) << uint32(24)
+    mag = b & uint32(0x7F)
+    if mag < uint32(8):  # subnormal: mag * 2^-9, exact in fp32
+        return f32_from_bits(f32_bits(float32(mag) * float32(0.001953125)) | sign)
+    return f32_from_bits(sign | ((mag + uint32(960)) << uint32(20)))  # rebias the exponent: (127 - 7) << 3

@@ -22,7 +22,10 @@ from harness.nvtx_ranges import RangeRecorder, range_name, run_range_name
 from harness.results import RunFile, row_key
 from harness.timing.gpu import GpuTimingSettings
 
-GEMM_LIKE = ("grouped_gemm", "layer")  # kernels whose FLOPs run on tensor cores (peak: dense bf16)
+# The peak a kernel's FLOPs are measured against (a DeviceSpec attribute "<kind>_flops"): tensor-core kernels use the
+# dense tensor-core peak of their input type, everything else the fp32 CUDA-core peak.
+PEAK_FLOPS_KIND = {"grouped_gemm": "bf16_dense", "layer": "bf16_dense", "grouped_gemm_fp8": "fp8_dense"}
+GEMM_LIKE = tuple(PEAK_FLOPS_KIND)  # kernels whose FLOPs run on tensor cores
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ def throughput(kernel: str, min_bytes: int, flops: int, time_us: float | None, s
     """Achieved GB/s and TFLOP/s from the kernel's byte/FLOP counts, and % of the device's peaks."""
     out = {"min_bytes": int(min_bytes), "flops": int(flops), "time_us": time_us, "achieved_gbps": None,
            "achieved_tflops": None, "pct_peak_bandwidth": None, "pct_peak_flops": None, "peak_flops_kind":
-           "bf16_dense" if kernel in GEMM_LIKE else "fp32", "device": getattr(spec, "name", None)}
+           PEAK_FLOPS_KIND.get(kernel, "fp32"), "device": getattr(spec, "name", None)}
     if not time_us or time_us <= 0:
         return out
     seconds = time_us * 1e-6
@@ -128,7 +131,7 @@ def throughput(kernel: str, min_bytes: int, flops: int, time_us: float | None, s
     out["achieved_tflops"] = flops / seconds / 1e12
     if spec is not None:
         out["pct_peak_bandwidth"] = 100.0 * min_bytes / seconds / spec.memory_bandwidth
-        peak = spec.bf16_dense_flops if kernel in GEMM_LIKE else spec.fp32_flops
+        peak = getattr(spec, f"{out['peak_flops_kind']}_flops")
         out["pct_peak_flops"] = 100.0 * flops / seconds / peak
     return out
 

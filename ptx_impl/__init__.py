@@ -16,12 +16,20 @@ def _grouped_gemm(backend, args, preset, **params):
     return grouped_gemm.run(backend, args, preset, **params)
 
 
+def _grouped_gemm_fp8(backend, args, preset, **params):
+    """Lazy entry for ptx_impl.grouped_gemm_fp8.run (rung 1: mma.sync e4m3)."""
+    from ptx_impl import grouped_gemm_fp8
+
+    return grouped_gemm_fp8.run(backend, args, preset, **params)
+
+
 KERNELS = {
     "gate": gate.run,
     "align": align.run,
     "permute": permute.run,
     "act_quant": act_quant.run,
     "grouped_gemm": _grouped_gemm,
+    "grouped_gemm_fp8": _grouped_gemm_fp8,
     "swiglu": swiglu.run,
     "combine": combine.run,
     "layer": layer.run,

@@ -78,3 +78,19 @@ def test_grouped_gemm_matrix(backend, variant, skew, seed):
 @pytest.mark.parametrize("skew", SKEWS)
 def test_layer_matrix(backend, skew, seed):
     check(backend, "layer", skew, seed)
+
+
+def test_grouped_gemm_fp8_all_skews(backend, seed):
+    """The FP8 GEMM (dequantise + CUDA cores) passes at every skew (down: Kd=128, one scale group) and once up
+    (Kd=256: two scale groups per row, two K chunks per group)."""
+    for i, skew in enumerate(SKEWS):
+        check(backend, "grouped_gemm_fp8", skew, seed + i, variant="down")
+    check(backend, "grouped_gemm_fp8", SKEWS[seed % len(SKEWS)], seed, variant="up")
+
+
+def test_grouped_gemm_fp8_ragged(backend, seed):
+    """T = 67, E = 40 (blocks of expert -1, a ragged total), Kd = 384 up: three scale groups."""
+    from contract.presets import Preset
+
+    ragged = Preset("ragged-fp8", T=67, H=384, E=40, K=6, G=8, TG=3, I=128, BM=16)
+    check(backend, "grouped_gemm_fp8", SKEWS[seed % len(SKEWS)], seed, preset=ragged, variant="up")

@@ -18,6 +18,7 @@ MUST_HAVE = {
     "grouped_gemm": ["ld.global.u64", "ld.shared.v4.f32", "st.shared", "bar.sync", "fma.rn.f32", "st.global.u64"],
     "swiglu": ["ld.global.cs.b64", "st.global.u64", "ex2.approx.f32", "div.approx.f32"],
     "combine": ["ld.global.cs.b64", "st.global.u64", "fma.rn.f32"],
+    "grouped_gemm_fp8": ["ld.global.u32", "st.shared.f32", "bar.sync", "fma.rn.f32", "st.global.u16"],
 }
 # ...and must not: act_quant's division and rounding are specified bit for bit, so no approximate math there
 MUST_NOT_HAVE = {"act_quant": [".approx", ".ftz"]}

@@ -226,6 +226,8 @@ def test_throughput_math():
     assert t["pct_peak_bandwidth"] == pytest.approx(100 * 4.8e12 / spec.memory_bandwidth)
     assert t["pct_peak_flops"] == pytest.approx(100 * 1e15 / spec.bf16_dense_flops)
     assert runner.throughput("gate", 10, 10, 1.0, spec)["peak_flops_kind"] == "fp32"
+    fp8 = runner.throughput("grouped_gemm_fp8", 10, 10**12, 1000.0, spec)  # FP8 tensor cores: twice the bf16 peak
+    assert fp8["peak_flops_kind"] == "fp8_dense" and fp8["pct_peak_flops"] == pytest.approx(1e17 / spec.fp8_dense_flops)
     assert runner.throughput("gate", 10, 10, None, spec)["achieved_gbps"] is None
 
 

@@ -28,6 +28,14 @@ def _gemm(p: Preset, v: str):
              "total_padded": ((1,), I32)}, {"c": ((p.P_max, n), BF16)})
 
 
+def _gemm_fp8(p: Preset, v: str):
+    kd, n = _gemm_kd_n(p, v)
+    block = 128  # 1x128 activation groups, 128x128 weight blocks
+    return ({"a": ((p.P_max, kd), E4M3), "a_scale": ((p.P_max, kd // block), F32), "w": ((p.E, n, kd), E4M3),
+             "w_scale": ((p.E, n // block, kd // block), F32), "block_expert": ((p.n_blocks,), I32),
+             "total_padded": ((1,), I32)}, {"c": ((p.P_max, n), BF16)})
+
+
 # kernel -> (preset, variant) -> ({input: (shape, dtype)}, {output: (shape, dtype)}); keyed (lazy-able) inputs below
 SHAPES = {
     "gate": lambda p, v: ({"logits": ((p.T, p.E), F32), "bias": ((p.E,), F32)},
@@ -41,6 +49,7 @@ SHAPES = {
     "act_quant": lambda p, v: ({"a": ((p.T, p.H), BF16)},
                                {"q": ((p.T, p.H), E4M3), "scale": ((p.T, p.H // 128), F32)}),
     "grouped_gemm": _gemm,
+    "grouped_gemm_fp8": _gemm_fp8,
     "swiglu": lambda p, v: ({"h": ((p.P_max, 2 * p.I), BF16), "total_padded": ((1,), I32)},
                             {"a": ((p.P_max, p.I), BF16)}),
     "combine": lambda p, v: ({"y": ((p.P_max, p.H), BF16), "topk_w": ((p.T, p.K), F32), "inverse": ((p.T, p.K), I32)},

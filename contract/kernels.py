@@ -318,12 +318,12 @@ def _fp8_inputs(preset, skew, seed, variant="up", **_):
     if Kd % ref.W_BLOCK or N % ref.W_BLOCK:
         raise InputError(f"grouped_gemm_fp8: Kd={Kd}, N={N}; expected multiples of {ref.W_BLOCK} (the scale blocks)")
     # act_quant's output, permuted: padding rows (sentinel ids) and rows past total_padded are zeros before quantising.
-    x = random_bf16(rng, (preset.P_max, Kd))
+    x = keyed_bf16(seed, f"grouped_gemm_fp8.{variant}.x", (preset.P_max, Kd))  # fp8 inputs: 1 byte each, held whole
     x[:, 3] = (rng.standard_normal(preset.P_max) * 30).astype(BF16)  # outliers make the 1x128 scales differ per row
     x[al["sorted_ids"] >= preset.slots] = 0
     aq = ref.act_quant(x)
     # Each 128x128 weight block gets its own magnitude (2^-2 .. 2^2), so w_scale matters block by block.
-    w = random_bf16(rng, (preset.E, N, Kd), std=1.0 / np.sqrt(Kd)).astype(np.float32)
+    w = keyed_bf16(seed, f"grouped_gemm_fp8.{variant}.w", (preset.E, N, Kd), std=1.0 / np.sqrt(Kd)).astype(np.float32)
     gain = np.exp2(rng.integers(-2, 3, (preset.E, N // ref.W_BLOCK, Kd // ref.W_BLOCK))).astype(np.float32)
     w *= np.repeat(np.repeat(gain, ref.W_BLOCK, axis=1), ref.W_BLOCK, axis=2)
     wq = ref.weight_quant(w.astype(BF16))

@@ -13,7 +13,7 @@ from harness.results import RunFile
 
 def _settings():
     return runner.CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",), kernels=("gate", "align"),
-                                  seed=4321, impls=("numba", "ptx"), static=False)
+                                  seed=4321, impls=("cpp", "ptx"), static=False)
 
 
 def _sweep(tmp_path, name, parallel):

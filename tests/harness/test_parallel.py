@@ -68,3 +68,29 @@ def test_options():
     with pytest.raises(InputError, match="timed one at a time"):
         parallel_option(2, None, "gpu")
     assert not wants_parallel(ParallelSettings(workers=4), 1) and wants_parallel(ParallelSettings(workers=4), 2)
+
+
+@pytest.mark.sim
+def test_ctrl_c_during_a_parallel_run_leaves_a_resumable_run(tmp_path, monkeypatch):
+    """KeyboardInterrupt after the first row is saved: it reaches the caller (the CLI saves the run as interrupted),
+    the cluster is closed, and a resumed run (serial here) finishes the other rows."""
+    from harness.backends.select import select_backend
+    from harness.progress import Progress
+
+    settings = _settings()
+    run_file = RunFile.create(tmp_path, "ctrl-c", settings.as_dict(), {"backend": "sim", "gpu": {}}, command=["t"])
+    real_end = Progress.end
+
+    def end_then_interrupt(self, key, text, seconds):
+        real_end(self, key, text, seconds)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Progress, "end", end_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_sweep(select_backend("sim"), settings, run_file, progress=io.StringIO(),
+                         parallel=ParallelSettings(workers=2))
+    monkeypatch.setattr(Progress, "end", real_end)
+    saved = RunFile.load(tmp_path / "ctrl-c")
+    assert len(saved.doc["rows"]) == 1 and saved.doc["rows"][0]["status"] == "ok"
+    runner.run_sweep(select_backend("sim"), settings, saved, progress=io.StringIO())
+    assert sorted(r["status"] for r in saved.doc["rows"]) == ["ok"] * 4 and len(saved.doc["verdicts"]) == 2

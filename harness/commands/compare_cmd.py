@@ -248,6 +248,9 @@ def open_run(args, lock=None):
         return run_file, settings, backend
     backend_name = resolve_backend_name(args.backend)
     settings = build_settings(args, backend_name)  # names and numbers first: a refused option creates nothing
+    from harness.parallel import parallel_option
+
+    parallel_option(getattr(args, "workers", None), getattr(args, "scheduler", None), backend_name)
     out = check_out_dir(args.out)
     backend = _select(select_backend, settings)
     env = collect_environment(backend_name, settings.model_device)

@@ -108,7 +108,7 @@ def gib(n: int) -> str:
 def memory_skip_reason(kernel: str, preset: str, impl: str, variant: str | None, backend: str,
                        available: int | None) -> str | None:
     """One line saying why a row will not fit (what it needs, what the machine has, which flag helps), or None."""
-    if available is None:
+    if available is None or kernel not in SHAPES:  # unknown: run it rather than guess
         return None
     need = estimate_row_memory(kernel, preset, impl, variant, backend)
     if need.total_bytes <= available:

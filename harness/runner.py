@@ -365,6 +365,8 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
             yield impl, _plain_row(settings, item, impl, seed, "missing", why)
             continue
         free = available_bytes()
+        if free is not None and cell_inputs is not None:  # the cell's inputs are already held: this row reuses them
+            free += sum(int(a.nbytes) for a in cell_inputs.values())
         too_big = memory_skip_reason(item.kernel, item.preset, impl, item.variant, settings.backend,
                                      None if free is None else free // max(1, memory_share))
         if too_big:

@@ -29,3 +29,7 @@ def test_predicted_cost_orders_rows_by_work():
 
 def test_format_seconds():
     assert [format_seconds(s) for s in (4.4, 65, 3725)] == ["4s", "1m05s", "1h02m"]
+
+
+def test_a_kernel_without_a_size_table_costs_one_unit():
+    assert predicted_cost("my_kernel", "tiny", None) == 1.0

@@ -31,3 +31,7 @@ def test_skip_reason_is_one_line_naming_need_have_and_flags():
 def test_unknown_kernel_names_the_valid_ones():
     with pytest.raises(UnknownNameError, match="gate"):
         estimate_row_memory("gatee", "tiny", "ptx")
+
+
+def test_a_kernel_without_a_size_table_is_run_not_skipped():
+    assert memory_skip_reason("my_kernel", "dsv3-prefill", "ptx", None, "sim", 1) is None

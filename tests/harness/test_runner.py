@@ -347,3 +347,18 @@ def _preset(name):
     from contract.presets import get_preset
 
     return get_preset(name)
+
+
+def test_the_cells_held_inputs_count_as_free_for_its_next_path(tmp_path, monkeypatch):
+    """The second path reuses the inputs the first drew, so they must not count against it."""
+    from harness import row_memory
+
+    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (fake_run(k), ""))
+    free = 2**30
+    monkeypatch.setattr(row_memory, "available_bytes", lambda: free)
+    monkeypatch.setattr(row_memory, "estimate_row_memory", lambda kernel, preset, impl, variant=None, backend="sim":
+                        row_memory.RowMemory(0 if impl == "numba" else free + 1, 0))
+    settings = _settings(["gate"])
+    run_file = _run_file(tmp_path, settings)
+    runner.run_sweep(FakeBackend(), settings, run_file, progress=io.StringIO())
+    assert [r["status"] for r in run_file.doc["rows"]] == ["ok", "ok"]

@@ -108,7 +108,9 @@ def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: P
     client, cluster = _open_client(parallel)
     futures = {}
     try:
-        share = max(1, len(client.scheduler_info().get("workers", {})) if cluster is None else parallel.local_workers)
+        # NOTE: a LocalCluster's workers share this machine's memory; a cluster's workers may be on other machines,
+        # so each checks its own free memory whole
+        share = parallel.local_workers if cluster is not None else 1
         for item, rows, todo in cells:
             if not todo:
                 set_verdicts(run_file, settings, item, rows)

@@ -12,11 +12,12 @@ import sys
 import time
 import traceback
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
+from harness.gemm_work import gemm_work
 from harness.implementations import IMPL_ORDER, Pair, pairs_of
 from harness.nvtx_ranges import RangeRecorder, range_name, run_range_name
 from harness.results import RunFile, row_key
@@ -199,6 +200,7 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
         sources = backend.launched_sources() if settings.static or settings.backend == "sim" else {}
         row["static"] = _static_quietly(backend, settings, sources)
         row["min_bytes"], row["flops"] = int(spec.min_bytes(inputs, preset)), int(spec.flops(inputs, preset))
+        row["gemm_work"] = gemm_work(item.kernel, inputs, preset)
         if settings.backend == "sim":
             from harness.timing.sim import metrics_dict, model_row, sum_metrics
 
@@ -341,84 +343,155 @@ def _verdict(item: Item, pair: Pair, rows: dict[str, dict], basis: str) -> dict:
     return out
 
 
-def _progress(stream, text: str) -> None:
-    print(text, file=stream, flush=True)
+def _plain_row(settings: CompareSettings, item: Item, impl: str, seed: int, status: str, reason: str) -> dict:
+    """A row that did not run (missing, skipped) or broke before it had results (error)."""
+    return {"key": item.key(impl), "kernel": item.kernel, "variant": item.variant, "impl": impl,
+            "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend, "status": status,
+            "reason": reason}
 
 
-def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=None) -> dict:
-    """Run every row not already done in `run_file`; returns {"failed": [...], "missing": [...], "ran": n}."""
-    progress = progress if progress is not None else sys.stderr
+def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec, recorder: RangeRecorder,
+             on_start: Callable[[str, int], None] | None = None, memory_share: int = 1) -> Iterator[tuple[str, dict]]:
+    """Run `impls` of one cell, yielding (impl, row) as each finishes; the inputs are drawn once for them all.
+
+    A row whose estimated memory (harness.row_memory) exceeds this machine's free memory / `memory_share` (the
+    processes running rows at once) is not run: it gets status "skipped" and a one-line reason. Only KeyboardInterrupt
+    escapes: any other exception becomes that row's "error" row.
+    """
+    from harness.row_memory import available_bytes, memory_skip_reason
+
+    seed = item_seed(settings.seed, item)
+    cell_inputs: dict | None = None  # drawn once per cell, shared by every path (same seed anyway)
+    for impl in impls:
+        run, why = _find_run(impl, item.kernel)
+        if run is None:
+            yield impl, _plain_row(settings, item, impl, seed, "missing", why)
+            continue
+        free = available_bytes()
+        if free is not None and cell_inputs is not None:  # the cell's inputs are already held: this row reuses them
+            free += sum(int(a.nbytes) for a in cell_inputs.values())
+        too_big = memory_skip_reason(item.kernel, item.preset, impl, item.variant, settings.backend,
+                                     None if free is None else free // max(1, memory_share))
+        if too_big:
+            yield impl, _plain_row(settings, item, impl, seed, "skipped", too_big)
+            continue
+        if on_start is not None:
+            on_start(impl, seed)
+        t_row = time.perf_counter()
+        try:
+            if cell_inputs is None:
+                from contract.kernels import get_kernel
+                from contract.presets import get_preset
+
+                cell_inputs = get_kernel(item.kernel).make_inputs(get_preset(item.preset), item.skew, seed,
+                                                                  **item.params)
+            row = run_row(backend, settings, item, impl, run, seed, recorder, device_spec, inputs=cell_inputs)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one broken path must not stop the sweep
+            row = _plain_row(settings, item, impl, seed, "error", f"{type(exc).__name__}: {exc}")
+            row["traceback"] = traceback.format_exc(limit=8)[-4000:]
+            row["elapsed_s"] = time.perf_counter() - t_row
+            row["static"] = _static_quietly(backend, settings)
+            row["sticky_cuda_error"] = _sticky_code(exc)
+        yield impl, row
+
+
+def set_verdicts(run_file: RunFile, settings: CompareSettings, item: Item, rows: dict[str, dict]) -> None:
+    basis = "modelled" if settings.backend == "sim" else "measured"
+    for pair in pairs_of(rows):
+        run_file.set_verdict(_verdict(item, pair, rows, basis))
+
+
+def record_row(run_file: RunFile, summary: dict, row: dict, progress, ranges: list[dict]) -> None:
+    """Save one finished row (and its NVTX ranges), count it in `summary`, print its progress line."""
+    key = row["key"]
+    summary["ran"] += 1
+    if row["status"] == "missing":
+        summary["missing"].append(f"{key}: {row['reason']}")
+    elif row["status"] == "skipped":
+        summary.setdefault("too_big", []).append(f"{key}: {row['reason']}")
+    elif row["status"] != "ok":
+        reason = row.get("reason") or row.get("correctness", {}).get("message", "")
+        summary["failed"].append(f"{key}: {row['status']}: {reason}")
+    run_file.add_ranges(ranges)
+    run_file.add_row(row)
+    seconds = row.get("elapsed_s")
+    progress.end(key, f"{_row_status(row)}" + (f" ({seconds:.1f}s)" if seconds is not None else ""), seconds)
+    for finding in (row.get("sanitizer") or {}).get("findings", [])[:SHOW_FINDINGS]:
+        progress.note(f"{finding['text']} [launch {finding['launch']}]")
+    if row.get("sticky_cuda_error"):
+        _stop_after_sticky(run_file, row, summary)
+
+
+def make_progress(settings: CompareSettings, items: list[Item], stream=None):
+    """The sweep's Progress, with every row's predicted cost (harness.progress.predicted_cost)."""
+    from harness.progress import Progress, predicted_cost
+
+    costs = {item.key(impl): predicted_cost(item.kernel, item.preset, item.variant)
+             for item in items for impl in settings.impls}
+    return Progress(costs, stream if stream is not None else sys.stderr)
+
+
+def pending(run_file: RunFile, settings: CompareSettings, items: list[Item], summary: dict, progress
+            ) -> list[tuple[Item, dict[str, dict], list[str]]]:
+    """(item, rows done in a resumed run, impls still to run) per cell; done rows are counted and reported."""
+    out = []
+    for item in items:
+        done, todo = {}, []
+        for impl in settings.impls:
+            key = item.key(impl)
+            if run_file.is_done(key):
+                done[impl] = run_file.row(key)
+                summary["skipped"] += 1
+                progress.end(key, "done in the resumed run, skipped", None)
+            else:
+                todo.append(impl)
+        out.append((item, done, todo))
+    return out
+
+
+def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=None, parallel=None) -> dict:
+    """Run every row not already done in `run_file`; returns {"failed": [...], "missing": [...], "ran": n, ...}.
+
+    `parallel` (harness.parallel.ParallelSettings) runs the cells on Dask when it asks for more than one worker and
+    more than one cell has rows to run; otherwise the rows run here, one after another, on `backend`.
+    """
+    from harness.parallel import run_parallel, wants_parallel
+
     items = plan(settings)
-    device_spec = device_spec_for(settings.backend, run_file.doc["environment"].get("gpu", {}).get("name"),
-                                  settings.model_device)
-    recorder = RangeRecorder()
-    summary = {"failed": [], "missing": [], "ran": 0, "skipped": 0}
-    total = len(items) * len(settings.impls)
-    step = 0
-    t0 = time.perf_counter()
-    run_range = run_range_name(run_file.doc["run_id"])
-    with recorder.range(run_range, phase="run"):
-        for item in items:
-            seed = item_seed(settings.seed, item)
-            rows: dict[str, dict] = {}
-            cell_inputs: dict | None = None  # drawn once per cell, shared by every path (same seed anyway)
-            for impl in settings.impls:
-                step += 1
-                key = item.key(impl)
-                if run_file.is_done(key):
-                    rows[impl] = run_file.row(key)
-                    summary["skipped"] += 1
-                    _progress(progress, f"[{step}/{total}] {key}: done in the resumed run, skipped")
-                    continue
-                run, why = _find_run(impl, item.kernel)
-                t_row = time.perf_counter()
-                if run is None:
-                    row = {"key": key, "kernel": item.kernel, "variant": item.variant, "impl": impl,
-                           "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend,
-                           "status": "missing", "reason": why}
-                else:
-                    _progress(progress, f"[{step}/{total}] {key}: running (seed {seed})")
-                    try:
-                        if cell_inputs is None:
-                            from contract.kernels import get_kernel
-                            from contract.presets import get_preset
-
-                            cell_inputs = get_kernel(item.kernel).make_inputs(get_preset(item.preset), item.skew,
-                                                                              seed, **item.params)
-                        row = run_row(backend, settings, item, impl, run, seed, recorder, device_spec,
-                                      inputs=cell_inputs)
-                    except KeyboardInterrupt:
-                        raise
-                    except Exception as exc:  # noqa: BLE001 - one broken path must not stop the sweep
-                        row = {"key": key, "kernel": item.kernel, "variant": item.variant, "impl": impl,
-                               "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend,
-                               "status": "error", "reason": f"{type(exc).__name__}: {exc}",
-                               "traceback": traceback.format_exc(limit=8)[-4000:],
-                               "elapsed_s": time.perf_counter() - t_row}
-                        row["static"] = _static_quietly(backend, settings)
-                        row["sticky_cuda_error"] = _sticky_code(exc)
-                rows[impl] = row
-                summary["ran"] += 1
-                if row["status"] == "missing":
-                    summary["missing"].append(f"{key}: {row['reason']}")
-                elif row["status"] != "ok":
-                    reason = row.get("reason") or row.get("correctness", {}).get("message", "")
-                    summary["failed"].append(f"{key}: {row['status']}: {reason}")
-                run_file.add_ranges(recorder.drain())
-                run_file.add_row(row)
-                _progress(progress, f"[{step}/{total}] {key}: {_row_status(row)} "
-                                    f"({time.perf_counter() - t_row:.1f}s, total {time.perf_counter() - t0:.0f}s)")
-                for finding in (row.get("sanitizer") or {}).get("findings", [])[:SHOW_FINDINGS]:
-                    _progress(progress, f"    {finding['text']} [launch {finding['launch']}]")
-                if row.get("sticky_cuda_error"):
-                    _stop_after_sticky(run_file, row, summary)
-            basis = "modelled" if settings.backend == "sim" else "measured"
-            for pair in pairs_of(rows):
-                run_file.set_verdict(_verdict(item, pair, rows, basis))
-    run_file.add_ranges(recorder.drain())
+    progress = make_progress(settings, items, progress)
+    summary = {"failed": [], "missing": [], "too_big": [], "ran": 0, "skipped": 0}
+    cells = pending(run_file, settings, items, summary, progress)
+    if wants_parallel(parallel, sum(1 for _, _, todo in cells if todo)):
+        run_parallel(settings, run_file, cells, summary, progress, parallel)
+        run_file.doc["rows"].sort(key=_plan_order(items, settings))
+    else:
+        _run_serial(backend, settings, run_file, cells, summary, progress)
     run_file.doc["missing"] = summary["missing"]
     run_file.save()
     return summary
+
+
+def _plan_order(items: list[Item], settings: CompareSettings):
+    order = {item.key(impl): i for i, (item, impl) in enumerate((it, im) for it in items for im in settings.impls)}
+    return lambda row: order.get(row.get("key"), len(order))
+
+
+def _run_serial(backend, settings: CompareSettings, run_file: RunFile, cells, summary: dict, progress) -> None:
+    device_spec = device_spec_for(settings.backend, run_file.doc["environment"].get("gpu", {}).get("name"),
+                                  settings.model_device)
+    recorder = RangeRecorder()
+    with recorder.range(run_range_name(run_file.doc["run_id"]), phase="run"):
+        for item, rows, todo in cells:
+            def started(impl: str, seed: int, item=item) -> None:
+                progress.start(item.key(impl), f"running (seed {seed})")
+
+            for impl, row in run_cell(backend, settings, item, todo, device_spec, recorder, on_start=started):
+                rows[impl] = row
+                record_row(run_file, summary, row, progress, recorder.drain())
+            set_verdicts(run_file, settings, item, rows)
+    run_file.add_ranges(recorder.drain())
 
 
 def _sticky_code(exc: BaseException) -> str | None:

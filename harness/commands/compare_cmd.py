@@ -32,6 +32,12 @@ def add_compare_options(parser) -> None:
     parser.add_argument("--no-dashboard", action="store_true", help="do not build the dashboard at the end")
     parser.add_argument("--budget", type=float, default=2.0, metavar="S",
                         help="gpu: time budget per row for sampling, seconds (default 2)")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="sim: run rows in N Dask worker processes on this machine (0: one per core; default: "
+                             "one row at a time in this process)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="sim: run rows on a running Dask cluster (start `dask scheduler`, then `dask worker "
+                             "ADDRESS` on each machine)")
 
 
 def register(subparsers) -> None:
@@ -242,6 +248,9 @@ def open_run(args, lock=None):
         return run_file, settings, backend
     backend_name = resolve_backend_name(args.backend)
     settings = build_settings(args, backend_name)  # names and numbers first: a refused option creates nothing
+    from harness.parallel import parallel_option
+
+    parallel_option(getattr(args, "workers", None), getattr(args, "scheduler", None), backend_name)
     out = check_out_dir(args.out)
     backend = _select(select_backend, settings)
     env = collect_environment(backend_name, settings.model_device)
@@ -295,6 +304,11 @@ def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) ->
               file=sys.stderr)
         for line in summary["missing"]:
             print(f"  {line}", file=sys.stderr)
+    if summary.get("too_big"):
+        print(f"skipped ({len(summary['too_big'])} rows would not fit in this machine's memory; --resume runs them "
+              f"again):", file=sys.stderr)
+        for line in summary["too_big"]:
+            print(f"  {line}", file=sys.stderr)
     if summary["failed"]:
         print(f"FAILED ({len(summary['failed'])} rows):", file=sys.stderr)
         for line in summary["failed"]:
@@ -324,9 +338,12 @@ def _run_opened(args, run_file, settings, backend) -> int:
     print(f"ptxmoe compare: backend {settings.backend}, presets {','.join(settings.presets)}, skews "
           f"{','.join(settings.skews)}, seed {settings.seed} (reproduce with --seed {settings.seed}); "
           f"run folder {run_file.run_dir}", file=sys.stderr)
+    from harness.parallel import parallel_option
+
     summary = {"failed": [], "missing": [], "ran": 0}
     try:
-        summary = run_sweep(backend, settings, run_file)
+        parallel = parallel_option(getattr(args, "workers", None), getattr(args, "scheduler", None), settings.backend)
+        summary = run_sweep(backend, settings, run_file, parallel=parallel)
     except KeyboardInterrupt as exc:
         return finish(run_file, summary, interrupted=exc)
     except PtxmoeError:

@@ -164,6 +164,28 @@ def headline_pair(doc: dict) -> Pair:
     return present[0] if present else HEADLINE_PAIR
 
 
+def gemm_work_records(doc: dict) -> list[dict]:
+    """One record per GEMM cell (grouped_gemm variant or layer, preset, skew): routed vs padded rows and FLOPs.
+
+    Every path of a cell computes the same padded rows (one routing), so the first row with `gemm_work` speaks for
+    the cell. Rows from runs before gemm_work was recorded are left out.
+    """
+    out, seen = [], set()
+    for row in doc.get("rows", []):
+        work = _dict(row.get("gemm_work"))
+        cell = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"))
+        if not work or cell in seen:
+            continue
+        seen.add(cell)
+        useful, padded = _num(work.get("useful_flops")), _num(work.get("padded_flops"))
+        out.append({"label": cell[0], "preset": cell[1], "skew": cell[2], "BM": work.get("BM"),
+                    "routed_rows": work.get("routed_rows"), "padded_rows": work.get("padded_rows"),
+                    "useful (GFLOP)": None if useful is None else useful / 1e9,
+                    "padded (GFLOP)": None if padded is None else padded / 1e9,
+                    "useful (%)": 100.0 * useful / padded if useful is not None and padded else None})
+    return out
+
+
 def row_records(doc: dict) -> list[dict]:
     """One record per row: label, impl, preset, skew, status, time (µs), throughput, limiter, reason."""
     out = []

@@ -43,6 +43,10 @@ def row_status_html(run: data.Run) -> str:
     if bad:
         names = "; ".join(f"{r['key']} ({r['status']}: {str(r['reason'] or '')[:120]})" for r in bad[:10])
         out += f'<p class="plain SLOWER">{len(bad)} row(s) FAILED or raised: {esc(names)}</p>'
+    too_big = [r for r in rows if r["status"] == "skipped"]
+    if too_big:
+        names = "; ".join(f"{r['key']} ({str(r['reason'] or '')[:160]})" for r in too_big[:10])
+        out += f'<p class="note">{len(too_big)} row(s) skipped before running (memory): {esc(names)}</p>'
     return out
 
 
@@ -156,6 +160,23 @@ def roofline_section(run: data.Run, figs: dict) -> str:
     note = ("Achieved throughput from the kernels' minimum DRAM bytes and FLOPs (kernels.md) divided by the "
             f"{esc(run.basis)} time, against {esc(ceil['name']) if ceil else 'unknown'} ceilings.")
     return section("roofline", "Roofline", body, note)
+
+
+GEMM_WORK_COLUMNS = ("label", "preset", "skew", "BM", "routed_rows", "padded_rows", "useful (GFLOP)",
+                     "padded (GFLOP)", "useful (%)")
+
+
+def gemm_work_section(run: data.Run) -> str:
+    """Useful vs padded FLOPs of each GEMM cell: how much tensor-core work the routing block pads away."""
+    recs = data.gemm_work_records(run.doc)
+    if not recs:
+        return ""
+    rows = [[r[c] for c in GEMM_WORK_COLUMNS] for r in recs]
+    note = ("Useful FLOPs count the T*K routed rows; padded FLOPs every row the kernel computes (each expert padded "
+            "to a multiple of the routing block BM, docs/tiling.md). Roofline and TFLOP/s use the useful FLOPs.")
+    return section("gemm", "GEMM work: useful vs padded FLOPs",
+                   table(["GEMM", "preset", "skew", "BM", "routed rows", "padded rows", "useful (GFLOP)",
+                          "padded (GFLOP)", "useful (%)"], rows, [_cell_attrs(r) for r in recs]), note)
 
 
 def stage_section(run: data.Run, figs: dict) -> str:
@@ -301,7 +322,7 @@ def environment_section(run: data.Run) -> str:
 
 
 NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("timing", "timing"), ("roofline", "roofline"),
-       ("layer", "layer"), ("sim", "sim counters"), ("static", "static"), ("nsight", "nsight"),
+       ("gemm", "gemm work"), ("layer", "layer"), ("sim", "sim counters"), ("static", "static"), ("nsight", "nsight"),
        ("timeline", "timeline"), ("partition", "partition"), ("vs", "vs"), ("dualpipe", "dualpipe"),
        ("environment", "environment"))
 
@@ -311,7 +332,7 @@ def build_sections(run: data.Run, other: data.Run | None = None) -> tuple[str, d
     figs: dict = {}
     parts = [headline_section(run), filter_bar(data.filters(run.doc)), verdict_section(run, figs),
              timing_section(run, figs),
-             roofline_section(run, figs), stage_section(run, figs), sim_section(run, figs),
+             roofline_section(run, figs), gemm_work_section(run), stage_section(run, figs), sim_section(run, figs),
              static_section(run, figs), nsight_section(run), timeline_section(run, figs)]
     parts.append(partition_section(run, figs))
     if other is not None:

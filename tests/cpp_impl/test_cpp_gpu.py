@@ -1,7 +1,7 @@
 """The same NVRTC-built C++ kernels on a real Hopper GPU (cuda-python module load through the gpu backend).
 
 Skipped with the reason when no CUDA GPU is visible (tests/conftest.py). Covers the tiny preset and DeepSeek-V3's
-decode sizes (E=256: eight experts per gate lane, BM=64, H=7168), every skew, and the layer (which also needs
+decode sizes (E=256: eight experts per gate lane, BM=16, H=7168), every skew, and the layer (which also needs
 cpp_impl.grouped_gemm, the C++ grouped GEMM, and skips naming it while it is missing).
 """
 import importlib.util

@@ -81,7 +81,7 @@ def test_gate_dsv3_sizes(backend, skew, seed):
 
 
 def test_align_dsv3_decode(backend, seed):
-    """E=256 (8 scan steps), 1024 slots (4 scatter chunks), BM=64."""
+    """E=256 (8 scan steps), 1024 slots (4 scatter chunks), BM=16."""
     _check(backend, "align", "dsv3-decode", SKEWS[seed % len(SKEWS)], seed)
 
 

@@ -202,3 +202,9 @@ def test_a_refused_option_creates_no_out_folder(tmp_path, capsys):
     assert main(["compare", "--kernels", "bogus", "--out", str(tmp_path / "profiles")]) == 2
     _one_error_line(capsys, "unknown kernel 'bogus'")
     assert not (tmp_path / "profiles").exists()
+
+
+def test_bad_workers_is_one_line_and_creates_no_run(tmp_path, capsys):
+    assert main(["compare", "--backend", "sim", "--kernels", "gate", "--workers", "-2", "--out", str(tmp_path)]) == 2
+    _one_error_line(capsys, "--workers -2", "0 for one per core")
+    assert list(tmp_path.iterdir()) == []

@@ -291,3 +291,76 @@ def test_a_package_registering_another_name_is_missing_not_a_crash(tmp_path, mon
     row = run_file.row("gate/cpp/tiny/balanced")
     assert row["status"] == "missing" and "registers itself as 'cuda', expected 'cpp'" in row["reason"]
     assert [v["key"] for v in run_file.doc["verdicts"]] == ["gate/tiny/balanced/ptx-vs-cpp"]
+
+
+def test_a_row_too_big_for_memory_is_skipped_with_one_line_and_rerun_on_resume(tmp_path, monkeypatch):
+    """The estimate says align will not fit: its rows are "skipped" (what it needs, what there is, which flag helps),
+    gate still runs, the verdict says why there is none, and --resume tries the skipped rows again."""
+    from harness import row_memory
+
+    table = {(impl, k): fake_run(k) for impl in ("numba", "ptx") for k in ("gate", "align")}
+    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (table[(impl, k)], ""))
+    real = row_memory.estimate_row_memory
+
+    def estimate(kernel, preset, impl, variant=None, backend="sim"):
+        return row_memory.RowMemory(64 * 2**30, 0) if kernel == "align" else real(kernel, preset, impl, variant,
+                                                                                   backend)
+
+    monkeypatch.setattr(row_memory, "estimate_row_memory", estimate)
+    monkeypatch.setattr(row_memory, "available_bytes", lambda: 8 * 2**30)
+    settings = _settings(["gate", "align"])
+    run_file = _run_file(tmp_path, settings)
+    out = io.StringIO()
+    summary = runner.run_sweep(FakeBackend(), settings, run_file, progress=out)
+    rows = {r["key"]: r for r in run_file.doc["rows"]}
+    skipped = rows["align/ptx/tiny/balanced"]
+    assert skipped["status"] == "skipped" and rows["gate/ptx/tiny/balanced"]["status"] == "ok"
+    assert "needs about 64.0 GiB" in skipped["reason"] and "has 8.0 GiB free" in skipped["reason"]
+    assert "--preset" in skipped["reason"] and "\n" not in skipped["reason"]
+    assert len(summary["too_big"]) == 2 and not summary["failed"]
+    verdict = {v["key"]: v for v in run_file.doc["verdicts"]}["align/tiny/balanced/ptx-vs-numba"]
+    assert verdict["verdict"] is None and "ptx skipped (needs about" in verdict["reason"]
+    assert not run_file.is_done("align/ptx/tiny/balanced") and run_file.is_done("gate/ptx/tiny/balanced")
+    monkeypatch.setattr(row_memory, "available_bytes", lambda: 128 * 2**30)  # more memory: resume runs them
+    runner.run_sweep(FakeBackend(), settings, run_file, progress=io.StringIO())
+    assert run_file.row("align/ptx/tiny/balanced")["status"] == "ok"
+
+
+def test_gemm_rows_record_useful_and_padded_flops(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (fake_run(k), ""))
+    settings = _settings(["grouped_gemm", "gate"], impls=("ptx",))
+    run_file = _run_file(tmp_path, settings)
+    runner.run_sweep(FakeBackend(), settings, run_file, progress=io.StringIO())
+    rows = {(r["kernel"], r["variant"]): r for r in run_file.doc["rows"]}
+    up = rows[("grouped_gemm", "up")]
+    work = up["gemm_work"]
+    inputs = get_kernel("grouped_gemm").make_inputs(_preset("tiny"), "balanced", up["seed"], variant="up")
+    p = _preset("tiny")
+    assert work["padded_rows"] == int(inputs["total_padded"][0]) and work["routed_rows"] == p.T * p.K
+    assert work["useful_flops"] == up["flops"] == 2 * p.T * p.K * 2 * p.I * p.H
+    assert work["padded_flops"] == 2 * work["padded_rows"] * 2 * p.I * p.H
+    assert work["useful_pct"] == pytest.approx(100 * p.T * p.K / work["padded_rows"]) and work["useful_pct"] < 100
+    assert rows[("gate", None)]["gemm_work"] is None
+    down = rows[("grouped_gemm", "down")]["gemm_work"]
+    assert down["padded_flops"] == 2 * work["padded_rows"] * p.H * p.I
+
+
+def _preset(name):
+    from contract.presets import get_preset
+
+    return get_preset(name)
+
+
+def test_the_cells_held_inputs_count_as_free_for_its_next_path(tmp_path, monkeypatch):
+    """The second path reuses the inputs the first drew, so they must not count against it."""
+    from harness import row_memory
+
+    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (fake_run(k), ""))
+    free = 2**30
+    monkeypatch.setattr(row_memory, "available_bytes", lambda: free)
+    monkeypatch.setattr(row_memory, "estimate_row_memory", lambda kernel, preset, impl, variant=None, backend="sim":
+                        row_memory.RowMemory(0 if impl == "numba" else free + 1, 0))
+    settings = _settings(["gate"])
+    run_file = _run_file(tmp_path, settings)
+    runner.run_sweep(FakeBackend(), settings, run_file, progress=io.StringIO())
+    assert [r["status"] for r in run_file.doc["rows"]] == ["ok", "ok"]

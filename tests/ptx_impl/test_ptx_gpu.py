@@ -1,7 +1,7 @@
 """The same hand-written PTX on a real Hopper GPU (cuda-python module load through the gpu backend).
 
 Skipped with the reason when no CUDA GPU is visible. Covers the tiny preset and DeepSeek-V3's decode sizes
-(E=256: eight experts per gate lane, BM=64, H=7168), every skew, and the whole layer.
+(E=256: eight experts per gate lane, BM=16, H=7168), every skew, and the whole layer.
 """
 import pytest
 

@@ -112,7 +112,7 @@ def test_gate_dsv3_sizes(backend, skew, seed):
 
 @pytest.mark.parametrize("preset", ["dsv3-decode", "dsv3-prefill"])
 def test_align_dsv3_sizes(backend, preset, seed):
-    """E=256 (8 scan chunks), 1024 and 32768 slots (4 and 128 scatter chunks), BM=64 and 128."""
+    """E=256 (8 scan chunks), 1024 and 32768 slots (4 and 128 scatter chunks), BM=16 and 64 (docs/tiling.md)."""
     _check(backend, "align", preset, SKEWS[seed % len(SKEWS)], seed)
 
 

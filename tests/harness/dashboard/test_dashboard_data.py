@@ -370,3 +370,20 @@ def test_modelled_row_time_has_the_models_interval_and_the_launch_apart():
     assert (t["time_us"], t["lo_us"], t["hi_us"], t["launch_us"]) == (2.0, 1.8, 2.2, 3.0)
     old = row_time({"timing": {"basis": "modelled", "modelled_us": 2.0}})  # runs before the interval existed
     assert (old["lo_us"], old["hi_us"], old["launch_us"]) == (2.0, 2.0, None)
+
+
+def test_gemm_work_one_record_per_cell_and_its_section(tmp_path):
+    from harness.dashboard.sections import gemm_work_section
+
+    work = {"routed_rows": 256, "padded_rows": 496, "BM": 16, "useful_flops": 4 * 10**9, "padded_flops": 8 * 10**9}
+    rows = [{"key": f"grouped_gemm[up]/{impl}/tiny/balanced", "kernel": "grouped_gemm", "variant": "up",
+             "impl": impl, "preset": "tiny", "skew": "balanced", "status": "ok", "gemm_work": work}
+            for impl in ("cpp", "ptx")]
+    rows.append({"key": "gate/ptx/tiny/balanced", "kernel": "gate", "variant": None, "impl": "ptx",
+                 "preset": "tiny", "skew": "balanced", "status": "ok", "gemm_work": None})
+    doc = {"rows": rows}
+    (rec,) = data.gemm_work_records(doc)  # the two paths of one cell share one routing: one record
+    assert rec["label"] == "grouped_gemm[up]" and rec["useful (%)"] == 50.0 and rec["padded (GFLOP)"] == 8.0
+    html = gemm_work_section(data.Run(tmp_path, doc))
+    assert 'id="gemm"' in html and "<td>50</td>" in html and "<td>496</td>" in html
+    assert gemm_work_section(data.Run(tmp_path, {"rows": rows[2:]})) == ""  # no GEMM rows: no section

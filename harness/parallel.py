@@ -1,0 +1,139 @@
+"""Rows in parallel on Dask: each cell (one kernel/variant/preset/skew, every implementation) is one task.
+
+Rows are independent, so the cells run on `dask.distributed` workers: a LocalCluster of `workers` processes (one
+thread each) on this machine, or a running cluster given by `--scheduler ADDRESS` (start one with `dask scheduler`
+and `dask worker ADDRESS`). The workers build their own backend and return finished rows; this process alone writes
+run.json (row by row, as cells finish), sets the verdicts and prints progress, so the rows, checks and verdicts are
+those of a serial run. A cell whose worker dies is rescheduled by Dask on another worker (up to `allowed_failures`
+deaths); after that its rows are "error" rows, which `--resume` runs again. Ctrl-C cancels what is queued and leaves
+the rows already finished in run.json, resumable like a serial run.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from harness.errors import InputError
+
+_WORKER_BACKENDS: dict = {}  # per worker process: (backend name, sanitizers) -> backend
+
+
+@dataclass(frozen=True)
+class ParallelSettings:
+    """How to spread a sweep: `workers` local processes (0: one per core), or a running cluster at `scheduler`."""
+
+    workers: int = 1
+    scheduler: str | None = None
+    allowed_failures: int = 2  # worker deaths a cell survives before its rows become "error" rows
+
+    @property
+    def local_workers(self) -> int:
+        return self.workers if self.workers > 0 else (os.cpu_count() or 1)
+
+
+def parallel_option(workers: int | None, scheduler: str | None, backend_name: str) -> ParallelSettings | None:
+    """ParallelSettings from --workers/--scheduler, or None for a serial run; InputError for a bad value."""
+    if workers is None and not scheduler:
+        return None
+    if workers is not None and workers < 0:
+        raise InputError(f"--workers {workers}: expected a number of worker processes >= 1, or 0 for one per core")
+    if backend_name != "sim":
+        raise InputError(f"--workers/--scheduler with --backend {backend_name}: rows on a GPU are timed one at a "
+                         f"time (parallel rows would share the GPU and disturb each other's timing); expected "
+                         f"--backend sim, or drop --workers/--scheduler")
+    settings = ParallelSettings(workers=1 if workers is None else workers, scheduler=scheduler or None)
+    return settings if settings.scheduler or settings.local_workers > 1 else None
+
+
+def wants_parallel(parallel: ParallelSettings | None, cells_to_run: int) -> bool:
+    """Dask only when asked for and there is more than one cell to run (one cell gains nothing from a cluster)."""
+    return parallel is not None and cells_to_run > 1 and bool(parallel.scheduler or parallel.local_workers > 1)
+
+
+def _worker_backend(settings):
+    """This worker process's backend (built once per process and settings' backend/sanitizers)."""
+    from harness.backends.select import select_backend
+
+    key = (settings.backend, settings.sanitize)
+    if key not in _WORKER_BACKENDS:
+        _WORKER_BACKENDS[key] = (select_backend(settings.backend, sanitize=settings.sanitize) if settings.sanitize
+                                 else select_backend(settings.backend))
+    return _WORKER_BACKENDS[key]
+
+
+def cell_task(settings, item, impls: list[str], memory_share: int) -> tuple[list[tuple[str, dict]], list[dict]]:
+    """Run on a worker: the rows of one cell and the NVTX ranges they recorded."""
+    from harness.nvtx_ranges import RangeRecorder
+    from harness.runner import device_spec_for, run_cell
+
+    recorder = RangeRecorder()
+    spec = device_spec_for(settings.backend, None, settings.model_device)
+    rows = list(run_cell(_worker_backend(settings), settings, item, impls, spec, recorder,
+                         memory_share=memory_share))
+    return rows, recorder.drain()
+
+
+def _open_client(parallel: ParallelSettings):
+    """(client, cluster or None): a client of the running scheduler, or of a new LocalCluster."""
+    import dask
+    from dask.distributed import Client, LocalCluster
+
+    if parallel.scheduler:
+        try:
+            return Client(parallel.scheduler, timeout="10s"), None
+        except OSError as exc:
+            raise InputError(f"--scheduler {parallel.scheduler}: cannot reach a Dask scheduler there ({exc}); "
+                             f"expected the address `dask scheduler` prints (tcp://HOST:8786)") from None
+    with dask.config.set({"distributed.scheduler.allowed-failures": parallel.allowed_failures}):
+        cluster = LocalCluster(n_workers=parallel.local_workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+    return Client(cluster), cluster
+
+
+def _lost_rows(settings, item, impls, exc: BaseException) -> list[tuple[str, dict]]:
+    from harness.runner import _plain_row, item_seed
+
+    seed = item_seed(settings.seed, item)
+    why = (f"the Dask worker running this cell failed ({type(exc).__name__}: {exc}); it was retried and did not "
+           f"finish; `ptxmoe compare --resume` runs it again")
+    return [(impl, _plain_row(settings, item, impl, seed, "error", why)) for impl in impls]
+
+
+def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: ParallelSettings) -> None:
+    """Submit every cell with rows to run, record rows as cells finish, set each cell's verdicts."""
+    from dask.distributed import as_completed
+
+    from harness.runner import record_row, set_verdicts
+
+    client, cluster = _open_client(parallel)
+    futures = {}
+    try:
+        # NOTE: a LocalCluster's workers share this machine's memory; a cluster's workers may be on other machines,
+        # so each checks its own free memory whole
+        share = parallel.local_workers if cluster is not None else 1
+        for item, rows, todo in cells:
+            if not todo:
+                set_verdicts(run_file, settings, item, rows)
+                continue
+            future = client.submit(cell_task, settings, item, todo, share, pure=False, key=f"cell-{item.verdict_key}")
+            futures[future] = (item, rows, todo)
+        where = parallel.scheduler or f"a LocalCluster of {parallel.local_workers} worker processes"
+        print(f"running {len(futures)} cells ({sum(len(t) for *_, t in cells)} rows) on Dask: {where}",
+              file=progress.stream, flush=True)
+        for future in as_completed(futures):
+            item, rows, todo = futures[future]
+            try:
+                results, ranges = future.result()
+            except Exception as exc:  # noqa: BLE001 - a lost cell becomes error rows, the sweep goes on
+                results, ranges = _lost_rows(settings, item, todo, exc), []
+            for index, (impl, row) in enumerate(results):
+                rows[impl] = row
+                record_row(run_file, summary, row, progress, ranges if index == 0 else [])
+            set_verdicts(run_file, settings, item, rows)
+    except KeyboardInterrupt:
+        client.cancel(list(futures))
+        raise
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

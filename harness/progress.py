@@ -1,0 +1,96 @@
+"""Sweep progress with an estimate of the time left, from each row's predicted cost.
+
+Rows differ by five orders of magnitude (a tiny gate against a DeepSeek-V3 layer), so `[i/N]` says little about
+what is left. Each row gets a predicted cost (bytes it moves plus the GEMM work it computes, in arbitrary units);
+seconds per unit are learned from the rows finished so far, and the time left is that rate times the cost left.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+FLOP_WEIGHT = 1 / 8  # cost units per FLOP against one per byte: the simulator runs ~8 FLOPs in the time of a byte
+
+
+def predicted_cost(kernel: str, preset, variant: str | None) -> float:
+    """A row's predicted cost: bytes in and out plus weighted worst-case GEMM FLOPs (rows padded to P_max)."""
+    from contract.presets import get_preset
+    from harness.row_memory import SHAPES
+
+    p = get_preset(preset)
+    if kernel not in SHAPES:
+        return 1.0  # a kernel without a size table: one unit (the estimate then learns from the others)
+    inputs, outputs = SHAPES[kernel](p, variant)
+    if kernel == "grouped_gemm":
+        n_kd = [(2 * p.I, p.H) if variant in (None, "up") else (p.H, p.I)]
+    elif kernel == "layer":
+        n_kd = [(2 * p.I, p.H), (p.H, p.I)]
+    else:
+        n_kd = []
+    flops = sum(2 * p.P_max * n * kd for n, kd in n_kd)
+    return float(inputs + outputs + FLOP_WEIGHT * flops)
+
+
+def format_seconds(seconds: float) -> str:
+    """"42s", "3m05s", "1h02m"."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+@dataclass
+class Progress:
+    """Prints `[i/N] key: text (~T left)` lines; `costs` maps every row key of the sweep to its predicted cost."""
+
+    costs: dict[str, float]
+    stream: object = field(default_factory=lambda: sys.stderr)
+    clock: Callable[[], float] = time.perf_counter
+    step: int = 0
+    _done_cost: float = 0.0
+    _done_seconds: float = 0.0
+    _left: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self._left = dict(self.costs)
+        self.t0 = self.clock()
+
+    @property
+    def total(self) -> int:
+        return len(self.costs)
+
+    def seconds_left(self) -> float | None:
+        """Learned seconds per cost unit x the cost of the rows not finished; None before any row ran."""
+        if self._done_cost <= 0 or self._done_seconds <= 0:
+            return None
+        return self._done_seconds / self._done_cost * sum(self._left.values())
+
+    def finished(self, key: str, seconds: float | None) -> None:
+        """A row finished after `seconds` of work (None: it did not run, e.g. done in a resumed run or skipped)."""
+        cost = self._left.pop(key, 0.0)
+        if seconds is not None and seconds > 0:
+            self._done_cost += cost
+            self._done_seconds += seconds
+
+    def _line(self, step: int, key: str, text: str) -> None:
+        left = self.seconds_left()
+        eta = f" (~{format_seconds(left)} left)" if left is not None and self._left else ""
+        print(f"[{step}/{self.total}] {key}: {text}{eta}", file=self.stream, flush=True)
+
+    def start(self, key: str, text: str) -> None:
+        """The line before a row runs (its number is the next one)."""
+        self._line(self.step + 1, key, text)
+
+    def end(self, key: str, text: str, seconds: float | None) -> None:
+        """The line after a row: counts it, learns the rate from `seconds` (None when it did not run)."""
+        self.step += 1
+        self.finished(key, seconds)
+        self._line(self.step, key, text)
+
+    def note(self, text: str) -> None:
+        """An indented extra line under the last row (e.g. a sanitizer finding)."""
+        print(f"    {text}", file=self.stream, flush=True)

@@ -1,0 +1,20 @@
+"""harness/gemm_work.py: useful vs padded FLOPs of GEMM rows."""
+from contract import reference as ref
+from contract.kernels import get_kernel
+from contract.presets import get_preset
+from harness.gemm_work import gemm_work
+
+
+def test_layer_counts_both_gemms_over_the_rows_align_pads_to(seed):
+    p = get_preset("tiny")
+    inputs = get_kernel("layer").make_inputs(p, "imbalanced", seed)
+    padded = int(ref.align(ref.gate(inputs["logits"], inputs["bias"], p)["topk_ids"], p)["total_padded"][0])
+    work = gemm_work("layer", inputs, p)
+    assert work["padded_rows"] == padded > p.slots
+    assert work["useful_flops"] == 2 * p.slots * 3 * p.I * p.H  # up (2I x H) and down (H x I)
+    assert work["padded_flops"] == 2 * padded * 3 * p.I * p.H and work["BM"] == p.BM
+
+
+def test_other_kernels_have_no_gemm_work(seed):
+    p = get_preset("tiny")
+    assert gemm_work("swiglu", get_kernel("swiglu").make_inputs(p, "balanced", seed), p) is None

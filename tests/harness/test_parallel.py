@@ -1,0 +1,96 @@
+"""harness/parallel.py: rows on a real Dask LocalCluster give the rows and verdicts of a serial run."""
+import io
+import os
+import signal
+
+import pytest
+
+from harness import runner
+from harness.errors import InputError
+from harness.parallel import ParallelSettings, parallel_option, wants_parallel
+from harness.results import RunFile
+
+
+def _settings():
+    return runner.CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",), kernels=("gate", "align"),
+                                  seed=4321, impls=("cpp", "ptx"), static=False)
+
+
+def _sweep(tmp_path, name, parallel):
+    from harness.backends.select import select_backend
+
+    settings = _settings()
+    run_file = RunFile.create(tmp_path, name, settings.as_dict(), {"backend": "sim", "gpu": {}}, command=["t"])
+    summary = runner.run_sweep(select_backend("sim"), settings, run_file, progress=io.StringIO(), parallel=parallel)
+    return run_file.doc, summary
+
+
+def _outcome(doc):
+    rows = [(r["key"], r["status"], r["seed"], r["correctness"]["ok"], r["min_bytes"], r["flops"]) for r in doc["rows"]]
+    verdicts = sorted((v["key"], v["verdict"], round(v["speedup"], 9)) for v in doc["verdicts"])
+    return rows, verdicts
+
+
+def _die_once(marker):
+    """A cell task that kills its worker process the first time it runs anywhere."""
+    def task(*args):
+        from harness.parallel import cell_task
+
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return cell_task(*args)
+    return task
+
+
+@pytest.mark.sim
+def test_two_worker_local_cluster_matches_a_serial_run_even_when_a_worker_dies(tmp_path, monkeypatch):
+    """One real LocalCluster (2 processes): the first cell's worker is killed, Dask reruns the cell elsewhere, and
+    the rows (plan order, seeds, checks) and verdicts equal a serial run's."""
+    from harness import parallel
+
+    serial, _ = _sweep(tmp_path, "serial", None)
+    monkeypatch.setattr(parallel, "cell_task", _die_once(str(tmp_path / "died")))
+    dask_doc, summary = _sweep(tmp_path, "dask", ParallelSettings(workers=2))
+    assert (tmp_path / "died").exists()  # a worker did die
+    assert summary["ran"] == 4 and not summary["failed"]
+    assert _outcome(dask_doc) == _outcome(serial)
+    assert [r["status"] for r in serial["rows"]] == ["ok"] * 4 and len(serial["verdicts"]) == 2
+
+
+def test_options():
+    assert parallel_option(None, None, "sim") is None
+    assert parallel_option(1, None, "sim") is None  # one worker: the serial path
+    assert parallel_option(3, None, "sim") == ParallelSettings(workers=3)
+    assert parallel_option(None, "tcp://h:8786", "sim").scheduler == "tcp://h:8786"
+    with pytest.raises(InputError, match="--workers -1"):
+        parallel_option(-1, None, "sim")
+    with pytest.raises(InputError, match="timed one at a time"):
+        parallel_option(2, None, "gpu")
+    assert not wants_parallel(ParallelSettings(workers=4), 1) and wants_parallel(ParallelSettings(workers=4), 2)
+
+
+@pytest.mark.sim
+def test_ctrl_c_during_a_parallel_run_leaves_a_resumable_run(tmp_path, monkeypatch):
+    """KeyboardInterrupt after the first row is saved: it reaches the caller (the CLI saves the run as interrupted),
+    the cluster is closed, and a resumed run (serial here) finishes the other rows."""
+    from harness.backends.select import select_backend
+    from harness.progress import Progress
+
+    settings = _settings()
+    run_file = RunFile.create(tmp_path, "ctrl-c", settings.as_dict(), {"backend": "sim", "gpu": {}}, command=["t"])
+    real_end = Progress.end
+
+    def end_then_interrupt(self, key, text, seconds):
+        real_end(self, key, text, seconds)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Progress, "end", end_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_sweep(select_backend("sim"), settings, run_file, progress=io.StringIO(),
+                         parallel=ParallelSettings(workers=2))
+    monkeypatch.setattr(Progress, "end", real_end)
+    saved = RunFile.load(tmp_path / "ctrl-c")
+    assert len(saved.doc["rows"]) == 1 and saved.doc["rows"][0]["status"] == "ok"
+    runner.run_sweep(select_backend("sim"), settings, saved, progress=io.StringIO())
+    assert sorted(r["status"] for r in saved.doc["rows"]) == ["ok"] * 4 and len(saved.doc["verdicts"]) == 2

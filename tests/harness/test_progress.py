@@ -1,0 +1,35 @@
+"""harness/progress.py: time left from the rows' predicted cost."""
+import io
+
+from harness.progress import Progress, format_seconds, predicted_cost
+
+
+def test_time_left_is_rate_times_the_cost_left():
+    out = io.StringIO()
+    prog = Progress({"a": 1.0, "b": 10.0, "c": 100.0}, out)
+    prog.start("a", "running")
+    assert prog.seconds_left() is None and "left" not in out.getvalue()  # nothing finished: no estimate
+    prog.end("a", "ok", 2.0)  # 2 s per unit
+    assert prog.seconds_left() == 2.0 * 110
+    prog.end("b", "done in the resumed run, skipped", None)  # did not run: no rate, but no longer left
+    assert prog.seconds_left() == 2.0 * 100
+    prog.start("c", "running")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "[1/3] a: running" and lines[1] == "[1/3] a: ok (~3m40s left)"
+    assert lines[-1] == "[3/3] c: running (~3m20s left)"
+    prog.end("c", "ok", 150.0)
+    assert out.getvalue().splitlines()[-1] == "[3/3] c: ok"  # nothing left: no estimate
+
+
+def test_predicted_cost_orders_rows_by_work():
+    assert predicted_cost("gate", "tiny", None) < predicted_cost("gate", "dsv3-decode", None)
+    assert predicted_cost("swiglu", "dsv3-decode", None) < predicted_cost("grouped_gemm", "dsv3-decode", "up")
+    assert predicted_cost("grouped_gemm", "dsv3-decode", "up") < predicted_cost("layer", "dsv3-decode", None)
+
+
+def test_format_seconds():
+    assert [format_seconds(s) for s in (4.4, 65, 3725)] == ["4s", "1m05s", "1h02m"]
+
+
+def test_a_kernel_without_a_size_table_costs_one_unit():
+    assert predicted_cost("my_kernel", "tiny", None) == 1.0

@@ -285,7 +285,7 @@ def stage_times(timing: dict) -> dict[str, float]:
     else:
         pairs = [(name, us) for name, us in timing.get("launch_us", [])]
     out: dict[str, float] = {}
-    for stage, (_, us) in zip(stage_names([n for n, _ in pairs]), pairs):
+    for stage, (_, us) in zip(stage_names([n for n, _ in pairs]), pairs, strict=True):
         out[stage] = out.get(stage, 0.0) + us
     return out
 

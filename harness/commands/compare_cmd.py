@@ -138,7 +138,8 @@ def build_settings(args, backend_name: str):
     seed = args.seed if args.seed is not None else secrets.randbits(32)
     timing = replace(GpuTimingSettings(), budget_s=check_budget(args.budget))
     if getattr(args, "quick_timing", False):
-        # NOTE: no stream blocker under a profiler: ncu serialises each launch, so the blocker would wait out its timeout
+        # NOTE: no stream blocker under a profiler: ncu serialises each launch, so the blocker would wait out its
+        # timeout
         timing = replace(timing, warmup_runs=1, warmup_s=0.0, min_samples=1, max_samples=1, host_samples=0,
                          block_stream=False)
     sanitize = sanitize_option(getattr(args, "sanitize", None), backend_name)

@@ -160,7 +160,7 @@ def _range_rows(ranges, domains) -> list[MetricRow]:
     """One `range_duration` row per push/pop range (None when it never ended), stacked in its enclosing ranges."""
     found = enclosing(_by_tid(ranges), [(g["tid"], g["start"], g["end"]) for g in ranges])
     rows = []
-    for index, (g, inside) in enumerate(zip(ranges, found)):
+    for index, (g, inside) in enumerate(zip(ranges, found, strict=True)):
         duration = None if math.isinf(g["end"]) else float(g["end"] - g["start"])
         rows.append(MetricRow(SOURCE, "", g["name"], "range_duration", duration, "ns", index,
                               domains.get(g["domain"], ""), _stack(domains, inside)))
@@ -227,7 +227,7 @@ def _kernel_rows(schema, strings, ranges, domains, path) -> list[MetricRow]:
     kernels = _load_kernels(schema, path)
     launched_by = _launching_calls(kernels, _runtime_calls(schema))
     joined = [i for i, call in enumerate(launched_by) if call is not None]
-    inside_of = dict(zip(joined, enclosing(_by_tid(ranges), [launched_by[i] for i in joined])))
+    inside_of = dict(zip(joined, enclosing(_by_tid(ranges), [launched_by[i] for i in joined]), strict=True))
     rows = []
     for launch, k in enumerate(kernels):
         name = k["name"]

@@ -115,7 +115,7 @@ def _block(block, offset, kind, path) -> list[MetricRow]:
         if len(fields) != len(header):
             raise NsightFormatError(path, line, f"{len(header)} fields as in the {kind} header",
                                     found=f"{len(fields)} fields")
-        cells = dict(zip(header, fields))
+        cells = dict(zip(header, fields, strict=True))
         values = []
         for index, metric, unit in metrics:
             value = parse_number(fields[index])

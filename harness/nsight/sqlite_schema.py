@@ -53,7 +53,7 @@ class Schema:
         missing = [key for key in wanted if key not in present]
         out = []
         for values in self.con.execute(f"SELECT {sql} FROM {quote(self.tables[base])}"):
-            record = dict(zip(keys, values))
+            record = dict(zip(keys, values, strict=True))
             record.update(dict.fromkeys(missing))
             out.append(record)
         return out

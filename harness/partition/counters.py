@@ -229,9 +229,9 @@ def gemm_counters(preset, variant: str, sizes: SimSizes, seed: int) -> KernelCou
     Raises:
         PartitionError: an unknown variant, or the simulated output failed its check.
     """
-    from harness.backends.sim import SimBackend
     from contract.kernels import get_kernel
     from contract.presets import Preset
+    from harness.backends.sim import SimBackend
     from harness.verify import run_kernel
     from ptx_impl import grouped_gemm
 

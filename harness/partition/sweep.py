@@ -126,10 +126,10 @@ def schedule_section(rows: list[dict], pp: int, microbatches: int) -> dict:
 
 
 def _sim_rows(settings: PartitionSettings, seed: int) -> tuple[list[dict], dict]:
+    from contract.presets import get_preset
     from harness.partition.counters import collect, local_preset
     from harness.partition.interference import CONSTANTS, LOAD_POLICIES, MODEL_NOTE
     from harness.partition.model import LABEL, modelled_sweep
-    from contract.presets import get_preset
     from ptxsim.model import get_device
 
     preset = get_preset(settings.preset)

@@ -10,7 +10,6 @@ both after F&B. Communication is free (the report's Table 2 counts compute only)
 from __future__ import annotations
 
 import math
-
 from collections import Counter
 
 from harness.pipeline.model import (
@@ -172,7 +171,7 @@ def check_timeline(timeline: Timeline) -> None:
         raise ScheduleError(f"{schedule.method}: timeline has {len(timeline.placed)} device rows; schedule has "
                             f"{len(schedule.devices)}")
     placed_of: dict[tuple, Placed] = {}
-    for device, (row, chunks) in enumerate(zip(timeline.placed, schedule.devices)):
+    for device, (row, chunks) in enumerate(zip(timeline.placed, schedule.devices, strict=True)):
         if [p.chunk for p in row] != list(chunks):
             raise ScheduleError(f"{schedule.method}: device {device}'s placed chunks differ from its schedule list")
         previous_end = None

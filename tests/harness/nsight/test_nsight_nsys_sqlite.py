@@ -150,7 +150,7 @@ def test_enclosing_sweep_matches_brute_force(rng):
     by_tid = {t: [g for g in ranges if g["tid"] == t] for t in (1, 2)}
     spans = [(int(rng.integers(1, 3)), s, s + int(rng.integers(0, 50))) for s in rng.integers(0, 1400, size=200)]
     got = enclosing(by_tid, spans)
-    for (tid, s, e), found in zip(spans, got):
+    for (tid, s, e), found in zip(spans, got, strict=True):
         want = [g for g in by_tid[tid] if g["start"] <= s and g["end"] >= e]
         assert list(found) == want
 

@@ -54,7 +54,7 @@ PRESETS: dict[str, Preset] = {
 SKEWS = ("balanced", "imbalanced", "extreme")
 
 
-def get_preset(name: str) -> Preset:
+def get_preset(name: str | Preset) -> Preset:
     if isinstance(name, Preset):
         return name
     try:

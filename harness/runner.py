@@ -13,7 +13,7 @@ import time
 import traceback
 import zlib
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -79,7 +79,7 @@ def plan(settings: CompareSettings) -> list[Item]:
     """The cells of a sweep in run order (grouped_gemm expands to its up and down variants)."""
     from contract.kernels import get_kernel
 
-    items = []
+    items: list[Item] = []
     # NOTE: each name once (a run.json written before the CLI removed repeats may hold "gate,gate")
     for preset in dict.fromkeys(settings.presets):
         for skew in dict.fromkeys(settings.skews):
@@ -174,7 +174,7 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
     spec = get_kernel(item.kernel)
     params = item.params
     run_params = {k: v for k, v in params.items() if k != "variant"}
-    row = {"key": item.key(impl), "kernel": item.kernel, "variant": item.variant, "impl": impl,
+    row: dict[str, Any] = {"key": item.key(impl), "kernel": item.kernel, "variant": item.variant, "impl": impl,
            "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend, "params": params}
     t_row = time.perf_counter()
     if inputs is None:
@@ -349,7 +349,7 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
     device_spec = device_spec_for(settings.backend, run_file.doc["environment"].get("gpu", {}).get("name"),
                                   settings.model_device)
     recorder = RangeRecorder()
-    summary = {"failed": [], "missing": [], "ran": 0, "skipped": 0}
+    summary: dict[str, Any] = {"failed": [], "missing": [], "ran": 0, "skipped": 0}
     total = len(items) * len(settings.impls)
     step = 0
     t0 = time.perf_counter()
@@ -357,18 +357,20 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
     with recorder.range(run_range, phase="run"):
         for item in items:
             seed = item_seed(settings.seed, item)
-            rows: dict[str, dict] = {}
+            rows: dict[str, dict[str, Any]] = {}
             cell_inputs: dict | None = None  # drawn once per cell, shared by every path (same seed anyway)
             for impl in settings.impls:
                 step += 1
                 key = item.key(impl)
-                if run_file.is_done(key):
-                    rows[impl] = run_file.row(key)
+                done = run_file.row(key)
+                if done is not None and run_file.is_done(key):
+                    rows[impl] = done
                     summary["skipped"] += 1
                     _progress(progress, f"[{step}/{total}] {key}: done in the resumed run, skipped")
                     continue
                 run, why = _find_run(impl, item.kernel)
                 t_row = time.perf_counter()
+                row: dict[str, Any]
                 if run is None:
                     row = {"key": key, "kernel": item.kernel, "variant": item.variant, "impl": impl,
                            "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend,

@@ -20,7 +20,7 @@ def _nvidia_roots() -> list[Path]:
     """site-packages/nvidia folders of the running interpreter (wheels install their tools there)."""
     import importlib.util
 
-    roots = []
+    roots: list[Path] = []
     spec = importlib.util.find_spec("nvidia")
     if spec is not None and spec.submodule_search_locations:
         roots.extend(Path(p) for p in spec.submodule_search_locations)

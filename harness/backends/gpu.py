@@ -16,7 +16,7 @@ import ctypes
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -247,7 +247,7 @@ class GpuBackend(Backend):
         call_args = []
         for t, a in zip(arg_types, args, strict=True):
             if t.is_array:
-                dev = a.handle
+                dev = cast(DeviceArray, a).handle  # check_args made sure array parameters got DeviceArrays
                 call_args.append(dev if dev.dtype == t.dtype else dev.view(t.dtype))
             else:
                 call_args.append(t.dtype.type(a))

@@ -44,7 +44,8 @@ def dim3(value, what: str) -> tuple[int, int, int]:
     dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
     if not 1 <= len(dims) <= 3 or any(int(d) < 1 for d in dims):
         raise InputError(f"{what} {value!r}: expected an int or 1 to 3 positive ints")
-    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    x, y, z = [int(d) for d in dims] + [1] * (3 - len(dims))
+    return x, y, z
 
 
 def ptx_params(params: Sequence[LaunchArg]) -> list:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import secrets
 import sys
@@ -269,7 +270,7 @@ def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) ->
     module = None
     if dashboard:
         try:
-            import harness.dashboard as module
+            module = importlib.import_module("harness.dashboard")
         except ModuleNotFoundError as exc:
             if exc.name and not "harness.dashboard".startswith(exc.name):
                 raise

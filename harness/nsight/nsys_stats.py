@@ -38,7 +38,7 @@ def report_kind(header: list[str]) -> str | None:
 
 def find_blocks(lines: list[str]) -> list[tuple[int, str]]:
     """(0-based header line, report kind) of every recognised report block."""
-    blocks = []
+    blocks: list[tuple[int, str]] = []
     for i, line in enumerate(lines):
         if "," not in line or (blocks and _inside(lines, blocks[-1][0], i)):
             continue

@@ -19,6 +19,8 @@ class Schema:
         best: dict[str, tuple[int, str]] = {}
         for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"):
             match = _VERSIONED.fullmatch(name)
+            if match is None:  # empty, or a newline in it: no nsys table
+                continue
             base, version = match["base"], int(match["v"] or 1)
             if base not in best or version > best[base][0]:
                 best[base] = (version, name)

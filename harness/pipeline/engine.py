@@ -64,8 +64,9 @@ def validate(schedule: Schedule) -> None:
         for index, chunk in enumerate(row):
             if not isinstance(chunk, Chunk):
                 raise ScheduleError(f"{schedule.method}: device {device} entry {index} is {chunk!r}; expected a Chunk")
-            parts = [chunk] if chunk.kind != "FB" else [Chunk(chunk.stage, chunk.microbatch, "F", chunk.direction),
-                                                         chunk.backward]
+            # an FB chunk (the only kind with a backward half) is checked as its F and its B
+            parts = [chunk] if chunk.backward is None else [Chunk(chunk.stage, chunk.microbatch, "F", chunk.direction),
+                                                            chunk.backward]
             for part in parts:
                 op = part.ops()[0]
                 if part.stage >= pp:
@@ -120,7 +121,7 @@ def simulate(schedule: Schedule, times: ChunkTimes, check: bool = True) -> Timel
     validate(schedule)
     pp = schedule.stages
     end_of: dict[tuple, float] = {}
-    rows = [list() for _ in schedule.devices]
+    rows: list[list[Placed]] = [[] for _ in schedule.devices]
     head = [0] * len(schedule.devices)
     free = [0.0] * len(schedule.devices)
     remaining = sum(len(r) for r in schedule.devices)

@@ -75,7 +75,9 @@ _NVML_STATE: dict = {}
 
 def _nvml_clocks(nvml=None) -> dict:
     if nvml is None:
-        import pynvml as nvml
+        import pynvml
+
+        nvml = pynvml
     if _NVML_STATE.get("module") is not nvml:
         nvml.nvmlInit()
         _NVML_STATE.update(module=nvml, handle=nvml.nvmlDeviceGetHandleByIndex(0))
@@ -116,8 +118,11 @@ def _smi_clocks(run) -> dict:
 
 def sm_clock(clocks: dict) -> float | None:
     """The SM clock in MHz from a read_clocks dict (None when unknown, e.g. "[N/A]")."""
+    value = clocks.get("sm_clock_mhz")
+    if value is None:
+        return None
     try:
-        return float(clocks.get("sm_clock_mhz"))
+        return float(value)
     except (TypeError, ValueError):
         return None
 

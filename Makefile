@@ -1,5 +1,5 @@
-# Two commands for users: `make demo` and `make test`. Both bootstrap .venv from PyPI (pinned by
-# constraints.txt) and are quick when it is already set up.
+# Commands for users: `make demo` and `make test`, and `make lint` (ruff + mypy, as CI runs them). All bootstrap
+# .venv from PyPI (pinned by constraints.txt) and are quick when it is already set up.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -28,6 +28,12 @@ demo-dsv3: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# ruff: pycodestyle, pyflakes, bugbear, isort over the whole project; mypy: the public API and the harness
+# (both configured in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m mypy
 
 clean-venv:
 	rm -rf $(VENV)

@@ -81,7 +81,7 @@ def bench_saxpy(n: int, counters: bool):
     dev = ptxsim.Device()
     bo, bx, by = dev.to_device(out), dev.to_device(x), dev.to_device(y)
     args = []
-    for b, arr in ((bo, out), (bx, x), (by, y)):
+    for b in (bo, bx, by):
         args.append([np.uint64(0), np.uint64(0), np.int64(n), np.int64(4), b, np.int64(n), np.int64(4)])
     flat = args[0] + [np.float32(2.0)] + args[1] + args[2]
     best = None

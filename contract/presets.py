@@ -71,7 +71,7 @@ ROUTING_BLOCK_NOTES = {
 SKEWS = ("balanced", "imbalanced", "extreme")
 
 
-def get_preset(name: str) -> Preset:
+def get_preset(name: str | Preset) -> Preset:
     if isinstance(name, Preset):
         return name
     try:

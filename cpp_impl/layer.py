@@ -23,12 +23,12 @@ I32 = np.int32
 
 def intermediate_specs(preset) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """Name -> (shape, dtype) of every intermediate array of the layer."""
-    T, K, E, H, I, P = preset.T, preset.K, preset.E, preset.H, preset.I, preset.P_max
+    T, K, E, H, inter, P = preset.T, preset.K, preset.E, preset.H, preset.I, preset.P_max
     return {
         "topk_ids": ((T, K), I32), "topk_w": ((T, K), np.float32),
         "counts": ((E,), I32), "offsets": ((E + 1,), I32), "total_padded": ((1,), I32),
         "sorted_ids": ((P,), I32), "block_expert": ((preset.n_blocks,), I32), "inverse": ((T, K), I32),
-        "xp": ((P, H), BF16), "h": ((P, 2 * I), BF16), "a": ((P, I), BF16), "y": ((P, H), BF16),
+        "xp": ((P, H), BF16), "h": ((P, 2 * inter), BF16), "a": ((P, inter), BF16), "y": ((P, H), BF16),
     }
 
 
@@ -51,12 +51,12 @@ def grouped_gemm_run():
 def run(backend, args, preset, **params):
     """Run the layer: args logits, bias, x, W1, W2 in; out, q, scale out. Returns every launch record in order."""
     reject_params("layer", params)
-    T, E, H, I = preset.T, preset.E, preset.H, preset.I
+    T, E, H, inter = preset.T, preset.E, preset.H, preset.I
     check_array("layer", args, "logits", (T, E), np.float32)
     check_array("layer", args, "bias", (E,), np.float32)
     check_array("layer", args, "x", (T, H), BF16)
-    check_array("layer", args, "W1", (E, 2 * I, H), BF16)
-    check_array("layer", args, "W2", (E, H, I), BF16)
+    check_array("layer", args, "W1", (E, 2 * inter, H), BF16)
+    check_array("layer", args, "W2", (E, H, inter), BF16)
     check_array("layer", args, "out", (T, H), BF16)
     require("layer", "q" in args and "scale" in args, "outputs", sorted(args), "q and scale (act_quant of x)")
     gemm = grouped_gemm_run()

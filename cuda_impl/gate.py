@@ -68,7 +68,7 @@ def make_kernel(E: int, K: int, EPG: int, TG: int, WARPS: int):
             gs[j] = m1 + m2
         # keep the TG best groups (ties: lower group index)
         kept = int32(0)
-        for r in range(TG):
+        for _ in range(TG):
             bv = NEG_INF
             bi = int32(BIG)
             for j in range(EPL):

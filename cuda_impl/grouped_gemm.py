@@ -53,7 +53,8 @@ class Tile:
     TN: int  # micro-tile columns per thread (a multiple of 4, like TM: 4 x 4 groups, 16-byte shared reads)
 
 
-# Keyed by the routing block BM (align pads to it): tiny 16, small 32, dsv3-decode 16, dsv3-prefill 64 (contract/presets.py);
+# Keyed by the routing block BM (align pads to it): tiny 16, small 32, dsv3-decode 16, dsv3-prefill 64
+# (contract/presets.py);
 # 128 stays for a user preset with large blocks.
 TILES = {16: Tile(64, 16, 4, 4), 32: Tile(64, 16, 4, 4), 64: Tile(64, 16, 4, 4), 128: Tile(128, 16, 8, 8)}
 

@@ -1,4 +1,5 @@
-"""grouped_gemm_fp8 (kernels.md "grouped_gemm_fp8"): c = bf16_rn(dequant(a) @ dequant(w[e]).T) per row block, Numba CUDA.
+"""grouped_gemm_fp8 (kernels.md "grouped_gemm_fp8") in Numba CUDA: c = bf16_rn(dequant(a) @ dequant(w[e]).T) per
+row block.
 
 Numba has no FP8 type and no tensor-core API (no mma/wmma/wgmma), so this path dequantises and uses CUDA cores: it is
 the honest best Numba can do, and the reason the PTX path exists (mma.sync e4m3 on the tensor cores; see

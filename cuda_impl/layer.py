@@ -21,21 +21,21 @@ def _bf16():
 
 def intermediate_specs(preset) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """name -> (shape, dtype) of every intermediate array of the layer."""
-    T, H, E, K, I, P = preset.T, preset.H, preset.E, preset.K, preset.I, preset.P_max
+    T, H, E, K, inter, P = preset.T, preset.H, preset.E, preset.K, preset.I, preset.P_max
     i32, f32, bf16 = np.dtype(np.int32), np.dtype(np.float32), _bf16()
     return {
         "topk_ids": ((T, K), i32), "topk_w": ((T, K), f32),
         "counts": ((E,), i32), "offsets": ((E + 1,), i32), "total_padded": ((1,), i32),
         "sorted_ids": ((P,), i32), "block_expert": ((preset.n_blocks,), i32), "inverse": ((T, K), i32),
-        "xp": ((P, H), bf16), "h": ((P, 2 * I), bf16), "act": ((P, I), bf16), "y": ((P, H), bf16),
+        "xp": ((P, H), bf16), "h": ((P, 2 * inter), bf16), "act": ((P, inter), bf16), "y": ((P, H), bf16),
     }
 
 
 def run(backend, args, preset, pow2_scale: bool = False, **params):
     """Run the layer; args holds logits, bias, x, W1, W2 and the outputs out (bf16[T,H]) and, if present, q, scale."""
-    H, E, I = preset.H, preset.E, preset.I
-    check_shape("layer", args, "W1", (E, 2 * I, H))
-    check_shape("layer", args, "W2", (E, H, I))
+    H, E, inter = preset.H, preset.E, preset.I
+    check_shape("layer", args, "W1", (E, 2 * inter, H))
+    check_shape("layer", args, "W2", (E, H, inter))
     tmp = backend.workspace("layer", intermediate_specs(preset))
     records = []
     try:

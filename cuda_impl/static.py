@@ -12,8 +12,8 @@ DEFAULT_PRESET = "dsv3-prefill"
 
 def kernel_sources(kernel: str, preset=DEFAULT_PRESET) -> list:
     """[(pyfunc, signature)] compiled for `kernel` at `preset` ("layer" lists every kernel of the layer)."""
-    from cuda_impl import SOURCE_MODULES
     from contract.presets import get_preset
+    from cuda_impl import SOURCE_MODULES
 
     if kernel not in SOURCE_MODULES:
         raise UnknownNameError("cuda kernel", kernel, SOURCE_MODULES)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, TypeVar
 
 from contract.registry import Implementation
 from harness.errors import UnknownNameError
@@ -46,7 +46,10 @@ PAIRS = (Pair("ptx", "cpp"), Pair("ptx", "numba"), Pair("cpp", "numba"))
 HEADLINE_PAIR = PAIRS[0]
 
 
-def canonical_impl(name) -> str:
+_Name = TypeVar("_Name")
+
+
+def canonical_impl(name: _Name) -> _Name | str:
     """The current name of an implementation name read from a file ("cuda" -> "numba"); others unchanged."""
     return LEGACY_IMPL_NAMES.get(name, name) if isinstance(name, str) else name
 

@@ -35,7 +35,8 @@ def _warn_no_nvtx_once() -> None:
 
     warnings.warn("the `nvtx` Python package is not installed: NVTX ranges are still timed and recorded in run.json, "
                   "but Nsight cannot see them (ncu --nvtx-include will match nothing); pip install nvtx "
-                  "(on a lent GPU machine: carry its wheel in .whl/, see docs/gpu-check.md)", RuntimeWarning, stacklevel=3)
+                  "(on a lent GPU machine: carry its wheel in .whl/, see docs/gpu-check.md)",
+                  RuntimeWarning, stacklevel=3)
 
 
 class RangeRecorder:

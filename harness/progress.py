@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TextIO
 
 FLOP_WEIGHT = 1 / 8  # cost units per FLOP against one per byte: the simulator runs ~8 FLOPs in the time of a byte
 
@@ -48,7 +49,7 @@ class Progress:
     """Prints `[i/N] key: text (~T left)` lines; `costs` maps every row key of the sweep to its predicted cost."""
 
     costs: dict[str, float]
-    stream: object = field(default_factory=lambda: sys.stderr)
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
     clock: Callable[[], float] = time.perf_counter
     step: int = 0
     _done_cost: float = 0.0

@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, is_dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def jsonable(value):
 def _package_versions() -> dict[str, str | None]:
     from importlib import metadata
 
-    out = {}
+    out: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             out[name] = metadata.version(name)
@@ -121,7 +122,7 @@ def _gpu_environment() -> dict:
     from harness.toolchain import gpu_visible
 
     ok, name = gpu_visible()
-    env = {"visible": ok, "name": name if ok else None, "reason": None if ok else name}
+    env: dict[str, Any] = {"visible": ok, "name": name if ok else None, "reason": None if ok else name}
     if not ok:
         return env
     try:

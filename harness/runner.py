@@ -14,6 +14,7 @@ import traceback
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def plan(settings: CompareSettings) -> list[Item]:
     """The cells of a sweep in run order (grouped_gemm expands to its up and down variants)."""
     from contract.kernels import get_kernel
 
-    items = []
+    items: list[Item] = []
     # NOTE: each name once (a run.json written before the CLI removed repeats may hold "gate,gate")
     for preset in dict.fromkeys(settings.presets):
         for skew in dict.fromkeys(settings.skews):
@@ -178,7 +179,7 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
     spec = get_kernel(item.kernel)
     params = item.params
     run_params = {k: v for k, v in params.items() if k != "variant"}
-    row = {"key": item.key(impl), "kernel": item.kernel, "variant": item.variant, "impl": impl,
+    row: dict[str, Any] = {"key": item.key(impl), "kernel": item.kernel, "variant": item.variant, "impl": impl,
            "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend, "params": params}
     t_row = time.perf_counter()
     if inputs is None:
@@ -290,7 +291,7 @@ def stage_times(timing: dict) -> dict[str, float]:
     else:
         pairs = [(name, us) for name, us in timing.get("launch_us", [])]
     out: dict[str, float] = {}
-    for stage, (_, us) in zip(stage_names([n for n, _ in pairs]), pairs):
+    for stage, (_, us) in zip(stage_names([n for n, _ in pairs]), pairs, strict=True):
         out[stage] = out.get(stage, 0.0) + us
     return out
 
@@ -438,11 +439,13 @@ def pending(run_file: RunFile, settings: CompareSettings, items: list[Item], sum
     """(item, rows done in a resumed run, impls still to run) per cell; done rows are counted and reported."""
     out = []
     for item in items:
-        done, todo = {}, []
+        done: dict[str, dict] = {}
+        todo: list[str] = []
         for impl in settings.impls:
             key = item.key(impl)
-            if run_file.is_done(key):
-                done[impl] = run_file.row(key)
+            row = run_file.row(key)
+            if row is not None and run_file.is_done(key):
+                done[impl] = row
                 summary["skipped"] += 1
                 progress.end(key, "done in the resumed run, skipped", None)
             else:

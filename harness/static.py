@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import asdict
+from typing import Any
 
 _CACHE: dict[str, dict] = {}
 
@@ -43,9 +44,10 @@ def analyse_ptx(ptx: str, label: str = "module") -> dict:
         return _CACHE[digest]
     from harness import toolchain
 
-    facts = {"digest": digest, "label": label, "ptx_lines": ptx.count("\n") + 1, "ptx_histogram": ptx_histogram(ptx),
-             "ptx_histogram_full": ptx_histogram(ptx, with_modifiers=True), "resources": {}, "sass_histogram": {},
-             "errors": []}
+    facts: dict[str, Any] = {
+        "digest": digest, "label": label, "ptx_lines": ptx.count("\n") + 1, "ptx_histogram": ptx_histogram(ptx),
+        "ptx_histogram_full": ptx_histogram(ptx, with_modifiers=True), "resources": {}, "sass_histogram": {},
+        "errors": []}
     try:
         safe = re.sub(r"[^\w.-]", "_", label)[:60]
         cubin, usage = toolchain.assemble(ptx, arch="sm_90", name=f"{safe}.ptx")

@@ -20,7 +20,7 @@ def _nvidia_roots() -> list[Path]:
     """site-packages/nvidia folders of the running interpreter (wheels install their tools there)."""
     import importlib.util
 
-    roots = []
+    roots: list[Path] = []
     spec = importlib.util.find_spec("nvidia")
     if spec is not None and spec.submodule_search_locations:
         roots.extend(Path(p) for p in spec.submodule_search_locations)
@@ -41,7 +41,8 @@ TOOL_SOURCES: dict[str, str] = {}
 
 
 def _system_tool(name: str) -> Path | None:
-    """Fallback used only when PTXMOE_ALLOW_SYSTEM_CUDA=1: $CUDA_HOME/bin/<name>, then PATH (e.g. a lent GPU machine)."""
+    """Fallback used only when PTXMOE_ALLOW_SYSTEM_CUDA=1: $CUDA_HOME/bin/<name>, then PATH (e.g. a lent GPU
+    machine)."""
     import shutil
 
     if os.environ.get(ALLOW_SYSTEM_CUDA_ENV) != "1":
@@ -62,7 +63,8 @@ def ptxas_path() -> Path:
     """Path of ptxas from the nvidia-cuda-nvcc wheel."""
     path = _find_in_wheels("cuda_nvcc/bin/ptxas") or _find_in_wheels("*/bin/ptxas") or _system_tool("ptxas")
     if path is None:
-        raise ToolchainError("ptxas not found in the nvidia-cuda-nvcc-cu12 wheel; run `make install` (pip install -e .)")
+        raise ToolchainError("ptxas not found in the nvidia-cuda-nvcc-cu12 wheel; "
+                             "run `make install` (pip install -e .)")
     return path
 
 

@@ -39,7 +39,8 @@ def run_kernel(run: Callable, backend, kernel: str, preset: Preset | str, skew: 
     spec = get_kernel(kernel)
     if inputs is None:
         if lazy is None:
-            lazy = bool(getattr(backend, "lazy_inputs", False)) and wants_lazy(kernel, preset, params.get("variant", "up"))
+            lazy = bool(getattr(backend, "lazy_inputs", False)) and wants_lazy(kernel, preset,
+                                                                               params.get("variant", "up"))
         inputs = spec.make_inputs(preset, skew, seed, lazy=lazy, **params)
     args = {name: to_device(backend, arr) for name, arr in inputs.items()}
     out_specs = spec.output_specs(preset, inputs)

@@ -222,7 +222,7 @@ $L_issued:
             k = 4 * f + i
             s = "%s0" if i < 2 else "%s1"
             e(f"    fma.rn.f32          %acc{k}, %part{k}, {s}, %acc{k};")
-    e("""    bar.sync            0;                              // everyone is done with this stage before it is refilled
+    e("""    bar.sync            0;                              // everyone is done with this stage before refilling
     add.u32             %kt, %kt, 1;
     setp.lt.u32         %p_more, %kt, %ktiles;
     @%p_more bra.uni    $L_slab;

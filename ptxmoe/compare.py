@@ -53,7 +53,7 @@ class Settings:
                 "kernels": [self.name], "seed": self.seed, "impls": list(self.impls), "static": self.static,
                 "timing": asdict(self.timing) if self.timing is not None else None,
                 "model_device": self.model_device, "sanitize": [], "model_estimate": False,
-                "source": "ptxmoe.compare", "languages": dict(zip(self.impls, self.languages)),
+                "source": "ptxmoe.compare", "languages": dict(zip(self.impls, self.languages, strict=True)),
                 "cases": {c.name: dict(c.params) for c in self.cases}}
 
 
@@ -337,7 +337,8 @@ def _stages(timing: dict) -> dict[str, float]:
 # ----------------------------------------------------------------------------------------------------- verdicts
 def verdict(name: str, case: str, baseline: dict, candidate: dict, basis: str) -> dict:
     """The run.json verdict of `candidate` over `baseline` in one case: speedup = baseline time / candidate time
-    (> 1: the candidate is faster) with its interval (measured: bootstrap 95 %; modelled: the model's validated error)."""
+    (> 1: the candidate is faster) with its interval (measured: bootstrap 95 %; modelled: the model's validated
+    error)."""
     from harness.timing import stats
 
     base, cand = baseline["impl"], candidate["impl"]

@@ -184,7 +184,7 @@ def pack_ptx_params(owner: str, entry: str, ptx: str, names, values: Mapping[str
         raise KernelSpecError(f"{owner}: .entry {entry} takes {len(types)} parameters; {len(names)} arguments given "
                               f"({', '.join(names)}); pass args= with the input names in parameter order")
     packed = []
-    for i, (name, ptype) in enumerate(zip(names, types)):
+    for i, (name, ptype) in enumerate(zip(names, types, strict=True)):
         value = values[name]
         where = f"{owner}: argument {name} (.param {i} of {entry}, .{ptype})"
         if isinstance(value, DeviceArray) or _is_array(value):
@@ -224,7 +224,7 @@ def ptx_launcher(kernel, ptx: str, inputs: Mapping[str, Any], owner: str, tag: s
     entry = kernel.entry
 
     def launcher(backend, device_args):
-        params = [device_args[n] if ptr else value for n, ptr, value in zip(names, pointers, planned)]
+        params = [device_args[n] if ptr else value for n, ptr, value in zip(names, pointers, planned, strict=True)]
         return backend.launch_ptx(ptx, entry, grid, block, params, shared_bytes=shared, tag=tag)
     return launcher
 

@@ -38,7 +38,7 @@ class Verdict:
 
 
 def _verdict_of(v: dict) -> Verdict:
-    return Verdict(case=v.get("preset"), kernel=_label(v), skew=v.get("skew"), candidate=v.get("impl") or "ptx",
+    return Verdict(case=v["preset"], kernel=_label(v), skew=v.get("skew"), candidate=v.get("impl") or "ptx",
                    baseline=v.get("baseline") or v.get("ptx_over") or "numba", speedup=v.get("speedup"),
                    ci_lo=v.get("ci_lo"), ci_hi=v.get("ci_hi"), verdict=v.get("verdict"), basis=v.get("basis"),
                    reason=v.get("reason"))

@@ -88,9 +88,10 @@ def error_code(exc: BaseException) -> str:
     Follows __cause__/__context__; numba-cuda's CudaAPIError carries `code` (a CUresult or its int value).
     """
     seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        code = getattr(exc, "code", None)
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        code = getattr(link, "code", None)
         if isinstance(code, str) and code.startswith("CUDA_ERROR"):
             return code
         if code is not None and not isinstance(code, str):
@@ -103,9 +104,9 @@ def error_code(exc: BaseException) -> str:
             if name:
                 return str(name)
         for name in STICKY_ERRORS:  # e.g. a message only: "... CUDA_ERROR_ILLEGAL_ADDRESS ..."
-            if name in str(exc):
+            if name in str(link):
                 return name
-        exc = exc.__cause__ or exc.__context__
+        link = link.__cause__ or link.__context__
     return ""
 
 

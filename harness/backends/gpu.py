@@ -16,7 +16,7 @@ import ctypes
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -203,7 +203,7 @@ class GpuBackend(Backend):
             raise InputError(f"PTX entry {entry} takes {len(ptypes)} parameters ({', '.join(ptypes)}); "
                              f"{len(params)} given")
         values, ctys = [], []
-        for i, (p, t) in enumerate(zip(params, ptypes)):
+        for i, (p, t) in enumerate(zip(params, ptypes, strict=True)):
             cty = _CTYPES.get(t)
             if cty is None:
                 raise InputError(f"PTX entry {entry} parameter {i} has type .{t}; the gpu backend passes only scalar "
@@ -245,9 +245,9 @@ class GpuBackend(Backend):
         kernel, arg_types = self._jit(pyfunc, signature)
         numba_abi.check_args(pyfunc.__name__, arg_types, args)
         call_args = []
-        for t, a in zip(arg_types, args):
+        for t, a in zip(arg_types, args, strict=True):
             if t.is_array:
-                dev = a.handle
+                dev = cast(DeviceArray, a).handle  # check_args made sure array parameters got DeviceArrays
                 call_args.append(dev if dev.dtype == t.dtype else dev.view(t.dtype))
             else:
                 call_args.append(t.dtype.type(a))

@@ -131,7 +131,7 @@ def check_args(name: str, arg_types: Sequence[ArgType], args: Sequence) -> None:
     """Check launch arguments against a parsed signature; raise InputError naming the first mismatch."""
     if len(args) != len(arg_types):
         raise InputError(f"kernel {name}: {len(args)} arguments given; its signature takes {len(arg_types)}")
-    for i, (t, a) in enumerate(zip(arg_types, args)):
+    for i, (t, a) in enumerate(zip(arg_types, args, strict=True)):
         if t.is_array:
             if not isinstance(a, DeviceArray):
                 raise InputError(f"kernel {name} argument {i}: got {type(a).__name__}; expected a DeviceArray "
@@ -151,7 +151,7 @@ def expand_args(name: str, arg_types: Sequence[ArgType], args: Sequence) -> list
     """Flatten launch arguments to the entry's parameters per the Numba ABI (all as NumPy scalars)."""
     check_args(name, arg_types, args)
     flat: list[np.generic] = []
-    for t, a in zip(arg_types, args):
+    for t, a in zip(arg_types, args, strict=True):
         if t.is_array:
             itemsize = np.dtype(a.dtype).itemsize
             strides, acc = [], itemsize

@@ -44,7 +44,8 @@ def dim3(value, what: str) -> tuple[int, int, int]:
     dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
     if not 1 <= len(dims) <= 3 or any(int(d) < 1 for d in dims):
         raise InputError(f"{what} {value!r}: expected an int or 1 to 3 positive ints")
-    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    x, y, z = [int(d) for d in dims] + [1] * (3 - len(dims))
+    return x, y, z
 
 
 def ptx_params(params: Sequence[LaunchArg]) -> list:
@@ -138,7 +139,8 @@ class SimBackend(Backend):
             buf = self.device.alloc(nbytes)
             if nbytes:
                 self.device.copy_in(buf, np.full(nbytes, fill_byte & 0xFF, dtype=np.uint8))
-        if nbytes and "initcheck" in self.sanitize:  # poison is not an initialisation: reading it before writing is a bug
+        # poison is not an initialisation: reading it before writing is a bug
+        if nbytes and "initcheck" in self.sanitize:
             self.device.mark_uninitialised(buf)
         return DeviceArray(shape, dtype, _addr(buf), handle=buf)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import secrets
 import sys
@@ -144,7 +145,8 @@ def build_settings(args, backend_name: str):
     seed = args.seed if args.seed is not None else secrets.randbits(32)
     timing = replace(GpuTimingSettings(), budget_s=check_budget(args.budget))
     if getattr(args, "quick_timing", False):
-        # NOTE: no stream blocker under a profiler: ncu serialises each launch, so the blocker would wait out its timeout
+        # NOTE: no stream blocker under a profiler: ncu serialises each launch, so the blocker would wait out its
+        # timeout
         timing = replace(timing, warmup_runs=1, warmup_s=0.0, min_samples=1, max_samples=1, host_samples=0,
                          block_stream=False)
     sanitize = sanitize_option(getattr(args, "sanitize", None), backend_name)
@@ -277,7 +279,7 @@ def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) ->
     module = None
     if dashboard:
         try:
-            import harness.dashboard as module
+            module = importlib.import_module("harness.dashboard")
         except ModuleNotFoundError as exc:
             if exc.name and not "harness.dashboard".startswith(exc.name):
                 raise

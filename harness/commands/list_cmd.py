@@ -15,10 +15,10 @@ def _probe(fn) -> str:
 
 
 def run(args) -> int:
-    from harness import toolchain
-    from harness.implementations import IMPL_NAMES, IMPLS, implementation_table
     from contract.kernels import KERNELS
     from contract.presets import PRESETS, SKEWS
+    from harness import toolchain
+    from harness.implementations import IMPL_NAMES, IMPLS, implementation_table
 
     tables = {impl: implementation_table(impl) for impl in IMPLS}
     print("kernels (kernels.md):")

@@ -140,6 +140,7 @@ def _run_echoed(argv, env, keep_lines: int = 400) -> tuple[int, str]:
     tail: collections.deque = collections.deque(maxlen=keep_lines)
     with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           errors="replace") as proc:
+        assert proc.stdout is not None  # stdout=PIPE always gives a pipe (not user input)
         for line in proc.stdout:
             sys.stderr.write(line)
             tail.append(line)

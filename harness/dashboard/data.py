@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -264,7 +265,7 @@ def headline(doc: dict, pair: Pair | None = None, resamples: int = HEADLINE_RESA
     kernels = [v for v in done if v["kernel"] != LAYER] or [v for v in done]
     basis = next((v["basis"] for v in done if v["basis"]), None)
     counts = {k: sum(1 for v in done if v["verdict"] == k) for k in ("FASTER", "SAME", "SLOWER")}
-    out = {"pair": pair.name, "impl": pair.impl, "baseline": pair.baseline, "title": pair.title,
+    out: dict[str, Any] = {"pair": pair.name, "impl": pair.impl, "baseline": pair.baseline, "title": pair.title,
            "geomean": None, "lo": None, "hi": None, "interval": "none", "n": len(kernels), "cells": kernels,
            "verdict": None, "counts": counts, "slower": [f"{v['label']} {v['preset']}/{v['skew']}" for v in done
                                                          if v["verdict"] == "SLOWER"],
@@ -315,7 +316,7 @@ def stage_records(doc: dict) -> list[dict]:
     for row in doc.get("rows", []):
         if row.get("kernel") != LAYER or row.get("status") != "ok":
             continue
-        stages = {k: _num(v) for k, v in _dict(row.get("stages_us")).items() if _num(v) is not None}
+        stages = {k: us for k, v in _dict(row.get("stages_us")).items() if (us := _num(v)) is not None}
         total = sum(stages.values())
         for stage, us in stages.items():
             out.append({"impl": canonical_impl(row.get("impl")), "preset": row.get("preset"), "skew": row.get("skew"),
@@ -368,11 +369,13 @@ def sim_counter_records(doc: dict) -> list[dict]:
 
 def pair_ratios(values: dict) -> dict[str, float | None]:
     """{pair name: values[impl] / values[baseline]} for every pair (None unless both are non-zero numbers)."""
-    out = {}
+    out: dict[str, float | None] = {}
     for pair in PAIRS:
         a, b = values.get(pair.baseline), values.get(pair.impl)
-        ok = isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and a
-        out[pair.name] = b / a if ok else None
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and a:
+            out[pair.name] = b / a
+        else:
+            out[pair.name] = None
     return out
 
 
@@ -482,7 +485,7 @@ def nsight_metric_records(run: Run) -> list[dict]:
         value = _num(r["value"])
         if value is None or r["metric"] in TIMESTAMP_METRICS:
             continue
-        impl = canonical_impl(r.get("impl"))
+        impl: str | None = canonical_impl(r.get("impl"))
         impl = impl if impl in IMPLS else None
         key = (r.get("ptxmoe_kernel") or "", r.get("preset") or "", r.get("skew") or "",
                r["nvtx_range"] if not impl else "", short_kernel_name(r["kernel"]) if not impl else "",
@@ -548,7 +551,8 @@ DEVICE_SPEC_KEYS = ("name", "sm_count", "boost_clock_hz", "memory_type", "memory
 
 def filters(doc: dict) -> dict[str, list[str]]:
     """The presets and skews present in the rows, in the run's own order."""
-    presets, skews = [], []
+    presets: list[str] = []
+    skews: list[str] = []
     for row in doc.get("rows", []):
         for value, bag in ((row.get("preset"), presets), (row.get("skew"), skews)):
             if value is not None and value not in bag:
@@ -586,7 +590,8 @@ def run_differences(a: Run, b: Run) -> list[str]:
     """What tells the rows of two runs apart, e.g. ["presets tiny vs dsv3-decode", "kernels gate vs align"]: each
     axis of the row key whose values in the two runs do not overlap at all, else every axis that differs."""
     rows_a, rows_b = row_records(a.doc), row_records(b.doc)
-    disjoint, differing = [], []
+    disjoint: list[str] = []
+    differing: list[str] = []
     for name, key in ROW_AXES:
         va = list(dict.fromkeys(str(r[key]) for r in rows_a))
         vb = list(dict.fromkeys(str(r[key]) for r in rows_b))

@@ -226,7 +226,8 @@ def sass_mix_figure(static: list[dict], top: int = 10):
     """Static SASS instruction mix per launched entry (top opcodes, the rest summed as "other")."""
     import plotly.graph_objects as go
 
-    rows, seen, names = [], set(), {}
+    rows, seen = [], set()
+    names: dict[tuple, list[str]] = {}
     for s in static:  # one bar per distinct cubin: the layer launches the same kernels as the single-kernel rows
         if s["sass_histogram"] and (s["impl"], s["launch"], s["digest"]) not in seen:
             seen.add((s["impl"], s["launch"], s["digest"]))

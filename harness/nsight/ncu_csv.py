@@ -94,7 +94,7 @@ def _launch_id(cell, path, line):
 
 
 def _nvtx(fields, nvtx_columns):
-    stack = ()
+    stack: tuple[tuple[str, str], ...] = ()
     for index in nvtx_columns:
         stack += ncu_nvtx.parse_push_pop_cell(fields[index])
     domain, name = ncu_nvtx.innermost(stack)

@@ -98,7 +98,7 @@ def _stack(action) -> tuple[tuple[str, str], ...]:
     if state is None:
         return ()
     ids = state.domains() if hasattr(state, "domains") else (0,)
-    stack = ()
+    stack: tuple[tuple[str, str], ...] = ()
     for d in ids:
         domain = state.domain_by_id(d)
         if domain is None:

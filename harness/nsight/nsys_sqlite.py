@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import sys
 from collections import defaultdict
 from pathlib import Path
 from urllib.parse import quote as url_quote
@@ -55,6 +56,9 @@ def _connect(path: Path, data):
     if data is None:
         con = sqlite3.connect(f"file:{url_quote(str(path.resolve()))}?mode=ro", uri=True)
     else:
+        if sys.version_info < (3, 11):  # requires-python is 3.10; Connection.deserialize came in 3.11
+            raise NsightFormatError(path, None, "an uncompressed .sqlite export (reading a gzipped one needs "
+                                    "Python >= 3.11)", found=f"Python {sys.version.split()[0]}")
         con = sqlite3.connect(":memory:")
         con.deserialize(data)
     con.execute("SELECT count(*) FROM sqlite_master").fetchone()  # raises DatabaseError on a non-database
@@ -160,7 +164,7 @@ def _range_rows(ranges, domains) -> list[MetricRow]:
     """One `range_duration` row per push/pop range (None when it never ended), stacked in its enclosing ranges."""
     found = enclosing(_by_tid(ranges), [(g["tid"], g["start"], g["end"]) for g in ranges])
     rows = []
-    for index, (g, inside) in enumerate(zip(ranges, found)):
+    for index, (g, inside) in enumerate(zip(ranges, found, strict=True)):
         duration = None if math.isinf(g["end"]) else float(g["end"] - g["start"])
         rows.append(MetricRow(SOURCE, "", g["name"], "range_duration", duration, "ns", index,
                               domains.get(g["domain"], ""), _stack(domains, inside)))
@@ -175,7 +179,7 @@ def _runtime_calls(schema):
                                                                          "correlationId")}
     if None in wanted.values():
         return {}
-    calls = {}
+    calls: dict[tuple[int, int], tuple[int, int, int]] = {}
     for r in schema.select("CUPTI_ACTIVITY_KIND_RUNTIME", wanted):
         if None in (r["globalTid"], r["correlationId"], r["start"], r["end"]):
             continue
@@ -211,7 +215,7 @@ def _launching_calls(kernels, calls) -> list:
     by_corr = defaultdict(list)
     for (_, corr), span in calls.items():
         by_corr[corr].append(span)
-    out = []
+    out: list[tuple[int, int, int] | None] = []
     for k in kernels:
         if k["corr"] is None:
             out.append(None)
@@ -227,7 +231,7 @@ def _kernel_rows(schema, strings, ranges, domains, path) -> list[MetricRow]:
     kernels = _load_kernels(schema, path)
     launched_by = _launching_calls(kernels, _runtime_calls(schema))
     joined = [i for i, call in enumerate(launched_by) if call is not None]
-    inside_of = dict(zip(joined, enclosing(_by_tid(ranges), [launched_by[i] for i in joined])))
+    inside_of = dict(zip(joined, enclosing(_by_tid(ranges), [launched_by[i] for i in joined]), strict=True))
     rows = []
     for launch, k in enumerate(kernels):
         name = k["name"]

@@ -38,7 +38,7 @@ def report_kind(header: list[str]) -> str | None:
 
 def find_blocks(lines: list[str]) -> list[tuple[int, str]]:
     """(0-based header line, report kind) of every recognised report block."""
-    blocks = []
+    blocks: list[tuple[int, str]] = []
     for i, line in enumerate(lines):
         if "," not in line or (blocks and _inside(lines, blocks[-1][0], i)):
             continue
@@ -115,7 +115,7 @@ def _block(block, offset, kind, path) -> list[MetricRow]:
         if len(fields) != len(header):
             raise NsightFormatError(path, line, f"{len(header)} fields as in the {kind} header",
                                     found=f"{len(fields)} fields")
-        cells = dict(zip(header, fields))
+        cells = dict(zip(header, fields, strict=True))
         values = []
         for index, metric, unit in metrics:
             value = parse_number(fields[index])

@@ -59,6 +59,6 @@ def to_text(table, max_kernel: int = 60) -> str:
     right = {TEXT_COLUMNS.index("launch"), TEXT_COLUMNS.index("value")}
     lines = []
     for line in [list(TEXT_COLUMNS)] + cells:
-        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths))]
+        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True))]
         lines.append("  ".join(parts).rstrip())
     return "\n".join(lines) + "\n"

@@ -19,6 +19,8 @@ class Schema:
         best: dict[str, tuple[int, str]] = {}
         for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"):
             match = _VERSIONED.fullmatch(name)
+            if match is None:  # empty, or a newline in it: no nsys table
+                continue
             base, version = match["base"], int(match["v"] or 1)
             if base not in best or version > best[base][0]:
                 best[base] = (version, name)
@@ -53,7 +55,7 @@ class Schema:
         missing = [key for key in wanted if key not in present]
         out = []
         for values in self.con.execute(f"SELECT {sql} FROM {quote(self.tables[base])}"):
-            record = dict(zip(keys, values))
+            record = dict(zip(keys, values, strict=True))
             record.update(dict.fromkeys(missing))
             out.append(record)
         return out

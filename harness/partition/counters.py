@@ -25,6 +25,7 @@ interference model shares out (the timing model's own l2 bound does not include 
 from __future__ import annotations
 
 import functools
+import importlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -174,14 +175,8 @@ def comm_counters(preset, series: str, sizes: SimSizes, rng: np.random.Generator
     from harness.backends.sim import SimBackend
 
     impl, loads = parse_series(series)
-    if impl == "ptx":
-        from ptx_impl import comm as module
-
-        launch = {"loads": loads}
-    else:
-        import cuda_impl.comm as module
-
-        launch = {}
+    module = importlib.import_module("ptx_impl.comm" if impl == "ptx" else "cuda_impl.comm")
+    launch = {"loads": loads} if impl == "ptx" else {}
     target = shapes_of(preset)
     out = []
     for op, rows_sim in (("dispatch", sizes.comm_rows), ("combine", max(1, sizes.comm_rows // target.K) * target.K)):
@@ -229,9 +224,9 @@ def gemm_counters(preset, variant: str, sizes: SimSizes, seed: int) -> KernelCou
     Raises:
         PartitionError: an unknown variant, or the simulated output failed its check.
     """
-    from harness.backends.sim import SimBackend
     from contract.kernels import get_kernel
     from contract.presets import Preset
+    from harness.backends.sim import SimBackend
     from harness.verify import run_kernel
     from ptx_impl import grouped_gemm
 

@@ -125,10 +125,10 @@ def measured_sweep(settings, seed: int) -> tuple[list[dict], dict]:
     Raises:
         PtxmoeError: no visible GPU (the reason is given), or a correctness check failed on the GPU.
     """
+    from contract.presets import get_preset
     from harness.backends.gpu import GpuBackend
     from harness.partition.counters import local_preset, parse_series
     from harness.partition.problem import CommShapes, run_comm, shapes_of
-    from contract.presets import get_preset
     from harness.toolchain import gpu_visible
     from ptx_impl import comm, grouped_gemm
 

@@ -121,7 +121,7 @@ def modelled_sweep(counters: dict, spec, sms, series=None) -> list[dict]:
     if bad:
         raise PartitionError(f"modelled sweep: SM counts {bad} outside 0..{spec.sm_count - 1} on {spec.name}")
     gemm = [counters["gemm[up]"], counters["gemm[down]"]]
-    rows = []
+    rows: list[dict] = []
     for s in series:
         comm = [counters[f"dispatch[{s}]"], counters[f"combine[{s}]"]]
         rows.extend(sweep_row(int(n), s, comm, gemm, spec) for n in sms)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from contract.checks import CheckResult, exact, normwise_rel_error, unwritten
-from harness.errors import InputError
 from contract.generators import BF16, random_bf16
+from harness.errors import InputError
 
 POISON = 0xFF
 COMBINE_TOLERANCE = 1e-2

@@ -28,8 +28,8 @@ def text_table(header: list[str], rows: list[list[str]], prose_last: bool = Fals
 
     def line(cells):
         if prose_last:
-            return "  ".join(c.rjust(w) for c, w in zip(cells[:-1], widths)) + "  " + cells[-1]
-        return "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+            return "  ".join(c.rjust(w) for c, w in zip(cells[:-1], widths[:-1], strict=True)) + "  " + cells[-1]
+        return "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
 
     return "\n".join([line(header)] + [line(r) for r in rows])
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from contract.presets import Preset
 from harness.errors import InputError, PtxmoeError
 from harness.partition.counters import DEFAULT_SERIES, SimSizes
 
@@ -33,7 +35,7 @@ class PartitionSettings:
 
     backend: str = "sim"                     # "sim" (modelled) or "gpu" (measured)
     device: str = "h800"                     # the modelled device (sim); the gpu backend reports its own
-    preset: object = "dsv3-prefill"          # target T, H, K, E, I, BM: a preset name or a harness Preset
+    preset: str | Preset = "dsv3-prefill"         # target T, H, K, E, I, BM: a preset name or a harness Preset
     ep: int = 32                             # expert parallelism: the GEMM holds E/ep experts
     sms: tuple[int, ...] = DEFAULT_SMS       # SMs given to communication
     series: tuple[str, ...] = DEFAULT_SERIES  # comm kernels: impl/loads (ptx/plain, ptx/no_allocate, cuda/plain)
@@ -91,7 +93,8 @@ def parse_sms(text: str) -> tuple[int, ...]:
             parts = [int(p) for p in text.split(":")]
             if len(parts) not in (2, 3):
                 raise ValueError
-            counts = range(*parts)  # NOTE: len() of a range is O(1): a huge range is refused before it exists
+            # NOTE: len() of a range is O(1): a huge range is refused before it exists
+            counts: Sequence[int] = range(*parts)
         else:
             counts = [int(p) for p in text.split(",") if p.strip()]
     except ValueError:
@@ -126,10 +129,10 @@ def schedule_section(rows: list[dict], pp: int, microbatches: int) -> dict:
 
 
 def _sim_rows(settings: PartitionSettings, seed: int) -> tuple[list[dict], dict]:
+    from contract.presets import get_preset
     from harness.partition.counters import collect, local_preset
     from harness.partition.interference import CONSTANTS, LOAD_POLICIES, MODEL_NOTE
     from harness.partition.model import LABEL, modelled_sweep
-    from contract.presets import get_preset
     from ptxsim.model import get_device
 
     preset = get_preset(settings.preset)

@@ -6,6 +6,7 @@
 
 Pure Python; imports nothing from ptxsim or the kernels. Plotly is imported only inside gantt_figure.
 """
+from harness.pipeline.engine import check_timeline, op_dependencies, simulate, validate
 from harness.pipeline.metrics import Metrics, measure
 from harness.pipeline.model import (
     Chunk,
@@ -19,7 +20,6 @@ from harness.pipeline.model import (
 )
 from harness.pipeline.report import EXACT_WHEN, FORMULAS, formula_bubble, gantt_figure, gantt_rows, schedule_table
 from harness.pipeline.schedules import BUILDERS, dualpipe, dualpipev, one_f_one_b, zb1p
-from harness.pipeline.engine import check_timeline, op_dependencies, simulate, validate
 
 __all__ = [
     "BUILDERS", "EXACT_WHEN", "FORMULAS", "Chunk", "ChunkTimes", "DeadlockError", "DependencyError", "Metrics",

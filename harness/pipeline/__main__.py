@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     table = [COLUMNS] + [tuple(str(r[c]) for c in COLUMNS) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
     for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return 0
 
 

@@ -10,7 +10,6 @@ both after F&B. Communication is free (the report's Table 2 counts compute only)
 from __future__ import annotations
 
 import math
-
 from collections import Counter
 
 from harness.pipeline.model import (
@@ -65,8 +64,9 @@ def validate(schedule: Schedule) -> None:
         for index, chunk in enumerate(row):
             if not isinstance(chunk, Chunk):
                 raise ScheduleError(f"{schedule.method}: device {device} entry {index} is {chunk!r}; expected a Chunk")
-            parts = [chunk] if chunk.kind != "FB" else [Chunk(chunk.stage, chunk.microbatch, "F", chunk.direction),
-                                                         chunk.backward]
+            # an FB chunk (the only kind with a backward half) is checked as its F and its B
+            parts = [chunk] if chunk.backward is None else [Chunk(chunk.stage, chunk.microbatch, "F", chunk.direction),
+                                                            chunk.backward]
             for part in parts:
                 op = part.ops()[0]
                 if part.stage >= pp:
@@ -121,7 +121,7 @@ def simulate(schedule: Schedule, times: ChunkTimes, check: bool = True) -> Timel
     validate(schedule)
     pp = schedule.stages
     end_of: dict[tuple, float] = {}
-    rows = [list() for _ in schedule.devices]
+    rows: list[list[Placed]] = [[] for _ in schedule.devices]
     head = [0] * len(schedule.devices)
     free = [0.0] * len(schedule.devices)
     remaining = sum(len(r) for r in schedule.devices)
@@ -172,7 +172,7 @@ def check_timeline(timeline: Timeline) -> None:
         raise ScheduleError(f"{schedule.method}: timeline has {len(timeline.placed)} device rows; schedule has "
                             f"{len(schedule.devices)}")
     placed_of: dict[tuple, Placed] = {}
-    for device, (row, chunks) in enumerate(zip(timeline.placed, schedule.devices)):
+    for device, (row, chunks) in enumerate(zip(timeline.placed, schedule.devices, strict=True)):
         if [p.chunk for p in row] != list(chunks):
             raise ScheduleError(f"{schedule.method}: device {device}'s placed chunks differ from its schedule list")
         previous_end = None

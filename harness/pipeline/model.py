@@ -72,7 +72,7 @@ class Chunk:
 
     def ops(self) -> tuple[tuple[str, int, int, int], ...]:
         """The graph ops this chunk executes, each (kind, direction, stage, microbatch)."""
-        if self.kind == "FB":
+        if self.backward is not None:  # kind "FB", the only kind with a backward half (__post_init__)
             return (("F", self.direction, self.stage, self.microbatch),) + self.backward.ops()
         return ((self.kind, self.direction, self.stage, self.microbatch),)
 

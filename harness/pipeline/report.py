@@ -105,7 +105,7 @@ def gantt_rows(timeline: Timeline) -> list[dict]:
             c = p.chunk
             item = {"device": p.device, "start": p.start, "end": p.end, "kind": c.kind, "microbatch": c.microbatch,
                     "direction": c.direction, "stage": c.stage, "label": c.label()}
-            if c.kind == "FB":
+            if c.backward is not None:  # kind "FB"
                 item.update(backward_stage=c.backward.stage, backward_microbatch=c.backward.microbatch,
                             backward_direction=c.backward.direction)
             rows.append(item)

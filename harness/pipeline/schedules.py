@@ -11,7 +11,6 @@ from collections import deque
 
 from harness.pipeline.model import Chunk, Schedule, ScheduleError
 
-
 # Upper bounds: the simulator keeps every chunk of every device in memory (~pp * microbatches * 3 chunks per method;
 # 8 x 2000 takes ~9 s for the four methods), so sizes beyond these are refused instead of growing without end.
 MAX_PP = 256
@@ -89,13 +88,13 @@ def zb1p(pp: int, microbatches: int) -> Schedule:
     for s in range(pp):
         warmup = pp - s - 1
         row = [Chunk(s, m, "F") for m in range(warmup)]
-        pending = deque()
+        pending: deque[int] = deque()
 
-        def backward(m, row=row, pending=pending, lag=s):
-            row.append(Chunk(s, m, "B", split=True))
+        def backward(m, row=row, pending=pending, stage=s, lag=s):
+            row.append(Chunk(stage, m, "B", split=True))
             pending.append(m)
             if len(pending) > lag:
-                row.append(Chunk(s, pending.popleft(), "W"))
+                row.append(Chunk(stage, pending.popleft(), "W"))
 
         for m in range(microbatches - warmup):
             row.append(Chunk(s, warmup + m, "F"))
@@ -115,7 +114,8 @@ class _Rank:
         self.direction_of_phase = direction_of_phase
         self.next_f = [0, 0]
         self.next_b = [0, 0]
-        self.weights = deque()  # (direction, stage, microbatch) of split B's whose W is still due, FIFO
+        # (direction, stage, microbatch) of split B's whose W is still due, FIFO
+        self.weights: deque[tuple[int, int, int]] = deque()
         self.row: list[Chunk] = []
 
     def _take(self, counters, phase):

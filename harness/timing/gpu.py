@@ -75,7 +75,9 @@ _NVML_STATE: dict = {}
 
 def _nvml_clocks(nvml=None) -> dict:
     if nvml is None:
-        import pynvml as nvml
+        import pynvml
+
+        nvml = pynvml
     if _NVML_STATE.get("module") is not nvml:
         nvml.nvmlInit()
         _NVML_STATE.update(module=nvml, handle=nvml.nvmlDeviceGetHandleByIndex(0))
@@ -105,8 +107,10 @@ def _smi_clocks(run) -> dict:
             return {"error": f"nvidia-smi could not run: {exc}"}
         if proc.returncode == 0 and proc.stdout.strip():
             values = [v.strip() for v in proc.stdout.splitlines()[0].split(",")]
-            return {"utc_ns": time.time_ns(), **dict(zip(_CLOCK_NAMES, values)), "source": "nvidia-smi",
-                    "reason_field": reason}
+            # strict=False: without a reason field (the last try) nvidia-smi gives one value fewer than _CLOCK_NAMES,
+            # and throttle_reasons is then left out
+            clocks = dict(zip(_CLOCK_NAMES, values, strict=False))
+            return {"utc_ns": time.time_ns(), **clocks, "source": "nvidia-smi", "reason_field": reason}
         why = (proc.stderr or proc.stdout or "").strip().splitlines()
         errors.append(f"{reason or 'clocks only'}: exit {proc.returncode}{': ' + why[0][:160] if why else ''}")
     return {"error": "nvidia-smi --query-gpu failed: " + "; ".join(errors)}
@@ -114,8 +118,11 @@ def _smi_clocks(run) -> dict:
 
 def sm_clock(clocks: dict) -> float | None:
     """The SM clock in MHz from a read_clocks dict (None when unknown, e.g. "[N/A]")."""
+    value = clocks.get("sm_clock_mhz")
+    if value is None:
+        return None
     try:
-        return float(clocks.get("sm_clock_mhz"))
+        return float(value)
     except (TypeError, ValueError):
         return None
 

@@ -27,8 +27,8 @@ def model_estimate(run, inputs: dict, preset, run_params: dict, spec, device: st
         out["skipped"] = (f"inputs are {input_bytes / 1e9:.2f} GB, over the {max_input_bytes / 1e9:.2f} GB a "
                           f"sampled ptxsim run may copy; no estimate for this row")
         return out
-    from harness.backends.sim import SimBackend
     from contract.kernels import POISON_BYTE
+    from harness.backends.sim import SimBackend
     from harness.timing.sim import model_row
 
     t0 = time.perf_counter()

@@ -76,7 +76,7 @@ def metrics_dict(stats) -> dict:
         return {}
     if isinstance(metrics, dict):
         return dict(metrics)
-    if is_dataclass(metrics):
+    if is_dataclass(metrics) and not isinstance(metrics, type):
         return asdict(metrics)
     if hasattr(metrics, "as_dict"):
         return dict(metrics.as_dict())

@@ -27,4 +27,4 @@ def test_kernels_md_table_matches_the_presets():
     names = [c.strip().strip("`") for c in header.group(1).split("|")]
     bm_row = re.search(r"^\| BM \|[^|]*\|(.*)\|$", text, re.MULTILINE)
     values = [int(c) for c in bm_row.group(1).split("|")]
-    assert dict(zip(names, values)) == {name: p.BM for name, p in PRESETS.items()}
+    assert dict(zip(names, values, strict=True)) == {name: p.BM for name, p in PRESETS.items()}

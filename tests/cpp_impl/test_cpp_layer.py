@@ -9,13 +9,12 @@ import sys
 
 import pytest
 
-from harness.backends.base import Backend
-
 import cpp_impl
 from contract.errors import BuildError
 from contract.kernels import get_kernel
 from contract.presets import SKEWS, get_preset
 from cpp_impl import layer
+from harness.backends.base import Backend
 from harness.verify import run_kernel
 
 pytestmark = pytest.mark.sim

@@ -123,11 +123,11 @@ def test_swiglu_saturating_inputs_stay_finite(backend):
     import ml_dtypes
 
     preset = get_preset("tiny")
-    I = preset.I
-    h = np.zeros((preset.P_max, 2 * I), ml_dtypes.bfloat16)
-    h[:, :I] = -3e38
-    h[:, I:] = 3e38
-    h[1, :I], h[1, I:] = 3e38, 0.5
+    inter = preset.I
+    h = np.zeros((preset.P_max, 2 * inter), ml_dtypes.bfloat16)
+    h[:, :inter] = -3e38
+    h[:, inter:] = 3e38
+    h[1, :inter], h[1, inter:] = 3e38, 0.5
     inputs = {"h": h, "total_padded": np.array([preset.BM], np.int32)}
     _, outputs, _ = run_kernel(cpp_impl.KERNELS["swiglu"], backend, "swiglu", preset, "balanced", 0, inputs=inputs)
     a = outputs["a"][: preset.BM].astype(np.float32)

@@ -15,7 +15,6 @@ from harness.backends.base import Backend, DeviceArray, LaunchRecord
 from harness.backends.numba_abi import check_args, parse_signature
 
 
-
 class CudaSimBackend(Backend):
     name = "cudasim"
 
@@ -62,7 +61,8 @@ class CudaSimBackend(Backend):
         key = (pyfunc, str(signature))
         if key not in self._jitted:
             self._jitted[key] = cuda.jit(signature)(pyfunc)
-        call = [self._host_view(a, t.dtype) if t.is_array else t.dtype.type(a) for t, a in zip(arg_types, args)]
+        call = [self._host_view(a, t.dtype) if t.is_array else t.dtype.type(a)
+                for t, a in zip(arg_types, args, strict=True)]
         t0 = time.perf_counter()
         self._jitted[key][grid, block, 0, int(shared_bytes)](*call)
         rec = LaunchRecord(tag or pyfunc.__name__, "cuda", tuple(np.atleast_1d(grid)), tuple(np.atleast_1d(block)),

@@ -52,8 +52,8 @@ def bf16_close(a: np.ndarray, b: np.ndarray) -> bool:
 
 def test_numba_simulator_agrees_with_ptxsim(tmp_path, seed):
     import cuda_impl
-    from harness.backends.sim import SimBackend
     from contract.kernels import get_kernel
+    from harness.backends.sim import SimBackend
     from harness.verify import run_kernel
 
     cases = make_cases(seed)

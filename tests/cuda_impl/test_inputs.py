@@ -4,9 +4,9 @@ import dataclasses
 import numpy as np
 import pytest
 
+from contract.presets import PRESETS
 from harness.backends.base import Backend, DeviceArray
 from harness.errors import InputError
-from contract.presets import PRESETS
 
 
 class NoLaunch(Backend):

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from harness.static import analyse_ptx
 from harness.cli import main
+from harness.static import analyse_ptx
 from ptxsim.model.costs import MODEL_CONSTANTS
 from ptxsim.model.devices import get_device
 from ptxsim.model.profile import ProfileError, load_profile

@@ -44,7 +44,7 @@ def test_cli_csv_has_every_row_of_the_run(name, run_copy, capsys):
 def test_times_match_the_rows_modelled_and_measured():
     sim, gpu = run_to_dataframe(_doc("sim-real")), run_to_dataframe(_doc("gpu-measured"))
     for frame, doc in ((sim, _doc("sim-real")), (gpu, _doc("gpu-measured"))):
-        for (_, rec), row in zip(frame.iterrows(), doc["rows"]):
+        for (_, rec), row in zip(frame.iterrows(), doc["rows"], strict=True):
             if row["timing"]["basis"] == "modelled":
                 assert rec["basis"] == "modelled" and rec["time_us"] == row["timing"]["modelled_us"]
             else:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness import results
-from harness.results import RunFile, ResultsError
+from harness.results import ResultsError, RunFile
 
 
 def _new(tmp_path, run_id="r1"):

@@ -6,10 +6,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from contract.kernels import get_kernel
 from harness import runner
 from harness.backends.base import Backend, DeviceArray, LaunchRecord
-from contract.kernels import get_kernel
-from harness.results import RunFile, SCHEMA_VERSION
+from harness.results import SCHEMA_VERSION, RunFile
 
 NOP_PTX = """.version 8.0
 .target sm_90
@@ -146,7 +146,7 @@ def test_layer_stage_breakdown(tmp_path, monkeypatch):
               "mystery"]
     assert row["launch_stages"] == stages
     modelled = {launch["name"]: launch["modelled_s"] * 1e6 for launch in row["timing"]["launches"]}
-    assert row["stages_us"] == pytest.approx({s: modelled[n] for s, n in zip(stages, launches)})
+    assert row["stages_us"] == pytest.approx({s: modelled[n] for s, n in zip(stages, launches, strict=True)})
     assert sum(row["stages_us"].values()) == pytest.approx(row["timing"]["modelled_us"])
 
 

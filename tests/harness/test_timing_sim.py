@@ -33,7 +33,8 @@ def test_launch_carries_kernel_time_launch_gap_and_an_interval():
     rel, basis = limiter_error("dram")
     assert launch["model_error"] == {"relative": rel, "limiter": "dram", "basis": basis}
     assert rel > 0 and lo < launch["modelled_s"] < hi
-    assert hi == pytest.approx(launch["modelled_s"] * (1 + rel)) and lo == pytest.approx(launch["modelled_s"] / (1 + rel))
+    modelled = launch["modelled_s"]
+    assert hi == pytest.approx(modelled * (1 + rel)) and lo == pytest.approx(modelled / (1 + rel))
     assert "dram_read" in basis
 
 

@@ -426,8 +426,8 @@ def _ragged_inputs(rng, BM, E, Kd, N, n_blocks, total_blocks):
 @needs_ptxsim
 @pytest.mark.parametrize("BM,N", [(16, 128), (32, 128), (64, 128), (128, 128), (64, 192)])
 def test_ragged_blocks_holes_and_untouched_tail_on_ptxsim(BM, N, rng):
-    from harness.backends.sim import SimBackend
     from contract.presets import Preset
+    from harness.backends.sim import SimBackend
     from harness.verify import run_kernel
 
     Kd, E, n_blocks = 64, 4, 4

@@ -69,7 +69,10 @@ def test_checked_in_ptx_is_what_the_template_renders():
 
 def test_ptx_shape_matches_the_header():
     ptx = re.sub(r"//[^\n]*", "", fp8.ptx_source())
-    count = lambda pattern: len(re.findall(pattern, ptx))
+
+    def count(pattern: str) -> int:
+        return len(re.findall(pattern, ptx))
+
     assert count(r"mma\.sync\.aligned\.m16n8k32\.row\.col\.f32\.e4m3\.e4m3\.f32") == 4 * 2  # 4 k32 steps x 2 n8
     assert count(r"cp\.async\.cg\.shared\.global") == 2 * 5  # prologue + loop, 5 chunks per thread each
     assert count(r"cp\.async\.wait_group 1;") == 1 and count(r"cp\.async\.commit_group;") == 3

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import ptx_impl
+from contract.presets import get_preset
 from harness.backends.base import Backend, DeviceArray
 from harness.errors import InputError
-from contract.presets import get_preset
 from ptx_impl import act_quant, align, gate
 from ptx_impl.descriptor import PtxKernel
 

@@ -6,11 +6,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from dashboard_runs import XSS_KERNEL, XSS_VARIANT, copy_run, make_xss_run, nsys_fixture
 
 from harness import dashboard
 from harness.nsight.importer import import_into_run
-
-from dashboard_runs import XSS_KERNEL, XSS_VARIANT, copy_run, make_xss_run, nsys_fixture
 
 pytestmark = pytest.mark.browser
 

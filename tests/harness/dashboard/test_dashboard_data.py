@@ -4,14 +4,13 @@ import re
 
 import numpy as np
 import pytest
+from dashboard_runs import RUNS, XSS_KERNEL, copy_run, make_xss_run, nsys_fixture
 
 from harness import dashboard
 from harness.cli import main
 from harness.dashboard import data
 from harness.dashboard.html import esc, script_json
 from harness.nsight.importer import import_into_run
-
-from dashboard_runs import RUNS, XSS_KERNEL, XSS_VARIANT, copy_run, make_xss_run, nsys_fixture
 
 
 def _doc(name):
@@ -26,7 +25,8 @@ def test_modelled_headline_is_the_geometric_mean_of_the_kernel_cells():
     assert h["geomean"] == pytest.approx(np.exp(np.mean(np.log(np.array(speedups, dtype=np.float64)))), rel=1e-12)
     # the interval is the model's measured error against published hardware, not a zero-width point
     e = h["model_error"]
-    assert e > 0 and h["lo"] == pytest.approx(h["geomean"] / (1 + e)) and h["hi"] == pytest.approx(h["geomean"] * (1 + e))
+    assert e > 0
+    assert h["lo"] == pytest.approx(h["geomean"] / (1 + e)) and h["hi"] == pytest.approx(h["geomean"] * (1 + e))
     assert "modelled" in h["interval"] and "published" in h["interval"] and f"{e:.0%}" in h["interval"]
     assert h["verdict"] == ("FASTER" if h["lo"] > 1 else "SLOWER" if h["hi"] < 1 else "SAME")
     # swiglu's PTX path is slower in this fixture: the headline must list it
@@ -259,7 +259,7 @@ def test_sass_mix_has_one_bar_per_cubin_whose_stack_is_its_instruction_count():
     totals: dict = {}
     for trace in fig.data:
         assert len(set(trace.y)) == len(trace.y)  # no category drawn twice (stacked bars would add up)
-        for y, x in zip(trace.y, trace.x):
+        for y, x in zip(trace.y, trace.x, strict=True):
             totals[y] = totals.get(y, 0) + x
     want = {}
     for r in recs:
@@ -305,7 +305,7 @@ def test_figures_carry_the_numbers_roofs_error_bars_and_filter_meta():
     fig = figures.roofline([r for r in rows if r["status"] == "ok"], ceil)
     roofs = [tr for tr in fig.data if tr.mode == "lines"]
     assert len(roofs) == 2
-    for tr, peak in zip(roofs, (ceil["bf16_dense_flops"], ceil["fp32_flops"])):
+    for tr, peak in zip(roofs, (ceil["bf16_dense_flops"], ceil["fp32_flops"]), strict=True):
         x = np.asarray(tr.x)
         assert np.allclose(tr.y, np.minimum(peak, ceil["bandwidth_Bps"] * x) / 1e12, rtol=1e-12)
     pts = [tr for tr in fig.data if tr.mode == "markers"]
@@ -362,7 +362,7 @@ def test_a_partition_folder_gets_its_figures_and_an_index_row(tmp_path):
 
 
 def test_modelled_row_time_has_the_models_interval_and_the_launch_apart():
-    """A modelled row shows its kernel time with the model's error interval, and the launch cost beside it, not in it."""
+    """A modelled row shows its kernel time with the model's error interval and the launch cost beside it, not in it."""
     from harness.dashboard.data import row_time
 
     row = {"timing": {"basis": "modelled", "modelled_us": 2.0, "launch_us": 3.0, "interval_us": [1.8, 2.2]}}

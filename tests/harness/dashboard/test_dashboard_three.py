@@ -8,12 +8,11 @@ import json
 
 import numpy as np
 import pytest
+from dashboard_runs import RUNS, copy_run
 
 from harness import dashboard, runner
 from harness.dashboard import data, figures
 from harness.implementations import PAIRS
-
-from dashboard_runs import RUNS, copy_run
 
 CPP_OVER_PTX = 1.25  # the fake CUDA C++ path takes 1.25x the PTX path's time in every cell
 

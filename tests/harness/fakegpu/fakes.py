@@ -163,7 +163,7 @@ class FakeDriver:
         assert n == len(options) == len(values)
         text = image[:-1].decode()
         if self.gpu.jit_error is not None:
-            opts = dict(zip(options, values))
+            opts = dict(zip(options, values, strict=True))
             buf = opts[CUjit_option.CU_JIT_ERROR_LOG_BUFFER]
             assert opts[CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES] == len(buf)
             msg = self.gpu.jit_error.encode()[:len(buf) - 1]
@@ -209,7 +209,7 @@ class FakeDriver:
         values, ctys = args
         if len(values) != len(params) or len(ctys) != len(params):
             return self._fail(f"{entry}: {len(values)} arguments for {len(params)} .param entries")
-        for i, (p, cty) in enumerate(zip(params, ctys)):
+        for i, (p, cty) in enumerate(zip(params, ctys, strict=True)):
             size = max(type_bits(p.type) // 8, 1) * (p.count or 1)
             if ctypes.sizeof(cty) != size:
                 return self._fail(f"{entry} parameter {i} ({p.name} {p.type}): ctypes {cty.__name__} of "
@@ -373,7 +373,7 @@ class FakeDispatcher:
         name = self.__name__
         if len(args) != len(self.arg_types):
             raise TypeError(f"{name}: {len(args)} arguments; the signature takes {len(self.arg_types)}")
-        for i, (t, a) in enumerate(zip(self.arg_types, args)):
+        for i, (t, a) in enumerate(zip(self.arg_types, args, strict=True)):
             if t.is_array:
                 if not isinstance(a, FakeDeviceArray) or a.dtype != t.dtype or a.ndim != t.ndim:
                     raise TypeError(f"{name} argument {i}: {type(a).__name__} "

@@ -5,9 +5,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from harness.implementations import IMPLS, implementation_table
 from contract.kernels import KERNEL_NAMES, get_kernel
 from contract.presets import get_preset
+from harness.implementations import IMPLS, implementation_table
 
 CHEAP = ("gate", "align", "permute", "act_quant", "combine")  # DeepSeek-V3 decode inputs are small for these
 

@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.implementations import IMPLS, implementation_table
 from contract.kernels import KERNEL_NAMES, get_kernel
 from contract.presets import get_preset
+from harness.implementations import IMPLS, implementation_table
 from harness.timing.gpu import BLOCKER_ENTRY, GpuTimingSettings, read_clocks, time_gpu
 
 QUICK = GpuTimingSettings(warmup_runs=2, warmup_s=0.0, min_samples=6, max_samples=6, budget_s=5.0, host_samples=2,
@@ -41,13 +41,15 @@ def _windows(timeline, stream):
 @pytest.mark.parametrize("kernel", KERNEL_NAMES)
 def test_timed_window_holds_only_the_calls_launches(fake_gpu, impl, kernel):
     backend, args, call = _call(impl, kernel)
-    clocks = lambda: {"sm_clock_mhz": "1980"}
+    def clocks():
+        return {"sm_clock_mhz": "1980"}
+
     out = time_gpu(backend, call, [args], 50 << 20, QUICK, clock_reader=clocks)
     assert fake_gpu.errors == []
     stream = backend.stream.handle.value
     windows = _windows(fake_gpu.timeline, stream)
     assert len(windows) == out["device"]["n"] == 6
-    for blocker, start, end, inside in windows:
+    for _blocker, _start, end, inside in windows:
         kinds = {e[0] for e in inside}
         assert kinds == {"launch"}, f"inside the timed window: {sorted(kinds)}"  # no alloc/free/memset/sync
         assert {e[2] for e in inside} == {stream}
@@ -73,7 +75,10 @@ def test_workspace_allocated_once_for_all_timed_calls(fake_gpu):
 def test_throttled_samples_are_discarded(fake_gpu):
     backend, args, call = _call("ptx")
     reads = iter([1980, 1980, 1980, 1400, 1980, 1400] + [1980] * 100)
-    clocks = lambda: {"sm_clock_mhz": str(next(reads))}
+
+    def clocks():
+        return {"sm_clock_mhz": str(next(reads))}
+
     settings = GpuTimingSettings(warmup_runs=1, warmup_s=0.0, min_samples=4, max_samples=4, budget_s=5.0,
                                  host_samples=0, clock_every_s=0.0, rse_target=1e-12)
     out = time_gpu(backend, call, [args], 50 << 20, settings, clock_reader=clocks)

@@ -89,7 +89,7 @@ def test_cli_text_and_csv(own, capsys):
     assert main(["nsight", str(path), "--csv"]) == 0
     out = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert len(out) == len(table)
-    for record, row in zip(out, table.rows):
+    for record, row in zip(out, table.rows, strict=True):
         assert (record["kernel"], record["nvtx_range"], record["metric"], record["unit"]) == (
             row.kernel, row.nvtx_range, row.metric, row.unit)
         value = record["value"]

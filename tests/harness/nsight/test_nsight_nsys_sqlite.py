@@ -131,6 +131,21 @@ def test_not_a_database(tmp_path, name, data):
         read_nsight(path)
 
 
+def test_gzipped_export_on_python_3_10_is_a_format_error_naming_the_version(tmp_path, monkeypatch):
+    import harness.nsight.nsys_sqlite as nsys_sqlite
+
+    raw = tmp_path / "run.sqlite"
+    with sqlite3.connect(raw) as con:
+        con.execute("CREATE TABLE StringIds (id INT, value TEXT)")
+    con.close()
+    path = tmp_path / "run.sqlite.gz"
+    path.write_bytes(gzip.compress(raw.read_bytes()))
+    monkeypatch.setattr(nsys_sqlite.sys, "version_info", (3, 10, 14, "final", 0))
+    with pytest.raises(NsightFormatError, match="uncompressed") as info:
+        read_nsight(path)
+    assert str(path) in str(info.value) and "3.11" in str(info.value)
+
+
 def test_sqlite_that_is_not_an_nsys_export(tmp_path):
     path = tmp_path / "other.sqlite"
     with sqlite3.connect(path) as con:
@@ -150,7 +165,7 @@ def test_enclosing_sweep_matches_brute_force(rng):
     by_tid = {t: [g for g in ranges if g["tid"] == t] for t in (1, 2)}
     spans = [(int(rng.integers(1, 3)), s, s + int(rng.integers(0, 50))) for s in rng.integers(0, 1400, size=200)]
     got = enclosing(by_tid, spans)
-    for (tid, s, e), found in zip(spans, got):
+    for (tid, s, e), found in zip(spans, got, strict=True):
         want = [g for g in by_tid[tid] if g["start"] <= s and g["end"] >= e]
         assert list(found) == want
 

@@ -1,4 +1,5 @@
 """Units and cell parsing; the normalised table, ptxmoe range labels and short kernel names."""
+import dataclasses
 import json
 
 import pytest
@@ -83,8 +84,8 @@ def test_table_json_round_trip_and_select():
     back = NsightTable.from_json_dict(doc)
     assert back.rows == rows and back.meta == table.meta and back.format == table.format
     assert table.select(metric="x") == [rows[1]] and table.select(nvtx_range="a/b/c/d") == [rows[0]]
-    with pytest.raises(Exception):
-        rows[0].value = 2.0  # frozen
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rows[0].value = 2.0
 
 
 @pytest.mark.parametrize("name,short", [

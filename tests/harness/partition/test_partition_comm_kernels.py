@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import cuda_impl.comm as cuda_comm
-from harness.errors import InputError
 from contract.generators import BF16
+from harness.errors import InputError
 from harness.partition.problem import (
     CommShapes,
     check_combine,

@@ -5,15 +5,16 @@ interference primitives are checked on their own with hypothesis.
 """
 import os
 import secrets
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contract.presets import get_preset
 from harness.partition import interference as itf
 from harness.partition.counters import PartitionError, SimSizes, collect, local_preset
 from harness.partition.model import estimate_kernel, modelled_sweep
-from contract.presets import get_preset
 
 SMS = (0, 4, 8, 12, 16, 20, 24, 28, 32)
 
@@ -77,7 +78,7 @@ def test_counters_come_from_checked_runs_and_scale_to_the_target(counters):
 def test_gemm_time_grows_as_sms_are_taken_away(rows):
     for series in SERIES:
         gemm = [r["GEMM (us)"] for r in _by(rows, series)]
-        assert all(b >= a for a, b in zip(gemm, gemm[1:])), gemm
+        assert all(b >= a for a, b in pairwise(gemm)), gemm
         assert gemm[-1] > gemm[0] * 1.1  # 100 SMs instead of 132: clearly slower (compute-bound GEMM)
 
 
@@ -85,7 +86,7 @@ def test_gemm_time_grows_as_sms_are_taken_away(rows):
 def test_comm_gets_faster_with_more_sms(rows):
     for series in SERIES:
         bw = [r["comm bandwidth (GB/s)"] for r in _by(rows, series) if r["comm SMs"] > 0]
-        assert all(b >= a for a, b in zip(bw, bw[1:])), bw
+        assert all(b >= a for a, b in pairwise(bw)), bw
         assert bw[-1] > 2 * bw[0]
 
 
@@ -101,7 +102,7 @@ def test_overlapped_step_lies_between_the_longest_kernel_and_back_to_back(rows):
 @needs_ptxsim
 def test_no_allocate_interferes_no_more_than_plain(rows):
     plain, noalloc = _by(rows, "ptx/plain"), _by(rows, "ptx/no_allocate")
-    for p, n in zip(plain, noalloc):
+    for p, n in zip(plain, noalloc, strict=True):
         assert p["comm SMs"] == n["comm SMs"]
         assert n["GEMM interference slowdown (%)"] <= p["GEMM interference slowdown (%)"] + 1e-9
         assert n["step overlapped (us)"] <= p["step overlapped (us)"] * (1 + 1e-12)

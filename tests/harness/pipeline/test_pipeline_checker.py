@@ -16,11 +16,11 @@ from harness.pipeline import (
     check_timeline,
     dualpipe,
     dualpipev,
+    engine,
     one_f_one_b,
     simulate,
     zb1p,
 )
-from harness.pipeline import engine
 
 T = ChunkTimes(F=1, B=2, W=1, FB=2.5)
 

@@ -1,4 +1,6 @@
 """Gantt rows carry every chunk with its times; the Plotly figure draws them and is never shown."""
+from itertools import pairwise
+
 import pytest
 
 from harness.pipeline import ChunkTimes, dualpipe, gantt_figure, gantt_rows, simulate
@@ -21,7 +23,7 @@ def test_gantt_rows_cover_every_chunk_with_its_times():
     assert max(r["end"] for r in rows) == tl.makespan
     for device in range(4):   # per device, rows are in time order without overlap
         mine = [r for r in rows if r["device"] == device]
-        assert all(a["end"] <= b["start"] for a, b in zip(mine, mine[1:]))
+        assert all(a["end"] <= b["start"] for a, b in pairwise(mine))
 
 
 def test_gantt_figure_draws_one_trace_per_kind_and_is_not_shown(monkeypatch):

@@ -1,5 +1,6 @@
 """The simulated schedules reproduce DeepSeek-V3's Table 2 exactly: bubble, parameters, activations."""
 import math
+
 import pytest
 
 from harness.pipeline import (
@@ -85,7 +86,7 @@ def test_bubble_is_per_device_idle_and_dualpipe_middle_devices_carry_it():
     assert len(set(one.bubble_per_device)) == 1                       # every device does the same work
     assert one.makespan == 16 * (t.F + t.B) + one.bubble               # makespan = useful compute + bubble
     dp = measure(simulate(dualpipe(8, 16), t))
-    assert all(dp.makespan == b + i for b, i in zip(dp.busy, dp.bubble_per_device))
+    assert all(dp.makespan == b + i for b, i in zip(dp.busy, dp.bubble_per_device, strict=True))
     assert dp.bubble_per_device == dp.bubble_per_device[::-1]          # mirror-symmetric devices
     assert dp.bubble_per_device[3] == dp.bubble > dp.bubble_per_device[0]
 
@@ -122,7 +123,8 @@ def test_non_integer_chunk_times_are_accepted():
     """Measured times are not exact binary fractions: the checker must not reject end - start rounding."""
     from harness.pipeline import ChunkTimes, schedule_table
 
-    times = ChunkTimes(F=6195.326551818953, B=2 * 6195.326551818953, W=6195.326551818953, FB=3 * 6195.326551818953 * 0.79)
+    f_time = 6195.326551818953
+    times = ChunkTimes(F=f_time, B=2 * f_time, W=f_time, FB=3 * f_time * 0.79)
     rows = schedule_table(8, 16, times)
     assert {r["method"] for r in rows} >= {"1F1B", "ZB1P", "DualPipe"}
     one_f_one_b = next(r for r in rows if r["method"] == "1F1B")

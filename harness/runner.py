@@ -525,10 +525,11 @@ def _row_status(row: dict) -> str:
     timing = row.get("timing") or {}
     if timing.get("basis") == "modelled":
         t = timing.get("modelled_us")
-        text += f", modelled {t:.2f} us" if t else f", no modelled time ({timing.get('error')})"
+        # three significant digits: the model's error is several per cent (run.json keeps the full numbers)
+        text += f", modelled {t:.3g} us" if t else f", no modelled time ({timing.get('error')})"
         if t and timing.get("interval_us") and timing.get("launch_us") is not None:
             lo, hi = timing["interval_us"]
-            text += f" [{lo:.2f}, {hi:.2f}] + launch {timing['launch_us']:.1f} us"
+            text += f" [{lo:.3g}, {hi:.3g}] + launch {timing['launch_us']:.2g} us"
         text += f", sim wall {timing.get('sim_wall_s', 0):.1f}s"
     elif timing.get("device"):
         text += f", median {timing['device']['median_us']:.2f} us (n={timing['device']['n']})"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,11 +18,15 @@ MAX_SHARED = 227 * 1024
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_BLOCK = (1024, 1024, 64)
 REG_FILE_BUDGET = 96 << 20  # bytes of simulated registers per batch
+# Wave size when sampling without one: one CTA per SM on an H100/H200 SXM (132 SMs). Callers that know the occupancy
+# (the harness's sim backend) pass blocks per SM x SMs instead.
+DEFAULT_WAVE_CTAS = 132
 
 
 def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | None = None, *, sanitize=None,
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
-           max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None):
+           max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None,
+           wave_ctas: int | None = None, l2_bytes: int | None = None):
     """Run `kernel` over `grid` x `block` threads.
 
     Args:
@@ -33,7 +38,11 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
         device: keep buffers on this Device across launches (a fresh one otherwise).
         sanitize: None, "all", or a set of {"memcheck", "racecheck", "initcheck", "synccheck", "nc"}.
         sanitize_report: collect findings on stats.sanitizer_reports instead of raising.
-        sample_ctas: simulate only this many CTAs spread over the grid and extrapolate counters.
+        sample_ctas: simulate about this many CTAs, as whole waves spread over the grid (at least one wave), and
+            extrapolate the counters (LaunchStats.simulated_metrics keeps the simulated subset's own counts).
+        wave_ctas: CTAs resident together (blocks per SM x SMs), in launch order. The unit of sampling and of the
+            L2 model's ageing. Default: with sample_ctas, DEFAULT_WAVE_CTAS; without, the whole grid is one wave.
+        l2_bytes: L2 capacity for the DRAM counters (ptxsim.model.l2.WaveL2); None = unbounded.
         budget: warp-instruction limit (default PTXSIM_BUDGET).
         max_lanes: most threads in one lane vector (default PTXSIM_MAX_LANES).
         counters: memory counters (sectors, bank conflicts); off saves time.
@@ -50,8 +59,9 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     grid, block = _dim3(grid, "grid"), _dim3(block, "block")
     prog = kernel.program
     _check_shape(prog, grid, block)
-    for name, v in (("sample_ctas", sample_ctas), ("budget", budget), ("max_lanes", max_lanes)):
-        if v is not None and (not isinstance(v, (int, np.integer)) or v < 1):
+    for name, v in (("sample_ctas", sample_ctas), ("budget", budget), ("max_lanes", max_lanes),
+                    ("wave_ctas", wave_ctas), ("l2_bytes", l2_bytes)):
+        if v is not None and (isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1):
             raise LaunchError(f"{name} must be a positive integer, got {v!r:.100}")
     nthreads = block[0] * block[1] * block[2]
     if shared_bytes < 0 or prog.shared_dyn_offset + shared_bytes > MAX_SHARED:
@@ -65,16 +75,13 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     sans = make_sanitizers(sanitize, sanitize_report, dev)
     L = Launch(grid, block, int(shared_bytes), dev.gmem, param_buf, symaddr, [],
                track_written=any(s.needs_written for s in sans))
-    mem = MemCounters(dev.gmem) if counters else NoCounters()
+    mem = MemCounters(dev.gmem, l2_bytes) if counters else NoCounters()
     L.hooks = ([mem] if counters else []) + sans
     L.memcheck = next((s for s in sans if s.tool == "memcheck"), None)
     ncta = grid[0] * grid[1] * grid[2]
-    ctas = None  # every CTA, in order (batches are made lazily: a 2**31-CTA grid is never materialised)
-    fraction = 1.0
-    if sample_ctas is not None and 0 < sample_ctas < ncta:
-        ctas = np.unique(np.linspace(0, ncta - 1, int(sample_ctas)).round().astype(np.int64))
-        fraction = len(ctas) / ncta
-    nrun = ncta if ctas is None else len(ctas)
+    plan = plan_waves(ncta, sample_ctas, wave_ctas)
+    nrun = plan.simulated_ctas
+    fraction = nrun / ncta
     padded = (nthreads + 31) // 32 * 32
     lanes_cap = max_lanes or CONFIG.max_lanes
     reg_bytes = sum(max(b, 8) // 8 for b in prog.reg_bits) + prog.local_bytes + prog.frame_bytes + 16
@@ -86,9 +93,8 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     executed = 0
     prog_depth = min(CONFIG.max_call_depth, 1 << 19) if prog.recursive else len({i.func for i in prog.instrs}) + 1
     with np.errstate(all="ignore"):
-        for start in range(0, nrun, per_batch):
-            ids = (np.arange(start, min(start + per_batch, nrun), dtype=np.int64) if ctas is None
-                   else ctas[start: start + per_batch])
+        for wave, ids in plan.batches(per_batch):  # a batch never holds two waves
+            mem.begin_wave(wave)
             st = ExecState(prog, L, ids)
             st.prog_max_depth = prog_depth
             st.call_stack = None
@@ -102,7 +108,48 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     reports = [r for s in sans for r in s.reports]
     wall = time.perf_counter() - t0
     return stats_mod.build(prog, counts, mem, L, wall, scale=1.0 / fraction, reports=reports,
-                           sample_fraction=fraction, simulated=nrun)
+                           sample_fraction=fraction, simulated=nrun, waves=plan)
+
+
+@dataclass(frozen=True)
+class WavePlan:
+    """Which CTAs a launch simulates: whole waves (`wave_ctas` CTAs resident together, in launch order) out of
+    `total_waves`; `waves` are the simulated wave indices, ascending."""
+
+    ncta: int
+    wave_ctas: int
+    waves: tuple
+
+    @property
+    def total_waves(self) -> int:
+        return -(-self.ncta // self.wave_ctas)
+
+    @property
+    def simulated_ctas(self) -> int:
+        if len(self.waves) == self.total_waves:
+            return self.ncta
+        return sum(min(self.ncta, (w + 1) * self.wave_ctas) - w * self.wave_ctas for w in self.waves)
+
+    def batches(self, per_batch: int):
+        """(wave, CTA ids) batches of at most per_batch CTAs, in launch order (made lazily: a 2**31-CTA grid is
+        never materialised)."""
+        for w in self.waves:
+            lo, hi = w * self.wave_ctas, min(self.ncta, (w + 1) * self.wave_ctas)
+            for start in range(lo, hi, per_batch):
+                yield w, np.arange(start, min(start + per_batch, hi), dtype=np.int64)
+
+
+def plan_waves(ncta: int, sample_ctas: int | None, wave_ctas: int | None) -> WavePlan:
+    """Every wave without sampling; else about sample_ctas CTAs as whole waves, systematic sampling: the grid's waves
+    cut into equal strata, the middle wave of each simulated (at least one wave). NOTE: middles, not the first and
+    last waves: the last wave is often partial and, in grouped GEMMs, all padding rows that exit at once."""
+    if sample_ctas is None or sample_ctas >= ncta:
+        wave = int(wave_ctas) if wave_ctas is not None else ncta
+        return WavePlan(ncta, wave, range(-(-ncta // wave)))
+    wave = min(int(wave_ctas) if wave_ctas is not None else DEFAULT_WAVE_CTAS, ncta)
+    total = -(-ncta // wave)
+    want = min(total, max(1, round(sample_ctas / wave)))
+    return WavePlan(ncta, wave, tuple(sorted({int((i + 0.5) * total / want) for i in range(want)})))
 
 
 def _seconds(v) -> float:

@@ -94,15 +94,20 @@ def wave_shape(ptx: str, entry: str, block, shared_bytes: int) -> dict:
     from harness.static import resources_of
     from harness.timing.sim import MODEL_DEVICE
     from ptxsim.model.devices import get_device
+    from ptxsim.model.errors import ModelError
     from ptxsim.model.occupancy import occupancy_from_resources
 
     spec = get_device(MODEL_DEVICE)
     out = {"l2_bytes": int(spec.l2_bytes)}
     resources = resources_of(ptx, entry)
-    if resources is not None:
+    if resources is None:
+        return out
+    try:
         occ = occupancy_from_resources(spec, block[0] * block[1] * block[2], resources, shared_bytes)
-        if occ.blocks_per_sm > 0:
-            out["wave_ctas"] = int(occ.blocks_per_sm * spec.sm_count)
+    except ModelError:  # a block the device cannot hold: the launch itself reports what is wrong
+        return out
+    if occ.blocks_per_sm > 0:
+        out["wave_ctas"] = int(occ.blocks_per_sm * spec.sm_count)
     return out
 
 

@@ -33,6 +33,8 @@ class WaveL2:
         self.capacity_sectors = None if capacity_bytes is None else int(capacity_bytes) // SECTOR
         self.last = np.full(nsec, -1, np.int32)  # the last wave that touched each sector (-1: never)
         self.footprints: dict[int, int] = {}  # simulated wave -> distinct sectors it touched
+        self._done: list[int] = []  # finished simulated waves, ascending, and the prefix sums of their footprints
+        self._prefix: list[int] = [0]
         self.wave = -1
         self.kept_from = 0  # sectors last touched in a wave >= kept_from are in L2 at this wave
 
@@ -44,30 +46,35 @@ class WaveL2:
             from ptxsim.model.errors import ModelArgumentError
 
             raise ModelArgumentError(f"WaveL2: wave {wave} after wave {self.wave}; waves must come in launch order")
+        if self.wave >= 0:
+            self._done.append(self.wave)
+            self._prefix.append(self._prefix[-1] + self.footprints[self.wave])
         self.wave = wave
         self.footprints[wave] = 0
         self.kept_from = self._kept_from(wave)
 
+    def _between(self, start: int, wave: int) -> float:
+        """Footprint (sectors) of waves start..wave-1: simulated ones as counted, skipped ones at the mean."""
+        import bisect
+
+        i0 = bisect.bisect_left(self._done, start)
+        n = len(self._done)
+        mean = self._prefix[-1] / n if n else 0.0
+        return self._prefix[-1] - self._prefix[i0] + mean * ((wave - start) - (n - i0))
+
     def _kept_from(self, wave: int) -> int:
-        """The oldest wave whose sectors are still in L2 at the start of `wave` (== wave: a cold L2)."""
+        """The oldest wave whose sectors are still in L2 at the start of `wave` (== wave: a cold L2). The window only
+        moves forward (footprints only add up), so a binary search from the last answer finds it."""
         if self.capacity_sectors is None:
             return 0
-        done = sorted((w for w in self.footprints if w < wave), reverse=True)
-        mean = sum(self.footprints[w] for w in done) / len(done) if done else 0.0
-        room, back = float(self.capacity_sectors), wave  # waves >= back are kept
-        for w in done + [-1]:
-            gap = back - w - 1  # skipped waves between w and back, each assumed to have the mean footprint
-            if gap > 0:
-                fit = gap if mean == 0 else min(gap, int(room // mean))
-                room -= fit * mean
-                back -= fit
-                if fit < gap:
-                    return back
-            if w < 0 or self.footprints[w] > room:
-                return back
-            room -= self.footprints[w]
-            back = w
-        return back
+        lo, hi = self.kept_from, wave  # _between(hi) == 0 fits; find the smallest start that fits
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._between(mid, wave) <= self.capacity_sectors:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
 
     def access(self, sectors: np.ndarray) -> np.ndarray:
         """Touch distinct `sectors` in the current wave; returns the ones that miss (read from DRAM)."""

@@ -57,3 +57,15 @@ def test_waves_out_of_order_and_bad_capacity_are_errors():
         l2.begin_wave(2)
     with pytest.raises(ModelArgumentError, match="capacity_bytes must be an integer >= 0 or None, got -1"):
         WaveL2(10, capacity_bytes=-1)
+
+
+def test_many_waves_keep_a_sliding_window_cheaply():
+    n = 20_000
+    l2 = WaveL2(10 * n, capacity_bytes=30 * SECTOR)
+    for w in range(n):  # quadratic work here would take minutes
+        l2.begin_wave(w)
+        l2.access(_secs(10 * w, 10 * w + 10))
+    assert l2.kept_from == n - 1 - 3  # the three previous waves (30 sectors) fit
+    l2.begin_wave(n)
+    assert l2.access(_secs(10 * (n - 3), 10 * (n - 2))).size == 0  # wave n-3: kept
+    assert l2.access(_secs(10 * (n - 4), 10 * (n - 3))).size == 10  # wave n-4: gone

@@ -11,6 +11,9 @@ A wave is the CTAs resident together (blocks per SM x SMs, in launch order). The
 - waves that were not simulated (sampled runs) are assumed to have the mean footprint of the simulated ones, so a
   gap ages the L2 as much as the skipped waves would have (a gap wider than the L2 starts the next sampled wave cold).
   Sectors the sampled waves share across a gap are hits only when the gap's estimated footprint fits.
+  NOTE (sampling bias): extrapolation scales every sampled wave alike, so data all waves share but DRAM serves once
+  (a table every CTA reads) is over-counted by up to 1 / sample_fraction, and a sampled wave that is mostly
+  early-exit CTAs (a grouped GEMM's padding rows at the end of the grid) under-counts.
 
 DRAM reads are the sectors that miss; `lts__t_sectors_srcunit_tex_op_read_lookup_hit` counts the hits. Writes are
 write-back and counted by the caller (each written sector once).

@@ -69,12 +69,19 @@ def _distinct(keys):
 
 
 class MemCounters(Hook):
-    def __init__(self, gmem):
+    """Global/shared/local counters of one launch. DRAM reads go through an L2 model (ptxsim.model.l2.WaveL2:
+    footprint per wave; `l2_bytes` None = unbounded, so only a sector's first touch in the launch reads DRAM)."""
+
+    def __init__(self, gmem, l2_bytes: int | None = None):
+        from ptxsim.model.l2 import WaveL2
+
         self.gmem = gmem
         self.t = {}
         self.per_pc = {}
         nsec = (gmem.top + SECTOR - 1) // SECTOR + 1
-        self.touched = np.zeros(nsec, np.bool_)
+        self.nsec = nsec
+        self.l2 = WaveL2(nsec, l2_bytes)
+        self.l2.begin_wave(0)
         self.written = np.zeros(nsec, np.bool_)
         # L1 model: the CTA whose L1-allocating load last brought each sector in (-1: none). A load sector is an L1
         # hit when its own CTA allocated it before. NOTE: L1 is per SM, shared by its resident CTAs, and has a
@@ -126,18 +133,21 @@ class MemCounters(Hook):
             if op == "ld":
                 self._l1(st, ins, secs, ww)
         uniq = _distinct(secs)
-        if uniq.size and uniq[-1] >= len(self.touched):
-            uniq = uniq[uniq < len(self.touched)]
-        if is_store and op == "st":
+        if uniq.size and uniq[-1] >= self.nsec:
+            uniq = uniq[uniq < self.nsec]
+        if is_store and op == "st":  # write-allocate in L2, written back once (dram__bytes_write)
             self.written[uniq] = True
-            self.touched[uniq] = True
+            self.l2.access(uniq)
             return
-        new = uniq[~self.touched[uniq]]
-        self.touched[new] = True
+        new = self.l2.access(uniq)
         self._add(ins.pc, "dram__bytes_read.sum", SECTOR * int(new.size))
         self._add(ins.pc, "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum", nsec - int(new.size))
         if op == "atom":
             self.written[uniq] = True
+
+    def begin_wave(self, wave: int) -> None:
+        """The CTAs that follow belong to wave `wave` (the L2 model ages by waves)."""
+        self.l2.begin_wave(wave)
 
     def _l1(self, st, ins, secs, ww):
         """Count L1-hit sectors of a global load and allocate its sectors in L1, unless a hint keeps it out of L1
@@ -199,6 +209,9 @@ class NoCounters(Hook):
     """Stand-in when counters are off: every memory metric reads 0."""
 
     per_pc: dict = {}
+
+    def begin_wave(self, wave: int) -> None:
+        pass
 
     def totals(self) -> dict:
         return {}

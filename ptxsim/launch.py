@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,11 +18,15 @@ MAX_SHARED = 227 * 1024
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_BLOCK = (1024, 1024, 64)
 REG_FILE_BUDGET = 96 << 20  # bytes of simulated registers per batch
+# Wave size when sampling without one: one CTA per SM on an H100/H200 SXM (132 SMs). Callers that know the occupancy
+# (the harness's sim backend) pass blocks per SM x SMs instead.
+DEFAULT_WAVE_CTAS = 132
 
 
 def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | None = None, *, sanitize=None,
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
-           max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None):
+           max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None,
+           wave_ctas: int | None = None, l2_bytes: int | None = None):
     """Run `kernel` over `grid` x `block` threads.
 
     Args:
@@ -33,7 +38,11 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
         device: keep buffers on this Device across launches (a fresh one otherwise).
         sanitize: None, "all", or a set of {"memcheck", "racecheck", "initcheck", "synccheck", "nc", "asynccheck"}.
         sanitize_report: collect findings on stats.sanitizer_reports instead of raising.
-        sample_ctas: simulate only this many CTAs spread over the grid and extrapolate counters.
+        sample_ctas: simulate about this many CTAs, as whole waves spread over the grid (at least one wave), and
+            extrapolate the counters (LaunchStats.simulated_metrics keeps the simulated subset's own counts).
+        wave_ctas: CTAs resident together (blocks per SM x SMs), in launch order. The unit of sampling and of the
+            L2 model's ageing. Default: with sample_ctas, DEFAULT_WAVE_CTAS; without, the whole grid is one wave.
+        l2_bytes: L2 capacity for the DRAM counters (ptxsim.model.l2.WaveL2); None = unbounded.
         budget: warp-instruction limit (default PTXSIM_BUDGET).
         max_lanes: most threads in one lane vector (default PTXSIM_MAX_LANES).
         counters: memory counters (sectors, bank conflicts); off saves time.
@@ -52,8 +61,9 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     grid, block = _dim3(grid, "grid"), _dim3(block, "block")
     prog = kernel.program
     _check_shape(prog, grid, block)
-    for name, v in (("sample_ctas", sample_ctas), ("budget", budget), ("max_lanes", max_lanes)):
-        if v is not None and (not isinstance(v, (int, np.integer)) or v < 1):
+    for name, v in (("sample_ctas", sample_ctas), ("budget", budget), ("max_lanes", max_lanes),
+                    ("wave_ctas", wave_ctas), ("l2_bytes", l2_bytes)):
+        if v is not None and (isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1):
             raise LaunchError(f"{name} must be a positive integer, got {v!r:.100}")
     nthreads = block[0] * block[1] * block[2]
     if shared_bytes < 0 or prog.shared_dyn_offset + shared_bytes > MAX_SHARED:
@@ -67,7 +77,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     sans = make_sanitizers(sanitize, sanitize_report, dev)
     L = Launch(grid, block, int(shared_bytes), dev.gmem, param_buf, symaddr, [],
                track_written=any(s.needs_written for s in sans))
-    mem = MemCounters(dev.gmem) if counters else NoCounters()
+    mem = MemCounters(dev.gmem, l2_bytes) if counters else NoCounters()
     L.hooks = ([mem] if counters else []) + sans
     L.memcheck = next((s for s in sans if s.tool == "memcheck"), None)
     from ptxsim.clusters import cluster_shape, cta_order
@@ -75,17 +85,12 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     L.cluster = cluster_shape(kernel, grid, cluster)
     csize = 1 if L.cluster is None else L.cluster[0] * L.cluster[1] * L.cluster[2]
     ncta = grid[0] * grid[1] * grid[2]
-    # every CTA in order, or cluster by cluster; None = in order, batches made lazily (a 2**31-CTA grid is never
-    # materialised)
-    ctas = None if L.cluster is None else cta_order(grid, L.cluster)
-    fraction = 1.0
-    if sample_ctas is not None and 0 < sample_ctas < ncta:
-        ncl = ncta // csize  # sample whole clusters (single CTAs without clusters)
-        pick = np.unique(np.linspace(0, ncl - 1, max(1, -(-int(sample_ctas) // csize))).round().astype(np.int64))
-        order = np.arange(ncta, dtype=np.int64) if ctas is None else ctas
-        ctas = order.reshape(ncl, csize)[pick].reshape(-1)
-        fraction = len(ctas) / ncta
-    nrun = ncta if ctas is None else len(ctas)
+    # launch order: CTA ids in order, or cluster by cluster (None: in order, made lazily per batch, so a 2**31-CTA
+    # grid is never materialised); waves hold whole clusters
+    order = None if L.cluster is None else cta_order(grid, L.cluster)
+    plan = plan_waves(ncta, sample_ctas, wave_ctas, csize, order)
+    nrun = plan.simulated_ctas
+    fraction = nrun / ncta
     padded = (nthreads + 31) // 32 * 32
     lanes_cap = max_lanes or CONFIG.max_lanes
     reg_bytes = sum(max(b, 8) // 8 for b in prog.reg_bits) + prog.local_bytes + prog.frame_bytes + 16
@@ -98,9 +103,8 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     executed = 0
     prog_depth = min(CONFIG.max_call_depth, 1 << 19) if prog.recursive else len({i.func for i in prog.instrs}) + 1
     with np.errstate(all="ignore"):
-        for start in range(0, nrun, per_batch):
-            ids = (np.arange(start, min(start + per_batch, nrun), dtype=np.int64) if ctas is None
-                   else ctas[start: start + per_batch])
+        for wave, ids in plan.batches(per_batch):  # a batch never holds two waves
+            mem.begin_wave(wave)
             st = ExecState(prog, L, ids)
             st.prog_max_depth = prog_depth
             st.call_stack = None
@@ -114,7 +118,54 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     reports = [r for s in sans for r in s.reports]
     wall = time.perf_counter() - t0
     return stats_mod.build(prog, counts, mem, L, wall, scale=1.0 / fraction, reports=reports,
-                           sample_fraction=fraction, simulated=nrun)
+                           sample_fraction=fraction, simulated=nrun, waves=plan)
+
+
+@dataclass(frozen=True)
+class WavePlan:
+    """Which CTAs a launch simulates: whole waves (`wave_ctas` CTAs resident together, in launch order) out of
+    `total_waves`; `waves` are the simulated wave indices, ascending."""
+
+    ncta: int
+    wave_ctas: int
+    waves: tuple
+    order: np.ndarray | None = field(default=None, compare=False, repr=False)  # launch position -> CTA id
+
+    @property
+    def total_waves(self) -> int:
+        return -(-self.ncta // self.wave_ctas)
+
+    @property
+    def simulated_ctas(self) -> int:
+        if len(self.waves) == self.total_waves:
+            return self.ncta
+        return sum(min(self.ncta, (w + 1) * self.wave_ctas) - w * self.wave_ctas for w in self.waves)
+
+    def batches(self, per_batch: int):
+        """(wave, CTA ids) batches of at most per_batch CTAs, in launch order (made lazily: a 2**31-CTA grid is
+        never materialised)."""
+        for w in self.waves:
+            lo, hi = w * self.wave_ctas, min(self.ncta, (w + 1) * self.wave_ctas)
+            for start in range(lo, hi, per_batch):
+                stop = min(start + per_batch, hi)
+                yield w, (np.arange(start, stop, dtype=np.int64) if self.order is None else self.order[start:stop])
+
+
+def plan_waves(ncta: int, sample_ctas: int | None, wave_ctas: int | None, cluster_size: int = 1,
+               order: np.ndarray | None = None) -> WavePlan:
+    """Every wave without sampling; else about sample_ctas CTAs as whole waves, systematic sampling: the grid's waves
+    cut into equal strata, the middle wave of each simulated (at least one wave). NOTE: middles, not the first and
+    last waves: the last wave is often partial and, in grouped GEMMs, all padding rows that exit at once.
+    Waves hold whole thread-block clusters (`cluster_size` CTAs, consecutive in `order`, the launch order)."""
+    if sample_ctas is None or sample_ctas >= ncta:
+        wave = int(wave_ctas) if wave_ctas is not None else ncta
+        wave = max(cluster_size, wave // cluster_size * cluster_size)
+        return WavePlan(ncta, wave, range(-(-ncta // wave)), order)
+    wave = min(int(wave_ctas) if wave_ctas is not None else DEFAULT_WAVE_CTAS, ncta)
+    wave = max(cluster_size, wave // cluster_size * cluster_size)
+    total = -(-ncta // wave)
+    want = min(total, max(1, round(sample_ctas / wave)))
+    return WavePlan(ncta, wave, tuple(sorted({int((i + 0.5) * total / want) for i in range(want)})), order)
 
 
 def _seconds(v) -> float:

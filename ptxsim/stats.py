@@ -25,14 +25,49 @@ class LaunchStats:
     sanitizer_reports: list = field(default_factory=list)
     sample_fraction: float = 1.0
     simulated_ctas: int = 0
+    # The simulated subset's own counters (not extrapolated; equal to `metrics` when every CTA ran), and the waves:
+    # {"wave_ctas", "total_waves", "simulated_waves"} (sampling simulates whole waves; ptxsim.launch.plan_waves).
+    simulated_metrics: dict = field(default_factory=dict)
+    waves: dict = field(default_factory=dict)
 
     @property
     def thread_instructions_per_second(self) -> float:
         return self.thread_instructions / self.wall_seconds if self.wall_seconds > 0 else float("inf")
 
 
-def build(prog, counts, mem, launch, wall, scale=1.0, reports=(), sample_fraction=1.0, simulated=0):
-    """Assemble LaunchStats from per-pc counts (warp, thread, pred_on) and the memory-counter dict `mem`."""
+def build(prog, counts, mem, launch, wall, scale=1.0, reports=(), sample_fraction=1.0, simulated=0, waves=None):
+    """Assemble LaunchStats from per-pc counts (warp, thread, pred_on) and the memory-counter dict `mem`: `metrics`
+    extrapolated by `scale`, `simulated_metrics` as counted."""
+    m = _metrics(prog, counts, mem, launch, scale)
+    sim = m if scale == 1.0 else _metrics(prog, counts, mem, launch, 1.0)
+    wave_info = {} if waves is None else {"wave_ctas": int(waves.wave_ctas), "total_waves": int(waves.total_waves),
+                                          "simulated_waves": len(waves.waves)}
+    wc, tc = counts["warp"][: len(prog.instrs)], counts["thread"][: len(prog.instrs)]
+    per_line = {}
+    for ins in prog.instrs:
+        p = ins.pc
+        if wc[p] == 0 and not mem.per_pc.get(p):
+            continue
+        d = per_line.get(ins.line)
+        if d is None:
+            d = per_line[ins.line] = {"inst_executed": 0.0, "thread_inst_executed": 0.0, "text": ins.text,
+                                      "class": ins.klass}
+        else:  # several instructions on one PTX line
+            d["text"] += " ; " + ins.text
+        d["inst_executed"] += float(wc[p]) * scale
+        d["thread_inst_executed"] += float(tc[p]) * scale
+        for k, v in mem.per_pc.get(p, {}).items():
+            d[k] = d.get(k, 0.0) + float(v) * scale
+    return LaunchStats(kernel=prog.name, grid=tuple(launch.grid), block=tuple(launch.block),
+                       thread_instructions=round(m["smsp__thread_inst_executed.sum"]),
+                       warp_instructions=round(m["smsp__inst_executed.sum"]), wall_seconds=wall,
+                       metrics=m, per_line=per_line, sanitizer_reports=list(reports),
+                       sample_fraction=sample_fraction, simulated_ctas=simulated, simulated_metrics=sim,
+                       waves=wave_info)
+
+
+def _metrics(prog, counts, mem, launch, scale):
+    """The ncu-named metrics dict, counts multiplied by `scale` (ratios are not)."""
     wc, tc = counts["warp"][: len(prog.instrs)], counts["thread"][: len(prog.instrs)]
     klass = np.array([CLASSES.index(i.klass) if i.klass in CLASSES else CLASSES.index("other")
                       for i in prog.instrs], np.int64)
@@ -61,22 +96,4 @@ def build(prog, counts, mem, launch, wall, scale=1.0, reports=(), sample_fractio
     from ptxsim.model.stream import stream_metrics
 
     m.update(stream_metrics(prog.instrs, wc))  # ratios (ILP, MLP) for the timing model: not scaled
-    per_line = {}
-    for ins in prog.instrs:
-        p = ins.pc
-        if wc[p] == 0 and not mem.per_pc.get(p):
-            continue
-        d = per_line.get(ins.line)
-        if d is None:
-            d = per_line[ins.line] = {"inst_executed": 0.0, "thread_inst_executed": 0.0, "text": ins.text,
-                                      "class": ins.klass}
-        else:  # several instructions on one PTX line
-            d["text"] += " ; " + ins.text
-        d["inst_executed"] += float(wc[p]) * scale
-        d["thread_inst_executed"] += float(tc[p]) * scale
-        for k, v in mem.per_pc.get(p, {}).items():
-            d[k] = d.get(k, 0.0) + float(v) * scale
-    return LaunchStats(kernel=prog.name, grid=tuple(launch.grid), block=tuple(launch.block),
-                       thread_instructions=int(round(T)), warp_instructions=int(round(W)), wall_seconds=wall,
-                       metrics=m, per_line=per_line, sanitizer_reports=list(reports),
-                       sample_fraction=sample_fraction, simulated_ctas=simulated)
+    return m

@@ -6,8 +6,9 @@ PTX modules are parsed once per text (`ptxsim.load_ptx`); Numba kernels are comp
 
 `SimBackend(sanitize=...)` runs every launch under ptxsim's sanitizers with `sanitize_report=True`: findings are
 collected (not raised) on each record's `stats.sanitizer_reports` and in `backend.sanitizer_findings()`.
-`SimBackend(sample_ctas=N)` simulates N CTAs per launch and extrapolates the counters (outputs are partial: for
-estimates only).
+`SimBackend(sample_ctas=N)` simulates about N CTAs per launch, as whole waves of the model device (wave_shape) spread
+over the grid, and extrapolates the counters (outputs are partial: for estimates only). Every launch, sampled or not,
+counts DRAM bytes through ptxsim's L2 model sized and aged like that device.
 `SimBackend(time_limit=S)`: wall-clock seconds one launch may run before ptxsim stops it as a runaway (naming the
 kernel and the loop's PTX lines). The default, LAUNCH_TIME_LIMIT_S unless PTXSIM_TIME_LIMIT is set, is above
 ptxsim's own one minute because a real-shape GEMM launch legitimately simulates for minutes on two cores.
@@ -87,6 +88,30 @@ def finding_dict(launch: str, report) -> dict:
             "count": int(report.count), "text": str(report)}
 
 
+def wave_shape(ptx: str, entry: str, block, shared_bytes: int) -> dict:
+    """ptxsim launch options for the timing model's device (harness.timing.sim.MODEL_DEVICE): `l2_bytes`, its L2
+    capacity, and `wave_ctas`, the CTAs resident together (blocks per SM from the entry's ptxas resources x SMs);
+    the unit of ptxsim's sampling and L2 ageing. Without a ptxas report only the L2 capacity is given (one wave)."""
+    from harness.static import resources_of
+    from harness.timing.sim import MODEL_DEVICE
+    from ptxsim.model.devices import get_device
+    from ptxsim.model.errors import ModelError
+    from ptxsim.model.occupancy import occupancy_from_resources
+
+    spec = get_device(MODEL_DEVICE)
+    out = {"l2_bytes": int(spec.l2_bytes)}
+    resources = resources_of(ptx, entry)
+    if resources is None:
+        return out
+    try:
+        occ = occupancy_from_resources(spec, block[0] * block[1] * block[2], resources, shared_bytes)
+    except ModelError:  # a block the device cannot hold: the launch itself reports what is wrong
+        return out
+    if occ.blocks_per_sm > 0:
+        out["wave_ctas"] = int(occ.blocks_per_sm * spec.sm_count)
+    return out
+
+
 def _addr(allocation) -> int:
     """ptxsim allocations may come back as an int address or an object with `.addr`."""
     return int(getattr(allocation, "addr", allocation))
@@ -97,7 +122,8 @@ class SimBackend(Backend):
 
     name = "sim"
 
-    def __init__(self, device=None, sanitize=None, sample_ctas: int | None = None, time_limit: float | None = None):
+    def __init__(self, device=None, sanitize=None, sample_ctas: int | None = None, time_limit: float | None = None,
+                 wave_ctas: int | None = None):
         import ptxsim
 
         missing = [name for name in ("Device", "load_ptx") if not hasattr(ptxsim, name)]
@@ -112,6 +138,7 @@ class SimBackend(Backend):
         self.sanitize = sanitize_tools(sanitize)  # () = sanitizers off
         self.sample_ctas = sample_ctas  # ptxsim sampled simulation: counters extrapolated, outputs partial
         self.time_limit = default_time_limit() if time_limit is None else float(time_limit)
+        self.wave_ctas = wave_ctas  # None: the model device's wave (wave_shape); an int overrides it
 
     # memory ---------------------------------------------------------------------------------------------------
     # NOTE: DeviceArray.handle is the ptxsim DeviceBuffer (what Device.copy_in/copy_out/free and launch args take).
@@ -188,6 +215,9 @@ class SimBackend(Backend):
         extra["time_limit"] = self.time_limit
         if self.sample_ctas is not None:
             extra["sample_ctas"] = int(self.sample_ctas)
+        extra.update(wave_shape(ptx, entry, b, int(shared_bytes)))
+        if self.wave_ctas is not None:
+            extra["wave_ctas"] = int(self.wave_ctas)
         stats = self.device.launch(kernel, g, b, list(flat_params), shared_bytes=int(shared_bytes), **extra)
         seconds = time.perf_counter() - t0
         record = LaunchRecord(tag, impl, g, b, int(shared_bytes), seconds, stats)

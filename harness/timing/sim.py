@@ -117,8 +117,10 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
     out = {"name": record.name, "grid": list(record.grid), "block": list(record.block),
            "shared_bytes": record.shared_bytes, "sim_wall_s": record.host_seconds, "modelled_s": None,
            "launch_s": None, "interval_s": None, "model_error": None, "sass_mix": None, "occupancy": None,
-           "estimate": None,
-           "error": None}
+           "estimate": None, "error": None,
+           # sampled simulation: the fraction of CTAs simulated (1.0: all), and the waves (ptxsim LaunchStats.waves)
+           "simulated_fraction": float(getattr(record.stats, "sample_fraction", 1.0)),
+           "waves": dict(getattr(record.stats, "waves", None) or {})}
     estimate = _estimate_fn()
     if estimate is None:
         out["error"] = "ptxsim.model.estimate is not available yet"
@@ -184,7 +186,9 @@ def model_row(records, sources: dict, device: str = MODEL_DEVICE) -> dict:
             worst = max(launches, key=lambda launch: launch["model_error"]["relative"])["model_error"]
             model_error = {"relative": (interval[1] / (total * 1e6) - 1) if total > 0 else worst["relative"],
                            "worst_launch": worst}
+    fractions = [launch["simulated_fraction"] for launch in launches]
     return {"basis": "modelled", "device": device, "modelled_us": None if total is None else total * 1e6,
+            "simulated_fraction": min(fractions) if fractions else 1.0,
             "launch_us": launch_us, "interval_us": interval, "model_error": model_error,
             "sim_wall_s": sum(r.host_seconds for r in records), "stages_us": stages, "launches": launches,
             "error": "; ".join(errors) or None}

@@ -431,7 +431,10 @@ def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, f
     times, limiters, launch_s = [], [], 0.0
     for launch in bench.launches:
         dev = ptxsim.Device()
-        stats = dev.launch(kernel, launch.grid, launch.block, launch.args(dev), sample_ctas=launch.sample_ctas)
+        # NOTE: one wave of sample_ctas consecutive CTAs: the benches are uniform streams with no reuse between CTAs,
+        # so a device-sized wave (hundreds of CTAs) would cost simulation time and change no counter per CTA.
+        stats = dev.launch(kernel, launch.grid, launch.block, launch.args(dev), sample_ctas=launch.sample_ctas,
+                           wave_ctas=launch.sample_ctas)
         occ = occupancy(spec, launch.block, regs, int(stats.metrics.get("launch__shared_mem_per_block_static", 0)))
         est = estimate(stats.metrics, spec, occ, constants=constants, sass_mix=mix)
         times.append(est.kernel_seconds)

@@ -9,7 +9,7 @@ grid's blocks, B blocks per SM (occupancy):
   sub-partitions P = min(4, max(1, W)): a warp runs on one SMSP, so fewer than 4 warps leave SMSPs idle
   dram           (dram__bytes_read + dram__bytes_write) / BW, BW = min(peak x dram_achievable_fraction x
                  bandwidth_share, A x l1_fill_bytes_per_clk x f)   (a small partition cannot draw the full HBM rate)
-  l2             32 x (global ld sectors - L1-hit sectors + st + atom sectors) / min(L2 peak x
+  l2             32 x (global ld sectors - L1-hit sectors + st + atom + cp.async sectors) / min(L2 peak x
                  l2_achievable_fraction, A x l1_fill x f); L1 hits (ptxsim__l1_hit_sectors_global_op_ld: a sector
                  the same CTA loaded before with an L1-allocating load; .cg/.cv/L1::no_allocate neither hit nor
                  allocate) never reach L2
@@ -54,13 +54,14 @@ SECTOR_BYTES = 32
 CLASS_METRIC_PREFIX = "ptxsim__inst_executed_"
 CLASS_METRICS = {name: f"{CLASS_METRIC_PREFIX}{name}.sum" for name in INSTRUCTION_CLASSES}
 _L1 = "l1tex__t_{}_pipe_lsu_mem_global_op_{}.sum"
+CP_ASYNC_SECTORS = "ptxsim__cp_async_global_sectors.sum"  # global sectors cp.async reads (global -> shared via L2)
 METRIC_KEYS = (
     "smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "smsp__thread_inst_executed_per_inst_executed.ratio",
     _L1.format("requests", "ld"), _L1.format("sectors", "ld"), _L1.format("sectors", "st"),
     _L1.format("sectors", "atom"), "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
     "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
-    "ptxsim__l1_hit_sectors_global_op_ld.sum", "ptxsim__model_ilp.ratio", "ptxsim__model_mlp.ratio",
+    "ptxsim__l1_hit_sectors_global_op_ld.sum", CP_ASYNC_SECTORS, "ptxsim__model_ilp.ratio", "ptxsim__model_mlp.ratio",
     "launch__grid_size", "launch__block_size", "launch__thread_count", *CLASS_METRICS.values(),
 )
 COMPONENTS = ("dram", "l2", "shared", "issue", "tensor", "sfu", "fp64", "latency", "tail", "launch")
@@ -257,7 +258,7 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
     l1_hits = min(m["ptxsim__l1_hit_sectors_global_op_ld.sum"], ld_sectors)
     dram_sectors = min(m["dram__bytes_read.sum"] / SECTOR_BYTES, ld_sectors - l1_hits)
     l2_bytes = SECTOR_BYTES * (ld_sectors - l1_hits + m[_L1.format("sectors", "st")]
-                               + m[_L1.format("sectors", "atom")])
+                               + m[_L1.format("sectors", "atom")] + m[CP_ASYNC_SECTORS])
     l2_bw = min(spec.l2_bytes_per_clk_per_sm * spec.sm_count * clock * k["l2_achievable_fraction"], fill_cap)
     ld_bytes = SECTOR_BYTES * m[_L1.format("sectors", "ld")]
     requests = m[_L1.format("requests", "ld")]

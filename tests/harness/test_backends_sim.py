@@ -202,3 +202,23 @@ def test_launches_carry_the_backends_time_limit(monkeypatch):
     backend = SimBackend(time_limit=0.2)
     with pytest.raises(ptxsim.errors.TimeLimitExceeded, match=r"spin.*0\.2 s"):
         backend.launch_ptx(spin, "spin", 1, 32, [np.uint32(1)])
+
+
+def test_wave_shape_is_the_model_devices_resident_ctas_and_l2():
+    from harness.backends.sim import wave_shape
+    from harness.static import resources_of
+    from harness.timing.sim import MODEL_DEVICE
+    from ptxsim.model.devices import get_device
+    from ptxsim.model.occupancy import occupancy_from_resources
+    from ptx_impl.grouped_gemm import launch_config
+
+    cfg = launch_config("small")
+    ptx = open(cfg.path).read()
+    spec = get_device(MODEL_DEVICE)
+    shape = wave_shape(ptx, cfg.entry, cfg.block, cfg.shared_bytes)
+    resources = resources_of(ptx, cfg.entry)
+    if resources is None:
+        pytest.skip("no ptxas in this environment: wave_shape then gives the L2 capacity alone")
+    occ = occupancy_from_resources(spec, cfg.block[0], resources, cfg.shared_bytes)
+    assert shape == {"l2_bytes": spec.l2_bytes, "wave_ctas": occ.blocks_per_sm * spec.sm_count}
+    assert 1 <= occ.blocks_per_sm <= 32

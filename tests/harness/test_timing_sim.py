@@ -69,3 +69,11 @@ def test_sum_metrics_averages_ratios_by_warp_instructions():
                          {"smsp__inst_executed.sum": 300, "ptxsim__model_ilp.ratio": 0.2, "dram__bytes_read.sum": 7}])
     assert total["dram__bytes_read.sum"] == 12 and total["smsp__inst_executed.sum"] == 400
     assert total["ptxsim__model_ilp.ratio"] == pytest.approx((100 * 1.0 + 300 * 0.2) / 400)
+
+
+def test_row_says_what_fraction_was_simulated():
+    rec, sources = _record(grid=132 * 8)  # sample_ctas=8: one wave of ptxsim's default 132 CTAs out of 8
+    launch = model_launch(rec, sources["dram_read"], "H100 SXM")
+    assert launch["simulated_fraction"] == pytest.approx(1 / 8)
+    assert launch["waves"] == {"wave_ctas": 132, "total_waves": 8, "simulated_waves": 1}
+    assert model_row([rec], sources, "H100 SXM")["simulated_fraction"] == pytest.approx(1 / 8)

@@ -205,10 +205,11 @@ def test_sampled_launch_extrapolates_and_writes_only_sampled_ctas():
     y = np.zeros(64 * 32, np.uint32)
     body = "add.u32 %r1, %r0, 1; st.global.u32 [%rd7], %r1;"
     full = _launch(body, [y.copy()], block=32, grid=64)
-    s = _launch(body, [y], block=32, grid=64, sample_ctas=8)
+    s = _launch(body, [y], block=32, grid=64, sample_ctas=8, wave_ctas=1)  # waves of one CTA: 8 spread CTAs
     assert s.sample_fraction == 8 / 64 and s.simulated_ctas == 8
+    assert s.simulated_metrics["smsp__inst_executed.sum"] * 8 == s.metrics["smsp__inst_executed.sum"]
     assert s.metrics["smsp__inst_executed.sum"] == full.metrics["smsp__inst_executed.sum"]
     assert s.metrics["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"] == 64 * 4
     written = np.flatnonzero(y.reshape(64, 32).any(axis=1))
-    assert len(written) == 8 and written[0] == 0 and written[-1] == 63
+    assert written.tolist() == list(range(4, 64, 8))  # the middle CTA of each of 8 equal strata
     np.testing.assert_array_equal(y.reshape(64, 32)[written], np.arange(1, 33) + 32 * written[:, None])

@@ -62,6 +62,15 @@ def test_hand_computed_l2_and_latency_components():
     assert est.components["latency"] == pytest.approx(GIB * 288.1e-9 / (132 * 64 * 2 * 512), rel=1e-12)
 
 
+def test_cp_async_sectors_count_in_the_l2_bound():
+    # a cp.async GEMM reads global memory only through cp.async: its sectors reach L2 (and DRAM) like loads do
+    m = {"dram__bytes_read.sum": GIB, "ptxsim__cp_async_global_sectors.sum": 4 * GIB / 32,
+         cls("cp_async"): 4 * GIB / 512, "launch__grid_size": 1056 * 16, "launch__block_size": 256}
+    est = estimate(m, H100, OCC)
+    assert est.components["l2"] == pytest.approx(4 * GIB / (32 * 132 * 1.98e9 * 0.80), rel=1e-12)
+    assert est.details["l2_bytes"] == 4 * GIB and est.limiter == "l2"
+
+
 @settings(max_examples=60, deadline=None)
 @given(read=st.integers(2**20, 2**36), write=st.integers(0, 2**36))
 def test_doubling_dram_bytes_doubles_memory_time(read, write):

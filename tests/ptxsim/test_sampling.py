@@ -1,0 +1,76 @@
+"""Sampled simulation by whole waves (ptxsim.launch.plan_waves): which CTAs run, what is extrapolated, what is kept."""
+import numpy as np
+import pytest
+from ptxkit import kernel
+
+import ptxsim
+from ptxsim.launch import DEFAULT_WAVE_CTAS, plan_waves
+
+pytestmark = pytest.mark.sim
+
+# CTA c reads the 128-byte slice a[(c // 8) * 32 + tid] (CTAs 8k..8k+7 share it: a wave of 8 reads it once) and
+# writes c[global thread] = that value + 1.
+GROUPED = ("mov.u32 %r1, %tid.x; mov.u32 %r2, %ctaid.x; shr.u32 %r2, %r2, 3; mad.lo.u32 %r3, %r2, 32, %r1;\n"
+           "mul.wide.u32 %rd15, %r3, 4; add.s64 %rd16, %rd1, %rd15; ld.global.u32 %r4, [%rd16];\n"
+           "add.u32 %r4, %r4, 1; st.global.u32 [%rd9], %r4;")
+GRID = 64
+
+
+def _run(out, **kw):
+    a = np.arange(GRID // 8 * 32, dtype=np.uint32)
+    return ptxsim.launch(kernel(GROUPED), GRID, 32, [a, np.zeros(1, np.uint32), out, np.zeros(1, np.uint32)], **kw)
+
+
+def test_plan_takes_whole_waves_from_the_middle_of_equal_strata():
+    plan = plan_waves(1000, 300, 100)
+    assert plan.total_waves == 10 and plan.waves == (1, 5, 8) and plan.simulated_ctas == 300
+    assert plan_waves(1000, 10, 100).waves == (5,)  # at least one wave, never a partial one
+    assert plan_waves(1000, 2000, 100).simulated_ctas == 1000  # asking for more than the grid runs all of it
+    assert plan_waves(10_000, 16, None).wave_ctas == DEFAULT_WAVE_CTAS
+    batches = list(plan_waves(1000, 300, 100).batches(64))
+    assert all(len({int(i) // 100 for i in ids}) == 1 for _, ids in batches)  # a batch never straddles two waves
+    assert [w for w, _ in batches] == [1, 1, 5, 5, 8, 8]
+
+
+def test_wave_sampling_keeps_the_reuse_scattered_sampling_loses():
+    full = _run(np.zeros(GRID * 32, np.uint32))
+    assert full.metrics["dram__bytes_read.sum"] == GRID // 8 * 128  # each group's slice once
+    out = np.zeros(GRID * 32, np.uint32)
+    waves = _run(out, sample_ctas=16, wave_ctas=8)
+    assert waves.waves == {"wave_ctas": 8, "total_waves": 8, "simulated_waves": 2} and waves.simulated_ctas == 16
+    assert waves.metrics["dram__bytes_read.sum"] == full.metrics["dram__bytes_read.sum"]
+    scattered = _run(np.zeros(GRID * 32, np.uint32), sample_ctas=16, wave_ctas=1)
+    assert scattered.metrics["dram__bytes_read.sum"] == 4 * full.metrics["dram__bytes_read.sum"]
+    ran = np.flatnonzero(out.reshape(GRID, 32).any(axis=1))
+    assert ran.tolist() == list(range(16, 24)) + list(range(48, 56))  # waves 2 and 6, whole
+
+
+def test_simulated_counters_are_exact_and_extrapolated_ones_scaled():
+    full = _run(np.zeros(GRID * 32, np.uint32))
+    s = _run(np.zeros(GRID * 32, np.uint32), sample_ctas=16, wave_ctas=8)
+    per_cta = full.metrics["smsp__inst_executed.sum"] / GRID  # every CTA runs the same straight-line code
+    assert s.simulated_metrics["smsp__inst_executed.sum"] == 16 * per_cta
+    assert s.simulated_metrics["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"] == 16 * 4
+    assert s.simulated_metrics["dram__bytes_read.sum"] == 2 * 128
+    assert s.metrics["smsp__inst_executed.sum"] == full.metrics["smsp__inst_executed.sum"]
+    assert s.metrics["dram__bytes_write.sum"] == full.metrics["dram__bytes_write.sum"]
+    assert full.simulated_metrics == full.metrics
+
+
+def test_l2_capacity_ages_data_between_waves():
+    # every wave re-reads slice 0 too: with an L2 too small to keep a wave, the re-reads go to DRAM again
+    body = GROUPED.replace("ld.global.u32 %r4, [%rd16];", "ld.global.u32 %r4, [%rd16];\n"
+                           "mul.wide.u32 %rd17, %r1, 4; add.s64 %rd18, %rd1, %rd17; ld.global.u32 %r5, [%rd18];")
+    a = np.arange(GRID // 8 * 32, dtype=np.uint32)
+    args = [a, np.zeros(1, np.uint32), np.zeros(GRID * 32, np.uint32), np.zeros(1, np.uint32)]
+    big = ptxsim.launch(kernel(body), GRID, 32, args, wave_ctas=8, l2_bytes=1 << 20)
+    tiny = ptxsim.launch(kernel(body), GRID, 32, args, wave_ctas=8, l2_bytes=128)
+    assert big.metrics["dram__bytes_read.sum"] == 8 * 128
+    assert tiny.metrics["dram__bytes_read.sum"] == 8 * 128 + 7 * 128  # slice 0 again in waves 1..7
+
+
+@pytest.mark.parametrize("kw, msg", [({"wave_ctas": 0}, "wave_ctas must be a positive integer, got 0"),
+                                     ({"l2_bytes": True}, "l2_bytes must be a positive integer, got True")])
+def test_bad_wave_options_are_launch_errors(kw, msg):
+    with pytest.raises(ptxsim.LaunchError, match=msg):
+        _run(np.zeros(GRID * 32, np.uint32), **kw)

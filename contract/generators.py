@@ -33,8 +33,8 @@ def random_bf16(rng: np.random.Generator, shape, std: float = 1.0) -> np.ndarray
     return out
 
 
-# NOTE: a keyed tensor's element i is drawn in the Philox stream of block i // STREAM_BLOCK (key = seed and a hash of the
-# tensor's name, counter = the block index), so any element can be produced without drawing the ones before it.
+# NOTE: a keyed tensor's element i is drawn in the Philox stream of block i // STREAM_BLOCK (key = seed and a hash of
+# the tensor's name, counter = the block index), so any element can be produced without drawing the ones before it.
 # Philox's bits are stable across NumPy versions; Generator.standard_normal's use of them is not promised to be, so the
 # values are those of the pinned NumPy (constraints.txt): host and device fills in one process always agree.
 STREAM_BLOCK = 1 << 15

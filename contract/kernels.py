@@ -121,7 +121,8 @@ def _align_check(outputs, inputs, preset, **_):
     failures: list[str] = []
     for name in ("counts", "offsets", "total_padded", "sorted_ids", "block_expert", "inverse"):
         _collect(failures, exact(name, outputs[name], expect[name]))
-    return _result("align", failures, {"exact": not failures, "coverage": 1.0, "sampled": False})  # checked whole, always
+    # checked whole, always
+    return _result("align", failures, {"exact": not failures, "coverage": 1.0, "sampled": False})
 
 
 # ------------------------------------------------------------------------------------------------------------- permute
@@ -395,7 +396,8 @@ def _swiglu_check(outputs, inputs, preset, sampled=False, **_):
     worst = float(ulps.max()) if ulps.size else 0.0
     if not worst <= 2.0:
         where = np.unravel_index(int(np.argmax(ulps)), ulps.shape)
-        failures.append(f"a: {worst:.2f} bf16 ulps at {tuple(map(int, where))} > 2 (got {got[where]}, expected {expect[where]})")
+        failures.append(f"a: {worst:.2f} bf16 ulps at {tuple(map(int, where))} > 2 "
+                        f"(got {got[where]}, expected {expect[where]})")
     rest = poisoned([ArgSpec("a", a[total:].shape, BF16)])["a"]
     _collect(failures, untouched("a[total_padded:]", a[total:], rest))
     return _result("swiglu", failures, {"normwise_rel": err, "max_bf16_ulps": worst,
@@ -473,7 +475,8 @@ def _layer_bytes(inputs, preset):
     used = np.unique(g["topk_ids"]).size
     weights = used * (inputs["W1"].nbytes + inputs["W2"].nbytes) // preset.E
     T, H = inputs["x"].shape
-    return inputs["logits"].nbytes + inputs["bias"].nbytes + inputs["x"].nbytes + weights + T * H * 2 + T * H + T * H // 32
+    return (inputs["logits"].nbytes + inputs["bias"].nbytes + inputs["x"].nbytes + weights
+            + T * H * 2 + T * H + T * H // 32)
 
 
 def _layer_flops(inputs, preset):

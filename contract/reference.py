@@ -1,4 +1,7 @@
-"""float64 NumPy references for every kernel of kernels.md (act_quant: exact fp32 emulation, as its rounding is defined)."""
+"""float64 NumPy references for every kernel of kernels.md.
+
+act_quant is an exact fp32 emulation, as its rounding is defined.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -113,9 +116,10 @@ def act_quant(a: np.ndarray, pow2_scale: bool = False, rows=None) -> dict[str, n
 
 
 def grouped_gemm_blocks(a, w, block_expert: np.ndarray, blocks, preset: Preset, cols=None) -> dict[int, np.ndarray]:
-    """float64 c of just the row blocks `blocks` (kernels.md §5): block b = a[b*BM:(b+1)*BM] @ w[block_expert[b]].T, zero
-    for -1 blocks. cols: {block: bool or index array} restricts a block to those output columns. Lazy a / w produce
-    only the rows and the experts used."""
+    """float64 c of just the row blocks `blocks` (kernels.md §5).
+
+    Block b = a[b*BM:(b+1)*BM] @ w[block_expert[b]].T, zero for -1 blocks. cols: {block: bool or index array}
+    restricts a block to those output columns. Lazy a / w produce only the rows and the experts used."""
     BM = preset.BM
     out = {}
     cached, weights = None, None  # blocks come grouped by expert: produce each expert's weights once per run of them
@@ -136,7 +140,9 @@ def grouped_gemm_blocks(a, w, block_expert: np.ndarray, blocks, preset: Preset, 
 
 def grouped_gemm(a: np.ndarray, w: np.ndarray, block_expert: np.ndarray, total_padded: np.ndarray,
                  preset: Preset) -> np.ndarray:
-    """float64 c rows < total_padded (kernels.md §5): block b multiplies by w[block_expert[b]].T; rows of -1 blocks = 0."""
+    """float64 c rows < total_padded (kernels.md §5).
+
+    Block b multiplies by w[block_expert[b]].T; rows of -1 blocks are 0."""
     total = int(total_padded[0])
     BM = preset.BM
     out = np.zeros((total, w.shape[1]), np.float64)

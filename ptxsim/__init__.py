@@ -7,10 +7,29 @@
 See ptxsim/README.md for the arguments, metrics, sanitizers and environment flags.
 """
 from ptxsim.device import Device, DeviceBuffer, NumbaArray
-from ptxsim.errors import (CallDepthExceeded, DeadlockError, DecodeError, InitcheckError, InstructionBudgetExceeded,
-                           KernelNotFound, LaunchError, MemcheckError, MemoryFault, NcHazardError, ParamTypeError,
-                           PtxasError, PtxSimError, PtxSimWarning, PtxSyntaxError, RacecheckError, ResourceLimitError,
-                           SanitizerError, SynccheckError, TimeLimitExceeded, UnsupportedInstruction)
+from ptxsim.errors import (
+    CallDepthExceeded,
+    DeadlockError,
+    DecodeError,
+    InitcheckError,
+    InstructionBudgetExceeded,
+    KernelNotFound,
+    LaunchError,
+    MemcheckError,
+    MemoryFault,
+    NcHazardError,
+    ParamTypeError,
+    PtxasError,
+    PtxSimError,
+    PtxSimWarning,
+    PtxSyntaxError,
+    RacecheckError,
+    ResourceLimitError,
+    SanitizerError,
+    SynccheckError,
+    TimeLimitExceeded,
+    UnsupportedInstruction,
+)
 from ptxsim.launch import launch
 from ptxsim.module import Kernel, Module, load_ptx
 from ptxsim.sanitizers import SanitizerReport

@@ -35,7 +35,7 @@ def cluster_shape(kernel, grid: tuple, cluster) -> tuple | None:
     if len(c) != 3 or min(c) < 1 or size > MAX_CLUSTER:
         raise LaunchError(f"cluster {cluster!r}: expected 1 to 3 positive dimensions of at most {MAX_CLUSTER} CTAs "
                           "in all")
-    if any(g % k for g, k in zip(grid, c)):
+    if any(g % k for g, k in zip(grid, c, strict=True)):
         raise LaunchError(f"grid {grid} is not a whole number of clusters {c} ("
                           f"{'explicit' if explicit else '.reqnctapercluster'}); each grid dimension must be a "
                           "multiple of the cluster's")

@@ -8,10 +8,27 @@ import re
 
 from ptxsim import ast as A
 from ptxsim.errors import DecodeError, ResourceLimitError, UnsupportedInstruction
+from ptxsim.program import (
+    ADDR,
+    FUNC,
+    IMM,
+    LABEL,
+    LIST,
+    NOT,
+    PAIR,
+    REG,
+    SINK,
+    SREG,
+    SYM,
+    VEC,
+    FuncFrame,
+    Ins,
+    Opnd,
+    ParamSlot,
+    Program,
+)
 from ptxsim.ptxtypes import TYPES, is_type, type_bits
 from ptxsim.validate import check_instruction, check_labels, quote
-from ptxsim.program import (ADDR, FUNC, IMM, LABEL, LIST, NOT, PAIR, REG, SINK, SREG, SYM, VEC, FuncFrame, Ins, Opnd,
-                            ParamSlot, Program)
 
 _SREG_BASES = {"%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid",
                "%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%lanemask_eq",

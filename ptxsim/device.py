@@ -211,7 +211,7 @@ def marshal(kernel, args, dev: Device):
             hint = (" (a Numba kernel takes 5 + 2*ndim params per array argument: wrap arrays in ptxsim.NumbaArray)")
         raise ParamTypeError(f"kernel {kernel.name} takes {len(params)} params, got {len(flat)} argument(s){hint}; "
                              f"params: {', '.join(f'.{p.type} {p.name}' for p in params)}")
-    for p, a in zip(params, flat):
+    for p, a in zip(params, flat, strict=True):
         t = ptx_type(p.type)
         where = f"param {p.name} (.{p.type}) of kernel {kernel.name}"
         if isinstance(a, np.ndarray) and a.ndim > 0:

@@ -139,7 +139,7 @@ class Scheduler:
         self.spin_snap = snap
         if old is None or old[0] != snap[0] or not np.array_equal(old[1], snap[1]):
             return
-        if all(np.array_equal(a, b) for a, b in zip(old[2], snap[2])):
+        if all(np.array_equal(a, b) for a, b in zip(old[2], snap[2], strict=True)):
             ins = st.prog.instrs[p]
             cta, tid = st.where(int(la[0]))
             raise DeadlockError(
@@ -290,7 +290,7 @@ class Scheduler:
         key = st.slot[waiting] * (1 << 40) + self.wait_id[waiting] * (1 << 32) + (pc[waiting] - BLOCKED)
         uk, first, counts = np.unique(key, return_index=True, return_counts=True)
         lines = []
-        for k, f, c in list(zip(uk, first, counts))[:12]:
+        for _, f, c in list(zip(uk, first, counts, strict=True))[:12]:
             lane = int(waiting[f])
             slot, bid = int(st.slot[lane]), int(self.wait_id[lane])
             if bid < 0:  # blocked in mbarrier.try_wait / test_wait, or barrier.cluster.wait

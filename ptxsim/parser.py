@@ -4,8 +4,21 @@ from __future__ import annotations
 import re
 import struct
 
-from ptxsim.ast import (Addr, Function, Ident, Imm, Instr, Label, ModuleAst, Not, Pair, ParenList, RegDecl, Scope,
-                        VarDecl)
+from ptxsim.ast import (
+    Addr,
+    Function,
+    Ident,
+    Imm,
+    Instr,
+    Label,
+    ModuleAst,
+    Not,
+    Pair,
+    ParenList,
+    RegDecl,
+    Scope,
+    VarDecl,
+)
 from ptxsim.errors import PtxSyntaxError
 from ptxsim.ptxtypes import is_type
 

@@ -11,8 +11,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ptxsim.counters import Hook
-from ptxsim.errors import (AsynccheckError, InitcheckError, LaunchError, MemcheckError, NcHazardError,
-                           RacecheckError, SynccheckError)
+from ptxsim.errors import (
+    AsynccheckError,
+    InitcheckError,
+    LaunchError,
+    MemcheckError,
+    NcHazardError,
+    RacecheckError,
+    SynccheckError,
+)
 from ptxsim.memory import GLOBAL_BASE
 
 NAMES = ("memcheck", "racecheck", "initcheck", "synccheck", "nc", "asynccheck")

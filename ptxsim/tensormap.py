@@ -60,7 +60,7 @@ class TensorMap:
     @property
     def counts(self) -> tuple:
         """Elements the box holds per dimension (ceil(box / element stride))."""
-        return tuple(-(-b // e) for b, e in zip(self.box, self.elem_strides))
+        return tuple(-(-b // e) for b, e in zip(self.box, self.elem_strides, strict=True))
 
     @property
     def box_bytes(self) -> int:
@@ -134,7 +134,10 @@ def encode_tiled(dtype: int, rank: int, global_address: int, global_dim, global_
         _bad("oobFill", oob_fill, "0 (zeros) or 1 (NaN)")
     if oob_fill == OOB_FILL_NAN and dtype not in FLOAT_DTYPES:
         _bad("oobFill", oob_fill, f"0 for the integer type {DTYPE_NAMES[dtype]} (NaN fill needs a float type)")
-    pad = (lambda t, v: t + (v,) * (5 - len(t)))
+
+    def pad(t: tuple, v: int) -> tuple:
+        return t + (v,) * (5 - len(t))
+
     raw = _HEAD.pack(MAGIC, dtype, rank, interleave, swizzle, l2_promotion, oob_fill, global_address,
                      *pad(dims, 0), *pad(strides, 0)[:4], *pad(box, 0), *pad(es, 0))
     return raw + bytes(SIZE - len(raw))
@@ -163,12 +166,12 @@ def swizzle_offsets(offsets: np.ndarray, swizzle_bytes: int) -> np.ndarray:
 
 def box_elements(tm: TensorMap, coords) -> tuple:
     """(global byte addresses, in-bounds mask) of the box at coords, each [count(d_rank-1), ..., count(d_0)]."""
-    grids = np.meshgrid(*[c + np.arange(n) * e for c, n, e in zip(coords, tm.counts, tm.elem_strides)],
+    grids = np.meshgrid(*[c + np.arange(n) * e for c, n, e in zip(coords, tm.counts, tm.elem_strides, strict=True)],
                         indexing="ij")  # dims innermost first
     inb = np.ones(grids[0].shape, np.bool_)
     addr = np.full(grids[0].shape, tm.address, np.int64)
     byte_strides = (tm.esize,) + tuple(tm.strides)
-    for g, d, s in zip(grids, tm.dims, byte_strides):
+    for g, d, s in zip(grids, tm.dims, byte_strides, strict=True):
         inb &= (g >= 0) & (g < d)
         addr += np.where(inb, g, 0) * s
     # meshgrid(ij) is [d0, d1, ...]: transpose so the innermost dim is last (row-major box in shared memory)

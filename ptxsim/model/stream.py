@@ -84,7 +84,7 @@ def _blocks(instrs: Sequence) -> list[tuple[int, int]]:
             if 0 <= ins.target < n:
                 leaders.add(ins.target)
     starts = sorted(leaders)
-    return list(zip(starts, starts[1:] + [n]))
+    return list(zip(starts, starts[1:] + [n], strict=True))
 
 
 def _score(block: Sequence, info: list, passes: int) -> float:
@@ -93,7 +93,7 @@ def _score(block: Sequence, info: list, passes: int) -> float:
     clock, span = -1.0, 0.0
     for _ in range(passes):
         begin = clock + 1
-        for ins, (dst, src) in zip(block, info):
+        for ins, (dst, src) in zip(block, info, strict=True):
             issue = max([clock + 1] + [ready.get(r, 0.0) for r in src])
             lat = LATENCY_CLK.get(ins.klass, 4.0)
             for r in dst:
@@ -107,7 +107,7 @@ def _mlp(block: Sequence, info: list) -> tuple[int, float]:
     """(global loads in the block, most of them in flight at once)."""
     pending: list[tuple[int, set]] = []
     loads, most = 0, 0
-    for i, (ins, (dst, src)) in enumerate(zip(block, info)):
+    for i, (ins, (dst, src)) in enumerate(zip(block, info, strict=True)):
         used = [k for k, (_, regs) in enumerate(pending) if regs & src]
         if used:
             pending = pending[max(used) + 1:]

@@ -24,7 +24,7 @@ def _apply(op, t, old, b, c, ftz):
 
             class _I:
                 mods = frozenset()
-            return _pack([x.astype(np.float64) + y.astype(np.float64) for x, y in zip(po, pb)], t, _I)
+            return _pack([x.astype(np.float64) + y.astype(np.float64) for x, y in zip(po, pb, strict=True)], t, _I)
         if t.kind == "f":
             r = old + b
             return nm.ftz32(r) if ftz and t.bits == 32 else r
@@ -134,7 +134,7 @@ def _float_add_by_group(view, idx, b, out, sel, t) -> bool:
     vb = np.broadcast_to(b, idx.shape)[order].astype(t.dtype)
     news = []
     tiny = np.finfo(t.dtype).tiny
-    for s0, e0 in zip(starts, ends):
+    for s0, e0 in zip(starts, ends, strict=True):
         acc = np.add.accumulate(np.concatenate(([view[si[s0]]], vb[s0:e0])).astype(t.dtype), dtype=t.dtype)
         if np.any((acc != 0) & (np.abs(acc) < tiny)):
             return False

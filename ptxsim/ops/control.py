@@ -88,7 +88,7 @@ def _restore(st, frame, sub):
         m = np.isin(rec["key"], want)
         if m.any():
             lanes = rec["key"][m] >> 20
-            for r, vals in zip(frame.regs, rec["regs"]):
+            for r, vals in zip(frame.regs, rec["regs"], strict=True):
                 st.regs[r][lanes] = vals[m]
             st.fmem[_bytes(st.fmem_base[lanes], frame.fparam)] = rec["fparam"][m]
             st.lmem[_bytes(st.lmem_base[lanes], frame.local)] = rec["local"][m]
@@ -166,7 +166,7 @@ def _prep_call(ins, dec, ctx):
 
     def conv(items, slots, is_ret):
         out = []
-        for o, s in zip(items, slots):
+        for o, s in zip(items, slots, strict=True):
             if o.kind == IMM and o.name not in ("int", "f32", "f64"):  # a .param variable (frame offset)
                 out.append(("param", s.offset, o.value, s.nbytes) if is_ret else ("param", o.value, s.offset, s.nbytes))
             elif o.kind in (REG, IMM):

@@ -75,7 +75,8 @@ def _prep_bar(ins, dec, ctx):
     if len(ops) not in (1, 2) and not (mode == "sync" and not ops and ins.op == "barrier"):
         raise unsupported(ins, f"expected barrier id and optional thread count, got {len(ops)} operand(s)")
     ins.aux["has_id"] = len(ops) >= 1
-    for what, op in zip(("barrier id", "thread count"), ops):
+    # NOTE: the thread count is optional, so ops may be shorter than the names (strict=False)
+    for what, op in zip(("barrier id", "thread count"), ops, strict=False):
         if op.kind == IMM and op.name != "int":
             raise unsupported(ins, f"{what} {op.value!r} is not an integer")
     if ops and ops[0].kind == IMM and not 0 <= int(ops[0].value) < 16:

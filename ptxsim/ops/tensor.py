@@ -143,7 +143,7 @@ def _check_fragments(ins, counts):
     """Each of d, a, b, c must be a vector of `count` 32-bit registers (c may hold immediates)."""
     if len(ins.ops) != 4:
         raise unsupported(ins, f"takes d, a, b, c; got {len(ins.ops)} operand(s)")
-    for name, op, n in zip("dabc", ins.ops, (counts[2], counts[0], counts[1], counts[3])):
+    for name, op, n in zip("dabc", ins.ops, (counts[2], counts[0], counts[1], counts[3]), strict=True):
         items = op.items if op.kind == VEC else (op,)
         if len(items) != n:
             raise unsupported(ins, f"fragment {name} needs {n} register(s), got {len(items)}")
@@ -336,7 +336,7 @@ def wmma_load(st, ins, lanes):
     for sel, n, addr in accesses:
         vals = access.load(st, ins, ins.space, addr, flat, dtype, n)
         bits[..., sel] = vals.reshape(la2.shape + (n,))
-    for d, r in zip(ins.ops[0].items, _wmma_regs(bits, frag)):
+    for d, r in zip(ins.ops[0].items, _wmma_regs(bits, frag), strict=True):
         st.regs[d.idx][flat] = r.reshape(-1)
 
 
@@ -373,7 +373,7 @@ def wmma_mma(st, ins, lanes):
             h = np.where(np.isinf(h), np.copysign(np.float16(65504), h), h).astype(np.float16)
         bits = h.view(np.uint16).astype(np.uint32)
     flat = la2.reshape(-1)  # every input is read: the outputs may overwrite them now
-    for d, r in zip(ins.ops[0].items, _wmma_regs(bits, fd)):
+    for d, r in zip(ins.ops[0].items, _wmma_regs(bits, fd), strict=True):
         st.regs[d.idx][flat] = r.reshape(-1)
 
 
@@ -428,7 +428,7 @@ def _prep_wmma_mma(ins) -> None:
     frags = (_wmma_frag(ins, "d", dt), _wmma_frag(ins, "a", at), _wmma_frag(ins, "b", bt), _wmma_frag(ins, "c", ct))
     if len(ins.ops) != 4:
         raise DecodeError(f"wmma.mma takes 4 operands (d, a, b, c); got {len(ins.ops)}")
-    for op, frag, what in zip(ins.ops, frags, ("d", "a", "b", "c")):
+    for op, frag, what in zip(ins.ops, frags, ("d", "a", "b", "c"), strict=True):
         _check_fragment(ins, op, frag, f"operand {what}")
     ins.aux["frags"] = frags
     ins.aux["satfinite"] = ".satfinite" in ins.mods

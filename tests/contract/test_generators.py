@@ -1,4 +1,6 @@
 """Keyed inputs: an element's value depends on (seed, tensor name, index) only, never on how the tensor is cut."""
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -30,7 +32,7 @@ def test_same_element_same_value_however_cut():
 def test_fill_chunks_covers_the_tensor_once_in_order():
     t = KeyedNormal("x", (5, 20000), seed=1)
     offsets, pieces = zip(*fill_chunks(t, chunk_bytes=3 * STREAM_BLOCK * 2), strict=True)
-    assert offsets[0] == 0 and all(b - a == p.size for a, b, p in zip(offsets, offsets[1:], pieces[:-1], strict=True))
+    assert offsets[0] == 0 and all(b - a == p.size for (a, b), p in zip(pairwise(offsets), pieces[:-1], strict=True))
     assert max(p.size for p in pieces) <= 3 * STREAM_BLOCK * 2
     assert np.array_equal(np.concatenate(pieces), t.materialise().reshape(-1).view(np.uint8))
     arr = np.arange(10, dtype=np.float32)

@@ -248,11 +248,12 @@ def _ref_intrinsics(a, b):
     sel = [0, 4, 1, 5]
     out[:, 3] = sum(((pool >> np.uint64(8 * s)) & np.uint64(0xFF)) << np.uint64(8 * k) for k, s in enumerate(sel))
     sh = (b64 & np.uint64(63)).astype(np.int64)
-    v = [(int(hi) << 32) | int(lo) for lo, hi in zip(a, b)]
-    out[:, 4] = [((x << (int(s) & 31)) >> 32) & 0xFFFFFFFF for x, s in zip(v, sh)]  # wrap mode
-    out[:, 5] = [(x >> (int(s) & 31)) & 0xFFFFFFFF for x, s in zip(v, sh)]
+    v = [(int(hi) << 32) | int(lo) for lo, hi in zip(a, b, strict=True)]
+    out[:, 4] = [((x << (int(s) & 31)) >> 32) & 0xFFFFFFFF for x, s in zip(v, sh, strict=True)]  # wrap mode
+    out[:, 5] = [(x >> (int(s) & 31)) & 0xFFFFFFFF for x, s in zip(v, sh, strict=True)]
     out[:, 6] = (a64 * b64) >> np.uint64(32)
-    out[:, 7] = [((int(x) * int(y)) >> 32) & 0xFFFFFFFF for x, y in zip(a.view(np.int32), b.view(np.int32))]
+    out[:, 7] = [((int(x) * int(y)) >> 32) & 0xFFFFFFFF
+                 for x, y in zip(a.view(np.int32), b.view(np.int32), strict=True)]
     out[:, 8] = [(int(v) & -int(v)).bit_length() for v in a]
     out[:, 9] = (np.abs(a.view(np.int32).astype(np.int64) - b.view(np.int32).astype(np.int64)) + 7) & 0xFFFFFFFF
     ab = a.view(np.int8).reshape(-1, 4).astype(np.int64) * b.view(np.int8).reshape(-1, 4).astype(np.int64)

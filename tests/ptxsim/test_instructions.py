@@ -92,7 +92,7 @@ def test_cvt_bf16x2_f16x2_high_half_relu(rng):
 
 def _exact_fma(a, b, c, dt, mode):
     return np.array([round_exact(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)), dt, mode)
-                     for x, y, z in zip(a, b, c)], dt)
+                     for x, y, z in zip(a, b, c, strict=True)], dt)
 
 
 @pytest.mark.parametrize("mode", ["rn", "rz", "rm", "rp"])
@@ -121,7 +121,8 @@ def test_directed_rounding_f32(op, mode, rng):
     run(f"""ld.global.f32 %f1, [%rd7]; ld.global.f32 %f2, [%rd8]; {op}.{mode}.f32 %f3, %f1, %f2;
   st.global.f32 [%rd9], %f3;""", a, b, d)
     f = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y}[op]
-    want = [round_exact(f(Fraction(float(x)), Fraction(float(y))), np.float32, mode) for x, y in zip(a, b)]
+    want = [round_exact(f(Fraction(float(x)), Fraction(float(y))), np.float32, mode)
+            for x, y in zip(a, b, strict=True)]
     np.testing.assert_array_equal(d, np.array(want, np.float32))
 
 
@@ -238,9 +239,10 @@ def test_wide_and_64bit_multiply(rng):
     run("""ld.global.u64 %rd15, [%rd11]; ld.global.u64 %rd16, [%rd12];
   mul.hi.u64 %rd17, %rd15, %rd16; mul.hi.s64 %rd18, %rd15, %rd16;
   st.global.u64 [%rd13], %rd17; st.global.u64 [%rd14], %rd18;""", a, b, hi, shi)
-    np.testing.assert_array_equal(hi, [(int(x) * int(y)) >> 64 for x, y in zip(a, b)])
+    np.testing.assert_array_equal(hi, [(int(x) * int(y)) >> 64 for x, y in zip(a, b, strict=True)])
     sa, sb = a.view(np.int64), b.view(np.int64)
-    np.testing.assert_array_equal(shi, [((int(x) * int(y)) >> 64) & (2**64 - 1) for x, y in zip(sa, sb)])
+    np.testing.assert_array_equal(shi, [((int(x) * int(y)) >> 64) & (2**64 - 1)
+                                        for x, y in zip(sa, sb, strict=True)])
 
 
 def test_float_compare_minmax_and_cvt_to_int(rng):
@@ -371,7 +373,7 @@ def test_handlers_straight_from_the_table(rng):
     st.regs[name["%r2"]][:] = b.view(np.uint32)
     adds = [i for i in prog.instrs if i.op == "add" and i.types[0].name == "s32"]
     lanes = np.arange(0, 64, 3)
-    table()["add"].handler  # the table entry exists; the decoded instruction carries the family handler
+    assert adds[-1].handler is table()["add"].handler  # the decoded instruction carries the table's handler
     adds[-1].handler(st, adds[-1], lanes)
     got = st.regs[name["%r3"]].view(np.int32)
     np.testing.assert_array_equal(got[lanes], (a + b)[lanes])

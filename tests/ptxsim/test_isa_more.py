@@ -304,7 +304,8 @@ def test_div_rn_full_approx_and_sin_cos(rng):
     rn, full, approx = np.zeros(64, np.float32), np.zeros(64, np.float32), np.zeros(64, np.float32)
     run("""ld.global.f32 %f1, [%rd7]; ld.global.f32 %f2, [%rd8]; div.rn.f32 %f3, %f1, %f2; st.global.f32 [%rd9], %f3;
   div.full.f32 %f4, %f1, %f2; st.global.f32 [%rd10], %f4;""", a, b, rn, full)
-    exact = np.array([round_exact(Fraction(float(x)) / Fraction(float(y)), np.float32) for x, y in zip(a, b)])
+    exact = np.array([round_exact(Fraction(float(x)) / Fraction(float(y)), np.float32)
+                      for x, y in zip(a, b, strict=True)])
     np.testing.assert_array_equal(rn, exact)
     assert np.all(np.abs(full - exact) <= 2 * np.spacing(np.abs(exact)))
     run("ld.global.f32 %f1, [%rd7]; ld.global.f32 %f2, [%rd8]; div.approx.f32 %f3, %f1, %f2; "
@@ -364,7 +365,8 @@ def test_sqrt_rcp_directed_rounding(mode, rng):
     run(f"""ld.global.f32 %f1, [%rd7]; sqrt.{mode}.f32 %f2, %f1; rcp.{mode}.f32 %f3, %f1;
   st.global.f32 [%rd8], %f2; st.global.f32 [%rd9], %f3;""", x, s, r)
     np.testing.assert_array_equal(r, [round_exact(1 / Fraction(float(v)), np.float32, mode) for v in x])
-    for v, got in zip(x, s):  # got is the rounding of sqrt(v) in the mode: check it brackets the exact root
+    # got is the rounding of sqrt(v) in the mode: check it brackets the exact root
+    for v, got in zip(x, s, strict=True):
         lo, hi = Fraction(float(np.nextafter(got, np.float32(-1)))), Fraction(float(np.nextafter(got, np.float32(9e9))))
         g = Fraction(float(got))
         fv = Fraction(float(v))

@@ -4,9 +4,9 @@ yet is a "missing" row), at the tiny preset, one skew, a fresh seed, with
 sanitize="all" on every launch; each row must pass its kernels.md check with no finding."""
 import io
 
-from harness.backends.sim import SimBackend
 from contract.kernels import KERNELS
 from contract.presets import SKEWS
+from harness.backends.sim import SimBackend
 from harness.implementations import IMPL_ORDER, implementation_table
 from harness.results import RunFile
 from harness.runner import CompareSettings, plan, run_sweep

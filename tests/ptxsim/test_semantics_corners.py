@@ -102,7 +102,7 @@ def test_f64_to_narrow_overflow_nan_subnormal_every_mode(dst, mode):
         got = (out.view(np.float16).astype(np.float64) if dst == "f16"
                else (out.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64))
     assert np.isnan(got[-1])
-    for x, g in zip(vals[:-1], got[:-1]):
+    for x, g in zip(vals[:-1], got[:-1], strict=True):
         want = ref_round(float(x), dst, mode)
         assert g == want and np.signbit(g) == np.signbit(want), f"cvt.{mode}.{dst}.f64({x!r}) = {g!r}, want {want!r}"
 

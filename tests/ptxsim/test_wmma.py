@@ -41,7 +41,8 @@ def _gemm_body(al="row", bl="col", cl="row", dl="row", ab="bf16", ct="f32", dt="
   wmma.load.a.sync.aligned.{al}.m16n16k16{space}.{ab} {_regs('a', na)}, [%rd1], {stride};
   wmma.load.b.sync.aligned.{bl}.m16n16k16{space}.{ab} {_regs('b', na)}, [%rd2], {stride};
   wmma.load.c.sync.aligned.{cl}.m16n16k16{space}.{ct} {_regs('c', nc)}, [%rd3], {stride};
-  wmma.mma.sync.aligned.{al}.{bl}.m16n16k16.{types} {_regs('d', nd)}, {_regs('a', na)}, {_regs('b', na)}, {_regs('c', nc)};
+  wmma.mma.sync.aligned.{al}.{bl}.m16n16k16.{types} {_regs('d', nd)}, {_regs('a', na)},
+    {_regs('b', na)}, {_regs('c', nc)};
   wmma.store.d.sync.aligned.{dl}.m16n16k16{space}.{dt} [%rd4], {_regs('d', nd)}, {stride};"""
 
 
@@ -148,7 +149,8 @@ def test_shared_memory_and_generic_addresses_and_default_stride(rng):
   mov.u64 %rd7, sb; cvta.shared.u64 %rd7, %rd7;
   wmma.load.b.sync.aligned.col.m16n16k16.bf16 {%b0, %b1, %b2, %b3}, [%rd7];
   wmma.load.c.sync.aligned.row.m16n16k16.global.f32 {%c0, %c1, %c2, %c3, %c4, %c5, %c6, %c7}, [%rd3];
-  wmma.mma.sync.aligned.row.col.m16n16k16.f32.bf16.bf16.f32 {%d0, %d1, %d2, %d3, %d4, %d5, %d6, %d7}, {%a0, %a1, %a2, %a3}, {%b0, %b1, %b2, %b3}, {%c0, %c1, %c2, %c3, %c4, %c5, %c6, %c7};
+  wmma.mma.sync.aligned.row.col.m16n16k16.f32.bf16.bf16.f32 {%d0, %d1, %d2, %d3, %d4, %d5, %d6, %d7},
+    {%a0, %a1, %a2, %a3}, {%b0, %b1, %b2, %b3}, {%c0, %c1, %c2, %c3, %c4, %c5, %c6, %c7};
   wmma.store.d.sync.aligned.row.m16n16k16.f32 [%rd4], {%d0, %d1, %d2, %d3, %d4, %d5, %d6, %d7};"""
     d = np.zeros(256, np.float32)
     stats = ptxsim.launch(_kernel(body), 1, 32, [A.view(np.uint16).ravel(), B.T.copy().view(np.uint16).ravel(),

@@ -5,8 +5,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ptxsim.model import (DEVICES, ModelArgumentError, ModelError, ResourceError, get_device, occupancy,
-                          occupancy_from_resources)
+from ptxsim.model import (
+    DEVICES,
+    ModelArgumentError,
+    ModelError,
+    ResourceError,
+    get_device,
+    occupancy,
+    occupancy_from_resources,
+)
 
 H100 = DEVICES["H100 SXM"]
 KB = 1024

@@ -177,10 +177,9 @@ def test_sim_rows_carry_the_estimate_and_its_limiter(tmp_path, seed):
     Estimate row with its limiter, and the row's modelled time is their sum."""
     import io
 
-    from ptxsim.model import COMPONENTS
-
     from harness.backends.sim import SimBackend
     from harness.runner import CompareSettings, run_sweep
+    from ptxsim.model import COMPONENTS
 
     settings = CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",), kernels=("gate", "combine"),
                                seed=seed, impls=("numba", "ptx"), static=False)

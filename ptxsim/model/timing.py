@@ -10,7 +10,7 @@ grid's blocks, B blocks per SM (occupancy):
   dram           (dram__bytes_read + dram__bytes_write) / BW, BW = min(peak x dram_achievable_fraction x
                  bandwidth_share, A x l1_fill_bytes_per_clk x f)   (a small partition cannot draw the full HBM rate)
   l2             32 x (global ld sectors - L1-hit sectors + st + atom + cp.async sectors) / min(L2 peak x
-                 l2_achievable_fraction, A x l1_fill x f); L1 hits (ptxsim__l1_hit_sectors_global_op_ld: a sector
+                 l2_achievable_fraction, A x l1_fill x f), L2 peak = l2_bytes_per_clk_per_sm x S x f; L1 hits (ptxsim__l1_hit_sectors_global_op_ld: a sector
                  the same CTA loaded before with an L1-allocating load; .cg/.cv/L1::no_allocate neither hit nor
                  allocate) never reach L2
   shared         shared wavefronts (ld + st; bank conflicts are already extra wavefronts) / (A x f x wavefronts/clk)
@@ -259,7 +259,9 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
     dram_sectors = min(m["dram__bytes_read.sum"] / SECTOR_BYTES, ld_sectors - l1_hits)
     l2_bytes = SECTOR_BYTES * (ld_sectors - l1_hits + m[_L1.format("sectors", "st")]
                                + m[_L1.format("sectors", "atom")] + m[CP_ASYNC_SECTORS])
-    l2_bw = min(spec.l2_bytes_per_clk_per_sm * spec.sm_count * clock * k["l2_achievable_fraction"], fill_cap)
+    # NOTE: the L2 peak is per-SM (each SM's L1<->L2 path: l2_bytes_per_clk_per_sm) times the SMs the kernel may use,
+    # so an SM partition (DeepSeek-V3's 20 SMs for communication) takes its share of L2 bandwidth away too
+    l2_bw = min(spec.l2_bytes_per_clk_per_sm * sms * clock * k["l2_achievable_fraction"], fill_cap)
     ld_bytes = SECTOR_BYTES * m[_L1.format("sectors", "ld")]
     requests = m[_L1.format("requests", "ld")]
     bytes_per_request = ld_bytes / requests if requests else 4 * SECTOR_BYTES

@@ -180,7 +180,9 @@ def test_without_a_cluster_launch_each_cta_is_a_cluster_of_one():
 
 def test_sampling_keeps_whole_clusters():
     out = np.zeros((8 * 32, 4), np.uint32)
-    stats = ptxsim.launch(_kernel(SREGS), 8, 32, [out, np.zeros(1, np.uint32)], cluster=2, sample_ctas=3)
+    # waves of 3 CTAs would split a cluster: they round down to whole clusters (2 CTAs); 3 CTAs asked -> 2 waves
+    stats = ptxsim.launch(_kernel(SREGS), 8, 32, [out, np.zeros(1, np.uint32)], cluster=2, sample_ctas=3,
+                          wave_ctas=3)
     ran = sorted(set((np.flatnonzero(out[:, 2]) // 32).tolist()))  # CTAs that wrote %cluster_nctarank (= 2)
-    assert stats.simulated_ctas == 4 and len(ran) == 4
+    assert stats.simulated_ctas == 4 and len(ran) == 4 and stats.waves["wave_ctas"] == 2
     assert all(c % 2 == 0 and c + 1 in ran for c in ran[::2])  # pairs (0, 1), ... never a lone CTA

@@ -178,7 +178,7 @@ def _seconds(v) -> float:
 def _check_shape(prog, grid, block) -> None:
     """Raise LaunchError for a grid or block CUDA refuses to launch (limits, .maxntid, .reqntid)."""
     for what, dims, lim in (("grid", grid, MAX_GRID), ("block", block, MAX_BLOCK)):
-        for axis, n, top in zip("xyz", dims, lim):
+        for axis, n, top in zip("xyz", dims, lim, strict=True):
             if n > top:
                 raise LaunchError(f"{what}.{axis} = {n} exceeds CUDA's limit of {top} (kernel {prog.name}, "
                                   f"{what} {dims})")

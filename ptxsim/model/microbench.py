@@ -183,10 +183,14 @@ MMA_BF16 = _HEAD + """
   mov.f32 %c12, 0f00000000; mov.f32 %c13, 0f00000000; mov.f32 %c14, 0f00000000; mov.f32 %c15, 0f00000000;
   mov.u32 %r7, 0;
 LOOP:
-  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%c0, %c1, %c2, %c3}, {%a0, %a1, %a2, %a3}, {%b0, %b1}, {%c0, %c1, %c2, %c3};
-  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%c4, %c5, %c6, %c7}, {%a0, %a1, %a2, %a3}, {%b0, %b1}, {%c4, %c5, %c6, %c7};
-  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%c8, %c9, %c10, %c11}, {%a0, %a1, %a2, %a3}, {%b0, %b1}, {%c8, %c9, %c10, %c11};
-  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%c12, %c13, %c14, %c15}, {%a0, %a1, %a2, %a3}, {%b0, %b1}, {%c12, %c13, %c14, %c15};
+  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%c0, %c1, %c2, %c3}, {%a0, %a1, %a2, %a3},
+      {%b0, %b1}, {%c0, %c1, %c2, %c3};
+  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%c4, %c5, %c6, %c7}, {%a0, %a1, %a2, %a3},
+      {%b0, %b1}, {%c4, %c5, %c6, %c7};
+  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%c8, %c9, %c10, %c11}, {%a0, %a1, %a2, %a3},
+      {%b0, %b1}, {%c8, %c9, %c10, %c11};
+  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%c12, %c13, %c14, %c15}, {%a0, %a1, %a2, %a3},
+      {%b0, %b1}, {%c12, %c13, %c14, %c15};
   add.s32 %r7, %r7, 1; setp.lt.u32 %p1, %r7, %r9;
   @%p1 bra LOOP;
   add.f32 %c0, %c0, %c4; add.f32 %c0, %c0, %c8; add.f32 %c0, %c0, %c12;
@@ -335,10 +339,12 @@ BENCHES: dict[str, Bench] = {b.name: b for b in (
           (Launch(_SMS * _BLOCKS_PER_SM, 256, _with_scalar((4,), _ITERS), 4.0 * 4 * 256 * _ITERS * _SMS * 8),),
           lambda t, ls, clk: _rate(t, ls, clk) / 1e12, "lane t reads word 32 t: 32 wavefronts per load"),
     Bench("fp32_fma", "FP32 FMA throughput", "TFLOP/s", FP32_FMA, "fp32_fma",
-          (Launch(_SMS * _BLOCKS_PER_SM, 256, _with_scalar((4,), _ITERS), 2.0 * 16 * _UNROLL * 256 * _ITERS * _SMS * 8),),
+          (Launch(_SMS * _BLOCKS_PER_SM, 256, _with_scalar((4,), _ITERS),
+                  2.0 * 16 * _UNROLL * 256 * _ITERS * _SMS * 8),),
           lambda t, ls, clk: _rate(t, ls, clk) / 1e12, "16 independent FMA chains per thread, unrolled 4x"),
     Bench("int32_mad", "INT32 multiply-add throughput (2 ops per mad)", "TOPS", INT32_MAD, "int32_mad",
-          (Launch(_SMS * _BLOCKS_PER_SM, 256, _with_scalar((4,), _ITERS), 2.0 * 16 * _UNROLL * 256 * _ITERS * _SMS * 8),),
+          (Launch(_SMS * _BLOCKS_PER_SM, 256, _with_scalar((4,), _ITERS),
+                  2.0 * 16 * _UNROLL * 256 * _ITERS * _SMS * 8),),
           lambda t, ls, clk: _rate(t, ls, clk) / 1e12, "16 independent mad.lo.s32 chains per thread, unrolled 4x"),
     Bench("sfu_sin", "SFU sin.approx: clocks per warp-instruction, one warp, ILP 16", "clk", SFU_SIN, "sfu_sin",
           (Launch(1, 32, _with_scalar((4,), _ITERS), 16.0 * _ITERS, None),),

@@ -10,12 +10,13 @@ grid's blocks, B blocks per SM (occupancy):
   dram           (dram__bytes_read + dram__bytes_write) / BW, BW = min(peak x dram_achievable_fraction x
                  bandwidth_share, A x l1_fill_bytes_per_clk x f)   (a small partition cannot draw the full HBM rate)
   l2             32 x (global ld sectors - L1-hit sectors + st + atom + cp.async sectors) / min(L2 peak x
-                 l2_achievable_fraction, A x l1_fill x f), L2 peak = l2_bytes_per_clk_per_sm x S x f; L1 hits (ptxsim__l1_hit_sectors_global_op_ld: a sector
-                 the same CTA loaded before with an L1-allocating load; .cg/.cv/L1::no_allocate neither hit nor
-                 allocate) never reach L2
+                 l2_achievable_fraction, A x l1_fill x f), L2 peak = l2_bytes_per_clk_per_sm x S x f (per-SM
+                 L1<->L2 path); L1 hits (ptxsim__l1_hit_sectors_global_op_ld: a sector the same CTA loaded before
+                 with an L1-allocating load; .cg/.cv/L1::no_allocate neither hit nor allocate) never reach L2
   shared         shared wavefronts (ld + st; bank conflicts are already extra wavefronts) / (A x f x wavefronts/clk)
   issue          max(dispatch / r, busiest of the fma/alu/lsu/cbu pipes) / (P x A x f), where dispatch is one
-                 clock per warp-instruction (SASS-charged when a sass_mix is given: sass.py), pipe busy time is count x clocks from costs.class_cycles, and
+                 clock per warp-instruction (SASS-charged when a sass_mix is given: sass.py), pipe busy time is
+                 count x clocks from costs.class_cycles, and
                  r = min(1, (W / P) x ilp) is the issue rate of a sub-partition holding W / P warps that each issue
                  `ilp` instructions per clock alone (ptxsim__model_ilp.ratio, stream.py's scoreboard; without it
                  ilp = 1 / dependent_issue_latency_clk)
@@ -298,7 +299,8 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
         "dram_bytes": dram_bytes, "dram_bandwidth": dram_bw, "l2_bytes": l2_bytes, "l2_bandwidth": l2_bw,
         "shared_wavefronts": wavefronts, "bank_conflicts": m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"],
         "warp_instructions": dispatch, "issue_rate": issue_rate, "ilp": ilp, "loads_in_flight_per_warp": mlp,
-        "l1_hit_sectors": l1_hits, "sub_partitions_used": smsps, "uniform_instructions": uniform, "tensor_flops": tensor_flops,
+        "l1_hit_sectors": l1_hits, "sub_partitions_used": smsps, "uniform_instructions": uniform,
+        "tensor_flops": tensor_flops,
         "tensor_rate": tensor_rate, "sfu_clocks": busy.get("xu", 0.0), "fp64_clocks": busy.get("fp64", 0.0),
         "load_bytes": ld_bytes, "load_latency_s": latency_s, "bytes_in_flight": in_flight,
         "bytes_in_flight_needed": dram_bw * latency_s, "resident_warps_per_sm": warps, "active_sms": active,

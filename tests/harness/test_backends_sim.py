@@ -208,9 +208,9 @@ def test_wave_shape_is_the_model_devices_resident_ctas_and_l2():
     from harness.backends.sim import wave_shape
     from harness.static import resources_of
     from harness.timing.sim import MODEL_DEVICE
+    from ptx_impl.grouped_gemm import launch_config
     from ptxsim.model.devices import get_device
     from ptxsim.model.occupancy import occupancy_from_resources
-    from ptx_impl.grouped_gemm import launch_config
 
     cfg = launch_config("small")
     ptx = open(cfg.path).read()

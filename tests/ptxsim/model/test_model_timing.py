@@ -5,8 +5,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ptxsim.model import (COMPONENTS, DEVICES, INSTRUCTION_CLASSES, MODEL_CONSTANTS, MetricsError,
-                          ModelArgumentError, UnknownDeviceError, estimate, explain, occupancy)
+from ptxsim.model import (
+    COMPONENTS,
+    DEVICES,
+    INSTRUCTION_CLASSES,
+    MODEL_CONSTANTS,
+    MetricsError,
+    ModelArgumentError,
+    UnknownDeviceError,
+    estimate,
+    explain,
+    occupancy,
+)
 
 H100, H800 = DEVICES["H100 SXM"], DEVICES["H800 SXM"]
 OCC = occupancy(H100, 256, 32, 0)            # 8 blocks/SM, 64 warps: 1056 blocks per full wave

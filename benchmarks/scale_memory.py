@@ -37,7 +37,7 @@ def run(kernel: str, preset: str, impl: str, ctas: int, variant: str, seed: int,
     params = {"variant": variant} if get_kernel(kernel).variants else {}
     estimate = estimate_memory(kernel, preset, variant, lazy=True, sample_ctas=ctas)
     eager = estimate_memory(kernel, preset, variant, lazy=False, sample_ctas=ctas)
-    backend = SimBackend(sample_ctas=ctas)
+    backend = SimBackend(sample_ctas=ctas, wave_ctas=ctas)  # one wave of `ctas` CTAs: what the estimate assumes
     t0 = time.perf_counter()
     inputs, outputs, records = run_kernel(table[kernel], backend, kernel, preset, skew, seed, lazy=True, **params)
     sim_s = time.perf_counter() - t0

@@ -58,8 +58,9 @@ def _sampled(kernel, impl="ptx", ctas=3, **params):
     from harness.verify import run_kernel, was_sampled
 
     run = importlib.import_module(f"{impl}_impl").IMPLEMENTATION.kernels[kernel]
-    inputs, outputs, records = run_kernel(run, SimBackend(sample_ctas=ctas), kernel, TINY, "balanced", 4, lazy=True,
-                                          **params)
+    # waves of `ctas` CTAs (sampling simulates whole waves; the device's wave would cover a tiny grid whole)
+    backend = SimBackend(sample_ctas=ctas, wave_ctas=ctas)
+    inputs, outputs, records = run_kernel(run, backend, kernel, TINY, "balanced", 4, lazy=True, **params)
     assert was_sampled(records)
     return inputs, outputs
 

@@ -14,7 +14,7 @@ def test_dsv3_decode_grouped_gemm_sampled_and_lazy():
     from harness.verify import run_kernel, was_sampled
 
     preset = get_preset("dsv3-decode")
-    backend = SimBackend(sample_ctas=2)
+    backend = SimBackend(sample_ctas=2, wave_ctas=2)  # one 2-CTA wave (sampling simulates whole waves)
     inputs, outputs, records = run_kernel(ptx_impl.IMPLEMENTATION.kernels["grouped_gemm"], backend, "grouped_gemm",
                                           preset, "balanced", 0, variant="up")  # lazy chosen by size
     assert isinstance(inputs["w"], KeyedNormal) and inputs["w"].nbytes == 14 << 30

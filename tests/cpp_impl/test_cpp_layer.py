@@ -64,6 +64,15 @@ def test_layer_tiny(backend, skew, seed):
     assert names[5] == "cpp_swiglu" and names[7] == "cpp_combine" and "grouped_gemm" in names[4] + names[6]
 
 
+@pytest.mark.slow
+def test_layer_small_at_a_seed_chosen_skew(backend, seed):
+    """The whole C++ layer at `small` (~20 s on ptxsim): one skew per run, chosen by the seed, so every skew is
+    covered across runs (tiny runs all three every time)."""
+    skew = SKEWS[seed % len(SKEWS)]
+    names = _check_layer(backend, get_preset("small"), skew, seed)
+    assert len(names) == 8 and names[:4] == CPP_STAGES, names
+
+
 @pytest.fixture
 def ptx_gemm(monkeypatch):
     """The hand PTX grouped GEMM in place of the C++ one (the test imports ptx_impl; cpp_impl itself does not)."""

@@ -115,3 +115,21 @@ def test_script_bearing_names_render_as_text_and_run_nothing(browser, tmp_path):
     legend = page.evaluate("Array.from(document.querySelectorAll('#fig-stages .legendtext')).map(t => t.textContent)")
     assert XSS_VARIANT in legend  # quotes included (no stray entities)
     page.screenshot(path=str(tmp_path / "xss.png"))
+
+
+def test_three_implementation_dashboard_draws_every_pair(browser, tmp_path):
+    """A run of numba, cpp and ptx: the headline is PTX vs CUDA C++, and each pair's speedup figure is drawn with its
+    bars, the timing chart holding all three series."""
+    import json
+
+    from test_dashboard_three import three_impl_doc
+
+    run_dir = copy_run("sim-tiny", tmp_path, "three")
+    (run_dir / "run.json").write_text(json.dumps(three_impl_doc("sim-tiny")))
+    page, errors, dialogs = open_page(browser, dashboard.build(run_dir))
+    check_rendered(page, errors, dialogs, ("fig-speedup", "fig-speedup-ptx-vs-numba", "fig-speedup-cpp-vs-numba",
+                                           "fig-timing"))
+    assert "PTX is FASTER than CUDA C++" in page.inner_text("#headline")
+    series = page.evaluate("Array.from(new Set(document.getElementById('fig-timing').data.map(t => t.name)))")
+    assert {name.rsplit(" ", 1)[0] for name in series} == {"Numba CUDA", "CUDA C++", "PTX"}, series  # "<impl> <cell>"
+    page.screenshot(path=str(tmp_path / "three.png"))

@@ -72,7 +72,9 @@ def check(st, ins, space, addr, lanes, nbytes, what):
     if space == "global" and not oob.any():  # inside the heap: must also be inside a live allocation
         state = st.launch.gmem.state
         o = rel.astype(np.int64)
-        oob = (state[o] != 1) | (state[o + (nbytes - 1)] != 1)
+        # NOTE: a warp's accesses nearly always fall in one allocation: one lookup instead of one per lane
+        if not state.live_span(int(o.min()), int(o.max()) + nbytes - 1):
+            oob = (state[o] != 1) | (state[o + (nbytes - 1)] != 1)
     bad = mis | oob
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

@@ -73,6 +73,12 @@ class ByteStates:
     def __len__(self) -> int:
         return self._gmem.top
 
+    def live_span(self, lo: int, hi: int) -> bool:
+        """True when the bytes [lo, hi] all lie in one live allocation (one lookup: the common, coalesced case)."""
+        starts, ends, codes = self._table or self._build()
+        i = int(np.searchsorted(starts, lo, "right")) - 1
+        return i >= 0 and codes[i] == LIVE and hi < ends[i]
+
     def __getitem__(self, offsets):
         starts, ends, codes = self._table or self._build()
         o = np.asarray(offsets, np.int64)

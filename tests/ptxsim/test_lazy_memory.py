@@ -148,3 +148,19 @@ def test_sim_backend_on_a_device_without_lazy_buffers():
     assert backend.device._dev.gmem.pending_pages == 0  # everything copied in eagerly
     assert np.array_equal(backend.to_host(arr).view(np.uint16), t.materialise().view(np.uint16))
     assert (backend.to_host(poison).view(np.uint32) == 0xFFFFFFFF).all()
+
+
+def test_live_span_is_one_live_allocation_only():
+    """The memcheck fast path: a span counts as live only inside one live allocation (not its guard gap, not a
+    freed one), so the per-byte lookup still runs for everything else."""
+    from ptxsim.memory import GLOBAL_BASE, GlobalMemory
+
+    gmem = GlobalMemory()
+    a = gmem.alloc(256, "a")
+    b = gmem.alloc(64, "b")
+    off_a, off_b = a.addr - GLOBAL_BASE, b.addr - GLOBAL_BASE
+    assert gmem.state.live_span(off_a, off_a + 255)
+    assert not gmem.state.live_span(off_a, off_a + 256)  # one byte into the guard gap
+    assert not gmem.state.live_span(off_a + 200, off_b + 8)  # spans two allocations
+    gmem.free(b.addr)
+    assert not gmem.state.live_span(off_b, off_b + 8)  # use after free

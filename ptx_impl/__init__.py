@@ -17,7 +17,7 @@ def _grouped_gemm(backend, args, preset, **params):
 
 
 def _grouped_gemm_fp8(backend, args, preset, **params):
-    """Lazy entry for ptx_impl.grouped_gemm_fp8.run (rung 1: mma.sync e4m3)."""
+    """Lazy entry for ptx_impl.grouped_gemm_fp8.run (the ablation ladder; `rung=N`, default the top rung)."""
     from ptx_impl import grouped_gemm_fp8
 
     return grouped_gemm_fp8.run(backend, args, preset, **params)
@@ -35,6 +35,12 @@ KERNELS = {
     "layer": layer.run,
 }
 
-IMPLEMENTATION = Implementation(name="ptx", language="hand-written PTX", kernels=KERNELS)
+def _ladders() -> dict[str, tuple[str, ...]]:
+    from ptx_impl import grouped_gemm_fp8
+
+    return {"grouped_gemm_fp8": grouped_gemm_fp8.rung_names()}
+
+
+IMPLEMENTATION = Implementation(name="ptx", language="hand-written PTX", kernels=KERNELS, ladders=_ladders())
 
 __all__ = ["IMPLEMENTATION", "KERNELS"]

@@ -1,100 +1,54 @@
-"""grouped_gemm_fp8 in hand-written PTX, rung 1 (kernels.md "grouped_gemm_fp8"): e4m3 tensor cores via mma.sync.
+"""grouped_gemm_fp8 in hand-written PTX as issue #16's ablation ladder: one kernel per rung, each adding one Hopper
+feature and passing the same kernels.md check, so a comparison shows where the gain comes from.
 
-Rung 1 of issue #16's ladder: `mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32` (sm_89+, so also sm_90a) fed by
-a 2-stage cp.async ring, promoting to fp32 registers with the scales applied every 128 of K (one slab = one scale
-group). This is what CUDA C++ cannot say without inline PTX: its wmma has no e4m3 fragments, so cpp_impl dequantises
-to bf16 in shared memory; Numba has no tensor cores at all. Later rungs (wgmma, TMA, mbarrier, clusters) build on it.
-
-The kernel is ptx_impl/kernels/grouped_gemm_fp8_m16n64.ptx (written out by gemm_fp8_template.py; its header explains
-the algorithm): a 16 x 64 CTA tile, which divides every preset's BM and the 128-column weight blocks. This module is
-its descriptor and `run`.
-
-Kernel parameters, in order:
-    a (u64, e4m3[P_max, Kd]), a_scale (u64, f32[P_max, Kd/128]), w (u64, e4m3[E, N, Kd]),
-    w_scale (u64, f32[E, N/128, Kd/128]), block_expert (u64, i32[P_max/BM]), total_padded (u64, i32[1]),
-    c (u64, bf16[P_max, N]), Kd (u32), N (u32), BM (u32)
+`RUNGS` lists them lowest first (number, short name, module); each module has `run(backend, args, preset, **params)`
+and `ptx_modules()`. `run(..., rung=N)` runs rung N; without `rung` the top rung runs (the ptx path's best kernel).
 """
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
-import numpy as np
+import importlib
+from dataclasses import dataclass
 
 from contract.errors import InputError
-from contract.launch import check_array, require
 
 KERNEL = "grouped_gemm_fp8"
-PATH = Path(__file__).parent / "kernels" / "grouped_gemm_fp8_m16n64.ptx"
-ENTRY = "grouped_gemm_fp8_m16n64"
-TM, TN = 16, 64  # CTA tile
-GROUP = 128  # K per scale (one slab); N per weight block
-NTHREADS = 128
-MAX_GRID_Y = 65535
-PARAMS: tuple[tuple[str, str], ...] = (
-    ("a", "u64"), ("a_scale", "u64"), ("w", "u64"), ("w_scale", "u64"), ("block_expert", "u64"),
-    ("total_padded", "u64"), ("c", "u64"), ("Kd", "u32"), ("N", "u32"), ("BM", "u32"),
+
+
+@dataclass(frozen=True)
+class Rung:
+    number: int
+    name: str  # what it adds, for tables and the dashboard
+    module: str  # the module with run() and ptx_modules()
+
+
+RUNGS: tuple[Rung, ...] = (
+    Rung(1, "mma.sync+cp.async", "ptx_impl.gemm_fp8_r1"),
 )
 
 
-@functools.cache
-def ptx_source() -> str:
-    """The PTX module text."""
-    return PATH.read_text(encoding="utf-8")
+def rung_names() -> tuple[str, ...]:
+    return tuple(r.name for r in RUNGS)
+
+
+def get_rung(number: int | None) -> Rung:
+    """Rung `number` (1-based); None = the top rung. Raises InputError naming the rungs there are."""
+    if number is None:
+        return RUNGS[-1]
+    for r in RUNGS:
+        if r.number == number:
+            return r
+    raise InputError(f"ptx {KERNEL}: rung={number!r}; expected one of "
+                     f"{', '.join(f'{r.number} ({r.name})' for r in RUNGS)}")
+
+
+def run(backend, args: dict, preset, rung: int | None = None, **params) -> list:
+    """Launch rung `rung` (None: the top rung) of the FP8 grouped GEMM; params (`variant`) go to the rung."""
+    return importlib.import_module(get_rung(rung).module).run(backend, args, preset, **params)
 
 
 def ptx_modules() -> dict[str, str]:
-    """{module name: PTX text}, for static analysis."""
-    return {PATH.stem: ptx_source()}
-
-
-def _check_args(args: dict, preset) -> tuple[int, int, int, int]:
-    from contract.generators import BF16, E4M3
-
-    name = f"ptx {KERNEL}"
-    for arg in ("a", "w"):
-        require(name, arg in args, "argument", arg, f"one of the arguments ({', '.join(sorted(args))} given)")
-    require(name, len(args["a"].shape) == 2, "a.shape", tuple(args["a"].shape), "(P_max, Kd)")
-    require(name, len(args["w"].shape) == 3, "w.shape", tuple(args["w"].shape), "(E, N, Kd)")
-    P_max, Kd = (int(x) for x in args["a"].shape)
-    E, N = int(args["w"].shape[0]), int(args["w"].shape[1])
-    BM = int(preset.BM)
-    require(name, BM > 0 and BM % TM == 0, "BM", BM, f"a positive multiple of {TM} (the CTA's rows)")
-    require(name, P_max % BM == 0, "a.shape[0] (P_max)", P_max, f"a multiple of BM={BM}")
-    require(name, Kd > 0 and Kd % GROUP == 0, "Kd", Kd, f"a positive multiple of {GROUP} (the scale groups)")
-    require(name, N > 0 and N % GROUP == 0, "N", N, f"a positive multiple of {GROUP} (the weight blocks)")
-    require(name, P_max // TM <= MAX_GRID_Y, "P_max", P_max, f"at most {MAX_GRID_Y} row tiles of {TM}")
-    require(name, E * N * Kd < 2**32 and P_max * Kd < 2**32, "E*N*Kd", E * N * Kd, "< 2^32 (32-bit row indices)")
-    check_array(name, args, "a", (P_max, Kd), E4M3)
-    check_array(name, args, "a_scale", (P_max, Kd // GROUP), np.float32)
-    check_array(name, args, "w", (E, N, Kd), E4M3)
-    check_array(name, args, "w_scale", (E, N // GROUP, Kd // GROUP), np.float32)
-    check_array(name, args, "block_expert", (P_max // BM,), np.int32)
-    check_array(name, args, "total_padded", (1,), np.int32)
-    check_array(name, args, "c", (P_max, N), BF16)
-    return P_max, Kd, N, BM
-
-
-def run(backend, args: dict, preset, **params) -> list:
-    """Launch the FP8 grouped GEMM: c[rows of b] = bf16(dequant(a)[rows] @ dequant(w[e]).T) for blocks with e >= 0.
-
-    Args:
-        backend: a harness Backend (sim or gpu).
-        args: DeviceArrays a, a_scale, w, w_scale, block_expert, total_padded and c (left untouched past
-            total_padded and on blocks of expert -1).
-        preset: supplies BM; every other size comes from the array shapes.
-        params: `variant` ('up' or 'down') is accepted and checked; nothing else.
-    Returns:
-        [LaunchRecord] of the single launch.
-    Raises:
-        InputError: on a missing argument, a wrong dtype or shape, an unknown parameter, or sizes it cannot tile.
-    """
-    variant = params.pop("variant", "up")
-    require(f"ptx {KERNEL}", variant in ("up", "down"), "variant", variant, "'up' or 'down'")
-    if params:
-        raise InputError(f"ptx {KERNEL}: unknown parameter(s) {sorted(params)}; expected only 'variant'")
-    P_max, Kd, N, BM = _check_args(args, preset)
-    values = [args[n] for n, _ in PARAMS[:7]] + [np.uint32(Kd), np.uint32(N), np.uint32(BM)]
-    record = backend.launch_ptx(ptx_source(), ENTRY, (N // TN, P_max // TM, 1), (NTHREADS, 1, 1), values,
-                                shared_bytes=0, tag=f"{KERNEL}[{N}x{Kd}]")
-    return [record]
+    """{module name: PTX text} of every rung, for static analysis."""
+    out: dict[str, str] = {}
+    for r in RUNGS:
+        out.update(importlib.import_module(r.module).ptx_modules())
+    return out

@@ -10,7 +10,7 @@ from contract.errors import InputError
 from contract.presets import SKEWS, Preset
 from harness.verify import run_and_check
 from ptx_impl import KERNELS
-from ptx_impl import grouped_gemm_fp8 as fp8
+from ptx_impl import gemm_fp8_r1 as fp8
 
 # T not a multiple of anything, E = 40 (blocks of expert -1, ragged totals), Kd = 384 up: three scale groups
 RAGGED = Preset("ragged-fp8", T=67, H=384, E=40, K=6, G=8, TG=3, I=128, BM=16)
@@ -102,3 +102,15 @@ def test_rejects_bad_arguments():
         fp8.run(backend, args, Preset("odd", T=64, H=256, E=16, K=4, G=4, TG=2, I=128, BM=8))
     with pytest.raises(InputError, match="tile"):
         fp8.run(backend, args, preset, tile=3)
+
+
+def test_ladder_dispatch_runs_the_named_rung_and_rejects_unknown_ones():
+    """The ladder's run picks the rung by number (default: the top one) and names the rungs on a bad number."""
+    from ptx_impl import IMPLEMENTATION
+    from ptx_impl import grouped_gemm_fp8 as ladder
+
+    assert IMPLEMENTATION.ladders["grouped_gemm_fp8"] == ladder.rung_names()
+    assert ladder.get_rung(None) == ladder.RUNGS[-1] and ladder.get_rung(1).module == "ptx_impl.gemm_fp8_r1"
+    with pytest.raises(InputError, match=r"rung=99.*1 \(mma.sync"):
+        ladder.run(None, {}, "tiny", rung=99)
+    assert set(fp8.ptx_modules()) <= set(ladder.ptx_modules())

@@ -48,7 +48,25 @@ class LaunchRecord:
     stats: Any = field(default=None, compare=False, repr=False)  # ptxsim LaunchStats on `sim`
 
 
-LaunchArg = DeviceArray | np.generic
+@dataclass(frozen=True)
+class TensorMapArg:
+    """A tiled tensor map (CUDA's CUtensorMap) over a DeviceArray, for `cp.async.bulk.tensor`: pass it to launch_ptx
+    for a `.param .align 64 .b8 name[128]` kernel parameter (by value, as `const __grid_constant__ CUtensorMap`).
+
+    shape and box are in NumPy order (outermost first, as array.shape); the backend hands the driver (or ptxsim's
+    host helper) the same map innermost first.
+    """
+
+    array: DeviceArray
+    shape: tuple[int, ...]  # the view of `array` the map describes (its shape, or a re-view of the same bytes)
+    box: tuple[int, ...]  # elements per TMA copy along each dimension
+    swizzle: int  # shared-memory swizzle span in bytes: 0, 32, 64 or 128
+    oob_fill: str  # "zero" or "nan": what a box reads past the tensor's edge
+    raw: bytes = field(default=b"", compare=False, repr=False)  # the 128 bytes where the backend has them (sim)
+    handle: Any = field(default=None, compare=False, repr=False)  # the backend's object (gpu: the CUtensorMap)
+
+
+LaunchArg = DeviceArray | np.generic | TensorMapArg
 
 
 
@@ -71,6 +89,12 @@ class KernelBackend(Protocol):
         ...
 
     def done_with_workspace(self, arrays: dict[str, DeviceArray]) -> None: ...
+
+    def tensor_map(self, array: DeviceArray, box: Sequence[int], swizzle: int = 128, shape: Sequence[int] | None = None,
+                   oob_fill: str = "zero") -> TensorMapArg:
+        """A tiled tensor map over `array` viewed as `shape` (default its own; NumPy order), copying `box` elements
+        per dimension into shared memory with the given swizzle span (cuTensorMapEncodeTiled on a GPU)."""
+        ...
 
     def launch_ptx(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg], shared_bytes: int = 0,
                    tag: str = "") -> LaunchRecord:

@@ -20,6 +20,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from contract.device import TensorMapArg
 from harness.backends import cuda_api, numba_abi
 from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord
 from harness.backends.sim import dim3
@@ -202,8 +203,16 @@ class GpuBackend(Backend):
         if len(ptypes) != len(params):
             raise InputError(f"PTX entry {entry} takes {len(ptypes)} parameters ({', '.join(ptypes)}); "
                              f"{len(params)} given")
-        values, ctys = [], []
+        values: list = []
+        ctys: list = []
         for i, (p, t) in enumerate(zip(params, ptypes, strict=True)):
+            if isinstance(p, TensorMapArg):  # by-value CUtensorMap: cuda-python takes the binding object, type None
+                if t != "b8[128]" or p.handle is None:
+                    raise InputError(f"PTX entry {entry} parameter {i} has type .{t}; a tensor map needs "
+                                     f".param .align 64 .b8 name[128] and a map made by this backend's tensor_map")
+                values.append(p.handle)
+                ctys.append(None)
+                continue
             cty = _CTYPES.get(t)
             if cty is None:
                 raise InputError(f"PTX entry {entry} parameter {i} has type .{t}; the gpu backend passes only scalar "
@@ -215,6 +224,23 @@ class GpuBackend(Backend):
         _check(driver.cuLaunchKernel(func, *g, *b, int(shared_bytes), driver.CUstream(_stream_handle(self.stream)),
                                      (tuple(values), tuple(ctys)), 0), f"cuLaunchKernel({entry})")
         return g, b
+
+    def tensor_map(self, array: DeviceArray, box, swizzle: int = 128, shape=None, oob_fill: str = "zero"
+                   ) -> TensorMapArg:
+        """A tiled tensor map over `array` from the driver's cuTensorMapEncodeTiled (harness.backends.tensormaps has
+        the NumPy-order -> driver-order translation the sim backend shares)."""
+        from harness.backends.tensormaps import request, tiled_params
+
+        driver = cuda_api.driver()
+        p = tiled_params(array, box, swizzle, shape, oob_fill)
+        tmap = _check(driver.cuTensorMapEncodeTiled(
+            driver.CUtensorMapDataType(p.data_type), p.rank, int(p.address),
+            [driver.cuuint64_t(d) for d in p.dims], [driver.cuuint64_t(s) for s in p.strides],
+            [driver.cuuint32_t(b) for b in p.box], [driver.cuuint32_t(e) for e in p.element_strides],
+            driver.CUtensorMapInterleave(0), driver.CUtensorMapSwizzle(p.swizzle),
+            driver.CUtensorMapL2promotion(p.l2_promotion), driver.CUtensorMapFloatOOBfill(p.oob_fill)),
+            f"cuTensorMapEncodeTiled(shape {tuple(array.shape)}, box {tuple(box)}, swizzle {swizzle})")
+        return request(array, box, swizzle, shape, oob_fill, handle=tmap)
 
     def launch_ptx(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg], shared_bytes: int = 0,
                    tag: str = "") -> LaunchRecord:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from contract.device import TensorMapArg
 from harness.backends import numba_abi
 from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord
 from harness.errors import InputError, PtxmoeError, UnknownNameError
@@ -50,16 +51,22 @@ def dim3(value, what: str) -> tuple[int, int, int]:
 
 
 def ptx_params(params: Sequence[LaunchArg]) -> list:
-    """launch_ptx parameters: a DeviceArray passes its address as u64, a NumPy scalar passes as itself."""
-    out = []
+    """launch_ptx parameters: a DeviceArray passes its address as u64, a TensorMapArg its 128 bytes (a by-value
+    CUtensorMap), a NumPy scalar passes as itself."""
+    out: list = []
     for i, p in enumerate(params):
         if isinstance(p, DeviceArray):
             out.append(p.handle if p.handle is not None else np.uint64(p.addr))
+        elif isinstance(p, TensorMapArg):
+            if len(p.raw) != 128:
+                raise InputError(f"PTX launch parameter {i}: a tensor map without its 128 bytes (made by another "
+                                 f"backend?); make it with this backend's tensor_map")
+            out.append(p.raw)
         elif isinstance(p, (np.generic, int, float)):
             out.append(p)
         else:
-            raise InputError(f"PTX launch parameter {i}: got {type(p).__name__}; expected a DeviceArray or a NumPy "
-                             f"scalar")
+            raise InputError(f"PTX launch parameter {i}: got {type(p).__name__}; expected a DeviceArray, a "
+                             f"TensorMapArg or a NumPy scalar")
     return out
 
 
@@ -179,6 +186,22 @@ class SimBackend(Backend):
 
     def free(self, array: DeviceArray) -> None:
         self.device.free(self._buffer(array))
+
+    def tensor_map(self, array: DeviceArray, box, swizzle: int = 128, shape=None, oob_fill: str = "zero"
+                   ) -> TensorMapArg:
+        """A tiled tensor map over `array` (contract.device.KernelBackend.tensor_map), encoded by ptxsim's host
+        helper with the driver's parameters and checks (harness.backends.tensormaps)."""
+        from harness.backends.tensormaps import request, tiled_params
+        from ptxsim.tensormap import TensorMapError, encode_tiled
+
+        p = tiled_params(array, box, swizzle, shape, oob_fill)
+        try:
+            raw = encode_tiled(p.data_type, p.rank, p.address, p.dims, p.strides, p.box, p.element_strides,
+                               swizzle=p.swizzle, l2_promotion=p.l2_promotion, oob_fill=p.oob_fill)
+        except TensorMapError as exc:
+            raise InputError(f"tensor_map over {tuple(array.shape)} (box {tuple(box)}, swizzle {swizzle}): "
+                             f"{exc}") from None
+        return request(array, box, swizzle, shape, oob_fill, raw=raw)
 
     # NOTE: run_kernel hands lazy input tensors to backends that say so; others get materialised arrays.
     lazy_inputs = True

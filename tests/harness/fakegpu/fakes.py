@@ -44,6 +44,60 @@ class CUdevice_attribute(enum.IntEnum):
     CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 
 
+class CUtensorMapDataType(enum.IntEnum):
+    CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0
+    CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1
+    CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2
+    CU_TENSOR_MAP_DATA_TYPE_INT32 = 3
+    CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4
+    CU_TENSOR_MAP_DATA_TYPE_INT64 = 5
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8
+    CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9
+
+
+class CUtensorMapInterleave(enum.IntEnum):
+    CU_TENSOR_MAP_INTERLEAVE_NONE = 0
+
+
+class CUtensorMapSwizzle(enum.IntEnum):
+    CU_TENSOR_MAP_SWIZZLE_NONE = 0
+    CU_TENSOR_MAP_SWIZZLE_32B = 1
+    CU_TENSOR_MAP_SWIZZLE_64B = 2
+    CU_TENSOR_MAP_SWIZZLE_128B = 3
+
+
+class CUtensorMapL2promotion(enum.IntEnum):
+    CU_TENSOR_MAP_L2_PROMOTION_NONE = 0
+    CU_TENSOR_MAP_L2_PROMOTION_L2_64B = 1
+    CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2
+    CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3
+
+
+class CUtensorMapFloatOOBfill(enum.IntEnum):
+    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0
+    CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1
+
+
+class cuuint64_t(int):  # noqa: N801 - cuda-python's spelling
+    pass
+
+
+class cuuint32_t(int):  # noqa: N801 - cuda-python's spelling
+    pass
+
+
+class CUtensorMap:
+    """The binding's opaque 128-byte map; this fake keeps ptxsim's encoding of the same parameters."""
+
+    def __init__(self, raw: bytes = bytes(128)):
+        self.opaque = raw
+
+    def getPtr(self):  # noqa: N802 - cuda-python's spelling
+        return id(self)
+
+
 class _Handle:
     def __init__(self, value=0):
         self.value = int(value)
@@ -134,6 +188,11 @@ class FakeDriver:
     CUdevice_attribute = CUdevice_attribute
     CUdeviceptr, CUstream, CUdevice, CUfunction, CUkernel = CUdeviceptr, CUstream, CUdevice, CUfunction, CUkernel
     CUmodule = CUmodule
+    CUtensorMapDataType, CUtensorMapInterleave, CUtensorMapSwizzle = (CUtensorMapDataType, CUtensorMapInterleave,
+                                                                       CUtensorMapSwizzle)
+    CUtensorMapL2promotion, CUtensorMapFloatOOBfill, CUtensorMap = (CUtensorMapL2promotion, CUtensorMapFloatOOBfill,
+                                                                    CUtensorMap)
+    cuuint64_t, cuuint32_t = cuuint64_t, cuuint32_t
 
     def __init__(self, gpu: FakeGpu):
         self.gpu = gpu
@@ -149,6 +208,28 @@ class FakeDriver:
         values = {CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: 50 * 2**20,
                   CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: OPTIN_SHARED}
         return CUresult.CUDA_SUCCESS, values[attr]
+
+    def cuTensorMapEncodeTiled(self, dtype, rank, address, dims, strides, box, element_strides, interleave, swizzle,
+                               l2_promotion, oob_fill):
+        """Strict like the binding (enum and cuuint*_t argument types) and like the driver (ptxsim's checks of the
+        same rules); the map keeps ptxsim's encoding so a test can decode what the backend asked for."""
+        from ptxsim.tensormap import TensorMapError, encode_tiled
+
+        typed = [(dtype, CUtensorMapDataType), (interleave, CUtensorMapInterleave), (swizzle, CUtensorMapSwizzle),
+                 (l2_promotion, CUtensorMapL2promotion), (oob_fill, CUtensorMapFloatOOBfill)]
+        for value, kind in typed:
+            if not isinstance(value, kind):
+                raise TypeError(f"cuTensorMapEncodeTiled: {value!r} is not a {kind.__name__}")
+        for name, seq, kind in (("globalDim", dims, cuuint64_t), ("globalStrides", strides, cuuint64_t),
+                                ("boxDim", box, cuuint32_t), ("elementStrides", element_strides, cuuint32_t)):
+            if not all(isinstance(v, kind) for v in seq):
+                raise TypeError(f"Argument '{name}' is not instance of type (expected list[{kind.__name__}])")
+        try:
+            raw = encode_tiled(int(dtype), int(rank), int(address), dims, strides, box, element_strides,
+                               int(interleave), int(swizzle), int(l2_promotion), int(oob_fill))
+        except TensorMapError as exc:
+            return self._fail(str(exc))
+        return CUresult.CUDA_SUCCESS, CUtensorMap(raw)
 
     def cuMemsetD8Async(self, ptr, value, nbytes, stream):
         if self.gpu.sticky:
@@ -211,6 +292,11 @@ class FakeDriver:
             return self._fail(f"{entry}: {len(values)} arguments for {len(params)} .param entries")
         for i, (p, cty) in enumerate(zip(params, ctys, strict=True)):
             size = max(type_bits(p.type) // 8, 1) * (p.count or 1)
+            if cty is None:  # a binding object passed by its getPtr(): only a CUtensorMap here
+                if not isinstance(values[i], CUtensorMap) or size != 128:
+                    return self._fail(f"{entry} parameter {i} ({p.name} {p.type}[{p.count}]): type None needs a "
+                                      f"CUtensorMap for a 128-byte .param; got {type(values[i]).__name__}")
+                continue
             if ctypes.sizeof(cty) != size:
                 return self._fail(f"{entry} parameter {i} ({p.name} {p.type}): ctypes {cty.__name__} of "
                                   f"{ctypes.sizeof(cty)} bytes; the .param holds {size}")

@@ -289,7 +289,7 @@ class GpuBackend(Backend):
         if end is not None:
             end.record(self.stream)
         seconds = time.perf_counter() - t0
-        record = LaunchRecord(tag or pyfunc.__name__, "cuda", g, b, int(shared_bytes), seconds,
+        record = LaunchRecord(tag or pyfunc.__name__, "numba", g, b, int(shared_bytes), seconds,
                               GpuLaunchStats(start, end) if start is not None else None)
         self.records.append(record)
         return record

@@ -264,5 +264,5 @@ class SimBackend(Backend):
                      tag: str = "") -> LaunchRecord:
         compiled = numba_abi.compile_numba(pyfunc, signature)
         flat = numba_abi.expand_args(compiled.pyname, compiled.arg_types, args)
-        return self._launch(compiled.ptx, compiled.entry, grid, block, flat, shared_bytes, "cuda",
+        return self._launch(compiled.ptx, compiled.entry, grid, block, flat, shared_bytes, "numba",
                             tag or compiled.pyname)

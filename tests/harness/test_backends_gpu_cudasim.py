@@ -44,5 +44,5 @@ def test_gpu_backend_numba_path_on_cudasim(seed):
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["close"] and got["poison_row_nan"] and got["bf16_bits_equal"] and got["bf16_dtype"] == "bfloat16"
     assert got["int_poison"] == [-1, -1]
-    assert got["rec"] == ["scale_rows", "cuda", [1, 2, 1], [4, 8, 1]]
+    assert got["rec"] == ["scale_rows", "numba", [1, 2, 1], [4, 8, 1]]
     assert got["records"] == 2 and got["sources"] == ["bf16_copy", "scale_rows"]

@@ -18,8 +18,8 @@ def register(subparsers) -> None:
     parser.add_argument("--device", default="h800", help="modelled device for sim (h800, h100, h200; default h800)")
     parser.add_argument("--sms", default="0,4,8,12,16,20,24,28,32", metavar="LIST",
                         help="SMs for communication: comma-separated or start:stop:step (default 0,4,...,32)")
-    parser.add_argument("--series", default="ptx/plain,ptx/no_allocate,cuda/plain", metavar="LIST",
-                        help="comm kernels, impl/loads (default ptx/plain,ptx/no_allocate,cuda/plain)")
+    parser.add_argument("--series", default="ptx/plain,ptx/no_allocate,numba/plain", metavar="LIST",
+                        help="comm kernels, impl/loads (default ptx/plain,ptx/no_allocate,numba/plain)")
     parser.add_argument("--preset", default="dsv3-prefill", help="target shapes (default dsv3-prefill)")
     parser.add_argument("--ep", type=int, default=32, help="expert parallelism: the GEMM holds E/ep experts (32)")
     parser.add_argument("--out", metavar="DIR", default=str(DEFAULT_OUT), help="profiles folder (default profiles/)")

@@ -17,7 +17,7 @@ Per-kernel timing-model constant: the PTX comm kernels keep COMM_LOADS_IN_FLIGHT
 flight per lane (four v4 loads are issued before the first store; see kernels/comm_dispatch.ptx), so their estimates
 use loads_in_flight_per_warp = 4 instead of the model's generic 2. The Numba kernels (one 8-byte load per loop trip)
 keep the generic value.
-A comm "series" is impl/loads: ptx/plain, ptx/no_allocate (the two entries of ptx_impl/comm.py) and cuda/plain
+A comm "series" is impl/loads: ptx/plain, ptx/no_allocate (the two entries of ptx_impl/comm.py) and numba/plain
 (cuda_impl/comm.py; Numba emits plain ld.global/st.global).
 `l2_bytes` = 32 x (global ld + st + atom sectors + cp.async sectors): the bytes a kernel moves through L2, which the
 interference model shares out (the timing model's own l2 bound does not include cp.async sectors).
@@ -38,8 +38,9 @@ _SECTOR_KEYS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sect
                 "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum", "ptxsim__cp_async_global_sectors.sum")
 GEMM_VARIANTS = ("up", "down")
 COMM_LOADS_IN_FLIGHT = 4.0
-COMM_IMPLS = ("ptx", "cuda")
-DEFAULT_SERIES = ("ptx/plain", "ptx/no_allocate", "cuda/plain")
+COMM_IMPLS = ("ptx", "numba")
+LEGACY_SERIES_IMPLS = {"cuda": "numba"}  # partition files written before 2026-12-03 call the Numba path "cuda"
+DEFAULT_SERIES = ("ptx/plain", "ptx/no_allocate", "numba/plain")
 
 
 class PartitionError(PtxmoeError):
@@ -74,7 +75,7 @@ class SimSizes:
 class KernelCounters:
     """One kernel's counters scaled to the target, plus what the timing model needs to estimate it."""
 
-    name: str                 # "dispatch[ptx/plain]", "combine[cuda/plain]", "gemm[up]", ...
+    name: str                 # "dispatch[ptx/plain]", "combine[numba/plain]", "gemm[up]", ...
     kind: str                 # "comm" or "gemm"
     entry: str
     metrics: dict = field(repr=False)  # scaled counters (launch__* set per estimate)
@@ -133,7 +134,8 @@ def _stats_metrics(record, what: str) -> dict:
 
 
 def parse_series(series: str) -> tuple[str, str]:
-    """"ptx/no_allocate" -> ("ptx", "no_allocate"); the Numba path ("cuda") has only plain loads.
+    """"ptx/no_allocate" -> ("ptx", "no_allocate"); the Numba path ("numba"; "cuda" in older files) has only plain
+    loads.
 
     Raises:
         PartitionError: an unknown implementation or policy, or a policy the implementation cannot express.
@@ -141,11 +143,12 @@ def parse_series(series: str) -> tuple[str, str]:
     from harness.partition.interference import LOAD_POLICIES
 
     impl, _, loads = str(series).partition("/")
+    impl = LEGACY_SERIES_IMPLS.get(impl, impl)
     if impl not in COMM_IMPLS or loads not in LOAD_POLICIES:
         raise PartitionError(f"comm series {series!r}; expected impl/loads with impl in {', '.join(COMM_IMPLS)} and "
                              f"loads in {', '.join(LOAD_POLICIES)} (e.g. {', '.join(DEFAULT_SERIES)})")
-    if impl == "cuda" and loads != "plain":
-        raise PartitionError(f"comm series {series!r}: Numba emits plain ld.global/st.global; only cuda/plain exists")
+    if impl == "numba" and loads != "plain":
+        raise PartitionError(f"comm series {series!r}: Numba emits plain ld.global/st.global; only numba/plain exists")
     return impl, loads
 
 
@@ -166,7 +169,7 @@ def _comm_kernel(impl: str, op: str, loads: str) -> tuple[str, str]:
 
 
 def comm_counters(preset, series: str, sizes: SimSizes, rng: np.random.Generator) -> list[KernelCounters]:
-    """Dispatch and combine of one series ("ptx/plain", "ptx/no_allocate", "cuda/plain") simulated at the target's
+    """Dispatch and combine of one series ("ptx/plain", "ptx/no_allocate", "numba/plain") simulated at the target's
     H, checked, and scaled to the target's rows.
 
     Raises:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-COLOURS = {"ptx/plain": "#E45756", "ptx/no_allocate": "#4C78A8", "cuda/plain": "#54A24B"}
+COLOURS = {"ptx/plain": "#E45756", "ptx/no_allocate": "#4C78A8", "numba/plain": "#54A24B", "cuda/plain": "#54A24B"}
 DASHES = {"step overlapped (us)": "solid", "step back-to-back (us)": "dash", "step unpartitioned (us)": "dot"}
 LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 60, "b": 60}, "height": 420,
           "legend": {"orientation": "h", "y": -0.2}, "hoverlabel": {"namelength": -1}}

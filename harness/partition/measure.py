@@ -6,7 +6,7 @@ no other CTA (a grouped-GEMM tile of 20-48 KB, + 1 KB reserved each) fits beside
 other 132 - N SMs. To time the GEMM alone on 132 - N SMs, a blocker kernel with the same reservation spins on
 %globaltimer on N SMs while the GEMM runs.
 
-Per N and comm series (ptx/plain, ptx/no_allocate, cuda/plain; median of `repeats`):
+Per N and comm series (ptx/plain, ptx/no_allocate, numba/plain; median of `repeats`):
   comm (us)               dispatch + combine, N CTAs, comm stream, nothing else running
   GEMM (us)               grouped GEMM up + down on the GEMM stream, N SMs held by the blocker
   step overlapped (us)    comm and GEMM launched together on their streams (the GEMM stream waits on an event

@@ -2,7 +2,7 @@
 `ptxsim.model.estimate(..., sm_count=..., bandwidth_share=...)` and the interference model (interference.py).
 
 Per N (SMs given to communication) and comm series (ptx/plain, ptx/no_allocate: the two entries of ptx_impl/comm.py;
-cuda/plain: cuda_impl/comm.py), one step of an MoE layer is modelled as
+numba/plain: cuda_impl/comm.py), one step of an MoE layer is modelled as
   comm  = dispatch + combine (persistent: exactly N CTAs), on N SMs;
   GEMM  = grouped GEMM up + down (ptx_impl/grouped_gemm.py) over the GPU's local experts, on 132 - N SMs;
 and reported alone, overlapped (interference.py), back to back on the same split, and unpartitioned (N = 0: no
@@ -106,7 +106,7 @@ def modelled_sweep(counters: dict, spec, sms, series=None) -> list[dict]:
         counters: harness.partition.counters.collect(...) output (dispatch[s], combine[s], gemm[up], gemm[down]).
         spec: a ptxsim.model DeviceSpec.
         sms: SM counts for communication.
-        series: comm series ("ptx/plain", "ptx/no_allocate", "cuda/plain"); default counters.DEFAULT_SERIES.
+        series: comm series ("ptx/plain", "ptx/no_allocate", "numba/plain"); default counters.DEFAULT_SERIES.
     Raises:
         PartitionError: a missing kernel in `counters` or an N outside 0..sm_count-1.
     """

@@ -38,7 +38,7 @@ class PartitionSettings:
     preset: str | Preset = "dsv3-prefill"         # target T, H, K, E, I, BM: a preset name or a harness Preset
     ep: int = 32                             # expert parallelism: the GEMM holds E/ep experts
     sms: tuple[int, ...] = DEFAULT_SMS       # SMs given to communication
-    series: tuple[str, ...] = DEFAULT_SERIES  # comm kernels: impl/loads (ptx/plain, ptx/no_allocate, cuda/plain)
+    series: tuple[str, ...] = DEFAULT_SERIES  # comm kernels: impl/loads (ptx/plain, ptx/no_allocate, numba/plain)
     seed: int | None = None                  # None: fresh (recorded in the document)
     sizes: SimSizes = field(default_factory=SimSizes)
     pp: int = 8                              # schedule table: pipeline stages

@@ -34,14 +34,14 @@ def test_writes_a_modelled_partition_document(run_dir):
     assert doc["backend"] == "sim" and doc["label"].startswith("modelled")
     assert doc["seed"] == 7 and doc["settings"]["sms"] == [0, 8, 20]
     assert [(r["series"], r["comm SMs"]) for r in doc["rows"]] == [
-        (s, n) for s in ("ptx/plain", "ptx/no_allocate", "cuda/plain") for n in (0, 8, 20)]
+        (s, n) for s in ("ptx/plain", "ptx/no_allocate", "numba/plain") for n in (0, 8, 20)]
     assert all(r["modelled"] is True for r in doc["rows"])
     assert all(r["GEMM SMs"] == 132 - r["comm SMs"] for r in doc["rows"])
     model = doc["model"]
     assert "model assumption, not a measurement" in model["note"]
     assert model["constants"]["l2_share[no_allocate]"]["value"] < model["constants"]["l2_share[plain]"]["value"]
     assert {c["name"] for c in model["counters"]} == {f"{op}[{s}]" for op in ("dispatch", "combine") for s in (
-        "ptx/plain", "ptx/no_allocate", "cuda/plain")} | {"gemm[up]", "gemm[down]"}
+        "ptx/plain", "ptx/no_allocate", "numba/plain")} | {"gemm[up]", "gemm[down]"}
     assert all(c["check"] for c in model["counters"])
     methods = [r["method"] for r in doc["schedule"]["rows"]]
     assert methods == ["1F1B", "ZB1P", "DualPipe", "DualPipeV"]
@@ -98,7 +98,7 @@ def test_dashboard_section_refuses_a_foreign_file(tmp_path):
     (["--device", "a100"], "a100"),
     (["--preset", "huge"], "unknown preset 'huge'"),
     (["--ep", "3"], "divisor"),
-    (["--series", "cuda/no_allocate"], "only cuda/plain"),
+    (["--series", "numba/no_allocate"], "only numba/plain"),
     (["--sms", "0"], "at least one count > 0"),
 ])
 def test_bad_options_exit_2_with_the_reason(argv, message, tmp_path, capsys):

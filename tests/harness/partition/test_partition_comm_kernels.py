@@ -33,8 +33,8 @@ def _has_sim() -> bool:
 
 needs_ptxsim = pytest.mark.skipif(not _has_sim(), reason="ptxsim.Device / ptxsim.load_ptx not available")
 
-IMPLS = [("ptx", ptx_comm, {"loads": "plain"}), ("ptx", ptx_comm, {"loads": "no_allocate"}), ("cuda", cuda_comm, {})]
-IDS = ["ptx-plain", "ptx-no_allocate", "cuda"]
+IMPLS = [("ptx", ptx_comm, {"loads": "plain"}), ("ptx", ptx_comm, {"loads": "no_allocate"}), ("numba", cuda_comm, {})]
+IDS = ["ptx-plain", "ptx-no_allocate", "numba"]
 # (T, H, K, spare, ctas): 40 rows over 16 warps (1 CTA) -> 3 trips; H=296 -> 37 chunks; H=1088 -> 136 chunks.
 CASES = [(10, 296, 4, 5, 1), (9, 1088, 2, 3, 2), (3, 64, 3, 0, 3)]
 

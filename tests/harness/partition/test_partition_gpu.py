@@ -10,7 +10,7 @@ def test_measured_sweep_on_the_gpu(seed):
     doc = run_sweep(settings)
     assert doc["backend"] == "gpu" and doc["label"].startswith("measured")
     rows = doc["rows"]
-    series = [s for s in ("ptx/plain", "ptx/no_allocate", "cuda/plain") if s not in doc["measurement"]["skipped"]]
+    series = [s for s in ("ptx/plain", "ptx/no_allocate", "numba/plain") if s not in doc["measurement"]["skipped"]]
     assert "ptx/plain" in series and "ptx/no_allocate" in series
     assert [(r["series"], r["comm SMs"]) for r in rows] == [(s, n) for s in series for n in (0, 8, 20)]
     assert all(r["modelled"] is False for r in rows)

@@ -80,7 +80,7 @@ def test_measured_sweep_plumbing_on_ptxsim(monkeypatch, seed):
 
     small = Preset("fake-gpu", T=16, H=128, E=4, K=2, G=1, TG=1, I=64, BM=16)  # seconds on ptxsim, not minutes
     settings = PartitionSettings(backend="gpu", preset=small, ep=2, sms=(0, 8), repeats=1, seed=seed,
-                                 series=("ptx/no_allocate", "cuda/plain"))
+                                 series=("ptx/no_allocate", "numba/plain"))
     doc = run_sweep(settings)
     assert doc["backend"] == "gpu" and doc["label"].startswith("measured")
     m = doc["measurement"]

@@ -48,7 +48,7 @@ def rows(counters, spec):
     return modelled_sweep(counters, spec, SMS)
 
 
-SERIES = ("ptx/plain", "ptx/no_allocate", "cuda/plain")
+SERIES = ("ptx/plain", "ptx/no_allocate", "numba/plain")
 
 
 def _by(rows, series):
@@ -60,7 +60,7 @@ def test_counters_come_from_checked_runs_and_scale_to_the_target(counters):
     preset = get_preset("dsv3-prefill")
     for name, entry in (("dispatch[ptx/plain]", "ptx_comm_dispatch_plain"),
                         ("dispatch[ptx/no_allocate]", "ptx_comm_dispatch_noalloc"),
-                        ("dispatch[cuda/plain]", "comm_dispatch")):
+                        ("dispatch[numba/plain]", "comm_dispatch")):
         kc = counters[name]
         assert entry in kc.entry and kc.check.startswith("recv bitwise equal")
         # the dispatch reads and writes every routed row once: the scaled DRAM bytes are the target's rows
@@ -131,8 +131,9 @@ def test_series_names_are_checked():
     from harness.partition.counters import parse_series
 
     assert parse_series("ptx/no_allocate") == ("ptx", "no_allocate")
-    with pytest.raises(PartitionError, match="only cuda/plain"):
-        parse_series("cuda/no_allocate")
+    assert parse_series("cuda/plain") == ("numba", "plain")  # the Numba path's name in older partition files
+    with pytest.raises(PartitionError, match="only numba/plain"):
+        parse_series("numba/no_allocate")
     with pytest.raises(PartitionError, match="impl/loads"):
         parse_series("triton/plain")
 

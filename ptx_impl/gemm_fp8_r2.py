@@ -94,5 +94,5 @@ def run(backend, args: dict, preset, **params) -> list:
     P_max, Kd, N, BM, tt = check_args(args, preset)
     values = [args[n] for n, _ in PARAMS[:7]] + [np.uint32(Kd), np.uint32(N), np.uint32(BM)]
     record = backend.launch_ptx(ptx_source(), ENTRIES[tt], (N // tpl.WROWS, P_max // tt, 1), (NTHREADS, 1, 1),
-                                values, shared_bytes=tpl.shared_bytes(tt), tag=f"{KERNEL}[{N}x{Kd}]")
+                                values, shared_bytes=tpl.shared_bytes(RUNG, tt), tag=f"{KERNEL}[{N}x{Kd}]")
     return [record]

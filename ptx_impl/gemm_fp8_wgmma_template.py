@@ -32,9 +32,10 @@ def stage_bytes(tt: int) -> int:
     return WROWS * SLAB + tt * SLAB
 
 
-def shared_bytes(tt: int) -> int:
-    """Dynamic shared memory of an entry: the stages plus 1024 bytes to align the base for the 128B swizzle."""
-    return STAGES * stage_bytes(tt) + 1024
+def shared_bytes(rung: int, tt: int) -> int:
+    """Dynamic shared memory of an entry: the stages, rung 3's 2 x STAGES mbarriers after them, and 1024 bytes of
+    slack to align the base for the 128B swizzle."""
+    return STAGES * stage_bytes(tt) + (16 * STAGES if rung == 3 else 0) + 1024
 
 
 def entry_name(rung: int, tt: int) -> str:
@@ -135,9 +136,8 @@ def _decls(rung: int, tt: int) -> list[str]:
         lines += ["    .reg .b32   %scp, %sdst;",
                   "    .reg .b64   %pa, %pw, %sw<4>, %sa<2>, %kd32;"]
     else:
-        lines += ["    .shared .align 8 .b64 bars[8];                      // full[0..3], empty[0..3]",
-                  "    .reg .b32   %bars, %bfull, %bempty, %par, %kx, %ry, %rw, %nxt, %dsw;",
-                  "    .reg .b64   %tok;"]
+        lines += ["    .reg .b32   %bars, %bfull, %bempty, %par, %kx, %ry, %rw, %nxt, %dsw;",
+                  "    .reg .b64   %tok, %ptma, %ptmw;"]
     return lines
 
 
@@ -150,6 +150,9 @@ def _phase0(rung: int, tt: int) -> list[str]:
     for p in ptrs:
         name, reg = p.split(":")
         L.append(f"    ld.param.u64        %{reg}, [gf_{name}];")
+    if rung == 3:  # generic addresses of the by-value tensor maps (what nvcc emits for a __grid_constant__'s &)
+        L += ["    mov.b64             %ptma, gf_tmap_a;", "    cvta.param.u64      %ptma, %ptma;",
+              "    mov.b64             %ptmw, gf_tmap_w;", "    cvta.param.u64      %ptmw, %ptmw;"]
     L += ["    ld.param.u32        %kd, [gf_kd];", "    ld.param.u32        %n, [gf_n];",
           "    ld.param.u32        %bm, [gf_bm];"]
     for p in ptrs:
@@ -289,9 +292,9 @@ def _pipeline_r2(tt: int) -> list[str]:
 
 def _pipeline_r3_setup(tt: int) -> list[str]:
     sb = stage_bytes(tt)
-    L = ["""
+    L = [f"""
     // ---- phase 1: mbarriers (thread 0 initialises; fence; bar.sync) --------------------------------------------
-    mov.u32             %bars, bars;
+    add.u32             %bars, %sbase, {STAGES * sb};            // full[0..3], empty[0..3] after the stages
     setp.eq.u32         %p_prod, %thr, 0;               // thread 0 is the producer
     @!%p_prod bra       $L_inited;"""]
     for s in range(STAGES):
@@ -332,10 +335,10 @@ def _tma_issue(tt: int) -> list[str]:
     """arrive.expect_tx on %bfull, then the weight and token boxes of slab column %kx into the stage at %dsw."""
     return [f"    mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bfull], {stage_bytes(tt)};",
             "    cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%dsw], "
-            "[gf_tmap_w, {%kx, %rw}], [%bfull];",
+            "[%ptmw, {%kx, %rw}], [%bfull];",
             f"    add.u32             %dsw, %dsw, {WROWS * SLAB};",
             "    cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%dsw], "
-            "[gf_tmap_a, {%kx, %row0}], [%bfull];"]
+            "[%ptma, {%kx, %row0}], [%bfull];"]
 
 
 def _compute(tt: int) -> list[str]:

@@ -7,6 +7,8 @@ from harness.verify import run_and_check
 
 # BM = 64 (dsv3-prefill's routing block) at a size ptxsim runs in seconds: the n64 entry
 BM64 = Preset("fp8-bm64", T=80, H=256, E=8, K=4, G=4, TG=2, I=128, BM=64)
+# Kd = 1280 up (10 slabs) and 640 down (5): the 4-stage ring wraps (refills, parity 0, 1, 0) in seconds
+DEEP = Preset("fp8-deep", T=24, H=1280, E=4, K=2, G=2, TG=1, I=640, BM=16)
 
 
 def check(module, backend, preset, skew, seed, variant):

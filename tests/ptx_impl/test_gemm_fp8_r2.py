@@ -1,13 +1,13 @@
 """PTX rung 2 of the FP8 grouped GEMM (wgmma + cp.async): passes kernels.md's check through ptxsim (tiny at every
-skew and variant, small, ragged, BM = 64), picks the token tile (wgmma N) that divides BM, assembles for sm_90a with
-zero spills, has the PTX shape its header promises, and rejects bad arguments with InputError."""
+skew and variant, small, ragged, deep K, BM = 64), picks the token tile (wgmma N) that divides BM, assembles for
+sm_90a with zero spills, has the PTX shape its header promises, and rejects bad arguments with InputError."""
 import numpy as np
 import pytest
 
 from contract.errors import InputError
 from contract.presets import SKEWS, Preset, get_preset
 from ptx_impl import gemm_fp8_r2 as r2
-from tests.ptx_impl.fp8_rungs import BM64, assert_wgmma_core, check, count, entries
+from tests.ptx_impl.fp8_rungs import BM64, DEEP, assert_wgmma_core, check, count, entries
 from tests.ptx_impl.test_grouped_gemm_fp8 import RAGGED
 
 
@@ -31,6 +31,12 @@ def test_tiny(backend, skew, variant, seed):
 def test_ragged(backend, seed):
     for variant in ("up", "down"):
         check(r2, backend, RAGGED, SKEWS[seed % len(SKEWS)], seed, variant)
+
+
+@pytest.mark.sim
+def test_deep_k_wraps_the_ring(backend, seed):
+    for variant in ("up", "down"):  # 10 and 5 slabs through 4 stages
+        check(r2, backend, DEEP, SKEWS[seed % len(SKEWS)], seed, variant)
 
 
 @pytest.mark.sim

@@ -34,9 +34,13 @@ def test_ragged(backend, seed):
 
 
 @pytest.mark.sim
-def test_deep_k_wraps_the_ring(backend, seed):
+def test_deep_k_wraps_the_ring_with_no_sanitizer_finding(seed):
+    from harness.backends.sim import SimBackend
+
+    backend = SimBackend(sanitize="all")
     for variant in ("up", "down"):  # 10 and 5 slabs through 4 stages
         check(r2, backend, DEEP, SKEWS[seed % len(SKEWS)], seed, variant)
+    assert backend.sanitizer_findings() == []
 
 
 @pytest.mark.sim

@@ -50,7 +50,9 @@ def analyse_ptx(ptx: str, label: str = "module") -> dict:
         "errors": []}
     try:
         safe = re.sub(r"[^\w.-]", "_", label)[:60]
-        cubin, usage = toolchain.assemble(ptx, arch="sm_90", name=f"{safe}.ptx")
+        # NOTE: sm_90a-only instructions (wgmma, setmaxnreg) do not assemble for sm_90; follow the module's target
+        arch = "sm_90a" if re.search(r"^\s*\.target\s+sm_90a\b", ptx, re.M) else "sm_90"
+        cubin, usage = toolchain.assemble(ptx, arch=arch, name=f"{safe}.ptx")
         facts["resources"] = {entry: {**asdict(u), "spills": u.spills} for entry, u in usage.items()}
         try:
             facts["sass_histogram"] = dict(sorted(toolchain.sass_histogram(cubin).items(),

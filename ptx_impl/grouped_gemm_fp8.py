@@ -23,6 +23,8 @@ class Rung:
 
 RUNGS: tuple[Rung, ...] = (
     Rung(1, "mma.sync+cp.async", "ptx_impl.gemm_fp8_r1"),
+    Rung(2, "wgmma+cp.async", "ptx_impl.gemm_fp8_r2"),
+    Rung(3, "wgmma+TMA+mbarrier", "ptx_impl.gemm_fp8_r3"),
 )
 
 

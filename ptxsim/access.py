@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim.errors import MemoryFault
-from ptxsim.memory import GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from ptxsim.memory import GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 
 _GB = np.uint64(GLOBAL_BASE)
 _SW = np.uint64(SHARED_WINDOW)
 _LW = np.uint64(LOCAL_WINDOW)
+_PW = np.uint64(PARAM_WINDOW)
 _WS = np.uint64(WINDOW_SIZE)
 
 
@@ -26,8 +27,10 @@ def regions(st, ins, space, addr, lanes):
             return [_region(st, "global", addr, lanes)]
         in_s = (addr >= _SW) & (addr < _SW + _WS)
         in_l = (addr >= _LW) & (addr < _LW + _WS)
+        in_p = (addr >= _PW) & (addr < _PW + _WS)  # kernel parameters (cvta.param), read-only
         out = []
-        for sp, mask, win in (("shared", in_s, _SW), ("local", in_l, _LW), ("global", ~(in_s | in_l), None)):
+        for sp, mask, win in (("shared", in_s, _SW), ("local", in_l, _LW), ("kparam", in_p, _PW),
+                              ("global", ~(in_s | in_l | in_p), None)):
             if mask.any():
                 idx = np.flatnonzero(mask)
                 sub = addr[idx] - win if win is not None else addr[idx]
@@ -151,6 +154,8 @@ def store(st, ins, space, addr, lanes, vals, dtype, n=1):
     parts = regions(st, ins, space, addr, lanes)
     st.mem_writes += 1
     for sp, buf, phys, sub, idx, raw in parts:
+        if sp == "kparam":  # a generic store into the kernel parameters (ptxas refuses st.param in a kernel)
+            raise fault(st, ins, sp, int(raw[0]), size * n, int(st.lane_array(sub)[0]), "read-only store")
         bad = check(st, ins, sp, raw, sub, size * n, "store")
         v = vals if idx is None else vals[idx]
         if bad is not None:

@@ -154,7 +154,14 @@ class Racecheck(Sanitizer):
 
     def on_async_complete(self, st, rec, sel):
         self._init(st)
-        np.add.at(self.in_flight, self._async_words(rec, sel), -1)
+        words = self._async_words(rec, sel)
+        np.add.at(self.in_flight, words, -1)
+        if ".bulk" not in rec["ins"].mods:
+            # NOTE: a landed cp.async is the issuing thread's write: another warp may read it only after a barrier
+            # (bulk copies are published by their mbarrier instead)
+            lanes = np.repeat(rec["lanes"][sel], len(words) // max(len(sel), 1))
+            self.w_warp[words] = lanes >> 5
+            self.w_epoch[words] = self.epoch[st.slot[lanes]]
 
     def on_release(self, st, ready):
         self._init(st)

@@ -13,7 +13,7 @@ import numpy as np
 from ptxsim import access, tensormap
 from ptxsim.errors import DecodeError, MemoryFault, PtxSimError
 from ptxsim.mbarriers import MbarrierTable
-from ptxsim.memory import GLOBAL_BASE
+from ptxsim.memory import GLOBAL_BASE, PARAM_WINDOW, WINDOW_SIZE
 from ptxsim.ops import Spec
 from ptxsim.ops.common import unsupported
 from ptxsim.ops.mbarrier import shared_offsets
@@ -147,8 +147,14 @@ def _tmap(st, ins, op, lane) -> tensormap.TensorMap:
     where = f"cp.async.bulk.tensor at PTX line {ins.line} (`{ins.text}`) in kernel {st.prog.name}"
     if op.base is None and op.name == "kparam":  # [param] of a __grid_constant__ CUtensorMap
         raw = st.launch.param_buf[op.offset: op.offset + tensormap.SIZE]
+    elif PARAM_WINDOW <= (a := int(st.address(op, np.array([lane]))[0])) < PARAM_WINDOW + WINDOW_SIZE:
+        off = a - PARAM_WINDOW  # the generic address of a kernel parameter (cvta.param, as nvcc emits for &tmap)
+        if off % 64 or off + tensormap.SIZE > st.prog.param_bytes:
+            raise MemoryFault(f"{where}: tensor map at parameter offset {off} is not a 64-byte aligned map inside "
+                              f"the {st.prog.param_bytes} bytes of kernel parameters", space="kparam", addr=a,
+                              size=tensormap.SIZE, line=ins.line, kernel=st.prog.name)
+        raw = st.launch.param_buf[off: off + tensormap.SIZE]
     else:
-        a = int(st.address(op, np.array([lane]))[0])
         if not GLOBAL_BASE <= a < st.launch.gmem.limit - tensormap.SIZE + 1 or a % 64:
             raise MemoryFault(f"{where}: tensor map address {a:#x} is not a 64-byte aligned map in global memory",
                               space="global", addr=a, size=tensormap.SIZE, line=ins.line, kernel=st.prog.name)

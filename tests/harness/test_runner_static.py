@@ -31,3 +31,13 @@ def test_static_facts_of_hand_and_numba_ptx():
 def test_bad_ptx_is_recorded_not_raised():
     facts = static.analyse_ptx(ADD_PTX.replace("add.f32 %f3, %f2, %f1;", "add.f32 %f3, %f2, %nope;"), "broken")
     assert facts["resources"] == {} and facts["errors"] and "ptxas" in facts["errors"][0]
+
+
+def test_sm90a_only_ptx_is_assembled_for_its_target():
+    """wgmma needs sm_90a: a module that targets it gets ptxas resources (occupancy for the timing model)."""
+    ptx = (".version 8.4\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n  .reg .b32 %d<4>;\n"
+           "  .reg .b64 %a;\n  mov.b64 %a, 0;\n  wgmma.fence.sync.aligned;\n"
+           "  wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%d0, %d1, %d2, %d3}, %a, %a, 0, 1, 1;\n"
+           "  wgmma.commit_group.sync.aligned;\n  wgmma.wait_group.sync.aligned 0;\n  ret;\n}\n")
+    facts = static.analyse_ptx(ptx, "wgmma")
+    assert not facts["errors"] and facts["resources"]["k"]["registers"] > 0, facts["errors"]

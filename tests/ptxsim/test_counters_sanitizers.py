@@ -136,6 +136,22 @@ def test_racecheck_finds_a_read_of_an_unwaited_cp_async_destination():
         ptxsim.launch(ptxsim.load_ptx(src("")).kernel("k"), 1, 32, [x, y, z, z.copy()], sanitize="racecheck")
 
 
+def test_racecheck_finds_another_warps_read_of_a_waited_cp_async_destination_without_a_barrier():
+    """A landed cp.async is its issuing thread's write: warp 1 reading what warp 0 copied needs a barrier between
+    (cp.async.wait_group only orders the issuing thread)."""
+    def src(barrier):
+        return TEMPLATE.replace(".visible", ".shared .align 16 .b32 s[64];\n.visible").replace("BODY", f"""
+  mov.u32 %r7, %tid.x; mov.u32 %r3, s; shl.b32 %r4, %r7, 2; add.u32 %r4, %r3, %r4;
+  cp.async.ca.shared.global [%r4], [%rd7], 4; cp.async.commit_group; cp.async.wait_group 0;
+  {barrier}
+  xor.b32 %r5, %r7, 32; shl.b32 %r5, %r5, 2; add.u32 %r5, %r3, %r5; ld.shared.u32 %r6, [%r5];""")
+    x, z = np.arange(64, dtype=np.uint32), np.zeros(1, np.uint32)
+    ok = ptxsim.launch(ptxsim.load_ptx(src("bar.sync 0;")).kernel("k"), 1, 64, [x, z, z, z], sanitize="racecheck")
+    assert ok.sanitizer_reports == []
+    with pytest.raises(ptxsim.RacecheckError, match="read-after-write.*warp 1"):
+        ptxsim.launch(ptxsim.load_ptx(src("")).kernel("k"), 1, 64, [x, z, z, z], sanitize="racecheck")
+
+
 def test_initcheck_finds_unwritten_global_and_shared():
     dev = ptxsim.Device()
     buf = dev.alloc(128)

@@ -178,3 +178,44 @@ def test_asynccheck_reports_a_bulk_store_source_rewritten_before_wait_group_read
     _launch(copy, expect, args, store=store.replace("WAIT", "cp.async.bulk.wait_group.read 0;"), sanitize="asynccheck")
     _launch(copy, expect, args, store=store.replace("WAIT", "").replace("[%r1+64]", "[%r1+128]"),
             sanitize="asynccheck")  # a word the store does not read
+
+
+def _tensor_copy_through(operand_setup: str, operand: str, **kw):
+    g = (np.arange(8 * 64, dtype=np.uint16) + 1).reshape(8, 64)
+    out = np.zeros(64, np.uint32)
+    dev = ptxsim.Device()
+    gbuf = dev.to_device(g)
+    tm = tmap.encode_tiled(1, 2, gbuf.addr, (64, 8), (128,), (16, 8), (1, 1))
+    _launch(operand_setup + "\n  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+            f"[%r1], [{operand}, {{%r10, %r10}}], [%r2];", "mov.u32 %r10, 0;\n"
+            "  mbarrier.arrive.expect_tx.shared::cta.b64 %rd5, [%r2], 256;",
+            [gbuf, out, np.zeros(1, np.uint32), tm], device=dev, **kw)
+    return out, g
+
+
+def test_tensor_map_through_its_cvta_param_generic_address():
+    """nvcc takes a __grid_constant__ CUtensorMap's address as mov.b64 + cvta.param.u64 (ptxas refuses the bare
+    param name in cp.async.bulk.tensor); the generic address names the same 128 bytes as [tm]."""
+    out, g = _tensor_copy_through("mov.b64 %rd10, tm; cvta.param.u64 %rd11, %rd10;", "%rd11")
+    assert np.array_equal(out.view(np.uint16).reshape(8, 16), g[:, :16])
+    with pytest.raises(ptxsim.MemoryFault, match="parameter offset 72 is not a 64-byte aligned map"):
+        _tensor_copy_through("mov.b64 %rd10, tm; cvta.param.u64 %rd11, %rd10; add.s64 %rd11, %rd11, 8;", "%rd11")
+
+
+def test_generic_loads_read_kernel_parameters_and_stores_fault():
+    src = HEADER + """
+.visible .entry k(.param .u64 pout, .param .u64 pval)
+{
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [pout]; mov.b64 %rd2, pval; cvta.param.u64 %rd3, %rd2; ld.u64 %rd4, [%rd3];
+  cvta.to.param.u64 %rd5, %rd3; st.global.u64 [%rd1], %rd4; st.global.u64 [%rd1+8], %rd5;
+  STORE
+  ret;
+}
+"""
+    out = np.zeros(2, np.uint64)
+    ptxsim.launch(ptxsim.load_ptx(src.replace("STORE", "")).kernel("k"), 1, 1, [out, np.uint64(0xDEADBEEF12345678)])
+    assert out[0] == 0xDEADBEEF12345678 and out[1] == 8  # the parameter's value; back to its param offset
+    with pytest.raises(ptxsim.MemoryFault, match="read-only store"):
+        ptxsim.launch(ptxsim.load_ptx(src.replace("STORE", "st.u64 [%rd3], %rd4;")).kernel("k"), 1, 1,
+                      [np.zeros(2, np.uint64), np.uint64(1)])

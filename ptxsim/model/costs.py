@@ -93,16 +93,16 @@ MODEL_CONSTANTS: dict[str, float] = {
     "sfu_achievable_fraction": 1.0,
     # Issue/pipes: the theoretical rates; stalls are modelled separately (latency hiding below), not as a derating.
     "issue_achievable_fraction": 1.0,
-    # mma.sync on Hopper reaches only part of the dense peak: [LUO] (docs/model-validation.md) measures FP16
+    # mma.sync on Hopper reaches only part of the dense peak: [S6] (docs/model-validation.md) measures FP16
     # m16n8k16 at 494.4 TFLOP/s on an H800 PCIe (65.4% of its 756.5 dense peak; "on average 62.9%" over types) and
     # INT8 m16n8k32 at 977.9 TOP/s (64.6% of 1513), so 8-bit mma.sync runs at twice the 16-bit rate. 0.65 assumed.
     "mma_sync_fraction_of_peak": 0.65,
-    # wgmma.mma_async: [LUO] measures m64n256k16 FP16 at 729.3 TFLOP/s (96.4% of 756.5) and m64n256k32 FP8 at 1448.4
+    # wgmma.mma_async: [S6] measures m64n256k16 FP16 at 729.3 TFLOP/s (96.4% of 756.5) and m64n256k32 FP8 at 1448.4
     # (95.7% of 1513) with zero-filled inputs. NOTE: with random inputs the H800 PCIe hits its 350 W limit and the
-    # clock drops ([LUO]); the model charges the instruction rate, not a power-limited one (calibrate on the GPU).
+    # clock drops ([S6]); the model charges the instruction rate, not a power-limited one (calibrate on the GPU).
     "wgmma_fraction_of_peak": 0.96,
-    # wgmma completion latency (issue to result usable) in tensor clocks: [LUO] 128 clk for m64n256 (all types) and,
-    # in its extended version, 128 for N = 128 too. [JAR] reports 32 / 64 / 128 clk for N = 64 / 128 / 256 (the pipe
+    # wgmma completion latency (issue to result usable) in tensor clocks: [S6] 128 clk for m64n256 (all types) and,
+    # in its extended version, 128 for N = 128 too. [S8] reports 32 / 64 / 128 clk for N = 64 / 128 / 256 (the pipe
     # time). A wait_group 0 exposes max(0, latency - pipe time of the last wgmma): tensor_bound.py.
     "wgmma_latency_clk": 128.0,
     # Load-to-use latencies, unloaded (pointer chase), H100 SXM5 at 1.98 GHz, docs/model-validation.md source S1:

@@ -351,8 +351,9 @@ _COMPONENT_TEXT = {
     "shared": lambda d: f"{d['shared_wavefronts']:.3g} shared wavefronts ({d['bank_conflicts']:.3g} bank conflicts)",
     "issue": lambda d: f"{d['warp_instructions']:.3g} warp-instructions at {d['issue_rate']:.0%} issue rate",
     "tensor": lambda d: f"{_si(d['tensor_flops'], 'FLOP')} tensor at {_si(d['tensor_rate'], 'FLOP/s')}" + (
-        f" (wgmma serialised: {d['wgmma_warpgroups']:.3g} warpgroups/SM, {d['wgmma_overlap']:.0%} of groups "
-        f"overlapped)" if d["wgmma_serial_s"] > d["tensor_throughput_s"] else ""),
+        f" ({_time(d['tensor_throughput_s'])} at that rate; wgmma.wait_group serialises {d['wgmma_warpgroups']:.3g} "
+        f"warpgroup(s)/SM, {d['wgmma_overlap']:.0%} of groups overlapped)"
+        if d["wgmma_serial_s"] > d["tensor_throughput_s"] else ""),
     "sfu": lambda d: f"{d['sfu_clocks']:.3g} SFU/convert pipe clocks",
     "fp64": lambda d: f"{d['fp64_clocks']:.3g} FP64 pipe clocks",
     "latency": lambda d: f"{_si(d['bytes_in_flight'], 'B')} loads in flight vs "

@@ -9,7 +9,7 @@ from ptxsim.model import tensor_counts
 from ptxsim.model.costs import MODEL_CONSTANTS
 from ptxsim.model.devices import get_device
 from ptxsim.model.occupancy import occupancy
-from ptxsim.model.timing import estimate
+from ptxsim.model.timing import estimate, explain
 from tests.ptxsim.ptxkit import HEADER
 
 pytestmark = pytest.mark.sim
@@ -106,15 +106,17 @@ def test_small_n_wgmma_is_limited_by_its_shared_operand_reads():
 
 
 def test_wait_group_0_serialises_one_warpgroup_and_a_second_warpgroup_hides_it():
-    one_drain, occ1 = _wgmma(128, "bf16", 1, 0, 24)
-    one_pipe, _ = _wgmma(128, "bf16", 1, 1, 24)
+    one_drain, occ1 = _wgmma(128, "bf16", 1, 0, 48)
+    one_pipe, _ = _wgmma(128, "bf16", 1, 1, 48)
     e_drain, e_pipe = estimate(one_drain, H100, occ1), estimate(one_pipe, H100, occ1)
     assert e_drain.details["wgmma_serial_s"] > e_drain.details["tensor_throughput_s"]
     assert e_drain.components["tensor"] > 1.5 * e_pipe.components["tensor"]
+    assert "wgmma.wait_group serialises 1 warpgroup(s)/SM" in explain(e_drain)
+    assert "serialises" not in explain(e_pipe)
     # per wgmma: the completion latency (the tensor clock's wgmma_latency_clk) plus the loop's issue time
-    per = e_drain.components["tensor"] * H100.tensor_rate_clock_hz / 24
+    per = e_drain.components["tensor"] * H100.tensor_rate_clock_hz / 48
     assert MODEL_CONSTANTS["wgmma_latency_clk"] < per < MODEL_CONSTANTS["wgmma_latency_clk"] + 30
-    two, occ2 = _wgmma(128, "bf16", 1, 0, 24, block=256)
+    two, occ2 = _wgmma(128, "bf16", 1, 0, 48, block=256)
     e_two = estimate(two, H100, occ2)
     assert e_two.details["wgmma_warpgroups"] == 2
     assert e_two.components["tensor"] < 1.3 * e_drain.components["tensor"]   # twice the work, latency overlapped

@@ -135,7 +135,8 @@ class MemCounters(Hook):
         uniq = _distinct(secs)
         if uniq.size and uniq[-1] >= self.nsec:
             uniq = uniq[uniq < self.nsec]
-        if is_store and op == "st":  # write-allocate in L2, written back once (dram__bytes_write)
+        # write-allocate in L2, written back once (dram__bytes_write); bulk/TMA stores (op cp_async) are writes too
+        if is_store and op in ("st", "cp_async"):
             self.written[uniq] = True
             self.l2.access(uniq)
             return

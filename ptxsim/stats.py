@@ -94,6 +94,8 @@ def _metrics(prog, counts, mem, launch, scale):
     for k, v in mem.totals().items():
         m[k] = float(v) * scale
     from ptxsim.model.stream import stream_metrics
+    from ptxsim.model.tensor_counts import tensor_metrics
 
     m.update(stream_metrics(prog.instrs, wc))  # ratios (ILP, MLP) for the timing model: not scaled
+    m.update({k: v * scale for k, v in tensor_metrics(prog.instrs, wc).items()})  # tensor work: counts, scaled
     return m

@@ -26,6 +26,14 @@ INSTRUCTION_CLASSES = (
 # FLOPs of one warp-level mma.sync.aligned.m16n8k16 (the "tensor" class): 2 x M x N x K = 2 x 16 x 8 x 16.
 MMA_M16N8K16_FLOPS = 2 * 16 * 8 * 16   # 4096
 
+# Dense tensor-core FLOP per clock per SM by input width (tensor_counts.py's "16bit" / "8bit"): the DeviceSpec field
+# that holds it. Hopper: 4096 (BF16/F16) and 8192 (FP8), [WP]; x 132 SMs x 1830 MHz = the datasheet's 989.4 and
+# 1978.9 TFLOP/s dense.
+TENSOR_PEAKS: dict[str, str] = {
+    "16bit": "tensor_bf16_flop_per_clk_per_sm",
+    "8bit": "tensor_fp8_flop_per_clk_per_sm",
+}
+
 
 @dataclass(frozen=True)
 class ClassCost:
@@ -85,9 +93,18 @@ MODEL_CONSTANTS: dict[str, float] = {
     "sfu_achievable_fraction": 1.0,
     # Issue/pipes: the theoretical rates; stalls are modelled separately (latency hiding below), not as a derating.
     "issue_achievable_fraction": 1.0,
-    # mma.sync on Hopper reaches only part of the wgmma-quoted dense peak (microbenchmarks of the legacy
-    # warp-level path report about 60-70% of 989 TFLOP/s); 0.65 of the datasheet rate is assumed.
+    # mma.sync on Hopper reaches only part of the dense peak: [S6] (docs/model-validation.md) measures FP16
+    # m16n8k16 at 494.4 TFLOP/s on an H800 PCIe (65.4% of its 756.5 dense peak; "on average 62.9%" over types) and
+    # INT8 m16n8k32 at 977.9 TOP/s (64.6% of 1513), so 8-bit mma.sync runs at twice the 16-bit rate. 0.65 assumed.
     "mma_sync_fraction_of_peak": 0.65,
+    # wgmma.mma_async: [S6] measures m64n256k16 FP16 at 729.3 TFLOP/s (96.4% of 756.5) and m64n256k32 FP8 at 1448.4
+    # (95.7% of 1513) with zero-filled inputs. NOTE: with random inputs the H800 PCIe hits its 350 W limit and the
+    # clock drops ([S6]); the model charges the instruction rate, not a power-limited one (calibrate on the GPU).
+    "wgmma_fraction_of_peak": 0.96,
+    # wgmma completion latency (issue to result usable) in tensor clocks: [S6] 128 clk for m64n256 (all types) and,
+    # in its extended version, 128 for N = 128 too. [S8] reports 32 / 64 / 128 clk for N = 64 / 128 / 256 (the pipe
+    # time). A wait_group 0 exposes max(0, latency - pipe time of the last wgmma): tensor_bound.py.
+    "wgmma_latency_clk": 128.0,
     # Load-to-use latencies, unloaded (pointer chase), H100 SXM5 at 1.98 GHz, docs/model-validation.md source S1:
     # L1 hit 40.2 clk = 20.3 ns, L2 hit 259.9 clk = 131.3 ns, DRAM 570.5 clk = 288.1 ns (S2 reports 40 / 291 / 700
     # clk with unlocked clocks). Seconds, since DRAM latency does not scale with the SM clock. Loaded latency is

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ptxsim.model import hopper_benches as hb
+
 _HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
 
 # --- PTX ---------------------------------------------------------------------------------------------------------
@@ -278,6 +280,11 @@ _SMS, _BLOCKS_PER_SM = 132, 8
 _STREAM_BLOCKS, _STREAM_THREADS = _SMS * _BLOCKS_PER_SM * 4, 256   # 4 full waves of 8 blocks x 256 threads per SM
 _STREAM_BYTES = _STREAM_BLOCKS * _STREAM_THREADS * 64
 _ITERS = 64
+_WGMMA_ITERS = 8
+_WGMMA_WORK = {kind: hb.wgmma_flops(hb.WGMMA_TP_N, kind) * hb.WGMMA_TP_PER_GROUP * _WGMMA_ITERS * 2 * _SMS * 2
+               for kind in hb.WGMMA_TYPES}   # FLOP: per group x groups x 2 warpgroups x CTAs
+_TMA_CTAS, _TMA_STAGES = _SMS * 4, 4
+_TMA_BYTES = _TMA_CTAS * _TMA_STAGES * hb.TMA_STAGE_BYTES
 
 
 def _bufs(*sizes):
@@ -352,6 +359,22 @@ BENCHES: dict[str, Bench] = {b.name: b for b in (
     Bench("mma_bf16", "mma.sync m16n8k16 bf16 throughput", "TFLOP/s", MMA_BF16, "mma_bf16",
           (Launch(_SMS * 4, 128, _with_scalar((4,), _ITERS), 4096.0 * 4 * 4 * _ITERS * _SMS * 4),),
           lambda t, ls, clk: _rate(t, ls, clk) / 1e12, "4 independent accumulators per warp, 16 warps/SM"),
+    Bench("wgmma_bf16", "wgmma m64n256k16 bf16 throughput (SS)", "TFLOP/s", hb.WGMMA_BF16, "wgmma_bf16",
+          (Launch(_SMS * 2, 256, hb.wgmma_args(_WGMMA_ITERS), _WGMMA_WORK["bf16"], 4),),
+          lambda t, ls, clk: _rate(t, ls, clk) / 1e12,
+          "2 warpgroups per CTA, 4 chained wgmma per commit group, wait_group 1"),
+    Bench("wgmma_fp8", "wgmma m64n256k32 e4m3 throughput (SS)", "TFLOP/s", hb.WGMMA_FP8, "wgmma_fp8",
+          (Launch(_SMS * 2, 256, hb.wgmma_args(_WGMMA_ITERS), _WGMMA_WORK["e4m3"], 4),),
+          lambda t, ls, clk: _rate(t, ls, clk) / 1e12, "as wgmma_bf16 with FP8 (e4m3) inputs, K = 32"),
+    Bench("wgmma_latency", "wgmma m64n128k16 bf16 completion latency (wait_group 0 after each)", "clk",
+          hb.WGMMA_LATENCY, "wgmma_latency",
+          tuple(Launch(1, 128, hb.wgmma_args(n), float(n), None) for n in (16, 48)),
+          lambda t, ls, clk: _diff_per_unit(t, ls, clk) * clk,
+          "differential: 16 vs 48 dependent wgmma, one warpgroup; tensor clocks", meta={"clock": "tensor"}),
+    Bench("tma_read", "TMA (cp.async.bulk.tensor.2d) read bandwidth", "GB/s", hb.TMA_READ, "tma_read",
+          (Launch(_TMA_CTAS, 32, hb.tma_args(_TMA_CTAS, _TMA_STAGES), float(_TMA_BYTES), 8),),
+          lambda t, ls, clk: _rate(t, ls, clk) / 1e9,
+          "one thread per CTA, 4 x 8 KB boxes per mbarrier stage, 4 stages, every byte read once"),
     _chase_bench("chase_l1", "pointer-chase latency, L1 hit (8 KB, .ca)", CHASE_CA, "chase_ca", 64, 128, 640,
                  "differential: 128 vs 640 steps over 64 lines; the extra steps all hit L1"),
     _chase_bench("chase_l2", "pointer-chase latency, L2 hit (128 KB, .cg)", CHASE_CG, "chase_cg", 1024, 2048, 4096,
@@ -448,5 +471,8 @@ def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, f
         launch_s = est.components["launch"]
     if bench.name == "launch_gap":
         times = [launch_s]
-    value = bench.quantity(tuple(times), bench.launches, spec.boost_clock_hz)
+    # NOTE: meta "clock": "tensor" counts clocks at the datasheet's tensor clock, the one the tensor bound uses (on a
+    # GPU, `ptxmoe calibrate` counts them at the SM clock it reads)
+    clock = spec.tensor_rate_clock_hz if bench.meta.get("clock") == "tensor" else spec.boost_clock_hz
+    value = bench.quantity(tuple(times), bench.launches, clock)
     return BenchResult(bench.name, float(value), tuple(times), launch_s, tuple(limiters))

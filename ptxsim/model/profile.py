@@ -48,6 +48,7 @@ FITS = {
     "shared_achievable_fraction": ("shared_bw", lambda q, s: q * 1e12 / _peak(s, "shared")),
     "sfu_achievable_fraction": ("sfu_sin", lambda q, s: s.warp_size * s.sub_partitions_per_sm / s.sfu_lanes_per_sm / q),
     "mma_sync_fraction_of_peak": ("mma_bf16", lambda q, s: q * 1e12 / _peak(s, "bf16")),
+    "wgmma_fraction_of_peak": ("wgmma_bf16", lambda q, s: q * 1e12 / _peak(s, "bf16")),
     "l1_latency_s": ("chase_l1", lambda q, s: q * 1e-9),
     "l2_latency_s": ("chase_l2", lambda q, s: q * 1e-9),
     "dram_latency_s": ("chase_dram", lambda q, s: q * 1e-9),

@@ -25,7 +25,15 @@ _S2 = "[S2] markdewing/AI_kernels latency/README.md"
 _S3 = "[S3] simveit/effective-reduction-mojo README"
 _S4 = "[S4] mredenti/PowerCapping configuration/OpenCL_benchmark.md (ProjectPhysX OpenCL-Benchmark on GH200)"
 _S5 = "[S5] samuel-bohman/AI-benchmarking-guide Azure_Results/ND_{gpu}_v5_results.md (Azure ND {gpu} v5)"
+_S6 = "[S6] Luo et al., 'Benchmarking and Dissecting the Nvidia Hopper GPU Architecture' (arXiv 2402.13499)"
+_S7 = "[S7] Luo et al., 'Dissecting the NVIDIA Hopper Architecture through Microbenchmarking' (arXiv 2501.12084)"
+_S8 = "[S8] Jarmusch & Chandrasekaran, arXiv 2512.02189, as quoted by a public notes file (table not read directly)"
+_S9 = "[S9] deepseek-ai/DeepGEMM README news entry of 2025-04-18"
 _NONE = "none found"
+# [S6] measured an H800 PCIe (114 SMs; dense peaks 756.5 TFLOP/s FP16, 1513 FP8: [DS] H100/H800 PCIe sparsity figures
+# halved). Its rates are quoted as the same fraction of the validated device's dense peak (H100 SXM: 989.4 / 1978.9).
+_H800_PCIE_FP16, _H800_PCIE_FP8 = 756.5, 1513.0
+_H100_BF16, _H100_FP8 = 989.4, 1978.9
 
 PUBLISHED: dict[str, Published] = {
     "dram_read": (
@@ -56,7 +64,32 @@ PUBLISHED: dict[str, Published] = {
     "sfu_sin": Published(9.6, "H100 SXM", _S1, "__sinf, one warp, ILP=16, clock64(), clocks per warp-instruction",
                          "the model charges the programming guide's 16 MUFU results/clk/SM (8 clk); S1 measures "
                          "9.1-9.6. ptxmoe calibrate fits sfu_achievable_fraction from the sfu_sin bench"),
-    "mma_bf16": Published(None, "H100 SXM", _NONE, "no measured mma.sync (legacy warp-level) bf16 rate found"),
+    "mma_bf16": Published(round(494.4 / _H800_PCIE_FP16 * _H100_BF16, 1), "H100 SXM", _S6,
+                          "mma.sync m16n8k16 FP16 dense: 494.4 TFLOP/s on H800 PCIe = 65.4% of its 756.5 peak, quoted "
+                          "as that fraction of H100 SXM's 989.4 (mma_sync_fraction_of_peak 0.65 is this figure)"),
+    "wgmma_bf16": Published(round(728.5 / _H800_PCIE_FP16 * _H100_BF16, 1), "H100 SXM", _S7,
+                            "wgmma m64n256k16 FP16 -> FP32, SS, zero-filled inputs: 728.5 TFLOP/s on H800 PCIe = 96.3% "
+                            "of 756.5, quoted as that fraction of 989.4 (wgmma_fraction_of_peak 0.96 is this figure)"),
+    "wgmma_fp8": (
+        Published(round(1448.4 / _H800_PCIE_FP8 * _H100_FP8, 1), "H100 SXM", _S6,
+                  "wgmma m64n256k32 FP8, SS, zero-filled inputs: 1448.4 TFLOP/s on H800 PCIe = 95.7% of 1513, quoted "
+                  "as that fraction of 1978.9"),
+        Published(1550.0, "H800 SXM", _S9, "'up to 1550 TFLOPS' FP8 on H800 for a whole GEMM (no shape named): TMA "
+                  "loads, fine-grained scaling promoted on CUDA cores, epilogue, real data at the power limit",
+                  "not the same quantity: a whole FP8 GEMM on real data against the bare wgmma stream of zeros; "
+                  "[S6] shows random inputs throttle the clock at the power limit. The model charges the instruction "
+                  "rate (wgmma_fraction_of_peak 0.96); a GEMM modelled with it is optimistic by up to this ratio. "
+                  "ptxmoe calibrate on the target GPU fits the fraction from wgmma_bf16"),
+    ),
+    "wgmma_latency": (
+        Published(128.0, "H100 SXM", _S7, "H800 PCIe, dense wgmma: 'with N set to 128, the latency for all data "
+                  "types is 128.0' cycles (128.0 for m64n256 too); issue to result usable"),
+        Published(64.0, "H100 SXM", _S8, "H200, m64n128k16: 64 cycles (32 for n64, 128 for n256)",
+                  "[S8] gives the pipe time N/2 as the latency where [S7] measures 128 clk at N = 128; the model "
+                  "follows [S7] (wgmma_latency_clk 128). Only the exposed part of a drain depends on it"),
+    ),
+    "tma_read": Published(None, "H100 SXM", _NONE, "no published TMA read bandwidth found ([S7] reports only that a "
+                          "TMA access takes ~170 clk longer than a regular load)"),
     # S2 quotes SM clock cycles with unlocked clocks; converted here at the 1.98 GHz boost clock (an assumption).
     "chase_l1": (
         Published(20.3, "H100 SXM", _S1, "8 KB random cycle, <<<1,1>>>, 40.2 clk at 1.98 GHz"),

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 # Dependent-issue latency in clocks of a producer's class (what a consumer waits after the producer issues).
-# [S1] = docs/model-validation.md source S1 (H100 SXM5 microbenchmarks); [EST] = this project's estimate.
+# [S1], [S6] = docs/model-validation.md sources (H100 SXM5 / H800 microbenchmarks); [EST] = this project's estimate.
 LATENCY_CLK: dict[str, float] = {
     "int": 4.0,        # [EST] ALU dependent-issue latency, ~4 clk on Volta..Hopper (no Hopper figure found)
     "fp32": 4.0,       # [EST] as int
@@ -31,7 +31,7 @@ LATENCY_CLK: dict[str, float] = {
     "convert": 8.0,    # [EST] conversions run on the XU pipe; half the SFU latency assumed
     "sfu": 18.0,       # [EST] MUFU latency (S1's one-chain __sinf loop: 29 clk including loop overhead)
     "fp64": 8.0,       # [EST]
-    "tensor": 32.0,    # [EST] mma.sync m16n8k16 latency (no Hopper figure found; Ampere reports are ~30-35 clk)
+    "tensor": 24.1,    # [S6] mma.sync m16n8k16 FP16 completion latency on H800: 24.1 clk (wgmma: tensor_bound.py)
     "ld_shared": 28.6,  # [S1] shared-memory load-to-use latency 28.6 clk
     "warp": 24.0,      # [EST] shuffle/vote through the MIO path, a little under a shared load
     "ld_local": 40.0,  # [S1] local memory hits L1: 40.2 clk

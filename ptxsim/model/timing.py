@@ -9,11 +9,13 @@ grid's blocks, B blocks per SM (occupancy):
   sub-partitions P = min(4, max(1, W)): a warp runs on one SMSP, so fewer than 4 warps leave SMSPs idle
   dram           (dram__bytes_read + dram__bytes_write) / BW, BW = min(peak x dram_achievable_fraction x
                  bandwidth_share, A x l1_fill_bytes_per_clk x f)   (a small partition cannot draw the full HBM rate)
-  l2             32 x (global ld sectors - L1-hit sectors + st + atom + cp.async sectors) / min(L2 peak x
+  l2             32 x (global ld sectors - L1-hit sectors + st + atom + cp.async sectors (cp.async, cp.async.bulk
+                 and TMA tensor copies, loads and stores; a multicast copy is read once)) / min(L2 peak x
                  l2_achievable_fraction, A x l1_fill x f), L2 peak = l2_bytes_per_clk_per_sm x S x f (per-SM
                  L1<->L2 path); L1 hits (ptxsim__l1_hit_sectors_global_op_ld: a sector the same CTA loaded before
                  with an L1-allocating load; .cg/.cv/L1::no_allocate neither hit nor allocate) never reach L2
-  shared         shared wavefronts (ld + st; bank conflicts are already extra wavefronts) / (A x f x wavefronts/clk)
+  shared         shared wavefronts (ld + st; bank conflicts are already extra wavefronts; wgmma operand bytes / 128)
+                 / (A x f x wavefronts/clk)
   issue          max(dispatch / r, busiest of the fma/alu/lsu/cbu pipes) / (P x A x f), where dispatch is one
                  clock per warp-instruction (SASS-charged when a sass_mix is given: sass.py), pipe busy time is
                  count x clocks from costs.class_cycles, and
@@ -21,9 +23,12 @@ grid's blocks, B blocks per SM (occupancy):
                  `ilp` instructions per clock alone (ptxsim__model_ilp.ratio, stream.py's scoreboard; without it
                  ilp = 1 / dependent_issue_latency_clk)
   sfu, fp64      busy clocks of the xu (MUFU + conversions; / sfu_achievable_fraction) and fp64 pipes / (P x A x f)
-  tensor         tensor-class count x 4096 FLOP / (4096 FLOP/clk/SM x P/4 x A x f_t x mma_sync_fraction_of_peak), f_t
-                 the datasheet's tensor clock (1830 MHz) unless a clock is given; mma latency enters through ilp
-                 (a dependent mma chain waits LATENCY_CLK["tensor"] per mma)
+  tensor         tensor_bound.py: mma.sync and wgmma FLOPs by input width (tensor_counts.py) at the device's dense
+                 peak per width (FP8 twice BF16) x mma_sync_fraction_of_peak / wgmma_fraction_of_peak, at f_t the
+                 datasheet's tensor clock (1830 MHz) unless a clock is given; for wgmma, at least the warpgroups'
+                 serial time when wgmma.wait_group 0 keeps them from overlapping tensor and other work (plus the
+                 completion latency each drain exposes). mma.sync latency enters through ilp (a dependent mma chain
+                 waits LATENCY_CLK["tensor"] per mma). wgmma operand reads are added to the shared bound.
   latency        Little's law for global loads: time = ld bytes x L / (A x W x mlp x bytes per request), with
                  L = (L1 hits x l1_latency + DRAM sectors x dram_latency + other sectors x l2_latency) / ld sectors
                  and mlp the loads each warp keeps in flight (ptxsim__model_mlp.ratio from the instruction stream;
@@ -46,10 +51,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ptxsim.model.costs import INSTRUCTION_CLASSES, ISSUE_PIPES, MMA_M16N8K16_FLOPS, MODEL_CONSTANTS, class_cycles
+from ptxsim.model.costs import INSTRUCTION_CLASSES, ISSUE_PIPES, MODEL_CONSTANTS, class_cycles
 from ptxsim.model.devices import DeviceSpec, get_device
 from ptxsim.model.errors import MetricsError, ModelArgumentError
 from ptxsim.model.occupancy import Occupancy, check_sm_count
+from ptxsim.model.tensor_bound import tensor_bound
+from ptxsim.model.tensor_counts import KEYS as TENSOR_KEYS
 
 SECTOR_BYTES = 32
 CLASS_METRIC_PREFIX = "ptxsim__inst_executed_"
@@ -63,7 +70,7 @@ METRIC_KEYS = (
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
     "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum",
     "ptxsim__l1_hit_sectors_global_op_ld.sum", CP_ASYNC_SECTORS, "ptxsim__model_ilp.ratio", "ptxsim__model_mlp.ratio",
-    "launch__grid_size", "launch__block_size", "launch__thread_count", *CLASS_METRICS.values(),
+    "launch__grid_size", "launch__block_size", "launch__thread_count", *CLASS_METRICS.values(), *TENSOR_KEYS,
 )
 COMPONENTS = ("dram", "l2", "shared", "issue", "tensor", "sfu", "fp64", "latency", "tail", "launch")
 _COMPUTE = ("issue", "tensor", "sfu", "fp64", "shared")
@@ -155,7 +162,8 @@ def _check_args(spec, occ, clock_hz, bandwidth_share, constants):
         table[key] = float(value)
     for key in ("dram_achievable_fraction", "l2_achievable_fraction", "shared_achievable_fraction",
                 "sfu_achievable_fraction",
-                "issue_achievable_fraction", "mma_sync_fraction_of_peak", "loads_in_flight_per_warp"):
+                "issue_achievable_fraction", "mma_sync_fraction_of_peak", "wgmma_fraction_of_peak",
+                "loads_in_flight_per_warp"):
         if table[key] <= 0:
             raise ModelArgumentError(f"estimate: constant {key!r} must be > 0, got {table[key]!r}")
     return spec, table
@@ -221,28 +229,29 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
     cycles = class_cycles(spec)
     mix = _check_mix(sass_mix)
     counts = {name: m[key] * mix.get(name, 1.0) for name, key in CLASS_METRICS.items()}
+    if "ptxsim__tensor_warp_inst.sum" in metrics:   # dispatch: one slot per tensor warp-instruction, not per unit
+        counts["tensor"] = m["ptxsim__tensor_warp_inst.sum"] * mix.get("tensor", 1.0)
     busy: dict[str, float] = {}
     for name, count in counts.items():
         pipe, clk = cycles[name]
         busy[pipe] = busy.get(pipe, 0.0) + count * clk
     uniform = m[CLASS_METRICS["int"]] * mix.get("uniform_per_int", 0.0)
-    dispatch = sum(counts.values()) + uniform if mix else \
-        max(m["smsp__inst_executed.sum"], sum(m[key] for key in CLASS_METRICS.values()))
+    dispatch = sum(counts.values()) + uniform if mix else max(m["smsp__inst_executed.sum"], sum(counts.values()))
     if m["ptxsim__model_ilp.ratio"] > 0:        # instructions one warp issues per clock alone (stream.py)
         ilp = min(1.0, m["ptxsim__model_ilp.ratio"])
     else:
         ilp = 1.0 / k["dependent_issue_latency_clk"] if k["dependent_issue_latency_clk"] > 0 else 1.0
     issue_rate = min(1.0, warps / smsps * ilp)
     busiest = max(busy.get(pipe, 0.0) for pipe in ISSUE_PIPES)
-    tensor_flops = m[CLASS_METRICS["tensor"]] * MMA_M16N8K16_FLOPS
-    tensor_rate = (spec.tensor_bf16_flop_per_clk_per_sm * active * tensor_clock * k["mma_sync_fraction_of_peak"]
-                   * smsps / spec.sub_partitions_per_sm)   # one tensor core per sub-partition
+    tb = tensor_bound(m, spec, k, active=active, sms=sms, smsps=smsps, warps=warps, dispatch=dispatch, ilp=ilp,
+                      clock=clock, tensor_clock=tensor_clock,
+                      legacy_units=None if "ptxsim__tensor_warp_inst.sum" in metrics else m[CLASS_METRICS["tensor"]])
     wavefronts = m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] + \
-        m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"]
+        m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"] + tb.shared_wavefronts
     wavefronts_per_clk = spec.shared_bytes_per_clk_per_sm / (32 * 4)   # one 32-bank x 4 B wavefront per clock
     comp = {
         "issue": max(dispatch / issue_rate, busiest) / (smsp_clocks * k["issue_achievable_fraction"]),
-        "tensor": tensor_flops / tensor_rate,
+        "tensor": tb.seconds,
         "sfu": busy.get("xu", 0.0) / (smsp_clocks * k["sfu_achievable_fraction"]),
         "fp64": busy.get("fp64", 0.0) / smsp_clocks,
         "shared": wavefronts / (active * clock * wavefronts_per_clk * k["shared_achievable_fraction"]),
@@ -291,7 +300,7 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
         "l2": share(l2_bytes, spec.l2_bytes_per_clk_per_sm * spec.sm_count * clock),
         "shared": share(wavefronts, sms * clock * wavefronts_per_clk),
         "issue": share(dispatch, full_smsp),
-        "tensor": share(tensor_flops, spec.tensor_bf16_flop_per_clk_per_sm * sms * tensor_clock),
+        "tensor": tb.peak_seconds / kernel if kernel > 0 else 0.0,   # of the dense peak of each input width
         "sfu": share(busy.get("xu", 0.0), full_smsp),
         "fp64": share(busy.get("fp64", 0.0), full_smsp),
     }
@@ -300,8 +309,10 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
         "shared_wavefronts": wavefronts, "bank_conflicts": m["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"],
         "warp_instructions": dispatch, "issue_rate": issue_rate, "ilp": ilp, "loads_in_flight_per_warp": mlp,
         "l1_hit_sectors": l1_hits, "sub_partitions_used": smsps, "uniform_instructions": uniform,
-        "tensor_flops": tensor_flops,
-        "tensor_rate": tensor_rate, "sfu_clocks": busy.get("xu", 0.0), "fp64_clocks": busy.get("fp64", 0.0),
+        "tensor_flops": tb.flops, "tensor_8bit_flops": tb.flops_8bit, "wgmma_flops": tb.wgmma_flops,
+        "tensor_throughput_s": tb.throughput_s, "wgmma_serial_s": tb.serial_s, "wgmma_warpgroups": tb.warpgroups,
+        "wgmma_overlap": tb.overlap, "wgmma_shared_wavefronts": tb.shared_wavefronts,
+        "tensor_rate": tb.rate, "sfu_clocks": busy.get("xu", 0.0), "fp64_clocks": busy.get("fp64", 0.0),
         "load_bytes": ld_bytes, "load_latency_s": latency_s, "bytes_in_flight": in_flight,
         "bytes_in_flight_needed": dram_bw * latency_s, "resident_warps_per_sm": warps, "active_sms": active,
         "tail_factor": tail_factor, "blocks_per_sm": occ.blocks_per_sm, "occupancy": occ.occupancy,
@@ -339,7 +350,10 @@ _COMPONENT_TEXT = {
     "l2": lambda d: f"{_si(d['l2_bytes'], 'B')} L2 at {_si(d['l2_bandwidth'], 'B/s')}",
     "shared": lambda d: f"{d['shared_wavefronts']:.3g} shared wavefronts ({d['bank_conflicts']:.3g} bank conflicts)",
     "issue": lambda d: f"{d['warp_instructions']:.3g} warp-instructions at {d['issue_rate']:.0%} issue rate",
-    "tensor": lambda d: f"{_si(d['tensor_flops'], 'FLOP')} tensor at {_si(d['tensor_rate'], 'FLOP/s')}",
+    "tensor": lambda d: f"{_si(d['tensor_flops'], 'FLOP')} tensor at {_si(d['tensor_rate'], 'FLOP/s')}" + (
+        f" ({_time(d['tensor_throughput_s'])} at that rate; wgmma.wait_group serialises {d['wgmma_warpgroups']:.3g} "
+        f"warpgroup(s)/SM, {d['wgmma_overlap']:.0%} of groups overlapped)"
+        if d["wgmma_serial_s"] > d["tensor_throughput_s"] else ""),
     "sfu": lambda d: f"{d['sfu_clocks']:.3g} SFU/convert pipe clocks",
     "fp64": lambda d: f"{d['fp64_clocks']:.3g} FP64 pipe clocks",
     "latency": lambda d: f"{_si(d['bytes_in_flight'], 'B')} loads in flight vs "

@@ -22,8 +22,9 @@ BAND = (0.85, 1.15)
 FALLBACK_ERROR = 0.5
 # The benches that exercise each timing component (the error of a row limited by it comes from these).
 LIMITER_BENCHES: dict[str, tuple[str, ...]] = {
-    "dram": ("dram_read", "dram_copy"), "l2": ("l2_copy",), "shared": ("shared_bw", "shared_conflict"),
-    "issue": ("fp32_fma", "int32_mad"), "sfu": ("sfu_sin",), "fp64": (), "tensor": ("mma_bf16",),
+    "dram": ("dram_read", "dram_copy", "tma_read"), "l2": ("l2_copy",), "shared": ("shared_bw", "shared_conflict"),
+    "issue": ("fp32_fma", "int32_mad"), "sfu": ("sfu_sin",), "fp64": (),
+    "tensor": ("mma_bf16", "wgmma_bf16", "wgmma_fp8", "wgmma_latency"),
     "latency": ("chase_l1", "chase_l2", "chase_dram"), "tail": (), "launch": ("launch_gap",),
 }
 

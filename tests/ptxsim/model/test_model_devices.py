@@ -70,8 +70,9 @@ def test_products_differ_where_the_datasheets_say():
     assert differing == {"name", "fp64_flops", "fp64_lanes_per_sm", "nvlink_bandwidth"}
 
 
-# microbench.py runs its kernels on the simulator (inside run_on_sim) to validate the model: the one exception.
-SIMULATOR_RUNNERS = {"microbench.py"}
+# microbench.py runs its kernels on the simulator (inside run_on_sim) to validate the model, and hopper_benches.py
+# encodes the tensor map its TMA bench passes (ptxsim.tensormap): the exceptions.
+SIMULATOR_RUNNERS = {"microbench.py", "hopper_benches.py"}
 
 
 def test_model_package_imports_nothing_from_the_simulator_core():

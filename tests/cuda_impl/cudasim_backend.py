@@ -65,7 +65,7 @@ class CudaSimBackend(Backend):
                 for t, a in zip(arg_types, args, strict=True)]
         t0 = time.perf_counter()
         self._jitted[key][grid, block, 0, int(shared_bytes)](*call)
-        rec = LaunchRecord(tag or pyfunc.__name__, "cuda", tuple(np.atleast_1d(grid)), tuple(np.atleast_1d(block)),
+        rec = LaunchRecord(tag or pyfunc.__name__, "numba", tuple(np.atleast_1d(grid)), tuple(np.atleast_1d(block)),
                            int(shared_bytes), time.perf_counter() - t0)
         self.records.append(rec)
         return rec

@@ -6,7 +6,7 @@ quantity is set beside the published one (ptxsim/model/published.py; sources in 
 
 Prints `quantity | modelled | published | ratio` and a summary line; the goal is every ratio within 0.85-1.15.
 Unless --no-record (or --only), records the rows and the model's error figure in ptxsim/model/validation.json,
-which sets the interval of every modelled time. Runs in seconds on 2 cores.
+which sets the interval of every modelled time. Runs in under a minute on 2 cores (the wgmma benches most of it).
 """
 from __future__ import annotations
 

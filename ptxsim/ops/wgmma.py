@@ -168,7 +168,8 @@ def mma_async(st, ins, lanes):
     A = _register_a(st, ins, la2, kind_a) if a["a_regs"] else \
         _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[1], la2, U64).astype(np.uint64), 64, kind_a, a["trans_a"])
     B = _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[2], la2, U64).astype(np.uint64), n, kind_b, a["trans_b"])
-    D = np.matmul(A * a["scale_a"], np.swapaxes(B * a["scale_b"], 1, 2))  # [G, 64, n]
+    # NOTE: B contiguous first: matmul on the transposed view falls back to NumPy's non-BLAS loop (~100x slower)
+    D = np.matmul(A * a["scale_a"], np.ascontiguousarray(np.swapaxes(B * a["scale_b"], 1, 2)))  # [G, 64, n]
     scale_d = _uniform(st, ins.ops[3], la2, PRED).astype(bool)
     q = WgmmaQueue.of(st)
     flat = la2.reshape(-1)

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from harness.dashboard.errors import DashboardError
-from harness.implementations import HEADLINE_PAIR, IMPL_ORDER, PAIRS, RUNG_MARK, Pair, canonical_impl, is_rung_slot
+from harness.implementations import (HEADLINE_PAIR, IMPL_ORDER, PAIRS, Pair, canonical_impl, is_rung_slot,
+                                      row_slot)
 
 IMPLS = IMPL_ORDER  # series order: numba, cpp, ptx
 LEGACY_PAIR = "ptx-vs-numba"  # a schema-1 verdict (no `pair` field) compared PTX with Numba
@@ -111,13 +112,6 @@ def is_lower_rung(row: dict) -> bool:
     implementation's plain row is its top rung) and the ladder section shows it."""
     rung = rung_of(row)
     return rung is not None and rung.get("top") is False
-
-
-def row_slot(row: dict) -> str:
-    """What stands for the row in its cell: the implementation ("ptx"), or a lower rung's slot ("ptx.r1")."""
-    impl = canonical_impl(row.get("impl"))
-    rung = rung_of(row)
-    return f"{impl}{RUNG_MARK}{rung['number']}" if rung is not None and is_lower_rung(row) else str(impl)
 
 
 def plain_rows(doc: dict) -> list[dict]:

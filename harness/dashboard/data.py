@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 
 from harness.dashboard.errors import DashboardError
-from harness.implementations import (HEADLINE_PAIR, IMPL_ORDER, PAIRS, Pair, canonical_impl, is_rung_slot,
-                                      row_slot)
+from harness.implementations import HEADLINE_PAIR, IMPL_ORDER, PAIRS, Pair, canonical_impl, is_rung_slot, row_slot
 
 IMPLS = IMPL_ORDER  # series order: numba, cpp, ptx
 LEGACY_PAIR = "ptx-vs-numba"  # a schema-1 verdict (no `pair` field) compared PTX with Numba

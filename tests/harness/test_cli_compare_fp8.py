@@ -27,6 +27,8 @@ def _expect(rows: list[dict], verdicts: list[dict], ladder: Ladder, impls: tuple
     for row in rows:
         assert row["status"] == "ok" and row["correctness"]["ok"], row["key"]
         assert row["correctness"]["errors"]["worst_block_normwise_rel"] < 1e-2
+        assert row["launch_stages"] == ["grouped_gemm_fp8"] and row["throughput"]["peak_flops_kind"] == "fp8_dense"
+        assert row["gemm_work"]["useful_flops"] == row["flops"] < row["gemm_work"]["padded_flops"]
         if row["impl"] == "ptx":
             assert row["rung"]["name"] == ladder.names[row["rung"]["number"] - 1] and row["rung"]["of"] == ladder.top
     pairs = [p.name for p in PAIRS if p.impl in impls and p.baseline in impls] + [p.name for p in ladder.pairs(slots)]
@@ -39,8 +41,12 @@ def _expect(rows: list[dict], verdicts: list[dict], ladder: Ladder, impls: tuple
 def test_compare_writes_a_passing_row_per_path_and_rung(tmp_path, capsys):
     from ptx_impl.grouped_gemm_fp8 import rung_names
 
+    from harness.dashboard.data import gemm_work_records
+
     rows, verdicts, out = _run(tmp_path, capsys)
     _expect(rows, verdicts, Ladder("ptx", rung_names()), ("numba", "cpp", "ptx"))
+    work = gemm_work_records({"rows": rows})  # the dashboard's GEMM-work section has the FP8 cells
+    assert [w["label"] for w in work] == ["grouped_gemm_fp8[up]", "grouped_gemm_fp8[down]"]
     assert "grouped_gemm_fp8[up]/tiny/balanced/ptx-vs-cpp" in out
 
 

@@ -39,9 +39,8 @@ def _expect(rows: list[dict], verdicts: list[dict], ladder: Ladder, impls: tuple
 
 
 def test_compare_writes_a_passing_row_per_path_and_rung(tmp_path, capsys):
-    from ptx_impl.grouped_gemm_fp8 import rung_names
-
     from harness.dashboard.data import gemm_work_records
+    from ptx_impl.grouped_gemm_fp8 import rung_names
 
     rows, verdicts, out = _run(tmp_path, capsys)
     _expect(rows, verdicts, Ladder("ptx", rung_names()), ("numba", "cpp", "ptx"))

@@ -58,8 +58,9 @@ def impl_name(impl) -> str:
     """The human name of an implementation ("Numba CUDA") or of a lower rung's row slot ("PTX rung 2"), or the name
     itself when unknown."""
     base, number = split_slot(impl) if isinstance(impl, str) else (impl, None)
-    name = IMPL_NAMES.get(canonical_impl(base), str(base))
-    return name if number is None else f"{name} rung {number}"
+    if number is None or base not in IMPL_NAMES:  # NOTE: a user's own implementation may be called "v.r2"
+        return IMPL_NAMES.get(canonical_impl(impl), str(impl))
+    return f"{IMPL_NAMES[base]} rung {number}"
 
 
 # ------------------------------------------------------------------------------------------------------- ladders

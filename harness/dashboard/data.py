@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from harness.dashboard.errors import DashboardError
-from harness.implementations import HEADLINE_PAIR, IMPL_ORDER, PAIRS, Pair, canonical_impl, is_rung_slot, row_slot
+from harness.implementations import HEADLINE_PAIR, IMPL_ORDER, PAIRS, Pair, canonical_impl, row_slot
 
 IMPLS = IMPL_ORDER  # series order: numba, cpp, ptx
 LEGACY_PAIR = "ptx-vs-numba"  # a schema-1 verdict (no `pair` field) compared PTX with Numba
@@ -167,16 +167,18 @@ def pairs_present(doc: dict) -> list[Pair]:
     found: list[Pair] = []
     for v in doc.get("verdicts", []):
         pair = _pair_of(v) if isinstance(v, dict) else None
-        if pair is not None and is_ladder_pair(pair):
+        if pair is not None and is_ladder_verdict(v):
             continue  # NOTE: rung verdicts are the ladder section's, not pairs of their own with headlines
         if pair is not None and pair not in found:
             found.append(pair)
     return [p for p in PAIRS if p in found] + [p for p in found if p not in PAIRS]
 
 
-def is_ladder_pair(pair: Pair) -> bool:
-    """A pair with a lower rung on either side ("ptx.r1-vs-cpp", "ptx-vs-ptx.r4")."""
-    return is_rung_slot(pair.impl) or is_rung_slot(pair.baseline)
+def is_ladder_verdict(v: dict) -> bool:
+    """A rung verdict of a ladder: a lower rung on either side ("ptx.r1-vs-cpp", "ptx-vs-ptx.r4"), told by its
+    `rung` / `baseline_rung` records (a user's implementation may have a name like "v.r2"); the top rung's verdicts
+    against the other paths are the plain pairs' ("ptx-vs-cpp")."""
+    return bool(_dict(v.get("baseline_rung"))) or _dict(v.get("rung")).get("top") is False
 
 
 def headline_pair(doc: dict) -> Pair:

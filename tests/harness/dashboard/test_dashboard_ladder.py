@@ -15,7 +15,7 @@ from test_dashboard_three import CPP_OVER_PTX, _scaled_cpp_row, three_impl_doc
 from harness import dashboard, runner
 from harness.dashboard import data, figures
 from harness.dashboard.ladder import ladder_cells, slower_rungs
-from harness.implementations import Ladder
+from harness.implementations import Ladder, Pair
 
 NAMES = ("mma.sync", "wgmma", "wgmma+TMA")
 RUNG_FACTORS = {1: 3.0, 2: 0.5}  # time of rung n / time of the top rung
@@ -130,3 +130,12 @@ def test_a_rung_row_without_a_time_says_why():
     r1, r2, _ = cell["rungs"]
     assert r1["status"] == "error" and r1["time_us"] is None
     assert r2["below"]["speedup"] is None and "ptx.r1 error (RuntimeError: rung 1 broke)" in r2["below"]["reason"]
+
+
+def test_a_users_implementation_named_like_a_rung_slot_is_a_pair_of_its_own():
+    doc = three_impl_doc("sim-tiny")
+    for v in doc["verdicts"]:
+        if v["pair"] == "cpp-vs-numba":
+            v.update(pair="v.r2-vs-numba", impl="v.r2")
+    assert "v.r2-vs-numba" in [p.name for p in data.pairs_present(doc)]
+    assert Pair("v.r2", "numba").title == "v.r2 vs Numba CUDA"

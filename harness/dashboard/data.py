@@ -214,6 +214,13 @@ def gemm_work_records(doc: dict) -> list[dict]:
     return out
 
 
+def row_limiter(row: dict) -> str | None:
+    """The timing model's limiting resources over a row's launches ("dram, issue"), None when not modelled."""
+    limiters = [_dict(_dict(launch).get("estimate")).get("limiter") for launch in
+                _list(_dict(row.get("timing")).get("launches"))]
+    return ", ".join(sorted({str(x) for x in limiters if x})) or None
+
+
 def row_records(doc: dict) -> list[dict]:
     """One record per row: label, impl, preset, skew, status, time (µs), throughput, limiter, reason."""
     out = []
@@ -223,8 +230,6 @@ def row_records(doc: dict) -> list[dict]:
                                                                            "hi_us": None, "samples_us": [],
                                                                            "basis": None, "launch_us": None}
         tp = _dict(row.get("throughput"))
-        limiters = [_dict(_dict(launch).get("estimate")).get("limiter") for launch in
-                    _list(_dict(row.get("timing")).get("launches"))]
         min_bytes, flops = _num(row.get("min_bytes")), _num(row.get("flops"))
         out.append({
             "key": row.get("key"), "label": label_of(row.get("kernel"), row.get("variant")),
@@ -238,7 +243,7 @@ def row_records(doc: dict) -> list[dict]:
             "achieved_gbps": _num(tp.get("achieved_gbps")), "achieved_tflops": _num(tp.get("achieved_tflops")),
             "pct_peak_bandwidth": _num(tp.get("pct_peak_bandwidth")), "pct_peak_flops": _num(tp.get("pct_peak_flops")),
             "peak_flops_kind": tp.get("peak_flops_kind"),
-            "limiter": ", ".join(sorted({str(x) for x in limiters if x})) or None,
+            "limiter": row_limiter(row),
         })
     return out
 

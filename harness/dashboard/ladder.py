@@ -6,7 +6,7 @@ gathered per cell, lowest rung first, so the dashboard can say where the gain co
 """
 from __future__ import annotations
 
-from harness.dashboard.data import label_of, plain_rows, row_slot, row_time, rung_of, verdict_records
+from harness.dashboard.data import label_of, plain_rows, row_limiter, row_slot, row_time, rung_of, verdict_records
 from harness.implementations import PAIRS, canonical_impl
 
 _NO_TIME = {"time_us": None, "lo_us": None, "hi_us": None, "basis": None}
@@ -35,9 +35,9 @@ def ladder_cells(doc: dict) -> list[dict]:
     """One record per laddered cell (kernel[variant], preset, skew, implementation), in the run's row order.
 
     Each: {label, preset, skew, impl, basis, rungs: [per rung, lowest first: {number, name, of, top, slot, key,
-    status, time_us, lo_us, hi_us, basis, below (the speedup over the rung below: {speedup, ci_lo, ci_hi, verdict,
-    reason}, None for the first rung), vs {baseline impl: speedup record or None}}], baselines {impl: {time_us,
-    lo_us, hi_us, basis} of the other paths' rows}}.
+    status, time_us, lo_us, hi_us, basis, limiter (the timing model's, when modelled), below (the speedup over the
+    rung below: {speedup, ci_lo, ci_hi, verdict, reason}, None for the first rung), vs {baseline impl: speedup record
+    or None}}], baselines {impl: {time_us, lo_us, hi_us, basis} of the other paths' rows}}.
     """
     verdicts = {(v["label"], v["preset"], v["skew"], v["impl"], v["baseline"]): v for v in verdict_records(doc)}
     cells: dict[tuple, dict] = {}
@@ -62,7 +62,7 @@ def ladder_cells(doc: dict) -> list[dict]:
             below = row_slot(found[i - 1][1]) if i else None
             rungs.append({"number": rung["number"], "name": rung.get("name"), "of": rung.get("of"),
                           "top": bool(rung.get("top")), "slot": slot, "key": row.get("key"),
-                          "status": row.get("status"), **_time(row),
+                          "status": row.get("status"), **_time(row), "limiter": row_limiter(row),
                           "below": _speedup(verdicts.get((label, preset, skew, slot, below))) if below else None,
                           "vs": {b: _speedup(verdicts.get((label, preset, skew, slot, b))) for b in bases}})
         base_rows = others.get((label, preset, skew), {})

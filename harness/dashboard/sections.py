@@ -162,12 +162,12 @@ def ladder_section(run: data.Run, figs: dict) -> str:
     for c in cells:
         for r in c["rungs"]:
             rows.append([c["label"], c["preset"], c["skew"], f"{r['number']} of {r['of']}", r["name"],
-                         r["status"], r["time_us"], r["lo_us"], r["hi_us"], _speedup_cell(r["below"]),
+                         r["status"], r["time_us"], r["lo_us"], r["hi_us"], r["limiter"], _speedup_cell(r["below"]),
                          *(_speedup_cell(r["vs"].get(b)) for b in bases)])
             attrs.append({**_cell_attrs(c), "rung": r["number"]})
     tbl = table(["kernel", "preset", "skew", "rung", "adds", "status", f"{run.basis} time (µs)", "CI low", "CI high",
-                 "speedup over the rung below", *(f"speedup over {impl_name(b)}" for b in bases)], rows, attrs,
-                cls="ladder")
+                 "limiter (model)", "speedup over the rung below", *(f"speedup over {impl_name(b)}" for b in bases)],
+                rows, attrs, cls="ladder")
     slower = slower_rungs(cells)
     plain = (f'<p class="plain SLOWER">{len(slower)} rung(s) SLOWER than the rung below: {esc("; ".join(slower))}.'
              f'</p>' if slower else "")

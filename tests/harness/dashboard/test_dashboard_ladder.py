@@ -49,6 +49,12 @@ def ladder_doc(name: str = "sim-tiny") -> dict:
     return doc
 
 
+def _rung_rows(doc: dict, cell: dict) -> list[dict]:
+    rows = [r for r in doc["rows"] if r.get("rung") and data.label_of(r["kernel"], r["variant"]) == cell["label"]
+            and (r["preset"], r["skew"]) == (cell["preset"], cell["skew"])]
+    return sorted(rows, key=lambda r: r["rung"]["number"])
+
+
 def test_ladder_cells_give_each_rungs_time_and_three_speedups():
     doc = ladder_doc()
     cells = ladder_cells(doc)
@@ -67,6 +73,7 @@ def test_ladder_cells_give_each_rungs_time_and_three_speedups():
         assert r3["vs"]["cpp"]["speedup"] == pytest.approx(CPP_OVER_PTX)  # the top rung's is the headline verdict
         numba = c["baselines"]["numba"]["time_us"]
         assert r2["vs"]["numba"]["speedup"] == pytest.approx(numba / (0.5 * top))
+        assert all(r["limiter"] == data.row_limiter(r0) for r, r0 in zip(c["rungs"], _rung_rows(doc, c), strict=True))
         assert [(r["lo_us"], r["hi_us"]) for r in c["rungs"]] == [
             pytest.approx((0.9 * r["time_us"], 1.1 * r["time_us"])) for r in c["rungs"]]
     slower = slower_rungs(cells)

@@ -359,10 +359,11 @@ def _verdict(item: Item, pair: Pair, rows: dict[str, dict], basis: str) -> dict:
     from harness.implementations import HEADLINE_PAIR
     from harness.timing import stats
 
-    out = {"key": item.pair_key(pair), "cell": item.verdict_key, "kernel": item.kernel, "variant": item.variant,
-           "preset": item.preset, "skew": item.skew, "pair": pair.name, "impl": pair.impl,
-           "baseline": pair.baseline, "headline": pair == HEADLINE_PAIR, "basis": basis, "speedup": None,
-           "ci_lo": None, "ci_hi": None, "verdict": None, "reason": None}
+    out: dict[str, Any] = {
+        "key": item.pair_key(pair), "cell": item.verdict_key, "kernel": item.kernel, "variant": item.variant,
+        "preset": item.preset, "skew": item.skew, "pair": pair.name, "impl": pair.impl, "baseline": pair.baseline,
+        "headline": pair == HEADLINE_PAIR, "basis": basis, "speedup": None, "ci_lo": None, "ci_hi": None,
+        "verdict": None, "reason": None}
     for field_name, slot in (("rung", pair.impl), ("baseline_rung", pair.baseline)):
         if (rung := item.rung(slot)) is not None:
             out[field_name] = rung
@@ -392,8 +393,9 @@ def row_head(settings: CompareSettings, item: Item, slot: str, seed: int) -> dic
     """The fields that name a row: key, kernel, variant, impl, preset, skew, seed, backend, and for a laddered
     kernel's rows `rung` ({number, name, of, top}); `slot` is an implementation or a lower rung's slot ("ptx.r1",
     whose row has impl "ptx")."""
-    head = {"key": item.key(slot), "kernel": item.kernel, "variant": item.variant, "impl": split_slot(slot)[0],
-            "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend}
+    head: dict[str, Any] = {"key": item.key(slot), "kernel": item.kernel, "variant": item.variant,
+                            "impl": split_slot(slot)[0], "preset": item.preset, "skew": item.skew, "seed": seed,
+                            "backend": settings.backend}
     rung = item.rung(slot)
     if rung is not None:
         head["rung"] = rung

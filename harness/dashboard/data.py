@@ -113,7 +113,7 @@ def is_lower_rung(row: dict) -> bool:
     return rung is not None and rung.get("top") is False
 
 
-def plain_rows(doc: dict) -> list[dict]:
+def plain_rows(doc: dict) -> list[Any]:
     """The rows of `doc` less the lower rungs of ladders: one row per implementation and cell."""
     return [r for r in doc.get("rows", []) if isinstance(r, dict) and not is_lower_rung(r)]
 

@@ -40,7 +40,7 @@ def ladder_cells(doc: dict) -> list[dict]:
     or None}}], baselines {impl: {time_us, lo_us, hi_us, basis} of the other paths' rows}}.
     """
     verdicts = {(v["label"], v["preset"], v["skew"], v["impl"], v["baseline"]): v for v in verdict_records(doc)}
-    cells: dict[tuple, dict] = {}
+    cells: dict[tuple, list] = {}
     for row in doc.get("rows", []):
         rung = rung_of(row) if isinstance(row, dict) else None
         if rung is None:
@@ -50,8 +50,8 @@ def ladder_cells(doc: dict) -> list[dict]:
         cells.setdefault(cell, []).append((rung, row))
     others: dict[tuple, dict] = {}
     for row in plain_rows(doc):
-        cell = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"))
-        others.setdefault(cell, {})[canonical_impl(row.get("impl"))] = row
+        where = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"))
+        others.setdefault(where, {})[canonical_impl(row.get("impl"))] = row
     out = []
     for (label, preset, skew, impl), found in cells.items():
         found.sort(key=lambda pair: pair[0]["number"])

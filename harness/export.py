@@ -8,12 +8,15 @@ pct_peak_bandwidth, pct_peak_flops`), static totals (`registers_max, spills_byte
 ptx_instructions, sass_instructions`), one column per simulator counter (`counter:<ncu metric name>`; sim rows),
 and, on the candidate's row of each verdict, `speedup_vs_<baseline>`, `ci_lo_vs_<baseline>`,
 `ci_hi_vs_<baseline>`, `verdict_vs_<baseline>` (speedup = baseline time / this row's time: > 1, this row is faster).
+Rows of a laddered kernel (issue #16) also have `rung` (1-based), `rung_name` and `slot` ("ptx", or "ptx.r1" for a
+lower rung's row); a rung's verdict against the rung below it is `speedup_vs_rung_below` (and its ci/verdict columns).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from harness.errors import InputError
+from harness.implementations import row_slot
 
 FORMATS = ("csv", "parquet")
 COUNTER_PREFIX = "counter:"
@@ -21,6 +24,7 @@ STATIC_TOTALS = ("registers_max", "spills_bytes", "shared_bytes_max", "ptx_instr
 THROUGHPUT = ("achieved_gbps", "achieved_tflops", "pct_peak_bandwidth", "pct_peak_flops")
 # the implementation a verdict judges, and the one it is judged against, for verdicts that do not name them
 DEFAULT_CANDIDATE, DEFAULT_BASELINE = "ptx", "numba"
+RUNG_BELOW = "rung_below"  # the baseline name of a rung's verdict against the rung below it
 
 
 def _doc(run) -> dict:
@@ -85,6 +89,8 @@ def _verdict_columns(doc: dict) -> dict[tuple, dict]:
     for v in doc.get("verdicts", []):
         cand = v.get("impl") or DEFAULT_CANDIDATE
         base = v.get("baseline") or v.get("ptx_over") or DEFAULT_BASELINE
+        if isinstance(v.get("baseline_rung"), dict) and isinstance(v.get("rung"), dict):
+            base = RUNG_BELOW
         label = f"{v.get('kernel')}[{v.get('variant')}]" if v.get("variant") else v.get("kernel")
         cols = out.setdefault((label, cand, v.get("preset"), v.get("skew")), {})
         cols.update({f"speedup_vs_{base}": _num(v.get("speedup")), f"ci_lo_vs_{base}": _num(v.get("ci_lo")),
@@ -98,8 +104,11 @@ def row_record(row: dict) -> dict:
     correctness = _d(row.get("correctness"))
     totals = _d(_d(row.get("static")).get("totals"))
     tp = _d(row.get("throughput"))
+    rung = _d(row.get("rung"))
     return {"key": row.get("key"), "kernel": row.get("kernel"), "variant": row.get("variant"), "label": label,
-            "impl": row.get("impl"), "preset": row.get("preset"), "skew": row.get("skew"), "seed": row.get("seed"),
+            "impl": row.get("impl"), "rung": _num(rung.get("number")), "rung_name": rung.get("name"),
+            "slot": row_slot(row) if row else None, "preset": row.get("preset"), "skew": row.get("skew"),
+            "seed": row.get("seed"),
             "backend": row.get("backend"), "status": row.get("status"), "reason": row.get("reason"),
             "check_ok": correctness.get("ok"), "check_message": correctness.get("message"),
             **_time_columns(row),
@@ -125,7 +134,7 @@ def run_to_dataframe(run):
     records = []
     for row in doc.get("rows", []):
         record = row_record(row)
-        record.update(verdicts.get((record["label"], record["impl"], record["preset"], record["skew"]), {}))
+        record.update(verdicts.get((record["label"], record["slot"], record["preset"], record["skew"]), {}))
         records.append(record)
     frame = pd.DataFrame.from_records(records)
     if not records:

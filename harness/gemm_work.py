@@ -15,14 +15,17 @@ def _padded_rows(kernel: str, inputs: dict, preset) -> int:
     return int(ref.align(routed["topk_ids"], preset)["total_padded"][0])
 
 
-def _gemm_shapes(kernel: str, inputs: dict, preset) -> list[tuple[int, int]]:
-    """(N, Kd) of each GEMM the row runs."""
-    if kernel == "grouped_gemm":
-        return [(int(inputs["w"].shape[1]), int(inputs["a"].shape[1]))]
-    return [(2 * preset.I, preset.H), (preset.H, preset.I)]  # the layer: up then down
+def _one_gemm(inputs: dict, preset) -> list[tuple[int, int]]:
+    return [(int(inputs["w"].shape[1]), int(inputs["a"].shape[1]))]
 
 
-GEMM_KERNELS = ("grouped_gemm", "layer")
+def _layer_gemms(inputs: dict, preset) -> list[tuple[int, int]]:
+    return [(2 * preset.I, preset.H), (preset.H, preset.I)]  # up then down
+
+
+# kernel -> the (N, Kd) of each GEMM its row runs
+GEMM_SHAPES = {"grouped_gemm": _one_gemm, "grouped_gemm_fp8": _one_gemm, "layer": _layer_gemms}
+GEMM_KERNELS = tuple(GEMM_SHAPES)
 
 
 def gemm_work(kernel: str, inputs: dict, preset) -> dict | None:
@@ -33,7 +36,7 @@ def gemm_work(kernel: str, inputs: dict, preset) -> dict | None:
     if kernel not in GEMM_KERNELS:
         return None
     padded = _padded_rows(kernel, inputs, preset)
-    shapes = _gemm_shapes(kernel, inputs, preset)
+    shapes = GEMM_SHAPES[kernel](inputs, preset)
     useful = sum(2 * preset.slots * n * kd for n, kd in shapes)
     computed = sum(2 * padded * n * kd for n, kd in shapes)
     return {"routed_rows": int(preset.slots), "padded_rows": padded, "BM": int(preset.BM), "useful_flops": int(useful),

@@ -37,8 +37,8 @@ class Pair:
 
     @property
     def title(self) -> str:
-        """"PTX vs CUDA C++"."""
-        return f"{IMPL_NAMES.get(self.impl, self.impl)} vs {IMPL_NAMES.get(self.baseline, self.baseline)}"
+        """"PTX vs CUDA C++"; a lower rung of a ladder reads "PTX rung 2 vs CUDA C++"."""
+        return f"{impl_name(self.impl)} vs {impl_name(self.baseline)}"
 
 
 # the headline first (PTX vs CUDA C++), the two against Numba beside it
@@ -55,8 +55,105 @@ def canonical_impl(name: _Name) -> _Name | str:
 
 
 def impl_name(impl) -> str:
-    """The human name of an implementation ("Numba CUDA"), or the name itself when unknown."""
-    return IMPL_NAMES.get(canonical_impl(impl), str(impl))
+    """The human name of an implementation ("Numba CUDA") or of a lower rung's row slot ("PTX rung 2"), or the name
+    itself when unknown."""
+    base, number = split_slot(impl) if isinstance(impl, str) else (impl, None)
+    if number is None or base not in IMPL_NAMES:  # NOTE: a user's own implementation may be called "v.r2"
+        return IMPL_NAMES.get(canonical_impl(impl), str(impl))
+    return f"{IMPL_NAMES[base]} rung {number}"
+
+
+# ------------------------------------------------------------------------------------------------------- ladders
+# A kernel written as an ablation ladder (contract.registry.Implementation.ladders, issue #16) has one row per rung in
+# each cell: the implementation's plain row ("ptx") is its top rung, and each lower rung is an extra row whose slot
+# (the name standing for the implementation in the row key and in verdict pairs) is "<impl>.r<number>": "ptx.r1".
+RUNG_MARK = ".r"
+
+
+def split_slot(slot: str) -> tuple[str, int | None]:
+    """("ptx", 2) of the lower-rung slot "ptx.r2"; (slot, None) of a plain implementation name."""
+    impl, mark, number = slot.rpartition(RUNG_MARK)
+    if mark and impl and number.isdigit() and int(number) >= 1:
+        return impl, int(number)
+    return slot, None
+
+
+def is_rung_slot(name) -> bool:
+    """True for a lower rung's slot ("ptx.r1"), False for an implementation name."""
+    return isinstance(name, str) and split_slot(name)[1] is not None
+
+
+def row_slot(row: dict) -> str:
+    """What stands for a run.json row in its cell: the implementation ("ptx"), or for the row of a ladder's lower
+    rung (`rung` with top false) its slot ("ptx.r1")."""
+    impl = canonical_impl(row.get("impl"))
+    rung = row.get("rung")
+    if isinstance(rung, dict) and isinstance(rung.get("number"), int) and rung.get("top") is False:
+        return f"{impl}{RUNG_MARK}{rung['number']}"
+    return str(impl)
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """The rungs of one implementation's laddered kernel: `names` lowest first; the last is the top rung."""
+
+    impl: str
+    names: tuple[str, ...]
+
+    @property
+    def top(self) -> int:
+        return len(self.names)
+
+    def slot(self, number: int) -> str:
+        """The row slot of rung `number`: the implementation's name for the top rung, "<impl>.r<number>" below it."""
+        return self.impl if number == self.top else f"{self.impl}{RUNG_MARK}{number}"
+
+    def slots(self) -> tuple[str, ...]:
+        """Every rung's slot, lowest first (the last is the plain implementation name)."""
+        return tuple(self.slot(n) for n in range(1, self.top + 1))
+
+    def number_of(self, slot: str) -> int | None:
+        """The rung number of `slot`, None when it is not a slot of this ladder."""
+        return next((n for n in range(1, self.top + 1) if self.slot(n) == slot), None)
+
+    def rung(self, slot: str) -> dict | None:
+        """run.json's rung record of `slot`: {number, name, of (the number of rungs), top}, or None."""
+        number = self.number_of(slot)
+        if number is None:
+            return None
+        return {"number": number, "name": self.names[number - 1], "of": self.top, "top": number == self.top}
+
+    def pairs(self, present) -> tuple[Pair, ...]:
+        """The rung verdicts of a cell whose rows have the slots `present`: each rung against the rung below it and
+        against each baseline the implementation is compared with in PAIRS (ptx: cpp, then numba); pairs already in
+        PAIRS (the top rung against the other paths) are left to pairs_of, so every verdict key stays unique."""
+        have = set(present)
+        baselines = [p.baseline for p in PAIRS if p.impl == self.impl]
+        out: list[Pair] = []
+        for number in range(1, self.top + 1):
+            slot = self.slot(number)
+            if slot not in have:
+                continue
+            below = [self.slot(number - 1)] if number > 1 else []
+            for base in below + baselines:
+                pair = Pair(slot, base)
+                if base in have and pair not in PAIRS:
+                    out.append(pair)
+        return tuple(out)
+
+
+def implementation_ladders(impl: str) -> dict[str, Ladder]:
+    """{kernel: Ladder} of the laddered kernels an implementation registers ({} when it has none or fails to
+    import: its rows then say why, through implementation_table)."""
+    if impl not in IMPLS:
+        raise UnknownNameError("implementation", impl, IMPLS)
+    try:
+        registered = getattr(importlib.import_module(IMPLS[impl]), "IMPLEMENTATION", None)
+    except Exception:  # noqa: BLE001 - reported by implementation_table on the rows
+        return {}
+    if not isinstance(registered, Implementation) or registered.name != impl:
+        return {}
+    return {kernel: Ladder(impl, tuple(names)) for kernel, names in dict(registered.ladders).items() if names}
 
 
 def pair_by_name(name: str) -> Pair:

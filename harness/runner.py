@@ -5,6 +5,10 @@ one run inside an NVTX range, the kernels.md check, static facts of the PTX it l
 ptxsim timing model, "modelled"; gpu: CUDA events with L2 flush, "measured") and achieved throughput. run.json is
 rewritten atomically after every row, so `--resume` continues where an interruption stopped. Each cell gets one
 verdict per pair of implementations run (harness.implementations.PAIRS; PTX vs CUDA C++ is the headline).
+
+A kernel an implementation writes as an ablation ladder (issue #16) has one row per rung: the plain row is the top
+rung, each lower rung an extra row of the same cell (same seed, same inputs) keyed by its slot ("ptx.r1"), run only
+when that implementation is asked for; each rung gets verdicts against the rung below it and against the other paths.
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from harness.gemm_work import gemm_work
-from harness.implementations import IMPL_ORDER, Pair, pairs_of
+from harness.implementations import IMPL_ORDER, Ladder, Pair, pairs_of, split_slot
 from harness.nvtx_ranges import RangeRecorder, range_name, run_range_name
 from harness.results import RunFile, row_key
 from harness.timing.gpu import GpuTimingSettings
@@ -32,12 +36,33 @@ GEMM_LIKE = tuple(PEAK_FLOPS_KIND)  # kernels whose FLOPs run on tensor cores
 
 @dataclass(frozen=True)
 class Item:
-    """One (kernel, variant, preset, skew) cell; it has one row per implementation and one verdict per pair."""
+    """One (kernel, variant, preset, skew) cell; it has one row per implementation (and per rung of a laddered
+    kernel, `ladders`) and one verdict per pair."""
 
     kernel: str
     variant: str | None
     preset: str
     skew: str
+    ladders: tuple[Ladder, ...] = ()  # the kernel's ladders among the implementations asked for
+
+    def slots(self, impls) -> tuple[str, ...]:
+        """The rows of this cell for `impls`, in run order: each implementation, then its ladder's lower rungs
+        (lowest first) when it has one for this kernel."""
+        out: list[str] = []
+        for impl in impls:
+            out.append(impl)
+            ladder = self.ladder(impl)
+            if ladder is not None:
+                out.extend(ladder.slots()[:-1])
+        return tuple(out)
+
+    def ladder(self, impl: str) -> Ladder | None:
+        return next((lad for lad in self.ladders if lad.impl == impl), None)
+
+    def rung(self, slot: str) -> dict | None:
+        """The rung record ({number, name, of, top}) of a row slot of a laddered kernel, else None."""
+        ladder = self.ladder(split_slot(slot)[0])
+        return ladder.rung(slot) if ladder is not None else None
 
     @property
     def label(self) -> str:
@@ -48,6 +73,7 @@ class Item:
         return f"{self.label}/{self.preset}/{self.skew}"
 
     def key(self, impl: str) -> str:
+        """The row key of an implementation or a lower rung's slot: "grouped_gemm_fp8[up]/ptx.r1/tiny/balanced"."""
         return row_key(self.kernel, self.variant, impl, self.preset, self.skew)
 
     def pair_key(self, pair: Pair) -> str:
@@ -81,16 +107,20 @@ class CompareSettings:
 
 
 def plan(settings: CompareSettings) -> list[Item]:
-    """The cells of a sweep in run order (grouped_gemm expands to its up and down variants)."""
+    """The cells of a sweep in run order (grouped_gemm expands to its up and down variants), each with the ladders
+    the implementations asked for register for its kernel."""
     from contract.kernels import get_kernel
+    from harness.implementations import implementation_ladders
 
+    ladders = {impl: implementation_ladders(impl) for impl in settings.impls}
     items: list[Item] = []
     # NOTE: each name once (a run.json written before the CLI removed repeats may hold "gate,gate")
     for preset in dict.fromkeys(settings.presets):
         for skew in dict.fromkeys(settings.skews):
             for kernel in dict.fromkeys(settings.kernels):
                 variants = get_kernel(kernel).variants or (None,)
-                items.extend(Item(kernel, v, preset, skew) for v in variants)
+                found = tuple(ladders[i][kernel] for i in settings.impls if kernel in ladders[i])
+                items.extend(Item(kernel, v, preset, skew, found) for v in variants)
     return items
 
 
@@ -100,15 +130,19 @@ def item_seed(base_seed: int, item: Item) -> int:
 
 
 def _find_run(impl: str, kernel: str) -> tuple[Callable | None, str]:
-    """(run function, "") or (None, why it is missing: "not implemented in cpp (...)")."""
+    """(run function, "") or (None, why it is missing: "not implemented in cpp (...)"); a lower rung's slot
+    ("ptx.r2") gives the implementation's run function with rung=2."""
+    from functools import partial
+
     from harness.implementations import implementation_table, missing_reason
 
+    impl, rung = split_slot(impl)
     table, problem = implementation_table(impl)
     if problem:
         return None, missing_reason(impl, kernel, problem)
     if kernel not in table:
         return None, missing_reason(impl, kernel)
-    return table[kernel], ""
+    return (table[kernel] if rung is None else partial(table[kernel], rung=rung)), ""
 
 
 # ---------------------------------------------------------------------------------------------------- throughput
@@ -179,8 +213,7 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
     spec = get_kernel(item.kernel)
     params = item.params
     run_params = {k: v for k, v in params.items() if k != "variant"}
-    row: dict[str, Any] = {"key": item.key(impl), "kernel": item.kernel, "variant": item.variant, "impl": impl,
-           "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend, "params": params}
+    row: dict[str, Any] = {**row_head(settings, item, impl, seed), "params": params}
     t_row = time.perf_counter()
     if inputs is None:
         inputs = spec.make_inputs(preset, item.skew, seed, **params)
@@ -265,21 +298,24 @@ def _sanitizer_result(backend, settings: CompareSettings, records) -> dict:
     return {"tools": list(settings.sanitize), "findings": findings, "summary": summary}
 
 
-STAGES = ("gate", "align", "permute", "act_quant", "grouped_gemm", "swiglu", "combine")
+STAGES = ("gate", "align", "permute", "act_quant", "grouped_gemm", "grouped_gemm_fp8", "swiglu", "combine")
+GEMM_STAGES = ("grouped_gemm", "grouped_gemm_fp8")  # numbered .up/.down when a row launches two
 
 
 def stage_names(launch_names: list[str]) -> list[str]:
     """The kernels.md stage of each launch, in launch order: the stage name found in the launch name (longest
-    match; "gemm" counts as grouped_gemm), grouped_gemm launches numbered "grouped_gemm.up" then
-    "grouped_gemm.down" (the layer's order) when there are two; unmatched names are kept as they are."""
+    match, so "grouped_gemm_fp8[...]" is grouped_gemm_fp8; another "gemm" counts as grouped_gemm), the launches of
+    each GEMM stage numbered "<stage>.up" then "<stage>.down" (the layer's order) when there are two; unmatched names
+    are kept as they are."""
     found = []
     for name in launch_names:
         low = name.lower()
         hits = [s for s in STAGES if s in low] or (["grouped_gemm"] if "gemm" in low else [])
         found.append(max(hits, key=len) if hits else name)
-    gemms = [i for i, s in enumerate(found) if s == "grouped_gemm"]
-    if len(gemms) == 2:
-        found[gemms[0]], found[gemms[1]] = "grouped_gemm.up", "grouped_gemm.down"
+    for stage in GEMM_STAGES:
+        gemms = [i for i, s in enumerate(found) if s == stage]
+        if len(gemms) == 2:
+            found[gemms[0]], found[gemms[1]] = f"{stage}.up", f"{stage}.down"
     return found
 
 
@@ -315,22 +351,31 @@ def _static(sources: dict) -> dict:
 
 # -------------------------------------------------------------------------------------------------------- sweep
 def _verdict(item: Item, pair: Pair, rows: dict[str, dict], basis: str) -> dict:
-    """One pair's verdict of one cell: speedup = baseline time / impl time, its interval and the call, or a reason."""
+    """One pair's verdict of one cell: speedup = baseline time / impl time, its interval and the call, or a reason.
+
+    `rows` maps row slots (implementations, lower rungs "ptx.r1") to rows; a pair whose side is a rung of a laddered
+    kernel gets `rung` / `baseline_rung` records ({number, name, of, top}).
+    """
     from harness.implementations import HEADLINE_PAIR
     from harness.timing import stats
 
-    out = {"key": item.pair_key(pair), "cell": item.verdict_key, "kernel": item.kernel, "variant": item.variant,
-           "preset": item.preset, "skew": item.skew, "pair": pair.name, "impl": pair.impl,
-           "baseline": pair.baseline, "headline": pair == HEADLINE_PAIR, "basis": basis, "speedup": None,
-           "ci_lo": None, "ci_hi": None, "verdict": None, "reason": None}
+    out: dict[str, Any] = {
+        "key": item.pair_key(pair), "cell": item.verdict_key, "kernel": item.kernel, "variant": item.variant,
+        "preset": item.preset, "skew": item.skew, "pair": pair.name, "impl": pair.impl, "baseline": pair.baseline,
+        "headline": pair == HEADLINE_PAIR, "basis": basis, "speedup": None, "ci_lo": None, "ci_hi": None,
+        "verdict": None, "reason": None}
+    for field_name, slot in (("rung", pair.impl), ("baseline_rung", pair.baseline)):
+        if (rung := item.rung(slot)) is not None:
+            out[field_name] = rung
     base, impl = rows.get(pair.baseline), rows.get(pair.impl)
     if not base or not impl:
         out["reason"] = "a path has no row"
         return out
-    bad = [r for r in (base, impl) if r.get("status") != "ok"]
+    bad = [(slot, r) for slot, r in ((pair.baseline, base), (pair.impl, impl)) if r.get("status") != "ok"]
     if bad:
-        out["reason"] = "no verdict: " + "; ".join(f"{r['impl']} {r.get('status')}"
-                                                   + (f" ({r['reason']})" if r.get("reason") else "") for r in bad)
+        out["reason"] = "no verdict: " + "; ".join(f"{slot} {r.get('status')}" + (f" ({r['reason']})" if
+                                                                                   r.get("reason") else "")
+                                                   for slot, r in bad)
         return out
     if basis == "modelled":
         a, b = base["timing"].get("modelled_us"), impl["timing"].get("modelled_us")
@@ -344,11 +389,22 @@ def _verdict(item: Item, pair: Pair, rows: dict[str, dict], basis: str) -> dict:
     return out
 
 
+def row_head(settings: CompareSettings, item: Item, slot: str, seed: int) -> dict:
+    """The fields that name a row: key, kernel, variant, impl, preset, skew, seed, backend, and for a laddered
+    kernel's rows `rung` ({number, name, of, top}); `slot` is an implementation or a lower rung's slot ("ptx.r1",
+    whose row has impl "ptx")."""
+    head: dict[str, Any] = {"key": item.key(slot), "kernel": item.kernel, "variant": item.variant,
+                            "impl": split_slot(slot)[0], "preset": item.preset, "skew": item.skew, "seed": seed,
+                            "backend": settings.backend}
+    rung = item.rung(slot)
+    if rung is not None:
+        head["rung"] = rung
+    return head
+
+
 def _plain_row(settings: CompareSettings, item: Item, impl: str, seed: int, status: str, reason: str) -> dict:
     """A row that did not run (missing, skipped) or broke before it had results (error)."""
-    return {"key": item.key(impl), "kernel": item.kernel, "variant": item.variant, "impl": impl,
-            "preset": item.preset, "skew": item.skew, "seed": seed, "backend": settings.backend, "status": status,
-            "reason": reason}
+    return {**row_head(settings, item, impl, seed), "status": status, "reason": reason}
 
 
 def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec, recorder: RangeRecorder,
@@ -398,10 +454,17 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
         yield impl, row
 
 
+def cell_pairs(item: Item, rows) -> tuple[Pair, ...]:
+    """The pairs of one cell whose two row slots are in `rows`: the PAIRS among the implementations, then each
+    ladder's rung pairs (every rung against the rung below it, against cpp, against numba)."""
+    return pairs_of(rows) + tuple(p for ladder in item.ladders for p in ladder.pairs(rows))
+
+
 def set_verdicts(run_file: RunFile, settings: CompareSettings, item: Item, rows: dict[str, dict]) -> None:
     basis = "modelled" if settings.backend == "sim" else "measured"
-    for pair in pairs_of(rows):
-        run_file.set_verdict(_verdict(item, pair, rows, basis))
+    for pair in cell_pairs(item, rows):
+        run_file.set_verdict(_verdict(item, pair, rows, basis), save=False)
+    run_file.save()
 
 
 def record_row(run_file: RunFile, summary: dict, row: dict, progress, ranges: list[dict]) -> None:
@@ -429,8 +492,8 @@ def make_progress(settings: CompareSettings, items: list[Item], stream=None):
     """The sweep's Progress, with every row's predicted cost (harness.progress.predicted_cost)."""
     from harness.progress import Progress, predicted_cost
 
-    costs = {item.key(impl): predicted_cost(item.kernel, item.preset, item.variant)
-             for item in items for impl in settings.impls}
+    costs = {item.key(slot): predicted_cost(item.kernel, item.preset, item.variant)
+             for item in items for slot in item.slots(settings.impls)}
     return Progress(costs, stream if stream is not None else sys.stderr)
 
 
@@ -441,7 +504,7 @@ def pending(run_file: RunFile, settings: CompareSettings, items: list[Item], sum
     for item in items:
         done: dict[str, dict] = {}
         todo: list[str] = []
-        for impl in settings.impls:
+        for impl in item.slots(settings.impls):
             key = item.key(impl)
             row = run_file.row(key)
             if row is not None and run_file.is_done(key):
@@ -477,7 +540,8 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
 
 
 def _plan_order(items: list[Item], settings: CompareSettings):
-    order = {item.key(impl): i for i, (item, impl) in enumerate((it, im) for it in items for im in settings.impls)}
+    order = {item.key(slot): i for i, (item, slot) in enumerate((it, sl) for it in items
+                                                                 for sl in it.slots(settings.impls))}
     return lambda row: order.get(row.get("key"), len(order))
 
 

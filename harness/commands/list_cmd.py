@@ -14,6 +14,21 @@ def _probe(fn) -> str:
         return f"NOT FOUND ({exc})"
 
 
+def print_ladders() -> None:
+    """The kernels written as ablation ladders (issue #16), one line per rung: `compare` runs a row per rung."""
+    from harness.implementations import IMPLS, implementation_ladders
+
+    ladders = [(impl, kernel, ladder) for impl in IMPLS for kernel, ladder in implementation_ladders(impl).items()]
+    if not ladders:
+        return
+    print("ladders (a row per rung in `compare`; the plain row is the top rung):")
+    for impl, kernel, ladder in ladders:
+        print(f"  {impl} {kernel}:")
+        for number, name in enumerate(ladder.names, start=1):
+            print(f"    rung {number}  {name:<40} row {ladder.slot(number)}" + ("  (top)" if number == ladder.top
+                                                                              else ""))
+
+
 def run(args) -> int:
     from contract.kernels import KERNELS
     from contract.presets import PRESETS, SKEWS
@@ -27,11 +42,12 @@ def run(args) -> int:
         missing = [impl for impl in IMPLS if impl not in present]
         status = ", ".join(present) or "-"
         note = f"   missing: {', '.join(missing)}" if missing else ""
-        print(f"  {name:<13} {spec.summary:<48} impls: {status}{note}")
+        print(f"  {name:<16} {spec.summary:<48} impls: {status}{note}")
     print("implementations:")
     for impl, (table, problem) in tables.items():
         print(f"  {impl:<6} {IMPL_NAMES[impl]:<11} {IMPLS[impl]:<9} {len(table)} kernel(s)"
               + (f"   note: {problem}" if problem else ""))
+    print_ladders()
     print("presets:")
     for p in PRESETS.values():
         print(f"  {p.name:<13} T={p.T} H={p.H} E={p.E} K={p.K} G={p.G} TG={p.TG} I={p.I} BM={p.BM} P_max={p.P_max}")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from harness.dashboard.errors import DashboardError
-from harness.implementations import HEADLINE_PAIR, IMPL_ORDER, PAIRS, Pair, canonical_impl
+from harness.implementations import HEADLINE_PAIR, IMPL_ORDER, PAIRS, Pair, canonical_impl, row_slot
 
 IMPLS = IMPL_ORDER  # series order: numba, cpp, ptx
 LEGACY_PAIR = "ptx-vs-numba"  # a schema-1 verdict (no `pair` field) compared PTX with Numba
@@ -100,6 +100,24 @@ def _num(value) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def rung_of(row: dict) -> dict | None:
+    """The row's rung record ({number, name, of, top}) when it is a rung of a laddered kernel (issue #16), else None."""
+    rung = _dict(row.get("rung"))
+    return rung if isinstance(rung.get("number"), int) else None
+
+
+def is_lower_rung(row: dict) -> bool:
+    """True for the extra row of a ladder's lower rung: the plain per-implementation views leave it out (the
+    implementation's plain row is its top rung) and the ladder section shows it."""
+    rung = rung_of(row)
+    return rung is not None and rung.get("top") is False
+
+
+def plain_rows(doc: dict) -> list[Any]:
+    """The rows of `doc` less the lower rungs of ladders: one row per implementation and cell."""
+    return [r for r in doc.get("rows", []) if isinstance(r, dict) and not is_lower_rung(r)]
+
+
 def geomean(values) -> float:
     x = np.asarray(list(values), dtype=np.float64)
     return float(np.exp(np.mean(np.log(x))))
@@ -149,9 +167,18 @@ def pairs_present(doc: dict) -> list[Pair]:
     found: list[Pair] = []
     for v in doc.get("verdicts", []):
         pair = _pair_of(v) if isinstance(v, dict) else None
+        if pair is not None and is_ladder_verdict(v):
+            continue  # NOTE: rung verdicts are the ladder section's, not pairs of their own with headlines
         if pair is not None and pair not in found:
             found.append(pair)
     return [p for p in PAIRS if p in found] + [p for p in found if p not in PAIRS]
+
+
+def is_ladder_verdict(v: dict) -> bool:
+    """A rung verdict of a ladder: a lower rung on either side ("ptx.r1-vs-cpp", "ptx-vs-ptx.r4"), told by its
+    `rung` / `baseline_rung` records (a user's implementation may have a name like "v.r2"); the top rung's verdicts
+    against the other paths are the plain pairs' ("ptx-vs-cpp")."""
+    return bool(_dict(v.get("baseline_rung"))) or _dict(v.get("rung")).get("top") is False
 
 
 def headline_pair(doc: dict) -> Pair:
@@ -187,21 +214,28 @@ def gemm_work_records(doc: dict) -> list[dict]:
     return out
 
 
+def row_limiter(row: dict) -> str | None:
+    """The timing model's limiting resources over a row's launches ("dram, issue"), None when not modelled."""
+    limiters = [_dict(_dict(launch).get("estimate")).get("limiter") for launch in
+                _list(_dict(row.get("timing")).get("launches"))]
+    return ", ".join(sorted({str(x) for x in limiters if x})) or None
+
+
 def row_records(doc: dict) -> list[dict]:
     """One record per row: label, impl, preset, skew, status, time (µs), throughput, limiter, reason."""
     out = []
     for row in doc.get("rows", []):
+        rung = rung_of(row) or {}
         t = row_time(row) if row.get("status") in ("ok", "failed") else {"time_us": None, "lo_us": None,
                                                                            "hi_us": None, "samples_us": [],
                                                                            "basis": None, "launch_us": None}
         tp = _dict(row.get("throughput"))
-        limiters = [_dict(_dict(launch).get("estimate")).get("limiter") for launch in
-                    _list(_dict(row.get("timing")).get("launches"))]
         min_bytes, flops = _num(row.get("min_bytes")), _num(row.get("flops"))
         out.append({
             "key": row.get("key"), "label": label_of(row.get("kernel"), row.get("variant")),
             "kernel": row.get("kernel"), "impl": canonical_impl(row.get("impl")), "preset": row.get("preset"),
-            "skew": row.get("skew"), "status": row.get("status"),
+            "skew": row.get("skew"), "status": row.get("status"), "slot": row_slot(row),
+            "rung": rung.get("number"), "rung_name": rung.get("name"), "lower_rung": is_lower_rung(row),
             "reason": row.get("reason") or _dict(row.get("correctness")).get("message") if row.get("status") != "ok"
             else None,
             **t, "min_bytes": min_bytes, "flops": flops,
@@ -209,7 +243,7 @@ def row_records(doc: dict) -> list[dict]:
             "achieved_gbps": _num(tp.get("achieved_gbps")), "achieved_tflops": _num(tp.get("achieved_tflops")),
             "pct_peak_bandwidth": _num(tp.get("pct_peak_bandwidth")), "pct_peak_flops": _num(tp.get("pct_peak_flops")),
             "peak_flops_kind": tp.get("peak_flops_kind"),
-            "limiter": ", ".join(sorted({str(x) for x in limiters if x})) or None,
+            "limiter": row_limiter(row),
         })
     return out
 
@@ -233,7 +267,7 @@ def verdict_records(doc: dict) -> list[dict]:
 
 def _samples_by_cell(doc: dict) -> dict[tuple[str, str, str], dict[str, list[float]]]:
     cells: dict = {}
-    for row in doc.get("rows", []):
+    for row in plain_rows(doc):
         if row.get("status") != "ok":
             continue
         samples = row_time(row)["samples_us"]
@@ -349,7 +383,7 @@ def sim_counter_records(doc: dict) -> list[dict]:
     """{label, preset, skew, counter, <impl>: value for every impl in IMPLS, ratios {pair name: impl value /
     baseline value}} per cell and counter (sim rows only), limiter included."""
     cells: dict = {}
-    for row in doc.get("rows", []):
+    for row in plain_rows(doc):
         counters = _dict(_dict(row.get("sim_counters")).get("total"))
         if row.get("status") != "ok" or not counters:
             continue
@@ -394,7 +428,7 @@ def model_components(row: dict, top: int = 3) -> str | None:
 def instruction_mix(doc: dict) -> list[dict]:
     """{label, impl, preset, skew, cls, count} per instruction class the simulator counted (sim rows only)."""
     out = []
-    for row in doc.get("rows", []):
+    for row in plain_rows(doc):
         counters = _dict(_dict(row.get("sim_counters")).get("total"))
         for key, value in counters.items():
             if key.startswith(CLASS_PREFIX) and _num(value):
@@ -413,7 +447,7 @@ def static_records(doc: dict) -> list[dict]:
         label = label_of(row.get("kernel"), row.get("variant"))
         for launch, facts in kernels.items():
             facts = facts if isinstance(facts, dict) else {}
-            ident = (label, canonical_impl(row.get("impl")), launch, facts.get("digest"))
+            ident = (label, row_slot(row), launch, facts.get("digest"))
             if ident in seen:
                 continue
             seen.add(ident)
@@ -504,7 +538,8 @@ def nsight_metric_records(run: Run) -> list[dict]:
 
 # -------------------------------------------------------------------------------------------------- environment
 def device_ceilings(run: Run) -> dict | None:
-    """{name, bandwidth_Bps, fp32_flops, bf16_dense_flops} of the GPU (gpu runs) or the model device (sim)."""
+    """{name, bandwidth_Bps, fp32_flops, bf16_dense_flops, fp8_dense_flops} of the GPU (gpu runs) or the model
+    device (sim)."""
     env = _dict(run.doc.get("environment"))
     specs = _dict(env.get("gpu")).get("specs") if run.backend == "gpu" else None
     specs = _dict(specs or _dict(env.get("model_device")).get("specs"))
@@ -517,7 +552,8 @@ def device_ceilings(run: Run) -> dict | None:
     if not specs:
         return None
     return {"name": specs.get("name", name), "bandwidth_Bps": _num(specs.get("memory_bandwidth")),
-            "fp32_flops": _num(specs.get("fp32_flops")), "bf16_dense_flops": _num(specs.get("bf16_dense_flops"))}
+            "fp32_flops": _num(specs.get("fp32_flops")), "bf16_dense_flops": _num(specs.get("bf16_dense_flops")),
+            "fp8_dense_flops": _num(specs.get("fp8_dense_flops"))}
 
 
 def environment_records(doc: dict) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 
-from harness.implementations import IMPL_NAMES
+from harness.implementations import IMPL_NAMES, impl_name
 
 COLOURS = {"numba": "#4C78A8", "cpp": "#54A24B", "ptx": "#F58518"}
 VERDICT_COLOURS = {"FASTER": "#2E7D32", "SAME": "#757575", "SLOWER": "#C62828", None: "#BDBDBD"}
@@ -131,9 +131,13 @@ def roofline(rows: list[dict], ceilings: dict | None):
                yaxis_type="log", xaxis_title="arithmetic intensity (FLOP / minimum DRAM byte)",
                yaxis_title="achieved TFLOP/s")
     xs = [r["intensity_flop_per_byte"] for r in pts]
+    kinds = {r["peak_flops_kind"] for r in pts}
     if ceilings and ceilings.get("bandwidth_Bps"):
         ai = np.logspace(np.log10(min(xs) / 4), np.log10(max(max(xs) * 4, 1e3)), 80)
-        for label, peak, dash in (("bf16 dense (tensor cores)", ceilings.get("bf16_dense_flops"), "solid"),
+        # NOTE: the fp8 roof only when an FP8 row is drawn (runner.PEAK_FLOPS_KIND: its % of peak is of fp8_dense)
+        for label, peak, dash in (("fp8 dense (tensor cores)", ceilings.get("fp8_dense_flops")
+                                   if "fp8_dense" in kinds else None, "dash"),
+                                  ("bf16 dense (tensor cores)", ceilings.get("bf16_dense_flops"), "solid"),
                                   ("fp32", ceilings.get("fp32_flops"), "dot")):
             if peak:
                 roof = np.minimum(peak, ceilings["bandwidth_Bps"] * ai) / 1e12
@@ -242,7 +246,7 @@ def sass_mix_figure(static: list[dict], top: int = 10):
     ops = [op for op, _ in sorted(totals.items(), key=lambda kv: -kv[1])[:top]]
     fig = _fig("Static SASS mix (nvdisasm, instructions in the cubin)", barmode="stack",
                xaxis_title="SASS instructions", height=max(300, 40 + 28 * len(rows)))
-    ys = [t(f"{IMPL_NAMES.get(s['impl'], s['impl'])}: {s['launch']}"
+    ys = [t(f"{impl_name(s['impl'])}: {s['launch']}"
             + (f" ({s['digest']})" if len(names[(s["impl"], s["launch"])]) > 1 else "")) for s in rows]
     for i, op in enumerate([*ops, "other"]):
         xs = [s["sass_histogram"].get(op, 0) if op != "other" else
@@ -274,6 +278,43 @@ def timeline_figure(source: str, bars: list[dict]):
                          f"({b['end_ms'] - b['start_ms']:.3f} ms); {b['detail']}") for b in group],
             hoverinfo="text"))
         shown.add(impl)
+    return fig
+
+
+def _speedup_text(what: str, s: dict | None) -> str:
+    if not s or s.get("speedup") is None:
+        return f"{what}: no verdict" + (f" ({s['reason']})" if s and s.get("reason") else "")
+    return f"{what}: {s['speedup']:.2f}x {s.get('verdict') or ''}"
+
+
+def ladder_figure(cells: list[dict], basis: str):
+    """Where the gain comes from: each rung's time (interval as error bars), then the other paths' times, one bar
+    group per laddered cell; a rung's bar is coloured by its verdict against the rung below it."""
+    import plotly.graph_objects as go
+
+    cells = [c for c in cells if any(r["time_us"] for r in c["rungs"])]
+    if not cells:
+        return None
+    what = "modelled" if basis == "modelled" else "measured"
+    fig = _fig(f"Where the gain comes from: {what} time per rung of the ladder, and the other paths",
+               barmode="group", yaxis_title=f"{what} time (µs)")
+    for i, c in enumerate(cells):
+        bars = [(f"{r['number']} {r['name']}", r, COLOURS.get(c["impl"], "#888") if r["number"] == 1 or not
+                 r["below"] else VERDICT_COLOURS.get(r["below"]["verdict"], "#BDBDBD"),
+                 "; ".join([_speedup_text("vs the rung below", r["below"]) if r["below"] else "first rung",
+                            *(_speedup_text(f"vs {impl_name(b)}", s) for b, s in r["vs"].items())]))
+                for r in c["rungs"]]
+        bars += [(impl_name(b), tm, COLOURS.get(b, "#888"), impl_name(b)) for b, tm in c["baselines"].items()]
+        bars = [b for b in bars if b[1]["time_us"]]
+        lo = [tm["time_us"] - (tm["lo_us"] if tm["lo_us"] is not None else tm["time_us"]) for _, tm, _, _ in bars]
+        hi = [(tm["hi_us"] if tm["hi_us"] is not None else tm["time_us"]) - tm["time_us"] for _, tm, _, _ in bars]
+        fig.add_trace(go.Bar(
+            name=t(f"{c['label']} {c['preset']}/{c['skew']}"), x=[t(x) for x, _, _, _ in bars],
+            y=[tm["time_us"] for _, tm, _, _ in bars], marker_color=[colour for _, _, colour, _ in bars],
+            error_y={"type": "data", "array": hi, "arrayminus": lo, "visible": True},
+            marker_line={"color": "#333", "width": 1}, marker_pattern=_pattern(i), meta=_meta(c["preset"], c["skew"]),
+            hovertext=[t(f"{c['label']} {c['preset']}/{c['skew']}, {x}: {tm['time_us']:.3g} µs; {text}")
+                       for x, tm, _, text in bars], hoverinfo="text"))
     return fig
 
 
@@ -312,5 +353,6 @@ def pipeline_figure():
     return fig
 
 
-__all__ = ["bandwidth_bars", "instruction_mix_figure", "pipeline_figure", "roofline", "sass_mix_figure",
+__all__ = ["bandwidth_bars", "instruction_mix_figure", "ladder_figure", "pipeline_figure", "roofline",
+           "sass_mix_figure",
            "speedup_bars", "stage_breakdown", "timeline_figure", "timing_distributions", "vs_figure"]

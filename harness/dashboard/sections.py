@@ -6,7 +6,7 @@ from escaped parts.
 from __future__ import annotations
 
 from harness.dashboard import data, figures
-from harness.dashboard.html import badge, esc, figure_div, filter_bar, section, table
+from harness.dashboard.html import Raw, badge, esc, figure_div, filter_bar, section, table
 from harness.errors import PtxmoeError
 from harness.implementations import PAIRS, impl_name
 
@@ -139,10 +139,51 @@ def verdict_section(run: data.Run, figs: dict) -> str:
     return section("verdicts", "Per-kernel verdicts, every pair", tbl + fig_html, note)
 
 
+def _speedup_cell(s: dict | None) -> Raw:
+    """"1.23x [1.05, 1.45] FASTER" (the verdict as a badge), or why there is none."""
+    if s is None:
+        return Raw("–")
+    if s["speedup"] is None:
+        return Raw(f'{badge(None).html} <span class="note">{esc(s["reason"] or "")}</span>')
+    interval = f" [{ratio_text(s['ci_lo'])}, {ratio_text(s['ci_hi'])}]" if s["ci_lo"] is not None else ""
+    return Raw(f"{esc(ratio_text(s['speedup']))}x{esc(interval)} {badge(s['verdict']).html}")
+
+
+def ladder_section(run: data.Run, figs: dict) -> str:
+    """Where the gain comes from (issue #16): per rung of each ladder its time and interval, and its speedups over
+    the rung below, over CUDA C++ and over Numba; rungs slower than the one below are said plainly."""
+    from harness.dashboard.ladder import ladder_cells, slower_rungs
+
+    cells = ladder_cells(run.doc)
+    if not cells:
+        return ""
+    bases = list(dict.fromkeys(b for c in cells for b in c["baselines"]))
+    rows, attrs = [], []
+    for c in cells:
+        for r in c["rungs"]:
+            rows.append([c["label"], c["preset"], c["skew"], f"{r['number']} of {r['of']}", r["name"],
+                         r["status"], r["time_us"], r["lo_us"], r["hi_us"], r["limiter"], _speedup_cell(r["below"]),
+                         *(_speedup_cell(r["vs"].get(b)) for b in bases)])
+            attrs.append({**_cell_attrs(c), "rung": r["number"]})
+    tbl = table(["kernel", "preset", "skew", "rung", "adds", "status", f"{run.basis} time (µs)", "CI low", "CI high",
+                 "limiter (model)", "speedup over the rung below", *(f"speedup over {impl_name(b)}" for b in bases)],
+                rows, attrs, cls="ladder")
+    slower = slower_rungs(cells)
+    plain = (f'<p class="plain SLOWER">{len(slower)} rung(s) SLOWER than the rung below: {esc("; ".join(slower))}.'
+             f'</p>' if slower else "")
+    fig = _fig("fig-ladder", figures.ladder_figure(cells, run.basis), figs)
+    note = ("Each rung adds one hardware feature and passes the same kernels.md check; the top rung is the path's "
+            "plain row (its headline). Speedup of a rung over X = X's time / the rung's time (&gt; 1: the rung "
+            "faster), with its interval and verdict.")
+    return section("ladder", "Where the gain comes from: the ablation ladder", plain + tbl + fig, note)
+
+
 def timing_section(run: data.Run, figs: dict) -> str:
     rows = data.row_records(run.doc)
     # NOTE: a wrong answer's time is no result: failed rows stay in the table (with why), out of the chart
-    fig = _fig("fig-timing", figures.timing_distributions([r for r in rows if r["status"] == "ok"], run.basis), figs)
+    # NOTE: a ladder's lower rungs are in the table and the ladder section; the chart keeps one series per path
+    fig = _fig("fig-timing", figures.timing_distributions([r for r in rows if r["status"] == "ok" and
+                                                           not r["lower_rung"]], run.basis), figs)
     tbl_rows = [[r["key"], r["status"], r["time_us"], r["lo_us"], r["hi_us"], len(r["samples_us"]) or None,
                  r["launch_us"], r["limiter"], r["reason"]] for r in rows]
     tbl = table(["row", "status", f"{run.basis} kernel time (µs)", "CI low", "CI high", "samples",
@@ -153,7 +194,7 @@ def timing_section(run: data.Run, figs: dict) -> str:
 
 
 def roofline_section(run: data.Run, figs: dict) -> str:
-    rows = [r for r in data.row_records(run.doc) if r["status"] == "ok"]
+    rows = [r for r in data.row_records(run.doc) if r["status"] == "ok" and not r["lower_rung"]]
     ceil = data.device_ceilings(run)
     body = _fig("fig-roofline", figures.roofline(rows, ceil), figs) + \
         _fig("fig-bandwidth", figures.bandwidth_bars(rows, ceil), figs)
@@ -321,7 +362,8 @@ def environment_section(run: data.Run) -> str:
     return section("environment", "Environment", table(["key", "value"], [[k, v] for k, v in pairs], cls="env"))
 
 
-NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("timing", "timing"), ("roofline", "roofline"),
+NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("ladder", "ladder"), ("timing", "timing"),
+       ("roofline", "roofline"),
        ("gemm", "gemm work"), ("layer", "layer"), ("sim", "sim counters"), ("static", "static"), ("nsight", "nsight"),
        ("timeline", "timeline"), ("partition", "partition"), ("vs", "vs"), ("dualpipe", "dualpipe"),
        ("environment", "environment"))
@@ -331,7 +373,7 @@ def build_sections(run: data.Run, other: data.Run | None = None) -> tuple[str, d
     """(body HTML, figures {id: JSON}, nav entries present)."""
     figs: dict = {}
     parts = [headline_section(run), filter_bar(data.filters(run.doc)), verdict_section(run, figs),
-             timing_section(run, figs),
+             ladder_section(run, figs), timing_section(run, figs),
              roofline_section(run, figs), gemm_work_section(run), stage_section(run, figs), sim_section(run, figs),
              static_section(run, figs), nsight_section(run), timeline_section(run, figs)]
     parts.append(partition_section(run, figs))

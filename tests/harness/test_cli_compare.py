@@ -122,3 +122,26 @@ def test_real_sim_compare_reduced_kernels(tmp_path, capsys):
         both = v["kernel"] in present[v["impl"]] and v["kernel"] in present[v["baseline"]]
         assert (v["verdict"] is not None) == both, v
     assert rc == 0
+
+
+def test_a_laddered_kernel_prints_and_saves_a_row_and_verdicts_per_rung(tmp_path, capsys, monkeypatch):
+    """compare over an implementation whose gate is a three-rung ladder (tests/harness/test_runner_ladder.py):
+    a row per rung, the rung verdicts printed by name, the dashboard built with its ladder section, exit 0."""
+    import sys
+
+    import harness.backends.select as select
+    from tests.harness.test_runner_ladder import RUNG_NAMES, _laddered_gate, _package
+
+    monkeypatch.setattr(select, "select_backend", lambda name: FakeBackend())
+    monkeypatch.setattr(select, "resolve_backend_name", lambda name: "sim")
+    monkeypatch.setitem(sys.modules, "cpp_impl", _package("cpp", {"gate": fake_run("gate", stages=("a", "b"))}))
+    monkeypatch.setitem(sys.modules, "ptx_impl", _package("ptx", {"gate": _laddered_gate([])}, {"gate": RUNG_NAMES}))
+    assert main(["compare", "--kernels", "gate", "--out", str(tmp_path), "--no-static", "--impls", "cpp,ptx"]) == 0
+    out = capsys.readouterr().out
+    assert "gate/tiny/balanced/ptx.r1-vs-cpp: PTX rung 1 vs CUDA C++" in out
+    assert "gate/tiny/balanced/ptx-vs-ptx.r2: PTX vs PTX rung 2" in out
+    run_dir = _only_run(tmp_path)
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert [r["key"].split("/")[1] for r in doc["rows"]] == ["cpp", "ptx", "ptx.r1", "ptx.r2"]
+    assert all(r["status"] == "ok" for r in doc["rows"])
+    assert '<section id="ladder">' in (run_dir / "dashboard.html").read_text()

@@ -16,6 +16,24 @@ def test_list_shows_kernels_presets_and_the_wheel_toolchain(capsys):
     assert "GPU:" in out
 
 
+def test_list_shows_each_ladder_rung_by_rung(capsys, monkeypatch):
+    import types
+
+    from contract.registry import Implementation
+
+    fake = types.ModuleType("fake_ptx_impl")
+    fake.IMPLEMENTATION = Implementation("ptx", "fake", {"gate": lambda *a, **k: []},
+                                         ladders={"gate": ("plain", "async", "tensor cores")})
+    monkeypatch.setitem(sys.modules, "ptx_impl", fake)
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("  ptx gate:")
+    assert lines[at - 1].startswith("ladders")
+    assert [line.split()[:3] for line in lines[at + 1:at + 4]] == [["rung", "1", "plain"], ["rung", "2", "async"],
+                                                                   ["rung", "3", "tensor"]]
+    assert lines[at + 1].rstrip().endswith("row ptx.r1") and lines[at + 3].rstrip().endswith("row ptx  (top)")
+
+
 def test_unknown_command_exits_2_without_traceback():
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "frobnicate"], capture_output=True, text=True)
     assert proc.returncode == 2

@@ -107,3 +107,33 @@ def test_errors(tmp_path, capsys):
 def test_an_empty_run_is_an_empty_table_with_the_columns():
     frame = run_to_dataframe({"rows": [], "verdicts": []})
     assert len(frame) == 0 and {"key", "impl", "time_us", "basis"} <= set(frame.columns)
+
+
+def test_a_ladder_has_a_row_per_rung_with_its_speedups(tmp_path, monkeypatch):
+    """Rows of a three-rung ladder (the runner's fake, tests/harness/test_runner_ladder.py): each rung's row names its
+    rung and slot and carries its own verdicts, the one against the rung below in `speedup_vs_rung_below`."""
+    import io
+    import sys
+
+    from harness import runner
+    from tests.harness.test_runner import FakeBackend, _run_file, _settings
+    from tests.harness.test_runner import fake_run as gate_run
+    from tests.harness.test_runner_ladder import RUNG_NAMES, _laddered_gate, _package
+
+    for name, module in {"cuda_impl": _package("numba", {"gate": gate_run("gate", stages=("a", "b", "c"))}),
+                         "cpp_impl": _package("cpp", {"gate": gate_run("gate", stages=("a", "b"))}),
+                         "ptx_impl": _package("ptx", {"gate": _laddered_gate([])}, {"gate": RUNG_NAMES})}.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    settings = _settings(["gate"], impls=runner.IMPL_ORDER)
+    run_file = _run_file(tmp_path, settings)
+    runner.run_sweep(FakeBackend(), settings, run_file, progress=io.StringIO())
+    frame = run_to_dataframe(run_file).set_index("slot")
+    assert list(frame.index) == ["numba", "cpp", "ptx", "ptx.r1", "ptx.r2"]
+    assert frame.loc["ptx.r1", "impl"] == "ptx" and frame.loc["ptx.r1", "rung"] == 1
+    assert frame.loc["ptx", "rung_name"] == "tensor cores" and pd.isna(frame.loc["cpp", "rung"])
+    t = frame["time_us"]
+    assert frame.loc["ptx.r2", "speedup_vs_rung_below"] == pytest.approx(t["ptx.r1"] / t["ptx.r2"])
+    assert frame.loc["ptx", "speedup_vs_rung_below"] == pytest.approx(t["ptx.r2"] / t["ptx"])
+    assert frame.loc["ptx.r1", "speedup_vs_cpp"] == pytest.approx(t["cpp"] / t["ptx.r1"])
+    assert frame.loc["ptx", "speedup_vs_cpp"] == pytest.approx(t["cpp"] / t["ptx"])
+    assert pd.isna(frame.loc["ptx.r1", "speedup_vs_rung_below"]) and frame.loc["ptx.r1", "verdict_vs_cpp"] == "SLOWER"

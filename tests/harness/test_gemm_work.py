@@ -18,3 +18,13 @@ def test_layer_counts_both_gemms_over_the_rows_align_pads_to(seed):
 def test_other_kernels_have_no_gemm_work(seed):
     p = get_preset("tiny")
     assert gemm_work("swiglu", get_kernel("swiglu").make_inputs(p, "balanced", seed), p) is None
+
+
+def test_fp8_grouped_gemm_counts_its_one_gemm_over_total_padded(seed):
+    p = get_preset("tiny")
+    for variant, (n, kd) in (("up", (2 * p.I, p.H)), ("down", (p.H, p.I))):
+        inputs = get_kernel("grouped_gemm_fp8").make_inputs(p, "imbalanced", seed, variant=variant)
+        padded = int(inputs["total_padded"][0])
+        work = gemm_work("grouped_gemm_fp8", inputs, p)
+        assert work["padded_rows"] == padded and work["routed_rows"] == p.slots
+        assert work["useful_flops"] == 2 * p.slots * n * kd and work["padded_flops"] == 2 * padded * n * kd

@@ -153,6 +153,10 @@ def test_layer_stage_breakdown(tmp_path, monkeypatch):
 def test_stage_names_and_gpu_stage_times():
     assert runner.stage_names(["k_gate", "k_gate"]) == ["gate", "gate"]
     assert runner.stage_names(["grouped_gemm_up"]) == ["grouped_gemm"]  # one GEMM: not numbered
+    # the FP8 GEMM is its own stage (not grouped_gemm), numbered apart from a bf16 GEMM in the same row
+    assert runner.stage_names(["grouped_gemm_fp8[512x256]"]) == ["grouped_gemm_fp8"]
+    assert runner.stage_names(["grouped_gemm_fp8[a]", "swiglu", "grouped_gemm_fp8[b]", "grouped_gemm[c]"]) == [
+        "grouped_gemm_fp8.up", "swiglu", "grouped_gemm_fp8.down", "grouped_gemm"]
     timing = {"basis": "measured", "launch_us": [["gemm_a", 5.0], ["swiglu_k", 1.0], ["gemm_b", 7.0],
                                                  ["gate", 1.5], ["gate", 0.5]]}
     assert runner.stage_times(timing) == {"grouped_gemm.up": 5.0, "swiglu": 1.0, "grouped_gemm.down": 7.0,

@@ -42,8 +42,20 @@ def make_run(kernel, stages):
     return run
 
 
-runs = {"numba": make_run("gate", ["k_gate"]), "ptx": make_run("gate", ["gate_a", "gate_b"])}
-runner._find_run = lambda impl, k: (runs[impl], "")
+top, lower = make_run("gate", ["gate_a", "gate_b"]), make_run("gate", ["gate_a", "gate_b", "gate_c"])
+
+
+def ptx_gate(backend, args, preset, rung=None, **params):  # a two-rung ladder: rung 1 launches one more kernel
+    return (lower if rung == 1 else top)(backend, args, preset, **params)
+
+
+import types
+from contract.registry import Implementation
+ptx = types.ModuleType("ptx_impl")
+ptx.IMPLEMENTATION = Implementation("ptx", "stand-in", {"gate": ptx_gate}, ladders={"gate": ("one more", "top")})
+sys.modules["ptx_impl"] = ptx
+find = runner._find_run
+runner._find_run = lambda impl, k: (make_run("gate", ["k_gate"]), "") if impl == "numba" else find(impl, k)
 timing = GpuTimingSettings(warmup_runs=1, warmup_s=0, min_samples=4, max_samples=4, host_samples=3, flush_l2=False,
                            block_stream=False)  # NOTE: the CUDA simulator runs no PTX (the blocker)
 settings = runner.CompareSettings(backend="gpu", presets=("tiny",), skews=("balanced",), kernels=("gate",),
@@ -62,7 +74,7 @@ def test_gpu_branch_of_the_runner_on_cudasim(tmp_path, seed):
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(proc.stdout.strip().splitlines()[-1])
     rows = {r["key"]: r for r in doc["rows"]}
-    for key in ("gate/numba/tiny/balanced", "gate/ptx/tiny/balanced"):
+    for key in ("gate/numba/tiny/balanced", "gate/ptx/tiny/balanced", "gate/ptx.r1/tiny/balanced"):
         row = rows[key]
         assert row["status"] == "ok", (row.get("reason"), row.get("traceback"), row.get("correctness"))
         t = row["timing"]
@@ -77,7 +89,11 @@ def test_gpu_branch_of_the_runner_on_cudasim(tmp_path, seed):
         assert est["basis"] == "modelled" and est["modelled_us"] is None and "sampled ptxsim run failed" in est["error"]
     assert rows["gate/ptx/tiny/balanced"]["launch_stages"] == ["gate", "gate"]
     assert set(rows["gate/ptx/tiny/balanced"]["stages_us"]) == {"gate"}
-    (verdict,) = doc["verdicts"]
-    assert verdict["pair"] == "ptx-vs-numba" and verdict["basis"] == "measured"
-    assert verdict["verdict"] in ("FASTER", "SAME", "SLOWER")
+    # the ladder's lower rung is measured like any row (rung=1 reached the timing loop: three launches)
+    assert rows["gate/ptx.r1/tiny/balanced"]["launch_stages"] == ["gate", "gate", "gate"]
+    assert rows["gate/ptx.r1/tiny/balanced"]["rung"] == {"number": 1, "name": "one more", "of": 2, "top": False}
+    assert len(rows["gate/ptx.r1/tiny/balanced"]["timing"]["launch_us"]) == 3
+    assert [v["pair"] for v in doc["verdicts"]] == ["ptx-vs-numba", "ptx.r1-vs-numba", "ptx-vs-ptx.r1"]
+    for verdict in doc["verdicts"]:
+        assert verdict["basis"] == "measured" and verdict["verdict"] in ("FASTER", "SAME", "SLOWER")
     assert [r["phase"] for r in doc["nvtx_ranges"] if r["name"] == "gate/ptx/tiny/balanced"] == ["check", "timing"]

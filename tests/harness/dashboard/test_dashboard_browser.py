@@ -133,3 +133,23 @@ def test_three_implementation_dashboard_draws_every_pair(browser, tmp_path):
     series = page.evaluate("Array.from(new Set(document.getElementById('fig-timing').data.map(t => t.name)))")
     assert {name.rsplit(" ", 1)[0] for name in series} == {"Numba CUDA", "CUDA C++", "PTX"}, series  # "<impl> <cell>"
     page.screenshot(path=str(tmp_path / "three.png"))
+
+
+def test_ladder_section_renders_its_figure_and_filters(browser, tmp_path):
+    """A run whose PTX grouped_gemm is a three-rung ladder: the ladder figure draws a bar group per cell, the table
+    a row per rung, the top rung SLOWER than the rung below is said, and the skew filter reaches both."""
+    import json
+
+    from test_dashboard_ladder import ladder_doc
+
+    run_dir = copy_run("sim-tiny", tmp_path, "ladder")
+    (run_dir / "run.json").write_text(json.dumps(ladder_doc("sim-tiny")))
+    page, errors, dialogs = open_page(browser, dashboard.build(run_dir))
+    check_rendered(page, errors, dialogs, ("fig-ladder", "fig-speedup", "fig-timing"))
+    assert "SLOWER than the rung below" in page.inner_text("#ladder")
+    assert page.evaluate("document.querySelectorAll('#ladder tr[data-rung]').length") == 12
+    page.select_option("#filter-skew", "imbalanced")
+    vis = page.evaluate("document.getElementById('fig-ladder').data.map(t => [t.meta.skew, t.visible])")
+    assert sorted(set(map(tuple, vis))) == [("balanced", False), ("imbalanced", True)]
+    assert errors == []
+    page.screenshot(path=str(tmp_path / "ladder.png"))

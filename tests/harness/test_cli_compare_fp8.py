@@ -50,8 +50,8 @@ def test_compare_writes_a_passing_row_per_path_and_rung(tmp_path, capsys):
 
 
 def test_a_lower_rung_runs_the_real_ptx_ladder_with_its_rung(tmp_path, capsys, monkeypatch):
-    """The real ptx_impl dispatch with a second rung (rung 1's kernel again, standing in for rungs to come): the
-    lower rung's row runs `run(rung=1)` on the same inputs and gets its verdicts."""
+    """The real ptx_impl dispatch on a two-rung ladder (rung 1's kernel twice): the lower rung's row runs
+    `run(rung=1)` on the same inputs and gets its verdicts."""
     import ptx_impl
     from ptx_impl import grouped_gemm_fp8 as fp8
 
@@ -62,7 +62,8 @@ def test_a_lower_rung_runs_the_real_ptx_ladder_with_its_rung(tmp_path, capsys, m
         calls.append(rung)
         return real_run(backend, args, preset, rung=1, **params)
 
-    monkeypatch.setattr(fp8, "RUNGS", (*fp8.RUNGS, fp8.Rung(2, "rung 1 again", fp8.RUNGS[0].module)))
+    # a two-rung ladder whatever the real one holds: rung 1 and rung 1's kernel again as the top rung
+    monkeypatch.setattr(fp8, "RUNGS", (fp8.RUNGS[0], fp8.Rung(2, "rung 1 again", fp8.RUNGS[0].module)))
     kernels = {**ptx_impl.IMPLEMENTATION.kernels, "grouped_gemm_fp8": run}
     monkeypatch.setattr(ptx_impl, "IMPLEMENTATION", dataclasses.replace(
         ptx_impl.IMPLEMENTATION, kernels=kernels, ladders={"grouped_gemm_fp8": fp8.rung_names()}))

@@ -11,6 +11,7 @@ from ptxsim.errors import MemoryFault, ResourceLimitError
 GLOBAL_BASE = 1 << 40  # global (and generic) addresses of device allocations start here; 0 is never valid
 SHARED_WINDOW = 1 << 46  # generic address of shared-space offset 0 (cvta.shared adds it)
 LOCAL_WINDOW = 1 << 47  # generic address of local-space offset 0 (cvta.local adds it)
+PARAM_WINDOW = 3 << 46  # generic address of kernel-parameter offset 0 (cvta.param adds it; a tensor map's address)
 WINDOW_SIZE = 1 << 40
 ALLOC_ALIGN = 256
 

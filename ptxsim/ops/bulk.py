@@ -13,7 +13,7 @@ import numpy as np
 from ptxsim import access, tensormap
 from ptxsim.errors import DecodeError, MemoryFault, PtxSimError
 from ptxsim.mbarriers import MbarrierTable
-from ptxsim.memory import GLOBAL_BASE
+from ptxsim.memory import GLOBAL_BASE, PARAM_WINDOW
 from ptxsim.ops import Spec
 from ptxsim.ops.common import unsupported
 from ptxsim.ops.mbarrier import shared_offsets
@@ -149,10 +149,14 @@ def _tmap(st, ins, op, lane) -> tensormap.TensorMap:
         raw = st.launch.param_buf[op.offset: op.offset + tensormap.SIZE]
     else:
         a = int(st.address(op, np.array([lane]))[0])
-        if not GLOBAL_BASE <= a < st.launch.gmem.limit - tensormap.SIZE + 1 or a % 64:
+        off = a - PARAM_WINDOW  # cvta.param of a kernel parameter (nvcc's form for a __grid_constant__ map)
+        if 0 <= off <= st.prog.param_bytes - tensormap.SIZE and off % 64 == 0:
+            raw = st.launch.param_buf[off: off + tensormap.SIZE]
+        elif not GLOBAL_BASE <= a < st.launch.gmem.limit - tensormap.SIZE + 1 or a % 64:
             raise MemoryFault(f"{where}: tensor map address {a:#x} is not a 64-byte aligned map in global memory",
                               space="global", addr=a, size=tensormap.SIZE, line=ins.line, kernel=st.prog.name)
-        raw = st.launch.gmem.read_bytes(a, tensormap.SIZE)
+        else:
+            raw = st.launch.gmem.read_bytes(a, tensormap.SIZE)
     tm = tensormap.decode(raw, where)
     if tm.rank != ins.aux["rank"]:
         raise unsupported(ins, f"the tensor map has rank {tm.rank}; the instruction is .{ins.aux['rank']}d")

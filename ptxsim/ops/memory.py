@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim import access
-from ptxsim.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from ptxsim.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from ptxsim.ops import spec
 from ptxsim.ops.common import need, unsupported
 from ptxsim.program import ADDR, REG, SINK, VEC
@@ -123,7 +123,7 @@ def cvta(st, ins, lanes):
     t = ins.types[0]
     a = np.asarray(st.read(ins.ops[1], lanes, t)).astype(np.uint64)
     sp, to = ins.aux["space"], ins.aux["to"]
-    win = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(sp, 0)
+    win = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}.get(sp, 0)
     r = a - np.uint64(win) if to else a + np.uint64(win)
     n = st.count(lanes)
     st.write(ins.ops[0], lanes, np.broadcast_to(r.astype(t.uint).view(t.dtype), (n,)), t)
@@ -132,8 +132,10 @@ def cvta(st, ins, lanes):
 def _prep_cvta(ins, dec, ctx):
     need(ins, 2, 1)
     ins.aux["to"] = ".to" in ins.mods
-    if ins.space not in ("shared", "local", "global", "const"):
+    if ins.space not in ("shared", "local", "global", "const", "param"):
         raise unsupported(ins, f"cvta for state space {ins.space or '(none)'} is not supported")
+    # NOTE: a generic kernel-parameter address (PARAM_WINDOW + offset) serves as a tensor map's address
+    # (cp.async.bulk.tensor, as nvcc emits for a __grid_constant__ CUtensorMap); generic loads from it are not modelled
     ins.aux["space"] = ins.space
 
 

@@ -23,6 +23,8 @@ class Rung:
 
 RUNGS: tuple[Rung, ...] = (
     Rung(1, "mma.sync+cp.async", "ptx_impl.gemm_fp8_r1"),
+    Rung(4, "+warp-specialised persistent", "ptx_impl.gemm_fp8_r4"),
+    Rung(5, "+2-CTA cluster multicast", "ptx_impl.gemm_fp8_r5"),
 )
 
 

@@ -139,3 +139,14 @@ def test_grid_is_whole_clusters_and_bad_parameters_are_rejected():
         r5.run(sim, args, preset, sms=-2)
     with pytest.raises(InputError, match="unknown parameter"):
         r5.run(sim, args, preset, cluster=4)
+
+
+@pytest.mark.sim
+def test_bit_identical_to_rung_4(backend, seed):
+    """Same wgmma steps and promotion order per output: multicasting the weights must not change a single bit."""
+    from harness.verify import run_kernel
+
+    skew = SKEWS[seed % len(SKEWS)]
+    c4, c5 = (run_kernel(functools.partial(run, sms=9), backend, "grouped_gemm_fp8", "tiny", skew, seed,
+                         variant="down")[1]["c"] for run in (r4.run, r5.run))
+    assert np.array_equal(c4.view(np.uint16), c5.view(np.uint16))

@@ -138,3 +138,28 @@ def test_rejects_bad_arguments():
     with pytest.raises(InputError, match="variant"):
         r4.run(sim, args, preset, variant="sideways")
     assert sim.records == []  # nothing launched
+
+
+@pytest.mark.fakegpu
+@pytest.mark.parametrize("rung", [4, 5])
+def test_gpu_backend_launch_against_the_fake_driver(monkeypatch, rung):
+    """The gpu backend's path without a GPU: two tensor maps by value, the dynamic shared memory opted into, the grid
+    from `sms` (whole clusters for rung 5, whose cluster shape is the PTX's .reqnctapercluster)."""
+    from contract.generators import BF16
+    from contract.kernels import get_kernel
+    from contract.presets import get_preset
+    from harness.backends.gpu import GpuBackend
+    from ptx_impl import grouped_gemm_fp8 as ladder
+    from tests.harness.fakegpu.fakes import install
+
+    gpu = install(monkeypatch)
+    backend = GpuBackend()
+    preset = get_preset("tiny")
+    inputs = get_kernel("grouped_gemm_fp8").make_inputs(preset, "balanced", 0)
+    args = {k: backend.to_device(v) for k, v in inputs.items()}
+    args["c"] = backend.to_device(np.zeros((preset.P_max, 2 * preset.I), BF16))
+    (record,) = ladder.run(backend, args, preset, rung=rung, sms=7)
+    assert gpu.errors == [] and [launch["name"] for launch in gpu.launches] == [template.ENTRIES[rung == 5]]
+    assert gpu.launches[0]["shared"] == template.SHARED_BYTES > 48 * 1024
+    assert template.SHARED_BYTES in gpu.attributes.values()
+    assert tuple(record.grid) == ((6 if rung == 5 else 7), 1, 1) and tuple(record.block) == (384, 1, 1)

@@ -50,7 +50,10 @@ def analyse_ptx(ptx: str, label: str = "module") -> dict:
         "errors": []}
     try:
         safe = re.sub(r"[^\w.-]", "_", label)[:60]
-        cubin, usage = toolchain.assemble(ptx, arch="sm_90", name=f"{safe}.ptx")
+        # NOTE: sm_90, except for modules that target sm_90a (wgmma, setmaxnreg): ptxas refuses those for sm_90
+        target = re.search(r"^\s*\.target\s+([^\n/]*)", ptx, re.M)
+        arch = "sm_90a" if target and "sm_90a" in target.group(1) else "sm_90"
+        cubin, usage = toolchain.assemble(ptx, arch=arch, name=f"{safe}.ptx")
         facts["resources"] = {entry: {**asdict(u), "spills": u.spills} for entry, u in usage.items()}
         try:
             facts["sass_histogram"] = dict(sorted(toolchain.sass_histogram(cubin).items(),

@@ -31,3 +31,12 @@ def test_static_facts_of_hand_and_numba_ptx():
 def test_bad_ptx_is_recorded_not_raised():
     facts = static.analyse_ptx(ADD_PTX.replace("add.f32 %f3, %f2, %f1;", "add.f32 %f3, %f2, %nope;"), "broken")
     assert facts["resources"] == {} and facts["errors"] and "ptxas" in facts["errors"][0]
+
+
+def test_sm90a_modules_are_assembled_for_sm90a():
+    """wgmma and setmaxnreg exist only on sm_90a: a module targeting it gets its resources (rung 4 of the FP8 GEMM)."""
+    from ptx_impl import gemm_fp8_r4
+
+    facts = static.analyse_ptx(gemm_fp8_r4.ptx_source(), "fp8_r4")
+    assert not facts["errors"] and facts["resources"][gemm_fp8_r4.ENTRY]["registers"] == 168
+    assert static.resources_of(gemm_fp8_r4.ptx_source(), gemm_fp8_r4.ENTRY).registers == 168

@@ -381,7 +381,9 @@ def render(cluster: bool) -> str:
     L += ["    fence.mbarrier_init.release.cluster;",
           "    fence.proxy.async.shared::cta;",
           "$L_inited:"]
-    L += (["    barrier.cluster.arrive.release.aligned;", "    barrier.cluster.wait.acquire.aligned;"] if cluster
+    # NOTE: the cluster barriers are the non-.aligned forms: warp 0 has just diverged around the inits (and, at the
+    # end, producer thread 0 arrives from its loop while lanes 1..31 came straight from setmaxnreg)
+    L += (["    barrier.cluster.arrive.release;", "    barrier.cluster.wait.acquire;"] if cluster
           else ["    bar.sync            0;"])
     L += ["    setp.ne.u32         %p_q, %wg, 0;",
           "    @%p_q bra.uni       $C_start;"]
@@ -389,8 +391,8 @@ def render(cluster: bool) -> str:
     L += _consumer(cluster)
     L += ["$L_end:"]
     if cluster:
-        L += ["    barrier.cluster.arrive.release.aligned;     // no remote arrival or copy may reach an exited CTA",
-              "    barrier.cluster.wait.acquire.aligned;"]
+        L += ["    barrier.cluster.arrive.release;             // no remote arrival or copy may reach an exited CTA",
+              "    barrier.cluster.wait.acquire;"]
     L += ["    ret;", "}"]
     return "\n".join(line for line in L if line != "") + "\n"
 

@@ -7,18 +7,21 @@ the consumers (232), and a persistent grid: one CTA per SM in use, looping over 
 
 Tiling, and why ("swap AB"): wgmma's M is 64 rows per warpgroup, but one expert's routing block is BM = 16 rows at
 tiny and dsv3-decode, 32 at small and 64 at dsv3-prefill, so a 64-token M tile would straddle experts. The weight rows
-are wgmma's M instead (128 per CTA: one 128 x 128 weight-scale block, so one w_scale a stage) and the tokens its N:
-m64n16k32 with 16-token tiles, which divide every preset's BM. Promotion to fp32 registers with both scales applied
-happens every 128 of K (one stage = one scale group), as in rung 1.
+are wgmma's M instead (128 per CTA: one 128 x 128 weight-scale block, so one w_scale a stage) and the tokens its N
+(m64nTk32, legal for T = 16, 32, 64). T is the largest of those that divides BM (gemm_fp8_ws_template.token_tile):
+16 at tiny and decode, 32 at small, 64 at prefill; a tile never straddles two experts, and each weight tile loaded
+serves as many tokens as the routing block allows. Promotion to fp32 registers with both scales applied happens every
+128 of K (one stage = one scale group), as in rung 1.
 
-The kernel is ptx_impl/kernels/grouped_gemm_fp8_ws_m16n128.ptx, written by gemm_fp8_ws_template.py (its header has the
-protocol); this module is its descriptor, the tensor maps and `run`. Tensor maps come from `backend.tensor_map`
-(the driver's cuTensorMapEncodeTiled on a GPU, ptxsim's helper with the same parameters in simulation).
+The kernels are ptx_impl/kernels/grouped_gemm_fp8_ws_m{16,32,64}n128.ptx, written by gemm_fp8_ws_template.py (its
+header has the protocol); this module is their descriptor, the tensor maps and `run`. Tensor maps come from
+`backend.tensor_map` (the driver's cuTensorMapEncodeTiled on a GPU, ptxsim's helper with the same parameters in
+simulation).
 
 Kernel parameters, in order:
-    tm_w (tensor map over w viewed as (E*N, Kd), box 128 x 128), tm_a (over a (P_max, Kd), box 16 x 128),
+    tm_w (tensor map over w viewed as (E*N, Kd), box 128 x 128), tm_a (over a (P_max, Kd), box T x 128),
     a_scale (u64), w_scale (u64), block_expert (u64), total_padded (u64), c (u64), Kd (u32), N (u32), BM (u32),
-    rtiles (u32, P_max / 16)
+    rtiles (u32, P_max / T)
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ from ptx_impl import gemm_fp8_ws_template as template
 
 KERNEL = "grouped_gemm_fp8"
 CLUSTER = False
-TOKENS, COLS = 16, 128  # CTA tile: tokens (wgmma N) x output columns (wgmma M, two warpgroups)
+COLS = 128  # output columns of a CTA tile (wgmma M, two warpgroups); its tokens (wgmma N) come from BM
 GROUP = 128  # K per scale (one stage); N per weight block
 SMS = 132  # default persistent grid: the SMs of an H100 / H200 SXM (params: sms=...)
 PARAMS: tuple[tuple[str, str], ...] = (
@@ -42,27 +45,19 @@ PARAMS: tuple[tuple[str, str], ...] = (
 )
 
 
-def entry(cluster: bool = CLUSTER) -> str:
-    return template.ENTRIES[cluster]
-
-
-def path(cluster: bool = CLUSTER) -> Path:
-    return template.path(cluster)
-
-
-ENTRY = entry()
-PATH = path()
+def path(tokens: int, cluster: bool = CLUSTER) -> Path:
+    return template.path(cluster, tokens)
 
 
 @functools.cache
-def ptx_source(cluster: bool = CLUSTER) -> str:
-    """The PTX module text."""
-    return path(cluster).read_text(encoding="utf-8")
+def ptx_source(tokens: int, cluster: bool = CLUSTER) -> str:
+    """The PTX module text of the `tokens`-row tile."""
+    return path(tokens, cluster).read_text(encoding="utf-8")
 
 
 def ptx_modules() -> dict[str, str]:
-    """{module name: PTX text}, for static analysis."""
-    return {PATH.stem: ptx_source()}
+    """{module name: PTX text} of every token tile, for static analysis."""
+    return {path(t).stem: ptx_source(t) for t in template.TOKEN_TILES}
 
 
 def check_args(args: dict, preset, rung: int) -> tuple[int, int, int, int, int]:
@@ -77,7 +72,8 @@ def check_args(args: dict, preset, rung: int) -> tuple[int, int, int, int, int]:
     P_max, Kd = (int(x) for x in args["a"].shape)
     E, N = int(args["w"].shape[0]), int(args["w"].shape[1])
     BM = int(preset.BM)
-    require(name, BM > 0 and BM % TOKENS == 0, "BM", BM, f"a positive multiple of {TOKENS} (the token tile)")
+    require(name, BM > 0 and template.token_tile(BM) > 0, "BM", BM,
+            f"a positive multiple of {template.TOKEN_TILES[0]} (the smallest token tile)")
     require(name, P_max % BM == 0, "a.shape[0] (P_max)", P_max, f"a multiple of BM={BM}")
     require(name, Kd > 0 and Kd % GROUP == 0, "Kd", Kd, f"a positive multiple of {GROUP} (the scale groups)")
     require(name, N > 0 and N % GROUP == 0, "N", N, f"a positive multiple of {GROUP} (the weight blocks)")
@@ -107,14 +103,16 @@ def take_params(params: dict, rung: int) -> int:
 
 
 def launch(backend, args: dict, sizes, grid: int, cluster: bool, weight_rows: int) -> list:
-    """Make the two tensor maps and launch the kernel of rung 4 or 5 on `grid` CTAs."""
+    """Make the two tensor maps and launch rung 4's or 5's kernel for this BM on `grid` CTAs."""
     P_max, Kd, N, BM, E = sizes
+    tokens = template.token_tile(BM)
     tm_w = backend.tensor_map(args["w"], box=(weight_rows, GROUP), swizzle=128, shape=(E * N, Kd))
-    tm_a = backend.tensor_map(args["a"], box=(TOKENS, GROUP), swizzle=128)
+    tm_a = backend.tensor_map(args["a"], box=(tokens, GROUP), swizzle=128)
     values = [tm_w, tm_a] + [args[n] for n, _ in PARAMS[2:7]] + [
-        np.uint32(Kd), np.uint32(N), np.uint32(BM), np.uint32(P_max // TOKENS)]
-    record = backend.launch_ptx(ptx_source(cluster), entry(cluster), (grid, 1, 1), (template.THREADS, 1, 1), values,
-                                shared_bytes=template.SHARED_BYTES, tag=f"{KERNEL}[{N}x{Kd}]")
+        np.uint32(Kd), np.uint32(N), np.uint32(BM), np.uint32(P_max // tokens)]
+    record = backend.launch_ptx(ptx_source(tokens, cluster), template.entry(cluster, tokens), (grid, 1, 1),
+                                (template.THREADS, 1, 1), values, shared_bytes=template.shared_bytes(tokens),
+                                tag=f"{KERNEL}[{N}x{Kd}]")
     return [record]
 
 
@@ -134,6 +132,6 @@ def run(backend, args: dict, preset, **params) -> list:
     """
     sms = take_params(params, 4)
     sizes = check_args(args, preset, 4)
-    P_max, _, N, _, _ = sizes
-    items = (P_max // TOKENS) * (N // COLS)
+    P_max, _, N, BM, _ = sizes
+    items = (P_max // template.token_tile(BM)) * (N // COLS)
     return launch(backend, args, sizes, min(sms, items), CLUSTER, COLS)

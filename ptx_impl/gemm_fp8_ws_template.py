@@ -1,14 +1,17 @@
 """Emit the warp-specialised FP8 grouped GEMM kernels of rungs 4 and 5 (issue #16) from one readable template.
 
-Rung 4 (`grouped_gemm_fp8_ws_m16n128.ptx`): a producer warpgroup issuing TMA into a 4-stage mbarrier ring, two
+Rung 4 (`grouped_gemm_fp8_ws_m{T}n128.ptx`): a producer warpgroup issuing TMA into a 4-stage mbarrier ring, two
 consumer warpgroups on wgmma, `setmaxnreg` moving registers from the producer to the consumers, and a persistent
-schedule over (routing block, N tile) items. Rung 5 (`grouped_gemm_fp8_mc_m16n128.ptx`) adds 2-CTA clusters: the two
+schedule over (token tile, N tile) items. Rung 5 (`grouped_gemm_fp8_mc_m{T}n128.ptx`) adds 2-CTA clusters: the two
 CTAs of a pair take adjacent token tiles and, when both belong to the same expert, each loads half of the shared
 weight tile and multicasts it to both (`.multicast::cluster`), as DeepGEMM does for its grouped contiguous layout.
+Each rung has one kernel per token tile T = 16, 32, 64 (wgmma m64nTk32); `token_tile(BM)` picks the largest that
+divides the routing block, so a tile never straddles two experts and the weight tile is reloaded as rarely as BM allows.
 
 Every instruction below was chosen by hand; Python only writes out the fixed-trip loops (the stages' barrier inits,
-the 4 k32 wgmma steps, the 8 promotions and stores) and the lines where the two rungs differ.
-`python -m ptx_impl.gemm_fp8_ws_template` rewrites both checked-in files (atomically); a test checks they are current.
+the 4 k32 wgmma steps, the T/2 promotions and stores) and the lines where the rungs and tiles differ.
+`python -m ptx_impl.gemm_fp8_ws_template` rewrites the six checked-in files (atomically); a test checks they are
+current.
 """
 from __future__ import annotations
 
@@ -17,13 +20,9 @@ import tempfile
 from pathlib import Path
 
 KERNELS_DIR = Path(__file__).parent / "kernels"
-ENTRIES = {False: "grouped_gemm_fp8_ws_m16n128", True: "grouped_gemm_fp8_mc_m16n128"}  # cluster? -> entry
+TOKEN_TILES = (16, 32, 64)  # wgmma N: token rows of a tile
 STAGES = 4  # ring depth (a power of two: stage = it & 3, phase = it >> 2 & 1)
 W_BYTES = 128 * 128  # weight tile of one stage: 128 rows (wgmma M, two consumer warpgroups) x 128 B of K
-A_BYTES = 16 * 128  # token tile of one stage: 16 rows (wgmma N) x 128 B of K
-STAGE_BYTES = W_BYTES + A_BYTES  # 18432 = 18 x 1024: every tile starts 1024-aligned (128B swizzle atoms)
-BAR_OFFSET = STAGES * STAGE_BYTES  # full[4] then empty[4] mbarriers after the ring
-SHARED_BYTES = BAR_OFFSET + 2 * 8 * STAGES
 THREADS = 384  # warpgroup 0: producer; 1 and 2: consumers
 # NOTE: setmaxnreg needs the per-thread count at launch fixed (.maxnreg; without it ptxas allocates 39 and the
 # consumers' inc would wait for registers nobody frees): 384 x 168 = 64512 = 128 x 40 (producer) + 256 x 232
@@ -33,13 +32,35 @@ MAXNREG, PRODUCER_REGS, CONSUMER_REGS = 168, 40, 232
 DESC_HI = (1024 >> 4) << 32 | 1 << 62
 
 
-def path(cluster: bool) -> Path:
-    """The checked-in kernel file of rung 4 (cluster=False) or rung 5 (cluster=True)."""
-    return KERNELS_DIR / f"{ENTRIES[cluster]}.ptx"
+def token_tile(bm: int) -> int:
+    """The largest token tile that divides the routing block BM (0 if none: BM is not a multiple of 16)."""
+    return next((t for t in reversed(TOKEN_TILES) if bm % t == 0), 0)
 
 
-def _header(cluster: bool) -> str:
+def entry(cluster: bool, tokens: int) -> str:
+    """The entry name of rung 4 (cluster=False) or rung 5 (cluster=True) with `tokens`-row tiles."""
+    return f"grouped_gemm_fp8_{'mc' if cluster else 'ws'}_m{tokens}n128"
+
+
+def path(cluster: bool, tokens: int) -> Path:
+    """The checked-in kernel file of `entry(cluster, tokens)`."""
+    return KERNELS_DIR / f"{entry(cluster, tokens)}.ptx"
+
+
+def stage_bytes(tokens: int) -> int:
+    """One ring stage: the weight tile, then the token tile (tokens x 128 B); a multiple of 1024, so every tile starts
+    1024-aligned as the 128B swizzle atoms need."""
+    return W_BYTES + tokens * 128
+
+
+def shared_bytes(tokens: int) -> int:
+    """Dynamic shared memory: the ring, then full[STAGES] and empty[STAGES] mbarriers."""
+    return STAGES * stage_bytes(tokens) + 2 * 8 * STAGES
+
+
+def _header(cluster: bool, T: int) -> str:
     rung = "5" if cluster else "4"
+    name, sb, shared = entry(cluster, T), stage_bytes(T), shared_bytes(T)
     pair = """
 //   Cluster pairs (rung 5, .reqnctapercluster 2): pair item p covers token tiles 2p (rank 0) and 2p + 1
 //   (rank 1) at one N tile; both CTAs walk the same items and stages in lockstep. When both tiles are live and of
@@ -52,35 +73,35 @@ def _header(cluster: bool) -> str:
     what = ", 2-CTA clusters multicasting the weight tile" if cluster else ""
     rule = "// " + "=" * 108
     return f"""{rule}
-// {ENTRIES[cluster]} (rung {rung}): FP8 e4m3 grouped GEMM with DeepSeek-V3's fine-grained scales,
+// {name} (rung {rung}): FP8 e4m3 grouped GEMM with DeepSeek-V3's fine-grained scales,
 // warp-specialised wgmma + TMA + mbarrier ring, persistent{what}.
 // Generated by ptx_impl/gemm_fp8_ws_template.py (fixed-trip loops written out); edit the template, then run
 // `python -m ptx_impl.gemm_fp8_ws_template`.
 //
-// Contract (docs/kernels.md "grouped_gemm_fp8"): a e4m3[P_max, Kd] (tensor map gf_tm_a, box 16 rows x 128 B),
+// Contract (docs/kernels.md "grouped_gemm_fp8"): a e4m3[P_max, Kd] (tensor map gf_tm_a, box {T} rows x 128 B),
 //   a_scale f32[P_max, Kd/128], w e4m3[E, N, Kd] (tensor map gf_tm_w over (E*N, Kd), box {w_box} rows x 128 B),
 //   w_scale f32[E, N/128, Kd/128], block_expert i32[P_max/BM], total_padded i32[1] -> c bf16[P_max, N]; rows >=
 //   total_padded and blocks of expert -1 are never written.
 //
 // Tiling ("swap AB"): wgmma's M is 64 per warpgroup, but a routing block (one expert) is only BM = 16, 32 or 64
-//   rows, so the weight rows are wgmma's M and the tokens its N: m64n16k32, 16 tokens a tile (divides every BM),
+//   rows, so the weight rows are wgmma's M and the tokens its N: m64n{T}k32, {T} tokens a tile (for BM % {T} == 0),
 //   128 weight rows a tile (two consumer warpgroups x 64 = one 128 x 128 weight-scale block, so one w_scale per
 //   stage). An item is (token tile, N tile); grid = the SMs in use, CTA i takes items i, i + grid, ... and skips
 //   items past total_padded or of expert -1. The stage counter runs on across items (the ring never drains).{pair}
 //
 // Roles: 384 threads (.maxntid 384), .maxnreg {MAXNREG}; registers
 //   384 x {MAXNREG} = 128 x {PRODUCER_REGS} + 256 x {CONSUMER_REGS}: the consumers take what the producer frees.
-//   warpgroup 0, producer: setmaxnreg.dec {PRODUCER_REGS}; thread 0 waits on empty[s], arrive.expect_tx({STAGE_BYTES})
+//   warpgroup 0, producer: setmaxnreg.dec {PRODUCER_REGS}; thread 0 waits on empty[s], arrive.expect_tx({sb})
 //     on full[s], cp.async.bulk.tensor the weight and token tiles (128B swizzle) into stage s, completing full[s].
-//   warpgroups 1, 2, consumers: setmaxnreg.inc {CONSUMER_REGS}; wait on full[s]; 4 x wgmma.mma_async m64n16k32 e4m3
+//   warpgroups 1, 2, consumers: setmaxnreg.inc {CONSUMER_REGS}; wait on full[s]; 4 x wgmma.mma_async m64n{T}k32 e4m3
 //     (descriptors: SBO 1024, 128B swizzle, +32 B of K a step; the first with scale-d false), commit,
 //     wait_group 0; one thread of each consumer warpgroup arrives on empty[s]; then the promotion.
 // Promotion, every 128 of K (one stage = one scale group; DeepSeek-V3 technical report, section 3.3): the stage's
 //   partial sums are multiplied by a_scale[token][g] * w_scale[e][n/128][g] and added into fp32 registers with
 //   fma.rn.f32 on the CUDA cores.
 // Accumulators (wgmma D, thread = warp w of its warpgroup, lane 4g + t): register i is weight row 16w + g +
-//   8(i>>1 & 1) of the warpgroup's 64, token 8(i>>2) + 2t + (i&1); the epilogue stores each as one bf16.
-// Shared memory (dynamic, {SHARED_BYTES} B): {STAGES} stages x ({W_BYTES} B weights + {A_BYTES} B tokens),
+//   8(i>>1 & 1) of the warpgroup's 64, token 8(i>>2) + 2t + (i&1), i < {T // 2}; the epilogue stores each as a bf16.
+// Shared memory (dynamic, {shared} B): {STAGES} stages x ({W_BYTES} B weights + {T * 128} B tokens),
 //   then full[{STAGES}] and empty[{STAGES}].
 {rule}
 .version 8.4
@@ -89,7 +110,7 @@ def _header(cluster: bool) -> str:
 
 .extern .shared .align 1024 .b8 smem[];
 
-.visible .entry {ENTRIES[cluster]}(
+.visible .entry {name}(
     .param .align 64 .b8 gf_tm_w[128],
     .param .align 64 .b8 gf_tm_a[128],
     .param .u64 gf_a_scale,
@@ -107,12 +128,12 @@ def _header(cluster: bool) -> str:
 {{"""
 
 
-def _expert(prefix: str, rt: str, e: str) -> list[str]:
+def _expert(prefix: str, rt: str, e: str, shift: int) -> list[str]:
     """%e = expert of token tile %rt, or -1 when the tile is past P_max, at or past total_padded, or on expert -1."""
     return [
         f"    mov.s32             {e}, -1;",
         f"    setp.ge.u32         %p_q, {rt}, %rtiles;",
-        f"    shl.b32             %tmp, {rt}, 4;",
+        f"    shl.b32             %tmp, {rt}, {shift};",
         "    setp.ge.or.u32      %p_q, %tmp, %tp, %p_q;",
         f"    @%p_q bra.uni       {prefix};",
         "    div.u32             %tmp, %tmp, %bm;",
@@ -123,7 +144,7 @@ def _expert(prefix: str, rt: str, e: str) -> list[str]:
     ]
 
 
-def _decode(role: str, cluster: bool) -> list[str]:
+def _decode(role: str, cluster: bool, shift: int) -> list[str]:
     """Item -> token tile %rt, N tile %ct, expert %e (and the peer's %ep, %p_mc, %p_dead); skips dead items."""
     L = [f"${role}_item:",
          "    setp.ge.u32         %p_q, %item, %nitems;",
@@ -135,7 +156,7 @@ def _decode(role: str, cluster: bool) -> list[str]:
         L += ["    shl.b32             %tmp2, %tmp2, 1;",
               "    add.u32             %rt, %tmp2, %rank;          // my token tile",
               "    add.u32             %rtp, %tmp2, %peer;         // the peer's"]
-        L += _expert(f"${role}_e", "%rt", "%e") + _expert(f"${role}_ep", "%rtp", "%ep")
+        L += _expert(f"${role}_e", "%rt", "%e", shift) + _expert(f"${role}_ep", "%rtp", "%ep", shift)
         L += ["    max.s32             %tmp, %e, %ep;",
               "    setp.lt.s32         %p_q, %tmp, 0;",
               f"    @%p_q bra.uni       ${role}_next;               // both tiles dead: both CTAs skip the item",
@@ -143,10 +164,10 @@ def _decode(role: str, cluster: bool) -> list[str]:
               "    setp.lt.s32         %p_dead, %e, 0;"]
     else:
         L += ["    mov.u32             %rt, %tmp2;"]
-        L += _expert(f"${role}_e", "%rt", "%e")
+        L += _expert(f"${role}_e", "%rt", "%e", shift)
         L += ["    setp.lt.s32         %p_q, %e, 0;",
               f"    @%p_q bra.uni       ${role}_next;"]
-    L += ["    shl.b32             %row0, %rt, 4;              // first token row",
+    L += [f"    shl.b32             %row0, %rt, {shift};              // first token row",
           "    shl.b32             %col0, %ct, 7;              // first output column",
           "    mad.lo.u32          %wrow, %e, %n, %col0;       // first weight row in the (E*N, Kd) view",
           "    mov.u32             %kt, 0;"]
@@ -166,7 +187,7 @@ def _stage(role: str, bars: str) -> list[str]:
             f"    @!%p_wait bra       ${role}_wait;"]
 
 
-def _producer(cluster: bool) -> list[str]:
+def _producer(cluster: bool, T: int) -> list[str]:
     tma = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
     L = ["",
          "    // ---- producer warpgroup: one thread feeds the ring ------------------------------------------------",
@@ -175,15 +196,15 @@ def _producer(cluster: bool) -> list[str]:
          "    @!%p_lead bra       $L_end;                 // threads 1..127 have nothing to do",
          "    mov.u32             %it, 0;",
          "    mov.u32             %item, %first;"]
-    L += _decode("P", cluster)
+    L += _decode("P", cluster, T.bit_length() - 1)
     L += ["$P_k:"] + _stage("P", "%sempty")
     L += ["    mad.lo.u32          %bar, %stage, 8, %sfull;",
-          f"    mad.lo.u32          %dst, %stage, {STAGE_BYTES}, %sbase;",
+          f"    mad.lo.u32          %dst, %stage, {stage_bytes(T)}, %sbase;",
           f"    add.u32             %dsta, %dst, {W_BYTES};",
           "    shl.b32             %kc, %kt, 7;                // K coordinate (elements = bytes)"]
     if cluster:
         L += ["    @%p_dead bra.uni    $P_dead;",
-              f"    mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {STAGE_BYTES};",
+              f"    mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {stage_bytes(T)};",
               f"    {tma} [%dsta], [%ptma, {{%kc, %row0}}], [%bar];",
               "    @!%p_mc bra.uni     $P_solo;",
               "    shl.b32             %tmp, %rank, 13;            // my half: rows 64*rank.. at byte 8192*rank",
@@ -202,7 +223,7 @@ def _producer(cluster: bool) -> list[str]:
               "    mbarrier.arrive.shared::cta.b64 %tok, [%bar];  // no bytes: my consumers only release the stage",
               "$P_issued:"]
     else:
-        L += [f"    mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {STAGE_BYTES};",
+        L += [f"    mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {stage_bytes(T)};",
               f"    {tma} [%dst], [%ptmw, {{%kc, %wrow}}], [%bar];",
               f"    {tma} [%dsta], [%ptma, {{%kc, %row0}}], [%bar];"]
     L += ["    add.u32             %it, %it, 1;",
@@ -215,7 +236,7 @@ def _producer(cluster: bool) -> list[str]:
     return L
 
 
-def _consumer(cluster: bool) -> list[str]:
+def _consumer(cluster: bool, T: int) -> list[str]:
     L = ["",
          "    // ---- consumer warpgroups: wgmma, promotion, epilogue -----------------------------------------------",
          "$C_start:",
@@ -238,9 +259,9 @@ def _consumer(cluster: bool) -> list[str]:
         L += ["    mapa.shared::cluster.u32 %rbar, %sempty, %peer;  // the peer's empty barriers"]
     L += ["    mov.u32             %it, 0;",
           "    mov.u32             %item, %first;"]
-    L += _decode("C", cluster)
-    L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(8)]
-    L += ["    // scale pointers: a_scale row row0 + 2t (tokens 2t, 2t+1, 8+2t, 9+2t), w_scale[e][ct][.]",
+    L += _decode("C", cluster, T.bit_length() - 1)
+    L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(T // 2)]
+    L += ["    // scale pointers: a_scale row row0 + 2t (tokens 8j + 2t, 8j + 2t + 1), w_scale[e][ct][.]",
           "    add.u32             %tmp, %row0, %t;",
           "    add.u32             %tmp, %tmp, %t;",
           "    mul.wide.u32        %d0, %tmp, %ktiles;",
@@ -255,7 +276,7 @@ def _consumer(cluster: bool) -> list[str]:
     L += _stage("C", "%sfull")
     if cluster:
         L += ["    @%p_dead bra.uni    $C_release;"]
-    L += [f"    mul.lo.u32          %dst, %stage, {STAGE_BYTES};",
+    L += [f"    mul.lo.u32          %dst, %stage, {stage_bytes(T)};",
           "    add.u32             %tmp, %sa_w, %dst;",
           "    shr.u32             %tmp, %tmp, 4;",
           "    cvt.u64.u32         %da, %tmp;",
@@ -265,12 +286,12 @@ def _consumer(cluster: bool) -> list[str]:
           "    cvt.u64.u32         %db, %tmp;",
           f"    or.b64              %db, %db, {DESC_HI:#x};",
           "    wgmma.fence.sync.aligned;"]
-    parts = ", ".join(f"%part{i}" for i in range(8))
+    parts = ", ".join(f"%part{i}" for i in range(T // 2))
     for ks in range(4):
         if ks:
             L += ["    add.s64             %da, %da, 2;                // +32 B of K",
                   "    add.s64             %db, %db, 2;"]
-        L += [f"    wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {{{parts}}}, %da, %db, "
+        L += [f"    wgmma.mma_async.sync.aligned.m64n{T}k32.f32.e4m3.e4m3 {{{parts}}}, %da, %db, "
               f"{'%p_zero' if ks == 0 else '%p_one'}, 1, 1;"]
     L += ["    wgmma.commit_group.sync.aligned;",
           "    wgmma.wait_group.sync.aligned 0;",
@@ -281,19 +302,19 @@ def _consumer(cluster: bool) -> list[str]:
         L += ["    mad.lo.u32          %bar, %stage, 8, %rbar;",
               "    @%p_lead mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%bar];",
               "    @%p_dead bra.uni    $C_kdone;"]
-    L += ["    // promotion of this scale group: 4 token scales x the block's weight scale, fma into fp32 registers",
+    L += [f"    // promotion of this scale group: {T // 4} token scales x the block's weight scale, fma into fp32",
           "    mul.wide.u32        %d0, %kt, 4;",
           "    add.s64             %d1, %pwsg, %d0;",
           "    ld.global.nc.f32    %ws, [%d1];",
           "    add.s64             %d1, %pasr, %d0;"]
-    for j in range(2):
+    for j in range(T // 8):
         for b in range(2):
             if j or b:
                 L += ["    add.s64             %d1, %d1, %grow;" if b else
-                      "    mad.lo.s64          %d1, %grow, 7, %d1;         // token 8 + 2t"]
+                      f"    mad.lo.s64          %d1, %grow, 7, %d1;         // token {8 * j} + 2t"]
             L += [f"    ld.global.nc.f32    %sa{2 * j + b}, [%d1];",
                   f"    mul.rn.f32          %s{2 * j + b}, %sa{2 * j + b}, %ws;"]
-    for i in range(8):
+    for i in range(T // 2):
         L += [f"    fma.rn.f32          %acc{i}, %part{i}, %s{2 * (i >> 2) + (i & 1)}, %acc{i};"]
     L += ["$C_kdone:" if cluster else "",
           "    add.u32             %it, %it, 1;",
@@ -313,9 +334,9 @@ def _consumer(cluster: bool) -> list[str]:
           "    mad.lo.u32          %tmp, %tmp, %n, %tmp2;",
           "    mul.wide.u32        %d0, %tmp, 2;",
           "    add.s64             %d0, %pc, %d0;"]
-    for j in range(2):
+    for j in range(T // 8):
         if j:
-            L += ["    mad.lo.s64          %d0, %nbytes, 8, %d0;       // token 8 + 2t"]
+            L += [f"    mad.lo.s64          %d0, %nbytes, 8, %d0;       // token {8 * j} + 2t"]
         L += ["    add.s64             %d1, %d0, %nbytes;          // token + 1"]
         for h in range(2):
             for b in range(2):
@@ -328,9 +349,12 @@ def _consumer(cluster: bool) -> list[str]:
     return L
 
 
-def render(cluster: bool) -> str:
-    """The complete PTX module of rung 4 (cluster=False) or rung 5 (cluster=True)."""
-    L = [_header(cluster)]
+def render(cluster: bool, tokens: int) -> str:
+    """The complete PTX module of rung 4 (cluster=False) or rung 5 (cluster=True) with `tokens`-row tiles."""
+    if tokens not in TOKEN_TILES:
+        raise ValueError(f"tokens={tokens!r}; expected one of {TOKEN_TILES}")
+    T = tokens
+    L = [_header(cluster, T)]
     L += ["    .reg .pred  %p_lead, %p_q, %p_wait, %p_more, %p_zero, %p_one, %p_mc, %p_dead;",
           "    .reg .b16   %h, %mask;",
           "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %rtiles, %nt, %nitems, %ktiles, %tp;",
@@ -339,13 +363,13 @@ def render(cluster: bool) -> str:
           "    .reg .b32   %lane, %warp, %g, %t, %cw;",
           "    .reg .b64   %ptmw, %ptma, %pas, %pws, %pbe, %ptp, %pc, %d0, %d1, %tok, %da, %db, %pasr, %pwsg;",
           "    .reg .b64   %grow, %nbytes;",
-          "    .reg .f32   %acc<8>, %part<8>, %sa<4>, %s<4>, %ws;",
+          f"    .reg .f32   %acc<{T // 2}>, %part<{T // 2}>, %sa<{T // 4}>, %s<{T // 4}>, %ws;",
           "",
           "    // ---- setup (all threads): parameters, barriers, this CTA's first item -----------------------------",
           "    mov.u32             %thr, %tid.x;",
           "    shr.u32             %wg, %thr, 7;",
           "    mov.u32             %sbase, smem;",
-          f"    add.u32             %sfull, %sbase, {BAR_OFFSET};",
+          f"    add.u32             %sfull, %sbase, {STAGES * stage_bytes(T)};",
           f"    add.u32             %sempty, %sfull, {8 * STAGES};"]
     L += ["    mov.b64             %ptmw, gf_tm_w;             // the tensor maps' generic addresses (nvcc's form)",
           "    cvta.param.u64      %ptmw, %ptmw;",
@@ -387,8 +411,8 @@ def render(cluster: bool) -> str:
           else ["    bar.sync            0;"])
     L += ["    setp.ne.u32         %p_q, %wg, 0;",
           "    @%p_q bra.uni       $C_start;"]
-    L += _producer(cluster)
-    L += _consumer(cluster)
+    L += _producer(cluster, T)
+    L += _consumer(cluster, T)
     L += ["$L_end:"]
     if cluster:
         L += ["    barrier.cluster.arrive.release;             // no remote arrival or copy may reach an exited CTA",
@@ -398,13 +422,13 @@ def render(cluster: bool) -> str:
 
 
 def write() -> list[Path]:
-    """Rewrite both checked-in kernel files atomically (temporary file in the same folder, then rename)."""
+    """Rewrite every checked-in kernel file atomically (temporary file in the same folder, then rename)."""
     out = []
-    for cluster in (False, True):
-        target = path(cluster)
+    for cluster, tokens in ((c, t) for c in (False, True) for t in TOKEN_TILES):
+        target = path(cluster, tokens)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(render(cluster))
+            f.write(render(cluster, tokens))
         os.chmod(tmp, 0o644)  # mkstemp makes it 0600; the checked-in file is an ordinary readable source
         os.replace(tmp, target)
         out.append(target)

@@ -37,6 +37,7 @@ def test_sm90a_modules_are_assembled_for_sm90a():
     """wgmma and setmaxnreg exist only on sm_90a: a module targeting it gets its resources (rung 4 of the FP8 GEMM)."""
     from ptx_impl import gemm_fp8_r4
 
-    facts = static.analyse_ptx(gemm_fp8_r4.ptx_source(), "fp8_r4")
-    assert not facts["errors"] and facts["resources"][gemm_fp8_r4.ENTRY]["registers"] == 168
-    assert static.resources_of(gemm_fp8_r4.ptx_source(), gemm_fp8_r4.ENTRY).registers == 168
+    ptx, entry = gemm_fp8_r4.ptx_source(16), "grouped_gemm_fp8_ws_m16n128"
+    facts = static.analyse_ptx(ptx, "fp8_r4")
+    assert not facts["errors"] and facts["resources"][entry]["registers"] == 168
+    assert static.resources_of(ptx, entry).registers == 168

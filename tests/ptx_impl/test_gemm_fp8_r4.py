@@ -1,7 +1,7 @@
 """PTX rung 4 of the FP8 grouped GEMM (warp-specialised, persistent): passes kernels.md's check through ptxsim (tiny at
-every skew and variant on a small persistent grid, the full grid, a ragged preset, small), runs clean under ptxsim's
-four sanitizers, assembles for sm_90a with zero spills under its .maxnreg, has the PTX shape its header promises, and
-rejects bad arguments with InputError."""
+every skew and variant on a small persistent grid, the full grid, a ragged preset, BM = 32 and 64 (the 32- and 64-token
+tiles), small), runs clean under ptxsim's four sanitizers, every token tile assembles for sm_90a with zero spills
+under its .maxnreg and has the PTX shape its header promises, and bad arguments raise InputError."""
 import functools
 import re
 
@@ -14,6 +14,9 @@ from harness.verify import run_and_check
 from ptx_impl import gemm_fp8_r4 as r4
 from ptx_impl import gemm_fp8_ws_template as template
 from tests.ptx_impl.test_grouped_gemm_fp8 import RAGGED
+
+# ragged sizes at the routing blocks that pick the 32- and 64-token tiles (dsv3-prefill's BM is 64)
+RAGGED_BM = {bm: Preset(f"ragged-bm{bm}", T=67, H=256, E=16, K=4, G=4, TG=2, I=128, BM=bm) for bm in (32, 64)}
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +61,17 @@ def test_ragged(backend, seed):
 
 
 @pytest.mark.sim
+@pytest.mark.parametrize("bm", sorted(RAGGED_BM))
+def test_token_tile_follows_bm(backend, bm, seed):
+    """BM 32 and 64 run the m32 / m64 kernels (one expert per tile, fewer weight reloads), both variants."""
+    assert template.token_tile(bm) == bm and template.token_tile(16) == 16 and template.token_tile(48) == 16
+    for variant in ("up", "down"):
+        _check(backend, RAGGED_BM[bm], SKEWS[seed % len(SKEWS)], seed, variant, sms=7)
+        ptx, entry = backend.launched_sources()[backend.records[-1].name]
+        assert entry == f"grouped_gemm_fp8_ws_m{bm}n128" and ptx == r4.ptx_source(bm)
+
+
+@pytest.mark.sim
 def test_sanitizers_find_nothing(seed):
     """asynccheck (wgmma accumulators, bulk copies), racecheck (the ring's shared memory), memcheck, initcheck."""
     from harness.backends.sim import SimBackend
@@ -75,29 +89,37 @@ def test_small(backend, seed):
     _check(backend, "small", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2])
 
 
-def test_assembles_for_sm90a_with_zero_spills():
+@pytest.mark.parametrize("tokens", template.TOKEN_TILES)
+def test_assembles_for_sm90a_with_zero_spills(tokens):
     from harness.toolchain import assemble
 
-    _, usage = assemble(r4.ptx_source(), "sm_90a", name=r4.PATH.name)
-    u = usage[r4.ENTRY]
+    _, usage = assemble(r4.ptx_source(tokens), "sm_90a", name=r4.path(tokens).name)
+    u = usage[template.entry(False, tokens)]
     assert u.spills == 0 and u.stack_frame_bytes == 0, u
     # setmaxnreg needs the launch count fixed: .maxnreg makes ptxas allocate exactly what the producer / consumers split
     assert u.registers == template.MAXNREG and u.shared_bytes == 0, u  # all shared memory is dynamic
     assert template.THREADS * template.MAXNREG == 128 * template.PRODUCER_REGS + 256 * template.CONSUMER_REGS <= 65536
 
 
-def test_checked_in_ptx_is_what_the_template_renders():
-    assert r4.PATH.read_text() == template.render(False), \
-        f"{r4.PATH.name} is stale: run `python -m ptx_impl.gemm_fp8_ws_template`"
+@pytest.mark.parametrize("cluster", [False, True])
+@pytest.mark.parametrize("tokens", template.TOKEN_TILES)
+def test_checked_in_ptx_is_what_the_template_renders(tokens, cluster):
+    target = template.path(cluster, tokens)
+    assert target.read_text() == template.render(cluster, tokens), \
+        f"{target.name} is stale: run `python -m ptx_impl.gemm_fp8_ws_template`"
+    with pytest.raises(ValueError, match="tokens=48"):
+        template.render(cluster, 48)
 
 
 def _count(ptx: str, pattern: str) -> int:
     return len(re.findall(pattern, ptx))
 
 
-def test_ptx_shape_matches_the_header():
-    ptx = re.sub(r"//[^\n]*", "", r4.ptx_source())
-    assert _count(ptx, r"wgmma\.mma_async\.sync\.aligned\.m64n16k32\.f32\.e4m3\.e4m3") == 4  # 4 k32 steps a stage
+@pytest.mark.parametrize("tokens", template.TOKEN_TILES)
+def test_ptx_shape_matches_the_header(tokens):
+    ptx = re.sub(r"//[^\n]*", "", r4.ptx_source(tokens))
+    wgmma = re.findall(rf"wgmma\.mma_async\.sync\.aligned\.m64n{tokens}k32\.f32\.e4m3\.e4m3 \{{([^}}]*)\}}", ptx)
+    assert len(wgmma) == 4 and all(len(w.split(",")) == tokens // 2 for w in wgmma)  # 4 k32 steps; T/2 accumulators
     assert _count(ptx, r"%p_zero, 1, 1;") == 1  # scale-d false on a stage's first step: partial sums start at 0
     assert _count(ptx, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier") == 2  # weights, tokens
     assert "multicast" not in ptx and ".reqnctapercluster" not in ptx and "barrier.cluster" not in ptx
@@ -105,9 +127,12 @@ def test_ptx_shape_matches_the_header():
     assert _count(ptx, r"setmaxnreg\.inc\.sync\.aligned\.u32 232;") == 1
     assert _count(ptx, r"mbarrier\.init\.shared::cta\.b64 \[%sfull\+\d+\], 1;") == template.STAGES
     assert _count(ptx, r"mbarrier\.init\.shared::cta\.b64 \[%sempty\+\d+\], 2;") == template.STAGES
-    assert _count(ptx, r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 %tok, \[%bar\], 18432;") == 1
-    assert _count(ptx, r"fma\.rn\.f32\s+%acc") == 8  # promotion: every accumulator, once per 128-deep stage
-    assert _count(ptx, r"ld\.global\.nc\.f32") == 5  # 4 token scales + the block's weight scale
+    expect = template.stage_bytes(tokens)
+    assert expect == 16384 + 128 * tokens and expect % 1024 == 0  # every tile of the ring 1024-aligned
+    assert _count(ptx, rf"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 %tok, \[%bar\], {expect};") == 1
+    assert _count(ptx, r"fma\.rn\.f32\s+%acc") == tokens // 2  # promotion: every accumulator, every 128 of K
+    assert _count(ptx, r"ld\.global\.nc\.f32") == tokens // 4 + 1  # the token scales + the block's weight scale
+    assert _count(ptx, r"st\.global\.b16") == tokens // 2
     assert "mma.sync" not in ptx and "cp.async.cg" not in ptx and ".e4m3x2" not in ptx  # no dequantisation
     assert "%nctaid.x" in ptx  # persistent: items stride by the grid
     params = re.findall(r"\.param (?:\.align 64 )?\.(\w+) gf_(\w+)(\[128\])?", ptx)
@@ -159,7 +184,7 @@ def test_gpu_backend_launch_against_the_fake_driver(monkeypatch, rung):
     args = {k: backend.to_device(v) for k, v in inputs.items()}
     args["c"] = backend.to_device(np.zeros((preset.P_max, 2 * preset.I), BF16))
     (record,) = ladder.run(backend, args, preset, rung=rung, sms=7)
-    assert gpu.errors == [] and [launch["name"] for launch in gpu.launches] == [template.ENTRIES[rung == 5]]
-    assert gpu.launches[0]["shared"] == template.SHARED_BYTES > 48 * 1024
-    assert template.SHARED_BYTES in gpu.attributes.values()
+    assert gpu.errors == [] and [launch["name"] for launch in gpu.launches] == [template.entry(rung == 5, 16)]
+    assert gpu.launches[0]["shared"] == template.shared_bytes(16) > 48 * 1024
+    assert template.shared_bytes(16) in gpu.attributes.values()
     assert tuple(record.grid) == ((6 if rung == 5 else 7), 1, 1) and tuple(record.block) == (384, 1, 1)

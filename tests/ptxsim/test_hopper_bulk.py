@@ -4,7 +4,7 @@ import pytest
 
 import ptxsim
 from ptxsim import tensormap as tmap
-from ptxsim.errors import AsynccheckError, RacecheckError, UnsupportedInstruction
+from ptxsim.errors import AsynccheckError, MemoryFault, RacecheckError, UnsupportedInstruction
 from tests.ptxsim.ptxkit import HEADER
 
 pytestmark = pytest.mark.sim
@@ -219,3 +219,23 @@ def test_generic_loads_read_kernel_parameters_and_stores_fault():
     with pytest.raises(ptxsim.MemoryFault, match="read-only store"):
         ptxsim.launch(ptxsim.load_ptx(src.replace("STORE", "st.u64 [%rd3], %rd4;")).kernel("k"), 1, 1,
                       [np.zeros(2, np.uint64), np.uint64(1)])
+
+
+def test_tensor_map_by_its_generic_param_address_as_nvcc_emits_it():
+    # mov.b64 of the .param symbol, cvta.param, then the register as the map operand (a __grid_constant__ CUtensorMap
+    # in nvcc's output); the same box as through [tm]; a misaligned param address is not a map
+    rows, cols = 8, 16
+    g = (np.arange(rows * cols, dtype=np.uint16) + 1).reshape(rows, cols)
+    dev = ptxsim.Device()
+    gbuf = dev.to_device(g)
+    tm = tmap.encode_tiled(1, 2, gbuf.addr, (cols, rows), (cols * 2,), (16, 8), (1, 1))
+    setup = "mov.b64 %rd10, tm; cvta.param.u64 %rd11, %rd10; cvta.to.param.u64 %rd12, %rd11;\n  {}\n"
+    copy = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], "
+            "[%rd11, {%r10, %r10}], [%r2];")
+    expect = "mov.u32 %r10, 0; mbarrier.arrive.expect_tx.shared::cta.b64 %rd5, [%r2], 256;"
+    out = np.zeros(64, np.uint32)
+    _launch(setup.format("") + "  " + copy, expect, [gbuf, out, np.zeros(1, np.uint32), tm], device=dev)
+    assert np.array_equal(out.view(np.uint16).reshape(rows, cols), g)
+    with pytest.raises(MemoryFault, match="not a 64-byte aligned map"):
+        _launch(setup.format("add.s64 %rd11, %rd11, 16;") + "  " + copy, expect,
+                [gbuf, np.zeros(64, np.uint32), np.zeros(1, np.uint32), tm], device=dev)

@@ -1,0 +1,137 @@
+"""grouped_gemm_fp8 in hand-written PTX, rung 4 (kernels.md "grouped_gemm_fp8"): warp-specialised and persistent.
+
+Rung 4 of issue #16's ladder, DeepGEMM's structure: a producer warpgroup whose one thread issues TMA
+(cp.async.bulk.tensor, 128B swizzle) into a 4-stage mbarrier ring, two consumer warpgroups on
+`wgmma.mma_async ... e4m3.e4m3` straight from shared memory, `setmaxnreg` moving registers from the producer (40) to
+the consumers (232), and a persistent grid: one CTA per SM in use, looping over (token tile, N tile) items.
+
+Tiling, and why ("swap AB"): wgmma's M is 64 rows per warpgroup, but one expert's routing block is BM = 16 rows at
+tiny and dsv3-decode, 32 at small and 64 at dsv3-prefill, so a 64-token M tile would straddle experts. The weight rows
+are wgmma's M instead (128 per CTA: one 128 x 128 weight-scale block, so one w_scale a stage) and the tokens its N
+(m64nTk32, legal for T = 16, 32, 64). T is the largest of those that divides BM (gemm_fp8_ws_template.token_tile):
+16 at tiny and decode, 32 at small, 64 at prefill; a tile never straddles two experts, and each weight tile loaded
+serves as many tokens as the routing block allows. Promotion to fp32 registers with both scales applied happens every
+128 of K (one stage = one scale group), as in rung 1.
+
+The kernels are ptx_impl/kernels/grouped_gemm_fp8_ws_m{16,32,64}n128.ptx, written by gemm_fp8_ws_template.py (its
+header has the protocol); this module is their descriptor, the tensor maps and `run`. Tensor maps come from
+`backend.tensor_map` (the driver's cuTensorMapEncodeTiled on a GPU, ptxsim's helper with the same parameters in
+simulation).
+
+Kernel parameters, in order:
+    tm_w (tensor map over w viewed as (E*N, Kd), box 128 x 128), tm_a (over a (P_max, Kd), box T x 128),
+    a_scale (u64), w_scale (u64), block_expert (u64), total_padded (u64), c (u64), Kd (u32), N (u32), BM (u32),
+    rtiles (u32, P_max / T)
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from contract.errors import InputError
+from contract.launch import check_array, require
+from ptx_impl import gemm_fp8_ws_template as template
+
+KERNEL = "grouped_gemm_fp8"
+CLUSTER = False
+COLS = 128  # output columns of a CTA tile (wgmma M, two warpgroups); its tokens (wgmma N) come from BM
+GROUP = 128  # K per scale (one stage); N per weight block
+SMS = 132  # default persistent grid: the SMs of an H100 / H200 SXM (params: sms=...)
+PARAMS: tuple[tuple[str, str], ...] = (
+    ("tm_w", "b8[128]"), ("tm_a", "b8[128]"), ("a_scale", "u64"), ("w_scale", "u64"), ("block_expert", "u64"),
+    ("total_padded", "u64"), ("c", "u64"), ("Kd", "u32"), ("N", "u32"), ("BM", "u32"), ("rtiles", "u32"),
+)
+
+
+def path(tokens: int, cluster: bool = CLUSTER) -> Path:
+    return template.path(cluster, tokens)
+
+
+@functools.cache
+def ptx_source(tokens: int, cluster: bool = CLUSTER) -> str:
+    """The PTX module text of the `tokens`-row tile."""
+    return path(tokens, cluster).read_text(encoding="utf-8")
+
+
+def ptx_modules() -> dict[str, str]:
+    """{module name: PTX text} of every token tile, for static analysis."""
+    return {path(t).stem: ptx_source(t) for t in template.TOKEN_TILES}
+
+
+def check_args(args: dict, preset, rung: int) -> tuple[int, int, int, int, int]:
+    """(P_max, Kd, N, BM, E) after checking every argument's presence, dtype and shape and the tileable sizes."""
+    from contract.generators import BF16, E4M3
+
+    name = f"ptx {KERNEL} rung {rung}"
+    for arg in ("a", "w"):
+        require(name, arg in args, "argument", arg, f"one of the arguments ({', '.join(sorted(args))} given)")
+    require(name, len(args["a"].shape) == 2, "a.shape", tuple(args["a"].shape), "(P_max, Kd)")
+    require(name, len(args["w"].shape) == 3, "w.shape", tuple(args["w"].shape), "(E, N, Kd)")
+    P_max, Kd = (int(x) for x in args["a"].shape)
+    E, N = int(args["w"].shape[0]), int(args["w"].shape[1])
+    BM = int(preset.BM)
+    require(name, BM > 0 and template.token_tile(BM) > 0, "BM", BM,
+            f"a positive multiple of {template.TOKEN_TILES[0]} (the smallest token tile)")
+    require(name, P_max % BM == 0, "a.shape[0] (P_max)", P_max, f"a multiple of BM={BM}")
+    require(name, Kd > 0 and Kd % GROUP == 0, "Kd", Kd, f"a positive multiple of {GROUP} (the scale groups)")
+    require(name, N > 0 and N % GROUP == 0, "N", N, f"a positive multiple of {GROUP} (the weight blocks)")
+    require(name, E * N < 2**31 and P_max < 2**31, "E*N", E * N, "< 2^31 (signed 32-bit TMA row coordinates)")
+    require(name, E * N * Kd < 2**32 and P_max * N < 2**32, "E*N*Kd", E * N * Kd, "< 2^32 (32-bit indices)")
+    check_array(name, args, "a", (P_max, Kd), E4M3)
+    check_array(name, args, "a_scale", (P_max, Kd // GROUP), np.float32)
+    check_array(name, args, "w", (E, N, Kd), E4M3)
+    check_array(name, args, "w_scale", (E, N // GROUP, Kd // GROUP), np.float32)
+    check_array(name, args, "block_expert", (P_max // BM,), np.int32)
+    check_array(name, args, "total_padded", (1,), np.int32)
+    check_array(name, args, "c", (P_max, N), BF16)
+    return P_max, Kd, N, BM, E
+
+
+def take_params(params: dict, rung: int) -> int:
+    """The SMs to use (`sms`, default SMS) after checking `variant`; InputError on anything else."""
+    name = f"ptx {KERNEL} rung {rung}"
+    variant = params.pop("variant", "up")
+    require(name, variant in ("up", "down"), "variant", variant, "'up' or 'down'")
+    sms = params.pop("sms", SMS)
+    require(name, isinstance(sms, (int, np.integer)) and not isinstance(sms, bool) and 1 <= sms <= 1024,
+            "sms", sms, "an int in 1..1024 (the persistent grid: SMs in use)")
+    if params:
+        raise InputError(f"{name}: unknown parameter(s) {sorted(params)}; expected only 'variant' and 'sms'")
+    return int(sms)
+
+
+def launch(backend, args: dict, sizes, grid: int, cluster: bool, weight_rows: int) -> list:
+    """Make the two tensor maps and launch rung 4's or 5's kernel for this BM on `grid` CTAs."""
+    P_max, Kd, N, BM, E = sizes
+    tokens = template.token_tile(BM)
+    tm_w = backend.tensor_map(args["w"], box=(weight_rows, GROUP), swizzle=128, shape=(E * N, Kd))
+    tm_a = backend.tensor_map(args["a"], box=(tokens, GROUP), swizzle=128)
+    values = [tm_w, tm_a] + [args[n] for n, _ in PARAMS[2:7]] + [
+        np.uint32(Kd), np.uint32(N), np.uint32(BM), np.uint32(P_max // tokens)]
+    record = backend.launch_ptx(ptx_source(tokens, cluster), template.entry(cluster, tokens), (grid, 1, 1),
+                                (template.THREADS, 1, 1), values, shared_bytes=template.shared_bytes(tokens),
+                                tag=f"{KERNEL}[{N}x{Kd}]")
+    return [record]
+
+
+def run(backend, args: dict, preset, **params) -> list:
+    """Launch rung 4: c[rows of b] = bf16(dequant(a)[rows] @ dequant(w[e]).T) for blocks with e >= 0.
+
+    Args:
+        backend: a harness Backend (sim or gpu) with tensor_map.
+        args: DeviceArrays a, a_scale, w, w_scale, block_expert, total_padded and c (left untouched past
+            total_padded and on blocks of expert -1).
+        preset: supplies BM; every other size comes from the array shapes.
+        params: `variant` ('up' or 'down', checked) and `sms` (the persistent grid, default SMS).
+    Returns:
+        [LaunchRecord] of the single launch, on min(sms, items) CTAs.
+    Raises:
+        InputError: on a missing argument, a wrong dtype or shape, an unknown parameter, or sizes it cannot tile.
+    """
+    sms = take_params(params, 4)
+    sizes = check_args(args, preset, 4)
+    P_max, _, N, BM, _ = sizes
+    items = (P_max // template.token_tile(BM)) * (N // COLS)
+    return launch(backend, args, sizes, min(sms, items), CLUSTER, COLS)

@@ -204,6 +204,11 @@ def _random_metrics(rng):
             "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
             *(cls(c) for c in INSTRUCTION_CLASSES)]
     metrics = {key: float(rng.integers(0, 10**9)) if rng.random() < 0.6 else 0.0 for key in keys}
+    # NOTE: load sectors come with requests (a request touches at most 32 sectors): ptxsim and ncu count both. Sectors
+    # with no request at all is not a kernel, and the model's "requests unknown" default (128 B a request) is not on
+    # the same curve, so `more requests` could otherwise look faster than `none` (seed 2179762973 found it)
+    if metrics[LD_SECTORS] and not metrics[LD_REQUESTS]:
+        metrics[LD_REQUESTS] = float(-(-metrics[LD_SECTORS] // 32))
     metrics["launch__grid_size"] = int(rng.integers(1, 20000))
     return metrics
 

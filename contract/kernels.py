@@ -15,7 +15,7 @@ from contract import reference as ref
 from contract.checks import CheckResult, bf16_ulp, exact, normwise_rel_error, untouched, unwritten
 from contract.coverage import POISON_BYTE, fraction, tile_holes, written
 from contract.errors import InputError, UnknownNameError
-from contract.generators import BF16, E4M3, gate_inputs, keyed_bf16
+from contract.generators import BF16, E4M3, E4M3_CODE_STD, gate_inputs, keyed_bf16, keyed_e4m3, keyed_scales
 from contract.presets import Preset, check_skew
 
 
@@ -310,26 +310,32 @@ def _gemm_flops(inputs, preset):
 FP8_TOL = 1e-2
 
 
-def _fp8_inputs(preset, skew, seed, variant="up", **_):
+def fp8_operands(seed: int, name: str, rows: int, Kd: int, N: int, E: int, lazy: bool = False) -> dict:
+    """Keyed FP8 operands of one GEMM: activations a e4m3[rows, Kd] with 1x128 scales, weights w e4m3[E, N, Kd] with
+    128x128 block scales; the dequantised values have sigma ~ 1 (a) and ~ 1/sqrt(Kd) (w), as in grouped_gemm.
+
+    Codes are drawn element by element (contract.generators.KeyedE4M3; lazy=True keeps a and w lazy: the same values
+    however they are cut), scales per group / block as base * 2^-2 .. 2^2 (never zero; a scale applied to the wrong
+    group or block is off by up to 16x).
+    """
+    if Kd % ref.W_BLOCK or N % ref.W_BLOCK:
+        raise InputError(f"{name}: Kd={Kd}, N={N}; expected multiples of {ref.W_BLOCK} (the scale blocks)")
+    a = keyed_e4m3(seed, f"{name}.a", (rows, Kd), lazy=lazy)
+    a_scale = keyed_scales(seed, f"{name}.a_scale", (rows, Kd // ref.QUANT_GROUP), 1.0 / E4M3_CODE_STD)
+    w = keyed_e4m3(seed, f"{name}.w", (E, N, Kd), lazy=lazy)
+    w_scale = keyed_scales(seed, f"{name}.w_scale", (E, N // ref.W_BLOCK, Kd // ref.W_BLOCK),
+                           1.0 / (E4M3_CODE_STD * np.sqrt(Kd)))
+    return {"a": a, "a_scale": a_scale, "w": w, "w_scale": w_scale}
+
+
+def _fp8_inputs(preset, skew, seed, variant="up", lazy=False, **_):
     if variant not in ("up", "down"):
         raise UnknownNameError("grouped_gemm_fp8 variant", variant, ("up", "down"))
     rng = np.random.default_rng(seed)
     _, _, al = _routing(preset, check_skew(skew), rng)
     Kd, N = (preset.H, 2 * preset.I) if variant == "up" else (preset.I, preset.H)
-    if Kd % ref.W_BLOCK or N % ref.W_BLOCK:
-        raise InputError(f"grouped_gemm_fp8: Kd={Kd}, N={N}; expected multiples of {ref.W_BLOCK} (the scale blocks)")
-    # act_quant's output, permuted: padding rows (sentinel ids) and rows past total_padded are zeros before quantising.
-    x = keyed_bf16(seed, f"grouped_gemm_fp8.{variant}.x", (preset.P_max, Kd))  # fp8 inputs: 1 byte each, held whole
-    x[:, 3] = (rng.standard_normal(preset.P_max) * 30).astype(BF16)  # outliers make the 1x128 scales differ per row
-    x[al["sorted_ids"] >= preset.slots] = 0
-    aq = ref.act_quant(x)
-    # Each 128x128 weight block gets its own magnitude (2^-2 .. 2^2), so w_scale matters block by block.
-    w = keyed_bf16(seed, f"grouped_gemm_fp8.{variant}.w", (preset.E, N, Kd), std=1.0 / np.sqrt(Kd)).astype(np.float32)
-    gain = np.exp2(rng.integers(-2, 3, (preset.E, N // ref.W_BLOCK, Kd // ref.W_BLOCK))).astype(np.float32)
-    w *= np.repeat(np.repeat(gain, ref.W_BLOCK, axis=1), ref.W_BLOCK, axis=2)
-    wq = ref.weight_quant(w.astype(BF16))
-    return {"a": aq["q"], "a_scale": aq["scale"], "w": wq["q"], "w_scale": wq["scale"],
-            "block_expert": al["block_expert"], "total_padded": al["total_padded"]}
+    ops = fp8_operands(seed, f"grouped_gemm_fp8.{variant}", preset.P_max, Kd, N, preset.E, lazy=lazy)
+    return {**ops, "block_expert": al["block_expert"], "total_padded": al["total_padded"]}
 
 
 def _fp8_reference(inputs, preset, **_):
@@ -340,12 +346,10 @@ def _fp8_reference(inputs, preset, **_):
 
 def _fp8_check(outputs, inputs, preset, sampled=False, **_):
     """Every expert block (or, sampled, exactly the elements the simulated CTAs wrote) within FP8_TOL normwise."""
-    full = _fp8_reference(inputs, preset)["c"]  # the fp8 inputs are 1 byte per element: the whole reference fits
-    BM = preset.BM
-
     def expect_blocks(blocks, cols):
-        rows = {b: full[b * BM: (b + 1) * BM] for b in blocks}
-        return rows if cols is None else {b: r[:, cols[b]] for b, r in rows.items()}
+        i = inputs
+        return ref.grouped_gemm_fp8_blocks(i["a"], i["a_scale"], i["w"], i["w_scale"], i["block_expert"], blocks,
+                                           preset, cols)
 
     return _blocks_check("grouped_gemm_fp8", outputs["c"], inputs, preset, sampled, expect_blocks, FP8_TOL)
 

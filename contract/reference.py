@@ -180,17 +180,39 @@ def dequant_blocks(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return q.astype(np.float64) * s
 
 
+def grouped_gemm_fp8_blocks(a, a_scale: np.ndarray, w, w_scale: np.ndarray, block_expert: np.ndarray, blocks,
+                            preset: Preset, cols=None) -> dict[int, np.ndarray]:
+    """float64 c of just the row blocks `blocks` of grouped_gemm_fp8: grouped_gemm_blocks on the dequantised inputs.
+
+    cols: {block: bool or index array} restricts a block to those output columns. Lazy a / w (KeyedE4M3) produce
+    only the rows and the experts used."""
+    BM = preset.BM
+    out = {}
+    cached, weights = None, None
+    for b in blocks:
+        b = int(b)
+        e = int(block_expert[b])
+        keep = slice(None) if cols is None or b not in cols else cols[b]
+        width = np.zeros(w.shape[1])[keep].size
+        if e < 0:
+            out[b] = np.zeros((BM, width), np.float64)
+            continue
+        if e != cached:
+            cached, weights = e, dequant_blocks(np.asarray(w[e]), w_scale[e])
+        rows = slice(b * BM, (b + 1) * BM)
+        out[b] = dequant_rows(np.asarray(a[rows]), a_scale[rows]) @ weights[keep].T
+    return out
+
+
 def grouped_gemm_fp8(a: np.ndarray, a_scale: np.ndarray, w: np.ndarray, w_scale: np.ndarray, block_expert: np.ndarray,
                      total_padded: np.ndarray, preset: Preset) -> np.ndarray:
     """float64 c rows < total_padded (kernels.md "grouped_gemm_fp8"): grouped_gemm on the dequantised inputs."""
     total = int(total_padded[0])
+    BM = preset.BM
     out = np.zeros((total, w.shape[1]), np.float64)
-    a_deq = dequant_rows(a[:total], a_scale[:total])
-    for b in range(total // preset.BM):
-        e = int(block_expert[b])
-        if e >= 0:
-            rows = slice(b * preset.BM, (b + 1) * preset.BM)
-            out[rows] = a_deq[rows] @ dequant_blocks(w[e], w_scale[e]).T
+    used = [b for b in range(total // BM) if block_expert[b] >= 0]
+    for b, block in grouped_gemm_fp8_blocks(a, a_scale, w, w_scale, block_expert, used, preset).items():
+        out[b * BM: (b + 1) * BM] = block
     return out
 
 

@@ -249,6 +249,27 @@ def layer(logits, bias, x, W1, W2, preset: Preset) -> dict[str, np.ndarray]:
     return {"out": out, **act_quant(x)}
 
 
+def layer_fp8(logits, bias, x, W1, W1_scale, W2, W2_scale, preset: Preset) -> dict[str, np.ndarray]:
+    """The fp8 layer as DeepSeek-V3 runs it (kernels.md "The layer"), in float64 on the dequantised operands,
+    re-quantising where the kernels do: act_quant(x) (exact) is dispatched, the up GEMM's output is rounded to bf16
+    as the kernels store h, swiglu's output is rounded to bf16 and quantised 1x128 (exact) for the down GEMM; the
+    down GEMM's output and combine stay in float64. Padding rows dispatch zeros.
+
+    W1 / W2 may be lazy (KeyedE4M3): only the experts used are produced."""
+    g = gate(logits, bias, preset)
+    al = align(g["topk_ids"], preset)
+    total, sorted_ids, be = al["total_padded"], al["sorted_ids"], al["block_expert"]
+    aq = act_quant(x)
+    xq = permute(aq["q"], sorted_ids, total, preset)  # e4m3 rows; padding rows zero
+    xs = permute(aq["scale"], sorted_ids, total, preset)
+    h = grouped_gemm_fp8(xq, xs, W1, W1_scale, be, total, preset)
+    act = bf16_round(swiglu(bf16_round(h), total))
+    hq = act_quant(act)
+    y = np.zeros((preset.P_max, W2.shape[1]), np.float64)
+    y[: int(total[0])] = grouped_gemm_fp8(hq["q"], hq["scale"], W2, W2_scale, be, total, preset)
+    return {"out": combine(y, g["topk_w"], al["inverse"]), **aq}
+
+
 def bf16_round(values: np.ndarray) -> np.ndarray:
     """Round float values to bf16 (nearest even) via fp32."""
     return values.astype(np.float32).astype(BF16)

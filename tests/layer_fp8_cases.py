@@ -1,0 +1,39 @@
+"""Shared by the three paths' fp8 layer tests: the cases (tiny at every skew, small, a ragged preset) and the check
+that a run passed with DeepSeek-V3's ten launches in order."""
+from __future__ import annotations
+
+from contract.kernels import get_kernel
+from contract.presets import Preset, get_preset
+from harness.verify import run_kernel
+
+# H and I multiples of 128 (the scale groups) but nothing else round: T not a multiple of a gate CTA's tokens, E > 32,
+# groups of 5 experts, K = 6
+RAGGED = Preset("ragged-fp8", T=67, H=384, E=40, K=6, G=8, TG=3, I=128, BM=16)
+# what each launch is: the stage a launch's entry (or Numba function) name belongs to, by a word in it
+STAGE_WORDS = ("gate", "align", "act_quant", "permute_words", "permute_scales", "permute", "grouped_gemm_fp8",
+               "gemm_fp8", "swiglu", "combine")
+FP8_ORDER = ["gate", "align", "act_quant", "permute", "permute_scales", "grouped_gemm_fp8", "swiglu", "act_quant",
+             "grouped_gemm_fp8", "combine"]
+_CANONICAL = {"permute_words": "permute_scales", "gemm_fp8": "grouped_gemm_fp8"}
+
+
+def stage_of(record) -> str:
+    name = record.name.lower()
+    for word in STAGE_WORDS:
+        if word in name:
+            return _CANONICAL.get(word, word)
+    return name
+
+
+def check_fp8_layer(run, backend, preset, skew, seed, launches: bool = False) -> dict:
+    """Run the fp8 layer through `run` on `backend`; assert it passes kernels.md's check (and, with `launches`,
+    that it made DeepSeek-V3's ten launches in order: the payload permuted with its scales, swiglu re-quantised)."""
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    inputs, outputs, records = run_kernel(run, backend, "layer", preset, skew, seed, variant="fp8")
+    where = f"fp8 layer {getattr(preset, 'name', preset)} {skew} seed={seed}"
+    assert "W1_scale" in inputs, where
+    result = get_kernel("layer").check(outputs, inputs, preset)
+    assert result.ok, f"{where}: {result.message} {result.errors}"
+    if launches:
+        assert [stage_of(r) for r in records] == FP8_ORDER, f"{where}: {[r.name for r in records]}"
+    return result.errors

@@ -6,9 +6,9 @@ from contract.kernels import get_kernel
 from contract.presets import Preset, get_preset
 from harness.verify import run_kernel
 
-# H and I multiples of 128 (the scale groups) but nothing else round: T not a multiple of a gate CTA's tokens, E > 32,
-# groups of 5 experts, K = 6
-RAGGED = Preset("ragged-fp8", T=67, H=384, E=40, K=6, G=8, TG=3, I=128, BM=16)
+# H and I multiples of 128 (the scale groups) but little else round: T not a multiple of a gate CTA's tokens, H three
+# scale groups, E > 32 (two experts per gate lane), K = 6 of TG = 3 groups (E/G stays a power of two for Numba's gate)
+RAGGED = Preset("ragged-fp8", T=67, H=384, E=64, K=6, G=8, TG=3, I=128, BM=16)
 # what each launch is: the stage a launch's entry (or Numba function) name belongs to, by a word in it
 STAGE_WORDS = ("gate", "align", "act_quant", "permute_words", "permute_scales", "permute", "grouped_gemm_fp8",
                "gemm_fp8", "swiglu", "combine")

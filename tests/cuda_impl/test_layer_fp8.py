@@ -24,6 +24,7 @@ def test_fp8_layer_tiny(backend, skew, seed):
     check_fp8_layer(cuda_impl.KERNELS["layer"], backend, "tiny", skew, seed, launches=skew == SKEWS[0])
 
 
+@pytest.mark.slow  # Numba compiles every kernel afresh for the new shapes (~1 min on 2 cores)
 def test_fp8_layer_ragged(backend, seed):
     check_fp8_layer(cuda_impl.KERNELS["layer"], backend, RAGGED, SKEWS[seed % len(SKEWS)], seed)
 

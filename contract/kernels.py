@@ -30,7 +30,7 @@ class ArgSpec:
 class KernelSpec:
     name: str
     summary: str
-    inputs: tuple[str, ...]
+    inputs: tuple[str, ...]  # every input name (a variant may take a subset: the bf16 layer has no W1_scale)
     make_inputs: Callable[..., dict]  # (preset, skew, seed, lazy=False, **params) -> inputs
     output_specs: Callable[..., list]  # (preset, inputs) -> [ArgSpec]
     reference: Callable[..., dict]  # (inputs, preset, **params) -> outputs (float64 or exact)
@@ -568,8 +568,9 @@ KERNELS: dict[str, KernelSpec] = {
         lambda i, p: 2 * p.slots * i["y"].shape[1]),
     "layer": KernelSpec(
         "layer", "the whole MoE layer, end to end (bf16 weights, or fp8 as DeepSeek-V3 runs it)",
-        ("logits", "bias", "x", "W1", "W2"), _layer_inputs, _layer_outputs, _layer_reference, _layer_check,
-        _layer_bytes, _layer_flops, variants=LAYER_VARIANTS),
+        ("logits", "bias", "x", "W1", "W2", "W1_scale", "W2_scale"),  # the scales: fp8 only
+        _layer_inputs, _layer_outputs, _layer_reference, _layer_check, _layer_bytes, _layer_flops,
+        variants=LAYER_VARIANTS),
 }
 
 KERNEL_NAMES = tuple(KERNELS)

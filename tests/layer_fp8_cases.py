@@ -37,3 +37,27 @@ def check_fp8_layer(run, backend, preset, skew, seed, launches: bool = False) ->
     if launches:
         assert [stage_of(r) for r in records] == FP8_ORDER, f"{where}: {[r.name for r in records]}"
     return result.errors
+
+
+def check_permute_scales(run, backend, preset, skew, seed, width: int = 3) -> None:
+    """A path's permute_scales against reference.permute: f32 rows of `width` words gathered bit for bit below
+    total_padded (padding rows zero), rows past it untouched."""
+    import numpy as np
+
+    from contract import reference as ref
+    from contract.coverage import POISON_BYTE
+    from contract.kernels import get_kernel
+
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    routing = get_kernel("permute").make_inputs(preset, skew, seed)
+    x = (np.random.default_rng(seed).random((preset.T, width), np.float32) + 0.5).astype(np.float32)
+    args = {"x": backend.to_device(x), "sorted_ids": backend.to_device(routing["sorted_ids"]),
+            "total_padded": backend.to_device(routing["total_padded"]),
+            "xp": backend.empty((preset.P_max, width), np.float32, fill_byte=POISON_BYTE)}
+    run(backend, args, preset)
+    got = backend.to_host(args["xp"])
+    total = int(routing["total_padded"][0])
+    want = ref.permute(x, routing["sorted_ids"], routing["total_padded"], preset)
+    where = f"permute_scales {preset.name} {skew} seed={seed}"
+    assert np.array_equal(got[:total].view(np.uint32), want.view(np.uint32)), where
+    assert np.all(got[total:].view(np.uint8) == POISON_BYTE), f"{where}: wrote past total_padded"

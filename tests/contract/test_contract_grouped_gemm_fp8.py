@@ -8,7 +8,7 @@ import pytest
 from contract import reference as ref
 from contract.errors import UnknownNameError
 from contract.generators import BF16, E4M3
-from contract.kernels import FP8_TOL, _routing, get_kernel, poisoned
+from contract.kernels import FP8_TOL, get_kernel, poisoned
 from contract.presets import get_preset
 
 SPEC = get_kernel("grouped_gemm_fp8")

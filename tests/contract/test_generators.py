@@ -6,7 +6,16 @@ import pytest
 
 from contract.errors import InputError
 from contract.generators import (
-    BF16, E4M3, STREAM_BLOCK, KeyedE4M3, KeyedNormal, fill_chunks, keyed_bf16, keyed_scales, tensor_key, write_chunked,
+    BF16,
+    E4M3,
+    STREAM_BLOCK,
+    KeyedE4M3,
+    KeyedNormal,
+    fill_chunks,
+    keyed_bf16,
+    keyed_scales,
+    tensor_key,
+    write_chunked,
 )
 from contract.kernels import get_kernel
 from contract.presets import PRESETS

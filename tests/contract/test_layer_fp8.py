@@ -32,7 +32,8 @@ def _emulate(i, p, *, requant=True, w1_scale=True, permute_scales=True, noise=0.
     # the mistake: scales left in token order instead of gathered with their rows
     xs = ref.permute(aq["scale"], sid, tot, p) if permute_scales else aq["scale"][np.arange(int(tot[0])) % p.T]
     ws = i["W1_scale"] if w1_scale else np.ones_like(i["W1_scale"])
-    h = ref.grouped_gemm_fp8(xq, xs, i["W1"], ws, be, tot, p) * (1 + noise * rng.standard_normal((int(tot[0]), 2 * p.I)))
+    h = ref.grouped_gemm_fp8(xq, xs, i["W1"], ws, be, tot, p)
+    h = h * (1 + noise * rng.standard_normal(h.shape))
     act = ref.bf16_round(ref.swiglu(ref.bf16_round(h), tot))
     if requant:
         q = ref.act_quant(act)

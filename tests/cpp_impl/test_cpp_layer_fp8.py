@@ -1,4 +1,5 @@
-"""The fp8 layer (kernels.md "The layer", DeepSeek-V3's dataflow) on the CUDA C++ kernels, its GEMMs cpp_impl.grouped_gemm_fp8 (bf16 wmma on dequantised tiles), through ptxsim.
+"""The fp8 layer (kernels.md "The layer", DeepSeek-V3's dataflow) on the CUDA C++ kernels, its GEMMs
+cpp_impl.grouped_gemm_fp8 (bf16 wmma on dequantised tiles), through ptxsim.
 
 Fresh seeds per run (PTXMOE_SEED reproduces): tiny at every skew (the first also checks the ten launches in order),
 small at one seed-chosen skew, and a ragged preset.
@@ -7,7 +8,7 @@ import pytest
 
 import cpp_impl
 from contract.presets import SKEWS
-from tests.layer_fp8_cases import RAGGED, check_fp8_layer
+from tests.layer_fp8_cases import RAGGED, check_fp8_layer, check_permute_scales
 
 pytestmark = pytest.mark.sim
 
@@ -31,3 +32,11 @@ def test_fp8_layer_ragged(backend, seed):
 @pytest.mark.slow
 def test_fp8_layer_small(backend, seed):
     check_fp8_layer(cpp_impl.KERNELS["layer"], backend, "small", SKEWS[seed % len(SKEWS)], seed)
+
+
+@pytest.mark.parametrize("width", [2, 3])
+def test_permute_scales(backend, width, seed):
+    """The scale gather alone: the layer's check cannot see its padding rows (combine never reads them)."""
+    from cpp_impl import permute
+
+    check_permute_scales(permute.run_scales, backend, RAGGED, SKEWS[seed % len(SKEWS)], seed, width)

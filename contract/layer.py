@@ -128,9 +128,9 @@ def _launch_fp8(backend, v: Mapping, preset, stages: Mapping[str, Callable]) -> 
     records += gemm(backend, {"a": v["xq"], "a_scale": v["xs"], "w": v["W1"], "w_scale": v["W1_scale"], **route,
                               "c": v["h"]}, preset)
     records += stages["swiglu"](backend, _pick(v, "h", "total_padded", "a"), preset)
-    # NOTE: all P_max rows are quantised (rows from total_padded on are poison and never read by the GEMM): the row
-    # count lives on the device, and the launch is sized on the host
-    records += quant(backend, {"a": v["a"], "q": v["aq"], "scale": v["as"]}, preset)
+    # NOTE: the launch is sized for P_max rows on the host; total_padded (on the device) bounds the rows quantised,
+    # as swiglu left the rows past it unwritten
+    records += quant(backend, {"a": v["a"], "q": v["aq"], "scale": v["as"], "total_padded": v["total_padded"]}, preset)
     records += gemm(backend, {"a": v["aq"], "a_scale": v["as"], "w": v["W2"], "w_scale": v["W2_scale"], **route,
                               "c": v["y"]}, preset)
     records += stages["combine"](backend, _pick(v, "y", "topk_w", "inverse", "out"), preset)

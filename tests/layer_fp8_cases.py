@@ -61,3 +61,27 @@ def check_permute_scales(run, backend, preset, skew, seed, width: int = 3) -> No
     where = f"permute_scales {preset.name} {skew} seed={seed}"
     assert np.array_equal(got[:total].view(np.uint32), want.view(np.uint32)), where
     assert np.all(got[total:].view(np.uint8) == POISON_BYTE), f"{where}: wrote past total_padded"
+
+
+def check_act_quant_rows(run, backend, preset, seed, rows: int = 37) -> None:
+    """A path's act_quant bounded by a device-side row count (the fp8 layer passes total_padded): the rows below it
+    bit for bit as reference.act_quant, the rows past it neither read (they are poison, NaN) nor written."""
+    import numpy as np
+
+    from contract import reference as ref
+    from contract.coverage import POISON_BYTE
+    from contract.generators import BF16, E4M3, keyed_bf16
+
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    M, N = preset.P_max, 2 * 128
+    a = keyed_bf16(seed, "act_quant_rows.a", (M, N))
+    a.view(np.uint8)[rows:] = POISON_BYTE  # what swiglu leaves past total_padded
+    args = {"a": backend.to_device(a), "total_padded": backend.to_device(np.array([rows], np.int32)),
+            "q": backend.empty((M, N), E4M3, fill_byte=POISON_BYTE),
+            "scale": backend.empty((M, N // 128), np.float32, fill_byte=POISON_BYTE)}
+    run(backend, args, preset)
+    q, scale = backend.to_host(args["q"]), backend.to_host(args["scale"])
+    want = ref.act_quant(a[:rows].astype(BF16))
+    assert np.array_equal(q[:rows].view(np.uint8), want["q"].view(np.uint8)), f"act_quant rows seed={seed}"
+    assert np.array_equal(scale[:rows], want["scale"]), f"act_quant rows seed={seed}"
+    assert np.all(q[rows:].view(np.uint8) == POISON_BYTE) and np.all(scale[rows:].view(np.uint8) == POISON_BYTE)

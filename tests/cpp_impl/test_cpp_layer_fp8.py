@@ -8,7 +8,7 @@ import pytest
 
 import cpp_impl
 from contract.presets import SKEWS
-from tests.layer_fp8_cases import RAGGED, check_fp8_layer, check_permute_scales
+from tests.layer_fp8_cases import RAGGED, check_act_quant_rows, check_fp8_layer, check_permute_scales
 
 pytestmark = pytest.mark.sim
 
@@ -40,3 +40,10 @@ def test_permute_scales(backend, width, seed):
     from cpp_impl import permute
 
     check_permute_scales(permute.run_scales, backend, RAGGED, SKEWS[seed % len(SKEWS)], seed, width)
+
+
+def test_act_quant_bounded_by_total_padded(backend, seed):
+    """The second quantisation reads and writes only the rows swiglu wrote (below total_padded, on the device)."""
+    from cpp_impl import act_quant
+
+    check_act_quant_rows(act_quant.run, backend, RAGGED, seed, rows=16 + seed % 40)

@@ -8,7 +8,7 @@ import pytest
 
 import ptx_impl
 from contract.presets import SKEWS
-from tests.layer_fp8_cases import RAGGED, check_fp8_layer, check_permute_scales
+from tests.layer_fp8_cases import RAGGED, check_act_quant_rows, check_fp8_layer, check_permute_scales
 
 pytestmark = pytest.mark.sim
 
@@ -60,3 +60,10 @@ def test_fp8_layer_with_lazy_weights_matches_materialised(backend, seed):
     for name in ("out", "q", "scale"):
         assert np.array_equal(lazy_out[name].view(np.uint8), eager_out[name].view(np.uint8)), name
     assert get_kernel("layer").check(lazy_out, lazy_in, get_preset("tiny")).ok
+
+
+def test_act_quant_bounded_by_total_padded(backend, seed):
+    """The second quantisation reads and writes only the rows swiglu wrote (below total_padded, on the device)."""
+    from ptx_impl import act_quant
+
+    check_act_quant_rows(act_quant.run, backend, RAGGED, seed, rows=16 + seed % 40)

@@ -36,6 +36,17 @@ def _gemm_fp8(p: Preset, v: str):
              "total_padded": ((1,), I32)}, {"c": ((p.P_max, n), BF16)})
 
 
+def _layer(p: Preset, v: str | None):
+    """The layer's inputs and outputs; variant "fp8" (DeepSeek-V3's): e4m3 weights with 128x128 block scales; any
+    other (None, "bf16", or the callers' default "up") the bf16 layer."""
+    weights = {"W1": ((p.E, 2 * p.I, p.H), BF16), "W2": ((p.E, p.H, p.I), BF16)}
+    if v == "fp8":
+        weights = {"W1": ((p.E, 2 * p.I, p.H), E4M3), "W1_scale": ((p.E, 2 * p.I // 128, p.H // 128), F32),
+                   "W2": ((p.E, p.H, p.I), E4M3), "W2_scale": ((p.E, p.H // 128, p.I // 128), F32)}
+    return ({"logits": ((p.T, p.E), F32), "bias": ((p.E,), F32), "x": ((p.T, p.H), BF16), **weights},
+            {"out": ((p.T, p.H), BF16), "q": ((p.T, p.H), E4M3), "scale": ((p.T, p.H // 128), F32)})
+
+
 # kernel -> (preset, variant) -> ({input: (shape, dtype)}, {output: (shape, dtype)}); keyed (lazy-able) inputs below
 SHAPES = {
     "gate": lambda p, v: ({"logits": ((p.T, p.E), F32), "bias": ((p.E,), F32)},
@@ -54,12 +65,10 @@ SHAPES = {
                             {"a": ((p.P_max, p.I), BF16)}),
     "combine": lambda p, v: ({"y": ((p.P_max, p.H), BF16), "topk_w": ((p.T, p.K), F32), "inverse": ((p.T, p.K), I32)},
                              {"out": ((p.T, p.H), BF16)}),
-    "layer": lambda p, v: ({"logits": ((p.T, p.E), F32), "bias": ((p.E,), F32), "x": ((p.T, p.H), BF16),
-                            "W1": ((p.E, 2 * p.I, p.H), BF16), "W2": ((p.E, p.H, p.I), BF16)},
-                           {"out": ((p.T, p.H), BF16), "q": ((p.T, p.H), E4M3), "scale": ((p.T, p.H // 128), F32)}),
+    "layer": lambda p, v: _layer(p, v),
 }
-LAZY_INPUTS = {"permute": ("x",), "grouped_gemm": ("a", "w"), "swiglu": ("h",), "combine": ("y",),
-               "layer": ("W1", "W2")}
+LAZY_INPUTS = {"permute": ("x",), "grouped_gemm": ("a", "w"), "grouped_gemm_fp8": ("a", "w"), "swiglu": ("h",),
+               "combine": ("y",), "layer": ("W1", "W2")}
 
 
 def _nbytes(shape, dtype) -> int:

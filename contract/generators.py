@@ -84,17 +84,21 @@ class KeyedNormal:
         gen = np.random.Generator(np.random.Philox(counter=counter, key=key))
         return gen.standard_normal(STREAM_BLOCK, dtype=np.float32)
 
+    def _cast(self, values: np.ndarray) -> np.ndarray:
+        """fp32 N(0, std^2) draws -> the tensor's element type."""
+        return values.astype(BF16)
+
     def elements(self, start: int, stop: int) -> np.ndarray:
-        """Flat elements [start, stop) as bf16."""
+        """Flat elements [start, stop) in the tensor's dtype."""
         if not 0 <= start <= stop <= self.size:
             raise InputError(f"tensor {self.name}: elements [{start}, {stop}) outside [0, {self.size})")
         if start == stop:
-            return np.empty(0, BF16)
+            return np.empty(0, self.dtype)
         key = tensor_key(self.seed, self.name)
         first, last = start // STREAM_BLOCK, (stop - 1) // STREAM_BLOCK
         raw = np.concatenate([self._block(key, b) for b in range(first, last + 1)])
         lo = start - first * STREAM_BLOCK
-        return (raw[lo: lo + stop - start] * np.float32(self.std)).astype(BF16)
+        return self._cast(raw[lo: lo + stop - start] * np.float32(self.std))
 
     def rows(self, start: int, stop: int) -> np.ndarray:
         """Rows [start, stop) along the first axis."""
@@ -132,6 +136,45 @@ def keyed_bf16(seed: int, name: str, shape, std: float = 1.0, lazy: bool = False
     """A KeyedNormal tensor, or (lazy=False) its values as an ndarray."""
     tensor = KeyedNormal(name, tuple(int(d) for d in shape), int(seed), float(std))
     return tensor if lazy else tensor.materialise()
+
+
+E4M3_MAX = 448.0
+# NOTE: the typical |code| of a block quantised as DeepSeek-V3 does (amax -> 448): a Gaussian block of 128 x 128 has
+# amax ~ 4 sigma, so its codes have sigma ~ 448 / 4; 1 in ~16000 draws lies past 4 sigma and saturates at 448.
+E4M3_CODE_STD = 112.0
+
+
+@dataclass(frozen=True)
+class KeyedE4M3(KeyedNormal):
+    """An e4m3 tensor of codes round(N(0, std^2)) (RNE to e4m3, saturated at +-448), keyed like KeyedNormal: the
+    quantised payload of some tensor without ever holding that tensor (weights at DeepSeek-V3 size are 7 GB)."""
+
+    std: float = E4M3_CODE_STD
+
+    dtype = E4M3
+    itemsize = E4M3.itemsize
+
+    def _cast(self, values: np.ndarray) -> np.ndarray:
+        # NOTE: ml_dtypes turns values above 464 into NaN instead of saturating, so clip first (as act_quant does)
+        return np.clip(values, -E4M3_MAX, E4M3_MAX).astype(E4M3)
+
+
+def keyed_e4m3(seed: int, name: str, shape, std: float = E4M3_CODE_STD, lazy: bool = False):
+    """A KeyedE4M3 tensor of e4m3 codes, or (lazy=False) its values as an ndarray."""
+    tensor = KeyedE4M3(name, tuple(int(d) for d in shape), int(seed), float(std))
+    return tensor if lazy else tensor.materialise()
+
+
+def keyed_scales(seed: int, name: str, shape, base: float, spread: int = 2) -> np.ndarray:
+    """fp32 quantisation scales base * 2^k with k in [-spread, spread], drawn per element from a keyed stream (the
+    same scale for the same block however the tensor is cut; scales are small, so always materialised).
+
+    Different blocks get different scales, so a kernel that applies a scale to the wrong group or block is off by up to
+    4^spread; powers of two keep every dequantised value exact in fp32.
+    """
+    draws = KeyedNormal(name, tuple(int(d) for d in shape), int(seed)).materialise().astype(np.float32)
+    k = np.clip(np.rint(draws * np.float32(spread / 1.5)), -spread, spread)
+    return (np.float32(base) * np.exp2(k)).astype(np.float32)
 
 
 def fill_chunks(tensor, chunk_bytes: int = 64 << 20) -> Iterator[tuple[int, np.ndarray]]:

@@ -180,17 +180,39 @@ def dequant_blocks(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return q.astype(np.float64) * s
 
 
+def grouped_gemm_fp8_blocks(a, a_scale: np.ndarray, w, w_scale: np.ndarray, block_expert: np.ndarray, blocks,
+                            preset: Preset, cols=None) -> dict[int, np.ndarray]:
+    """float64 c of just the row blocks `blocks` of grouped_gemm_fp8: grouped_gemm_blocks on the dequantised inputs.
+
+    cols: {block: bool or index array} restricts a block to those output columns. Lazy a / w (KeyedE4M3) produce
+    only the rows and the experts used."""
+    BM = preset.BM
+    out = {}
+    cached, weights = None, None
+    for b in blocks:
+        b = int(b)
+        e = int(block_expert[b])
+        keep = slice(None) if cols is None or b not in cols else cols[b]
+        width = np.zeros(w.shape[1])[keep].size
+        if e < 0:
+            out[b] = np.zeros((BM, width), np.float64)
+            continue
+        if e != cached:
+            cached, weights = e, dequant_blocks(np.asarray(w[e]), w_scale[e])
+        rows = slice(b * BM, (b + 1) * BM)
+        out[b] = dequant_rows(np.asarray(a[rows]), a_scale[rows]) @ weights[keep].T
+    return out
+
+
 def grouped_gemm_fp8(a: np.ndarray, a_scale: np.ndarray, w: np.ndarray, w_scale: np.ndarray, block_expert: np.ndarray,
                      total_padded: np.ndarray, preset: Preset) -> np.ndarray:
     """float64 c rows < total_padded (kernels.md "grouped_gemm_fp8"): grouped_gemm on the dequantised inputs."""
     total = int(total_padded[0])
+    BM = preset.BM
     out = np.zeros((total, w.shape[1]), np.float64)
-    a_deq = dequant_rows(a[:total], a_scale[:total])
-    for b in range(total // preset.BM):
-        e = int(block_expert[b])
-        if e >= 0:
-            rows = slice(b * preset.BM, (b + 1) * preset.BM)
-            out[rows] = a_deq[rows] @ dequant_blocks(w[e], w_scale[e]).T
+    used = [b for b in range(total // BM) if block_expert[b] >= 0]
+    for b, block in grouped_gemm_fp8_blocks(a, a_scale, w, w_scale, block_expert, used, preset).items():
+        out[b * BM: (b + 1) * BM] = block
     return out
 
 
@@ -225,6 +247,27 @@ def layer(logits, bias, x, W1, W2, preset: Preset) -> dict[str, np.ndarray]:
     y[: int(total[0])] = grouped_gemm(act, W2, al["block_expert"], total, preset)
     out = combine(y, g["topk_w"], al["inverse"])
     return {"out": out, **act_quant(x)}
+
+
+def layer_fp8(logits, bias, x, W1, W1_scale, W2, W2_scale, preset: Preset) -> dict[str, np.ndarray]:
+    """The fp8 layer as DeepSeek-V3 runs it (kernels.md "The layer"), in float64 on the dequantised operands,
+    re-quantising where the kernels do: act_quant(x) (exact) is dispatched, the up GEMM's output is rounded to bf16
+    as the kernels store h, swiglu's output is rounded to bf16 and quantised 1x128 (exact) for the down GEMM; the
+    down GEMM's output and combine stay in float64. Padding rows dispatch zeros.
+
+    W1 / W2 may be lazy (KeyedE4M3): only the experts used are produced."""
+    g = gate(logits, bias, preset)
+    al = align(g["topk_ids"], preset)
+    total, sorted_ids, be = al["total_padded"], al["sorted_ids"], al["block_expert"]
+    aq = act_quant(x)
+    xq = permute(aq["q"], sorted_ids, total, preset)  # e4m3 rows; padding rows zero
+    xs = permute(aq["scale"], sorted_ids, total, preset)
+    h = grouped_gemm_fp8(xq, xs, W1, W1_scale, be, total, preset)
+    act = bf16_round(swiglu(bf16_round(h), total))
+    hq = act_quant(act)
+    y = np.zeros((preset.P_max, W2.shape[1]), np.float64)
+    y[: int(total[0])] = grouped_gemm_fp8(hq["q"], hq["scale"], W2, W2_scale, be, total, preset)
+    return {"out": combine(y, g["topk_w"], al["inverse"]), **aq}
 
 
 def bf16_round(values: np.ndarray) -> np.ndarray:

@@ -9,7 +9,8 @@ from cpp_impl.descriptor import CppKernel, ceil_div, check_array, reject_params,
 KERNEL = CppKernel(
     file="act_quant.cu",
     entry="cpp_act_quant",
-    params=(("a", ".ptr"), ("q", ".ptr"), ("scale", ".ptr"), ("n_groups", ".u32"), ("pow2", ".u32")),
+    params=(("a", ".ptr"), ("q", ".ptr"), ("scale", ".ptr"), ("n_groups", ".u32"), ("pow2", ".u32"),
+            ("rows", ".u64"), ("groups_per_row", ".u32")),
 )
 BLOCK = 256          # threads per CTA (__launch_bounds__(256)); 16 threads (8 bf16 each) per 128-column group
 GROUP = 128          # quantisation group width (columns)
@@ -23,7 +24,8 @@ def launch_config(m: int, n: int) -> tuple[tuple[int, int, int], tuple[int, int,
 
 
 def run(backend, args, preset=None, pow2_scale: bool = False, **params):
-    """Quantise args["a"] into args["q"] (e4m3) and args["scale"] (f32); returns the launch records."""
+    """Quantise args["a"] into args["q"] (e4m3) and args["scale"] (f32); returns the launch records. With
+    args["total_padded"] (i32[1], the fp8 layer) only the rows below it are read and written."""
     reject_params("act_quant", params)
     require("act_quant", "a" in args, "argument", "a", "an input named 'a'")
     a = args["a"]
@@ -34,6 +36,10 @@ def run(backend, args, preset=None, pow2_scale: bool = False, **params):
     check_array("act_quant", args, "a", (m, n), ml_dtypes.bfloat16)
     check_array("act_quant", args, "q", (m, n), ml_dtypes.float8_e4m3fn)
     check_array("act_quant", args, "scale", (m, n // GROUP), np.float32)
+    rows = args.get("total_padded")
+    if rows is not None:
+        check_array("act_quant", args, "total_padded", (1,), np.int32)
     grid, block, smem = launch_config(m, n)
-    values = {"a": a, "q": args["q"], "scale": args["scale"], "n_groups": m * n // GROUP, "pow2": int(bool(pow2_scale))}
+    values = {"a": a, "q": args["q"], "scale": args["scale"], "n_groups": m * n // GROUP, "pow2": int(bool(pow2_scale)),
+              "rows": 0 if rows is None else rows.addr, "groups_per_row": n // GROUP}
     return [KERNEL.launch(backend, grid, block, values, smem)]

@@ -36,3 +36,29 @@ def run(backend, args, preset, **params):
     values = {"x": args["x"], "sorted_ids": args["sorted_ids"], "total_padded": args["total_padded"],
               "xp": args["xp"], "chunks_per_row": H // VECTOR, "tk": T * K, "k": K}
     return [KERNEL.launch(backend, grid, block, values, smem)]
+
+
+WORDS_KERNEL = CppKernel(
+    file="permute.cu",
+    entry="cpp_permute_words",
+    params=(("x", ".ptr"), ("sorted_ids", ".ptr"), ("total_padded", ".ptr"), ("xp", ".ptr"),
+            ("words_per_row", ".u32"), ("tk", ".u32"), ("k", ".u32")),
+)
+
+
+def run_scales(backend, args, preset, **params):
+    """The fp8 layer's gather of the 1x128 scales: f32 rows of args["x"] [T, W] into args["xp"] [P_max, W] in the
+    routed order (zeros for padding rows), one 4-byte word per thread and step (cpp_permute_words)."""
+    reject_params("permute_scales", params)
+    T, K, P = preset.T, preset.K, preset.P_max
+    require("permute_scales", "x" in args and len(args["x"].shape) == 2, "x", args.get("x"), "a [T, W] array")
+    W = args["x"].shape[1]
+    require("permute_scales", W > 0 and P * W < 2**32, "W (x.shape[1])", W, "positive, P_max * W below 2^32")
+    check_array("permute_scales", args, "x", (T, W), np.float32)
+    check_array("permute_scales", args, "sorted_ids", (P,), np.int32)
+    check_array("permute_scales", args, "total_padded", (1,), np.int32)
+    check_array("permute_scales", args, "xp", (P, W), np.float32)
+    grid, block, smem = stream_grid(P * W)
+    values = {"x": args["x"], "sorted_ids": args["sorted_ids"], "total_padded": args["total_padded"],
+              "xp": args["xp"], "words_per_row": W, "tk": T * K, "k": K}
+    return [WORDS_KERNEL.launch(backend, grid, block, values, smem)]

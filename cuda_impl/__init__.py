@@ -24,7 +24,7 @@ import importlib
 from collections.abc import Mapping
 
 LAYER_KERNELS = ("gate", "align", "permute", "act_quant", "grouped_gemm", "swiglu", "combine")
-KERNEL_NAMES = (*LAYER_KERNELS, "grouped_gemm_fp8")  # the FP8 GEMM stands alone: the layer's fp8 variant comes later
+KERNEL_NAMES = (*LAYER_KERNELS, "grouped_gemm_fp8")  # LAYER_KERNELS: the bf16 layer; its fp8 variant adds the FP8 GEMM
 
 
 class _Sources(Mapping):

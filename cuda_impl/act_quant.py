@@ -23,12 +23,15 @@ from cuda_impl.common import Launch, cdiv, check_shape, launch, require, view
 from cuda_impl.prims import bf16_hi, bf16_lo, e4m3_rn_sat, f32_bits, f32_from_bits, hi32, ld_stream, lo32, shfl_xor_f32
 
 SIGNATURE = (types.uint64[:, ::1], types.uint32[:, ::1], types.float32[:, ::1], types.int32)
+# the fp8 layer's quantisation of swiglu's output: only the rows below total_padded (an i32[1] on the device)
+SIGNATURE_ROWS = (*SIGNATURE, types.int32[::1])
 GROUP = 128
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(GPR: int, WARPS: int, POW2: bool):
-    """GPR = N/128 groups per row, WARPS groups per block, POW2 = pow2_scale (compile-time constants)."""
+def make_kernel(GPR: int, WARPS: int, POW2: bool, ROWS: bool = False):
+    """GPR = N/128 groups per row, WARPS groups per block, POW2 = pow2_scale, ROWS = bounded by rows[0] (an extra
+    i32[1] argument: total_padded) (compile-time constants)."""
 
     def act_quant_kernel(a, q, scale, n_groups):
         lane = cuda.threadIdx.x % 32
@@ -60,7 +63,43 @@ def make_kernel(GPR: int, WARPS: int, POW2: bool):
             if lane == 0:
                 scale[m, g] = s
 
-    return act_quant_kernel
+    if not ROWS:
+        return act_quant_kernel
+
+    def act_quant_rows_kernel(a, q, scale, n_groups, rows):
+        # NOTE: act_quant_kernel with n_groups bounded by the rows below rows[0] (a Numba device function would
+        # share the body, but compiling one needs a CUDA driver, which ptxsim runs do not have)
+        n_groups = min(n_groups, rows[0] * GPR)
+        lane = cuda.threadIdx.x % 32
+        gid = cuda.blockIdx.x * WARPS + cuda.threadIdx.x // 32
+        gg = min(gid, n_groups - 1)  # warps past the end redo the last group (they take part in the shuffles)
+        m = gg // GPR
+        g = gg - m * GPR
+        col = g * 32 + lane
+        word = ld_stream(a, (m, col))
+        lo = lo32(word)
+        hi = hi32(word)
+        f0 = bf16_lo(lo)
+        f1 = bf16_hi(lo)
+        f2 = bf16_lo(hi)
+        f3 = bf16_hi(hi)
+        amax = max(max(abs(f0), abs(f1)), max(abs(f2), abs(f3)))
+        for step in range(5):
+            amax = max(amax, shfl_xor_f32(amax, 16 >> step))
+        s = max(amax, float32(1e-4)) / float32(448.0)
+        if POW2:
+            b = f32_bits(s)
+            if b & uint32(0x7FFFFF) != uint32(0):
+                b = (b & uint32(0x7F800000)) + uint32(0x800000)
+            s = f32_from_bits(b)
+        packed = (e4m3_rn_sat(f0 / s) | (e4m3_rn_sat(f1 / s) << uint32(8)) | (e4m3_rn_sat(f2 / s) << uint32(16))
+                  | (e4m3_rn_sat(f3 / s) << uint32(24)))
+        if gid < n_groups:
+            q[m, col] = packed
+            if lane == 0:
+                scale[m, g] = s
+
+    return act_quant_rows_kernel
 
 
 def launch_config(M: int, N: int) -> Launch:
@@ -88,6 +127,10 @@ def run(backend, args, preset, pow2_scale: bool = False, **params):
     q = view(check_shape("act_quant", args, "q", (M, N)), np.uint32, "act_quant", "q")
     scale = check_shape("act_quant", args, "scale", (M, N // GROUP))
     cfg = launch_config(M, N)
-    (kernel, sig), = sources_for(M, N, pow2_scale)
-    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, q, scale, np.int32(M * (N // GROUP))],
-                                 cfg.shared_bytes, tag="act_quant")]
+    params = [a, q, scale, np.int32(M * (N // GROUP))]
+    if "total_padded" in args:  # the fp8 layer: only the rows below total_padded
+        params.append(check_shape("act_quant", args, "total_padded", (1,)))
+        kernel, sig = make_kernel(N // GROUP, cfg.knob("warps"), bool(pow2_scale), True), SIGNATURE_ROWS
+    else:
+        (kernel, sig), = sources_for(M, N, pow2_scale)
+    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, params, cfg.shared_bytes, tag="act_quant")]

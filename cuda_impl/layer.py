@@ -1,5 +1,8 @@
 """The whole MoE layer on the Numba path (kernels.md "The layer"), intermediates from backend.workspace.
 
+The fp8 variant (W1 / W2 as e4m3 with W1_scale / W2_scale) is contract.layer's composition with this package's
+kernels: its GEMMs are cuda_impl.grouped_gemm_fp8 (dequantise into fp32 shared tiles, CUDA-core FMAs).
+
 gate -> align -> permute -> grouped_gemm(W1) -> swiglu -> grouped_gemm(W2) -> combine, plus act_quant(x) (the FP8
 dispatch payload). Eight launches. The intermediates come from `backend.workspace` (poisoned; kept across the calls
 of a timing loop, so nothing is allocated or freed inside its timed window) and are given back at the end (also on
@@ -9,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cuda_impl import act_quant, align, combine, gate, grouped_gemm, permute, swiglu
+from contract.layer import check_layer_args, is_fp8, run_layer
+from cuda_impl import act_quant, align, combine, gate, grouped_gemm, grouped_gemm_fp8, permute, swiglu
 from cuda_impl.common import check_shape
 
 
@@ -32,7 +36,10 @@ def intermediate_specs(preset) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
 
 
 def run(backend, args, preset, pow2_scale: bool = False, **params):
-    """Run the layer; args holds logits, bias, x, W1, W2 and the outputs out (bf16[T,H]) and, if present, q, scale."""
+    """Run the layer; args holds logits, bias, x, W1, W2 (and W1_scale, W2_scale: the fp8 variant) and the outputs
+    out (bf16[T,H]) and q, scale (act_quant of x; optional for bf16)."""
+    if is_fp8(args):
+        return _run_fp8(backend, args, preset, pow2_scale, **params)
     H, E, inter = preset.H, preset.E, preset.I
     check_shape("layer", args, "W1", (E, 2 * inter, H))
     check_shape("layer", args, "W2", (E, H, inter))
@@ -58,3 +65,15 @@ def run(backend, args, preset, pow2_scale: bool = False, **params):
     finally:
         backend.done_with_workspace(tmp)
     return records
+
+
+def _run_fp8(backend, args, preset, pow2_scale: bool, **params):
+    check_layer_args("numba layer", args, preset, params)
+
+    def quant(b, a, p):
+        return act_quant.run(b, a, p, pow2_scale=pow2_scale)
+
+    stages = {"act_quant": quant, "gate": gate.run, "align": align.run, "permute": permute.run,
+              "permute_scales": permute.run_scales, "grouped_gemm_fp8": grouped_gemm_fp8.run, "swiglu": swiglu.run,
+              "combine": combine.run}
+    return run_layer(backend, args, preset, stages)

@@ -15,17 +15,20 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import cuda, types, uint64
+from numba import cuda, types, uint32, uint64
 
 from cuda_impl.common import Launch, check_shape, launch, require, view
 from cuda_impl.prims import ld_stream
 
 SIGNATURE = (types.uint64[:, ::1], types.int32[::1], types.int32[::1], types.uint64[:, ::1], types.int32)
+# the fp8 layer's scale rows (H/128 fp32) move as 4-byte words
+SIGNATURE_WORDS = (types.uint32[:, ::1], types.int32[::1], types.int32[::1], types.uint32[:, ::1], types.int32)
 
 
 @functools.lru_cache(maxsize=None)
-def make_kernel(NT: int, K: int):
-    """NT threads per row, K experts per token (a compile-time constant: the // K is a multiply-shift)."""
+def make_kernel(NT: int, K: int, WORD=uint64):
+    """NT threads per row, K experts per token (a compile-time constant: the // K is a multiply-shift); WORD the
+    element the rows move as (uint64, or uint32 for the fp8 layer's scale rows)."""
 
     def permute_kernel(x, sorted_ids, total_padded, xp, TK):
         p = cuda.blockIdx.x
@@ -39,14 +42,15 @@ def make_kernel(NT: int, K: int):
                 xp[p, w] = ld_stream(x, (t, w))
         else:
             for w in range(cuda.threadIdx.x, words, NT):
-                xp[p, w] = uint64(0)
+                xp[p, w] = WORD(0)
 
     return permute_kernel
 
 
-def launch_config(preset) -> Launch:
-    """One block per padded row; H/4 words per row, up to 256 threads (64 at tiny, 256 x 7 words at dsv3)."""
-    words = preset.H // 4
+def launch_config(preset, words: int | None = None) -> Launch:
+    """One block per padded row; `words` per row (default H/4: bf16 x as 8-byte words), up to 256 threads (64 at
+    tiny, 256 x 7 words at dsv3)."""
+    words = preset.H // 4 if words is None else words
     return launch(preset.P_max, min(256, max(32, -(-words // 32) * 32)))
 
 
@@ -54,14 +58,32 @@ def sources(preset):
     return [(make_kernel(launch_config(preset).block[0], preset.K), SIGNATURE)]
 
 
+def _gather(backend, args, preset, kernel: str, word, signature, tag: str):
+    """The gather of args["x"] rows (any dtype, moved as `word`s) into args["xp"]."""
+    T, K, P = preset.T, preset.K, preset.P_max
+    require("x" in args and len(args["x"].shape) == 2, kernel, f"x must be a [T, ...] array; got {args.get('x')}")
+    cols = args["x"].shape[1]
+    x = view(check_shape(kernel, args, "x", (T, cols)), word, kernel, "x")
+    sorted_ids = check_shape(kernel, args, "sorted_ids", (P,))
+    total = check_shape(kernel, args, "total_padded", (1,))
+    xp = view(check_shape(kernel, args, "xp", (P, cols)), word, kernel, "xp")
+    require(np.dtype(args["xp"].dtype) == np.dtype(args["x"].dtype), kernel,
+            f"xp has dtype {np.dtype(args['xp'].dtype)}; expected x's {np.dtype(args['x'].dtype)}")
+    cfg = launch_config(preset, x.shape[1])
+    fn = make_kernel(cfg.block[0], K, uint64 if word == np.uint64 else uint32)
+    return [backend.launch_numba(fn, signature, cfg.grid, cfg.block, [x, sorted_ids, total, xp, np.int32(T * K)],
+                                 cfg.shared_bytes, tag=tag)]
+
+
 def run(backend, args, preset, **params):
-    T, H, K, P = preset.T, preset.H, preset.K, preset.P_max
-    require(H % 4 == 0, "permute", f"H={H} is not a multiple of 4 (rows are moved as 8-byte words)")
-    x = view(check_shape("permute", args, "x", (T, H)), np.uint64, "permute", "x")
-    sorted_ids = check_shape("permute", args, "sorted_ids", (P,))
-    total = check_shape("permute", args, "total_padded", (1,))
-    xp = view(check_shape("permute", args, "xp", (P, H)), np.uint64, "permute", "xp")
-    cfg = launch_config(preset)
-    (kernel, sig), = sources(preset)
-    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [x, sorted_ids, total, xp, np.int32(T * K)],
-                                 cfg.shared_bytes, tag="permute")]
+    """Gather rows of args["x"] (bf16 [T, H], or the fp8 layer's e4m3 payload seen as bf16) into args["xp"]; rows
+    move as 8-byte words."""
+    return _gather(backend, args, preset, "permute", np.uint64, SIGNATURE, "permute")
+
+
+def run_scales(backend, args, preset, **params):
+    """The fp8 layer's gather of the 1x128 scales (f32 [T, H/128]) into args["xp"], as 4-byte words."""
+    if "x" in args:
+        require(np.dtype(args["x"].dtype) == np.float32, "permute_scales",
+                f"x has dtype {np.dtype(args['x'].dtype)}; expected float32 (the 1x128 scales)")
+    return _gather(backend, args, preset, "permute_scales", np.uint32, SIGNATURE_WORDS, "permute_scales")

@@ -18,7 +18,34 @@ def upgrade(doc: dict) -> dict:
     """
     if doc.get("schema_version") == 1:
         _v1_to_v2(doc)
+    _layer_variant(doc)
     return doc
+
+
+# NOTE: the layer got its variants (bf16, fp8: kernels.md "The layer") within version 2; a layer row, verdict, range
+# or missing line written before that has no variant and was the bf16 layer, so it is read as layer[bf16] (its key
+# too): a resumed old run skips its done bf16 layer rows, and old and new runs compare cell by cell.
+_OLD_LAYER, _NEW_LAYER = "layer/", "layer[bf16]/"
+
+
+def _layer_key(key):
+    return _NEW_LAYER + key[len(_OLD_LAYER):] if isinstance(key, str) and key.startswith(_OLD_LAYER) else key
+
+
+def _layer_variant(doc: dict) -> None:
+    for record in [*(doc.get("rows") or []), *(doc.get("verdicts") or [])]:
+        if not isinstance(record, dict) or record.get("kernel") != "layer" or record.get("variant"):
+            continue
+        record["variant"] = "bf16"
+        for field in ("key", "cell"):
+            if field in record:
+                record[field] = _layer_key(record[field])
+        if isinstance(record.get("params"), dict):
+            record["params"]["variant"] = "bf16"
+    for ns_range in doc.get("nvtx_ranges") or []:
+        if isinstance(ns_range, dict) and "key" in ns_range:  # the row it belongs to; its name is what was recorded
+            ns_range["key"] = _layer_key(ns_range["key"])
+    doc["missing"] = [_layer_key(line) for line in doc.get("missing") or []]
 
 
 def _v1_to_v2(doc: dict) -> None:

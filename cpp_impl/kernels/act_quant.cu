@@ -31,8 +31,10 @@ __device__ __forceinline__ unsigned quant4(float2 lo, float2 hi, float scale)
 
 extern "C" __global__ void __launch_bounds__(256)
 cpp_act_quant(const uint4* __restrict__ a, uint2* __restrict__ q, float* __restrict__ scale, unsigned n_groups,
-              unsigned pow2)
+              unsigned pow2, const int* __restrict__ rows, unsigned groups_per_row)
 {
+    // rows (the fp8 layer's total_padded, known on the device only): quantise just the rows below it; null: all M
+    if (rows != nullptr) n_groups = min(n_groups, static_cast<unsigned>(__ldg(rows)) * groups_per_row);
     const unsigned gid = blockIdx.x * blockDim.x + threadIdx.x;
     const bool valid = gid < 16u * n_groups;
     const uint4 w = valid ? __ldcs(a + gid) : make_uint4(0u, 0u, 0u, 0u);   // streamed once: evict-first

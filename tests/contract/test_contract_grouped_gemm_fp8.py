@@ -8,7 +8,7 @@ import pytest
 from contract import reference as ref
 from contract.errors import UnknownNameError
 from contract.generators import BF16, E4M3
-from contract.kernels import FP8_TOL, _routing, get_kernel, poisoned
+from contract.kernels import FP8_TOL, get_kernel, poisoned
 from contract.presets import get_preset
 
 SPEC = get_kernel("grouped_gemm_fp8")
@@ -78,15 +78,30 @@ def test_rows_past_total_padded_must_stay_untouched_and_rows_before_written():
     assert "unwritten" in SPEC.check(out, inputs, TINY).message
 
 
-def test_inputs_are_act_quant_output_with_zero_padding_rows_and_fresh_per_seed():
+def test_inputs_are_keyed_codes_with_differing_scales_and_fresh_per_seed():
     inputs = _inputs()
-    _, _, al = _routing(TINY, "balanced", np.random.default_rng(3))  # the same draws make_inputs starts with
-    pad = al["sorted_ids"] >= TINY.slots
-    assert np.all(inputs["a"][pad].astype(np.float32) == 0)
+    assert inputs["a"].dtype == E4M3 and inputs["w"].dtype == E4M3
     assert inputs["a_scale"].shape == (TINY.P_max, TINY.H // 128)
     assert inputs["w_scale"].shape == (TINY.E, 2 * TINY.I // 128, TINY.H // 128)
-    assert len(np.unique(inputs["w_scale"])) > TINY.E  # block magnitudes differ
+    assert len(np.unique(inputs["w_scale"])) == 5 and len(np.unique(inputs["a_scale"])) == 5  # 2^-2 .. 2^2
+    assert np.all(inputs["w_scale"] > 0) and np.all(inputs["a_scale"] > 0)
+    codes = inputs["w"].astype(np.float32)
+    assert np.isfinite(codes).all() and np.abs(codes).max() <= 448 and 90 < codes.std() < 130  # realistic codes
     assert not np.array_equal(_inputs(seed=4)["a"].view(np.uint8), inputs["a"].view(np.uint8))
+
+
+@pytest.mark.parametrize("variant", ["up", "down"])
+def test_lazy_inputs_equal_materialised_ones_and_check_alike(variant):
+    eager = _inputs(variant=variant)
+    lazy = SPEC.make_inputs(TINY, "balanced", 3, variant=variant, lazy=True)
+    for name in ("a", "w"):
+        assert not isinstance(lazy[name], np.ndarray)
+        assert np.array_equal(np.asarray(lazy[name]).view(np.uint8), eager[name].view(np.uint8))
+    for name in ("a_scale", "w_scale", "block_expert", "total_padded"):
+        assert np.array_equal(lazy[name], eager[name])
+    out = _emulate(eager)
+    assert SPEC.check(out, lazy, TINY).errors["worst_block_normwise_rel"] == \
+        SPEC.check(out, eager, TINY).errors["worst_block_normwise_rel"]
 
 
 def test_unknown_variant_is_named():

@@ -45,3 +45,19 @@ def test_unknown_names():
         tensor_bytes("gemm", "tiny")
     with pytest.raises(UnknownNameError, match="variant"):
         estimate_memory("grouped_gemm", "tiny", "sideways")
+
+
+def test_fp8_layer_shapes_are_the_inputs_make_inputs_draws_and_its_weights_lazy():
+    from contract.footprint import LAZY_INPUTS, SHAPES, tensor_bytes
+    from contract.kernels import get_kernel
+    from contract.presets import get_preset
+
+    tiny = get_preset("tiny")
+    for variant, kernel in (("fp8", "layer"), ("bf16", "layer"), ("down", "grouped_gemm_fp8")):
+        inputs = get_kernel(kernel).make_inputs(tiny, "balanced", 1, variant=variant)
+        shapes, _ = SHAPES[kernel](tiny, variant)
+        assert {k: (v.shape, v.dtype) for k, v in inputs.items() if k in shapes} == shapes, (kernel, variant)
+        assert set(LAZY_INPUTS[kernel]) <= set(shapes)
+    fp8, _ = tensor_bytes("layer", "dsv3-decode", "fp8")
+    bf16, _ = tensor_bytes("layer", "dsv3-decode", "bf16")
+    assert fp8["W1"] + fp8["W2"] == 256 * 3 * 2048 * 7168 and bf16["W1"] == 2 * fp8["W1"]  # 11 GB of e4m3 weights

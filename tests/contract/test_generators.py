@@ -5,7 +5,18 @@ import numpy as np
 import pytest
 
 from contract.errors import InputError
-from contract.generators import BF16, STREAM_BLOCK, KeyedNormal, fill_chunks, keyed_bf16, tensor_key, write_chunked
+from contract.generators import (
+    BF16,
+    E4M3,
+    STREAM_BLOCK,
+    KeyedE4M3,
+    KeyedNormal,
+    fill_chunks,
+    keyed_bf16,
+    keyed_scales,
+    tensor_key,
+    write_chunked,
+)
 from contract.kernels import get_kernel
 from contract.presets import PRESETS
 
@@ -83,17 +94,41 @@ def test_bad_ranges_are_input_errors():
         t[10]
 
 
-@pytest.mark.parametrize("kernel", ["grouped_gemm", "swiglu", "combine", "permute", "layer"])
-def test_lazy_inputs_equal_materialised(kernel):
+def test_e4m3_codes_same_however_cut_saturated_and_realistic():
+    t = KeyedE4M3("w", (3, 40, 2000), seed=9)
+    whole = t.materialise()
+    assert whole.dtype == E4M3 and t.nbytes == whole.size
+    cut = np.concatenate([t.fill_bytes(a, b) for a, b in pairwise((0, 1, STREAM_BLOCK + 3, 100_001, t.nbytes))])
+    assert np.array_equal(cut, whole.reshape(-1).view(np.uint8))
+    assert np.array_equal(t[1:3].view(np.uint8), whole[1:3].view(np.uint8))
+    codes = whole.astype(np.float32)
+    assert np.isfinite(codes).all() and np.abs(codes).max() == 448  # 4-sigma tails saturate instead of NaN
+    assert np.count_nonzero(codes) > 0.99 * codes.size and 100 < codes.std() < 120
+    assert not np.array_equal(KeyedE4M3("w", (10,), seed=9).materialise().view(np.uint8),
+                              KeyedE4M3("v", (10,), seed=9).materialise().view(np.uint8))
+
+
+def test_keyed_scales_are_powers_of_two_apart_keyed_and_positive():
+    s = keyed_scales(4, "s", (50, 60), base=0.01)
+    ratio = np.log2(s.astype(np.float64) / np.float32(0.01))
+    assert set(np.unique(np.rint(ratio))) == {-2, -1, 0, 1, 2} and np.allclose(ratio, np.rint(ratio))
+    assert np.array_equal(s, keyed_scales(4, "s", (50, 60), base=0.01))
+    assert not np.array_equal(s, keyed_scales(5, "s", (50, 60), base=0.01))
+
+
+@pytest.mark.parametrize(("kernel", "params"), [("grouped_gemm", {}), ("swiglu", {}), ("combine", {}),
+                                                ("permute", {}), ("layer", {}), ("layer", {"variant": "fp8"}),
+                                                ("grouped_gemm_fp8", {"variant": "down"})])
+def test_lazy_inputs_equal_materialised(kernel, params):
     spec = get_kernel(kernel)
-    eager = spec.make_inputs(SMALL, "balanced", 5)
-    lazy = spec.make_inputs(SMALL, "balanced", 5, lazy=True)
+    eager = spec.make_inputs(SMALL, "balanced", 5, **params)
+    lazy = spec.make_inputs(SMALL, "balanced", 5, lazy=True, **params)
     assert any(isinstance(v, KeyedNormal) for v in lazy.values())
     for name, value in eager.items():
         assert isinstance(value, np.ndarray)
         got = np.asarray(lazy[name])
         assert got.shape == value.shape and np.array_equal(got.view(np.uint8), value.view(np.uint8)), name
-        if value.dtype == BF16:
+        if value.dtype in (BF16, E4M3):
             assert np.count_nonzero(value.astype(np.float32)) > 0.99 * value.size, name
 
 

@@ -2,6 +2,7 @@
 import json
 
 from harness.results import RunFile
+from harness.run_schema import upgrade
 
 
 def test_schema_1_run_loads_upgraded_and_saves_as_2(tmp_path):
@@ -49,3 +50,27 @@ def test_the_old_fixture_run_loads():
     assert [r["impl"] for r in doc["rows"]] == [{"cuda": "numba"}.get(r["impl"], r["impl"]) for r in raw["rows"]]
     assert {r["impl"] for r in doc["rows"]} == {"numba", "ptx"}
     assert all(v["pair"] == "ptx-vs-numba" and v["verdict"] is None for v in doc["verdicts"])
+
+
+def test_layer_rows_from_before_the_variants_read_as_the_bf16_layer():
+    """sim-real was recorded before the layer had variants: its layer rows and verdicts come back as layer[bf16]
+    (keys too, so a resumed run skips them and compares them with new layer[bf16] cells); other kernels are as they
+    were; a current document is left alone."""
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "sim-real" / "run.json"
+    raw = json.loads(src.read_text())
+    old_keys = {r["key"] for r in raw["rows"] if r["kernel"] == "layer"}
+    assert old_keys and all(r.get("variant") is None for r in raw["rows"] if r["kernel"] == "layer")
+    run = RunFile.load(src.parent)
+    rows = [r for r in run.doc["rows"] if r["kernel"] == "layer"]
+    assert {r["key"] for r in rows} == {k.replace("layer/", "layer[bf16]/", 1) for k in old_keys}
+    assert all(r["variant"] == "bf16" and r["params"]["variant"] == "bf16" for r in rows)
+    assert run.row("layer[bf16]/ptx/tiny/balanced") is not None
+    verdicts = [v for v in run.doc["verdicts"] if v["kernel"] == "layer"]
+    assert verdicts and all(v["cell"].startswith("layer[bf16]/") and v["key"].startswith("layer[bf16]/")
+                            for v in verdicts)
+    others = [r["key"] for r in run.doc["rows"] if r["kernel"] != "layer"]
+    assert others == [r["key"] for r in raw["rows"] if r["kernel"] != "layer"]
+    again = upgrade(json.loads(json.dumps(run.doc)))
+    assert [r["key"] for r in again["rows"]] == [r["key"] for r in run.doc["rows"]]

@@ -66,7 +66,7 @@ def fake_run(kernel, wrong=False, grid=2, calls=None, stages=("only",)):
     def run(backend, args, preset, **params):
         if calls is not None:
             calls.append(kernel)
-        inputs = {n: backend.mem[args[n].addr] for n in spec.inputs}
+        inputs = {n: backend.mem[args[n].addr] for n in spec.inputs if n in args}
         ref = spec.reference(inputs, preset, **params)
         for out in spec.output_specs(preset, inputs):
             value = np.asarray(ref[out.name]).astype(out.dtype)
@@ -140,7 +140,7 @@ def test_layer_stage_breakdown(tmp_path, monkeypatch):
     settings = _settings(["layer"], impls=("ptx",))
     run_file = _run_file(tmp_path, settings)
     runner.run_sweep(FakeBackend(), settings, run_file, progress=open("/dev/null", "w"))
-    row = run_file.row("layer/ptx/tiny/balanced")
+    row = run_file.row("layer[bf16]/ptx/tiny/balanced")
     assert row["status"] == "ok", row.get("correctness")
     stages = ["gate", "align", "permute", "grouped_gemm.up", "swiglu", "grouped_gemm.down", "combine", "act_quant",
               "mystery"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,12 +29,17 @@ def _round_up(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
+# NOTE: Python's mmap module names MAP_NORESERVE only from 3.13; without it Linux's heuristic overcommit refuses any
+# mapping larger than RAM + swap (a dsv3 layer's 22 GB of lazy weights on a 16-23 GB machine)
+_LINUX_MAP_NORESERVE = 0x4000 if sys.platform.startswith("linux") else 0
+
+
 def reserve(nbytes: int) -> np.ndarray:
     """Zeroed bytes that the OS backs only where they are touched (anonymous mmap without swap reservation), so a
     simulated 15 GB allocation costs nothing until a CTA reads it."""
     import mmap
 
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", _LINUX_MAP_NORESERVE)
     return np.frombuffer(mmap.mmap(-1, max(int(nbytes), 1), flags=flags), np.uint8)
 
 

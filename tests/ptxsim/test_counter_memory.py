@@ -64,3 +64,15 @@ def test_written_sectors_count_once_across_stores():
     body = "st.global.u32 [%rd7], %r0; st.global.u32 [%rd7], %r0; atom.global.add.u32 %r1, [%rd7], 1;"
     m = dev.launch(kernel(body), 2, 128, [buf, np.uint64(0), np.uint64(0), np.uint64(0)]).metrics
     assert m["dram__bytes_write.sum"] == y.nbytes
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux overcommit")
+def test_reserve_maps_more_than_this_machines_memory():
+    """A dsv3 layer's heap (22 GB of lazy weights, doubled on growth) must map on a machine with less RAM."""
+    import os
+
+    from ptxsim.memory import reserve
+
+    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    big = reserve(2 * ram)
+    assert big.size == 2 * ram and big[-1] == 0

@@ -45,3 +45,16 @@ def test_unknown_names():
         tensor_bytes("gemm", "tiny")
     with pytest.raises(UnknownNameError, match="variant"):
         estimate_memory("grouped_gemm", "tiny", "sideways")
+
+
+def test_a_sampled_layer_counts_the_intermediates_its_stage_check_copies():
+    import numpy as np
+
+    from contract.footprint import estimate_memory
+    from contract.layer import intermediate_specs
+    from contract.presets import get_preset
+
+    inter = sum(int(np.prod(shape)) * np.dtype(dt).itemsize for shape, dt in intermediate_specs(get_preset("small"))
+                .values())
+    whole, sampled = (estimate_memory("layer", "small", lazy=False, sample_ctas=c) for c in (None, 6))
+    assert sampled.host_bytes - whole.host_bytes == inter and sampled.sim_bytes == whole.sim_bytes

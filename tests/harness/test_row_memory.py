@@ -15,7 +15,7 @@ def test_the_runner_asks_the_contracts_estimate():
 def test_lazy_sampled_dsv3_gemm_fits_a_laptop_and_eager_does_not():
     lazy = estimate_row_memory("grouped_gemm", "dsv3-decode", "up", "sim", lazy=True, sample_blocks=6)
     eager = estimate_row_memory("grouped_gemm", "dsv3-decode", "up", "sim", lazy=False)
-    assert lazy.total_bytes < 1 << 30 < WEIGHTS < eager.total_bytes
+    assert lazy.total_bytes < 2 << 30 < WEIGHTS < eager.total_bytes
     gpu = estimate_row_memory("grouped_gemm", "dsv3-decode", "up", backend="gpu")
     assert gpu.sim_bytes == 0 and WEIGHTS < gpu.host_bytes < WEIGHTS * 1.2  # a GPU run draws the weights on the host
 

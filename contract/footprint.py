@@ -100,6 +100,20 @@ class MemoryEstimate:
         return PROCESS_BASE + self.host_bytes + self.sim_bytes
 
 
+# Temporaries of drawing a kernel's inputs whole (make_inputs), beyond the inputs themselves: the fp8 GEMM draws its
+# weights as bf16 and scales them in float32 before quantising (6 bytes per weight at the peak).
+DRAW_TEMPORARIES = {"grouped_gemm_fp8": ("w", 6)}
+
+
+def _draw_bytes(kernel: str, p: Preset, variant: str, lazy: tuple[str, ...]) -> int:
+    """Peak temporaries of drawing the non-lazy inputs (0 when the drawn input is lazy or needs none)."""
+    name, per_element = DRAW_TEMPORARIES.get(kernel, (None, 0))
+    if name is None or name in lazy:
+        return 0
+    shape, _ = SHAPES[kernel](p, variant)[0][name]
+    return int(np.prod(shape, dtype=np.int64)) * per_element
+
+
 def _touched_inputs(kernel: str, p: Preset, variant: str, ins: dict[str, int], lazy: tuple[str, ...],
                     ctas: int | None) -> int:
     """Upper bound on the lazy input bytes the simulated CTAs touch (all of them without sampling)."""
@@ -130,7 +144,7 @@ def estimate_memory(kernel: str, preset: Preset | str, variant: str = "up", *, l
     in_total, out_total = sum(ins.values()), sum(outs.values())
     host_inputs = in_total - sum(ins[k] for k in lazy_names)
     reference = _reference_bytes(kernel, p, variant, outs, sample_ctas)
-    host = host_inputs + 2 * out_total + reference
+    host = host_inputs + 2 * out_total + reference + _draw_bytes(kernel, p, variant, lazy_names)
     # the layer's intermediates live on the device too (its stages write them whole, but for the sampled GEMMs' rows)
     middle = sum(_nbytes(*v) for v in intermediate_specs(p).values()) if kernel == "layer" else 0
     heap = in_total + out_total + middle

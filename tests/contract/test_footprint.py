@@ -58,3 +58,15 @@ def test_a_sampled_layer_counts_the_intermediates_its_stage_check_copies():
                 .values())
     whole, sampled = (estimate_memory("layer", "small", lazy=False, sample_ctas=c) for c in (None, 6))
     assert sampled.host_bytes - whole.host_bytes == inter and sampled.sim_bytes == whole.sim_bytes
+
+
+def test_drawing_fp8_weights_whole_counts_their_float32_temporaries():
+    """make_inputs scales the fp8 weights in float32 before quantising: at dsv3 that is tens of GB, which must stop
+    the row before it is drawn (a lazy draw has no such temporaries)."""
+    import contract.footprint as fp
+
+    p = fp.get_preset("dsv3-decode")
+    weights = p.E * 2 * p.I * p.H
+    est = fp.estimate_memory("grouped_gemm_fp8", p, "up", lazy=False)
+    assert est.host_bytes >= weights * (1 + 6)
+    assert fp._draw_bytes("grouped_gemm_fp8", p, "up", ("w",)) == 0

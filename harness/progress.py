@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 FLOP_WEIGHT = 1 / 8  # cost units per FLOP against one per byte: the simulator runs ~8 FLOPs in the time of a byte
+# Fixed work of every row (drawing inputs, parsing PTX, the check, static facts, the model): ~0.7 s at dsv3-decode on
+# two cores, where the rest runs at ~2-5e-8 s a unit (measured: gate 0.8 s, sampled up GEMM 21 s for 1e9 units).
+ROW_OVERHEAD = 2e7
 GEMM_STAGES = {"grouped_gemm": ("gemm",), "grouped_gemm_fp8": ("gemm",), "layer": ("up", "down")}
 
 
@@ -25,9 +28,9 @@ def _gemm_fraction(p, n: int, sample) -> float:
 
 
 def predicted_cost(kernel: str, preset, variant: str | None, sample=None) -> float:
-    """A row's predicted cost: bytes in and out plus weighted worst-case GEMM FLOPs (rows padded to P_max), the GEMM
-    launches' share scaled by the fraction of their CTAs `sample` simulates (a sampled dsv3 GEMM touches a few
-    routing blocks of its 14 GiB of weights, not all of them)."""
+    """A row's predicted cost: a fixed ROW_OVERHEAD, bytes in and out, and weighted worst-case GEMM FLOPs (rows padded
+    to P_max), the GEMM launches' share scaled by the fraction of their CTAs `sample` simulates (a sampled dsv3 GEMM
+    touches a few routing blocks of its 14 GiB of weights, not all of them)."""
     from contract.errors import UnknownNameError
     from contract.footprint import tensor_bytes
     from contract.presets import get_preset
@@ -39,7 +42,7 @@ def predicted_cost(kernel: str, preset, variant: str | None, sample=None) -> flo
         return 1.0  # a kernel without a size table: one unit (the estimate then learns from the others)
     moved = float(sum(ins.values()) + sum(outs.values()))
     if kernel not in GEMM_STAGES:
-        return moved
+        return ROW_OVERHEAD + moved
     up, down = (2 * p.I, p.H), (p.H, p.I)  # (n, kd)
     gemms = [up, down] if kernel == "layer" else [up if variant in (None, "up") else down]
     cost = 0.0 if kernel != "layer" else moved - float(ins["W1"] + ins["W2"])  # the layer's other stages run whole
@@ -47,7 +50,7 @@ def predicted_cost(kernel: str, preset, variant: str | None, sample=None) -> flo
         weights = p.E * n * kd * (1 if kernel == "grouped_gemm_fp8" else 2)
         work = weights + (moved - weights if kernel != "layer" else 0.0) + FLOP_WEIGHT * 2 * p.P_max * n * kd
         cost += work * _gemm_fraction(p, n, sample)
-    return float(cost)
+    return ROW_OVERHEAD + float(cost)
 
 
 def format_seconds(seconds: float) -> str:

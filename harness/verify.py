@@ -84,6 +84,7 @@ LAYER_STAGES = (
     ("combine", "combine", {"y": "y", "topk_w": "topk_w", "inverse": "inverse"}, {"out": "out"}),
 )
 DOWNSTREAM = {"swiglu": "h", "grouped_gemm.down": "a", "combine": "y"}  # stages fed by a sampled GEMM's rows
+ALIASES = {"act": "a"}  # an implementation's own names of the contract's intermediates (the Numba layer's "act")
 
 
 def _repoison_rows(arr: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -105,7 +106,13 @@ def check_layer_stages(outputs: dict, inputs: dict, intermediates: dict, preset:
     """
     from contract.coverage import written
 
-    arrays = {**inputs, **intermediates, **outputs}
+    arrays = {**inputs, **{ALIASES.get(k, k): v for k, v in intermediates.items()}, **outputs}
+    needed = {v for _, _, ins, outs in LAYER_STAGES for v in (*ins.values(), *outs.values())}
+    if needed - set(arrays):
+        return CheckResult(False, "layer", f"sampled layer: the run kept no {', '.join(sorted(needed - set(arrays)))} "
+                           f"among its intermediates ({', '.join(sorted(intermediates))}), so it cannot be checked "
+                           f"stage by stage; expected contract.layer.intermediate_specs' names",
+                           {"coverage": 0.0, "sampled": True})
     total = int(np.asarray(arrays["total_padded"]).reshape(-1)[0])
     defined: dict[str, np.ndarray] = {}  # array -> rows whose every element came from simulated CTAs
     stages: dict[str, dict] = {}

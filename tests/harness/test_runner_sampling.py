@@ -172,3 +172,17 @@ def test_a_sampled_dsv3_gemm_row_runs_lazy_within_its_memory_estimate():
     assert row["sampling"]["sampled"] and row["sampling"]["simulated_fraction"] == pytest.approx(1 / 304)
     estimate = estimate_row_memory("grouped_gemm", "dsv3-decode", "up", "sim", lazy=True, sample_blocks=1)
     assert estimate.lazy and estimate.total_bytes < 2 << 30
+
+
+def test_the_numba_layers_own_name_for_the_swiglu_output_is_understood(sampled_layer):
+    def rename(kept):
+        kept["act"] = kept.pop("a")
+
+    result = _stage_check(sampled_layer, rename)
+    assert result.ok and result.errors["stages"]["grouped_gemm.down"]["checked"]
+
+    def drop(kept):
+        del kept["a"]
+
+    result = _stage_check(sampled_layer, drop)
+    assert not result.ok and "kept no a among its intermediates" in result.message

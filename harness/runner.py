@@ -1,8 +1,10 @@
 """The comparison sweep: every (kernel[variant], impl, preset, skew) row run, checked, timed, analysed, saved.
 
-For each row: fresh seeded inputs (the same seed for every path of a (kernel, preset, skew)), poisoned outputs,
-one run inside an NVTX range, the kernels.md check, static facts of the PTX it launched, then timing (sim: the
-ptxsim timing model, "modelled"; gpu: CUDA events with L2 flush, "measured") and achieved throughput. run.json is
+For each row: fresh seeded inputs (the same seed for every path of a (kernel, preset, skew); big ones keyed and lazy
+on sim), poisoned outputs, one run inside an NVTX range, the kernels.md check (on exactly what ran when big GEMM
+launches were sampled: harness.sampling), static facts of the PTX it launched, then timing (sim: the ptxsim timing
+model, "modelled"; gpu: CUDA events with L2 flush, "measured") and achieved throughput. A row whose estimated memory
+(contract.footprint) will not fit is skipped with the reason. run.json is
 rewritten atomically after every row, so `--resume` continues where an interruption stopped. Each cell gets one
 verdict per pair of implementations run (harness.implementations.PAIRS; PTX vs CUDA C++ is the headline).
 """
@@ -173,7 +175,7 @@ def _wants_lazy(wants_lazy, item: Item) -> bool:
         return False
 
 
-def sample_policy(settings: "CompareSettings"):
+def sample_policy(settings: CompareSettings):
     """The row's harness.sampling.SamplePolicy on sim (None on gpu)."""
     from harness.sampling import parse_sample
 

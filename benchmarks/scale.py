@@ -83,7 +83,7 @@ def run_compare(preset: str, out: Path, extra: list[str]) -> Measured:
 def summarise(measured: Measured) -> list[str]:
     """The printed lines of one preset: figures against the goals, rows by status, slowest rows, rows not ok."""
     gb = 1e9
-    lines = [f"{measured.preset}: wall {measured.wall_s / 60:.1f} min (CPU {measured.cpu_s / 60:.1f} min: user + "
+    lines = [f"{measured.preset}: wall {measured.wall_s / 60:.1f} min (CPU {measured.cpu_s / 60:.2f} min: user + "
              f"system of the tree), peak RSS of the process tree "
              f"{measured.peak_tree_bytes / gb:.2f} GB (largest single process {measured.peak_single_bytes / gb:.2f} "
              f"GB), exit status {measured.returncode}"]

@@ -2,7 +2,8 @@
 
 Backends that accept lazy tensors (`backend.lazy_inputs`, the sim backend) get the big inputs as keyed tensors whose
 pages are produced only when a simulated CTA touches them; a sampled simulation (ptxsim `sample_ctas`) is checked on
-exactly the output elements its CTAs wrote, and the check says how much of the output that covered.
+exactly the output elements its CTAs wrote, and the check says how much of the output that covered. A sampled layer
+is checked stage by stage on the intermediates it produced (check_layer_stages).
 """
 from __future__ import annotations
 

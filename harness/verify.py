@@ -139,10 +139,10 @@ def check_layer_stages(outputs: dict, inputs: dict, intermediates: dict, preset:
         for name, arr in got.items():  # rows this stage produced from defined inputs, for the stages after it
             layer_name = outs[name]
             mask = written(arr)
-            rows = mask.reshape(mask.shape[0], -1).all(axis=1)
+            whole = np.asarray(mask.reshape(mask.shape[0], -1).all(axis=1))
             if layer_name in ("h", "a", "y"):
-                rows[total:] = False
-            defined[layer_name] = rows
+                whole[total:] = False
+            defined[layer_name] = whole
     checked = [s for s in stages.values() if s["checked"]]
     coverage = min(s["coverage"] for s in stages.values()) if stages else 0.0
     gemm_checked = stages["grouped_gemm.up"]["checked"]

@@ -174,10 +174,12 @@ class GlobalMemory:
         if top > MAX_RESERVED_BYTES:
             raise ResourceLimitError(f"allocating {nbytes} bytes for {label or 'a buffer'} would take simulated global "
                                      f"memory to {top} bytes; ptxsim reserves at most {MAX_RESERVED_BYTES} bytes")
+        # NOTE: grow before `top` moves: growth copies the committed bytes below `top`, and the new allocation's
+        # pages are not marked lazy yet (moving `top` first copied up to a GB of its untouched range, committing it)
+        self._grow(top + 16)
         self.top, self.eager_bytes = top, eager
         if not lazy:
             self._eager[off] = int(nbytes)
-        self._grow(self.top + 16)
         a = Allocation(GLOBAL_BASE + off, int(nbytes), label)
         self.allocs.append(a)
         self.state.invalidate()

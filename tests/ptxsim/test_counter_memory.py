@@ -76,3 +76,18 @@ def test_reserve_maps_more_than_this_machines_memory():
     ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     big = reserve(2 * ram)
     assert big.size == 2 * ram and big[-1] == 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_growing_the_heap_for_a_lazy_buffer_commits_none_of_it():
+    """A second lazy buffer that doubles the heap: growth copies the committed bytes, and the new buffer's untouched
+    range is not among them (it was: up to a GB of zeros written into the new heap)."""
+    dev = Device()
+    dev.alloc_lazy(3 << 28, 0)  # 768 MiB in a 1 GiB heap
+    before = _rss()
+    second = dev.alloc_lazy(1 << 30, 7)  # grows the heap to 2 GiB
+    grown = _rss() - before
+    assert grown < 48 << 20, f"RSS grew {grown / 2**20:.0f} MiB for a lazy GiB nothing touched"
+    out = np.empty(4, np.uint8)
+    dev.copy_out(second, out)
+    assert out.tolist() == [7] * 4

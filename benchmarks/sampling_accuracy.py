@@ -1,11 +1,13 @@
 """Sampled simulation of the grouped GEMM against the kernel's minimum bytes and against a full run (issue #13).
 
     python benchmarks/sampling_accuracy.py [--preset dsv3-decode] [--experts 16] [--impl ptx] [--variant up]
-                                           [--sample-ctas 512] [--wave-ctas N] [--full]
+                                           [--waves 6] [--full]
 
-For each (impl, variant): extrapolated DRAM bytes (read + write) over contract.kernels' min_bytes, the modelled
-kernel time and limiter, the fraction of CTAs simulated and the simulator's wall time; with --full, the same
-from a full (unsampled) run and the relative difference in modelled time. --experts shrinks E (the weights are
+Sampling as `ptxmoe compare --sample N` does it (harness.sampling: N waves of whole grid rows, each the routing
+blocks of about one expert; here applied to any grid size), inputs lazy where the runner draws them lazy. For each
+(impl, variant): extrapolated DRAM bytes (read + write) over contract.kernels' min_bytes, the modelled kernel time
+and limiter, the fraction of CTAs simulated and the simulator's wall time; with --full, the same from a full
+(unsampled) run and the relative difference in modelled time. --experts shrinks E (the weights are
 E x N x Kd bf16: dsv3's 256 experts are 15 GB) keeping every other dsv3 dimension. The figures are printed as
 measured, whether or not they meet issue #13's targets (DRAM within 1.5x of min bytes; sampled vs full within 10%).
 """
@@ -15,21 +17,23 @@ import argparse
 import dataclasses
 import time
 
-import numpy as np
 
-
-def run_once(preset, impl: str, variant: str, sample_ctas, wave_ctas) -> dict:
+def run_once(preset, impl: str, variant: str, waves: int | None) -> dict:
     import importlib
 
+    from contract.footprint import wants_lazy
     from contract.kernels import POISON_BYTE, get_kernel
     from harness.backends.sim import SimBackend
     from harness.implementations import IMPLS
+    from harness.sampling import SamplePolicy
     from harness.timing.sim import model_row
+    from harness.verify import to_device
 
     spec = get_kernel("grouped_gemm")
-    inputs = spec.make_inputs(preset, "balanced", 0, variant=variant)
-    sim = SimBackend(sample_ctas=sample_ctas, wave_ctas=wave_ctas)
-    args = {name: sim.to_device(np.ascontiguousarray(arr)) for name, arr in inputs.items()}
+    inputs = spec.make_inputs(preset, "balanced", 0, variant=variant, lazy=wants_lazy("grouped_gemm", preset, variant))
+    policy = None if waves is None else SamplePolicy(waves, min_ctas=0, text=str(waves)).for_preset(preset)
+    sim = SimBackend(sample=policy)
+    args = {name: to_device(sim, arr) for name, arr in inputs.items()}
     for o in spec.output_specs(preset, inputs):
         args[o.name] = sim.empty(o.shape, o.dtype, fill_byte=POISON_BYTE)
     t0 = time.perf_counter()
@@ -46,27 +50,29 @@ def run_once(preset, impl: str, variant: str, sample_ctas, wave_ctas) -> dict:
 
 def main(argv=None) -> int:
     from contract.presets import get_preset
+    from harness.sampling import AUTO_WAVES
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="small")
     ap.add_argument("--experts", type=int, default=None, help="override E (a multiple of the preset's G)")
     ap.add_argument("--impl", action="append", choices=("ptx", "cpp", "numba"))
     ap.add_argument("--variant", action="append", choices=("up", "down"))
-    ap.add_argument("--sample-ctas", type=int, default=512)
-    ap.add_argument("--wave-ctas", type=int, default=None, help="override the model device's wave")
+    ap.add_argument("--waves", type=int, default=None,
+                    help="waves per launch (default: --sample auto's, harness.sampling.AUTO_WAVES)")
     ap.add_argument("--full", action="store_true", help="also run every CTA and compare")
     a = ap.parse_args(argv)
+    waves = a.waves or AUTO_WAVES
     preset = get_preset(a.preset)
     if a.experts:
         preset = dataclasses.replace(preset, name=f"{preset.name}-E{a.experts}", E=a.experts)
     for impl in a.impl or ["ptx", "cpp", "numba"]:
         for variant in a.variant or ["up", "down"]:
-            s = run_once(preset, impl, variant, a.sample_ctas, a.wave_ctas)
+            s = run_once(preset, impl, variant, waves)
             line = (f"{preset.name} {impl:5s} {variant:4s} sampled: DRAM/min {s['dram_over_min']:.2f}, "
                     f"{s['modelled_us']:.2f} us ({s['limiter']}), {s['fraction']:.1%} of CTAs {s['waves']}, "
                     f"{s['wall_s']:.1f} s")
             if a.full:
-                f = run_once(preset, impl, variant, None, a.wave_ctas)
+                f = run_once(preset, impl, variant, None)
                 line += (f" | full: DRAM/min {f['dram_over_min']:.2f}, {f['modelled_us']:.2f} us ({f['limiter']}), "
                          f"{f['wall_s']:.1f} s | time sampled/full {s['modelled_us'] / f['modelled_us']:.3f}")
             print(line, flush=True)

@@ -8,11 +8,13 @@ import numpy as np
 
 from contract.errors import UnknownNameError
 from contract.generators import BF16, E4M3
+from contract.layer import intermediate_specs
 from contract.presets import Preset, get_preset
 
 I32, F32 = np.dtype(np.int32), np.dtype(np.float32)
 PAGE = 1 << 16  # ptxsim's lazy page (ptxsim.memory.PAGE; not imported: contract stays free of ptxsim)
 LAZY_MIN_BYTES = 256 << 20  # run_kernel makes inputs lazy (on backends that take them) from this total size on
+SECTOR_TABLE_BYTES = 13  # ptxsim's per-sector counter tables (ptxsim.counters.MemCounters, ptxsim.model.l2.WaveL2)
 PROCESS_BASE = 256 << 20  # Python and NumPy (~50 MiB) plus Numba when a row compiles kernels (peak RSS ~240 MiB, tiny)
 
 
@@ -107,10 +109,24 @@ class MemoryEstimate:
         return PROCESS_BASE + self.host_bytes + self.sim_bytes
 
 
+# Temporaries of drawing a kernel's inputs whole (make_inputs), beyond the inputs themselves: the fp8 GEMM draws its
+# weights as bf16 and scales them in float32 before quantising (6 bytes per weight at the peak).
+DRAW_TEMPORARIES = {"grouped_gemm_fp8": ("w", 6)}
+
+
+def _draw_bytes(kernel: str, p: Preset, variant: str, lazy: tuple[str, ...]) -> int:
+    """Peak temporaries of drawing the non-lazy inputs (0 when the drawn input is lazy or needs none)."""
+    name, per_element = DRAW_TEMPORARIES.get(kernel, (None, 0))
+    if name is None or name in lazy:
+        return 0
+    shape, _ = SHAPES[kernel](p, variant)[0][name]
+    return int(np.prod(shape, dtype=np.int64)) * per_element
+
+
 def _touched_inputs(kernel: str, p: Preset, variant: str, ins: dict[str, int], lazy: tuple[str, ...],
                     ctas: int | None) -> int:
     """Upper bound on the lazy input bytes the simulated CTAs touch (all of them without sampling)."""
-    if ctas is None:
+    if ctas is None or not lazy:
         return sum(ins[k] for k in lazy)
     if kernel == "grouped_gemm":  # a CTA works on one routing block: BM rows of a and (at most) one expert's weights
         kd, n = _gemm_kd_n(p, variant)
@@ -137,11 +153,15 @@ def estimate_memory(kernel: str, preset: Preset | str, variant: str = "up", *, l
     in_total, out_total = sum(ins.values()), sum(outs.values())
     host_inputs = in_total - sum(ins[k] for k in lazy_names)
     reference = _reference_bytes(kernel, p, variant, outs, sample_ctas)
-    host = host_inputs + 2 * out_total + reference
-    heap = in_total + out_total
+    host = host_inputs + 2 * out_total + reference + _draw_bytes(kernel, p, variant, lazy_names)
+    # the layer's intermediates live on the device too (its stages write them whole, but for the sampled GEMMs' rows)
+    middle = sum(_nbytes(*v) for v in intermediate_specs(p).values()) if kernel == "layer" else 0
+    heap = in_total + out_total + middle
     committed_in = host_inputs + _touched_inputs(kernel, p, variant, ins, lazy_names, sample_ctas)
-    committed = committed_in + out_total  # outputs are read back whole
-    sim = committed + 2 * committed // 32 + 4 * heap // PAGE  # counters: two flags per touched sector; page table
+    committed = committed_in + out_total + middle  # outputs are read back whole
+    # NOTE: ptxsim's counters keep 13 bytes per touched 32-byte sector (L1 owner int64, L2 wave int32, written flag),
+    # committed only where touched (ptxsim.counters.lazy_zeros); plus the lazy page table
+    sim = committed + SECTOR_TABLE_BYTES * committed // 32 + 4 * heap // PAGE
     if "initcheck" in sanitizers:
         sim += heap
     if "nc" in sanitizers:
@@ -158,4 +178,6 @@ def _reference_bytes(kernel: str, p: Preset, variant: str, outs: dict[str, int],
         ref = block + (min(ctas, p.n_blocks) if ctas else p.n_blocks) * p.BM * n * 8
     elif kernel == "layer":
         ref += 2 * p.P_max * max(2 * p.I, p.H) * 8 + 2 * p.I * p.H * 8
+        if ctas:  # a sampled layer is checked stage by stage on host copies of its intermediates
+            ref += sum(_nbytes(*v) for v in intermediate_specs(p).values())
     return ref

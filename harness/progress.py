@@ -13,25 +13,44 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 FLOP_WEIGHT = 1 / 8  # cost units per FLOP against one per byte: the simulator runs ~8 FLOPs in the time of a byte
+# Fixed work of every row (drawing inputs, parsing PTX, the check, static facts, the model): ~0.7 s at dsv3-decode on
+# two cores, where the rest runs at ~2-5e-8 s a unit (measured: gate 0.8 s, sampled up GEMM 21 s for 1e9 units).
+ROW_OVERHEAD = 2e7
+GEMM_STAGES = {"grouped_gemm": ("gemm",), "grouped_gemm_fp8": ("gemm",), "layer": ("up", "down")}
 
 
-def predicted_cost(kernel: str, preset, variant: str | None) -> float:
-    """A row's predicted cost: bytes in and out plus weighted worst-case GEMM FLOPs (rows padded to P_max)."""
+def _gemm_fraction(p, n: int, sample) -> float:
+    """Share of a GEMM launch's CTAs `sample` (harness.sampling.SamplePolicy) simulates; grid ~ (n / 64, n_blocks)
+    (the column tile differs per path; the row fraction does not)."""
+    if sample is None:
+        return 1.0
+    return sample.for_preset(p).sampled_fraction((max(1, n // 64), p.n_blocks, 1))
+
+
+def predicted_cost(kernel: str, preset, variant: str | None, sample=None) -> float:
+    """A row's predicted cost: a fixed ROW_OVERHEAD, bytes in and out, and weighted worst-case GEMM FLOPs (rows padded
+    to P_max), the GEMM launches' share scaled by the fraction of their CTAs `sample` simulates (a sampled dsv3 GEMM
+    touches a few routing blocks of its 14 GiB of weights, not all of them)."""
+    from contract.errors import UnknownNameError
+    from contract.footprint import tensor_bytes
     from contract.presets import get_preset
-    from harness.row_memory import SHAPES
 
     p = get_preset(preset)
-    if kernel not in SHAPES:
+    try:
+        ins, outs = tensor_bytes(kernel, p, variant or "up")
+    except UnknownNameError:
         return 1.0  # a kernel without a size table: one unit (the estimate then learns from the others)
-    inputs, outputs = SHAPES[kernel](p, variant)
-    if kernel == "grouped_gemm":
-        n_kd = [(2 * p.I, p.H) if variant in (None, "up") else (p.H, p.I)]
-    elif kernel == "layer":
-        n_kd = [(2 * p.I, p.H), (p.H, p.I)]
-    else:
-        n_kd = []
-    flops = sum(2 * p.P_max * n * kd for n, kd in n_kd)
-    return float(inputs + outputs + FLOP_WEIGHT * flops)
+    moved = float(sum(ins.values()) + sum(outs.values()))
+    if kernel not in GEMM_STAGES:
+        return ROW_OVERHEAD + moved
+    up, down = (2 * p.I, p.H), (p.H, p.I)  # (n, kd)
+    gemms = [up, down] if kernel == "layer" else [up if variant in (None, "up") else down]
+    cost = 0.0 if kernel != "layer" else moved - float(ins["W1"] + ins["W2"])  # the layer's other stages run whole
+    for n, kd in gemms:
+        weights = p.E * n * kd * (1 if kernel == "grouped_gemm_fp8" else 2)
+        work = weights + (moved - weights if kernel != "layer" else 0.0) + FLOP_WEIGHT * 2 * p.P_max * n * kd
+        cost += work * _gemm_fraction(p, n, sample)
+    return ROW_OVERHEAD + float(cost)
 
 
 def format_seconds(seconds: float) -> str:

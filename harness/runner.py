@@ -1,8 +1,10 @@
 """The comparison sweep: every (kernel[variant], impl, preset, skew) row run, checked, timed, analysed, saved.
 
-For each row: fresh seeded inputs (the same seed for every path of a (kernel, preset, skew)), poisoned outputs,
-one run inside an NVTX range, the kernels.md check, static facts of the PTX it launched, then timing (sim: the
-ptxsim timing model, "modelled"; gpu: CUDA events with L2 flush, "measured") and achieved throughput. run.json is
+For each row: fresh seeded inputs (the same seed for every path of a (kernel, preset, skew); big ones keyed and lazy
+on sim), poisoned outputs, one run inside an NVTX range, the kernels.md check (on exactly what ran when big GEMM
+launches were sampled: harness.sampling), static facts of the PTX it launched, then timing (sim: the ptxsim timing
+model, "modelled"; gpu: CUDA events with L2 flush, "measured") and achieved throughput. A row whose estimated memory
+(contract.footprint) will not fit is skipped with the reason. run.json is
 rewritten atomically after every row, so `--resume` continues where an interruption stopped. Each cell gets one
 verdict per pair of implementations run (harness.implementations.PAIRS; PTX vs CUDA C++ is the headline).
 
@@ -98,12 +100,13 @@ class CompareSettings:
     model_device: str = "H200 SXM"
     sanitize: tuple[str, ...] = ()  # sim only: ptxsim sanitizers on every launch (findings fail the row)
     model_estimate: bool = True  # gpu only: also record the timing model's estimate (sampled ptxsim run)
+    sample: str = "auto"  # sim only: --sample auto|off|N (harness.sampling)
 
     def as_dict(self) -> dict:
         return {"backend": self.backend, "presets": list(self.presets), "skews": list(self.skews),
                 "kernels": list(self.kernels), "seed": self.seed, "impls": list(self.impls), "static": self.static,
                 "timing": vars(self.timing).copy(), "model_device": self.model_device,
-                "sanitize": list(self.sanitize), "model_estimate": self.model_estimate}
+                "sanitize": list(self.sanitize), "model_estimate": self.model_estimate, "sample": self.sample}
 
 
 def plan(settings: CompareSettings) -> list[Item]:
@@ -174,13 +177,70 @@ def throughput(kernel: str, min_bytes: int, flops: int, time_us: float | None, s
 
 # ----------------------------------------------------------------------------------------------------- one row
 def _alloc(backend, spec, inputs: dict, preset):
+    """Device copies of the inputs (lazy tensors stay lazy on backends that take them) and poisoned outputs."""
     from contract.kernels import POISON_BYTE
+    from harness.verify import to_device
 
-    args = {name: backend.to_device(np.ascontiguousarray(arr)) for name, arr in inputs.items()}
+    args = {name: to_device(backend, arr) for name, arr in inputs.items()}
     out_specs = spec.output_specs(preset, inputs)
     for out in out_specs:
         args[out.name] = backend.empty(out.shape, out.dtype, fill_byte=POISON_BYTE)
     return args, out_specs
+
+
+def draw_inputs(backend, item: Item, seed: int) -> dict:
+    """A cell's inputs: keyed lazy tensors for the big ones when the backend takes them (contract.footprint
+    .wants_lazy: the dsv3 GEMM weights are 14 GiB), else NumPy arrays; the same values either way."""
+    from contract.footprint import wants_lazy
+    from contract.kernels import get_kernel
+    from contract.presets import get_preset
+
+    preset = get_preset(item.preset)
+    lazy = bool(getattr(backend, "lazy_inputs", False)) and _wants_lazy(wants_lazy, item)
+    return get_kernel(item.kernel).make_inputs(preset, item.skew, seed, lazy=lazy, **item.params)
+
+
+def _wants_lazy(wants_lazy, item: Item) -> bool:
+    from contract.errors import UnknownNameError
+
+    try:
+        return wants_lazy(item.kernel, item.preset, item.variant or "up")
+    except UnknownNameError:  # a kernel without a size table: drawn whole
+        return False
+
+
+def sample_policy(settings: CompareSettings):
+    """The row's harness.sampling.SamplePolicy on sim (None on gpu)."""
+    from harness.sampling import parse_sample
+
+    return parse_sample(settings.sample) if settings.backend == "sim" else None
+
+
+def _sampled_blocks(policy, preset) -> int | None:
+    """Routing blocks a sampled GEMM launch of the row simulates (the memory estimate's bound), None = all."""
+    from contract.presets import get_preset
+
+    if policy is None or policy.off:
+        return None
+    return policy.waves * policy.for_preset(get_preset(preset)).rows_per_wave
+
+
+def _row_sample_policy(settings: CompareSettings, preset):
+    policy = sample_policy(settings)
+    return policy.for_preset(preset) if policy is not None else None
+
+
+def sampling_summary(records, check_errors: dict, policy) -> dict:
+    """run.json's row["sampling"]: the policy, whether any launch ran a subset of its CTAs, the smallest simulated
+    fraction of any launch, and the share of the output the check covered (1.0 for a full run)."""
+    from harness.verify import was_sampled
+
+    fractions = [float(getattr(getattr(r, "stats", None), "sample_fraction", 1.0)) for r in records]
+    sampled = was_sampled(records)
+    coverage = check_errors.get("coverage") if isinstance(check_errors, dict) else None
+    return {"policy": None if policy is None else policy.text, "sampled": sampled,
+            "simulated_fraction": min(fractions) if fractions else 1.0,
+            "coverage": float(coverage) if coverage is not None else (None if sampled else 1.0)}
 
 
 def _launch_summary(records) -> list[dict]:
@@ -216,7 +276,12 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
     row: dict[str, Any] = {**row_head(settings, item, impl, seed), "params": params}
     t_row = time.perf_counter()
     if inputs is None:
-        inputs = spec.make_inputs(preset, item.skew, seed, **params)
+        inputs = draw_inputs(backend, item, seed)
+    policy = _row_sample_policy(settings, preset)
+    if hasattr(backend, "sample"):
+        backend.sample = policy
+    if hasattr(backend, "captured_workspace"):  # the layer's intermediates, for its stage-by-stage sampled check
+        backend.captured_workspace = {} if item.kernel == "layer" and policy is not None and not policy.off else None
     backend.records.clear()
     backend.sources.clear()
     args, out_specs = _alloc(backend, spec, inputs, preset)
@@ -227,8 +292,9 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
             records = list(run(backend, args, preset, **run_params) or backend.records)
             backend.synchronize()
         outputs = {o.name: backend.to_host(args[o.name]) for o in out_specs}
-        check = spec.check(outputs, inputs, preset, **run_params)
+        check = _check(backend, spec, item, outputs, inputs, preset, records, run_params)
         row["correctness"] = {"ok": bool(check.ok), "message": check.message, "errors": check.errors}
+        row["sampling"] = sampling_summary(records, check.errors, policy)
         row["launches"] = _launch_summary(records)
         # NOTE: on gpu, launched_sources compiles the Numba kernels to PTX again: only when static facts are wanted
         sources = backend.launched_sources() if settings.static or settings.backend == "sim" else {}
@@ -246,7 +312,7 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
             from harness.timing.gpu import rotation_count, time_gpu
 
             l2 = _l2_bytes(device_spec)
-            input_bytes = sum(int(a.nbytes) for a in inputs.values())
+            input_bytes = sum(int(a.nbytes) for a in inputs.values())  # NOTE: gpu inputs are never lazy
             for _ in range(rotation_count(input_bytes, l2, settings.timing.max_rotation) - 1):
                 copy = {n: backend.to_device(np.ascontiguousarray(a)) for n, a in inputs.items()}
                 extra_sets.append({**args, **copy})
@@ -278,10 +344,25 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
         for s in extra_sets:
             for n in inputs:
                 backend.free(s[n])
+        if getattr(backend, "captured_workspace", None) is not None:
+            backend.captured_workspace = None
         if hasattr(backend, "reset_memory"):
             backend.reset_memory()  # sim: ptxsim never reuses freed memory; a fresh device per row
     row["elapsed_s"] = time.perf_counter() - t_row
     return row
+
+
+def _check(backend, spec, item: Item, outputs: dict, inputs: dict, preset, records, run_params: dict):
+    """The kernels.md check: on exactly the simulated subset when a launch was sampled; a sampled layer stage by
+    stage on its captured intermediates (harness.verify.check_layer_stages)."""
+    from harness.verify import check_layer_stages, was_sampled
+
+    sampled = was_sampled(records)
+    captured = getattr(backend, "captured_workspace", None)
+    if item.kernel == "layer" and sampled and captured:
+        backend.captured_workspace = None
+        return check_layer_stages(outputs, inputs, captured, preset)
+    return spec.check(outputs, inputs, preset, sampled=sampled, **run_params)
 
 
 SHOW_FINDINGS = 10  # sanitizer findings printed per row (run.json keeps them all, up to ptxsim's MAX_REPORTS)
@@ -411,13 +492,17 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
              on_start: Callable[[str, int], None] | None = None, memory_share: int = 1) -> Iterator[tuple[str, dict]]:
     """Run `impls` of one cell, yielding (impl, row) as each finishes; the inputs are drawn once for them all.
 
-    A row whose estimated memory (harness.row_memory) exceeds this machine's free memory / `memory_share` (the
+    Big inputs are drawn lazy where the backend takes them (draw_inputs). A row whose estimated memory
+    (harness.row_memory, from contract.footprint) exceeds this machine's free memory / `memory_share` (the
     processes running rows at once) is not run: it gets status "skipped" and a one-line reason. Only KeyboardInterrupt
     escapes: any other exception becomes that row's "error" row.
     """
+    from contract.footprint import wants_lazy
     from harness.row_memory import available_bytes, memory_skip_reason
 
     seed = item_seed(settings.seed, item)
+    policy = sample_policy(settings)
+    lazy = bool(getattr(backend, "lazy_inputs", False)) and _wants_lazy(wants_lazy, item)
     cell_inputs: dict | None = None  # drawn once per cell, shared by every path (same seed anyway)
     for impl in impls:
         run, why = _find_run(impl, item.kernel)
@@ -426,9 +511,10 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
             continue
         free = available_bytes()
         if free is not None and cell_inputs is not None:  # the cell's inputs are already held: this row reuses them
-            free += sum(int(a.nbytes) for a in cell_inputs.values())
-        too_big = memory_skip_reason(item.kernel, item.preset, impl, item.variant, settings.backend,
-                                     None if free is None else free // max(1, memory_share))
+            free += sum(int(a.nbytes) for a in cell_inputs.values() if isinstance(a, np.ndarray))
+        too_big = memory_skip_reason(item.kernel, item.preset, item.variant, settings.backend,
+                                     None if free is None else free // max(1, memory_share), lazy=lazy,
+                                     sample_blocks=_sampled_blocks(policy, item.preset))
         if too_big:
             yield impl, _plain_row(settings, item, impl, seed, "skipped", too_big)
             continue
@@ -437,11 +523,7 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
         t_row = time.perf_counter()
         try:
             if cell_inputs is None:
-                from contract.kernels import get_kernel
-                from contract.presets import get_preset
-
-                cell_inputs = get_kernel(item.kernel).make_inputs(get_preset(item.preset), item.skew, seed,
-                                                                  **item.params)
+                cell_inputs = draw_inputs(backend, item, seed)
             row = run_row(backend, settings, item, impl, run, seed, recorder, device_spec, inputs=cell_inputs)
         except KeyboardInterrupt:
             raise
@@ -492,7 +574,8 @@ def make_progress(settings: CompareSettings, items: list[Item], stream=None):
     """The sweep's Progress, with every row's predicted cost (harness.progress.predicted_cost)."""
     from harness.progress import Progress, predicted_cost
 
-    costs = {item.key(slot): predicted_cost(item.kernel, item.preset, item.variant)
+    sample = sample_policy(settings)
+    costs = {item.key(slot): predicted_cost(item.kernel, item.preset, item.variant, sample)
              for item in items for slot in item.slots(settings.impls)}
     return Progress(costs, stream if stream is not None else sys.stderr)
 
@@ -580,6 +663,15 @@ def _stop_after_sticky(run_file, row: dict, summary: dict) -> None:
                    row["sticky_cuda_error"])
 
 
+def _sampling_text(sampling: dict | None) -> str:
+    """", sampled: 0.33% of CTAs, check covers 0.33% of the output" for a sampled row, "" for a full one."""
+    if not sampling or not sampling.get("sampled"):
+        return ""
+    coverage = sampling.get("coverage")
+    return (f", sampled: {sampling['simulated_fraction']:.2%} of CTAs"
+            + (f", check covers {coverage:.2%} of the output" if coverage is not None else ""))
+
+
 def _row_status(row: dict) -> str:
     if row["status"] == "missing":
         return f"MISSING ({row['reason']})"
@@ -595,6 +687,7 @@ def _row_status(row: dict) -> str:
             lo, hi = timing["interval_us"]
             text += f" [{lo:.3g}, {hi:.3g}] + launch {timing['launch_us']:.2g} us"
         text += f", sim wall {timing.get('sim_wall_s', 0):.1f}s"
+        text += _sampling_text(row.get("sampling"))
     elif timing.get("device"):
         text += f", median {timing['device']['median_us']:.2f} us (n={timing['device']['n']})"
     return text

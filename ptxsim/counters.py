@@ -45,6 +45,15 @@ class Hook:
         groups left pending)."""
 
 
+def lazy_zeros(n: int, dtype) -> np.ndarray:
+    """n zeros of `dtype` in an anonymous mapping: pages are committed only when written (reads of untouched pages
+    see the kernel's shared zero page), so a table over a mostly untouched heap costs what is touched."""
+    from ptxsim.memory import reserve
+
+    dtype = np.dtype(dtype)
+    return reserve(int(n) * dtype.itemsize).view(dtype)[: int(n)]
+
+
 def _distinct_per_warp(w, key):
     """Number of distinct (warp, key) pairs and of distinct warps (w is sorted: lanes are in order)."""
     if w.size == 0:
@@ -82,11 +91,14 @@ class MemCounters(Hook):
         self.nsec = nsec
         self.l2 = WaveL2(nsec, l2_bytes)
         self.l2.begin_wave(0)
-        self.written = np.zeros(nsec, np.bool_)
-        # L1 model: the CTA whose L1-allocating load last brought each sector in (-1: none). A load sector is an L1
+        # NOTE: per-sector tables span the whole heap (a dsv3 GEMM's 15 GB of lazy weights: 470 M sectors), so they
+        # are zero-filled lazy mappings that cost memory only where a simulated access touches them.
+        self.written = lazy_zeros(nsec, np.bool_)
+        self.n_written = 0  # sectors written so far (counted as they are first written; no scan of the table)
+        # L1 model: 1 + the CTA whose L1-allocating load last brought each sector in (0: none). A load sector is an L1
         # hit when its own CTA allocated it before. NOTE: L1 is per SM, shared by its resident CTAs, and has a
         # capacity; both are ignored (per-CTA, unbounded), which suits the small reuse distances of tiled kernels.
-        self.l1_owner = np.full(nsec, -1, np.int64)
+        self.l1_owner = lazy_zeros(nsec, np.int64)
 
     def _add(self, pc, key, v):
         self.t[key] = self.t.get(key, 0) + v
@@ -137,14 +149,19 @@ class MemCounters(Hook):
             uniq = uniq[uniq < self.nsec]
         # write-allocate in L2, written back once (dram__bytes_write); bulk/TMA stores (op cp_async) are writes too
         if is_store and op in ("st", "cp_async"):
-            self.written[uniq] = True
+            self._mark_written(uniq)
             self.l2.access(uniq)
             return
         new = self.l2.access(uniq)
         self._add(ins.pc, "dram__bytes_read.sum", SECTOR * int(new.size))
         self._add(ins.pc, "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum", nsec - int(new.size))
         if op == "atom":
-            self.written[uniq] = True
+            self._mark_written(uniq)
+
+    def _mark_written(self, uniq) -> None:
+        """Mark distinct sectors written back (each counts once in dram__bytes_write)."""
+        self.n_written += int(uniq.size) - int(np.count_nonzero(self.written[uniq]))
+        self.written[uniq] = True
 
     def begin_wave(self, wave: int) -> None:
         """The CTAs that follow belong to wave `wave` (the L2 model ages by waves)."""
@@ -155,7 +172,7 @@ class MemCounters(Hook):
         (then it neither hits nor allocates)."""
         if not l1_allocates(ins.mods):
             return
-        cta = st.cta_ids[st.slot[ww * 32]].astype(np.int64)  # a warp's lanes are all in one CTA
+        cta = st.cta_ids[st.slot[ww * 32]].astype(np.int64) + 1  # a warp's lanes are all in one CTA; 0 = none
         inside = secs < len(self.l1_owner)
         secs_in, ww_in, cta_in = secs[inside], ww[inside], cta[inside]
         hit = self.l1_owner[secs_in] == cta_in
@@ -191,7 +208,7 @@ class MemCounters(Hook):
             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
             "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum", "ptxsim__l1_hit_sectors_global_op_ld.sum")}
         out.update(self.t)
-        out["dram__bytes_write.sum"] = SECTOR * int(np.count_nonzero(self.written))
+        out["dram__bytes_write.sum"] = SECTOR * self.n_written
         return out
 
 

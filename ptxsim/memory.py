@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,12 +30,17 @@ def _round_up(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
+# NOTE: Python's mmap module names MAP_NORESERVE only from 3.13; without it Linux's heuristic overcommit refuses any
+# mapping larger than RAM + swap (a dsv3 layer's 22 GB of lazy weights on a 16-23 GB machine)
+_LINUX_MAP_NORESERVE = 0x4000 if sys.platform.startswith("linux") else 0
+
+
 def reserve(nbytes: int) -> np.ndarray:
     """Zeroed bytes that the OS backs only where they are touched (anonymous mmap without swap reservation), so a
     simulated 15 GB allocation costs nothing until a CTA reads it."""
     import mmap
 
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", _LINUX_MAP_NORESERVE)
     return np.frombuffer(mmap.mmap(-1, max(int(nbytes), 1), flags=flags), np.uint8)
 
 
@@ -169,10 +175,12 @@ class GlobalMemory:
         if top > MAX_RESERVED_BYTES:
             raise ResourceLimitError(f"allocating {nbytes} bytes for {label or 'a buffer'} would take simulated global "
                                      f"memory to {top} bytes; ptxsim reserves at most {MAX_RESERVED_BYTES} bytes")
+        # NOTE: grow before `top` moves: growth copies the committed bytes below `top`, and the new allocation's
+        # pages are not marked lazy yet (moving `top` first copied up to a GB of its untouched range, committing it)
+        self._grow(top + 16)
         self.top, self.eager_bytes = top, eager
         if not lazy:
             self._eager[off] = int(nbytes)
-        self._grow(self.top + 16)
         a = Allocation(GLOBAL_BASE + off, int(nbytes), label)
         self.allocs.append(a)
         self.state.invalidate()

@@ -9,6 +9,8 @@ collected (not raised) on each record's `stats.sanitizer_reports` and in `backen
 `SimBackend(sample_ctas=N)` simulates about N CTAs per launch, as whole waves of the model device (wave_shape) spread
 over the grid, and extrapolates the counters (outputs are partial: for estimates only). Every launch, sampled or not,
 counts DRAM bytes through ptxsim's L2 model sized and aged like that device.
+`SimBackend(sample=policy)` (harness.sampling.SamplePolicy, `--sample`) decides per launch instead: big GEMM launches
+simulate whole rows of their grid, everything else runs whole; `sample_ctas` given explicitly takes precedence.
 `SimBackend(time_limit=S)`: wall-clock seconds one launch may run before ptxsim stops it as a runaway (naming the
 kernel and the loop's PTX lines). The default, LAUNCH_TIME_LIMIT_S unless PTXSIM_TIME_LIMIT is set, is above
 ptxsim's own one minute because a real-shape GEMM launch legitimately simulates for minutes on two cores.
@@ -130,7 +132,7 @@ class SimBackend(Backend):
     name = "sim"
 
     def __init__(self, device=None, sanitize=None, sample_ctas: int | None = None, time_limit: float | None = None,
-                 wave_ctas: int | None = None):
+                 wave_ctas: int | None = None, sample=None):
         import ptxsim
 
         missing = [name for name in ("Device", "load_ptx") if not hasattr(ptxsim, name)]
@@ -146,6 +148,7 @@ class SimBackend(Backend):
         self.sample_ctas = sample_ctas  # ptxsim sampled simulation: counters extrapolated, outputs partial
         self.time_limit = default_time_limit() if time_limit is None else float(time_limit)
         self.wave_ctas = wave_ctas  # None: the model device's wave (wave_shape); an int overrides it
+        self.sample = sample  # a harness.sampling.SamplePolicy choosing per launch (None: sample_ctas decides)
 
     # memory ---------------------------------------------------------------------------------------------------
     # NOTE: DeviceArray.handle is the ptxsim DeviceBuffer (what Device.copy_in/copy_out/free and launch args take).
@@ -216,6 +219,15 @@ class SimBackend(Backend):
         calls this between rows); every DeviceArray handed out before becomes invalid. Parsed modules are kept."""
         self.device = type(self.device)()
 
+    def done_with_workspace(self, arrays: dict[str, DeviceArray]) -> None:
+        """Free a workspace (Backend.done_with_workspace), first copying it to `captured_workspace` when that is a
+        dict: the runner checks a sampled layer stage by stage on the intermediates it really produced."""
+        if isinstance(self.captured_workspace, dict):
+            self.captured_workspace.update({name: self.to_host(a) for name, a in arrays.items()})
+        super().done_with_workspace(arrays)
+
+    captured_workspace: dict | None = None
+
     def _buffer(self, array: DeviceArray):
         if array.handle is None:
             raise InputError(f"DeviceArray at {array.addr:#x} was not allocated by this sim backend")
@@ -241,6 +253,8 @@ class SimBackend(Backend):
         extra.update(wave_shape(ptx, entry, b, int(shared_bytes)))
         if self.wave_ctas is not None:
             extra["wave_ctas"] = int(self.wave_ctas)
+        if self.sample_ctas is None and self.sample is not None:
+            extra.update(self.sample.launch_options(tag, g))
         stats = self.device.launch(kernel, g, b, list(flat_params), shared_bytes=int(shared_bytes), **extra)
         seconds = time.perf_counter() - t0
         record = LaunchRecord(tag, impl, g, b, int(shared_bytes), seconds, stats)

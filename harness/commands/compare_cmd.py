@@ -54,6 +54,11 @@ def register(subparsers) -> None:
                         help="sim: run every launch under ptxsim's sanitizers (all, or comma-separated memcheck, "
                              "racecheck, initcheck, synccheck, nc); a row with findings fails and names them. On gpu "
                              "use compute-sanitizer instead")
+    parser.add_argument("--sample", metavar="auto|off|N",
+                        help="sim: big GEMM launches (DeepSeek-V3 shapes) simulate N whole rows of their grid (routing "
+                             "blocks) and extrapolate the counters; their check covers exactly what ran. auto (the "
+                             "default): one row per launch over 4096 CTAs, so tiny and small run every CTA; off: "
+                             "every CTA of every launch (hours at dsv3)")
     parser.add_argument("--no-model-estimate", action="store_true",
                         help="gpu: do not record the timing model's estimate next to each measurement (it costs a "
                              "sampled ptxsim run per row)")
@@ -150,9 +155,22 @@ def build_settings(args, backend_name: str):
         timing = replace(timing, warmup_runs=1, warmup_s=0.0, min_samples=1, max_samples=1, host_samples=0,
                          block_stream=False)
     sanitize = sanitize_option(getattr(args, "sanitize", None), backend_name)
+    sample = sample_option(getattr(args, "sample", None), backend_name)
     return CompareSettings(backend=backend_name, presets=tuple(presets), skews=tuple(skews), kernels=tuple(kernels),
                            seed=int(seed), impls=impls, static=not args.no_static, timing=timing, sanitize=sanitize,
-                           model_estimate=not getattr(args, "no_model_estimate", False))
+                           model_estimate=not getattr(args, "no_model_estimate", False), sample=sample)
+
+
+def sample_option(value, backend_name: str) -> str:
+    """--sample checked (harness.sampling.parse_sample) and normalised: "auto", "off" or "N"; InputError on gpu."""
+    from harness.sampling import parse_sample
+
+    if value is None:
+        return "auto"
+    if backend_name != "sim":
+        raise InputError(f"--sample {value}: sampling is a simulator option; on gpu every CTA runs (drop --sample, "
+                         f"or use --backend sim)")
+    return parse_sample(value).text
 
 
 def sanitize_option(value, backend_name: str) -> tuple[str, ...]:
@@ -183,7 +201,8 @@ def settings_from_doc(doc: dict, where="run.json"):
                                kernels=tuple(s["kernels"]), seed=int(s["seed"]), impls=tuple(s["impls"]),
                                static=bool(s["static"]), timing=GpuTimingSettings(**s["timing"]),
                                model_device=s.get("model_device", "H200 SXM"), sanitize=tuple(s.get("sanitize", ())),
-                               model_estimate=bool(s.get("model_estimate", True)))
+                               model_estimate=bool(s.get("model_estimate", True)),
+                               sample=str(s.get("sample", "off")))  # NOTE: runs before --sample never sampled
     except KeyError as exc:
         raise ResultsError(f"{where}: settings has no {exc.args[0]!r}; cannot resume a run whose settings are not "
                            f"recorded") from None

@@ -244,6 +244,9 @@ def row_records(doc: dict) -> list[dict]:
             "pct_peak_bandwidth": _num(tp.get("pct_peak_bandwidth")), "pct_peak_flops": _num(tp.get("pct_peak_flops")),
             "peak_flops_kind": tp.get("peak_flops_kind"),
             "limiter": row_limiter(row),
+            "sampled_fraction": _num(_dict(row.get("sampling")).get("simulated_fraction"))
+            if _dict(row.get("sampling")).get("sampled") else None,
+            "coverage": _num(_dict(row.get("sampling")).get("coverage")),
         })
     return out
 

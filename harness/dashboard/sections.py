@@ -47,6 +47,13 @@ def row_status_html(run: data.Run) -> str:
     if too_big:
         names = "; ".join(f"{r['key']} ({str(r['reason'] or '')[:160]})" for r in too_big[:10])
         out += f'<p class="note">{len(too_big)} row(s) skipped before running (memory): {esc(names)}</p>'
+    sampled = [r for r in rows if r.get("sampled_fraction") is not None]
+    if sampled:
+        names = "; ".join(f"{r['key']} ({r['sampled_fraction']:.2%} of CTAs"
+                          + (f", check covered {r['coverage']:.2%}" if r.get("coverage") is not None else "") + ")"
+                          for r in sampled[:10])
+        out += (f'<p class="note">{len(sampled)} row(s) simulated in part (--sample: big GEMM launches ran a few '
+                f'waves, counters extrapolated, checks on what ran): {esc(names)}</p>')
     return out
 
 

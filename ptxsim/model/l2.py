@@ -34,7 +34,11 @@ class WaveL2:
 
             raise ModelArgumentError(f"WaveL2: capacity_bytes must be an integer >= 0 or None, got {capacity_bytes!r}")
         self.capacity_sectors = None if capacity_bytes is None else int(capacity_bytes) // SECTOR
-        self.last = np.full(nsec, -1, np.int32)  # the last wave that touched each sector (-1: never)
+        from ptxsim.counters import lazy_zeros
+
+        # 1 + the last wave that touched each sector (0: never); zero-filled and lazily committed, because it spans
+        # the whole heap and a sampled run touches little of it
+        self.last = lazy_zeros(nsec, np.int32)
         self.footprints: dict[int, int] = {}  # simulated wave -> distinct sectors it touched
         self._done: list[int] = []  # finished simulated waves, ascending, and the prefix sums of their footprints
         self._prefix: list[int] = [0]
@@ -81,10 +85,11 @@ class WaveL2:
 
     def access(self, sectors: np.ndarray) -> np.ndarray:
         """Touch distinct `sectors` in the current wave; returns the ones that miss (read from DRAM)."""
-        last = self.last[sectors]
-        self.footprints[self.wave] += int(np.count_nonzero(last != self.wave))
-        self.last[sectors] = self.wave
-        return sectors[last < self.kept_from]  # kept_from <= wave: this wave's own earlier touches always hit
+        stamp = self.wave + 1
+        last = self.last[sectors]  # 1 + the wave, 0 = never
+        self.footprints[self.wave] += int(np.count_nonzero(last != stamp))
+        self.last[sectors] = stamp
+        return sectors[last <= self.kept_from]  # kept_from <= wave: this wave's own earlier touches always hit
 
     def footprint_bytes(self, wave: int) -> int:
         """Distinct bytes wave `wave` touched (0 for a wave not simulated)."""

@@ -61,3 +61,28 @@ def test_fp8_layer_shapes_are_the_inputs_make_inputs_draws_and_its_weights_lazy(
     fp8, _ = tensor_bytes("layer", "dsv3-decode", "fp8")
     bf16, _ = tensor_bytes("layer", "dsv3-decode", "bf16")
     assert fp8["W1"] + fp8["W2"] == 256 * 3 * 2048 * 7168 and bf16["W1"] == 2 * fp8["W1"]  # 11 GB of e4m3 weights
+
+
+def test_a_sampled_layer_counts_the_intermediates_its_stage_check_copies():
+    import numpy as np
+
+    from contract.footprint import estimate_memory
+    from contract.layer import intermediate_specs
+    from contract.presets import get_preset
+
+    inter = sum(int(np.prod(shape)) * np.dtype(dt).itemsize for shape, dt in intermediate_specs(get_preset("small"))
+                .values())
+    whole, sampled = (estimate_memory("layer", "small", lazy=False, sample_ctas=c) for c in (None, 6))
+    assert sampled.host_bytes - whole.host_bytes == inter and sampled.sim_bytes == whole.sim_bytes
+
+
+def test_drawing_fp8_weights_whole_counts_their_float32_temporaries():
+    """make_inputs scales the fp8 weights in float32 before quantising: at dsv3 that is tens of GB, which must stop
+    the row before it is drawn (a lazy draw has no such temporaries)."""
+    import contract.footprint as fp
+
+    p = fp.get_preset("dsv3-decode")
+    weights = p.E * 2 * p.I * p.H
+    est = fp.estimate_memory("grouped_gemm_fp8", p, "up", lazy=False)
+    assert est.host_bytes >= weights * (1 + 6)
+    assert fp._draw_bytes("grouped_gemm_fp8", p, "up", ("w",)) == 0

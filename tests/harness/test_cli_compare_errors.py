@@ -69,6 +69,33 @@ def test_budget_must_be_positive(tmp_path, capsys, budget):
     assert list(tmp_path.iterdir()) == []  # refused before a run folder was made
 
 
+@pytest.mark.parametrize("value", ["0", "some", "-3"])
+def test_a_bad_sample_is_one_line_and_creates_no_run(tmp_path, capsys, value):
+    assert main(["compare", "--kernels", "gate", "--out", str(tmp_path), "--sample", value]) == 2
+    _one_error_line(capsys, f"--sample {value!r}", "expected auto, off, or a positive number of waves")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sample_is_recorded_and_read_back_on_resume(tmp_path, capsys):
+    from harness.commands.compare_cmd import settings_from_doc
+
+    assert main(["compare", "--kernels", "gate", "--out", str(tmp_path), "--sample", "4", "--no-static",
+                 "--no-dashboard"]) == 0
+    doc = json.loads((_only_run(tmp_path) / "run.json").read_text())
+    assert doc["settings"]["sample"] == "4" and settings_from_doc(doc).sample == "4"
+    del doc["settings"]["sample"]  # a run.json from before --sample: it never sampled
+    assert settings_from_doc(doc).sample == "off"
+
+
+def test_sample_on_gpu_is_refused():
+    from harness.commands.compare_cmd import sample_option
+    from harness.errors import InputError
+
+    assert sample_option(None, "gpu") == "auto" and sample_option("OFF", "sim") == "off"
+    with pytest.raises(InputError, match="--sample 2: sampling is a simulator option"):
+        sample_option("2", "gpu")
+
+
 def test_repeated_kernel_runs_once(tmp_path, capsys):
     assert main(["compare", "--kernels", "gate,gate", "--preset", "tiny,tiny", "--out", str(tmp_path),
                  "--no-static", "--no-dashboard"]) == 0

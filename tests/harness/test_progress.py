@@ -1,7 +1,9 @@
 """harness/progress.py: time left from the rows' predicted cost."""
 import io
 
-from harness.progress import Progress, format_seconds, predicted_cost
+import pytest
+
+from harness.progress import ROW_OVERHEAD, Progress, format_seconds, predicted_cost
 
 
 def test_time_left_is_rate_times_the_cost_left():
@@ -33,3 +35,17 @@ def test_format_seconds():
 
 def test_a_kernel_without_a_size_table_costs_one_unit():
     assert predicted_cost("my_kernel", "tiny", None) == 1.0
+
+
+def test_sampling_scales_the_big_gemm_rows_cost_only():
+    """A sampled dsv3 GEMM simulates 6 of 304 routing blocks: its predicted cost shrinks with it (else the time left
+    would be off by 50x); rows that run whole (elementwise kernels, small's GEMMs) keep theirs."""
+    from harness.sampling import parse_sample
+
+    auto = parse_sample("auto")
+    whole, sampled = (predicted_cost("grouped_gemm", "dsv3-decode", "up", s) for s in (None, auto))
+    assert sampled - ROW_OVERHEAD == pytest.approx((whole - ROW_OVERHEAD) * 6 / 304)
+    assert predicted_cost("layer", "dsv3-decode", None, auto) < predicted_cost("layer", "dsv3-decode", None) / 10
+    for kernel, preset, variant in (("swiglu", "dsv3-decode", None), ("grouped_gemm", "small", "up")):
+        assert predicted_cost(kernel, preset, variant, auto) == predicted_cost(kernel, preset, variant)
+    assert predicted_cost("swiglu", "dsv3-decode", None, auto) < sampled  # a sampled GEMM still outweighs swiglu

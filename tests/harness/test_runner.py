@@ -306,9 +306,9 @@ def test_a_row_too_big_for_memory_is_skipped_with_one_line_and_rerun_on_resume(t
     monkeypatch.setattr(runner, "_find_run", lambda impl, k: (table[(impl, k)], ""))
     real = row_memory.estimate_row_memory
 
-    def estimate(kernel, preset, impl, variant=None, backend="sim"):
-        return row_memory.RowMemory(64 * 2**30, 0) if kernel == "align" else real(kernel, preset, impl, variant,
-                                                                                   backend)
+    def estimate(kernel, preset, variant=None, backend="sim", lazy=False, sample_blocks=None):
+        return _estimate(64 * 2**30) if kernel == "align" else real(kernel, preset, variant, backend, lazy,
+                                                                     sample_blocks)
 
     monkeypatch.setattr(row_memory, "estimate_row_memory", estimate)
     monkeypatch.setattr(row_memory, "available_bytes", lambda: 8 * 2**30)
@@ -355,15 +355,28 @@ def _preset(name):
     return get_preset(name)
 
 
+def _estimate(host_bytes: int):
+    from contract.footprint import PROCESS_BASE, MemoryEstimate
+
+    return MemoryEstimate("k", "tiny", host_bytes - PROCESS_BASE, 0, 0, 0, False)
+
+
 def test_the_cells_held_inputs_count_as_free_for_its_next_path(tmp_path, monkeypatch):
-    """The second path reuses the inputs the first drew, so they must not count against it."""
+    """The second path reuses the inputs the first drew: the memory they hold counts as free for it."""
     from harness import row_memory
 
     monkeypatch.setattr(runner, "_find_run", lambda impl, k: (fake_run(k), ""))
     free = 2**30
-    monkeypatch.setattr(row_memory, "available_bytes", lambda: free)
-    monkeypatch.setattr(row_memory, "estimate_row_memory", lambda kernel, preset, impl, variant=None, backend="sim":
-                        row_memory.RowMemory(0 if impl == "numba" else free + 1, 0))
+    held = get_kernel("gate").make_inputs(_preset("tiny"), "balanced", 0)
+    held_bytes = sum(a.nbytes for a in held.values())
+    calls = []
+
+    def available():  # the first path sees `free`; the second sees the cell's inputs held
+        calls.append(1)
+        return free if len(calls) == 1 else free - held_bytes
+
+    monkeypatch.setattr(row_memory, "available_bytes", available)
+    monkeypatch.setattr(row_memory, "estimate_row_memory", lambda *a, **k: _estimate(free - 16))
     settings = _settings(["gate"])
     run_file = _run_file(tmp_path, settings)
     runner.run_sweep(FakeBackend(), settings, run_file, progress=io.StringIO())

@@ -387,3 +387,16 @@ def test_gemm_work_one_record_per_cell_and_its_section(tmp_path):
     html = gemm_work_section(data.Run(tmp_path, doc))
     assert 'id="gemm"' in html and "<td>50</td>" in html and "<td>496</td>" in html
     assert gemm_work_section(data.Run(tmp_path, {"rows": rows[2:]})) == ""  # no GEMM rows: no section
+
+
+def test_sampled_rows_are_named_with_what_ran_and_what_the_check_covered():
+    from harness.dashboard.sections import row_status_html
+
+    doc = _doc("sim-tiny")
+    rows = [r for r in doc["rows"] if r.get("status") == "ok"]
+    rows[0]["sampling"] = {"policy": "auto", "sampled": True, "simulated_fraction": 0.0197, "coverage": 0.018}
+    rows[1]["sampling"] = {"policy": "auto", "sampled": False, "simulated_fraction": 1.0, "coverage": 1.0}
+    records = {r["key"]: r for r in data.row_records(doc)}
+    assert records[rows[0]["key"]]["sampled_fraction"] == 0.0197 and records[rows[1]["key"]]["sampled_fraction"] is None
+    html = row_status_html(data.Run(run_dir=RUNS / "sim-tiny", doc=doc))
+    assert "1 row(s) simulated in part" in html and f"{rows[0]['key']} (1.97% of CTAs, check covered 1.80%)" in html

@@ -1,0 +1,140 @@
+"""DeepSeek-V3's real shapes without a GPU: wall time and peak memory of `ptxmoe compare --backend sim` per preset.
+
+    python benchmarks/scale.py [--preset dsv3-decode] [--preset dsv3-prefill] [--sample auto] [--workers N]
+                               [--kernels LIST] [--impls LIST] [--out DIR]
+
+For each preset (default: dsv3-decode, then dsv3-prefill): every kernel and the layer on every path, run as a child
+process; prints its wall time, the peak resident memory of the whole process tree (the compare process and its
+children, e.g. Dask workers: RSS summed over the tree, polled by psutil; also the largest single process from
+getrusage), its CPU time (user + system of the tree: about the wall time of a serial run on idle cores, whatever
+else shares them), the rows by status, the slowest rows and any row that did not pass. Issue #13's goals on two
+cores are printed next to the figures (dsv3-decode <= 10 min and <= 4 GB; dsv3-prefill <= 30 min and <= 6 GB);
+they are not asserted. Exit status 0 when every run finished with no failed row, 1 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GOALS = {"dsv3-decode": (600.0, 4.0), "dsv3-prefill": (1800.0, 6.0)}  # (seconds, GB) on two cores
+POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class Measured:
+    preset: str
+    returncode: int
+    wall_s: float
+    peak_tree_bytes: int  # RSS summed over the process tree, at its peak
+    peak_single_bytes: int  # the largest process's own peak RSS (getrusage of the children)
+    cpu_s: float  # user + system seconds of the tree (what the run costs on an idle machine, whatever else runs)
+    run_json: Path | None
+
+
+def _tree_rss(proc) -> int:
+    """Resident bytes of `proc` and all its descendants now (processes that exit meanwhile count 0)."""
+    import psutil
+
+    total = 0
+    try:
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def run_compare(preset: str, out: Path, extra: list[str]) -> Measured:
+    """Run `ptxmoe compare --backend sim --preset PRESET` in a child process, polling its tree's memory."""
+    import psutil
+
+    cmd = [sys.executable, "-m", "harness.cli", "compare", "--backend", "sim", "--preset", preset, "--out", str(out),
+           "--no-dashboard", "--seed", "0", *extra]
+    path = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_before = before.ru_utime + before.ru_stime
+    t0 = time.perf_counter()
+    child = subprocess.Popen(cmd, cwd=REPO, env=env)
+    handle, peak = psutil.Process(child.pid), 0
+    while child.poll() is None:
+        peak = max(peak, _tree_rss(handle))
+        time.sleep(POLL_S)
+    wall = time.perf_counter() - t0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # NOTE: cumulative over this script's children so far
+    cpu = usage.ru_utime + usage.ru_stime - cpu_before
+    runs = sorted(out.glob("*/run.json"), key=lambda p: p.stat().st_mtime)
+    return Measured(preset, child.returncode, wall, peak, usage.ru_maxrss * 1024, cpu, runs[-1] if runs else None)
+
+
+def summarise(measured: Measured) -> list[str]:
+    """The printed lines of one preset: figures against the goals, rows by status, slowest rows, rows not ok."""
+    gb = 1e9
+    lines = [f"{measured.preset}: wall {measured.wall_s / 60:.1f} min (CPU {measured.cpu_s / 60:.2f} min: user + "
+             f"system of the tree), peak RSS of the process tree "
+             f"{measured.peak_tree_bytes / gb:.2f} GB (largest single process {measured.peak_single_bytes / gb:.2f} "
+             f"GB), exit status {measured.returncode}"]
+    if measured.preset in GOALS:
+        seconds, limit = GOALS[measured.preset]
+        lines.append(f"  goal on two cores: <= {seconds / 60:.0f} min and <= {limit:.0f} GB: "
+                     f"time {'met' if measured.wall_s <= seconds else 'NOT met'}, memory "
+                     f"{'met' if measured.peak_tree_bytes <= limit * gb else 'NOT met'}")
+    if measured.run_json is None:
+        lines.append("  no run.json was written")
+        return lines
+    rows = json.loads(measured.run_json.read_text())["rows"]
+    by_status: dict[str, int] = {}
+    for row in rows:
+        by_status[row["status"]] = by_status.get(row["status"], 0) + 1
+    lines.append(f"  rows: {', '.join(f'{n} {s}' for s, n in sorted(by_status.items()))} ({measured.run_json})")
+    sampled = [r for r in rows if (r.get("sampling") or {}).get("sampled")]
+    if sampled:
+        least = min(r["sampling"]["simulated_fraction"] for r in sampled)
+        lines.append(f"  sampled rows: {len(sampled)} (least simulated fraction {least:.2%})")
+    for row in sorted(rows, key=lambda r: -(r.get("elapsed_s") or 0))[:5]:
+        lines.append(f"  slowest: {row['key']} {row.get('elapsed_s') or 0:.1f} s")
+    for row in rows:
+        if row["status"] not in ("ok", "missing"):
+            reason = row.get("reason") or (row.get("correctness") or {}).get("message", "")
+            lines.append(f"  NOT OK: {row['key']}: {row['status']}: {reason[:300]}")
+    return lines
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", action="append", help="preset to run (repeatable; default dsv3-decode, dsv3-prefill)")
+    ap.add_argument("--sample", help="passed to ptxmoe compare --sample (default: its own, auto)")
+    ap.add_argument("--workers", help="passed to ptxmoe compare --workers (default: rows one at a time)")
+    ap.add_argument("--kernels", help="passed to ptxmoe compare --kernels (default: every kernel and the layer)")
+    ap.add_argument("--impls", help="passed to ptxmoe compare --impls (default: every path)")
+    ap.add_argument("--out", help="profiles folder for the runs (default: a temporary folder, removed afterwards)")
+    args = ap.parse_args(argv)
+    extra = [arg for flag in ("sample", "workers", "kernels", "impls") if getattr(args, flag) is not None
+             for arg in (f"--{flag}", str(getattr(args, flag)))]
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="ptxmoe-scale-") as tmp:
+        for preset in args.preset or ["dsv3-decode", "dsv3-prefill"]:
+            out = Path(args.out) if args.out else Path(tmp) / preset
+            out.mkdir(parents=True, exist_ok=True)
+            measured = run_compare(preset, out, extra)
+            lines = summarise(measured)
+            print("\n".join(lines), flush=True)
+            ok = ok and measured.returncode == 0 and not any("NOT OK" in line for line in lines)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

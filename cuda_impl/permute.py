@@ -17,6 +17,7 @@ import functools
 import numpy as np
 from numba import cuda, types, uint32, uint64
 
+from contract.errors import InputError
 from cuda_impl.common import Launch, check_shape, launch, require, view
 from cuda_impl.prims import ld_stream
 
@@ -61,7 +62,9 @@ def sources(preset):
 def _gather(backend, args, preset, kernel: str, word, signature, tag: str):
     """The gather of args["x"] rows (any dtype, moved as `word`s) into args["xp"]."""
     T, K, P = preset.T, preset.K, preset.P_max
-    require("x" in args and len(args["x"].shape) == 2, kernel, f"x must be a [T, ...] array; got {args.get('x')}")
+    if "x" not in args:
+        raise InputError(f"{kernel}: argument 'x' missing; got {sorted(args)}")
+    require(len(args["x"].shape) == 2, kernel, f"x has shape {tuple(args['x'].shape)}; expected a [T, columns] array")
     cols = args["x"].shape[1]
     x = view(check_shape(kernel, args, "x", (T, cols)), word, kernel, "x")
     sorted_ids = check_shape(kernel, args, "sorted_ids", (P,))

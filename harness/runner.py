@@ -32,8 +32,14 @@ from harness.timing.gpu import GpuTimingSettings
 
 # The peak a kernel's FLOPs are measured against (a DeviceSpec attribute "<kind>_flops"): tensor-core kernels use the
 # dense tensor-core peak of their input type, everything else the fp32 CUDA-core peak.
-PEAK_FLOPS_KIND = {"grouped_gemm": "bf16_dense", "layer": "bf16_dense", "grouped_gemm_fp8": "fp8_dense"}
-GEMM_LIKE = tuple(PEAK_FLOPS_KIND)  # kernels whose FLOPs run on tensor cores
+PEAK_FLOPS_KIND = {"grouped_gemm": "bf16_dense", "layer": "bf16_dense", "grouped_gemm_fp8": "fp8_dense",
+                   "layer[fp8]": "fp8_dense"}
+GEMM_LIKE = ("grouped_gemm", "layer", "grouped_gemm_fp8")  # kernels whose FLOPs run on tensor cores
+
+
+def peak_flops_kind(kernel: str, variant: str | None = None) -> str:
+    """The peak a row's FLOPs are measured against: by "kernel[variant]" first (the fp8 layer), then by kernel."""
+    return PEAK_FLOPS_KIND.get(f"{kernel}[{variant}]", PEAK_FLOPS_KIND.get(kernel, "fp32"))
 
 
 @dataclass(frozen=True)
@@ -158,11 +164,12 @@ def device_spec_for(backend_name: str, gpu_name: str | None, model_device: str):
         return None
 
 
-def throughput(kernel: str, min_bytes: int, flops: int, time_us: float | None, spec) -> dict:
+def throughput(kernel: str, min_bytes: int, flops: int, time_us: float | None, spec, variant: str | None = None
+               ) -> dict:
     """Achieved GB/s and TFLOP/s from the kernel's byte/FLOP counts, and % of the device's peaks."""
     out = {"min_bytes": int(min_bytes), "flops": int(flops), "time_us": time_us, "achieved_gbps": None,
            "achieved_tflops": None, "pct_peak_bandwidth": None, "pct_peak_flops": None, "peak_flops_kind":
-           PEAK_FLOPS_KIND.get(kernel, "fp32"), "device": getattr(spec, "name", None)}
+           peak_flops_kind(kernel, variant), "device": getattr(spec, "name", None)}
     if not time_us or time_us <= 0:
         return out
     seconds = time_us * 1e-6
@@ -330,7 +337,8 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
         row["timing"] = timing
         row["launch_stages"] = stage_names([r.name for r in records])
         row["stages_us"] = stage_times(timing)
-        row["throughput"] = throughput(item.kernel, row["min_bytes"], row["flops"], time_us, device_spec)
+        row["throughput"] = throughput(item.kernel, row["min_bytes"], row["flops"], time_us, device_spec,
+                                       item.variant)
         row["nsight"] = []
         row["status"] = "ok" if check.ok else "failed"
         if settings.sanitize:

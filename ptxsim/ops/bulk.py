@@ -48,6 +48,13 @@ def _shared_range(st, ins, op, la, size: int, what: str, align: int = BULK_ALIGN
     return off, base
 
 
+def _touch_ranges(st, offsets: np.ndarray, size: int) -> None:
+    """Fill the lazy pages under each [offset, offset + size) before a bulk copy reads or writes them (a write into a
+    pending page must land on its contents, or the page's later fill would overwrite it)."""
+    for off in np.unique(offsets):
+        st.launch.gmem.touch_range(int(off), size)
+
+
 def _hooks_global(st, ins, off: np.ndarray, la: np.ndarray, nbytes: int, is_store: bool) -> None:
     for h in st.hooks:
         h.on_access(st, ins, "global", off.astype(np.uint64) + _GB, la, nbytes, is_store)
@@ -106,6 +113,7 @@ def bulk_load(st, ins, lanes):
     else:
         g = _global_range(st, ins, st.address(ins.ops[1], lanes), la, size, "cp.async.bulk source")
         _hooks_global(st, ins, g, la, size, False)
+        _touch_ranges(st, g, size)
         data = st.launch.gmem.data[g[:, None] + np.arange(size)]
     _land(st, ins, la, dst, dbase, data, ins.ops[3], ins.ops[4] if ins.aux["multicast"] else None)
 
@@ -118,6 +126,7 @@ def bulk_store(st, ins, lanes):
     src, sbase = _shared_range(st, ins, ins.ops[1], la, size, "cp.async.bulk source")
     g = _global_range(st, ins, st.address(ins.ops[0], lanes), la, size, "cp.async.bulk destination")
     _hooks_global(st, ins, g, la, size, True)
+    _touch_ranges(st, g, size)
     st.mem_writes += 1
     sp = (sbase + src).astype(np.int64)
     idx = g[:, None] + np.arange(size)
@@ -198,6 +207,7 @@ def tensor_load(st, ins, lanes):
             access.check(st, ins, "global", rows.astype(np.uint64) + _GB, np.full(rows.size, lane), tm.esize,
                          "cp.async.bulk.tensor source")
             _hooks_global(st, ins, rows, np.full(rows.size, lane), tm.esize, False)
+            st.launch.gmem.touch(rows.astype(np.uint64))  # lazy pages (an element never spans two)
             vals[inb] = st.launch.gmem.data[rows[:, None] + np.arange(tm.esize)]
         # scatter the box into shared memory through the swizzle, as one landed copy
         offs = _box_layout(tm, dst)
@@ -222,6 +232,7 @@ def tensor_store(st, ins, lanes):
             access.check(st, ins, "global", rows.astype(np.uint64) + _GB, np.full(rows.size, lane), tm.esize,
                          "cp.async.bulk.tensor destination")
             _hooks_global(st, ins, rows, np.full(rows.size, lane), tm.esize, True)
+            st.launch.gmem.touch(rows.astype(np.uint64))
             st.mem_writes += 1
             idx = rows[:, None] + np.arange(tm.esize)
             st.launch.gmem.data[idx] = st.smem[offs[inb][:, None] + np.arange(tm.esize)]

@@ -233,6 +233,9 @@ def test_throughput_math():
     fp8 = runner.throughput("grouped_gemm_fp8", 10, 10**12, 1000.0, spec)  # FP8 tensor cores: twice the bf16 peak
     assert fp8["peak_flops_kind"] == "fp8_dense" and fp8["pct_peak_flops"] == pytest.approx(1e17 / spec.fp8_dense_flops)
     assert runner.throughput("gate", 10, 10, None, spec)["achieved_gbps"] is None
+    # the layer's FLOPs run on the tensor cores of its variant's input type
+    assert runner.throughput("layer", 10, 10, 1.0, spec, "fp8")["peak_flops_kind"] == "fp8_dense"
+    assert runner.throughput("layer", 10, 10, 1.0, spec, "bf16")["peak_flops_kind"] == "bf16_dense"
 
 
 def _fake_package(name: str, kernels: dict):

@@ -235,11 +235,12 @@ class SimBackend(Backend):
         if self.wave_ctas is not None:
             extra["wave_ctas"] = int(self.wave_ctas)
         if self.sample_ctas is None and self.sample is not None:
-            extra.update(self.sample.launch_options(tag, g))
-            if "sample_ctas" in extra:
+            options = self.sample.launch_options(tag, g)
+            if options:
                 from ptxsim.config import CONFIG
 
-                extra["budget"] = max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * int(extra["sample_ctas"]))
+                options["budget"] = max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * options["sample_ctas"])
+            extra.update(options)
         stats = self.device.launch(kernel, g, b, list(flat_params), shared_bytes=int(shared_bytes), **extra)
         seconds = time.perf_counter() - t0
         record = LaunchRecord(tag, impl, g, b, int(shared_bytes), seconds, stats)

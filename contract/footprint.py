@@ -160,7 +160,7 @@ def estimate_memory(kernel: str, preset: Preset | str, variant: str = "up", *, l
     committed_in = host_inputs + _touched_inputs(kernel, p, variant, ins, lazy_names, sample_ctas)
     committed = committed_in + out_total + middle  # outputs are read back whole
     # NOTE: ptxsim's counters keep 13 bytes per touched 32-byte sector (L1 owner int64, L2 wave int32, written flag),
-    # committed only where touched (ptxsim.counters.lazy_zeros); plus the lazy page table
+    # committed only where touched (ptxsim.model.l2.lazy_zeros); plus the lazy page table
     sim = committed + SECTOR_TABLE_BYTES * committed // 32 + 4 * heap // PAGE
     if "initcheck" in sanitizers:
         sim += heap

@@ -45,15 +45,6 @@ class Hook:
         groups left pending)."""
 
 
-def lazy_zeros(n: int, dtype) -> np.ndarray:
-    """n zeros of `dtype` in an anonymous mapping: pages are committed only when written (reads of untouched pages
-    see the kernel's shared zero page), so a table over a mostly untouched heap costs what is touched."""
-    from ptxsim.memory import reserve
-
-    dtype = np.dtype(dtype)
-    return reserve(int(n) * dtype.itemsize).view(dtype)[: int(n)]
-
-
 def _distinct_per_warp(w, key):
     """Number of distinct (warp, key) pairs and of distinct warps (w is sorted: lanes are in order)."""
     if w.size == 0:
@@ -82,7 +73,7 @@ class MemCounters(Hook):
     footprint per wave; `l2_bytes` None = unbounded, so only a sector's first touch in the launch reads DRAM)."""
 
     def __init__(self, gmem, l2_bytes: int | None = None):
-        from ptxsim.model.l2 import WaveL2
+        from ptxsim.model.l2 import WaveL2, lazy_zeros
 
         self.gmem = gmem
         self.t = {}

@@ -28,6 +28,10 @@ from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord
 from harness.errors import InputError, PtxmoeError, UnknownNameError
 
 LAUNCH_TIME_LIMIT_S = 1800.0
+# Warp-instructions a sampled launch may run per simulated CTA before ptxsim calls it a runaway: ptxsim's budget is per
+# launch (PTXSIM_BUDGET, 5e8), and a dsv3-prefill GEMM CTA (BM=64, K=7168) on the Numba path runs ~1.5e6, so the 1152
+# CTAs of six sampled waves legitimately exceed it. The wall-clock limit (time_limit) still stops real runaways.
+SAMPLED_BUDGET_PER_CTA = 4_000_000
 
 
 def default_time_limit() -> float:
@@ -254,7 +258,12 @@ class SimBackend(Backend):
         if self.wave_ctas is not None:
             extra["wave_ctas"] = int(self.wave_ctas)
         if self.sample_ctas is None and self.sample is not None:
-            extra.update(self.sample.launch_options(tag, g))
+            options = self.sample.launch_options(tag, g)
+            if options:
+                from ptxsim.config import CONFIG
+
+                options["budget"] = max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * options["sample_ctas"])
+            extra.update(options)
         stats = self.device.launch(kernel, g, b, list(flat_params), shared_bytes=int(shared_bytes), **extra)
         seconds = time.perf_counter() - t0
         record = LaunchRecord(tag, impl, g, b, int(shared_bytes), seconds, stats)

@@ -25,6 +25,20 @@ import numpy as np
 SECTOR = 32
 
 
+def lazy_zeros(n: int, dtype) -> np.ndarray:
+    """n zeros of `dtype` in an anonymous mapping: pages are committed only when written (reads of untouched pages
+    see the kernel's shared zero page), so a table over a mostly untouched heap costs what is touched.
+    NOTE: like ptxsim.memory.reserve (not imported: the model imports nothing from the simulator core), with Linux's
+    MAP_NORESERVE, which Python's mmap names only from 3.13: tables larger than RAM map under heuristic overcommit."""
+    import mmap
+    import sys
+
+    dtype = np.dtype(dtype)
+    noreserve = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswith("linux") else 0)
+    raw = mmap.mmap(-1, max(int(n) * dtype.itemsize, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | noreserve)
+    return np.frombuffer(raw, np.uint8)[: int(n) * dtype.itemsize].view(dtype)
+
+
 class WaveL2:
     """Footprint-per-wave LRU over `nsec` sectors of global memory; capacity None = unbounded (every re-touch hits)."""
 
@@ -34,8 +48,6 @@ class WaveL2:
 
             raise ModelArgumentError(f"WaveL2: capacity_bytes must be an integer >= 0 or None, got {capacity_bytes!r}")
         self.capacity_sectors = None if capacity_bytes is None else int(capacity_bytes) // SECTOR
-        from ptxsim.counters import lazy_zeros
-
         # 1 + the last wave that touched each sector (0: never); zero-filled and lazily committed, because it spans
         # the whole heap and a sampled run touches little of it
         self.last = lazy_zeros(nsec, np.int32)

@@ -49,3 +49,25 @@ def test_the_layers_up_and_down_gemms_sample_the_same_routing_blocks():
         assert len(ctas) == gx * 18  # 6 waves of 3 whole grid rows
         rows.append(sorted({c // gx for c in ctas}))
     assert rows[0] == rows[1] and len(rows[0]) == 18
+
+
+def test_a_sampled_launch_gets_a_budget_for_its_ctas(monkeypatch):
+    """ptxsim's runaway budget is per launch; six sampled waves of a dsv3-prefill GEMM exceed the default, so the sim
+    backend raises it in proportion to the CTAs simulated (the wall-clock limit still applies)."""
+    from harness.backends.sim import SAMPLED_BUDGET_PER_CTA, SimBackend
+    from ptxsim.config import CONFIG
+
+    seen = []
+
+    class Device:  # records the launch options the backend passes
+        def launch(self, kernel, grid, block, params, shared_bytes=0, **kw):
+            seen.append(kw)
+
+    sim = SimBackend(device=Device(), sample=SamplePolicy(6, 4096, rows_per_wave=3))
+    monkeypatch.setattr(sim, "module", lambda ptx: type("M", (), {"kernel": lambda self, e: None})())
+    monkeypatch.setattr("harness.backends.sim.wave_shape", lambda *a: {})
+    sim.launch_ptx("", "k", (64, 764, 1), 128, [], tag="grouped_gemm")
+    sim.launch_ptx("", "k", (4096, 1, 1), 128, [], tag="swiglu")
+    assert seen[0]["sample_ctas"] == 64 * 18
+    assert seen[0]["budget"] == max(CONFIG.budget, 64 * 18 * SAMPLED_BUDGET_PER_CTA) > CONFIG.budget
+    assert "budget" not in seen[1] and "sample_ctas" not in seen[1]

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from ptxkit import kernel
 
-from ptxsim.counters import MemCounters, lazy_zeros
+from ptxsim.counters import MemCounters
 from ptxsim.device import Device
-from ptxsim.model.l2 import WaveL2
+from ptxsim.model.l2 import WaveL2, lazy_zeros
 
 pytestmark = pytest.mark.sim
 

@@ -44,7 +44,8 @@ def test_kernel_on_gpu_dsv3_decode(gpu, kernel, seed):
     check(gpu, kernel, "dsv3-decode", SKEWS[seed % 3], seed)
 
 
+@pytest.mark.parametrize("variant", ["bf16", "fp8"])
 @pytest.mark.parametrize("preset", ["tiny", "small"])
-def test_layer_on_gpu(gpu, preset, seed):
+def test_layer_on_gpu(gpu, preset, variant, seed):
     for i, skew in enumerate(SKEWS):
-        check(gpu, "layer", preset, skew, seed + i)
+        check(gpu, "layer", preset, skew, seed + i, variant=variant)

@@ -39,5 +39,6 @@ def test_act_quant_pow2_on_gpu(backend, preset, seed):
 
 @pytest.mark.parametrize("preset", ["tiny", "dsv3-decode"])
 @pytest.mark.parametrize("skew", SKEWS)
-def test_layer_on_gpu(backend, preset, skew, seed):
-    _check(backend, "layer", preset, skew, seed)
+@pytest.mark.parametrize("variant", ["bf16", "fp8"])
+def test_layer_on_gpu(backend, preset, skew, variant, seed):
+    _check(backend, "layer", preset, skew, seed, variant=variant)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.errors import TooSlowToSimulate
 from harness.gemm_work import gemm_work
 from harness.implementations import IMPL_ORDER, Ladder, Pair, pairs_of, split_slot
 from harness.nvtx_ranges import RangeRecorder, range_name, run_range_name
@@ -535,6 +536,9 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
             row = run_row(backend, settings, item, impl, run, seed, recorder, device_spec, inputs=cell_inputs)
         except KeyboardInterrupt:
             raise
+        except TooSlowToSimulate as exc:  # a launch sim cannot sample (harness.sampling): the reason, not an error
+            row = _plain_row(settings, item, impl, seed, "skipped", str(exc))
+            row["elapsed_s"] = time.perf_counter() - t_row
         except Exception as exc:  # noqa: BLE001 - one broken path must not stop the sweep
             row = _plain_row(settings, item, impl, seed, "error", f"{type(exc).__name__}: {exc}")
             row["traceback"] = traceback.format_exc(limit=8)[-4000:]

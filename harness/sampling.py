@@ -37,6 +37,7 @@ class SamplePolicy:
     min_ctas: int = AUTO_MIN_CTAS
     text: str = "auto"
     rows_per_wave: int = 1
+    routing_blocks: int = 0  # the preset's routing blocks (SamplePolicy.for_preset); 0 = unknown
 
     @property
     def off(self) -> bool:
@@ -46,12 +47,25 @@ class SamplePolicy:
         """This policy with waves of round(n_blocks / E) grid rows: an expert's routing blocks are consecutive, so a
         wave reads its weights about once, as the device's resident CTAs do (one grid row per wave would read them
         once per block and extrapolate that: 2-3x the minimum bytes at small and dsv3-prefill)."""
-        return replace(self, rows_per_wave=max(1, round(preset.n_blocks / preset.E)))
+        return replace(self, rows_per_wave=max(1, round(preset.n_blocks / preset.E)), routing_blocks=preset.n_blocks)
 
     def launch_options(self, name: str, grid: tuple[int, int, int]) -> dict:
         """ptxsim launch options ({} = every CTA; else sample_ctas and wave_ctas) of one launch."""
         ncta = grid[0] * grid[1] * grid[2]
-        if self.waves is None or "gemm" not in name.lower() or ncta <= self.min_ctas:
+        if self.waves is None or "gemm" not in name.lower():
+            return {}
+        if grid[1] * grid[2] == 1 and ncta < self.routing_blocks \
+                and self.routing_blocks > self.min_ctas // 32:
+            # NOTE: a persistent GEMM (one CTA per SM, each looping over (row block, column tile) items) has no grid
+            # rows to sample, and each CTA's loop spans the whole problem: at DeepSeek-V3's sizes that is hours
+            from harness.errors import TooSlowToSimulate
+
+            raise TooSlowToSimulate(
+                f"{name}: a persistent GEMM launch ({ncta} CTAs looping over the tiles of {self.routing_blocks} "
+                f"routing blocks) cannot be sampled by grid rows, and simulating it whole at this size takes hours: "
+                f"skipped; run it on a GPU (--backend gpu), at a smaller preset (tiny, small), or whole with "
+                f"--sample off")
+        if ncta <= self.min_ctas:
             return {}
         rows = self.waves * self.rows_per_wave
         if rows >= grid[1] * grid[2]:
@@ -60,7 +74,12 @@ class SamplePolicy:
 
     def sampled_fraction(self, grid: tuple[int, int, int], name: str = "gemm") -> float:
         """The fraction of `grid`'s CTAs a launch named `name` simulates under this policy."""
-        opts = self.launch_options(name, grid)
+        from harness.errors import TooSlowToSimulate
+
+        try:
+            opts = self.launch_options(name, grid)
+        except TooSlowToSimulate:
+            return 0.0
         return 1.0 if not opts else min(1.0, opts["sample_ctas"] / (grid[0] * grid[1] * grid[2]))
 
 

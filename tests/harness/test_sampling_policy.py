@@ -71,3 +71,20 @@ def test_a_sampled_launch_gets_a_budget_for_its_ctas(monkeypatch):
     assert seen[0]["sample_ctas"] == 64 * 18
     assert seen[0]["budget"] == max(CONFIG.budget, 64 * 18 * SAMPLED_BUDGET_PER_CTA) > CONFIG.budget
     assert "budget" not in seen[1] and "sample_ctas" not in seen[1]
+
+
+def test_a_persistent_gemm_at_dsv3_is_refused_with_the_reason_not_simulated_for_hours():
+    """A one-row grid with fewer CTAs than routing blocks (PTX rungs 4-5: one CTA per SM looping over tiles) cannot
+    be sampled by grid rows: at dsv3 the row is skipped naming the flags that help; at small it runs whole; with
+    --sample off it runs whole anyway; a non-persistent GEMM at dsv3 is still sampled."""
+    from contract.presets import get_preset
+    from harness.errors import TooSlowToSimulate
+    from harness.sampling import parse_sample
+
+    auto = parse_sample("auto")
+    with pytest.raises(TooSlowToSimulate, match=r"grouped_gemm_fp8_ws.*132 CTAs.*304 routing blocks.*--backend gpu"):
+        auto.for_preset(get_preset("dsv3-decode")).launch_options("grouped_gemm_fp8_ws[4096x7168]", (132, 1, 1))
+    assert auto.for_preset(get_preset("small")).launch_options("grouped_gemm_fp8_ws", (132, 1, 1)) == {}
+    assert parse_sample("off").for_preset(get_preset("dsv3-decode")).launch_options("gemm_ws", (132, 1, 1)) == {}
+    assert auto.for_preset(get_preset("dsv3-decode")).launch_options("grouped_gemm", (64, 304, 1))["sample_ctas"] > 0
+    assert auto.for_preset(get_preset("dsv3-decode")).launch_options("swiglu", (132, 1, 1)) == {}  # not a GEMM

@@ -326,8 +326,8 @@ def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) ->
         for line in summary["missing"]:
             print(f"  {line}", file=sys.stderr)
     if summary.get("too_big"):
-        print(f"skipped ({len(summary['too_big'])} rows would not fit in this machine's memory; --resume runs them "
-              f"again):", file=sys.stderr)
+        print(f"skipped ({len(summary['too_big'])} rows would not fit in this machine's memory or could not be "
+              f"simulated in reasonable time, each says why; --resume runs them again):", file=sys.stderr)
         for line in summary["too_big"]:
             print(f"  {line}", file=sys.stderr)
     if summary["failed"]:

@@ -46,7 +46,8 @@ def row_status_html(run: data.Run) -> str:
     too_big = [r for r in rows if r["status"] == "skipped"]
     if too_big:
         names = "; ".join(f"{r['key']} ({str(r['reason'] or '')[:160]})" for r in too_big[:10])
-        out += f'<p class="note">{len(too_big)} row(s) skipped before running (memory): {esc(names)}</p>'
+        out += (f'<p class="note">{len(too_big)} row(s) skipped (memory, or a launch too slow to simulate): '
+                f'{esc(names)}</p>')
     sampled = [r for r in rows if r.get("sampled_fraction") is not None]
     if sampled:
         names = "; ".join(f"{r['key']} ({r['sampled_fraction']:.2%} of CTAs"

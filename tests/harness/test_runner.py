@@ -213,6 +213,24 @@ def test_kernel_exception_is_an_error_row_and_sweep_goes_on(tmp_path, monkeypatc
     assert not run_file.is_done("gate/ptx/tiny/balanced")  # error rows are re-run on --resume
 
 
+def test_a_launch_too_slow_to_simulate_skips_its_row_with_the_reason(tmp_path, monkeypatch):
+    """harness.sampling refuses a persistent GEMM it cannot sample: the row is "skipped" (not an error) with the
+    reason, its partner row still runs, and no verdict is claimed for the cell."""
+    from harness.errors import TooSlowToSimulate
+
+    def persistent(backend, args, preset, **params):
+        raise TooSlowToSimulate("grouped_gemm_fp8_ws: a persistent GEMM launch ... run it on a GPU (--backend gpu)")
+
+    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (persistent if impl == "ptx" else fake_run(k), ""))
+    settings = _settings(["gate"])
+    run_file = _run_file(tmp_path, settings)
+    summary = runner.run_sweep(FakeBackend(), settings, run_file, progress=open("/dev/null", "w"))
+    row = run_file.row("gate/ptx/tiny/balanced")
+    assert row["status"] == "skipped" and "--backend gpu" in row["reason"] and "traceback" not in row
+    assert run_file.row("gate/numba/tiny/balanced")["status"] == "ok" and summary["failed"] == []
+    assert summary["too_big"] and run_file.doc["verdicts"][0]["speedup"] is None
+
+
 def test_plan_expands_grouped_gemm_variants():
     items = runner.plan(_settings(["gate", "grouped_gemm"]))
     assert [i.label for i in items] == ["gate", "grouped_gemm[up]", "grouped_gemm[down]"]

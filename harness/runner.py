@@ -689,6 +689,8 @@ def _row_status(row: dict) -> str:
         return f"MISSING ({row['reason']})"
     if row["status"] == "error":
         return f"ERROR ({row['reason'][:200]})"
+    if row["status"] == "skipped":
+        return f"SKIPPED ({row['reason'][:300]})"
     text = "ok" if row["status"] == "ok" else f"FAILED ({(row.get('reason') or row['correctness']['message'])[:200]})"
     timing = row.get("timing") or {}
     if timing.get("basis") == "modelled":

@@ -64,7 +64,10 @@ def _check_args(args: dict, preset) -> tuple[int, int, int, int]:
     require(name, Kd > 0 and Kd % GROUP == 0, "Kd", Kd, f"a positive multiple of {GROUP} (the scale groups)")
     require(name, N > 0 and N % GROUP == 0, "N", N, f"a positive multiple of {GROUP} (the weight blocks)")
     require(name, P_max // TM <= MAX_GRID_Y, "P_max", P_max, f"at most {MAX_GRID_Y} row tiles of {TM}")
-    require(name, E * N * Kd < 2**32 and P_max * Kd < 2**32, "E*N*Kd", E * N * Kd, "< 2^32 (32-bit row indices)")
+    # NOTE: row indices (e*N + n, token rows) are 32-bit; byte offsets are row x Kd by mul.wide.u32 (64-bit), so the
+    # 7.5 GB of e4m3 weights of DeepSeek-V3's up projection are addressable (rungs 2-3 share this check)
+    require(name, E * N < 2**32 and P_max * max(Kd, N) < 2**32, "E*N", E * N,
+            "< 2^32 (32-bit row indices) with P_max*max(Kd, N) < 2^32")
     check_array(name, args, "a", (P_max, Kd), E4M3)
     check_array(name, args, "a_scale", (P_max, Kd // GROUP), np.float32)
     check_array(name, args, "w", (E, N, Kd), E4M3)

@@ -229,6 +229,7 @@ def test_a_launch_too_slow_to_simulate_skips_its_row_with_the_reason(tmp_path, m
     assert row["status"] == "skipped" and "--backend gpu" in row["reason"] and "traceback" not in row
     assert run_file.row("gate/numba/tiny/balanced")["status"] == "ok" and summary["failed"] == []
     assert summary["too_big"] and run_file.doc["verdicts"][0]["speedup"] is None
+    assert runner._row_status(row).startswith("SKIPPED (grouped_gemm_fp8_ws: a persistent GEMM")  # not "FAILED"
 
 
 def test_plan_expands_grouped_gemm_variants():

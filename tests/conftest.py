@@ -27,6 +27,13 @@ def _gpu_reason():
 
 
 def pytest_collection_modifyitems(config, items):
+    import os
+
+    if os.environ.get("PTXMOE_LONG_TESTS") != "1":  # the long tier: minutes each, outside make test's 10 minutes
+        long = pytest.mark.skip(reason="long tier: set PTXMOE_LONG_TESTS=1 to run it")
+        for item in items:
+            if item.get_closest_marker("long"):
+                item.add_marker(long)
     if not any(item.get_closest_marker("gpu") for item in items):
         return
     reason = _gpu_reason()

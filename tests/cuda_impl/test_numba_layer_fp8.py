@@ -2,8 +2,8 @@
 cuda_impl.grouped_gemm_fp8 (CUDA-core FMAs on dequantised tiles), through ptxsim.
 
 Fresh seeds per run (PTXMOE_SEED reproduces): tiny at every skew (the first also checks the ten launches in order)
-and a ragged preset. No `small` here: its CUDA-core GEMMs take ~2 minutes on ptxsim, a fifth of make test's budget,
-for shapes the ragged preset and the GPU tier already cover (the PTX and CUDA C++ layers run small on ptxsim).
+and a ragged preset. `small` is in the long tier (PTXMOE_LONG_TESTS=1): its CUDA-core GEMMs take ~2 minutes on
+ptxsim, a fifth of make test's budget, for shapes the ragged preset and the GPU tier also cover.
 """
 import pytest
 
@@ -29,6 +29,11 @@ def test_fp8_layer_tiny(backend, skew, seed):
 @pytest.mark.slow  # Numba compiles every kernel afresh for the new shapes (~1 min on 2 cores)
 def test_fp8_layer_ragged(backend, seed):
     check_fp8_layer(cuda_impl.KERNELS["layer"], backend, RAGGED, SKEWS[seed % len(SKEWS)], seed)
+
+
+@pytest.mark.long
+def test_fp8_layer_small(backend, seed):
+    check_fp8_layer(cuda_impl.KERNELS["layer"], backend, "small", SKEWS[seed % len(SKEWS)], seed)
 
 
 @pytest.mark.parametrize("width", [2, 3])

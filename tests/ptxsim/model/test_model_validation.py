@@ -61,12 +61,13 @@ def test_limiter_error_uses_the_limiters_benches(tmp_path):
 
 
 def test_the_recorded_validation_matches_the_model():
-    """benchmarks/model_validation.py must be re-run (and its record committed) whenever the model changes: three
-    benches that exercise the memory, latency and issue terms must reproduce their recorded values."""
+    """benchmarks/model_validation.py must be re-run (and its record committed) whenever the model changes: four
+    benches that exercise the memory, latency, issue and wgmma-drain terms must reproduce their recorded values."""
     doc = json.loads(RECORD.read_text())
     recorded = {(r["name"], r["source"]): r["modelled"] for r in doc["rows"]}
     assert {name for name, _ in recorded} == set(BENCHES)
     assert doc["error"] == pytest.approx(error_figure([Row(**r) for r in doc["rows"]]))
-    for row in validate(names=["dram_read", "chase_l2", "fp32_fma"], static_facts=analyse_ptx):
+    # NOTE: wgmma_latency too: its sm_90a module's ptxas facts (SASS mix) move it, which the three others never see
+    for row in validate(names=["dram_read", "chase_l2", "fp32_fma", "wgmma_latency"], static_facts=analyse_ptx):
         assert row.modelled == pytest.approx(recorded[(row.name, row.source)], rel=1e-9), \
             f"ptxsim/model/validation.json is stale for {row.name}: run python benchmarks/model_validation.py"

@@ -86,28 +86,62 @@ _RC = _G[:, None] + 8 * (_IC[None, :] >= 2)
 _CC = 2 * _T[:, None] + (_IC[None, :] & 1)
 
 
+def _gather(rows, cols, width: int, per_lane: int) -> np.ndarray:
+    """Flat index into a warp's [32 x per_lane] fragment elements for each element of a row-major matrix
+    (`width` columns) whose element (rows[l, i], cols[l, i]) lane l holds as its i-th: a fragment is a permutation of
+    the matrix, so one gather builds the matrix (no zero fill and scatter per call)."""
+    index = np.full(int(rows.max() + 1) * width, -1, np.int64)
+    index[(rows * width + cols).reshape(-1)] = (_L[:, None] * per_lane + np.arange(per_lane)[None, :]).reshape(-1)
+    if np.any(index < 0):
+        raise ValueError("fragment layout does not cover its matrix")
+    return index
+
+
+_ACC_OUT = (_RC * 8 + _CC).reshape(-1)  # D element of each (lane, i) of the accumulator fragment, lane-major
+_ACC_GATHER = _gather(_RC, _CC, 8, 4)
+_FP8_TABLES: dict[str, np.ndarray] = {}
+
+
+def _element_bits(regs: list[np.ndarray], kind: str) -> np.ndarray:
+    """[W, 32 * nregs * per] raw elements of packed b32 registers, lane-major (element i of a lane = register
+    i // per, lowest bits first): a little-endian byte view of the registers is the elements in that order."""
+    packed = np.stack(regs, axis=-1).astype("<u4", copy=False)
+    return packed.view("<u2" if kind in ("bf16", "f16") else np.uint8).reshape(packed.shape[0], -1)
+
+
+def _bits_to_f64(bits: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "bf16":
+        return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    if kind == "f16":
+        return bits.view(np.float16).astype(np.float64)
+    table = _FP8_TABLES.get(kind)
+    if table is None:
+        table = _FP8_TABLES[kind] = nm.fp8_bits_to_f32(np.arange(256, dtype=np.uint8), kind).astype(np.float64)
+    return table[bits]
+
+
+def _matrix(regs: list[np.ndarray], kind: str, gather: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """[W, rows, cols] f64 matrix of a warp fragment: its elements gathered into place, then widened (gathering the
+    2- or 1-byte codes first moves a quarter of the bytes)."""
+    bits = np.take(_element_bits(regs, kind), gather, axis=1)
+    return _bits_to_f64(bits, kind).reshape(bits.shape[0], *shape)
+
+
 def mma(st, ins, lanes):
     la2 = _warps(st, ins, lanes)
     w = la2.shape[0]
     dt, at, bt, ct = ins.types
     kind = at.name
-    per = 2 if kind in ("bf16", "f16") else 4
-    ra, ca, rb, cb, k = ins.aux["layout"]
-    A = np.zeros((w, 16, k))
-    B = np.zeros((w, k, 8))
-    ea = _elems(_regs(st, ins.ops[1], la2), kind, per)
-    eb = _elems(_regs(st, ins.ops[2], la2), kind if bt.name == at.name else bt.name, per)
-    wi = np.arange(w)[:, None, None]
-    A[wi, ra[None], ca[None]] = ea
-    B[wi, rb[None], cb[None]] = eb
-    C = np.zeros((w, 16, 8))
+    gather_a, gather_b, k = ins.aux["gather"]
+    A = _matrix(_regs(st, ins.ops[1], la2), kind, gather_a, (16, k))
+    B = _matrix(_regs(st, ins.ops[2], la2), bt.name, gather_b, (k, 8))
     if ct.name == "f32":
-        cr = _regs(st, ins.ops[3], la2)
-        C[wi, _RC[None], _CC[None]] = np.stack([r.view(np.float32).astype(np.float64) for r in cr], axis=-1)
+        acc = np.take(np.stack(_regs(st, ins.ops[3], la2), axis=-1).reshape(w, -1), _ACC_GATHER, axis=1)
+        C = acc.view(np.float32).astype(np.float64).reshape(w, 16, 8)
     else:  # f16 accumulators: two f16x2 registers
-        C[wi, _RC[None], _CC[None]] = _elems(_regs(st, ins.ops[3], la2), "f16", 2)
+        C = _matrix(_regs(st, ins.ops[3], la2), "f16", _ACC_GATHER, (16, 8))
     D = np.matmul(A, B) + C
-    vals = D[wi, _RC[None], _CC[None]]  # [W, 32, 4]
+    vals = np.take(D.reshape(w, -1), _ACC_OUT, axis=1).reshape(w, 32, 4)
     dregs = ins.ops[0].items
     flat = la2.reshape(-1)  # all inputs are read: now the outputs may overwrite them
     if dt.name == "f32":
@@ -132,7 +166,8 @@ def _prep_mma(ins, dec, ctx):
     if at.name in ("bf16",) and dt.name != "f32":
         raise unsupported(ins, "bf16 inputs accumulate in f32 only")
     _check_fragments(ins, _FRAGS[shape] + ((4, 4) if dt.name == "f32" else (2, 2)))
-    ins.aux["layout"] = _layout(shape[1:], at.name)
+    ra, ca, rb, cb, k = ins.aux["layout"] = _layout(shape[1:], at.name)
+    ins.aux["gather"] = (_gather(ra, ca, k, ra.shape[1]), _gather(rb, cb, 8, rb.shape[1]), k)
     ins.klass = "tensor"
 
 
@@ -163,14 +198,21 @@ def ldmatrix(st, ins, lanes):
     addr = st.address(ins.ops[1], la2.reshape(-1)).reshape(la2.shape)
     rows_from = la2[:, : 8 * q].reshape(-1)  # lanes 8i..8i+7 give the rows of matrix i
     raddr = addr[:, : 8 * q].reshape(-1)
-    vals = access.load(st, ins, "shared" if ins.space else "", raddr, rows_from, np.uint16, 8)
-    M = vals.reshape(la2.shape[0], q, 8, 8)  # [W, matrix, row, col]
-    if ins.aux["trans"]:
-        M = np.swapaxes(M, 2, 3)
+    space = "shared" if ins.space else ""
+    flat = la2.reshape(-1)
+    dregs = ins.ops[0].items if ins.ops[0].kind == VEC else (ins.ops[0],)
+    if not ins.aux["trans"]:
+        # NOTE: lane 4g + t gets the b32 pair (row g, columns 2t, 2t + 1) of each matrix: the rows read as four words
+        # are every lane's register in lane order (rows are 16-byte aligned, which access.check enforces)
+        words = access.load(st, ins, space, raddr, rows_from, np.uint32, 4).reshape(la2.shape[0], q, 32)
+        for i, d in enumerate(dregs):
+            st.regs[d.idx][flat] = words[:, i].reshape(-1)
+        return
+    vals = access.load(st, ins, space, raddr, rows_from, np.uint16, 8)
+    M = np.swapaxes(vals.reshape(la2.shape[0], q, 8, 8), 2, 3)  # [W, matrix, row, col] of the transposed matrices
     lo = M[:, :, _G, 2 * _T]  # [W, q, 32]
     hi = M[:, :, _G, 2 * _T + 1]
-    flat = la2.reshape(-1)
-    for i, d in enumerate(ins.ops[0].items if ins.ops[0].kind == VEC else (ins.ops[0],)):
+    for i, d in enumerate(dregs):
         st.regs[d.idx][flat] = (lo[:, i].astype(np.uint32) | (hi[:, i].astype(np.uint32) << np.uint32(16))).reshape(-1)
 
 

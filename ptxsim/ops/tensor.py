@@ -32,10 +32,19 @@ def _warps(st, ins, lanes):
     return la.reshape(-1, 32)
 
 
+def _lane_index(la2: np.ndarray):
+    """la2's lanes as a slice when they are one contiguous run (every warp of the batch active, the usual case: a
+    view instead of a gather), else the flat lane array."""
+    lo, hi = int(la2[0, 0]), int(la2[-1, -1]) + 1
+    return slice(lo, hi) if hi - lo == la2.size else la2.reshape(-1)
+
+
 def _regs(st, op, la2):
+    """[W, 32] uint32 values of each register of `op` (read-only: may be views of the register file)."""
     items = op.items if op.kind == VEC else (op,)
-    return [st.regs[o.idx][la2].astype(np.uint32) if o.kind == 0 else np.full(la2.shape, np.uint32(o.value))
-            for o in items]
+    index = _lane_index(la2)
+    return [st.regs[o.idx][index].reshape(la2.shape).astype(np.uint32, copy=False) if o.kind == 0
+            else np.full(la2.shape, np.uint32(o.value)) for o in items]
 
 
 def _elems(regs, kind, per):
@@ -143,7 +152,7 @@ def mma(st, ins, lanes):
     D = np.matmul(A, B) + C
     vals = np.take(D.reshape(w, -1), _ACC_OUT, axis=1).reshape(w, 32, 4)
     dregs = ins.ops[0].items
-    flat = la2.reshape(-1)  # all inputs are read: now the outputs may overwrite them
+    flat = _lane_index(la2)  # all inputs are read: now the outputs may overwrite them
     if dt.name == "f32":
         outs = [vals[..., i].astype(np.float32).view(np.uint32).reshape(-1) for i in range(4)]
     else:
@@ -199,7 +208,7 @@ def ldmatrix(st, ins, lanes):
     rows_from = la2[:, : 8 * q].reshape(-1)  # lanes 8i..8i+7 give the rows of matrix i
     raddr = addr[:, : 8 * q].reshape(-1)
     space = "shared" if ins.space else ""
-    flat = la2.reshape(-1)
+    flat = _lane_index(la2)
     dregs = ins.ops[0].items if ins.ops[0].kind == VEC else (ins.ops[0],)
     if not ins.aux["trans"]:
         # NOTE: lane 4g + t gets the b32 pair (row g, columns 2t, 2t + 1) of each matrix: the rows read as four words

@@ -238,16 +238,19 @@ def shared_wavefronts(la, addr, nbytes):
         w2 = wa.reshape(-1, per_phase)
         if words > 1:
             w2 = (w2[:, :, None] + np.arange(words)).reshape(w2.shape[0], -1)
-        d = np.diff(w2, axis=1)
-        if np.all(d == 1) or np.all(d == 0):  # unit stride within 32 words, or a broadcast: one wavefront each
-            if np.all(d == 0) or w2.shape[1] <= 32:
-                return w2.shape[0], w2.shape[0]
-        key = np.sort(((w2 & 31) << 40) | (w2 & ((1 << 40) - 1)), axis=1)
+        # NOTE: words within a span of 32 sit in distinct banks unless equal (a broadcast), so a phase whose words
+        # span < 32 (unit strides, broadcasts and mixes of both: most tiles) is one wavefront; only the other phases
+        # are sorted (the sort was most of a Numba GEMM's counter time)
+        spread = (w2.max(axis=1) - w2.min(axis=1)) >= 32
+        phases = w2.shape[0]
+        if not spread.any():
+            return phases, phases
+        key = np.sort(((w2[spread] & 31) << 40) | (w2[spread] & ((1 << 40) - 1)), axis=1)
         distinct = np.concatenate((np.ones((key.shape[0], 1), bool), np.diff(key, axis=1) != 0), axis=1)
         bank = key >> 40
         rows = np.broadcast_to(np.arange(key.shape[0])[:, None], key.shape)
         cnt = np.bincount((rows * 32 + bank)[distinct], minlength=key.shape[0] * 32).reshape(-1, 32)
-        return int(cnt.max(axis=1).sum()), key.shape[0]
+        return int(cnt.max(axis=1).sum()) + phases - key.shape[0], phases
     lane = la & 31
     phase = (la >> 5) * 4 + lane // per_phase
     if words > 1:

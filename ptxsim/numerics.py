@@ -94,12 +94,36 @@ def sat01(x):
     return np.where(np.isnan(x), x.dtype.type(0), np.clip(x, 0, 1)).astype(x.dtype)
 
 
+# f64 bits below an f32 mantissa's last place (52 - 23 = 29) and their pattern at an f32 midpoint (a tie)
+_BELOW_F32 = np.uint64((1 << 29) - 1)
+_F32_TIE = np.uint64(1 << 28)
+
+
 def fma_f32(a, b, c, mode=".rn"):
-    """a*b + c with a single rounding to f32 (the product is exact in f64; TwoSum + round-to-odd for the sum)."""
+    """a*b + c with a single rounding to f32 (the product is exact in f64; TwoSum + round-to-odd for the sum).
+
+    NOTE: round to nearest takes a fast path: RN64(p + c) then RN32 rounds twice, which differs from one rounding
+    only when the f64 sum lands exactly on an f32 tie (low 29 mantissa bits 1000...0) or below f32's normal range
+    (where the f32 ulp is coarser than that pattern assumes); just those lanes take TwoSum + round-to-odd. Numba's
+    FMA-bound GEMM loops spent half their simulated time in the exact path.
+    """
     with np.errstate(all="ignore"):
         p = np.asarray(a, np.float32).astype(np.float64) * np.asarray(b, np.float32).astype(np.float64)
-        s, e = two_sum(p, np.asarray(c, np.float32).astype(np.float64))
-        return f64_to_f32(s, e, mode)
+        c64 = np.asarray(c, np.float32).astype(np.float64)
+        if mode not in (".rn", ""):
+            s, e = two_sum(p, c64)
+            return f64_to_f32(s, e, mode)
+        p, c64 = np.broadcast_arrays(p, c64)
+        s = p + c64
+        r = np.array(s, np.float32, ndmin=1)
+        flat_s = np.reshape(s, -1)
+        risky = ((flat_s.view(np.uint64) & _BELOW_F32) == _F32_TIE) | (
+            (np.abs(flat_s) < F32_TINY) & (flat_s != 0))
+        if risky.any():
+            idx = np.flatnonzero(risky)
+            hi, lo = two_sum(np.reshape(p, -1)[idx], np.reshape(c64, -1)[idx])
+            r.reshape(-1)[idx] = f64_to_f32(hi, lo, mode)
+        return r.reshape(np.shape(s))
 
 
 def fma_f64(a, b, c, mode=".rn"):

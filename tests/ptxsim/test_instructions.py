@@ -112,6 +112,29 @@ def test_fma_f32_single_rounding(mode, rng):
         assert d[0] != naive  # the double-rounded result differs in the last bit
 
 
+def test_fma_f32_fast_path_rounds_once_at_ties_and_subnormals(rng):
+    """fma.rn.f32 rounds RN64(a*b + c) to f32 unless that f64 sum is an f32 tie or subnormal: each case here lands
+    on one of those (or next to one) and must still equal the exactly rounded value."""
+    from ptxsim.numerics import fma_f32
+
+    n = 96
+    a = (rng.standard_normal(n) * 2.0 ** rng.integers(-10, 10, n)).astype(np.float32)
+    b = (rng.standard_normal(n) * 2.0 ** rng.integers(-10, 10, n)).astype(np.float32)
+    c = (rng.standard_normal(n) * 2.0 ** rng.integers(-20, 20, n)).astype(np.float32)
+    one = np.float32(1 + 2.0**-12)
+    a[:8], b[:8] = one, one  # (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24: exactly an f32 tie before c
+    c[:8] = np.float32(2.0**-60) * np.array([1, -1, 3, -3, 0.5, -0.5, 2**20, -(2**20)], np.float32)
+    a[8:24] = np.float32(2.0**-70)  # products near f32's subnormal range (2^-126 .. 2^-149)
+    b[8:24] = (rng.standard_normal(16) * 2.0 ** rng.integers(-70, -55, 16)).astype(np.float32)
+    c[8:24] = (rng.standard_normal(16) * 2.0**-140).astype(np.float32)
+    want = np.array([round_exact(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)), np.float32, "rn")
+                     for x, y, z in zip(a, b, c, strict=True)], np.float32)
+    got = fma_f32(a, b, c)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    naive = (a.astype(np.float64) * b + c).astype(np.float32)
+    assert np.any(naive[:8] != want[:8])  # the tie cases do double-round without the exact path
+
+
 @pytest.mark.parametrize("op", ["add", "sub", "mul"])
 @pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
 def test_directed_rounding_f32(op, mode, rng):

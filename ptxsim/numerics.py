@@ -120,6 +120,13 @@ def fma_f32(a, b, c, mode=".rn"):
         risky = ((flat_s.view(np.uint64) & _BELOW_F32) == _F32_TIE) | (
             (np.abs(flat_s) < F32_TINY) & (flat_s != 0))
         if risky.any():
+            # a tie reached exactly (no f64 rounding: common with bf16 inputs, whose sums fit in 25 bits) rounds once;
+            # Fast2Sum's test (the larger operand first, so s - big is exact) tells exact sums apart
+            fp, fc = np.reshape(p, -1), np.reshape(c64, -1)
+            big_p = np.abs(fp) >= np.abs(fc)
+            exact = np.where(big_p, flat_s - fp == fc, flat_s - fc == fp) & np.isfinite(flat_s)
+            risky &= ~exact | (np.abs(flat_s) < F32_TINY)
+        if risky.any():
             idx = np.flatnonzero(risky)
             hi, lo = two_sum(np.reshape(p, -1)[idx], np.reshape(c64, -1)[idx])
             r.reshape(-1)[idx] = f64_to_f32(hi, lo, mode)

@@ -350,7 +350,8 @@ def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Call
                 from harness.timing.model_estimate import model_estimate
 
                 row["model_estimate"] = model_estimate(run, inputs, preset, run_params, spec,
-                                                       getattr(device_spec, "name", None) or settings.model_device)
+                                                       getattr(device_spec, "name", None) or settings.model_device,
+                                                       sample=settings.sample)
         row["timing"] = timing
         row["launch_stages"] = stage_names([r.name for r in records])
         row["stages_us"] = stage_times(timing)

@@ -112,8 +112,32 @@ def test_model_estimate_of_a_kernel(seed):
     assert est["modelled_us"] == pytest.approx(sum(launch["modelled_s"] for launch in est["launches"]) * 1e6)
     assert all(launch["estimate"]["limiter"] in COMPONENTS for launch in est["launches"])
     assert est["limiter"] == max(est["launches"], key=lambda launch: launch["modelled_s"])["estimate"]["limiter"]
+    assert est["sample"] == "auto" and est["sample_ctas"] is None
     skipped = _real_estimate("combine", "ptx", seed, max_input_bytes=1000)
     assert "over the" in skipped["skipped"] and skipped["modelled_us"] is None and skipped["launches"] == []
+
+
+def test_model_estimate_uses_the_sim_rows_sampling(seed, monkeypatch):
+    """A GPU row's estimate is the sim row's figure: the simulation runs under the --sample policy for the row's
+    preset (rows_per_wave from its routing blocks), not 16 scattered CTAs, unless a caller asks for those."""
+    import harness.backends.sim as sim_backend
+
+    made = []
+    real = sim_backend.SimBackend
+
+    def spy(*args, **kwargs):
+        made.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sim_backend, "SimBackend", spy)
+    policy = _real_estimate("grouped_gemm", "ptx", seed, sample="3")
+    scattered = _real_estimate("grouped_gemm", "ptx", seed, sample_ctas=16)
+    assert policy["error"] is None and policy["sample"] == "3" and policy["sample_ctas"] is None
+    from contract.presets import get_preset
+
+    tiny = get_preset("tiny")
+    assert made[0]["sample"].waves == 3 and made[0]["sample"].rows_per_wave == max(1, round(tiny.n_blocks / tiny.E))
+    assert made[1] == {"sample_ctas": 16} and scattered["sample"] is None
 
 
 def test_model_estimate_records_a_failing_run():

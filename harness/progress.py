@@ -2,7 +2,10 @@
 
 Rows differ by five orders of magnitude (a tiny gate against a DeepSeek-V3 layer), so `[i/N]` says little about
 what is left. Each row gets a predicted cost (bytes it moves plus the GEMM work it computes, in arbitrary units);
-seconds per unit are learned from the rows finished so far, and the time left is that rate times the cost left.
+seconds per unit are learned from the rows finished so far, per class of row (GEMM rows, whose cost is mostly FLOPs,
+and the others, mostly bytes: one rate for both put dsv3-prefill's first gate rows at ~70 h for a ~1 h run), and the
+time left is each class's rate times its cost left (a class with no finished row yet takes the rate of all rows),
+divided by the rows running at once (Dask workers).
 """
 from __future__ import annotations
 
@@ -63,16 +66,23 @@ def format_seconds(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
+def row_class(kernel: str) -> str:
+    """The class whose rate predicts a row: "gemm" (cost mostly FLOPs) or "other" (mostly bytes)."""
+    return "gemm" if kernel in GEMM_STAGES else "other"
+
+
 @dataclass
 class Progress:
-    """Prints `[i/N] key: text (~T left)` lines; `costs` maps every row key of the sweep to its predicted cost."""
+    """Prints `[i/N] key: text (~T left)` lines; `costs` maps every row key of the sweep to its predicted cost,
+    `classes` (optional) every key to its row class (row_class), `concurrency` the rows that run at once."""
 
     costs: dict[str, float]
     stream: TextIO = field(default_factory=lambda: sys.stderr)
     clock: Callable[[], float] = time.perf_counter
     step: int = 0
-    _done_cost: float = 0.0
-    _done_seconds: float = 0.0
+    classes: dict[str, str] = field(default_factory=dict)
+    concurrency: int = 1
+    _done: dict[str, list[float]] = field(default_factory=dict)  # class -> [cost, seconds] of finished rows
     _left: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -84,17 +94,23 @@ class Progress:
         return len(self.costs)
 
     def seconds_left(self) -> float | None:
-        """Learned seconds per cost unit x the cost of the rows not finished; None before any row ran."""
-        if self._done_cost <= 0 or self._done_seconds <= 0:
+        """Per class, learned seconds per cost unit x the cost of its rows not finished (the rate of all finished
+        rows where the class has none yet), over `concurrency`; None before any row ran."""
+        cost = sum(c for c, _ in self._done.values())
+        seconds = sum(s for _, s in self._done.values())
+        if cost <= 0 or seconds <= 0:
             return None
-        return self._done_seconds / self._done_cost * sum(self._left.values())
+        rates = {name: s / c for name, (c, s) in self._done.items() if c > 0 and s > 0}
+        left = sum(rates.get(self.classes.get(key, ""), seconds / cost) * c for key, c in self._left.items())
+        return left / max(1, self.concurrency)
 
     def finished(self, key: str, seconds: float | None) -> None:
         """A row finished after `seconds` of work (None: it did not run, e.g. done in a resumed run or skipped)."""
         cost = self._left.pop(key, 0.0)
         if seconds is not None and seconds > 0:
-            self._done_cost += cost
-            self._done_seconds += seconds
+            done = self._done.setdefault(self.classes.get(key, ""), [0.0, 0.0])
+            done[0] += cost
+            done[1] += seconds
 
     def _line(self, step: int, key: str, text: str) -> None:
         left = self.seconds_left()

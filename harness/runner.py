@@ -603,14 +603,17 @@ def record_row(run_file: RunFile, summary: dict, row: dict, progress, ranges: li
         _stop_after_sticky(run_file, row, summary)
 
 
-def make_progress(settings: CompareSettings, items: list[Item], stream=None):
-    """The sweep's Progress, with every row's predicted cost (harness.progress.predicted_cost)."""
-    from harness.progress import Progress, predicted_cost
+def make_progress(settings: CompareSettings, items: list[Item], stream=None, concurrency: int = 1):
+    """The sweep's Progress, with every row's predicted cost (harness.progress.predicted_cost) and class, for
+    `concurrency` rows running at once."""
+    from harness.progress import Progress, predicted_cost, row_class
 
     sample = sample_policy(settings)
-    costs = {item.key(slot): predicted_cost(item.kernel, item.preset, item.variant, sample)
-             for item in items for slot in item.slots(settings.impls)}
-    return Progress(costs, stream if stream is not None else sys.stderr)
+    slots = [(item, slot) for item in items for slot in item.slots(settings.impls)]
+    costs = {item.key(slot): predicted_cost(item.kernel, item.preset, item.variant, sample) for item, slot in slots}
+    classes = {item.key(slot): row_class(item.kernel) for item, slot in slots}
+    return Progress(costs, stream if stream is not None else sys.stderr, classes=classes,
+                    concurrency=max(1, concurrency))
 
 
 def pending(run_file: RunFile, settings: CompareSettings, items: list[Item], summary: dict, progress
@@ -642,7 +645,8 @@ def run_sweep(backend, settings: CompareSettings, run_file: RunFile, progress=No
     from harness.parallel import run_parallel, wants_parallel
 
     items = plan(settings)
-    progress = make_progress(settings, items, progress)
+    concurrency = 1 if parallel is None or parallel.scheduler else parallel.local_workers
+    progress = make_progress(settings, items, progress, concurrency)
     summary = {"failed": [], "missing": [], "too_big": [], "ran": 0, "skipped": 0}
     cells = pending(run_file, settings, items, summary, progress)
     if wants_parallel(parallel, sum(1 for _, _, todo in cells if todo)):

@@ -23,6 +23,23 @@ def test_time_left_is_rate_times_the_cost_left():
     assert out.getvalue().splitlines()[-1] == "[3/3] c: ok"  # nothing left: no estimate
 
 
+def test_each_class_of_row_learns_its_own_rate():
+    """Elementwise rows cost more seconds per unit than GEMM rows (bytes against weighted FLOPs): a GEMM row's time
+    left comes from the GEMM rows once one finished, not from a gate's rate (which put dsv3-prefill at ~70 h)."""
+    prog = Progress({"g1": 1.0, "g2": 1.0, "m1": 100.0, "m2": 100.0}, io.StringIO(),
+                    classes={"g1": "other", "g2": "other", "m1": "gemm", "m2": "gemm"})
+    prog.end("g1", "ok", 10.0)  # 10 s a unit
+    assert prog.seconds_left() == pytest.approx(10.0 * 201)  # no GEMM row finished: every class at the only rate
+    prog.end("m1", "ok", 20.0)  # 0.2 s a unit
+    assert prog.seconds_left() == pytest.approx(10.0 * 1 + 0.2 * 100)
+
+
+def test_rows_running_at_once_divide_the_time_left():
+    prog = Progress({"a": 1.0, "b": 4.0, "c": 4.0}, io.StringIO(), concurrency=2)
+    prog.end("a", "ok", 3.0)
+    assert prog.seconds_left() == pytest.approx(3.0 * 8 / 2)
+
+
 def test_predicted_cost_orders_rows_by_work():
     assert predicted_cost("gate", "tiny", None) < predicted_cost("gate", "dsv3-decode", None)
     assert predicted_cost("swiglu", "dsv3-decode", None) < predicted_cost("grouped_gemm", "dsv3-decode", "up")

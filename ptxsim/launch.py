@@ -158,7 +158,7 @@ def _phase_runs(phases, represents, phase_waves, sample_ctas, wave_ctas, args):
         raise LaunchError(f"represents={represents!r:.100}: expected the fraction in (0, 1] of the whole work the "
                           f"{len(phases)} phase(s) are")
     waves = list(range(len(phases))) if phase_waves is None else [int(w) for w in phase_waves]
-    if len(waves) != len(phases) or any(w < 0 for w in waves) or any(b <= a for a, b in zip(waves, waves[1:])):
+    if len(waves) != len(phases) or any(w < 0 for w in waves) or waves != sorted(set(waves)):
         raise LaunchError(f"phase_waves={phase_waves!r:.100}: expected {len(phases)} ascending wave indices >= 0, "
                           f"one per phase")
     for i, p in enumerate(phases):

@@ -69,7 +69,8 @@ class TensorMapArg:
 @dataclass(frozen=True)
 class WorkItems:
     """The item range of a persistent kernel: stands for two `.u32` kernel parameters (item_begin, item_end), its
-    CTAs taking items item_begin + i, + grid, ... below item_end. A backend flattens it: (0, count), the whole work,
+    CTAs (thread-block clusters, with clusters) taking items item_begin + i, + grid, ... below item_end: any grid
+    runs the same items. A backend flattens it: (0, count), the whole work,
     on a GPU; the sim backend may instead run windows of it (harness.sampling), which is why it says how items map
     to routing blocks.
 

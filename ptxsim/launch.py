@@ -27,7 +27,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
            max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None,
            wave_ctas: int | None = None, l2_bytes: int | None = None, phases=None, represents: float | None = None,
-           phase_waves=None):
+           phase_waves=None, phase_grids=None):
     """Run `kernel` over `grid` x `block` threads (or, with `phases`, the whole grid once per parameter list).
 
     Args:
@@ -58,6 +58,10 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
             extrapolated by 1 / represents, sample_fraction = represents (simulated_metrics stay as counted).
         phase_waves: with phases, each phase's wave index in the whole work, ascending (default 0, 1, ...): a gap
             ages the L2 as the skipped waves would have (ptxsim.model.l2).
+        phase_grids: with phases, each phase's grid (default `grid`; within it, whole clusters). NOTE: a persistent
+            kernel's window with fewer items than CTAs runs on that many CTAs: the rest would only set up and exit,
+            and extrapolating their setup by 1 / represents would charge the whole launch for CTAs that, in the
+            whole launch, all have work. LaunchStats still report `grid` (the launch as the device runs it).
 
     Returns:
         LaunchStats.
@@ -80,7 +84,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
                           f"{MAX_SHARED} bytes per CTA")
     dev = device or Device()
     symaddr = dict(dev.module_symbols(kernel.module))
-    runs = _phase_runs(phases, represents, phase_waves, sample_ctas, wave_ctas, args)
+    runs = _phase_runs(phases, represents, phase_waves, phase_grids, sample_ctas, wave_ctas, args)
     param_buf, back = marshal(kernel, args if runs is None else runs[0][1], dev)
     from ptxsim.sanitizers import make_sanitizers
 
@@ -102,11 +106,15 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
         plan = plan_waves(ncta, sample_ctas, wave_ctas, csize, order)
         nrun, fraction = plan.simulated_ctas, plan.simulated_ctas / ncta
         phase_list = [(None, L, plan)]
-    else:  # every phase: the whole grid as one wave, on its own parameter buffer
-        whole = plan_waves(ncta, None, None, csize, order)
-        nrun, fraction = ncta * len(runs), float(represents)
-        phase_list = [(wave, L if i == 0 else _phase_launch(L, kernel, params, dev), whole)
-                      for i, (wave, params) in enumerate(runs)]
+    else:  # every phase: its grid as one wave, on its own parameter buffer
+        grids = _phase_grids(phase_grids, len(runs), grid, kernel, cluster)
+        phase_list = []
+        for i, ((wave, params), pgrid) in enumerate(zip(runs, grids, strict=True)):
+            pl = L if i == 0 and pgrid == grid else _phase_launch(L, kernel, params, dev, pgrid)
+            n = pgrid[0] * pgrid[1] * pgrid[2]
+            phase_list.append((wave, pl, plan_waves(n, None, None, csize,
+                                                    None if L.cluster is None else cta_order(pgrid, L.cluster))))
+        nrun, fraction = sum(p.ncta for _, _, p in phase_list), float(represents)
         plan = PhasePlan(ncta, tuple(wave for wave, _ in runs), fraction)
     padded = (nthreads + 31) // 32 * 32
     lanes_cap = max_lanes or CONFIG.max_lanes
@@ -139,10 +147,10 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
                            sample_fraction=fraction, simulated=nrun, waves=plan)
 
 
-def _phase_runs(phases, represents, phase_waves, sample_ctas, wave_ctas, args):
+def _phase_runs(phases, represents, phase_waves, phase_grids, sample_ctas, wave_ctas, args):
     """[(wave, argument list)] of a phased launch after checking its options; None without phases."""
     if phases is None:
-        for name, v in (("represents", represents), ("phase_waves", phase_waves)):
+        for name, v in (("represents", represents), ("phase_waves", phase_waves), ("phase_grids", phase_grids)):
             if v is not None:
                 raise LaunchError(f"{name}={v!r:.100} applies only to a launch with phases")
         return None
@@ -169,11 +177,27 @@ def _phase_runs(phases, represents, phase_waves, sample_ctas, wave_ctas, args):
     return list(zip(waves, phases, strict=True))
 
 
-def _phase_launch(first: Launch, kernel, params, dev: Device) -> Launch:
-    """The launch state of a later phase: the first phase's, with its own parameter buffer (and serial: ld.param
+def _phase_grids(phase_grids, n: int, grid: tuple, kernel, cluster) -> list[tuple]:
+    """Each phase's grid (default the launch's), checked: within the launch's grid, whole clusters."""
+    from ptxsim.clusters import cluster_shape
+
+    if phase_grids is None:
+        return [grid] * n
+    grids = [_dim3(g, "phase grid") for g in phase_grids]
+    if len(grids) != n:
+        raise LaunchError(f"phase_grids has {len(grids)} grids for {n} phases; expected one per phase")
+    for i, g in enumerate(grids):
+        if any(a > b for a, b in zip(g, grid, strict=True)):
+            raise LaunchError(f"phase {i}'s grid {g} exceeds the launch's grid {grid}")
+        cluster_shape(kernel, g, cluster)  # raises unless whole clusters
+    return grids
+
+
+def _phase_launch(first: Launch, kernel, params, dev: Device, grid: tuple) -> Launch:
+    """The launch state of a phase: the launch's, with the phase's grid and parameter buffer (and serial: ld.param
     caches its value per launch serial)."""
     buf, _ = marshal(kernel, params, dev)
-    return replace(first, param_buf=buf, serial=next(_SERIALS))
+    return replace(first, grid=grid, param_buf=buf, serial=next(_SERIALS))
 
 
 @dataclass(frozen=True)

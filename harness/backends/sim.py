@@ -263,7 +263,7 @@ class SimBackend(Backend):
             from ptxsim.config import CONFIG
 
             extra.pop("wave_ctas", None)
-            extra.update({k: phased[k] for k in ("phases", "phase_waves", "represents")})
+            extra.update({k: phased[k] for k in ("phases", "phase_waves", "phase_grids", "represents")})
             # NOTE: an item is a grid path's CTA (one tile of one routing block), so it gets a CTA's budget
             extra["budget"] = max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * phased["items"])
         elif self.sample_ctas is None and self.sample is not None:
@@ -307,7 +307,16 @@ class SimBackend(Backend):
         phases = [ptx_params([q for p in params for q in ((np.uint32(begin), np.uint32(end))
                                                           if isinstance(p, WorkItems) else (p,))])
                   for _, begin, end in windows]
-        phased = {"phases": phases, "phase_waves": [wave for wave, _, _ in windows],
+        # NOTE: a window with fewer items than the grid has clusters (CTAs) runs on one cluster an item: the others
+        # would only set up and exit, and their setup, extrapolated, would be charged to a launch whose every CTA works
+        from ptxsim.clusters import cluster_shape
+
+        g = dim3(grid, "grid")
+        shape = cluster_shape(self.module(ptx).kernel(entry), g, None) or (1, 1, 1)
+        per_item = shape[0] * shape[1] * shape[2]
+        grids = [(min(g[0], (end - begin) * per_item), g[1], g[2]) if g[1] * g[2] == 1 else g
+                 for _, begin, end in windows]
+        phased = {"phases": phases, "phase_waves": [wave for wave, _, _ in windows], "phase_grids": grids,
                   "represents": sum(end - begin for _, begin, end in windows) / items[0].count,
                   "items": sum(end - begin for _, begin, end in windows)}
         return self._launch(ptx, entry, grid, block, None, shared_bytes, "ptx", tag, phased=phased)

@@ -105,3 +105,20 @@ def test_represents_without_phases_is_a_launch_error():
     dev, k, a, out = _setup()
     with pytest.raises(ptxsim.LaunchError, match="represents=0.5 applies only to a launch with phases"):
         dev.launch(k, GRID, 32, [a, out, np.uint32(0), np.uint32(4)], represents=0.5)
+
+
+def test_a_phase_may_run_on_fewer_ctas_than_the_launch():
+    """A window of 2 items on a 4-CTA launch runs on 2 CTAs: the same items, no CTA that only exits (whose setup would
+    be extrapolated), and the stats still report the launch's grid."""
+    dev, k, a, out = _setup()
+    idle = dev.launch(k, GRID, 32, None, phases=_phases(a, out, [(8, 10)]), represents=2 / ITEMS)
+    dev2, k2, a2, out2 = _setup()
+    tight = dev2.launch(k2, GRID, 32, None, phases=_phases(a2, out2, [(8, 10)]), represents=2 / ITEMS,
+                        phase_grids=[(2, 1, 1)])
+    assert np.array_equal(dev.read(out, np.uint32, (ITEMS, 32)), dev2.read(out2, np.uint32, (ITEMS, 32)))
+    assert tight.grid == (GRID, 1, 1) and tight.simulated_ctas == 2 and idle.simulated_ctas == GRID
+    assert tight.simulated_metrics["smsp__inst_executed.sum"] < idle.simulated_metrics["smsp__inst_executed.sum"]
+    with pytest.raises(ptxsim.LaunchError, match=r"phase 0's grid \(8, 1, 1\) exceeds the launch's grid \(4, 1, 1\)"):
+        dev2.launch(k2, GRID, 32, None, phases=_phases(a2, out2, [(8, 10)]), represents=0.5, phase_grids=[8])
+    with pytest.raises(ptxsim.LaunchError, match="phase_grids has 2 grids for 1 phases"):
+        dev2.launch(k2, GRID, 32, None, phases=_phases(a2, out2, [(8, 10)]), represents=0.5, phase_grids=[2, 2])

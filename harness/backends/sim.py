@@ -126,23 +126,23 @@ def wave_shape(ptx: str, entry: str, block, shared_bytes: int) -> dict:
     return out
 
 
-def phase_grid(grid: tuple[int, int, int], window: int, items: WorkItems, kernel) -> tuple[int, int, int]:
-    """The grid a window of `window` persistent items runs on (one cluster, or CTA, an item at most).
+def phase_grid(grid: tuple[int, int, int], window: int, kernel) -> tuple[int, int, int]:
+    """The grid a window of `window` persistent items runs on: one cluster (or CTA) an item, at most the launch's.
 
-    NOTE: the CTAs the whole launch would spend on that many items, window x clusters / count, so each CTA's fixed
-    work (its setup) extrapolates to the launch's; but at least `items.items_per_group`, so that, as in the whole
-    launch (whose stride is the grid), no CTA takes two items of one routing block and its L1 does not serve the
-    second from the first (one CTA an item: small's down GEMM modelled 11 % slow; the whole grid: 42 %, its idle CTAs'
-    setup extrapolated)."""
+    NOTE: the whole launch runs `grid` consecutive items at once, one a cluster; a window of consecutive items runs
+    them the same way, so the data its items share is read by as many CTAs at once as on the device (ptxsim's L2 and
+    L1 models see the same sharing). The whole grid would add CTAs that only set up and exit, whose setup, extrapolated,
+    would charge the launch for idle CTAs (small's down GEMM modelled 42 % slow); fewer CTAs than items, each taking
+    several (the launch's share of CTAs), change what runs at once (small's up GEMM: 18 % fast, L1 hits it does not
+    get on the device). What remains: each item's CTA sets up once, where on the device a CTA sets up once for
+    count / grid items (small's down GEMM, 2 k-steps an item: modelled 11 % slow; DeepSeek-V3's, 16-56: ~1 %)."""
     from ptxsim.clusters import cluster_shape
 
     if grid[1] * grid[2] != 1:
         return grid
     shape = cluster_shape(kernel, grid, None) or (1, 1, 1)
     csize = shape[0] * shape[1] * shape[2]
-    clusters = grid[0] // csize
-    share = -(-window * clusters // items.count)
-    return (csize * max(1, min(clusters, window, max(share, items.items_per_group))), 1, 1)
+    return (csize * max(1, min(grid[0] // csize, window)), 1, 1)
 
 
 def _addr(allocation) -> int:
@@ -327,7 +327,7 @@ class SimBackend(Backend):
                                                           if isinstance(p, WorkItems) else (p,))])
                   for _, begin, end in windows]
         g = dim3(grid, "grid")
-        grids = [phase_grid(g, end - begin, items[0], self.module(ptx).kernel(entry)) for _, begin, end in windows]
+        grids = [phase_grid(g, end - begin, self.module(ptx).kernel(entry)) for _, begin, end in windows]
         phased = {"phases": phases, "phase_waves": [wave for wave, _, _ in windows], "phase_grids": grids,
                   "represents": sum(end - begin for _, begin, end in windows) / items[0].count,
                   "items": sum(end - begin for _, begin, end in windows)}

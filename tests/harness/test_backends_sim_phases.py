@@ -36,7 +36,10 @@ $done:
 ITEMS, BLOCKS, GRID = 64, 16, 8  # 4 items a routing block
 
 
-def _launch(sample, items=WorkItems(ITEMS, BLOCKS), tag="grouped_gemm_fp8[x]"):
+WHOLE = WorkItems(ITEMS, BLOCKS)
+
+
+def _launch(sample, items=WHOLE, tag="grouped_gemm_fp8[x]"):
     sim = SimBackend(sample=sample)
     a = sim.to_device(np.arange(ITEMS // 4 * 32, dtype=np.uint32))
     out = sim.to_device(np.zeros((ITEMS, 32), np.uint32))
@@ -59,25 +62,26 @@ def test_sampled_windows_run_as_phases_of_the_chosen_blocks():
     assert out[16, 0] == 16 // 4 * 32 + 1  # the items ran, and right
     s = record.stats
     assert s.sample_fraction == 0.25 and s.waves["phases"] == 2
-    assert s.simulated_ctas == 2 * 4  # one CTA per item of a block (4), not the whole grid (see the next test)
+    assert s.simulated_ctas == 2 * GRID  # 8 items a window: one CTA each
     assert tuple(record.grid) == (GRID, 1, 1)
     assert s.metrics["dram__bytes_write.sum"] == 4 * s.simulated_metrics["dram__bytes_write.sum"]
 
 
-def test_a_window_runs_on_its_share_of_the_grid_but_one_cta_per_item_of_a_block():
-    """A window runs on the CTAs the whole launch spends on that many items (window x grid / count: each CTA's setup
-    then extrapolates to the launch's grid), but on at least a block's items' worth, so no CTA takes two items of one
-    routing block (its L1 would serve the second, which in the whole launch, striding by the grid, never happens)."""
+def test_a_window_runs_one_cta_an_item_as_the_whole_launch_runs_consecutive_items():
+    """Consecutive items run at once, one a CTA (cluster), as on the device; never more CTAs than the launch has, and
+    no CTA that would only set up and exit."""
     from harness.backends.sim import phase_grid
+    from ptx_impl import gemm_fp8_r5 as r5
 
     policy = SamplePolicy(2, 0, rows_per_wave=1)  # 1-block windows: 4 items each on the 8-CTA grid
     record, out = _launch(policy)
     assert record.stats.simulated_ctas == 2 * 4 and tuple(record.grid) == (GRID, 1, 1)
     assert np.count_nonzero(out[:, 0]) == 8
-    kernel = SimBackend().module(STRIDE).kernel("k")
-    assert phase_grid((132, 1, 1), 24, WorkItems(760, 95, 1, 8), kernel) == (8, 1, 1)  # small's down: share 5 < 8
-    assert phase_grid((132, 1, 1), 240, WorkItems(760, 95, 1, 8), kernel) == (42, 1, 1)  # its share: 240 x 132 / 760
-    assert phase_grid((132, 1, 1), 2, WorkItems(760, 95, 1, 8), kernel) == (2, 1, 1)  # never more CTAs than items
+    sim = SimBackend()
+    kernel = sim.module(STRIDE).kernel("k")
+    assert phase_grid((132, 1, 1), 24, kernel) == (24, 1, 1) and phase_grid((132, 1, 1), 240, kernel) == (132, 1, 1)
+    pairs = sim.module(r5.ptx_source(16)).kernel("grouped_gemm_fp8_mc_m16n128")  # .reqnctapercluster 2
+    assert phase_grid((132, 1, 1), 24, pairs) == (48, 1, 1) and phase_grid((132, 1, 1), 99, pairs) == (132, 1, 1)
 
 
 def test_not_a_gemm_or_few_items_runs_whole():

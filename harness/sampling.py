@@ -12,6 +12,14 @@ model's: ptxsim.model.l2) is round(n_blocks / E) grid rows, the routing blocks o
 column tile: so the up and down GEMMs of the layer (same row blocks) sample the same routing blocks and their chain
 through swiglu stays checkable, and an expert's weights are read once per wave. The device's own resident wave
 (blocks per SM x SMs) differs; the DRAM bytes this extrapolates stay within 1.5x of the minimum (tests).
+
+A persistent GEMM (PTX FP8 rungs 4 and 5: one CTA per SM looping over (token tile, N tile) items) has no grid rows; it
+passes its item range as a contract.device.WorkItems, and `work_windows` picks the items of the same routing blocks
+(widened to whole rung-5 pairs), which the sim backend runs as ptxsim phases, each window on one CTA (cluster) an item
+as the device runs consecutive items at once. Not a few whole CTAs: a CTA's items (c, c + grid, ...) share no weight
+tile, so a few CTAs extrapolate one weight-tile read per item (tests/ptx_impl/test_gemm_fp8_sampled.py); a window's
+items share their expert's weight tiles and their token tiles as the grid's concurrent items do. A persistent kernel
+without WorkItems is still refused where it would be sampled (TooSlowToSimulate).
 """
 from __future__ import annotations
 

@@ -70,9 +70,8 @@ class TensorMapArg:
 class WorkItems:
     """The item range of a persistent kernel: stands for two `.u32` kernel parameters (item_begin, item_end), its
     CTAs (thread-block clusters, with clusters) taking items item_begin + i, + grid, ... below item_end: any grid
-    runs the same items. A backend flattens it: (0, count), the whole work,
-    on a GPU; the sim backend may instead run windows of it (harness.sampling), which is why it says how items map
-    to routing blocks.
+    runs the same items. A backend flattens it: (0, count), the whole work, on a GPU; the sim backend may instead run
+    windows of it (harness.sampling), which is why it says how items map to routing blocks.
 
     Items are ordered by routing block: the items of blocks [b0, b1), for b0 and b1 multiples of
     `blocks_per_group` (or b1 = blocks), are `items_of(b0, b1)`. `blocks_per_group` is the fewest whole routing

@@ -278,7 +278,7 @@ class SimBackend(Backend):
         extra.update(wave_shape(ptx, entry, b, int(shared_bytes)))
         if self.wave_ctas is not None:
             extra["wave_ctas"] = int(self.wave_ctas)
-        if phased is not None:  # a persistent launch's item windows: every phase is the whole grid, one wave
+        if phased is not None:  # a persistent launch's item windows: each phase one wave, on its own grid
             from ptxsim.config import CONFIG
 
             extra.pop("wave_ctas", None)

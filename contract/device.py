@@ -66,7 +66,50 @@ class TensorMapArg:
     handle: Any = field(default=None, compare=False, repr=False)  # the backend's object (gpu: the CUtensorMap)
 
 
-LaunchArg = DeviceArray | np.generic | TensorMapArg
+@dataclass(frozen=True)
+class WorkItems:
+    """The item range of a persistent kernel: stands for two `.u32` kernel parameters (item_begin, item_end), its
+    CTAs (thread-block clusters, with clusters) taking items item_begin + i, + grid, ... below item_end: any grid
+    runs the same items. A backend flattens it: (0, count), the whole work, on a GPU; the sim backend may instead run
+    windows of it (harness.sampling), which is why it says how items map to routing blocks.
+
+    Items are ordered by routing block: the items of blocks [b0, b1), for b0 and b1 multiples of
+    `blocks_per_group` (or b1 = blocks), are `items_of(b0, b1)`. `blocks_per_group` is the fewest whole routing
+    blocks whose items are whole items (1 when an item lies inside one block; 2 for a rung-5 pair item of two
+    one-block token tiles), `group_items` the items of such a group (0: count * blocks_per_group // blocks).
+    """
+
+    count: int  # items of the whole launch
+    blocks: int  # routing blocks they cover
+    blocks_per_group: int = 1
+    group_items: int = 0
+
+    def __post_init__(self):
+        from contract.errors import InputError
+
+        for name in ("count", "blocks", "blocks_per_group"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise InputError(f"WorkItems.{name} = {value!r}: expected a positive int")
+        if isinstance(self.group_items, bool) or not isinstance(self.group_items, (int, np.integer)) \
+                or self.group_items < 0:
+            raise InputError(f"WorkItems.group_items = {self.group_items!r}: expected an int >= 0 (0: derived)")
+
+    @property
+    def items_per_group(self) -> int:
+        return self.group_items or self.count * self.blocks_per_group // self.blocks
+
+    def items_of(self, b0: int, b1: int) -> tuple[int, int]:
+        """[begin, end) of the items of routing blocks [b0, b1), widened to whole groups."""
+        g, per = self.blocks_per_group, self.items_per_group
+        return min(self.count, b0 // g * per), min(self.count, -(-b1 // g) * per)
+
+    def params(self) -> tuple[np.uint32, np.uint32]:
+        """The two kernel parameters of the whole work: (0, count)."""
+        return np.uint32(0), np.uint32(self.count)
+
+
+LaunchArg = DeviceArray | np.generic | TensorMapArg | WorkItems
 
 
 

@@ -12,6 +12,14 @@ model's: ptxsim.model.l2) is round(n_blocks / E) grid rows, the routing blocks o
 column tile: so the up and down GEMMs of the layer (same row blocks) sample the same routing blocks and their chain
 through swiglu stays checkable, and an expert's weights are read once per wave. The device's own resident wave
 (blocks per SM x SMs) differs; the DRAM bytes this extrapolates stay within 1.5x of the minimum (tests).
+
+A persistent GEMM (PTX FP8 rungs 4 and 5: one CTA per SM looping over (token tile, N tile) items) has no grid rows; it
+passes its item range as a contract.device.WorkItems, and `work_windows` picks the items of the same routing blocks
+(widened to whole rung-5 pairs), which the sim backend runs as ptxsim phases, each window on one CTA (cluster) an item
+as the device runs consecutive items at once. Not a few whole CTAs: a CTA's items (c, c + grid, ...) share no weight
+tile, so a few CTAs extrapolate one weight-tile read per item (tests/ptx_impl/test_gemm_fp8_sampled.py); a window's
+items share their expert's weight tiles and their token tiles as the grid's concurrent items do. A persistent kernel
+without WorkItems is still refused where it would be sampled (TooSlowToSimulate).
 """
 from __future__ import annotations
 
@@ -57,14 +65,16 @@ class SamplePolicy:
         if grid[1] * grid[2] == 1 and ncta < self.routing_blocks \
                 and self.routing_blocks > self.min_ctas // 32:
             # NOTE: a persistent GEMM (one CTA per SM, each looping over (row block, column tile) items) has no grid
-            # rows to sample, and each CTA's loop spans the whole problem: at DeepSeek-V3's sizes that is hours
+            # rows to sample, and each CTA's loop spans the whole problem: at DeepSeek-V3's sizes that is hours. One
+            # that passes its item range as a WorkItems is sampled by work_windows instead (the sim backend asks
+            # that first); this is a persistent kernel that does not
             from harness.errors import TooSlowToSimulate
 
             raise TooSlowToSimulate(
                 f"{name}: a persistent GEMM launch ({ncta} CTAs looping over the tiles of {self.routing_blocks} "
-                f"routing blocks) cannot be sampled by grid rows, and simulating it whole at this size takes hours: "
-                f"skipped; run it on a GPU (--backend gpu), at a smaller preset (tiny, small), or whole with "
-                f"--sample off")
+                f"routing blocks) without a WorkItems parameter cannot be sampled (neither by grid rows nor by item "
+                f"windows), and simulating it whole at this size takes hours: skipped; run it on a GPU (--backend "
+                f"gpu), at a smaller preset (tiny, small), or whole with --sample off")
         if ncta <= self.min_ctas:
             return {}
         rows = self.waves * self.rows_per_wave
@@ -72,10 +82,41 @@ class SamplePolicy:
             return {}
         return {"sample_ctas": grid[0] * rows, "wave_ctas": grid[0] * self.rows_per_wave}
 
-    def sampled_fraction(self, grid: tuple[int, int, int], name: str = "gemm") -> float:
-        """The fraction of `grid`'s CTAs a launch named `name` simulates under this policy."""
+    def work_windows(self, name: str, items) -> tuple[tuple[int, int, int], ...]:
+        """The item windows a persistent launch with `items` (contract.device.WorkItems) simulates, as (wave, item
+        begin, item end), ascending; () = every item (sampling off, not a GEMM, or `items.count` <= min_ctas).
+
+        A window is the items of the routing blocks grid-row sampling would simulate for the same preset (the middle
+        wave of each of `waves` equal strata of the blocks, `rows_per_wave` blocks a wave), widened to whole groups
+        of items (WorkItems.blocks_per_group) and not overlapping; `wave` is its index among those waves, for the L2
+        model's ageing across the gaps. Each window runs on the whole persistent grid, as consecutive items do.
+        """
+        from ptxsim.launch import plan_waves
+
+        if self.waves is None or "gemm" not in name.lower() or items.count <= self.min_ctas:
+            return ()
+        rows = self.rows_per_wave
+        plan = plan_waves(items.blocks, self.waves * rows, rows)
+        if len(plan.waves) == plan.total_waves:
+            return ()
+        windows: list[tuple[int, int, int]] = []
+        for wave in plan.waves:
+            begin, end = items.items_of(wave * rows, min(items.blocks, (wave + 1) * rows))
+            begin = max(begin, windows[-1][2]) if windows else begin  # a widened window may reach into the last
+            if end > begin:
+                windows.append((int(wave), begin, end))
+        if sum(end - begin for _, begin, end in windows) >= items.count:
+            return ()
+        return tuple(windows)
+
+    def sampled_fraction(self, grid: tuple[int, int, int], name: str = "gemm", items=None) -> float:
+        """The fraction of `grid`'s CTAs a launch named `name` simulates under this policy; for a persistent launch
+        with `items` (contract.device.WorkItems), the fraction of its items."""
         from harness.errors import TooSlowToSimulate
 
+        if items is not None:
+            windows = self.work_windows(name, items)
+            return 1.0 if not windows else sum(end - begin for _, begin, end in windows) / items.count
         try:
             opts = self.launch_options(name, grid)
         except TooSlowToSimulate:

@@ -21,7 +21,9 @@ simulation).
 Kernel parameters, in order:
     tm_w (tensor map over w viewed as (E*N, Kd), box 128 x 128), tm_a (over a (P_max, Kd), box T x 128),
     a_scale (u64), w_scale (u64), block_expert (u64), total_padded (u64), c (u64), Kd (u32), N (u32), BM (u32),
-    rtiles (u32, P_max / T)
+    rtiles (u32, P_max / T), item_begin and item_end (u32: the items this launch runs, a contract.device.WorkItems
+    the backend flattens: 0 and the item count on a GPU and in a whole simulation, a window of routing blocks in a
+    sampled one, harness.sampling)
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from contract.device import WorkItems
 from contract.errors import InputError
 from contract.launch import check_array, require
 from ptx_impl import gemm_fp8_ws_template as template
@@ -42,6 +45,7 @@ SMS = 132  # default persistent grid: the SMs of an H100 / H200 SXM (params: sms
 PARAMS: tuple[tuple[str, str], ...] = (
     ("tm_w", "b8[128]"), ("tm_a", "b8[128]"), ("a_scale", "u64"), ("w_scale", "u64"), ("block_expert", "u64"),
     ("total_padded", "u64"), ("c", "u64"), ("Kd", "u32"), ("N", "u32"), ("BM", "u32"), ("rtiles", "u32"),
+    ("item_begin", "u32"), ("item_end", "u32"),
 )
 
 
@@ -104,6 +108,20 @@ def take_params(params: dict, rung: int) -> int:
     return int(sms)
 
 
+def work_items(sizes, cluster: bool) -> WorkItems:
+    """The launch's items (item_begin, item_end) and how they map to routing blocks: rung 4's item is (token tile,
+    N tile), BM / T tiles a block; rung 5's is a pair of token tiles, so when BM / T is odd a group of whole items is
+    two blocks (DeepSeek-V3's BM = T: a pair item covers blocks 2p and 2p + 1)."""
+    import math
+
+    P_max, _, N, BM, _ = sizes
+    tiles, per_block, nt = P_max // template.token_tile(BM), BM // template.token_tile(BM), N // COLS
+    if not cluster:
+        return WorkItems(tiles * nt, P_max // BM, 1, per_block * nt)
+    group = 2 // math.gcd(2, per_block)  # blocks whose tiles are whole pairs
+    return WorkItems(-(-tiles // 2) * nt, P_max // BM, group, group * per_block // 2 * nt)
+
+
 def launch(backend, args: dict, sizes, grid: int, cluster: bool, weight_rows: int) -> list:
     """Make the two tensor maps and launch rung 4's or 5's kernel for this BM on `grid` CTAs."""
     P_max, Kd, N, BM, E = sizes
@@ -111,7 +129,7 @@ def launch(backend, args: dict, sizes, grid: int, cluster: bool, weight_rows: in
     tm_w = backend.tensor_map(args["w"], box=(weight_rows, GROUP), swizzle=128, shape=(E * N, Kd))
     tm_a = backend.tensor_map(args["a"], box=(tokens, GROUP), swizzle=128)
     values = [tm_w, tm_a] + [args[n] for n, _ in PARAMS[2:7]] + [
-        np.uint32(Kd), np.uint32(N), np.uint32(BM), np.uint32(P_max // tokens)]
+        np.uint32(Kd), np.uint32(N), np.uint32(BM), np.uint32(P_max // tokens), work_items(sizes, cluster)]
     record = backend.launch_ptx(ptx_source(tokens, cluster), template.entry(cluster, tokens), (grid, 1, 1),
                                 (template.THREADS, 1, 1), values, shared_bytes=template.shared_bytes(tokens),
                                 tag=f"{KERNEL}[{N}x{Kd}]")

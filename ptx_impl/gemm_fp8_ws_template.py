@@ -63,7 +63,8 @@ def _header(cluster: bool, T: int) -> str:
     name, sb, shared = entry(cluster, T), stage_bytes(T), shared_bytes(T)
     pair = """
 //   Cluster pairs (rung 5, .reqnctapercluster 2): pair item p covers token tiles 2p (rank 0) and 2p + 1
-//   (rank 1) at one N tile; both CTAs walk the same items and stages in lockstep. When both tiles are live and of
+//   (rank 1) at one N tile, item = p x N tiles + N tile; cluster j takes pair items item_begin + j, + clusters, ...
+//   below item_end; both CTAs walk the same items and stages in lockstep. When both tiles are live and of
 //   the same expert, each producer loads weight rows 64*rank.. of the tile and multicasts them (ctaMask 0b11) to
 //   both CTAs; otherwise each live CTA loads its own 128 rows, and a dead one only arrives on its full barrier so
 //   that its consumers still release the stage. Consumers release a stage on their own AND the peer's empty
@@ -86,8 +87,10 @@ def _header(cluster: bool, T: int) -> str:
 // Tiling ("swap AB"): wgmma's M is 64 per warpgroup, but a routing block (one expert) is only BM = 16, 32 or 64
 //   rows, so the weight rows are wgmma's M and the tokens its N: m64n{T}k32, {T} tokens a tile (for BM % {T} == 0),
 //   128 weight rows a tile (two consumer warpgroups x 64 = one 128 x 128 weight-scale block, so one w_scale per
-//   stage). An item is (token tile, N tile); grid = the SMs in use, CTA i takes items i, i + grid, ... and skips
-//   items past total_padded or of expert -1. The stage counter runs on across items (the ring never drains).{pair}
+//   stage). An item is (token tile, N tile), item = token tile x N tiles + N tile; grid = the SMs in use, CTA i
+//   takes items item_begin + i, + grid, ... below item_end (and below the item count; a whole launch passes 0 and
+//   the count, a sampled one a window of it) and skips items past total_padded or of expert -1. The stage counter
+//   runs on across items (the ring never drains).{pair}
 //
 // Roles: 384 threads (.maxntid 384), .maxnreg {MAXNREG}; registers
 //   384 x {MAXNREG} = 128 x {PRODUCER_REGS} + 256 x {CONSUMER_REGS}: the consumers take what the producer frees.
@@ -121,7 +124,9 @@ def _header(cluster: bool, T: int) -> str:
     .param .u32 gf_kd,
     .param .u32 gf_n,
     .param .u32 gf_bm,
-    .param .u32 gf_rtiles
+    .param .u32 gf_rtiles,
+    .param .u32 gf_item_begin,
+    .param .u32 gf_item_end
 )
 .maxntid {THREADS}, 1, 1
 .maxnreg {MAXNREG}{chr(10) + ".reqnctapercluster 2, 1, 1" if cluster else ""}
@@ -384,7 +389,8 @@ def render(cluster: bool, tokens: int) -> str:
           "    ld.param.u32        %rtiles, [gf_rtiles];",
           "    ld.global.u32       %tp, [%ptp];",
           "    shr.u32             %ktiles, %kd, 7;            // stages per item = scale groups",
-          "    shr.u32             %nt, %n, 7;                 // N tiles = weight blocks"]
+          "    shr.u32             %nt, %n, 7;                 // N tiles = weight blocks",
+          "    ld.param.u32        %tmp2, [gf_item_end];"]
     if cluster:
         L += ["    add.u32             %tmp, %rtiles, 1;",
               "    shr.u32             %tmp, %tmp, 1;",
@@ -398,6 +404,9 @@ def render(cluster: bool, tokens: int) -> str:
         L += ["    mul.lo.u32          %nitems, %rtiles, %nt;      // (token tile, N tile) items",
               "    mov.u32             %first, %ctaid.x;",
               "    mov.u32             %step, %nctaid.x;"]
+    L += ["    min.u32             %nitems, %nitems, %tmp2;    // this launch's items: [item_begin, item_end)",
+          "    ld.param.u32        %tmp, [gf_item_begin];",
+          "    add.u32             %first, %first, %tmp;"]
     L += ["    setp.eq.u32         %p_lead, %thr, 0;",
           "    @!%p_lead bra       $L_inited;"]
     L += [f"    mbarrier.init.shared::cta.b64 [%sfull+{8 * s}], 1;" for s in range(STAGES)]

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ptxsim import stats as stats_mod
 from ptxsim.config import CONFIG
 from ptxsim.counters import MemCounters, NoCounters
-from ptxsim.device import Device, Launch, _dim3, marshal
+from ptxsim.device import _SERIALS, Device, Launch, NumbaArray, _dim3, marshal
 from ptxsim.errors import LaunchError
 from ptxsim.executor import Scheduler
 from ptxsim.state import ExecState
@@ -26,8 +26,9 @@ DEFAULT_WAVE_CTAS = 132
 def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | None = None, *, sanitize=None,
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
            max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None,
-           wave_ctas: int | None = None, l2_bytes: int | None = None):
-    """Run `kernel` over `grid` x `block` threads.
+           wave_ctas: int | None = None, l2_bytes: int | None = None, phases=None, represents: float | None = None,
+           phase_waves=None, phase_grids=None):
+    """Run `kernel` over `grid` x `block` threads (or, with `phases`, the whole grid once per parameter list).
 
     Args:
         kernel: a Kernel from module.kernel(name).
@@ -49,6 +50,18 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
         time_limit: wall-clock seconds before TimeLimitExceeded (default PTXSIM_TIME_LIMIT; 0 = none).
         cluster: thread-block cluster shape (x[, y[, z]]); default the kernel's .reqnctapercluster, else none.
             The CTAs of a cluster run in the same batch; sample_ctas then samples whole clusters.
+        phases: instead of `args` (pass None), a list of argument lists: the whole grid runs once per list, in order,
+            each run one wave of the L2 model, their counts accumulated into this one launch. For a kernel whose
+            parameters select part of its work (a persistent kernel's item range): the phases are a sample of it.
+            Arguments must be DeviceBuffers, scalars or bytes (an ndarray would be a fresh copy per phase).
+        represents: with phases, the fraction (0, 1] of the whole work the phases together are: counters are
+            extrapolated by 1 / represents, sample_fraction = represents (simulated_metrics stay as counted).
+        phase_waves: with phases, each phase's wave index in the whole work, ascending (default 0, 1, ...): a gap
+            ages the L2 as the skipped waves would have (ptxsim.model.l2).
+        phase_grids: with phases, each phase's grid (default `grid`; within it, whole clusters). NOTE: a persistent
+            kernel's window with fewer items than CTAs runs on that many CTAs: the rest would only set up and exit,
+            and extrapolating their setup by 1 / represents would charge the whole launch for CTAs that, in the
+            whole launch, all have work. LaunchStats still report `grid` (the launch as the device runs it).
 
     Returns:
         LaunchStats.
@@ -71,7 +84,8 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
                           f"{MAX_SHARED} bytes per CTA")
     dev = device or Device()
     symaddr = dict(dev.module_symbols(kernel.module))
-    param_buf, back = marshal(kernel, args, dev)
+    runs = _phase_runs(phases, represents, phase_waves, phase_grids, sample_ctas, wave_ctas, args)
+    param_buf, back = marshal(kernel, args if runs is None else runs[0][1], dev)
     from ptxsim.sanitizers import make_sanitizers
 
     sans = make_sanitizers(sanitize, sanitize_report, dev)
@@ -88,9 +102,20 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     # launch order: CTA ids in order, or cluster by cluster (None: in order, made lazily per batch, so a 2**31-CTA
     # grid is never materialised); waves hold whole clusters
     order = None if L.cluster is None else cta_order(grid, L.cluster)
-    plan = plan_waves(ncta, sample_ctas, wave_ctas, csize, order)
-    nrun = plan.simulated_ctas
-    fraction = nrun / ncta
+    if runs is None:
+        plan = plan_waves(ncta, sample_ctas, wave_ctas, csize, order)
+        nrun, fraction = plan.simulated_ctas, plan.simulated_ctas / ncta
+        phase_list = [(None, L, plan)]
+    else:  # every phase: its grid as one wave, on its own parameter buffer
+        grids = _phase_grids(phase_grids, len(runs), grid, kernel, cluster)
+        phase_list = []
+        for i, ((wave, params), pgrid) in enumerate(zip(runs, grids, strict=True)):
+            pl = L if i == 0 and pgrid == grid else _phase_launch(L, kernel, params, dev, pgrid)
+            n = pgrid[0] * pgrid[1] * pgrid[2]
+            phase_list.append((wave, pl, plan_waves(n, None, None, csize,
+                                                    None if L.cluster is None else cta_order(pgrid, L.cluster))))
+        nrun, fraction = sum(p.ncta for _, _, p in phase_list), float(represents)
+        plan = PhasePlan(ncta, tuple(wave for wave, _ in runs), fraction)
     padded = (nthreads + 31) // 32 * 32
     lanes_cap = max_lanes or CONFIG.max_lanes
     reg_bytes = sum(max(b, 8) // 8 for b in prog.reg_bits) + prog.local_bytes + prog.frame_bytes + 16
@@ -103,15 +128,16 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     executed = 0
     prog_depth = min(CONFIG.max_call_depth, 1 << 19) if prog.recursive else len({i.func for i in prog.instrs}) + 1
     with np.errstate(all="ignore"):
-        for wave, ids in plan.batches(per_batch):  # a batch never holds two waves
-            mem.begin_wave(wave)
-            st = ExecState(prog, L, ids)
-            st.prog_max_depth = prog_depth
-            st.call_stack = None
-            sch = Scheduler(st, counts, limit - executed, CONFIG.trace, deadline, seconds)
-            executed += sch.run()
-            for h in L.hooks:
-                h.on_batch_end(st)
+        for phase_wave, phase_launch, phase_plan in phase_list:
+            for wave, ids in phase_plan.batches(per_batch):  # a batch never holds two waves
+                mem.begin_wave(wave if phase_wave is None else phase_wave)
+                st = ExecState(prog, phase_launch, ids)
+                st.prog_max_depth = prog_depth
+                st.call_stack = None
+                sch = Scheduler(st, counts, limit - executed, CONFIG.trace, deadline, seconds)
+                executed += sch.run()
+                for h in L.hooks:
+                    h.on_batch_end(st)
     for arr, db in back:
         dev.copy_out(db, arr)
         dev.free(db)
@@ -119,6 +145,77 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     wall = time.perf_counter() - t0
     return stats_mod.build(prog, counts, mem, L, wall, scale=1.0 / fraction, reports=reports,
                            sample_fraction=fraction, simulated=nrun, waves=plan)
+
+
+def _phase_runs(phases, represents, phase_waves, phase_grids, sample_ctas, wave_ctas, args):
+    """[(wave, argument list)] of a phased launch after checking its options; None without phases."""
+    if phases is None:
+        for name, v in (("represents", represents), ("phase_waves", phase_waves), ("phase_grids", phase_grids)):
+            if v is not None:
+                raise LaunchError(f"{name}={v!r:.100} applies only to a launch with phases")
+        return None
+    if args is not None:
+        raise LaunchError("a launch with phases takes its arguments from the phases: pass args=None")
+    if sample_ctas is not None or wave_ctas is not None:
+        raise LaunchError("phases are whole-grid waves: sample_ctas and wave_ctas do not apply to them")
+    phases = [list(p) for p in phases]
+    if not phases:
+        raise LaunchError("phases is empty: expected at least one argument list")
+    if isinstance(represents, (bool, np.bool_)) or not isinstance(represents, (int, float, np.floating)) \
+            or not 0 < represents <= 1:
+        raise LaunchError(f"represents={represents!r:.100}: expected the fraction in (0, 1] of the whole work the "
+                          f"{len(phases)} phase(s) are")
+    waves = list(range(len(phases))) if phase_waves is None else [int(w) for w in phase_waves]
+    if len(waves) != len(phases) or any(w < 0 for w in waves) or waves != sorted(set(waves)):
+        raise LaunchError(f"phase_waves={phase_waves!r:.100}: expected {len(phases)} ascending wave indices >= 0, "
+                          f"one per phase")
+    for i, p in enumerate(phases):
+        for a in p:
+            if isinstance(a, (np.ndarray, NumbaArray)) and getattr(a, "ndim", 1) > 0:
+                raise LaunchError(f"phase {i}: an array argument would be copied to the device once per phase; "
+                                  f"pass DeviceBuffers (Device.to_device) so every phase works on the same memory")
+    return list(zip(waves, phases, strict=True))
+
+
+def _phase_grids(phase_grids, n: int, grid: tuple, kernel, cluster) -> list[tuple]:
+    """Each phase's grid (default the launch's), checked: within the launch's grid, whole clusters."""
+    from ptxsim.clusters import cluster_shape
+
+    if phase_grids is None:
+        return [grid] * n
+    grids = [_dim3(g, "phase grid") for g in phase_grids]
+    if len(grids) != n:
+        raise LaunchError(f"phase_grids has {len(grids)} grids for {n} phases; expected one per phase")
+    for i, g in enumerate(grids):
+        if any(a > b for a, b in zip(g, grid, strict=True)):
+            raise LaunchError(f"phase {i}'s grid {g} exceeds the launch's grid {grid}")
+        cluster_shape(kernel, g, cluster)  # raises unless whole clusters
+    return grids
+
+
+def _phase_launch(first: Launch, kernel, params, dev: Device, grid: tuple) -> Launch:
+    """The launch state of a phase: the launch's, with the phase's grid and parameter buffer (and serial: ld.param
+    caches its value per launch serial)."""
+    buf, _ = marshal(kernel, params, dev)
+    return replace(first, grid=grid, param_buf=buf, serial=next(_SERIALS))
+
+
+@dataclass(frozen=True)
+class PhasePlan:
+    """A phased launch's waves for LaunchStats.waves: every phase is the whole grid (`ncta` CTAs) as one wave, `waves`
+    their indices in the whole work, which `represents` of."""
+
+    ncta: int
+    waves: tuple
+    represents: float
+
+    @property
+    def wave_ctas(self) -> int:
+        return self.ncta
+
+    @property
+    def total_waves(self) -> int:
+        return max(len(self.waves), round(len(self.waves) / self.represents))
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ class LaunchStats:
     sample_fraction: float = 1.0
     simulated_ctas: int = 0
     # The simulated subset's own counters (not extrapolated; equal to `metrics` when every CTA ran), and the waves:
-    # {"wave_ctas", "total_waves", "simulated_waves"} (sampling simulates whole waves; ptxsim.launch.plan_waves).
+    # {"wave_ctas", "total_waves", "simulated_waves"} (sampling simulates whole waves; ptxsim.launch.plan_waves),
+    # plus "phases" for a launch run in phases (each the whole grid on its own parameters; ptxsim.launch.launch).
     simulated_metrics: dict = field(default_factory=dict)
     waves: dict = field(default_factory=dict)
 
@@ -42,6 +43,8 @@ def build(prog, counts, mem, launch, wall, scale=1.0, reports=(), sample_fractio
     sim = m if scale == 1.0 else _metrics(prog, counts, mem, launch, 1.0)
     wave_info = {} if waves is None else {"wave_ctas": int(waves.wave_ctas), "total_waves": int(waves.total_waves),
                                           "simulated_waves": len(waves.waves)}
+    if waves is not None and hasattr(waves, "represents"):  # a phased launch (ptxsim.launch.PhasePlan)
+        wave_info["phases"] = len(waves.waves)
     wc, tc = counts["warp"][: len(prog.instrs)], counts["thread"][: len(prog.instrs)]
     per_line = {}
     for ins in prog.instrs:

@@ -12,9 +12,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from contract.device import DeviceArray, LaunchArg, LaunchRecord
+from contract.device import DeviceArray, LaunchArg, LaunchRecord, WorkItems
 
-__all__ = ["Backend", "DeviceArray", "LaunchArg", "LaunchRecord"]
+__all__ = ["Backend", "DeviceArray", "LaunchArg", "LaunchRecord", "WorkItems", "flatten_work_items"]
+
+
+def flatten_work_items(params: Sequence[LaunchArg]) -> list:
+    """Launch parameters with each WorkItems as its two u32 parameters for the whole work, (0, count)."""
+    out: list = []
+    for p in params:
+        out.extend(p.params() if isinstance(p, WorkItems) else (p,))
+    return out
 
 
 class Backend:

@@ -22,7 +22,7 @@ import numpy as np
 
 from contract.device import TensorMapArg
 from harness.backends import cuda_api, numba_abi
-from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord
+from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord, flatten_work_items
 from harness.backends.sim import dim3
 from harness.errors import InputError
 
@@ -200,6 +200,7 @@ class GpuBackend(Backend):
         driver = cuda_api.driver()
         func = self._function(ptx, entry)
         ptypes = self._params[ptx][entry]
+        params = flatten_work_items(params)  # a persistent kernel's item range: the whole work, (0, count)
         if len(ptypes) != len(params):
             raise InputError(f"PTX entry {entry} takes {len(ptypes)} parameters ({', '.join(ptypes)}); "
                              f"{len(params)} given")

@@ -10,7 +10,8 @@ collected (not raised) on each record's `stats.sanitizer_reports` and in `backen
 over the grid, and extrapolates the counters (outputs are partial: for estimates only). Every launch, sampled or not,
 counts DRAM bytes through ptxsim's L2 model sized and aged like that device.
 `SimBackend(sample=policy)` (harness.sampling.SamplePolicy, `--sample`) decides per launch instead: big GEMM launches
-simulate whole rows of their grid, everything else runs whole; `sample_ctas` given explicitly takes precedence.
+simulate whole rows of their grid, a big persistent GEMM (a WorkItems parameter) windows of its items as ptxsim
+phases, everything else runs whole; `sample_ctas` given explicitly takes precedence.
 `SimBackend(time_limit=S)`: wall-clock seconds one launch may run before ptxsim stops it as a runaway (naming the
 kernel and the loop's PTX lines). The default, LAUNCH_TIME_LIMIT_S unless PTXSIM_TIME_LIMIT is set, is above
 ptxsim's own one minute because a real-shape GEMM launch legitimately simulates for minutes on two cores.
@@ -24,7 +25,7 @@ import numpy as np
 
 from contract.device import TensorMapArg
 from harness.backends import numba_abi
-from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord
+from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord, WorkItems, flatten_work_items
 from harness.errors import InputError, PtxmoeError, UnknownNameError
 
 LAUNCH_TIME_LIMIT_S = 1800.0
@@ -123,6 +124,26 @@ def wave_shape(ptx: str, entry: str, block, shared_bytes: int) -> dict:
     if occ.blocks_per_sm > 0:
         out["wave_ctas"] = int(occ.blocks_per_sm * spec.sm_count)
     return out
+
+
+def phase_grid(grid: tuple[int, int, int], window: int, kernel) -> tuple[int, int, int]:
+    """The grid a window of `window` persistent items runs on: one cluster (or CTA) an item, at most the launch's.
+
+    NOTE: the whole launch runs `grid` consecutive items at once, one a cluster; a window of consecutive items runs
+    them the same way, so the data its items share is read by as many CTAs at once as on the device (ptxsim's L2 and
+    L1 models see the same sharing). The whole grid would add CTAs that only set up and exit, whose setup, extrapolated,
+    would charge the launch for idle CTAs (small's down GEMM modelled 42 % slow); fewer CTAs than items, each taking
+    several (the launch's share of CTAs), change what runs at once (small's up GEMM: 18 % fast, L1 hits it does not
+    get on the device). What remains: each item's CTA sets up once, where on the device a CTA sets up once for
+    count / grid items (small's down GEMM, 2 k-steps an item: modelled 11 % slow; with DeepSeek-V3's down K, 16
+    k-steps: 4-5 %; docs/scale.md)."""
+    from ptxsim.clusters import cluster_shape
+
+    if grid[1] * grid[2] != 1:
+        return grid
+    shape = cluster_shape(kernel, grid, None) or (1, 1, 1)
+    csize = shape[0] * shape[1] * shape[2]
+    return (csize * max(1, min(grid[0] // csize, window)), 1, 1)
 
 
 def _addr(allocation) -> int:
@@ -245,7 +266,8 @@ class SimBackend(Backend):
             mod = self._modules[ptx] = self._ptxsim.load_ptx(ptx)
         return mod
 
-    def _launch(self, ptx: str, entry: str, grid, block, flat_params, shared_bytes: int, impl: str, tag: str):
+    def _launch(self, ptx: str, entry: str, grid, block, flat_params, shared_bytes: int, impl: str, tag: str,
+                phased: dict | None = None):
         kernel = self.module(ptx).kernel(entry)
         g, b = dim3(grid, "grid"), dim3(block, "block")
         self.sources[tag] = (ptx, entry)  # before launching: static facts are useful even when the launch fails
@@ -257,14 +279,22 @@ class SimBackend(Backend):
         extra.update(wave_shape(ptx, entry, b, int(shared_bytes)))
         if self.wave_ctas is not None:
             extra["wave_ctas"] = int(self.wave_ctas)
-        if self.sample_ctas is None and self.sample is not None:
+        if phased is not None:  # a persistent launch's item windows: each phase one wave, on its own grid
+            from ptxsim.config import CONFIG
+
+            extra.pop("wave_ctas", None)
+            extra.update({k: phased[k] for k in ("phases", "phase_waves", "phase_grids", "represents")})
+            # NOTE: an item is a grid path's CTA (one tile of one routing block), so it gets a CTA's budget
+            extra["budget"] = max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * phased["items"])
+        elif self.sample_ctas is None and self.sample is not None:
             options = self.sample.launch_options(tag, g)
             if options:
                 from ptxsim.config import CONFIG
 
                 options["budget"] = max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * options["sample_ctas"])
             extra.update(options)
-        stats = self.device.launch(kernel, g, b, list(flat_params), shared_bytes=int(shared_bytes), **extra)
+        args = None if phased is not None else list(flat_params)
+        stats = self.device.launch(kernel, g, b, args, shared_bytes=int(shared_bytes), **extra)
         seconds = time.perf_counter() - t0
         record = LaunchRecord(tag, impl, g, b, int(shared_bytes), seconds, stats)
         self.records.append(record)
@@ -281,7 +311,28 @@ class SimBackend(Backend):
 
     def launch_ptx(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg], shared_bytes: int = 0,
                    tag: str = "") -> LaunchRecord:
-        return self._launch(ptx, entry, grid, block, ptx_params(params), shared_bytes, "ptx", tag or entry)
+        """Launch (KernelBackend.launch_ptx). A WorkItems parameter (a persistent kernel's item range) passes
+        (0, count), or, when the sample policy picks item windows for the launch (SamplePolicy.work_windows), the
+        launch runs as ptxsim phases, one window each, its counters extrapolated to every item."""
+        tag = tag or entry
+        items = [p for p in params if isinstance(p, WorkItems)]
+        if len(items) > 1:
+            raise InputError(f"{tag}: {len(items)} WorkItems parameters; a persistent kernel has one item range")
+        windows = ()
+        if items and self.sample_ctas is None and self.sample is not None:
+            windows = self.sample.work_windows(tag, items[0])
+        if not windows:
+            return self._launch(ptx, entry, grid, block, ptx_params(flatten_work_items(params)), shared_bytes, "ptx",
+                                tag)
+        phases = [ptx_params([q for p in params for q in ((np.uint32(begin), np.uint32(end))
+                                                          if isinstance(p, WorkItems) else (p,))])
+                  for _, begin, end in windows]
+        g = dim3(grid, "grid")
+        grids = [phase_grid(g, end - begin, self.module(ptx).kernel(entry)) for _, begin, end in windows]
+        phased = {"phases": phases, "phase_waves": [wave for wave, _, _ in windows], "phase_grids": grids,
+                  "represents": sum(end - begin for _, begin, end in windows) / items[0].count,
+                  "items": sum(end - begin for _, begin, end in windows)}
+        return self._launch(ptx, entry, grid, block, None, shared_bytes, "ptx", tag, phased=phased)
 
     def launch_numba(self, pyfunc, signature, grid, block, args: Sequence[LaunchArg], shared_bytes: int = 0,
                      tag: str = "") -> LaunchRecord:

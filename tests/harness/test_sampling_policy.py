@@ -1,4 +1,5 @@
 """harness/sampling.py: which launches a sim row simulates in part (--sample auto|off|N)."""
+import numpy as np
 import pytest
 
 from contract.presets import get_preset
@@ -88,3 +89,87 @@ def test_a_persistent_gemm_at_dsv3_is_refused_with_the_reason_not_simulated_for_
     assert parse_sample("off").for_preset(get_preset("dsv3-decode")).launch_options("gemm_ws", (132, 1, 1)) == {}
     assert auto.for_preset(get_preset("dsv3-decode")).launch_options("grouped_gemm", (64, 304, 1))["sample_ctas"] > 0
     assert auto.for_preset(get_preset("dsv3-decode")).launch_options("swiglu", (132, 1, 1)) == {}  # not a GEMM
+
+
+def _grid_rows(policy, blocks: int, cols: int = 64) -> list[int]:
+    """The grid rows (routing blocks) grid-row sampling simulates for a (cols, blocks) GEMM grid."""
+    from ptxsim.launch import plan_waves
+
+    opts = policy.launch_options("grouped_gemm", (cols, blocks, 1))
+    plan = plan_waves(cols * blocks, opts["sample_ctas"], opts["wave_ctas"])
+    return sorted({int(c) // cols for _, ids in plan.batches(1 << 20) for c in ids})
+
+
+def _blocks(windows, per_block: int) -> list[int]:
+    return sorted({i // per_block for _, begin, end in windows for i in range(begin, end)})
+
+
+@pytest.mark.parametrize("preset", ["dsv3-decode", "dsv3-prefill"])
+def test_persistent_windows_are_the_routing_blocks_grid_rows_sample(preset):
+    """Rung 4 (an item inside one block): the windows hold exactly the items of the blocks a grid path's sampled GEMM
+    runs, at every N (up and down differ in N tiles), so the fp8 layer's up and down GEMMs sample the same blocks."""
+    from contract.device import WorkItems
+
+    p = get_preset(preset)
+    policy = parse_sample("auto").for_preset(p)
+    rows = _grid_rows(policy, p.n_blocks)
+    for nt in (2 * p.I // 128, p.H // 128):  # up, down
+        windows = policy.work_windows("grouped_gemm_fp8[x]", WorkItems(p.n_blocks * nt, p.n_blocks, 1, nt))
+        assert len(windows) == AUTO_WAVES and _blocks(windows, nt) == rows
+        assert all(begin % nt == 0 and end % nt == 0 for _, begin, end in windows)  # whole blocks: every N tile
+        assert policy.sampled_fraction((132, 1, 1), "grouped_gemm_fp8", WorkItems(p.n_blocks * nt, p.n_blocks, 1, nt)
+                                       ) == pytest.approx(len(rows) / p.n_blocks)
+    waves = [w for w, _, _ in windows]
+    assert waves == sorted(set(waves)) and waves == sorted({r // policy.rows_per_wave for r in rows})
+
+
+def test_rung5_pair_windows_widen_to_whole_pairs_without_overlap():
+    """Rung 5 at BM = T: a pair item spans blocks 2p and 2p + 1, so each window grows to whole pairs (dsv3-decode's
+    one-block waves become two blocks) and up and down still sample the same blocks; windows that the widening
+    makes overlap are trimmed, so no item runs twice."""
+    from contract.device import WorkItems
+
+    p = get_preset("dsv3-decode")
+    policy = parse_sample("auto").for_preset(p)
+    rows = _grid_rows(policy, p.n_blocks)
+    got = []
+    for nt in (32, 56):  # up, down
+        windows = policy.work_windows("grouped_gemm_fp8", WorkItems(-(-p.n_blocks // 2) * nt, p.n_blocks, 2, nt))
+        pairs = sorted({i // nt for _, begin, end in windows for i in range(begin, end)})
+        assert sorted({2 * q + r for q in pairs for r in (0, 1)}) == sorted({r // 2 * 2 + k for r in rows
+                                                                            for k in (0, 1)})
+        got.append(pairs)
+    assert got[0] == got[1] and len(got[0]) == len(rows)
+    # 3-block waves over pairs: waves 4 and 5 both reach pair 7; the second window starts after it
+    windows = SamplePolicy(6, 0, rows_per_wave=3).work_windows("gemm", WorkItems(15, 30, 2, 1))
+    assert windows == ((0, 0, 2), (2, 3, 5), (4, 6, 8), (5, 8, 9), (7, 10, 12), (9, 13, 15))
+
+
+def test_persistent_windows_only_where_grid_sampling_would_sample():
+    from contract.device import WorkItems
+
+    auto = parse_sample("auto")
+    small = get_preset("small")
+    assert auto.for_preset(small).work_windows("grouped_gemm_fp8", WorkItems(760, 95, 1, 8)) == ()  # <= min_ctas
+    forced = SamplePolicy(6, 100).for_preset(small)
+    assert len(forced.work_windows("grouped_gemm_fp8", WorkItems(760, 95, 1, 8))) == 6
+    assert forced.work_windows("swiglu", WorkItems(760, 95, 1, 8)) == ()  # not a GEMM
+    assert parse_sample("off").work_windows("gemm", WorkItems(10**6, 304, 1, 8)) == ()
+    assert SamplePolicy(6, 0, rows_per_wave=20).work_windows("gemm", WorkItems(960, 120, 1, 8)) == ()  # every block
+    assert forced.sampled_fraction((132, 1, 1), "gemm", WorkItems(760, 95, 1, 8)) == pytest.approx(18 / 95)
+
+
+def test_work_items_map_blocks_to_item_ranges_and_flatten_to_the_whole_work():
+    from contract.device import WorkItems
+    from contract.errors import InputError as ContractInputError
+    from harness.backends.base import flatten_work_items
+
+    r4 = WorkItems(304 * 32, 304, 1, 32)
+    assert r4.items_of(5, 7) == (160, 224) and r4.items_per_group == 32
+    r5 = WorkItems(5 * 32, 9, 2, 32)  # 9 one-tile blocks: 5 pairs, the last half dead
+    assert r5.items_of(2, 3) == (32, 64) and r5.items_of(8, 9) == (128, 160) and r5.items_of(3, 6) == (32, 96)
+    assert WorkItems(12, 4).items_per_group == 3  # derived: count * blocks_per_group // blocks
+    flat = flatten_work_items([np.uint32(7), r4])
+    assert flat == [7, 0, 304 * 32] and all(isinstance(v, np.uint32) for v in flat)
+    with pytest.raises(ContractInputError, match=r"WorkItems.blocks = 0: expected a positive int"):
+        WorkItems(5, 0)

@@ -188,3 +188,6 @@ def test_gpu_backend_launch_against_the_fake_driver(monkeypatch, rung):
     assert gpu.launches[0]["shared"] == template.shared_bytes(16) > 48 * 1024
     assert template.shared_bytes(16) in gpu.attributes.values()
     assert tuple(record.grid) == ((6 if rung == 5 else 7), 1, 1) and tuple(record.block) == (384, 1, 1)
+    # the item range (a WorkItems) reaches the driver as the whole work: (0, items) as two u32 (rung 5: pair items)
+    tiles, nt = preset.P_max // 16, 2 * preset.I // 128
+    assert gpu.launches[0]["values"][-2:] == (0, (tiles if rung == 4 else -(-tiles // 2)) * nt)

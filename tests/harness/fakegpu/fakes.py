@@ -163,8 +163,8 @@ class FakeGpu:
     def log(self, *entry) -> None:
         self.timeline.append(entry)
 
-    def launched(self, name: str, stream: int, shared: int) -> None:
-        self.launches.append({"name": name, "stream": stream, "shared": shared})
+    def launched(self, name: str, stream: int, shared: int, values: tuple = ()) -> None:
+        self.launches.append({"name": name, "stream": stream, "shared": shared, "values": tuple(values)})
         self.log("launch", name, stream)
         if name in self.poisoned:
             self.pending = self.poisoned[name]
@@ -305,7 +305,7 @@ class FakeDriver:
         if shared > self.gpu.allowed_shared(func):
             return self._fail(f"{entry}: {shared} bytes of dynamic shared memory; allowed "
                               f"{self.gpu.allowed_shared(func)} (MAX_DYNAMIC_SHARED_SIZE_BYTES not raised)")
-        self.gpu.launched(entry, int(stream), int(shared))
+        self.gpu.launched(entry, int(stream), int(shared), values)
         return (CUresult.CUDA_SUCCESS,)
 
 

@@ -1,0 +1,97 @@
+"""The sim backend's persistent launches: a WorkItems parameter passes (0, count), or, when the sample policy picks
+item windows (harness.sampling.SamplePolicy.work_windows), the launch runs as ptxsim phases, one window each, on one
+CTA an item, its counters extrapolated; a user's persistent kernel without WorkItems is still refused at dsv3."""
+import numpy as np
+import pytest
+
+from contract.device import WorkItems
+from harness.backends.sim import SimBackend
+from harness.sampling import SamplePolicy
+
+pytestmark = pytest.mark.sim
+
+# A persistent grid-stride kernel (as tests/ptxsim/test_phases.py's): CTA i takes items begin + i, + grid, ... < end;
+# item t's 32 threads write out[t, tid] = a[(t // 4) * 32 + tid] + 1
+STRIDE = """.version 8.4
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 pa, .param .u64 pout, .param .u32 begin, .param .u32 end)
+{
+  .reg .pred %p; .reg .b32 %r<10>; .reg .b64 %rd<10>;
+  ld.param.u64 %rd1, [pa]; ld.param.u64 %rd2, [pout]; ld.param.u32 %r1, [begin]; ld.param.u32 %r2, [end];
+  cvta.to.global.u64 %rd1, %rd1; cvta.to.global.u64 %rd2, %rd2;
+  mov.u32 %r3, %tid.x; mov.u32 %r4, %ctaid.x; mov.u32 %r5, %nctaid.x; add.u32 %r4, %r4, %r1;
+$item:
+  setp.ge.u32 %p, %r4, %r2;
+  @%p bra.uni $done;
+  shr.u32 %r6, %r4, 2; mad.lo.u32 %r6, %r6, 32, %r3; mul.wide.u32 %rd3, %r6, 4; add.s64 %rd3, %rd1, %rd3;
+  ld.global.u32 %r7, [%rd3]; add.u32 %r7, %r7, 1;
+  mad.lo.u32 %r8, %r4, 32, %r3; mul.wide.u32 %rd4, %r8, 4; add.s64 %rd4, %rd2, %rd4; st.global.u32 [%rd4], %r7;
+  add.u32 %r4, %r4, %r5;
+  bra.uni $item;
+$done:
+  ret;
+}
+"""
+ITEMS, BLOCKS, GRID = 64, 16, 8  # 4 items a routing block
+
+
+WHOLE = WorkItems(ITEMS, BLOCKS)
+
+
+def _launch(sample, items=WHOLE, tag="grouped_gemm_fp8[x]"):
+    sim = SimBackend(sample=sample)
+    a = sim.to_device(np.arange(ITEMS // 4 * 32, dtype=np.uint32))
+    out = sim.to_device(np.zeros((ITEMS, 32), np.uint32))
+    record = sim.launch_ptx(STRIDE, "k", GRID, 32, [a, out, items], tag=tag)
+    return record, sim.to_host(out)
+
+
+def test_without_sampling_the_items_are_the_whole_work():
+    record, out = _launch(None)
+    assert np.flatnonzero(out[:, 0]).tolist() == list(range(ITEMS))
+    assert record.stats.sample_fraction == 1.0 and "phases" not in record.stats.waves
+
+
+def test_sampled_windows_run_as_phases_of_the_chosen_blocks():
+    policy = SamplePolicy(2, 0, rows_per_wave=2)  # 8 waves of 2 blocks; the middles of 2 strata: waves 2 and 6
+    record, out = _launch(policy)
+    windows = policy.work_windows("grouped_gemm_fp8", WorkItems(ITEMS, BLOCKS))
+    assert windows == ((2, 16, 24), (6, 48, 56))
+    assert np.flatnonzero(out[:, 0]).tolist() == list(range(16, 24)) + list(range(48, 56))
+    assert out[16, 0] == 16 // 4 * 32 + 1  # the items ran, and right
+    s = record.stats
+    assert s.sample_fraction == 0.25 and s.waves["phases"] == 2
+    assert s.simulated_ctas == 2 * GRID  # 8 items a window: one CTA each
+    assert tuple(record.grid) == (GRID, 1, 1)
+    assert s.metrics["dram__bytes_write.sum"] == 4 * s.simulated_metrics["dram__bytes_write.sum"]
+
+
+def test_a_window_runs_one_cta_an_item_as_the_whole_launch_runs_consecutive_items():
+    """Consecutive items run at once, one a CTA (cluster), as on the device; never more CTAs than the launch has, and
+    no CTA that would only set up and exit."""
+    from harness.backends.sim import phase_grid
+    from ptx_impl import gemm_fp8_r5 as r5
+
+    policy = SamplePolicy(2, 0, rows_per_wave=1)  # 1-block windows: 4 items each on the 8-CTA grid
+    record, out = _launch(policy)
+    assert record.stats.simulated_ctas == 2 * 4 and tuple(record.grid) == (GRID, 1, 1)
+    assert np.count_nonzero(out[:, 0]) == 8
+    sim = SimBackend()
+    kernel = sim.module(STRIDE).kernel("k")
+    assert phase_grid((132, 1, 1), 24, kernel) == (24, 1, 1) and phase_grid((132, 1, 1), 240, kernel) == (132, 1, 1)
+    pairs = sim.module(r5.ptx_source(16)).kernel("grouped_gemm_fp8_mc_m16n128")  # .reqnctapercluster 2
+    assert phase_grid((132, 1, 1), 24, pairs) == (48, 1, 1) and phase_grid((132, 1, 1), 99, pairs) == (132, 1, 1)
+
+
+def test_not_a_gemm_or_few_items_runs_whole():
+    assert _launch(SamplePolicy(2, 0, rows_per_wave=2), tag="swiglu")[0].stats.sample_fraction == 1.0
+    assert _launch(SamplePolicy(2, ITEMS, rows_per_wave=2))[0].stats.sample_fraction == 1.0  # count <= min_ctas
+
+
+def test_two_work_items_are_an_input_error():
+    from harness.errors import InputError
+
+    sim = SimBackend()
+    with pytest.raises(InputError, match="2 WorkItems parameters"):
+        sim.launch_ptx(STRIDE, "k", GRID, 32, [WorkItems(4, 1), WorkItems(4, 1)], tag="gemm")

@@ -162,3 +162,21 @@ def test_combine_is_checked_on_the_tokens_whose_rows_all_ran():
     stages = row["correctness"]["errors"]["stages"]
     assert row["status"] == "ok", row["correctness"]["message"]
     assert all(s["checked"] for s in stages.values()) and 0 < stages["combine"]["coverage"] < 1
+
+
+def test_the_stage_check_never_materialises_the_lazy_weights(small_fp8, monkeypatch):
+    """At dsv3 the weights are lazy (11 GB of e4m3): the checks produce only the experts they use, never the whole
+    tensor (a whole-array np.asarray of W1 took the dsv3 run to 24 GB and the OOM killer)."""
+    from contract.generators import KeyedNormal
+
+    row, kept, _, outputs = small_fp8
+    preset = get_preset("small")
+    inputs = get_kernel("layer").make_inputs(preset, "balanced", row["seed"], variant="fp8", lazy=True)
+    assert isinstance(inputs["W1"], KeyedNormal) and isinstance(inputs["W2"], KeyedNormal)
+
+    def whole(self, dtype=None, copy=None):
+        raise AssertionError(f"a whole lazy tensor {self.shape} was materialised")
+
+    monkeypatch.setattr(KeyedNormal, "__array__", whole)
+    result = check_layer_stages(outputs, inputs, {k: v.copy() for k, v in kept.items()}, preset)
+    assert result.ok, result.message

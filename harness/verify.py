@@ -82,6 +82,7 @@ class Stage:
     fed_by: layer arrays written by a sampled GEMM upstream: only the output rows whose rows in all of these came from
     simulated CTAs are checked, the others (computed from poison) are set back to unwritten first; per_token: the
     layer array mapping each output row to its K input rows (combine: a token needs all K of them); bounded: the
+    kernel works on the rows below total_padded (the fp8 layer's second act_quant): its check sees those, and the
     outputs' rows from total_padded on must stay unwritten (the kernel's own check has no total_padded to know it by).
     """
 
@@ -194,7 +195,12 @@ def _check_stage(stage: Stage, arrays: dict, defined: dict, preset: Preset, tota
             rows = rows[np.asarray(arrays[stage.per_token])].all(axis=1)
         got = {name: _repoison_rows(arr, rows) for name, arr in got.items()}
     ins = {k: _seen(arrays, v, stage.views) for k, v in stage.ins.items()}
-    result = get_kernel(stage.kernel).check(got, ins, preset, sampled=stage.sampled)
+    if stage.bounded:  # the kernel's check on the rows it works on, so its coverage counts rows < total_padded
+        result = get_kernel(stage.kernel).check({k: v[:total] for k, v in got.items()},
+                                                {k: v[:total] if stage.ins[k] in PADDED else v for k, v in ins.items()},
+                                                preset, sampled=stage.sampled)
+    else:
+        result = get_kernel(stage.kernel).check(got, ins, preset, sampled=stage.sampled)
     coverage = float(result.errors.get("coverage", 1.0)) if isinstance(result.errors, dict) else 1.0
     nothing = stage.sampled and coverage == 0.0 and not any(written(a).any() for a in got.values())
     for name, arr in got.items():  # rows this stage produced from defined inputs, for the stages after it

@@ -88,7 +88,8 @@ def test_the_runner_runs_a_sampled_fp8_layer_and_it_passes_stage_by_stage(small_
         assert stages[name]["checked"] and stages[name]["coverage"] == 1.0, name
     for name in FP8_STAGE_NAMES[5:9]:  # the sampled routing blocks, all the way down to y
         assert stages[name]["checked"] and 0 < stages[name]["coverage"] < 0.2, (name, stages[name])
-    assert stages["grouped_gemm_fp8.up"]["coverage"] == stages["grouped_gemm_fp8.down"]["coverage"]
+    # the same rows all the way down, each share counted among the rows below total_padded
+    assert len({stages[name]["coverage"] for name in FP8_STAGE_NAMES[5:9]}) == 1, stages
     assert not stages["combine"]["checked"] and stages["combine"]["ok"]  # no token has all 8 rows sampled
     assert row["sampling"]["coverage"] == 0.0  # the least any stage covered: said, not hidden
     assert set(kept) >= {"xq", "xs", "h", "a", "aq", "as", "y"}

@@ -233,22 +233,6 @@ def _sampled_blocks(policy, preset) -> int | None:
     return policy.waves * policy.for_preset(get_preset(preset)).rows_per_wave
 
 
-def _unchecked_when_sampled(settings: CompareSettings, item: Item, policy) -> str | None:
-    """Why a row is skipped rather than run unchecked, or None. The fp8 layer has no stage-by-stage check of a
-    sampled run yet (harness.verify.check_layer_stages knows the bf16 layer's stages), so where its GEMMs would be
-    sampled (DeepSeek-V3's sizes) it is not run: a row that cannot be checked is no result."""
-    from contract.presets import get_preset
-
-    if item.kernel != "layer" or item.variant != "fp8" or settings.backend != "sim" or policy is None or policy.off:
-        return None
-    p = get_preset(item.preset)
-    if policy.for_preset(p).sampled_fraction((max(1, 2 * p.I // 64), p.n_blocks, 1), "grouped_gemm") >= 1.0:
-        return None
-    return (f"layer[fp8] at {item.preset}: its GEMM launches would be sampled, and a sampled fp8 layer has no "
-            f"stage-by-stage check yet (the bf16 layer has one): skipped; it is checked whole at tiny and small, "
-            f"with --sample off (hours at DeepSeek-V3's sizes), or on a GPU (--backend gpu)")
-
-
 def _row_sample_policy(settings: CompareSettings, preset):
     policy = sample_policy(settings)
     return policy.for_preset(preset) if policy is not None else None
@@ -534,10 +518,6 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
         run, why = _find_run(impl, item.kernel)
         if run is None:
             yield impl, _plain_row(settings, item, impl, seed, "missing", why)
-            continue
-        unchecked = _unchecked_when_sampled(settings, item, policy)
-        if unchecked:
-            yield impl, _plain_row(settings, item, impl, seed, "skipped", unchecked)
             continue
         free = available_bytes()
         if free is not None and cell_inputs is not None:  # the cell's inputs are already held: this row reuses them

@@ -232,22 +232,6 @@ def test_a_launch_too_slow_to_simulate_skips_its_row_with_the_reason(tmp_path, m
     assert runner._row_status(row).startswith("SKIPPED (grouped_gemm_fp8_ws: a persistent GEMM")  # not "FAILED"
 
 
-def test_a_sampled_fp8_layer_is_skipped_not_run_unchecked():
-    """Where the fp8 layer's GEMMs would be sampled it has no stage-by-stage check: the row is skipped up front with
-    the reason; at tiny and small, or with --sample off, it runs."""
-    from harness.sampling import parse_sample
-
-    for preset, sample, skipped in (("dsv3-decode", "auto", True), ("small", "auto", False),
-                                    ("dsv3-decode", "off", False)):
-        settings = runner.CompareSettings(backend="sim", presets=(preset,), skews=("balanced",), kernels=("layer",),
-                                          seed=1)
-        why = runner._unchecked_when_sampled(settings, runner.Item("layer", "fp8", preset, "balanced"),
-                                             parse_sample(sample))
-        assert (why is not None) == skipped and (not why or "--backend gpu" in why), (preset, sample, why)
-    bf16 = runner.Item("layer", "bf16", "dsv3-decode", "balanced")
-    assert runner._unchecked_when_sampled(settings, bf16, parse_sample("auto")) is None  # it has a stage check
-
-
 def test_plan_expands_grouped_gemm_variants():
     items = runner.plan(_settings(["gate", "grouped_gemm"]))
     assert [i.label for i in items] == ["gate", "grouped_gemm[up]", "grouped_gemm[down]"]

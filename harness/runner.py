@@ -246,9 +246,16 @@ def sampling_summary(records, check_errors: dict, policy) -> dict:
     fractions = [float(getattr(getattr(r, "stats", None), "sample_fraction", 1.0)) for r in records]
     sampled = was_sampled(records)
     coverage = check_errors.get("coverage") if isinstance(check_errors, dict) else None
-    return {"policy": None if policy is None else policy.text, "sampled": sampled,
-            "simulated_fraction": min(fractions) if fractions else 1.0,
-            "coverage": float(coverage) if coverage is not None else (None if sampled else 1.0)}
+    out = {"policy": None if policy is None else policy.text, "sampled": sampled,
+           "simulated_fraction": min(fractions) if fractions else 1.0,
+           "coverage": float(coverage) if coverage is not None else (None if sampled else 1.0)}
+    stages = check_errors.get("stages") if isinstance(check_errors, dict) else None
+    if isinstance(stages, dict) and stages:  # a layer checked stage by stage (harness.verify.check_layer_stages)
+        checked = {name: s for name, s in stages.items() if s.get("checked")}
+        out["stages"] = {"checked": sorted(checked), "not_covered": sorted(set(stages) - set(checked)),
+                         "least_checked_coverage": min((float(s["coverage"]) for s in checked.values()),
+                                                       default=0.0)}
+    return out
 
 
 def _launch_summary(records) -> list[dict]:
@@ -685,6 +692,13 @@ def _sampling_text(sampling: dict | None) -> str:
     if not sampling or not sampling.get("sampled"):
         return ""
     coverage = sampling.get("coverage")
+    stages = sampling.get("stages")
+    if stages:  # a layer: its outputs' coverage is the least covered stage's (0 when combine had no whole token)
+        names = len(stages["checked"]) + len(stages["not_covered"])
+        missing = f"; not covered: {', '.join(stages['not_covered'])}" if stages["not_covered"] else ""
+        return (f", sampled: {sampling['simulated_fraction']:.2%} of CTAs, checked stage by stage: "
+                f"{len(stages['checked'])} of {names} stages, the sampled ones on >= "
+                f"{stages['least_checked_coverage']:.2%} of their output{missing}")
     return (f", sampled: {sampling['simulated_fraction']:.2%} of CTAs"
             + (f", check covers {coverage:.2%} of the output" if coverage is not None else ""))
 

@@ -186,3 +186,19 @@ def test_the_numba_layers_own_name_for_the_swiglu_output_is_understood(sampled_l
 
     result = _stage_check(sampled_layer, drop)
     assert not result.ok and "kept no a among its intermediates" in result.message
+
+
+def test_a_sampled_layer_reports_its_stages_not_a_zero_coverage():
+    """A layer's coverage is its least covered stage's: 0 when combine had no token with all its rows simulated
+    (dsv3-decode). The progress line and run.json say which stages were checked and on how much instead."""
+    stages = {"gate": {"ok": True, "checked": True, "coverage": 1.0},
+              "grouped_gemm.up": {"ok": True, "checked": True, "coverage": 0.0173},
+              "combine": {"ok": True, "checked": False, "coverage": 0.0}}
+    sampling = runner.sampling_summary([], {"coverage": 0.0, "stages": stages}, None)
+    assert sampling["stages"] == {"checked": ["gate", "grouped_gemm.up"], "not_covered": ["combine"],
+                                  "least_checked_coverage": 0.0173}
+    sampling["sampled"], sampling["simulated_fraction"] = True, 0.0197
+    text = runner._sampling_text(sampling)
+    assert "2 of 3 stages" in text and "1.73%" in text and "not covered: combine" in text and "0.00%" not in text
+    plain = runner.sampling_summary([], {"coverage": 0.25}, None)
+    assert "stages" not in plain and plain["coverage"] == 0.25

@@ -22,9 +22,10 @@ def model_estimate(run, inputs: dict, preset, run_params: dict, spec, device: st
     """{basis: "modelled", device, sample (the policy), sample_ctas, modelled_us, launches (each with estimate +
     limiter), limiter (of the row's slowest launch), sim_wall_s, skipped, error}; never raises for a failing
     simulation. `sample`: the --sample policy text (auto, off, N waves); `sample_ctas` overrides it."""
-    out = {"basis": "modelled", "device": device, "sample": None if sample_ctas is not None else (sample or "auto"),
-           "sample_ctas": None if sample_ctas is None else int(sample_ctas), "modelled_us": None,
-           "launches": [], "limiter": None, "sim_wall_s": None, "skipped": None, "error": None}
+    out: dict = {"basis": "modelled", "device": device,
+                 "sample": None if sample_ctas is not None else (sample or "auto"),
+                 "sample_ctas": None if sample_ctas is None else int(sample_ctas), "modelled_us": None,
+                 "launches": [], "limiter": None, "sim_wall_s": None, "skipped": None, "error": None}
     input_bytes = sum(int(np.asarray(a).nbytes) for a in inputs.values())
     if input_bytes > max_input_bytes:
         out["skipped"] = (f"inputs are {input_bytes / 1e9:.2f} GB, over the {max_input_bytes / 1e9:.2f} GB a "

@@ -128,9 +128,12 @@ def _touched_inputs(kernel: str, p: Preset, variant: str, ins: dict[str, int], l
     """Upper bound on the lazy input bytes the simulated CTAs touch (all of them without sampling)."""
     if ctas is None or not lazy:
         return sum(ins[k] for k in lazy)
-    if kernel == "grouped_gemm":  # a CTA works on one routing block: BM rows of a and (at most) one expert's weights
-        kd, n = _gemm_kd_n(p, variant)
-        return min(ins["a"], ctas * (p.BM * kd * 2 + PAGE)) + min(ins["w"], ctas * (n * kd * 2 + PAGE))
+    if kernel in ("grouped_gemm", "grouped_gemm_fp8"):
+        # a CTA (a persistent launch's window: an item) works on one routing block: BM rows of a and (at most) one
+        # expert's weights, bf16 or e4m3 (the fp8 GEMM fell to the elementwise bound below: all 7.5 GB of dsv3's up
+        # weights, so two Dask workers skipped its rows as not fitting)
+        a_row, w_expert = ins["a"] // p.P_max, ins["w"] // p.E
+        return min(ins["a"], ctas * (p.BM * a_row + PAGE)) + min(ins["w"], ctas * (w_expert + PAGE))
     if kernel == "layer":  # every stage samples; the GEMMs' CTAs bound the weights touched
         per_expert = (ins["W1"] + ins["W2"]) // p.E
         return min(ins["W1"] + ins["W2"], 2 * ctas * (per_expert + 2 * PAGE))

@@ -175,7 +175,7 @@ def _prep_mma(ins, dec, ctx):
     if at.name in ("bf16",) and dt.name != "f32":
         raise unsupported(ins, "bf16 inputs accumulate in f32 only")
     _check_fragments(ins, _FRAGS[shape] + ((4, 4) if dt.name == "f32" else (2, 2)))
-    ra, ca, rb, cb, k = ins.aux["layout"] = _layout(shape[1:], at.name)
+    ra, ca, rb, cb, k = _layout(shape[1:], at.name)
     ins.aux["gather"] = (_gather(ra, ca, k, ra.shape[1]), _gather(rb, cb, 8, rb.shape[1]), k)
     ins.klass = "tensor"
 

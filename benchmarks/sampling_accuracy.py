@@ -1,10 +1,11 @@
 """Sampled simulation of the grouped GEMM against the kernel's minimum bytes and against a full run (issue #13).
 
     python benchmarks/sampling_accuracy.py [--preset dsv3-decode] [--experts 16] [--impl ptx] [--variant up]
-                                           [--waves 6] [--full] [--kernel grouped_gemm_fp8 [--rung 4]]
+                                           [--waves 2] [--full] [--kernel grouped_gemm_fp8 [--rung 4]]
 
-Sampling as `ptxmoe compare --sample N` does it (harness.sampling: N waves of whole grid rows, each the routing
-blocks of about one expert; here applied to any grid size; a persistent PTX FP8 rung (4, 5) simulates the items
+Sampling as `ptxmoe compare --sample N` does it (harness.sampling: N live waves of whole grid rows, each the routing
+blocks of about one expert, plus the dead tail's wave; default --sample auto's; here applied to any grid size; a
+persistent PTX FP8 rung (4, 5) simulates the items
 of the same routing blocks, harness.sampling.SamplePolicy.work_windows), inputs lazy where the runner draws them
 lazy. For each (impl, variant): whether the check passes on what ran, extrapolated DRAM bytes (read + write) over
 contract.kernels' min_bytes, the modelled kernel time and limiter, the fraction of CTAs (or items) simulated and the
@@ -25,18 +26,19 @@ def run_once(preset, impl: str, variant: str, waves: int | None, kernel: str = "
     """One launch of `kernel` (grouped_gemm or grouped_gemm_fp8; `rung` picks a PTX FP8 rung) sampled with `waves`
     (None: whole), its check on what ran, extrapolated DRAM over min_bytes and the modelled time."""
     import importlib
+    from dataclasses import replace
 
     from contract.footprint import wants_lazy
     from contract.kernels import POISON_BYTE, get_kernel
     from harness.backends.sim import SimBackend
     from harness.implementations import IMPLS
-    from harness.sampling import SamplePolicy
+    from harness.sampling import parse_sample
     from harness.timing.sim import model_row
     from harness.verify import to_device, was_sampled
 
     spec = get_kernel(kernel)
     inputs = spec.make_inputs(preset, "balanced", 0, variant=variant, lazy=wants_lazy(kernel, preset, variant))
-    policy = None if waves is None else SamplePolicy(waves, min_ctas=0, text=str(waves)).for_preset(preset)
+    policy = None if waves is None else replace(parse_sample(waves), min_ctas=0).for_preset(preset)
     sim = SimBackend(sample=policy)
     args = {name: to_device(sim, arr) for name, arr in inputs.items()}
     out_specs = spec.output_specs(preset, inputs)
@@ -59,7 +61,6 @@ def run_once(preset, impl: str, variant: str, waves: int | None, kernel: str = "
 
 def main(argv=None) -> int:
     from contract.presets import get_preset
-    from harness.sampling import AUTO_WAVES
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="small")
@@ -69,10 +70,11 @@ def main(argv=None) -> int:
     ap.add_argument("--rung", type=int, default=None, help="grouped_gemm_fp8 on ptx: the ladder's rung (default top)")
     ap.add_argument("--variant", action="append", choices=("up", "down"))
     ap.add_argument("--waves", type=int, default=None,
-                    help="waves per launch (default: --sample auto's, harness.sampling.AUTO_WAVES)")
+                    help="live waves per launch (default: --sample auto's, harness.sampling's AUTO_WAVES and, where "
+                         "the live rows are unknown, AUTO_UNMARKED_WAVES)")
     ap.add_argument("--full", action="store_true", help="also run every CTA and compare")
     a = ap.parse_args(argv)
-    waves = a.waves or AUTO_WAVES
+    waves = a.waves or "auto"
     preset = get_preset(a.preset)
     if a.experts:
         preset = dataclasses.replace(preset, name=f"{preset.name}-E{a.experts}", E=a.experts)

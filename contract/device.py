@@ -36,6 +36,29 @@ class DeviceArray:
 
 
 @dataclass(frozen=True)
+class LiveRows(DeviceArray):
+    """A grouped GEMM's `total_padded` argument (a DeviceArray like any other: every backend passes its address),
+    marked with what it bounds: grid rows (grid.y) from ceil(total_padded / rows_per_grid_row) on are the routing
+    blocks past the padded total, whose CTAs exit at once. The sim backend reads it at launch to sample the live rows
+    and that dead tail as separate strata (harness.sampling); the kernel sees nothing different. Make one with
+    `LiveRows.of(args["total_padded"], rows_per_grid_row)`."""
+
+    rows_per_grid_row: int = 1  # the token rows one grid row's CTAs compute (the routing block or token tile)
+
+    @classmethod
+    def of(cls, total_padded: DeviceArray, rows_per_grid_row: int) -> LiveRows:
+        from contract.errors import InputError
+
+        if isinstance(rows_per_grid_row, bool) or not isinstance(rows_per_grid_row, (int, np.integer)) \
+                or rows_per_grid_row < 1:
+            raise InputError(f"LiveRows.rows_per_grid_row = {rows_per_grid_row!r}: expected a positive int")
+        if tuple(total_padded.shape) != (1,):
+            raise InputError(f"LiveRows: total_padded has shape {tuple(total_padded.shape)}; expected (1,)")
+        return cls(tuple(total_padded.shape), total_padded.dtype, total_padded.addr, total_padded.handle,
+                   int(rows_per_grid_row))
+
+
+@dataclass(frozen=True)
 class LaunchRecord:
     """One kernel launch as the backend saw it."""
 

@@ -38,6 +38,7 @@ import functools
 import numpy as np
 from numba import cuda, float32, types, uint64
 
+from contract.device import LiveRows
 from cuda_impl.common import Launch, cdiv, check_shape, launch, require, view
 from cuda_impl.prims import SHARED_ALIGN, bf16_hi, bf16_lo, hi32, join64, lo32, pack_bf16x2
 
@@ -228,5 +229,5 @@ def run(backend, args, preset, **params):
     c = view(check_shape("grouped_gemm", args, "c", (P, N)), np.uint64, "grouped_gemm", "c")
     cfg = launch_config(preset, N, tile)
     (kernel, sig), = sources(preset, tile)
-    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, w, be, total, c],
+    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, w, be, LiveRows.of(total, preset.BM), c],
                                  cfg.shared_bytes, tag=params.get("tag", "grouped_gemm"))]

@@ -27,6 +27,7 @@ import functools
 import numpy as np
 from numba import cuda, float32, types, uint32
 
+from contract.device import LiveRows
 from cuda_impl.common import Launch, cdiv, check_shape, launch, require, view
 from cuda_impl.prims import SHARED_ALIGN, bf16_rn, e4m3_to_f32
 
@@ -177,5 +178,6 @@ def run(backend, args, preset, **params):
     c = view(check_shape(KERNEL, args, "c", (P, N)), np.uint16, KERNEL, "c")
     cfg = launch_config(preset, N, tile)
     (kernel, sig), = sources(preset, tile)
-    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, a_scale, w, w_scale, be, total, c],
+    live = LiveRows.of(total, preset.BM)  # total_padded, marked: the sim backend samples live rows apart
+    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, a_scale, w, w_scale, be, live, c],
                                  cfg.shared_bytes, tag=params.get("tag", KERNEL))]

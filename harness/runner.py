@@ -230,7 +230,7 @@ def _sampled_blocks(policy, preset) -> int | None:
 
     if policy is None or policy.off:
         return None
-    return policy.waves * policy.for_preset(get_preset(preset)).rows_per_wave
+    return policy.for_preset(get_preset(preset)).live_blocks_bound()
 
 
 def _row_sample_policy(settings: CompareSettings, preset):

@@ -1,10 +1,9 @@
 """Which launches a sim row simulates in part (ptxsim's sampled simulation), chosen per launch from its grid.
 
 `--sample auto|off|N`. A grouped GEMM at DeepSeek-V3's shapes is ~20k CTAs of a K=7168 loop: hours whole on two
-cores. So a big tensor-core launch (a launch whose name says GEMM, with more than `min_ctas` CTAs) simulates N waves,
-the middle wave of each of N equal strata of its grid (ptxsim's systematic wave sampling), and the counters are
-extrapolated; every other launch runs whole, so tiny/small rows and the elementwise kernels are checked on every
-element. auto: N = AUTO_WAVES; off: every CTA of every launch.
+cores. So a big tensor-core launch (a launch whose name says GEMM, with more than `min_ctas` CTAs) simulates a few
+waves and its counters are extrapolated; every other launch runs whole, so tiny/small rows and the elementwise kernels
+are checked on every element. auto: AUTO_WAVES; off: every CTA of every launch.
 
 NOTE: every GEMM path launches grid (column tiles, row blocks): a grid row is one routing block (BM rows of one
 expert) times every column tile, so a sampled row yields whole output rows. A wave (the sampled unit, and the L2
@@ -12,6 +11,16 @@ model's: ptxsim.model.l2) is round(n_blocks / E) grid rows, the routing blocks o
 column tile: so the up and down GEMMs of the layer (same row blocks) sample the same routing blocks and their chain
 through swiglu stays checkable, and an expert's weights are read once per wave. The device's own resident wave
 (blocks per SM x SMs) differs; the DRAM bytes this extrapolates stay within 1.5x of the minimum (tests).
+
+Strata. A grouped GEMM's grid ends in routing blocks past total_padded whose CTAs exit at once (13 % of small's, 42 %
+of dsv3-decode's, 17 % of dsv3-prefill's). Every path passes total_padded as a contract.device.LiveRows, which the
+sim backend reads at launch, so the live rows and that dead tail are sampled as separate strata (ptxsim's
+`sample_waves`, each wave weighted by the CTAs of its stratum): `waves` middle waves of equal parts of the live rows,
+the wave that straddles the boundary whole (weight 1), and one wave of the tail standing for all of it. Every
+stratum's share is then exact, so a few live waves suffice: the live waves of a grouped GEMM do the same work (one
+block of one expert each). A launch without a LiveRows falls back to systematic sampling, the middle wave of each of
+`unmarked_waves` equal strata of the whole grid, which puts the tail's share in the sample only to within one stratum
+(six: -2 % at small; four: -12 %; one, always live, extrapolated 2.4x the modelled time at dsv3-decode).
 
 A persistent GEMM (PTX FP8 rungs 4 and 5: one CTA per SM looping over (token tile, N tile) items) has no grid rows; it
 passes its item range as a contract.device.WorkItems, and `work_windows` picks the items of the same routing blocks
@@ -27,25 +36,27 @@ from dataclasses import dataclass, replace
 
 from harness.errors import InputError
 
-# waves (strata) per sampled launch under auto. NOTE: a grouped GEMM's grid ends in row blocks past total_padded whose
-# CTAs exit at once (13 % of small's, 42 % of dsv3-decode's): ptxsim takes the middle wave of equal strata, so one
-# wave (always live) extrapolates 2.4x the modelled time at dsv3-decode; six strata put the dead tail's share in the
-# sample within a sixth (small: -2 % against the full run; 4 waves: -12 %).
-AUTO_WAVES = 6
+# live waves per sampled launch under auto (plus the boundary wave and one of the dead tail: module docstring)
+AUTO_WAVES = 2
+# equal strata of the whole grid for a launch whose live rows are unknown (no LiveRows): six put the dead tail's share
+# in the sample within a sixth (small: -2 % against the full run; 4 waves: -12 %)
+AUTO_UNMARKED_WAVES = 6
 AUTO_MIN_CTAS = 4096  # launches up to this many CTAs run whole (small's GEMMs are 760 CTAs; dsv3-decode's 19,456)
 
 
 @dataclass(frozen=True)
 class SamplePolicy:
-    """waves: waves simulated per sampled launch, one from each of that many equal strata of the grid (None: sampling
-    off); rows_per_wave: grid rows per wave (SamplePolicy.for_preset: the routing blocks per expert); min_ctas:
-    launches up to this size run whole; text: the option as given ("auto", "off", "4")."""
+    """waves: live waves simulated per sampled launch (None: sampling off); unmarked_waves: equal strata of the whole
+    grid of a launch without a LiveRows (0: `waves`); rows_per_wave: grid rows per wave (SamplePolicy.for_preset: the
+    routing blocks per expert); min_ctas: launches up to this size run whole; text: the option as given ("auto",
+    "off", "4")."""
 
     waves: int | None
     min_ctas: int = AUTO_MIN_CTAS
     text: str = "auto"
     rows_per_wave: int = 1
     routing_blocks: int = 0  # the preset's routing blocks (SamplePolicy.for_preset); 0 = unknown
+    unmarked_waves: int = 0
 
     @property
     def off(self) -> bool:
@@ -57,8 +68,10 @@ class SamplePolicy:
         once per block and extrapolate that: 2-3x the minimum bytes at small and dsv3-prefill)."""
         return replace(self, rows_per_wave=max(1, round(preset.n_blocks / preset.E)), routing_blocks=preset.n_blocks)
 
-    def launch_options(self, name: str, grid: tuple[int, int, int]) -> dict:
-        """ptxsim launch options ({} = every CTA; else sample_ctas and wave_ctas) of one launch."""
+    def launch_options(self, name: str, grid: tuple[int, int, int], live_rows: int | None = None) -> dict:
+        """ptxsim launch options of one launch: {} = every CTA; with `live_rows` (the grid rows below total_padded,
+        read from the launch's LiveRows) a stratified sample (sample_waves, wave_ctas); else sample_ctas and
+        wave_ctas (systematic)."""
         ncta = grid[0] * grid[1] * grid[2]
         if self.waves is None or "gemm" not in name.lower():
             return {}
@@ -77,10 +90,41 @@ class SamplePolicy:
                 f"gpu), at a smaller preset (tiny, small), or whole with --sample off")
         if ncta <= self.min_ctas:
             return {}
-        rows = self.waves * self.rows_per_wave
+        if live_rows is not None:
+            return self._strata(grid, live_rows)
+        rows = (self.unmarked_waves or self.waves) * self.rows_per_wave
         if rows >= grid[1] * grid[2]:
             return {}
         return {"sample_ctas": grid[0] * rows, "wave_ctas": grid[0] * self.rows_per_wave}
+
+    def _strata(self, grid: tuple[int, int, int], live_rows: int) -> dict:
+        """The stratified sample of a grid whose rows from `live_rows` on exit at once: `waves` middle waves of equal
+        parts of the wholly live waves, the wave straddling the boundary whole, one middle wave of the tail; each
+        weighted by the CTAs of its stratum over the CTAs simulated in it. {} when that would be every wave."""
+        width, rows, per = grid[0], grid[1] * grid[2], self.rows_per_wave
+        total = -(-rows // per)
+        live = max(0, min(rows, int(live_rows)))
+        full, straddle = live // per, live % per != 0
+        picks: dict[int, float] = {}
+        if full:
+            chosen = sorted({int((i + 0.5) * full / min(self.waves, full)) for i in range(min(self.waves, full))})
+            picks.update(dict.fromkeys(chosen, full / len(chosen)))
+        if straddle:
+            picks[full] = 1.0
+        first_dead = full + straddle
+        if first_dead < total:
+            wave = (first_dead + total - 1) // 2
+            picks[wave] = (rows - first_dead * per) / (min(rows, (wave + 1) * per) - wave * per)
+        if len(picks) == total:
+            return {}
+        return {"sample_waves": picks, "wave_ctas": width * per}
+
+    def simulated_ctas(self, options: dict, grid: tuple[int, int, int]) -> int:
+        """CTAs a launch with ptxsim `options` (launch_options) simulates."""
+        if "sample_waves" in options:
+            wave, ncta = options["wave_ctas"], grid[0] * grid[1] * grid[2]
+            return sum(min(ncta, (w + 1) * wave) - w * wave for w in options["sample_waves"])
+        return options.get("sample_ctas", grid[0] * grid[1] * grid[2])
 
     def work_windows(self, name: str, items) -> tuple[tuple[int, int, int], ...]:
         """The item windows a persistent launch with `items` (contract.device.WorkItems) simulates, as (wave, item
@@ -96,7 +140,9 @@ class SamplePolicy:
         if self.waves is None or "gemm" not in name.lower() or items.count <= self.min_ctas:
             return ()
         rows = self.rows_per_wave
-        plan = plan_waves(items.blocks, self.waves * rows, rows)
+        # NOTE: the items' routing blocks past total_padded are not known here (a WorkItems has no LiveRows), so the
+        # windows are systematic: equal strata of every block, as a launch without LiveRows
+        plan = plan_waves(items.blocks, (self.unmarked_waves or self.waves) * rows, rows)
         if len(plan.waves) == plan.total_waves:
             return ()
         windows: list[tuple[int, int, int]] = []
@@ -109,30 +155,40 @@ class SamplePolicy:
             return ()
         return tuple(windows)
 
-    def sampled_fraction(self, grid: tuple[int, int, int], name: str = "gemm", items=None) -> float:
-        """The fraction of `grid`'s CTAs a launch named `name` simulates under this policy; for a persistent launch
-        with `items` (contract.device.WorkItems), the fraction of its items."""
+    def sampled_fraction(self, grid: tuple[int, int, int], name: str = "gemm", items=None,
+                         live_rows: int | None = None) -> float:
+        """The fraction of `grid`'s CTAs a launch named `name` (with `live_rows`, launch_options) simulates under this
+        policy; for a persistent launch with `items` (contract.device.WorkItems), the fraction of its items."""
         from harness.errors import TooSlowToSimulate
 
         if items is not None:
             windows = self.work_windows(name, items)
             return 1.0 if not windows else sum(end - begin for _, begin, end in windows) / items.count
         try:
-            opts = self.launch_options(name, grid)
+            opts = self.launch_options(name, grid, live_rows)
         except TooSlowToSimulate:
             return 0.0
-        return 1.0 if not opts else min(1.0, opts["sample_ctas"] / (grid[0] * grid[1] * grid[2]))
+        return 1.0 if not opts else min(1.0, self.simulated_ctas(opts, grid) / (grid[0] * grid[1] * grid[2]))
+
+    def live_blocks_bound(self) -> int | None:
+        """The most routing blocks with work a sampled GEMM launch simulates (a bound for estimates made before the
+        launch, which do not know total_padded): the live waves, the straddling wave, and the tail's wave (which may
+        be live where the tail is short); a launch without LiveRows its equal strata. None when sampling is off."""
+        if self.waves is None:
+            return None
+        return max(self.waves + 2, self.unmarked_waves or self.waves) * self.rows_per_wave
 
 
 def parse_sample(value: str | int | None) -> SamplePolicy:
-    """--sample as a SamplePolicy: "auto" (or None), "off", or a positive number of waves per sampled launch.
+    """--sample as a SamplePolicy: "auto" (or None), "off", or a positive number of live waves per sampled launch
+    (also the equal strata of a launch whose live rows are unknown).
 
     Raises:
         InputError: naming the value and what is expected.
     """
     text = "auto" if value is None else str(value).strip().lower()
     if text == "auto":
-        return SamplePolicy(AUTO_WAVES, AUTO_MIN_CTAS, text="auto")
+        return SamplePolicy(AUTO_WAVES, AUTO_MIN_CTAS, text="auto", unmarked_waves=AUTO_UNMARKED_WAVES)
     if text == "off":
         return SamplePolicy(None, text="off")
     try:
@@ -140,6 +196,6 @@ def parse_sample(value: str | int | None) -> SamplePolicy:
     except ValueError:
         waves = 0
     if waves < 1:
-        raise InputError(f"--sample {value!r}: expected auto, off, or a positive number of waves (each the routing "
-                         f"blocks of about one expert) every big GEMM launch simulates")
+        raise InputError(f"--sample {value!r}: expected auto, off, or a positive number of live waves (each the "
+                         f"routing blocks of about one expert) every big GEMM launch simulates")
     return SamplePolicy(waves, AUTO_MIN_CTAS, text=str(waves))

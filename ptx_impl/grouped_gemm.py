@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contract.device import LiveRows
 from contract.errors import InputError
 from ptx_impl.gemm_template import KERNEL_DIR, NTHREADS, TILES, GemmTile
 
@@ -170,7 +171,8 @@ def run(backend, args: dict, preset, **params) -> list:
     """
     s = _check_args(args, preset)
     cfg = launch_config(s)
-    launch_params = [args["a"], args["w"], args["block_expert"], args["total_padded"], args["c"],
+    live = LiveRows.of(args["total_padded"], s.P_max // cfg.grid[1])  # the sim backend samples live rows apart
+    launch_params = [args["a"], args["w"], args["block_expert"], live, args["c"],
                      np.uint32(s.Kd), np.uint32(s.N), np.uint32(s.BM)]
     record = backend.launch_ptx(_read(cfg.path), cfg.entry, cfg.grid, cfg.block, launch_params,
                                 shared_bytes=cfg.shared_bytes, tag=f"{KERNEL}[{s.N}x{s.Kd}]")

@@ -90,11 +90,20 @@ class MemCounters(Hook):
         # hit when its own CTA allocated it before. NOTE: L1 is per SM, shared by its resident CTAs, and has a
         # capacity; both are ignored (per-CTA, unbounded), which suits the small reuse distances of tiled kernels.
         self.l1_owner = lazy_zeros(nsec, np.int64)
+        # Weighted totals of a stratified sample (ptxsim.launch's sample_waves): each count also added times the
+        # weight of the wave it happened in; None when every wave weighs the same (the plain counts, scaled once)
+        self.weighted: WeightedCounts | None = None
+
+    def weigh(self) -> None:
+        """Keep weighted totals from now on (before the first access): `begin_wave(wave, weight)` sets the weight."""
+        self.weighted = WeightedCounts()
 
     def _add(self, pc, key, v):
         self.t[key] = self.t.get(key, 0) + v
         d = self.per_pc.setdefault(pc, {})
         d[key] = d.get(key, 0) + v
+        if self.weighted is not None:
+            self.weighted.add(pc, key, v)
 
     def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
         la = st.lane_array(lanes)
@@ -151,12 +160,18 @@ class MemCounters(Hook):
 
     def _mark_written(self, uniq) -> None:
         """Mark distinct sectors written back (each counts once in dram__bytes_write)."""
-        self.n_written += int(uniq.size) - int(np.count_nonzero(self.written[uniq]))
+        new = int(uniq.size) - int(np.count_nonzero(self.written[uniq]))
+        self.n_written += new
+        if self.weighted is not None:
+            self.weighted.written_sectors += self.weighted.weight * new
         self.written[uniq] = True
 
-    def begin_wave(self, wave: int) -> None:
-        """The CTAs that follow belong to wave `wave` (the L2 model ages by waves)."""
+    def begin_wave(self, wave: int, weight: float = 1.0) -> None:
+        """The CTAs that follow belong to wave `wave` (the L2 model ages by waves), which stands for `weight` waves
+        in the weighted totals (weigh())."""
         self.l2.begin_wave(wave)
+        if self.weighted is not None:
+            self.weighted.weight = float(weight)
 
     def _l1(self, st, ins, secs, ww):
         """Count L1-hit sectors of a global load and allocate its sectors in L1, unless a hint keeps it out of L1
@@ -202,6 +217,40 @@ class MemCounters(Hook):
         out["dram__bytes_write.sum"] = SECTOR * self.n_written
         return out
 
+    def weighted_view(self) -> WeightedView:
+        """The weighted totals (weigh()) with the same interface as this object's plain ones."""
+        return WeightedView(self, self.weighted)
+
+
+class WeightedCounts:
+    """Counts times the weight of the wave they happened in (a stratified sample: ptxsim.launch's sample_waves)."""
+
+    def __init__(self):
+        self.weight = 1.0
+        self.t: dict = {}
+        self.per_pc: dict = {}
+        self.written_sectors = 0.0
+
+    def add(self, pc, key, v) -> None:
+        wv = self.weight * v
+        self.t[key] = self.t.get(key, 0.0) + wv
+        d = self.per_pc.setdefault(pc, {})
+        d[key] = d.get(key, 0.0) + wv
+
+
+class WeightedView:
+    """MemCounters' totals() and per_pc, from its weighted counts (every key the plain totals have, 0 where unseen)."""
+
+    def __init__(self, mem: MemCounters, weighted: WeightedCounts):
+        self.mem, self.w = mem, weighted
+        self.per_pc = weighted.per_pc
+
+    def totals(self) -> dict:
+        out = dict.fromkeys(self.mem.totals(), 0.0)
+        out.update(self.w.t)
+        out["dram__bytes_write.sum"] = SECTOR * self.w.written_sectors
+        return out
+
 
 # Load qualifiers that keep a line out of L1 (PTX ISA "Cache operators" and the L1 eviction-priority hints):
 # .cg caches in L2 only, .cv fetches again every time, L1::no_allocate does not allocate. .ca (default), .nc, .cs,
@@ -219,11 +268,17 @@ class NoCounters(Hook):
 
     per_pc: dict = {}
 
-    def begin_wave(self, wave: int) -> None:
+    def weigh(self) -> None:
+        pass
+
+    def begin_wave(self, wave: int, weight: float = 1.0) -> None:
         pass
 
     def totals(self) -> dict:
         return {}
+
+    def weighted_view(self) -> NoCounters:
+        return self
 
 
 def shared_wavefronts(la, addr, nbytes):

@@ -27,7 +27,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
            max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None,
            wave_ctas: int | None = None, l2_bytes: int | None = None, phases=None, represents: float | None = None,
-           phase_waves=None, phase_grids=None):
+           phase_waves=None, phase_grids=None, sample_waves=None):
     """Run `kernel` over `grid` x `block` threads (or, with `phases`, the whole grid once per parameter list).
 
     Args:
@@ -41,8 +41,14 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
         sanitize_report: collect findings on stats.sanitizer_reports instead of raising.
         sample_ctas: simulate about this many CTAs, as whole waves spread over the grid (at least one wave), and
             extrapolate the counters (LaunchStats.simulated_metrics keeps the simulated subset's own counts).
+        sample_waves: instead of sample_ctas, a stratified sample: {wave index: weight}, the waves (of wave_ctas CTAs,
+            in launch order) to simulate and how many of the grid's CTAs each stands for, as a multiple of its own
+            (a stratum of S CTAs sampled by waves holding s CTAs: S / s each). Counters are the weighted sum; the
+            weighted CTAs must add up to the grid. For grids whose waves differ in kind (a grouped GEMM's padding
+            blocks that exit at once after its live ones): each kind in its own stratum.
         wave_ctas: CTAs resident together (blocks per SM x SMs), in launch order. The unit of sampling and of the
-            L2 model's ageing. Default: with sample_ctas, DEFAULT_WAVE_CTAS; without, the whole grid is one wave.
+            L2 model's ageing. Default: with sample_ctas or sample_waves, DEFAULT_WAVE_CTAS; without, the whole grid
+            is one wave.
         l2_bytes: L2 capacity for the DRAM counters (ptxsim.model.l2.WaveL2); None = unbounded.
         budget: warp-instruction limit (default PTXSIM_BUDGET).
         max_lanes: most threads in one lane vector (default PTXSIM_MAX_LANES).
@@ -102,7 +108,15 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     # launch order: CTA ids in order, or cluster by cluster (None: in order, made lazily per batch, so a 2**31-CTA
     # grid is never materialised); waves hold whole clusters
     order = None if L.cluster is None else cta_order(grid, L.cluster)
-    if runs is None:
+    weights = None
+    if sample_waves is not None:
+        if runs is not None or sample_ctas is not None:
+            raise LaunchError("sample_waves is a sample of its own: it excludes sample_ctas and phases")
+        plan, weights = _stratified_plan(ncta, sample_waves, wave_ctas, csize, order)
+        nrun, fraction = plan.simulated_ctas, plan.simulated_ctas / ncta
+        phase_list = [(None, L, plan)]
+        mem.weigh()
+    elif runs is None:
         plan = plan_waves(ncta, sample_ctas, wave_ctas, csize, order)
         nrun, fraction = plan.simulated_ctas, plan.simulated_ctas / ncta
         phase_list = [(None, L, plan)]
@@ -122,6 +136,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     per_batch = max(1, min(lanes_cap // padded, REG_FILE_BUDGET // (reg_bytes * padded)))
     per_batch = max(csize, per_batch // csize * csize)  # whole clusters per batch
     counts = {k: np.zeros(len(prog.instrs) + 1, np.int64) for k in ("warp", "thread", "pred_on")}
+    weighted = None if weights is None else {k: np.zeros(len(v), np.float64) for k, v in counts.items()}
     limit = budget if budget is not None else CONFIG.budget
     seconds = CONFIG.time_limit if time_limit is None else _seconds(time_limit)
     deadline = t0 + seconds if seconds > 0 else None
@@ -130,7 +145,9 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     with np.errstate(all="ignore"):
         for phase_wave, phase_launch, phase_plan in phase_list:
             for wave, ids in phase_plan.batches(per_batch):  # a batch never holds two waves
-                mem.begin_wave(wave if phase_wave is None else phase_wave)
+                weight = 1.0 if weights is None else weights[wave]
+                mem.begin_wave(wave if phase_wave is None else phase_wave, weight)
+                before = None if weighted is None else {k: v.copy() for k, v in counts.items()}
                 st = ExecState(prog, phase_launch, ids)
                 st.prog_max_depth = prog_depth
                 st.call_stack = None
@@ -138,13 +155,44 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
                 executed += sch.run()
                 for h in L.hooks:
                     h.on_batch_end(st)
+                if weighted is not None:
+                    for k, v in counts.items():
+                        weighted[k] += weight * (v - before[k])
     for arr, db in back:
         dev.copy_out(db, arr)
         dev.free(db)
     reports = [r for s in sans for r in s.reports]
     wall = time.perf_counter() - t0
+    if weighted is not None:
+        return stats_mod.build(prog, counts, mem, L, wall, reports=reports, sample_fraction=fraction,
+                               simulated=nrun, waves=plan, weighted=(weighted, mem.weighted_view()))
     return stats_mod.build(prog, counts, mem, L, wall, scale=1.0 / fraction, reports=reports,
                            sample_fraction=fraction, simulated=nrun, waves=plan)
+
+
+def _stratified_plan(ncta: int, sample_waves, wave_ctas, cluster_size: int, order) -> tuple[WavePlan, dict]:
+    """The WavePlan and {wave: weight} of a stratified sample (launch's sample_waves), checked: waves in the grid,
+    weights >= 1, and the weighted CTAs adding up to the grid's."""
+    try:
+        items = sorted((int(w), float(x)) for w, x in dict(sample_waves).items())
+    except (TypeError, ValueError):
+        raise LaunchError(f"sample_waves={sample_waves!r:.100}: expected {{wave index: weight}}") from None
+    if not items:
+        raise LaunchError("sample_waves is empty: expected at least one {wave index: weight}")
+    wave = min(int(wave_ctas) if wave_ctas is not None else DEFAULT_WAVE_CTAS, ncta)
+    wave = max(cluster_size, wave // cluster_size * cluster_size)
+    plan = WavePlan(ncta, wave, tuple(w for w, _ in items), order)
+    for w, x in items:
+        if not 0 <= w < plan.total_waves:
+            raise LaunchError(f"sample_waves: wave {w} is outside the grid's {plan.total_waves} waves of {wave} CTAs")
+        if not x >= 1.0:
+            raise LaunchError(f"sample_waves: wave {w} has weight {x!r}; a simulated wave stands for at least itself "
+                              f"(weight >= 1)")
+    stood_for = sum(x * (min(ncta, (w + 1) * wave) - w * wave) for w, x in items)
+    if abs(stood_for - ncta) > 1e-6 * ncta:
+        raise LaunchError(f"sample_waves: the weighted waves stand for {stood_for:.6g} CTAs; the grid has {ncta}: "
+                          f"each stratum's weight must be its CTAs over the CTAs simulated in it")
+    return plan, dict(items)
 
 
 def _phase_runs(phases, represents, phase_waves, phase_grids, sample_ctas, wave_ctas, args):

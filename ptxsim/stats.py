@@ -36,11 +36,15 @@ class LaunchStats:
         return self.thread_instructions / self.wall_seconds if self.wall_seconds > 0 else float("inf")
 
 
-def build(prog, counts, mem, launch, wall, scale=1.0, reports=(), sample_fraction=1.0, simulated=0, waves=None):
+def build(prog, counts, mem, launch, wall, scale=1.0, reports=(), sample_fraction=1.0, simulated=0, waves=None,
+          weighted=None):
     """Assemble LaunchStats from per-pc counts (warp, thread, pred_on) and the memory-counter dict `mem`: `metrics`
-    extrapolated by `scale`, `simulated_metrics` as counted."""
-    m = _metrics(prog, counts, mem, launch, scale)
-    sim = m if scale == 1.0 else _metrics(prog, counts, mem, launch, 1.0)
+    extrapolated by `scale`, or, with `weighted` (a stratified sample's (weighted per-pc counts, weighted memory
+    counters)), those as they are; `simulated_metrics` as counted."""
+    sim = _metrics(prog, counts, mem, launch, 1.0)
+    if weighted is not None:
+        counts, mem = weighted
+    m = _metrics(prog, counts, mem, launch, scale) if weighted is not None or scale != 1.0 else sim
     wave_info = {} if waves is None else {"wave_ctas": int(waves.wave_ctas), "total_waves": int(waves.total_waves),
                                           "simulated_waves": len(waves.waves)}
     if waves is not None and hasattr(waves, "represents"):  # a phased launch (ptxsim.launch.PhasePlan)

@@ -10,8 +10,9 @@ collected (not raised) on each record's `stats.sanitizer_reports` and in `backen
 over the grid, and extrapolates the counters (outputs are partial: for estimates only). Every launch, sampled or not,
 counts DRAM bytes through ptxsim's L2 model sized and aged like that device.
 `SimBackend(sample=policy)` (harness.sampling.SamplePolicy, `--sample`) decides per launch instead: big GEMM launches
-simulate whole rows of their grid, a big persistent GEMM (a WorkItems parameter) windows of its items as ptxsim
-phases, everything else runs whole; `sample_ctas` given explicitly takes precedence.
+simulate whole rows of their grid (the live rows and the dead tail as separate strata where the launch marks its
+total_padded as a LiveRows, read here at launch), a big persistent GEMM (a WorkItems parameter) windows of its items
+as ptxsim phases, everything else runs whole; `sample_ctas` given explicitly takes precedence.
 `SimBackend(time_limit=S)`: wall-clock seconds one launch may run before ptxsim stops it as a runaway (naming the
 kernel and the loop's PTX lines). The default, LAUNCH_TIME_LIMIT_S unless PTXSIM_TIME_LIMIT is set, is above
 ptxsim's own one minute because a real-shape GEMM launch legitimately simulates for minutes on two cores.
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from contract.device import TensorMapArg
+from contract.device import LiveRows, TensorMapArg
 from harness.backends import numba_abi
 from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord, WorkItems, flatten_work_items
 from harness.errors import InputError, PtxmoeError, UnknownNameError
@@ -266,8 +267,19 @@ class SimBackend(Backend):
             mod = self._modules[ptx] = self._ptxsim.load_ptx(ptx)
         return mod
 
+    def live_rows(self, params: Sequence[LaunchArg], tag: str) -> int | None:
+        """The grid rows below total_padded of a launch whose parameters mark it (a LiveRows), read from the device
+        now (launches run in order, so what earlier launches wrote is there); None without one."""
+        marks = [p for p in params if isinstance(p, LiveRows)]
+        if not marks:
+            return None
+        if len(marks) > 1:
+            raise InputError(f"{tag}: {len(marks)} LiveRows parameters; a grouped GEMM has one total_padded")
+        value = int(self.to_host(marks[0]).reshape(-1)[0])
+        return max(0, -(-value // marks[0].rows_per_grid_row))
+
     def _launch(self, ptx: str, entry: str, grid, block, flat_params, shared_bytes: int, impl: str, tag: str,
-                phased: dict | None = None):
+                phased: dict | None = None, live_rows: int | None = None):
         kernel = self.module(ptx).kernel(entry)
         g, b = dim3(grid, "grid"), dim3(block, "block")
         self.sources[tag] = (ptx, entry)  # before launching: static facts are useful even when the launch fails
@@ -287,11 +299,12 @@ class SimBackend(Backend):
             # NOTE: an item is a grid path's CTA (one tile of one routing block), so it gets a CTA's budget
             extra["budget"] = max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * phased["items"])
         elif self.sample_ctas is None and self.sample is not None:
-            options = self.sample.launch_options(tag, g)
+            options = self.sample.launch_options(tag, g, live_rows)
             if options:
                 from ptxsim.config import CONFIG
 
-                options["budget"] = max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * options["sample_ctas"])
+                options["budget"] = max(int(CONFIG.budget),
+                                        SAMPLED_BUDGET_PER_CTA * self.sample.simulated_ctas(options, g))
             extra.update(options)
         args = None if phased is not None else list(flat_params)
         stats = self.device.launch(kernel, g, b, args, shared_bytes=int(shared_bytes), **extra)
@@ -323,7 +336,7 @@ class SimBackend(Backend):
             windows = self.sample.work_windows(tag, items[0])
         if not windows:
             return self._launch(ptx, entry, grid, block, ptx_params(flatten_work_items(params)), shared_bytes, "ptx",
-                                tag)
+                                tag, live_rows=self.live_rows(params, tag))
         phases = [ptx_params([q for p in params for q in ((np.uint32(begin), np.uint32(end))
                                                           if isinstance(p, WorkItems) else (p,))])
                   for _, begin, end in windows]
@@ -339,4 +352,4 @@ class SimBackend(Backend):
         compiled = numba_abi.compile_numba(pyfunc, signature)
         flat = numba_abi.expand_args(compiled.pyname, compiled.arg_types, args)
         return self._launch(compiled.ptx, compiled.entry, grid, block, flat, shared_bytes, "numba",
-                            tag or compiled.pyname)
+                            tag or compiled.pyname, live_rows=self.live_rows(args, tag or compiled.pyname))

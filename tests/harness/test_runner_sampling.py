@@ -162,14 +162,15 @@ def test_lazy_inputs_give_the_rows_of_materialised_ones(monkeypatch):
 
 
 def test_a_sampled_dsv3_gemm_row_runs_lazy_within_its_memory_estimate():
-    """The cheap dsv3 row: 14 GiB of up-projection weights, lazy; one wave of one routing block simulated."""
+    """The cheap dsv3 row: 14 GiB of up-projection weights, lazy; one live wave of one routing block simulated, and
+    one block of the tail past total_padded (its CTAs exit at once)."""
     from harness.backends.sim import SimBackend
     from harness.row_memory import estimate_row_memory
 
     backend = SimBackend()
     row = _row("grouped_gemm", "dsv3-decode", "1", variant="up", backend=backend)
     assert row["status"] == "ok", row["correctness"]["message"]
-    assert row["sampling"]["sampled"] and row["sampling"]["simulated_fraction"] == pytest.approx(1 / 304)
+    assert row["sampling"]["sampled"] and row["sampling"]["simulated_fraction"] == pytest.approx(2 / 304)
     estimate = estimate_row_memory("grouped_gemm", "dsv3-decode", "up", "sim", lazy=True, sample_blocks=1)
     assert estimate.lazy and estimate.total_bytes < 2 << 30
 

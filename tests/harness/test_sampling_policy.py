@@ -4,18 +4,19 @@ import pytest
 
 from contract.presets import get_preset
 from harness.errors import InputError
-from harness.sampling import AUTO_MIN_CTAS, AUTO_WAVES, SamplePolicy, parse_sample
+from harness.sampling import AUTO_MIN_CTAS, AUTO_UNMARKED_WAVES, AUTO_WAVES, SamplePolicy, parse_sample
 
 
 def test_parse_auto_off_and_a_number():
-    assert parse_sample(None) == parse_sample("auto") == SamplePolicy(AUTO_WAVES, AUTO_MIN_CTAS, "auto")
+    assert parse_sample(None) == parse_sample("auto") == SamplePolicy(AUTO_WAVES, AUTO_MIN_CTAS, "auto",
+                                                                      unmarked_waves=AUTO_UNMARKED_WAVES)
     assert parse_sample("off").off and parse_sample(" OFF ").text == "off"
     assert parse_sample("3").waves == 3 and parse_sample(3).text == "3"
 
 
 @pytest.mark.parametrize("bad", ["0", "-2", "many", "1.5", ""])
 def test_a_bad_value_names_itself_and_the_choices(bad):
-    with pytest.raises(InputError, match=rf"--sample '{bad}'.*auto, off, or a positive number of waves"):
+    with pytest.raises(InputError, match=rf"--sample '{bad}'.*auto, off, or a positive number of live waves"):
         parse_sample(bad)
 
 
@@ -50,6 +51,40 @@ def test_the_layers_up_and_down_gemms_sample_the_same_routing_blocks():
         assert len(ctas) == gx * 18  # 6 waves of 3 whole grid rows
         rows.append(sorted({c // gx for c in ctas}))
     assert rows[0] == rows[1] and len(rows[0]) == 18
+
+
+def test_live_rows_and_the_dead_tail_are_separate_strata():
+    """With total_padded known (a LiveRows), `waves` middle waves of the wholly live waves, the wave straddling the
+    boundary whole, one wave of the tail; each weighs its stratum's CTAs over its own."""
+    policy = SamplePolicy(2, 4096, rows_per_wave=3)
+    # 100 grid rows of 64 CTAs, rows 0..69 live: waves 0-22 live, 23 straddles (row 69), 24-33 dead (33: one row)
+    opts = policy.launch_options("grouped_gemm", (64, 100, 1), live_rows=70)
+    assert opts == {"sample_waves": {5: 11.5, 17: 11.5, 23: 1.0, 28: 28 / 3}, "wave_ctas": 64 * 3}
+    assert policy.simulated_ctas(opts, (64, 100, 1)) == 4 * 64 * 3
+    assert policy.sampled_fraction((64, 100, 1), live_rows=70) == pytest.approx(12 / 100)
+    # no tail, no straddle: only live waves; all dead: one wave for all of it
+    assert policy.launch_options("gemm", (64, 99, 1), live_rows=99)["sample_waves"] == {8: 16.5, 24: 16.5}
+    assert policy.launch_options("gemm", (64, 99, 1), live_rows=0)["sample_waves"] == {16: 33.0}
+    # the same options without live rows: systematic, the unmarked strata (here `waves`: 2)
+    assert policy.launch_options("gemm", (64, 100, 1)) == {"sample_ctas": 64 * 6, "wave_ctas": 64 * 3}
+    assert policy.launch_options("gemm", (64, 9, 1), live_rows=5) == {}  # every wave anyway: whole
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_strata_weights_always_stand_for_the_whole_grid(seed):
+    """ptxsim refuses weights whose CTAs do not add up to the grid: every (rows, live rows, wave) case passes."""
+    from ptxsim.launch import _stratified_plan
+
+    rng = np.random.default_rng(seed)
+    print("seed", seed)
+    for _ in range(200):
+        rows, per, waves = int(rng.integers(1, 400)), int(rng.integers(1, 5)), int(rng.integers(1, 7))
+        width = int(rng.integers(1, 80))
+        live = int(rng.integers(0, rows + 1))
+        opts = SamplePolicy(waves, 0, rows_per_wave=per).launch_options("gemm", (width, rows, 1), live_rows=live)
+        if opts:
+            plan, weights = _stratified_plan(width * rows, opts["sample_waves"], opts["wave_ctas"], 1, None)
+            assert plan.simulated_ctas < width * rows and all(w >= 1 for w in weights.values())
 
 
 def test_a_sampled_launch_gets_a_budget_for_its_ctas(monkeypatch):
@@ -115,7 +150,7 @@ def test_persistent_windows_are_the_routing_blocks_grid_rows_sample(preset):
     rows = _grid_rows(policy, p.n_blocks)
     for nt in (2 * p.I // 128, p.H // 128):  # up, down
         windows = policy.work_windows("grouped_gemm_fp8[x]", WorkItems(p.n_blocks * nt, p.n_blocks, 1, nt))
-        assert len(windows) == AUTO_WAVES and _blocks(windows, nt) == rows
+        assert len(windows) == AUTO_UNMARKED_WAVES and _blocks(windows, nt) == rows
         assert all(begin % nt == 0 and end % nt == 0 for _, begin, end in windows)  # whole blocks: every N tile
         assert policy.sampled_fraction((132, 1, 1), "grouped_gemm_fp8", WorkItems(p.n_blocks * nt, p.n_blocks, 1, nt)
                                        ) == pytest.approx(len(rows) / p.n_blocks)

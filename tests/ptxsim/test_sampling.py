@@ -74,3 +74,41 @@ def test_l2_capacity_ages_data_between_waves():
 def test_bad_wave_options_are_launch_errors(kw, msg):
     with pytest.raises(ptxsim.LaunchError, match=msg):
         _run(np.zeros(GRID * 32, np.uint32), **kw)
+
+
+# GROUPED, but CTAs 40.. exit at once: a grid whose tail does no work (a grouped GEMM's padding blocks)
+TAILED = ("mov.u32 %r2, %ctaid.x; setp.ge.u32 %p1, %r2, 40; @%p1 ret;\n" + GROUPED)
+
+
+def _run_tailed(out, **kw):
+    a = np.arange(GRID // 8 * 32, dtype=np.uint32)
+    return ptxsim.launch(kernel(TAILED), GRID, 32, [a, np.zeros(1, np.uint32), out, np.zeros(1, np.uint32)], **kw)
+
+
+def test_stratified_waves_weigh_each_stratum_by_the_ctas_it_stands_for():
+    full = _run_tailed(np.zeros(GRID * 32, np.uint32), wave_ctas=8)
+    # waves 0-4 live, 5-7 the tail: one wave of each, weighted 5 and 3
+    out = np.zeros(GRID * 32, np.uint32)
+    s = _run_tailed(out, wave_ctas=8, sample_waves={2: 5, 6: 3})
+    for k in ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "dram__bytes_read.sum",
+              "dram__bytes_write.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"):
+        assert s.metrics[k] == full.metrics[k], k
+    assert s.simulated_ctas == 16 and s.sample_fraction == 16 / GRID
+    assert s.simulated_metrics["dram__bytes_write.sum"] == 8 * 32 * 4  # wave 2's stores only: counted, not weighed
+    assert sum(v["inst_executed"] for v in s.per_line.values()) == full.metrics["smsp__inst_executed.sum"]
+    assert np.flatnonzero(out.reshape(GRID, 32).any(axis=1)).tolist() == list(range(16, 24))
+    # the same two waves weighted alike (sample_ctas) count the tail's waves as live: the bias strata remove
+    uniform = _run_tailed(np.zeros(GRID * 32, np.uint32), wave_ctas=8, sample_ctas=16)
+    assert uniform.metrics["smsp__inst_executed.sum"] != full.metrics["smsp__inst_executed.sum"]
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"sample_waves": {2: 5, 6: 2}}, "stand for 56 CTAs; the grid has 64"),
+    ({"sample_waves": {9: 8}}, "wave 9 is outside the grid's 8 waves of 8 CTAs"),
+    ({"sample_waves": {0: 0.5, 1: 7.5}}, "wave 0 has weight 0.5"),
+    ({"sample_waves": {}}, "sample_waves is empty"),
+    ({"sample_waves": {2: 8}, "sample_ctas": 8}, "excludes sample_ctas and phases"),
+])
+def test_bad_stratified_samples_are_launch_errors(kw, msg):
+    with pytest.raises(ptxsim.LaunchError, match=msg):
+        _run_tailed(np.zeros(GRID * 32, np.uint32), wave_ctas=8, **kw)

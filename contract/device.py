@@ -39,8 +39,9 @@ class DeviceArray:
 class LiveRows(DeviceArray):
     """A grouped GEMM's `total_padded` argument (a DeviceArray like any other: every backend passes its address),
     marked with what it bounds: grid rows (grid.y) from ceil(total_padded / rows_per_grid_row) on are the routing
-    blocks past the padded total, whose CTAs exit at once. The sim backend reads it at launch to sample the live rows
-    and that dead tail as separate strata (harness.sampling); the kernel sees nothing different. Make one with
+    blocks past the padded total, whose CTAs exit at once (a persistent launch, with a WorkItems: the routing blocks
+    from there on, rows_per_grid_row being BM). The sim backend reads it at launch to sample the live rows and that
+    dead tail as separate strata (harness.sampling); the kernel sees nothing different. Make one with
     `LiveRows.of(args["total_padded"], rows_per_grid_row)`."""
 
     rows_per_grid_row: int = 1  # the token rows one grid row's CTAs compute (the routing block or token tile)

@@ -155,6 +155,53 @@ class SamplePolicy:
             return ()
         return tuple(windows)
 
+    def stratified_windows(self, name: str, items, live_blocks: int) -> tuple[tuple[int, int, int, float], ...]:
+        """work_windows for a persistent launch whose routing blocks from `live_blocks` on are past total_padded (its
+        LiveRows): (wave, item begin, item end, weight), ascending; () = every item.
+
+        Strata of items, as launch_options' of grid rows: the groups wholly inside the wholly live waves, sampled by
+        the windows of `waves` middle waves (the blocks grid-row sampling picks, widened to whole groups and clipped
+        to the stratum); the groups from there to the last live block, one window of weight 1; the groups wholly past
+        it, one middle window. Each window weighs its stratum's items over the items its stratum's windows run.
+        """
+        if self.waves is None or "gemm" not in name.lower() or items.count <= self.min_ctas:
+            return ()
+        rows, group, per = self.rows_per_wave, items.blocks_per_group, items.items_per_group
+        live = max(0, min(items.blocks, int(live_blocks)))
+        full = live // rows
+
+        def floor_cut(block: int) -> int:  # the first item of the group holding `block`
+            return min(items.count, block // group * per)
+
+        def ceil_cut(block: int) -> int:  # the first item of the first group starting at or after `block`
+            return min(items.count, -(-block // group) * per)
+
+        strata = []  # (first item, end item, chosen waves)
+        chosen = sorted({int((i + 0.5) * full / min(self.waves, full)) for i in range(min(self.waves, full))}) \
+            if full else []
+        strata.append((0, floor_cut(full * rows), chosen))
+        strata.append((floor_cut(full * rows), ceil_cut(live), None))  # the boundary: whole
+        first_dead = -(-ceil_cut(live) // per) * group  # first block of the first wholly dead group
+        strata.append((ceil_cut(live), items.count, [(first_dead + items.blocks - 1) // 2 // rows]))
+        windows: list[tuple[int, int, int, float]] = []
+        for lo, hi, waves in strata:
+            if hi <= lo:
+                continue
+            picked = []
+            for wave in ([lo // per * group // rows] if waves is None else waves):
+                begin, end = (lo, hi) if waves is None else items.items_of(wave * rows,
+                                                                           min(items.blocks, (wave + 1) * rows))
+                begin = max(begin, lo, picked[-1][2] if picked else lo, windows[-1][2] if windows else 0)
+                end = min(end, hi)
+                if end > begin:
+                    wave = max(int(wave), windows[-1][0] + 1 if windows else 0, picked[-1][0] + 1 if picked else 0)
+                    picked.append((wave, begin, end))
+            ran = sum(end - begin for _, begin, end in picked)
+            windows += [(wave, begin, end, (hi - lo) / ran) for wave, begin, end in picked]
+        if sum(end - begin for _, begin, end, _ in windows) >= items.count:
+            return ()
+        return tuple(windows)
+
     def sampled_fraction(self, grid: tuple[int, int, int], name: str = "gemm", items=None,
                          live_rows: int | None = None) -> float:
         """The fraction of `grid`'s CTAs a launch named `name` (with `live_rows`, launch_options) simulates under this
@@ -162,8 +209,9 @@ class SamplePolicy:
         from harness.errors import TooSlowToSimulate
 
         if items is not None:
-            windows = self.work_windows(name, items)
-            return 1.0 if not windows else sum(end - begin for _, begin, end in windows) / items.count
+            windows = self.work_windows(name, items) if live_rows is None else \
+                self.stratified_windows(name, items, live_rows)
+            return 1.0 if not windows else sum(w[2] - w[1] for w in windows) / items.count
         try:
             opts = self.launch_options(name, grid, live_rows)
         except TooSlowToSimulate:

@@ -27,7 +27,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
            max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None,
            wave_ctas: int | None = None, l2_bytes: int | None = None, phases=None, represents: float | None = None,
-           phase_waves=None, phase_grids=None, sample_waves=None):
+           phase_waves=None, phase_grids=None, sample_waves=None, phase_weights=None):
     """Run `kernel` over `grid` x `block` threads (or, with `phases`, the whole grid once per parameter list).
 
     Args:
@@ -62,6 +62,8 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
             Arguments must be DeviceBuffers, scalars or bytes (an ndarray would be a fresh copy per phase).
         represents: with phases, the fraction (0, 1] of the whole work the phases together are: counters are
             extrapolated by 1 / represents, sample_fraction = represents (simulated_metrics stay as counted).
+        phase_weights: with phases, a stratified sample: each phase's counts weighted by how much of the whole work it
+            stands for, as a multiple of its own (>= 1), instead of all of them scaled by 1 / represents.
         phase_waves: with phases, each phase's wave index in the whole work, ascending (default 0, 1, ...): a gap
             ages the L2 as the skipped waves would have (ptxsim.model.l2).
         phase_grids: with phases, each phase's grid (default `grid`; within it, whole clusters). NOTE: a persistent
@@ -91,6 +93,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     dev = device or Device()
     symaddr = dict(dev.module_symbols(kernel.module))
     runs = _phase_runs(phases, represents, phase_waves, phase_grids, sample_ctas, wave_ctas, args)
+    phase_weights = _phase_weights(phase_weights, runs)
     param_buf, back = marshal(kernel, args if runs is None else runs[0][1], dev)
     from ptxsim.sanitizers import make_sanitizers
 
@@ -130,6 +133,9 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
                                                     None if L.cluster is None else cta_order(pgrid, L.cluster))))
         nrun, fraction = sum(p.ncta for _, _, p in phase_list), float(represents)
         plan = PhasePlan(ncta, tuple(wave for wave, _ in runs), fraction)
+        if phase_weights is not None:
+            weights = dict(zip((wave for wave, _ in runs), phase_weights, strict=True))
+            mem.weigh()
     padded = (nthreads + 31) // 32 * 32
     lanes_cap = max_lanes or CONFIG.max_lanes
     reg_bytes = sum(max(b, 8) // 8 for b in prog.reg_bits) + prog.local_bytes + prog.frame_bytes + 16
@@ -145,7 +151,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     with np.errstate(all="ignore"):
         for phase_wave, phase_launch, phase_plan in phase_list:
             for wave, ids in phase_plan.batches(per_batch):  # a batch never holds two waves
-                weight = 1.0 if weights is None else weights[wave]
+                weight = 1.0 if weights is None else weights[wave if phase_wave is None else phase_wave]
                 mem.begin_wave(wave if phase_wave is None else phase_wave, weight)
                 before = None if weighted is None else {k: v.copy() for k, v in counts.items()}
                 st = ExecState(prog, phase_launch, ids)
@@ -223,6 +229,22 @@ def _phase_runs(phases, represents, phase_waves, phase_grids, sample_ctas, wave_
                 raise LaunchError(f"phase {i}: an array argument would be copied to the device once per phase; "
                                   f"pass DeviceBuffers (Device.to_device) so every phase works on the same memory")
     return list(zip(waves, phases, strict=True))
+
+
+def _phase_weights(phase_weights, runs) -> list[float] | None:
+    """A phased launch's weights (launch's phase_weights) after checking them: one >= 1 per phase."""
+    if phase_weights is None:
+        return None
+    if runs is None:
+        raise LaunchError(f"phase_weights={phase_weights!r:.100} applies only to a launch with phases")
+    try:
+        weights = [float(w) for w in phase_weights]
+    except (TypeError, ValueError):
+        raise LaunchError(f"phase_weights={phase_weights!r:.100}: expected one number per phase") from None
+    if len(weights) != len(runs) or not all(w >= 1.0 for w in weights):
+        raise LaunchError(f"phase_weights={phase_weights!r:.100}: expected {len(runs)} weights >= 1, one per phase "
+                          f"(each phase stands for at least itself)")
+    return weights
 
 
 def _phase_grids(phase_grids, n: int, grid: tuple, kernel, cluster) -> list[tuple]:

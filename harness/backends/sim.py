@@ -295,7 +295,8 @@ class SimBackend(Backend):
             from ptxsim.config import CONFIG
 
             extra.pop("wave_ctas", None)
-            extra.update({k: phased[k] for k in ("phases", "phase_waves", "phase_grids", "represents")})
+            extra.update({k: phased[k] for k in ("phases", "phase_waves", "phase_grids", "represents",
+                                                 "phase_weights")})
             # NOTE: an item is a grid path's CTA (one tile of one routing block), so it gets a CTA's budget
             extra["budget"] = max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * phased["items"])
         elif self.sample_ctas is None and self.sample is not None:
@@ -331,20 +332,25 @@ class SimBackend(Backend):
         items = [p for p in params if isinstance(p, WorkItems)]
         if len(items) > 1:
             raise InputError(f"{tag}: {len(items)} WorkItems parameters; a persistent kernel has one item range")
-        windows = ()
+        live = self.live_rows(params, tag)
+        windows, weights = (), None
         if items and self.sample_ctas is None and self.sample is not None:
-            windows = self.sample.work_windows(tag, items[0])
+            if live is None:
+                windows = self.sample.work_windows(tag, items[0])
+            else:  # the live blocks and the tail past total_padded as separate strata, each window weighted
+                windows = self.sample.stratified_windows(tag, items[0], live)
+                weights = [w[3] for w in windows]
         if not windows:
             return self._launch(ptx, entry, grid, block, ptx_params(flatten_work_items(params)), shared_bytes, "ptx",
-                                tag, live_rows=self.live_rows(params, tag))
-        phases = [ptx_params([q for p in params for q in ((np.uint32(begin), np.uint32(end))
+                                tag, live_rows=live)
+        phases = [ptx_params([q for p in params for q in ((np.uint32(w[1]), np.uint32(w[2]))
                                                           if isinstance(p, WorkItems) else (p,))])
-                  for _, begin, end in windows]
+                  for w in windows]
         g = dim3(grid, "grid")
-        grids = [phase_grid(g, end - begin, self.module(ptx).kernel(entry)) for _, begin, end in windows]
-        phased = {"phases": phases, "phase_waves": [wave for wave, _, _ in windows], "phase_grids": grids,
-                  "represents": sum(end - begin for _, begin, end in windows) / items[0].count,
-                  "items": sum(end - begin for _, begin, end in windows)}
+        grids = [phase_grid(g, w[2] - w[1], self.module(ptx).kernel(entry)) for w in windows]
+        ran = sum(w[2] - w[1] for w in windows)
+        phased = {"phases": phases, "phase_waves": [w[0] for w in windows], "phase_grids": grids,
+                  "represents": ran / items[0].count, "items": ran, "phase_weights": weights}
         return self._launch(ptx, entry, grid, block, None, shared_bytes, "ptx", tag, phased=phased)
 
     def launch_numba(self, pyfunc, signature, grid, block, args: Sequence[LaunchArg], shared_bytes: int = 0,

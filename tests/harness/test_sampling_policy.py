@@ -208,3 +208,41 @@ def test_work_items_map_blocks_to_item_ranges_and_flatten_to_the_whole_work():
     assert flat == [7, 0, 304 * 32] and all(isinstance(v, np.uint32) for v in flat)
     with pytest.raises(ContractInputError, match=r"WorkItems.blocks = 0: expected a positive int"):
         WorkItems(5, 0)
+
+
+def test_persistent_windows_with_live_blocks_are_strata_too():
+    """Rung 5 at dsv3-decode (pair items, two blocks a group), 203 live blocks of 304: two live windows (the live
+    blocks grid-row sampling picks, widened to their pairs), the pair straddling the boundary whole, one tail pair;
+    the live windows are the same routing blocks a grid path simulates for the same live rows."""
+    from contract.device import WorkItems
+
+    p = get_preset("dsv3-decode")
+    policy = parse_sample("auto").for_preset(p)
+    items = WorkItems(-(-p.n_blocks // 2) * 32, p.n_blocks, 2, 32)
+    windows = policy.stratified_windows("grouped_gemm_fp8", items, 203)
+    assert [(b // 32, e // 32) for _, b, e, _ in windows] == [(25, 26), (76, 77), (101, 102), (126, 127)]
+    assert [w for w, _, _, _ in windows] == [50, 152, 202, 253]
+    assert [x for *_, x in windows] == [50.5, 50.5, 1.0, 50.0]
+    grid = policy.launch_options("grouped_gemm", (64, p.n_blocks, 1), live_rows=203)["sample_waves"]
+    assert sorted(grid)[:2] == [50, 152] and len(grid) == 3  # grid rows: the same live blocks (no pair to straddle)
+    assert [x for *_, x in policy.stratified_windows("grouped_gemm_fp8", items, p.n_blocks)] == [76, 76]  # all live
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_stratified_windows_stand_for_every_item_once(seed):
+    """Random item layouts (blocks, groups, items a group), waves and live blocks: windows ascending, disjoint, within
+    the items, each weight >= 1, and the weighted items adding up to all of them."""
+    from contract.device import WorkItems
+
+    rng = np.random.default_rng(seed)
+    print("seed", seed)
+    for _ in range(500):
+        blocks, group, per = int(rng.integers(1, 500)), int(rng.integers(1, 3)), int(rng.integers(1, 40))
+        items = WorkItems(-(-blocks // group) * per, blocks, group, per)
+        policy = SamplePolicy(int(rng.integers(1, 5)), 0, rows_per_wave=int(rng.integers(1, 5)))
+        windows = policy.stratified_windows("gemm", items, int(rng.integers(0, blocks + 1)))
+        if not windows:
+            continue
+        assert sum(x * (e - b) for _, b, e, x in windows) == pytest.approx(items.count, rel=1e-9)
+        assert all(x >= 1 and 0 <= b < e <= items.count for _, b, e, x in windows)
+        assert all(p[2] <= q[1] and p[0] < q[0] for p, q in zip(windows, windows[1:], strict=False))

@@ -9,7 +9,7 @@ import pytest
 
 from contract.kernels import POISON_BYTE, get_kernel
 from contract.presets import get_preset
-from harness.sampling import AUTO_UNMARKED_WAVES, parse_sample
+from harness.sampling import parse_sample
 
 pytestmark = pytest.mark.sim
 SMALL = get_preset("small")  # BM = T = 32: 95 routing blocks, 3 a wave (32 experts)
@@ -36,8 +36,7 @@ def _run(rung: int, variant: str, **backend):
 
 
 def _forced():
-    """--sample auto with the size threshold forced down: the persistent windows are systematic strata of every
-    block (a WorkItems does not say which blocks are past total_padded)."""
+    """--sample auto with the size threshold forced down."""
     from dataclasses import replace
 
     return replace(parse_sample("auto"), min_ctas=0).for_preset(SMALL)
@@ -51,17 +50,19 @@ def test_sampled_windows_pass_the_check_on_what_ran_with_dram_near_the_minimum(r
 
     result, record, c, inputs, ratio = _run(rung, variant, sample=_forced())
     assert result.ok, result.message
-    assert record.stats.waves["phases"] == AUTO_UNMARKED_WAVES and tuple(record.grid)[0] == 132
-    # what ran: whole rows of exactly the windows' routing blocks (rung 5: widened to whole pairs)
+    # the live blocks and the tail past total_padded are strata (the kernel's total_padded is a LiveRows)
     items = gemm_fp8_r4.work_items((SMALL.P_max, 0, c.shape[1], SMALL.BM, SMALL.E), rung == 5)
-    windows = _forced().work_windows(record.name, items)
+    live_blocks = -(-int(inputs["total_padded"][0]) // SMALL.BM)
+    windows = _forced().stratified_windows(record.name, items, live_blocks)
+    assert record.stats.waves["phases"] == len(windows) >= 3 and tuple(record.grid)[0] == 132
+    # what ran: whole rows of exactly the windows' routing blocks (rung 5: widened to whole pairs)
     per_block = items.items_per_group // items.blocks_per_group
-    expect = sorted({i // per_block for _, b, e in windows for i in range(b, e)})
+    expect = sorted({i // per_block for _, b, e, _ in windows for i in range(b, e)})
     written = (c.view(np.uint16) != np.uint16(POISON_BYTE * 0x101)).reshape(SMALL.n_blocks, SMALL.BM, -1)
     ran = [b for b in range(SMALL.n_blocks) if written[b].any()]
     live = [b for b in expect if inputs["block_expert"][b] >= 0 and b * SMALL.BM < int(inputs["total_padded"][0])]
     assert ran == live and all(written[b].all() for b in ran)
-    fraction = sum(e - b for _, b, e in windows) / items.count
+    fraction = sum(e - b for _, b, e, _ in windows) / items.count
     assert record.stats.sample_fraction == pytest.approx(fraction) and fraction < 0.3
     all_live = [b for b in range(SMALL.n_blocks)
                 if inputs["block_expert"][b] >= 0 and b * SMALL.BM < int(inputs["total_padded"][0])]

@@ -122,3 +122,35 @@ def test_a_phase_may_run_on_fewer_ctas_than_the_launch():
         dev2.launch(k2, GRID, 32, None, phases=_phases(a2, out2, [(8, 10)]), represents=0.5, phase_grids=[8])
     with pytest.raises(ptxsim.LaunchError, match="phase_grids has 2 grids for 1 phases"):
         dev2.launch(k2, GRID, 32, None, phases=_phases(a2, out2, [(8, 10)]), represents=0.5, phase_grids=[2, 2])
+
+
+def test_phase_weights_weigh_each_phase_by_what_it_stands_for():
+    """Items 48.. stand for a tail that does nothing (the window [ITEMS, ITEMS) is empty work: CTAs that only exit):
+    weighted phases count the live window's traffic x 6 and the tail's x 1, where one scale (represents) would
+    multiply both alike."""
+    dev, k, a, out = _setup()
+    full = dev.launch(k, GRID, 32, [a, out, np.uint32(0), np.uint32(48)])  # 48 live items, the rest a no-op
+    dev2, k2, a2, out2 = _setup()
+    s = dev2.launch(k2, GRID, 32, None, phases=_phases(a2, out2, [(16, 24), (48, 48)]), represents=8 / ITEMS,
+                    phase_waves=(2, 6), phase_weights=(6.0, 1.0))
+    for key in MEMORY:
+        assert s.metrics[key] == full.metrics[key], key
+        assert s.simulated_metrics[key] == full.metrics[key] / 6, key
+    assert s.sample_fraction == 8 / ITEMS
+    per_line = sum(v["inst_executed"] for v in s.per_line.values())
+    assert per_line == s.metrics["smsp__inst_executed.sum"]
+    setup = dev2.launch(k2, GRID, 32, [a2, out2, np.uint32(0), np.uint32(0)]).metrics["smsp__inst_executed.sum"]
+    assert s.metrics["smsp__inst_executed.sum"] == 6 * (s.simulated_metrics["smsp__inst_executed.sum"] - setup) + setup
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"phase_weights": (1.0,)}, r"expected 2 weights >= 1"),
+    ({"phase_weights": (0.5, 2.0)}, r"expected 2 weights >= 1"),
+    ({"phase_weights": ("x", 1)}, "expected one number per phase"),
+])
+def test_bad_phase_weights_are_launch_errors(kw, msg):
+    dev, k, a, out = _setup()
+    with pytest.raises(ptxsim.LaunchError, match=msg):
+        dev.launch(k, GRID, 32, None, phases=_phases(a, out, [(0, 4), (4, 8)]), represents=0.5, **kw)
+    with pytest.raises(ptxsim.LaunchError, match="applies only to a launch with phases"):
+        dev.launch(k, GRID, 32, [a, out, np.uint32(0), np.uint32(4)], phase_weights=(1.0,))

@@ -63,7 +63,9 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
         represents: with phases, the fraction (0, 1] of the whole work the phases together are: counters are
             extrapolated by 1 / represents, sample_fraction = represents (simulated_metrics stay as counted).
         phase_weights: with phases, a stratified sample: each phase's counts weighted by how much of the whole work it
-            stands for, as a multiple of its own (>= 1), instead of all of them scaled by 1 / represents.
+            stands for, as a multiple of its own, instead of all of them scaled by 1 / represents. A negative weight
+            subtracts a phase's counts: e.g. a phase of no work, whose CTAs only set up, taking back the setups the
+            other phases repeat more often than the whole launch would.
         phase_waves: with phases, each phase's wave index in the whole work, ascending (default 0, 1, ...): a gap
             ages the L2 as the skipped waves would have (ptxsim.model.l2).
         phase_grids: with phases, each phase's grid (default `grid`; within it, whole clusters). NOTE: a persistent
@@ -241,9 +243,8 @@ def _phase_weights(phase_weights, runs) -> list[float] | None:
         weights = [float(w) for w in phase_weights]
     except (TypeError, ValueError):
         raise LaunchError(f"phase_weights={phase_weights!r:.100}: expected one number per phase") from None
-    if len(weights) != len(runs) or not all(w >= 1.0 for w in weights):
-        raise LaunchError(f"phase_weights={phase_weights!r:.100}: expected {len(runs)} weights >= 1, one per phase "
-                          f"(each phase stands for at least itself)")
+    if len(weights) != len(runs) or not all(np.isfinite(weights)):
+        raise LaunchError(f"phase_weights={phase_weights!r:.100}: expected {len(runs)} finite weights, one per phase")
     return weights
 
 

@@ -343,14 +343,25 @@ class SimBackend(Backend):
         if not windows:
             return self._launch(ptx, entry, grid, block, ptx_params(flatten_work_items(params)), shared_bytes, "ptx",
                                 tag, live_rows=live)
-        phases = [ptx_params([q for p in params for q in ((np.uint32(w[1]), np.uint32(w[2]))
-                                                          if isinstance(p, WorkItems) else (p,))])
-                  for w in windows]
         g = dim3(grid, "grid")
-        grids = [phase_grid(g, w[2] - w[1], self.module(ptx).kernel(entry)) for w in windows]
+        kernel = self.module(ptx).kernel(entry)
         ran = sum(w[2] - w[1] for w in windows)
-        phased = {"phases": phases, "phase_waves": [w[0] for w in windows], "phase_grids": grids,
-                  "represents": ran / items[0].count, "items": ran, "phase_weights": weights}
+        if weights is None:
+            weights = [items[0].count / ran] * len(windows)
+        # NOTE: a window runs one CTA (cluster) an item, so it sets up once per item, where the device's CTAs set up
+        # once each for count / grid items: a last phase of no items on the smallest grid counts one CTA's setup
+        # (and exit), weighted so that the launch has its grid's setups, not its items'
+        # (G - sum(weight x CTAs of each window)) / CTAs of that phase, a negative weight at every real size
+        spans = [(w[1], w[2]) for w in windows] + [(items[0].count, items[0].count)]
+        grids = [phase_grid(g, end - begin, kernel) for begin, end in spans[:-1]] + [phase_grid(g, 1, kernel)]
+        ctas = [q[0] * q[1] * q[2] for q in grids]
+        setup_weight = (g[0] * g[1] * g[2] - sum(x * n for x, n in zip(weights, ctas, strict=False))) / ctas[-1]
+        phases = [ptx_params([q for p in params for q in ((np.uint32(begin), np.uint32(end))
+                                                          if isinstance(p, WorkItems) else (p,))])
+                  for begin, end in spans]
+        phased = {"phases": phases, "phase_waves": [w[0] for w in windows] + [windows[-1][0] + 1],
+                  "phase_grids": grids, "represents": ran / items[0].count, "items": ran,
+                  "phase_weights": list(weights) + [setup_weight]}
         return self._launch(ptx, entry, grid, block, None, shared_bytes, "ptx", tag, phased=phased)
 
     def launch_numba(self, pyfunc, signature, grid, block, args: Sequence[LaunchArg], shared_bytes: int = 0,

@@ -61,10 +61,16 @@ def test_sampled_windows_run_as_phases_of_the_chosen_blocks():
     assert np.flatnonzero(out[:, 0]).tolist() == list(range(16, 24)) + list(range(48, 56))
     assert out[16, 0] == 16 // 4 * 32 + 1  # the items ran, and right
     s = record.stats
-    assert s.sample_fraction == 0.25 and s.waves["phases"] == 2
-    assert s.simulated_ctas == 2 * GRID  # 8 items a window: one CTA each
+    # the two windows and a last phase of no items: one CTA's setup, weighted so the launch sets up once a CTA
+    assert s.sample_fraction == 0.25 and s.waves["phases"] == 3
+    assert s.simulated_ctas == 2 * GRID + 1  # 8 items a window: one CTA each
     assert tuple(record.grid) == (GRID, 1, 1)
     assert s.metrics["dram__bytes_write.sum"] == 4 * s.simulated_metrics["dram__bytes_write.sum"]
+    # every item and every CTA's setup cost alike here, so the extrapolation is the whole launch's count exactly (one
+    # scale, as before the setup phase, gave 64 setups for the launch's 8)
+    whole = _launch(None)[0].stats
+    for key in ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum"):
+        assert s.metrics[key] == whole.metrics[key], key
 
 
 def test_a_window_runs_one_cta_an_item_as_the_whole_launch_runs_consecutive_items():
@@ -75,7 +81,7 @@ def test_a_window_runs_one_cta_an_item_as_the_whole_launch_runs_consecutive_item
 
     policy = SamplePolicy(2, 0, rows_per_wave=1)  # 1-block windows: 4 items each on the 8-CTA grid
     record, out = _launch(policy)
-    assert record.stats.simulated_ctas == 2 * 4 and tuple(record.grid) == (GRID, 1, 1)
+    assert record.stats.simulated_ctas == 2 * 4 + 1 and tuple(record.grid) == (GRID, 1, 1)  # + the setup phase
     assert np.count_nonzero(out[:, 0]) == 8
     sim = SimBackend()
     kernel = sim.module(STRIDE).kernel("k")

@@ -54,7 +54,8 @@ def test_sampled_windows_pass_the_check_on_what_ran_with_dram_near_the_minimum(r
     items = gemm_fp8_r4.work_items((SMALL.P_max, 0, c.shape[1], SMALL.BM, SMALL.E), rung == 5)
     live_blocks = -(-int(inputs["total_padded"][0]) // SMALL.BM)
     windows = _forced().stratified_windows(record.name, items, live_blocks)
-    assert record.stats.waves["phases"] == len(windows) >= 3 and tuple(record.grid)[0] == 132
+    # plus a last phase of no items that counts one CTA's setup (weighted so the launch sets up once a CTA)
+    assert record.stats.waves["phases"] == len(windows) + 1 >= 4 and tuple(record.grid)[0] == 132
     # what ran: whole rows of exactly the windows' routing blocks (rung 5: widened to whole pairs)
     per_block = items.items_per_group // items.blocks_per_group
     expect = sorted({i // per_block for _, b, e, _ in windows for i in range(b, e)})

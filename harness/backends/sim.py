@@ -135,9 +135,9 @@ def phase_grid(grid: tuple[int, int, int], window: int, kernel) -> tuple[int, in
     L1 models see the same sharing). The whole grid would add CTAs that only set up and exit, whose setup, extrapolated,
     would charge the launch for idle CTAs (small's down GEMM modelled 42 % slow); fewer CTAs than items, each taking
     several (the launch's share of CTAs), change what runs at once (small's up GEMM: 18 % fast, L1 hits it does not
-    get on the device). What remains: each item's CTA sets up once, where on the device a CTA sets up once for
-    count / grid items (small's down GEMM, 2 k-steps an item: modelled 11 % slow; with DeepSeek-V3's down K, 16
-    k-steps: 4-5 %; docs/scale.md)."""
+    get on the device). Each item's CTA sets up once, where on the device a CTA sets up once for count / grid items;
+    launch_ptx's last phase of no items takes the difference back (small's down GEMM, 2 k-steps an item: modelled
+    +12 % against the whole run without it, +0.6 % with it; docs/scale.md)."""
     from ptxsim.clusters import cluster_shape
 
     if grid[1] * grid[2] != 1:

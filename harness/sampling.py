@@ -196,6 +196,9 @@ class SamplePolicy:
                 if end > begin:
                     wave = max(int(wave), windows[-1][0] + 1 if windows else 0, picked[-1][0] + 1 if picked else 0)
                     picked.append((wave, begin, end))
+            if not picked:  # every chosen window clipped away (a stratum of a group or two): its first group
+                picked.append((max(lo // per * group // rows, windows[-1][0] + 1 if windows else 0), lo,
+                               min(hi, lo + per)))
             ran = sum(end - begin for _, begin, end in picked)
             windows += [(wave, begin, end, (hi - lo) / ran) for wave, begin, end in picked]
         if sum(end - begin for _, begin, end, _ in windows) >= items.count:

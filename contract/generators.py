@@ -39,6 +39,28 @@ def random_bf16(rng: np.random.Generator, shape, std: float = 1.0) -> np.ndarray
 # values are those of the pinned NumPy (constraints.txt): host and device fills in one process always agree.
 STREAM_BLOCK = 1 << 15
 _MASK64 = (1 << 64) - 1
+# Recently drawn blocks, in the tensor's dtype, by (tensor, block): a sampled dsv3 GEMM row draws its experts'
+# weights twice, once as the simulator fills the pages its CTAs touch and again for the check's reference (a fifth of
+# the row's time at dsv3-decode), and the layer's stages draw the same rows again. A block is 32 KiB (e4m3) or 64 KiB
+# (bf16); the budget holds two of dsv3's up-projection experts in bf16.
+BLOCK_CACHE_BYTES = 256 << 20
+_block_cache: dict[tuple, np.ndarray] = {}
+_block_cache_bytes = 0
+
+
+def _cached_block(tensor_id: tuple, block: int, make) -> np.ndarray:
+    """Block `block` of the tensor `tensor_id`, from the cache or `make()` (then kept, the oldest evicted)."""
+    global _block_cache_bytes
+    key = (tensor_id, block)
+    hit = _block_cache.pop(key, None)
+    if hit is None:
+        hit = make()
+        hit.flags.writeable = False  # shared by every caller: nobody may change it in place
+        _block_cache_bytes += hit.nbytes
+        while _block_cache_bytes > BLOCK_CACHE_BYTES and _block_cache:
+            _block_cache_bytes -= _block_cache.pop(next(iter(_block_cache))).nbytes
+    _block_cache[key] = hit  # most recently used last
+    return hit
 
 
 def tensor_key(seed: int, name: str) -> np.ndarray:
@@ -96,9 +118,12 @@ class KeyedNormal:
             return np.empty(0, self.dtype)
         key = tensor_key(self.seed, self.name)
         first, last = start // STREAM_BLOCK, (stop - 1) // STREAM_BLOCK
-        raw = np.concatenate([self._block(key, b) for b in range(first, last + 1)])
+        tensor_id = (type(self).__name__, self.name, self.seed, self.std)
+        blocks = [_cached_block(tensor_id, b, lambda b=b: self._cast(self._block(key, b) * np.float32(self.std)))
+                  for b in range(first, last + 1)]
         lo = start - first * STREAM_BLOCK
-        return self._cast(raw[lo: lo + stop - start] * np.float32(self.std))
+        # NOTE: the cast is elementwise, so casting whole blocks and cutting equals cutting and casting
+        return np.concatenate(blocks)[lo: lo + stop - start]
 
     def rows(self, start: int, stop: int) -> np.ndarray:
         """Rows [start, stop) along the first axis."""

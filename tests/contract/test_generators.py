@@ -140,3 +140,25 @@ def test_skews_still_shape_the_routing():
     favoured = np.sort(counts["extreme"])[-SMALL.K:]
     assert favoured.min() >= SMALL.T * 0.9  # the K favoured experts take (nearly) every token
     assert counts["balanced"].max() < favoured.min()
+
+
+def test_drawn_blocks_are_cached_within_a_budget_and_never_shared_writable(monkeypatch):
+    """A block drawn once (the simulator's page fill) is served again from the cache (the check's reference), the same
+    values as a fresh draw; the oldest blocks go past the budget; callers get their own arrays."""
+    import contract.generators as gen
+
+    monkeypatch.setattr(gen, "BLOCK_CACHE_BYTES", 3 * gen.STREAM_BLOCK * 2)  # three bf16 blocks
+    monkeypatch.setattr(gen, "_block_cache", {})
+    monkeypatch.setattr(gen, "_block_cache_bytes", 0)
+    t = KeyedNormal("w_cache", (8, gen.STREAM_BLOCK), 5, 0.5)
+    first = t.elements(0, 4 * gen.STREAM_BLOCK)  # blocks 0-3: block 0 evicted
+    assert sorted(b for (_, b) in gen._block_cache) == [1, 2, 3] and gen._block_cache_bytes == 3 * gen.STREAM_BLOCK * 2
+    first[:] = 0  # the caller's copy, not the cache's
+    again = t.elements(gen.STREAM_BLOCK, 3 * gen.STREAM_BLOCK)
+    gen._block_cache.clear()
+    gen._block_cache_bytes = 0
+    fresh = t.elements(gen.STREAM_BLOCK, 3 * gen.STREAM_BLOCK)
+    assert np.array_equal(again.view(np.uint16), fresh.view(np.uint16)) and np.count_nonzero(again.view(np.uint16))
+    # the e4m3 payload of the same name and seed is another tensor: its own blocks
+    q = KeyedE4M3("w_cache", (8, gen.STREAM_BLOCK), 5)
+    assert q.elements(0, 16).dtype == E4M3 and len({k[0] for k in gen._block_cache}) == 2

@@ -234,7 +234,7 @@ def _phase_runs(phases, represents, phase_waves, phase_grids, sample_ctas, wave_
 
 
 def _phase_weights(phase_weights, runs) -> list[float] | None:
-    """A phased launch's weights (launch's phase_weights) after checking them: one >= 1 per phase."""
+    """A phased launch's weights (launch's phase_weights) after checking them: one finite number per phase."""
     if phase_weights is None:
         return None
     if runs is None:

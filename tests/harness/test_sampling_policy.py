@@ -246,3 +246,23 @@ def test_stratified_windows_stand_for_every_item_once(seed):
         assert sum(x * (e - b) for _, b, e, x in windows) == pytest.approx(items.count, rel=1e-9)
         assert all(x >= 1 and 0 <= b < e <= items.count for _, b, e, x in windows)
         assert all(p[2] <= q[1] and p[0] < q[0] for p, q in zip(windows, windows[1:], strict=False))
+
+
+def test_the_sim_backend_reads_total_padded_at_launch_and_samples_strata(monkeypatch):
+    """A LiveRows parameter: the backend reads total_padded from device memory when the launch comes (what align
+    wrote), turns it into live grid rows (rounding up) and passes the stratified sample; without one, equal slices."""
+    from contract.device import LiveRows
+    from harness.backends.sim import SimBackend
+
+    seen = []
+    policy = SamplePolicy(2, 4096, rows_per_wave=3)
+    sim = SimBackend(sample=policy)
+    monkeypatch.setattr(sim.device, "launch", lambda kernel, grid, block, params, shared_bytes=0, **kw: seen.append(kw))
+    monkeypatch.setattr(sim, "module", lambda ptx: type("M", (), {"kernel": lambda self, e: None})())
+    monkeypatch.setattr("harness.backends.sim.wave_shape", lambda *a: {})
+    total = sim.to_device(np.array([16 * 69 + 5], np.int32))  # 70 grid rows of 16 with work (the last in part)
+    sim.launch_ptx("", "k", (64, 100, 1), 128, [LiveRows.of(total, 16)], tag="grouped_gemm")
+    sim.launch_ptx("", "k", (64, 100, 1), 128, [total], tag="grouped_gemm")
+    assert seen[0]["sample_waves"] == policy.launch_options("gemm", (64, 100, 1), live_rows=70)["sample_waves"]
+    assert seen[0]["wave_ctas"] == 64 * 3 and "sample_ctas" not in seen[0]
+    assert seen[1]["sample_ctas"] == 64 * 6 and "sample_waves" not in seen[1]

@@ -38,16 +38,18 @@ class DeviceArray:
 @dataclass(frozen=True)
 class LiveRows(DeviceArray):
     """A grouped GEMM's `total_padded` argument (a DeviceArray like any other: every backend passes its address),
-    marked with what it bounds: grid rows (grid.y) from ceil(total_padded / rows_per_grid_row) on are the routing
-    blocks past the padded total, whose CTAs exit at once (a persistent launch, with a WorkItems: the routing blocks
-    from there on, rows_per_grid_row being BM). The sim backend reads it at launch to sample the live rows and that
-    dead tail as separate strata (harness.sampling); the kernel sees nothing different. Make one with
-    `LiveRows.of(args["total_padded"], rows_per_grid_row)`."""
+    marked with what the sim backend needs to sample the launch (harness.sampling): the token rows a grid row (grid.y)
+    computes, `rows_per_grid_row` (for a persistent launch, with a WorkItems, the routing block BM), and the launch's
+    `block_expert` array. Grid rows from ceil(total_padded / rows_per_grid_row) on are the routing blocks past the
+    padded total, whose CTAs exit at once; before it, each run of blocks of one expert reads that expert's weights.
+    The sim backend reads both arrays at launch and samples whole runs of experts and that dead tail as strata; the
+    kernel sees nothing different. Make one with `LiveRows.of(args["total_padded"], rows, args["block_expert"])`."""
 
-    rows_per_grid_row: int = 1  # the token rows one grid row's CTAs compute (the routing block or token tile)
+    rows_per_grid_row: int = 1
+    block_expert: DeviceArray | None = field(default=None, compare=False)
 
     @classmethod
-    def of(cls, total_padded: DeviceArray, rows_per_grid_row: int) -> LiveRows:
+    def of(cls, total_padded: DeviceArray, rows_per_grid_row: int, block_expert: DeviceArray) -> LiveRows:
         from contract.errors import InputError
 
         if isinstance(rows_per_grid_row, bool) or not isinstance(rows_per_grid_row, (int, np.integer)) \
@@ -55,8 +57,12 @@ class LiveRows(DeviceArray):
             raise InputError(f"LiveRows.rows_per_grid_row = {rows_per_grid_row!r}: expected a positive int")
         if tuple(total_padded.shape) != (1,):
             raise InputError(f"LiveRows: total_padded has shape {tuple(total_padded.shape)}; expected (1,)")
+        if not isinstance(block_expert, DeviceArray) or len(block_expert.shape) != 1:
+            raise InputError(f"LiveRows: block_expert is a {type(block_expert).__name__} of shape "
+                             f"{tuple(getattr(block_expert, 'shape', ()))}; expected the launch's 1-D DeviceArray of "
+                             f"each routing block's expert")
         return cls(tuple(total_padded.shape), total_padded.dtype, total_padded.addr, total_padded.handle,
-                   int(rows_per_grid_row))
+                   int(rows_per_grid_row), block_expert)
 
 
 @dataclass(frozen=True)

@@ -190,8 +190,9 @@ def run(backend, args: dict, preset, **params) -> list:
     cfg = launch_config(s)
     values = {name: args[name] for name in ("a", "w", "block_expert", "total_padded", "c")}
     values.update(Kd=s.Kd, N=s.N, BM=s.BM)
-    # the sim backend samples live rows apart from the tail
-    values["total_padded"] = LiveRows.of(args["total_padded"], s.P_max // cfg.grid[1])
+    # total_padded marked: the sim backend samples the launch by experts
+    values["total_padded"] = LiveRows.of(args["total_padded"], s.P_max // cfg.grid[1],
+                                           args["block_expert"])
     record = DESCRIPTOR.launch(backend, cfg.grid, cfg.block, values, shared_bytes=cfg.shared_bytes,
                                tag=f"{KERNEL}[{s.N}x{s.Kd}]", defines=cfg.tile.defines)
     return [record]

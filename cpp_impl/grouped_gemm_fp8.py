@@ -109,7 +109,8 @@ def run(backend, args: dict, preset, **params) -> list:
     P_max, Kd, N, BM, tile = _check_args(args, preset)
     values = {name: args[name] for name in ("a", "a_scale", "w", "w_scale", "block_expert", "total_padded", "c")}
     values.update(Kd=Kd, N=N, BM=BM)
-    values["total_padded"] = LiveRows.of(args["total_padded"], tile.tm)  # the sim backend samples live rows apart
+    # total_padded marked: the sim backend samples the launch by experts
+    values["total_padded"] = LiveRows.of(args["total_padded"], tile.tm, args["block_expert"])
     grid = (N // tile.tn, P_max // tile.tm, 1)
     return [DESCRIPTOR.launch(backend, grid, (NTHREADS, 1, 1), values, tag=f"{KERNEL}[{N}x{Kd}]",
                               defines=tile.defines)]

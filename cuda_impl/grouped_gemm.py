@@ -229,5 +229,5 @@ def run(backend, args, preset, **params):
     c = view(check_shape("grouped_gemm", args, "c", (P, N)), np.uint64, "grouped_gemm", "c")
     cfg = launch_config(preset, N, tile)
     (kernel, sig), = sources(preset, tile)
-    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, w, be, LiveRows.of(total, preset.BM), c],
+    return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, w, be, LiveRows.of(total, preset.BM, be), c],
                                  cfg.shared_bytes, tag=params.get("tag", "grouped_gemm"))]

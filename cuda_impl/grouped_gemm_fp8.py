@@ -178,6 +178,6 @@ def run(backend, args, preset, **params):
     c = view(check_shape(KERNEL, args, "c", (P, N)), np.uint16, KERNEL, "c")
     cfg = launch_config(preset, N, tile)
     (kernel, sig), = sources(preset, tile)
-    live = LiveRows.of(total, preset.BM)  # total_padded, marked: the sim backend samples live rows apart
+    live = LiveRows.of(total, preset.BM, be)  # sampled by experts on sim
     return [backend.launch_numba(kernel, sig, cfg.grid, cfg.block, [a, a_scale, w, w_scale, be, live, c],
                                  cfg.shared_bytes, tag=params.get("tag", KERNEL))]

@@ -23,15 +23,15 @@ GEMM_STAGES = {"grouped_gemm": ("gemm",), "grouped_gemm_fp8": ("gemm",), "layer"
 
 
 def _gemm_fraction(p, n: int, sample) -> float:
-    """Share of a GEMM launch's work `sample` (harness.sampling.SamplePolicy) simulates: the live routing blocks of
-    its stratified sample (the live waves and the one straddling total_padded, which is not known before the launch;
-    the tail's wave exits at once and costs next to nothing) over the routing blocks; grid ~ (n / 64, n_blocks)."""
+    """Share of a GEMM launch's work `sample` (harness.sampling.SamplePolicy) simulates: the routing blocks of its
+    stratified sample's runs of one expert (about rows_per_wave each; the tail's rows exit at once and cost next to
+    nothing) over the routing blocks; grid ~ (n / 64, n_blocks)."""
     if sample is None:
         return 1.0
     policy = sample.for_preset(p)
     if policy.sampled_fraction((max(1, n // 64), p.n_blocks, 1)) >= 1.0:
         return 1.0
-    return min(1.0, (policy.waves + (policy.rows_per_wave > 1)) * policy.rows_per_wave / p.n_blocks)
+    return min(1.0, policy.waves * policy.rows_per_wave / p.n_blocks)
 
 
 def predicted_cost(kernel: str, preset, variant: str | None, sample=None) -> float:

@@ -5,22 +5,26 @@ cores. So a big tensor-core launch (a launch whose name says GEMM, with more tha
 waves and its counters are extrapolated; every other launch runs whole, so tiny/small rows and the elementwise kernels
 are checked on every element. auto: AUTO_WAVES; off: every CTA of every launch.
 
-NOTE: every GEMM path launches grid (column tiles, row blocks): a grid row is one routing block (BM rows of one
-expert) times every column tile, so a sampled row yields whole output rows. A wave (the sampled unit, and the L2
-model's: ptxsim.model.l2) is round(n_blocks / E) grid rows, the routing blocks of about one expert, whatever the
-column tile: so the up and down GEMMs of the layer (same row blocks) sample the same routing blocks and their chain
-through swiglu stays checkable, and an expert's weights are read once per wave. The device's own resident wave
-(blocks per SM x SMs) differs; the DRAM bytes this extrapolates stay within 1.5x of the minimum (tests).
+NOTE: every GEMM path launches grid (column tiles, row tiles): a grid row is BM rows of one routing block (or a
+token tile of one) times every column tile, so a sampled row yields whole output rows. The sampled unit is a run of
+one expert's grid rows (below), the same token rows on every path whatever its tiles, so the up and down GEMMs of the
+layer sample the same routing blocks and their chain through swiglu stays checkable. Without a LiveRows, a wave is
+round(n_blocks / E) grid rows (rows_per_wave: about one expert's). The device's own resident wave (blocks per SM x
+SMs) differs; the DRAM bytes this extrapolates stay within 1.5x of the minimum (tests).
 
-Strata. A grouped GEMM's grid ends in routing blocks past total_padded whose CTAs exit at once (13 % of small's, 42 %
-of dsv3-decode's, 17 % of dsv3-prefill's). Every path passes total_padded as a contract.device.LiveRows, which the
+Strata. A grouped GEMM's grid rows are runs of one expert's routing blocks (each run reads that expert's weights),
+then routing blocks past total_padded whose CTAs exit at once (13 % of small's, 42 % of dsv3-decode's, 17 % of
+dsv3-prefill's). Every path passes total_padded as a contract.device.LiveRows carrying its block_expert, which the
 sim backend reads at launch, so the live rows and that dead tail are sampled as separate strata (ptxsim's
-`sample_waves`, each wave weighted by the CTAs of its stratum): `waves` middle waves of equal parts of the live rows,
-the wave that straddles the boundary whole (weight 1), and one wave of the tail standing for all of it. Every
-stratum's share is then exact, so a few live waves suffice: the live waves of a grouped GEMM do the same work (one
-block of one expert each). A launch without a LiveRows falls back to systematic sampling, the middle wave of each of
-`unmarked_waves` equal strata of the whole grid, which puts the tail's share in the sample only to within one stratum
-(six: -2 % at small; four: -12 %; one, always live, extrapolated 2.4x the modelled time at dsv3-decode).
+`sample_ranges`, each range weighted by its stratum's CTAs over the CTAs simulated in it): `waves` whole runs of one
+expert (the middles of equal parts of the runs) standing for every live row, and rows_per_wave rows from the middle of
+the tail standing for it. Every stratum's share is exact and a sampled run reads its expert's weights once, as the
+device's blocks of that expert do together, so two runs suffice: the live runs of a grouped GEMM do the same work per
+block. (Waves of rows_per_wave rows cut experts: a 3-block wave at dsv3-prefill spans two experts' weights, which
+extrapolated 1.9x the minimum DRAM bytes.) A launch without a LiveRows falls back to systematic sampling, the
+middle wave of each of `unmarked_waves` equal strata of the whole grid, which puts the tail's share in the sample
+only to within one stratum (six: -2 % at small; four: -12 %; one, always live, extrapolated 2.4x the modelled time
+at dsv3-decode).
 
 A persistent GEMM (PTX FP8 rungs 4 and 5: one CTA per SM looping over (token tile, N tile) items) has no grid rows; it
 passes its item range as a contract.device.WorkItems, and `work_windows` picks the items of the same routing blocks
@@ -34,9 +38,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from harness.errors import InputError
 
-# live waves per sampled launch under auto (plus the boundary wave and one of the dead tail: module docstring)
+# runs of one expert's routing blocks per sampled launch under auto (plus the dead tail's middle: module docstring)
 AUTO_WAVES = 2
 # equal strata of the whole grid for a launch whose live rows are unknown (no LiveRows): six put the dead tail's share
 # in the sample within a sixth (small: -2 % against the full run; 4 waves: -12 %)
@@ -46,10 +52,10 @@ AUTO_MIN_CTAS = 4096  # launches up to this many CTAs run whole (small's GEMMs a
 
 @dataclass(frozen=True)
 class SamplePolicy:
-    """waves: live waves simulated per sampled launch (None: sampling off); unmarked_waves: equal strata of the whole
-    grid of a launch without a LiveRows (0: `waves`); rows_per_wave: grid rows per wave (SamplePolicy.for_preset: the
-    routing blocks per expert); min_ctas: launches up to this size run whole; text: the option as given ("auto",
-    "off", "4")."""
+    """waves: runs of one expert's blocks simulated per sampled launch (None: sampling off); unmarked_waves: equal
+    strata of the whole grid of a launch without a LiveRows (0: `waves`); rows_per_wave: grid rows per wave, and the
+    tail's rows sampled (SamplePolicy.for_preset: the routing blocks per expert); min_ctas: launches up to this size
+    run whole; text: the option as given ("auto", "off", "4")."""
 
     waves: int | None
     min_ctas: int = AUTO_MIN_CTAS
@@ -68,10 +74,10 @@ class SamplePolicy:
         once per block and extrapolate that: 2-3x the minimum bytes at small and dsv3-prefill)."""
         return replace(self, rows_per_wave=max(1, round(preset.n_blocks / preset.E)), routing_blocks=preset.n_blocks)
 
-    def launch_options(self, name: str, grid: tuple[int, int, int], live_rows: int | None = None) -> dict:
-        """ptxsim launch options of one launch: {} = every CTA; with `live_rows` (the grid rows below total_padded,
-        read from the launch's LiveRows) a stratified sample (sample_waves, wave_ctas); else sample_ctas and
-        wave_ctas (systematic)."""
+    def launch_options(self, name: str, grid: tuple[int, int, int], row_experts=None) -> dict:
+        """ptxsim launch options of one launch: {} = every CTA; with `row_experts` (each grid row's expert, -1 from
+        the first row past total_padded on: read from the launch's LiveRows, harness.backends.sim) a stratified
+        sample (sample_ranges, wave_ctas); else sample_ctas and wave_ctas (systematic)."""
         ncta = grid[0] * grid[1] * grid[2]
         if self.waves is None or "gemm" not in name.lower():
             return {}
@@ -90,40 +96,47 @@ class SamplePolicy:
                 f"gpu), at a smaller preset (tiny, small), or whole with --sample off")
         if ncta <= self.min_ctas:
             return {}
-        if live_rows is not None:
-            return self._strata(grid, live_rows)
+        if row_experts is not None:
+            return self._strata(grid, row_experts)
         rows = (self.unmarked_waves or self.waves) * self.rows_per_wave
         if rows >= grid[1] * grid[2]:
             return {}
         return {"sample_ctas": grid[0] * rows, "wave_ctas": grid[0] * self.rows_per_wave}
 
-    def _strata(self, grid: tuple[int, int, int], live_rows: int) -> dict:
-        """The stratified sample of a grid whose rows from `live_rows` on exit at once: `waves` middle waves of equal
-        parts of the wholly live waves, the wave straddling the boundary whole, one middle wave of the tail; each
-        weighted by the CTAs of its stratum over the CTAs simulated in it. {} when that would be every wave."""
-        width, rows, per = grid[0], grid[1] * grid[2], self.rows_per_wave
-        total = -(-rows // per)
-        live = max(0, min(rows, int(live_rows)))
-        full, straddle = live // per, live % per != 0
-        picks: dict[int, float] = {}
-        if full:
-            chosen = sorted({int((i + 0.5) * full / min(self.waves, full)) for i in range(min(self.waves, full))})
-            picks.update(dict.fromkeys(chosen, full / len(chosen)))
-        if straddle:
-            picks[full] = 1.0
-        first_dead = full + straddle
-        if first_dead < total:
-            wave = (first_dead + total - 1) // 2
-            picks[wave] = (rows - first_dead * per) / (min(rows, (wave + 1) * per) - wave * per)
-        if len(picks) == total:
+    def _strata(self, grid: tuple[int, int, int], row_experts) -> dict:
+        """The stratified sample of a grid whose rows have experts `row_experts` (-1: past total_padded): `waves`
+        runs of one expert's rows (the middles of equal parts of the runs), standing for every live row, and
+        rows_per_wave rows from the middle of the tail, standing for it; {} when that would be every row."""
+        width, rows = grid[0], grid[1] * grid[2]
+        picks = [(a * width, b * width, x) for a, b, x in self.row_strata(row_experts, rows)]
+        if sum(b - a for a, b, _ in picks) >= width * rows:
             return {}
-        return {"sample_waves": picks, "wave_ctas": width * per}
+        return {"sample_ranges": picks, "wave_ctas": width * self.rows_per_wave}
+
+    def row_strata(self, experts, rows: int) -> list[tuple[int, int, float]]:
+        """(first row, end row, weight) of the stratified sample of `rows` rows (grid rows or routing blocks) whose
+        experts are `experts` (-1 from the first row past total_padded on): the runs of one expert sampled, weighted
+        by the live rows over the rows they hold, and the tail's middle rows_per_wave rows, by its rows over theirs."""
+        experts = np.asarray(experts, np.int64).reshape(-1)[:rows]
+        live = int(np.argmax(experts < 0)) if (experts < 0).any() else rows
+        starts = [0] + [int(i) for i in np.flatnonzero(np.diff(experts[:live])) + 1]
+        runs = [(a, b) for a, b in zip(starts, starts[1:] + [live], strict=True)] if live else []
+        picks: list[tuple[int, int, float]] = []
+        if runs:
+            k = min(self.waves, len(runs))
+            chosen = [runs[i] for i in sorted({int((j + 0.5) * len(runs) / k) for j in range(k)})]
+            held = sum(b - a for a, b in chosen)
+            picks += [(a, b, live / held) for a, b in chosen]
+        if live < rows:
+            first = max(live, (live + rows - self.rows_per_wave) // 2)
+            end = min(rows, first + self.rows_per_wave)
+            picks.append((first, end, (rows - live) / (end - first)))
+        return picks
 
     def simulated_ctas(self, options: dict, grid: tuple[int, int, int]) -> int:
         """CTAs a launch with ptxsim `options` (launch_options) simulates."""
-        if "sample_waves" in options:
-            wave, ncta = options["wave_ctas"], grid[0] * grid[1] * grid[2]
-            return sum(min(ncta, (w + 1) * wave) - w * wave for w in options["sample_waves"])
+        if "sample_ranges" in options:
+            return sum(b - a for a, b, _ in options["sample_ranges"])
         return options.get("sample_ctas", grid[0] * grid[1] * grid[2])
 
     def work_windows(self, name: str, items) -> tuple[tuple[int, int, int], ...]:
@@ -155,76 +168,65 @@ class SamplePolicy:
             return ()
         return tuple(windows)
 
-    def stratified_windows(self, name: str, items, live_blocks: int) -> tuple[tuple[int, int, int, float], ...]:
-        """work_windows for a persistent launch whose routing blocks from `live_blocks` on are past total_padded (its
-        LiveRows): (wave, item begin, item end, weight), ascending; () = every item.
+    def stratified_windows(self, name: str, items, block_experts) -> tuple[tuple[int, int, int, float], ...]:
+        """work_windows for a persistent launch whose routing blocks have experts `block_experts` (-1 from the first
+        block past total_padded on: its LiveRows): (wave, item begin, item end, weight), ascending; () = every item.
 
-        Strata of items, as launch_options' of grid rows: the groups wholly inside the wholly live waves, sampled by
-        the windows of `waves` middle waves (the blocks grid-row sampling picks, widened to whole groups and clipped
-        to the stratum); the groups from there to the last live block, one window of weight 1; the groups wholly past
-        it, one middle window. Each window weighs its stratum's items over the items its stratum's windows run.
+        The blocks row_strata picks (runs of one expert, the tail's middle blocks), as items widened to whole groups
+        (WorkItems.blocks_per_group) and not overlapping; the live items (up to the first wholly dead group) and the
+        tail's are the two strata, each window weighing its stratum's items over the items its windows run. `wave`
+        is the window's first block over rows_per_wave, for the L2 model's ageing.
         """
         if self.waves is None or "gemm" not in name.lower() or items.count <= self.min_ctas:
             return ()
-        rows, group, per = self.rows_per_wave, items.blocks_per_group, items.items_per_group
-        live = max(0, min(items.blocks, int(live_blocks)))
-        full = live // rows
-
-        def floor_cut(block: int) -> int:  # the first item of the group holding `block`
-            return min(items.count, block // group * per)
-
-        def ceil_cut(block: int) -> int:  # the first item of the first group starting at or after `block`
-            return min(items.count, -(-block // group) * per)
-
-        strata = []  # (first item, end item, chosen waves)
-        chosen = sorted({int((i + 0.5) * full / min(self.waves, full)) for i in range(min(self.waves, full))}) \
-            if full else []
-        strata.append((0, floor_cut(full * rows), chosen))
-        strata.append((floor_cut(full * rows), ceil_cut(live), None))  # the boundary: whole
-        first_dead = -(-ceil_cut(live) // per) * group  # first block of the first wholly dead group
-        strata.append((ceil_cut(live), items.count, [(first_dead + items.blocks - 1) // 2 // rows]))
+        experts = np.asarray(block_experts, np.int64).reshape(-1)[: items.blocks]
+        live = int(np.argmax(experts < 0)) if (experts < 0).any() else items.blocks
+        boundary = min(items.count, -(-live // items.blocks_per_group) * items.items_per_group)
+        strata: dict[bool, list] = {True: [], False: []}  # live or tail -> [(wave, begin, end)]
+        last = 0
+        for first_block, end_block, _ in self.row_strata(experts, items.blocks):
+            begin, end = items.items_of(first_block, end_block)
+            is_live = first_block < live
+            begin, end = max(begin, last, 0 if is_live else boundary), min(end, boundary if is_live else items.count)
+            if end > begin:
+                strata[is_live].append((first_block // self.rows_per_wave, begin, end))
+                last = end
+        if not strata[False] and boundary < items.count:  # a tail inside the chosen window's clipped-off group
+            strata[False].append((boundary // items.items_per_group * items.blocks_per_group // self.rows_per_wave,
+                                  boundary, min(items.count, boundary + items.items_per_group)))
         windows: list[tuple[int, int, int, float]] = []
-        for lo, hi, waves in strata:
-            if hi <= lo:
-                continue
-            picked = []
-            for wave in ([lo // per * group // rows] if waves is None else waves):
-                begin, end = (lo, hi) if waves is None else items.items_of(wave * rows,
-                                                                           min(items.blocks, (wave + 1) * rows))
-                begin = max(begin, lo, picked[-1][2] if picked else lo, windows[-1][2] if windows else 0)
-                end = min(end, hi)
-                if end > begin:
-                    wave = max(int(wave), windows[-1][0] + 1 if windows else 0, picked[-1][0] + 1 if picked else 0)
-                    picked.append((wave, begin, end))
-            if not picked:  # every chosen window clipped away (a stratum of a group or two): its first group
-                picked.append((max(lo // per * group // rows, windows[-1][0] + 1 if windows else 0), lo,
-                               min(hi, lo + per)))
-            ran = sum(end - begin for _, begin, end in picked)
-            windows += [(wave, begin, end, (hi - lo) / ran) for wave, begin, end in picked]
+        for is_live, picked in strata.items():
+            held = sum(end - begin for _, begin, end in picked)
+            total = boundary if is_live else items.count - boundary
+            for wave, begin, end in picked:
+                wave = max(wave, windows[-1][0] + 1 if windows else 0)
+                windows.append((wave, begin, end, total / held))
         if sum(end - begin for _, begin, end, _ in windows) >= items.count:
             return ()
         return tuple(windows)
 
     def sampled_fraction(self, grid: tuple[int, int, int], name: str = "gemm", items=None,
-                         live_rows: int | None = None) -> float:
-        """The fraction of `grid`'s CTAs a launch named `name` (with `live_rows`, launch_options) simulates under this
-        policy; for a persistent launch with `items` (contract.device.WorkItems), the fraction of its items."""
+                         experts=None) -> float:
+        """The fraction of `grid`'s CTAs a launch named `name` (with `experts` per grid row, launch_options)
+        simulates under this policy; for a persistent launch with `items` (contract.device.WorkItems; `experts` per
+        routing block), the fraction of its items."""
         from harness.errors import TooSlowToSimulate
 
         if items is not None:
-            windows = self.work_windows(name, items) if live_rows is None else \
-                self.stratified_windows(name, items, live_rows)
+            windows = self.work_windows(name, items) if experts is None else \
+                self.stratified_windows(name, items, experts)
             return 1.0 if not windows else sum(w[2] - w[1] for w in windows) / items.count
         try:
-            opts = self.launch_options(name, grid, live_rows)
+            opts = self.launch_options(name, grid, experts)
         except TooSlowToSimulate:
             return 0.0
         return 1.0 if not opts else min(1.0, self.simulated_ctas(opts, grid) / (grid[0] * grid[1] * grid[2]))
 
     def live_blocks_bound(self) -> int | None:
-        """The most routing blocks with work a sampled GEMM launch simulates (a bound for estimates made before the
-        launch, which do not know total_padded): the live waves, the straddling wave, and the tail's wave (which may
-        be live where the tail is short); a launch without LiveRows its equal strata. None when sampling is off."""
+        """A bound, in routing blocks, on the weights a sampled GEMM launch touches, for estimates made before the
+        launch (which do not know the routing): `waves` experts' runs with room for a long run, the tail's rows; a
+        launch without LiveRows its equal strata. None when sampling is off. NOTE: a run is one expert's weights
+        however many blocks it has, which is what the memory estimate's blocks stand for."""
         if self.waves is None:
             return None
         return max(self.waves + 2, self.unmarked_waves or self.waves) * self.rows_per_wave

@@ -99,7 +99,7 @@ def run(backend, args: dict, preset, **params) -> list:
         raise InputError(f"ptx {KERNEL}: unknown parameter(s) {sorted(params)}; expected only 'variant'")
     P_max, Kd, N, BM = _check_args(args, preset)
     values = [args[n] for n, _ in PARAMS[:7]] + [np.uint32(Kd), np.uint32(N), np.uint32(BM)]
-    values[5] = LiveRows.of(args["total_padded"], TM)  # the sim backend samples live rows apart from the tail
+    values[5] = LiveRows.of(args["total_padded"], TM, args["block_expert"])  # sampled by experts on sim
     record = backend.launch_ptx(ptx_source(), ENTRY, (N // TN, P_max // TM, 1), (NTHREADS, 1, 1), values,
                                 shared_bytes=0, tag=f"{KERNEL}[{N}x{Kd}]")
     return [record]

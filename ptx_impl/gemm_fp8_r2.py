@@ -94,7 +94,7 @@ def run(backend, args: dict, preset, **params) -> list:
     check_params(params, RUNG)
     P_max, Kd, N, BM, tt = check_args(args, preset)
     values = [args[n] for n, _ in PARAMS[:7]] + [np.uint32(Kd), np.uint32(N), np.uint32(BM)]
-    values[5] = LiveRows.of(args["total_padded"], tt)  # the sim backend samples live rows apart from the tail
+    values[5] = LiveRows.of(args["total_padded"], tt, args["block_expert"])  # sampled by experts on sim
     record = backend.launch_ptx(ptx_source(), ENTRIES[tt], (N // tpl.WROWS, P_max // tt, 1), (NTHREADS, 1, 1),
                                 values, shared_bytes=tpl.shared_bytes(RUNG, tt), tag=f"{KERNEL}[{N}x{Kd}]")
     return [record]

@@ -81,7 +81,7 @@ def run(backend, args: dict, preset, **params) -> list:
     tmap_a, tmap_w = tensor_maps(backend, args, tt)
     values = [tmap_a, args["a_scale"], tmap_w] + [args[n] for n, _ in PARAMS[3:7]] + \
         [np.uint32(Kd), np.uint32(N), np.uint32(BM)]
-    values[5] = LiveRows.of(args["total_padded"], tt)  # the sim backend samples live rows apart from the tail
+    values[5] = LiveRows.of(args["total_padded"], tt, args["block_expert"])  # sampled by experts on sim
     record = backend.launch_ptx(ptx_source(), ENTRIES[tt], (N // tpl.WROWS, P_max // tt, 1), (NTHREADS, 1, 1),
                                 values, shared_bytes=tpl.shared_bytes(RUNG, tt), tag=f"{KERNEL}[{N}x{Kd}]")
     return [record]

@@ -130,7 +130,7 @@ def launch(backend, args: dict, sizes, grid: int, cluster: bool, weight_rows: in
     tm_a = backend.tensor_map(args["a"], box=(tokens, GROUP), swizzle=128)
     values = [tm_w, tm_a] + [args[n] for n, _ in PARAMS[2:7]] + [
         np.uint32(Kd), np.uint32(N), np.uint32(BM), np.uint32(P_max // tokens), work_items(sizes, cluster)]
-    values[5] = LiveRows.of(args["total_padded"], BM)  # per routing block: the sim backend samples live blocks apart
+    values[5] = LiveRows.of(args["total_padded"], BM, args["block_expert"])  # sampled by experts on sim
     record = backend.launch_ptx(ptx_source(tokens, cluster), template.entry(cluster, tokens), (grid, 1, 1),
                                 (template.THREADS, 1, 1), values, shared_bytes=template.shared_bytes(tokens),
                                 tag=f"{KERNEL}[{N}x{Kd}]")

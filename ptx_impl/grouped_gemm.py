@@ -171,7 +171,7 @@ def run(backend, args: dict, preset, **params) -> list:
     """
     s = _check_args(args, preset)
     cfg = launch_config(s)
-    live = LiveRows.of(args["total_padded"], s.P_max // cfg.grid[1])  # the sim backend samples live rows apart
+    live = LiveRows.of(args["total_padded"], s.P_max // cfg.grid[1], args["block_expert"])  # sampled by experts on sim
     launch_params = [args["a"], args["w"], args["block_expert"], live, args["c"],
                      np.uint32(s.Kd), np.uint32(s.N), np.uint32(s.BM)]
     record = backend.launch_ptx(_read(cfg.path), cfg.entry, cfg.grid, cfg.block, launch_params,

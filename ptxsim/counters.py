@@ -90,7 +90,7 @@ class MemCounters(Hook):
         # hit when its own CTA allocated it before. NOTE: L1 is per SM, shared by its resident CTAs, and has a
         # capacity; both are ignored (per-CTA, unbounded), which suits the small reuse distances of tiled kernels.
         self.l1_owner = lazy_zeros(nsec, np.int64)
-        # Weighted totals of a stratified sample (ptxsim.launch's sample_waves): each count also added times the
+        # Weighted totals of a stratified sample (ptxsim.launch's sample_ranges): each count also added times the
         # weight of the wave it happened in; None when every wave weighs the same (the plain counts, scaled once)
         self.weighted: WeightedCounts | None = None
 
@@ -223,7 +223,7 @@ class MemCounters(Hook):
 
 
 class WeightedCounts:
-    """Counts times the weight of the wave they happened in (a stratified sample: ptxsim.launch's sample_waves)."""
+    """Counts times the weight of the wave they happened in (a stratified sample: ptxsim.launch's sample_ranges)."""
 
     def __init__(self):
         self.weight = 1.0

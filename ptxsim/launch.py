@@ -27,7 +27,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
            max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None,
            wave_ctas: int | None = None, l2_bytes: int | None = None, phases=None, represents: float | None = None,
-           phase_waves=None, phase_grids=None, sample_waves=None, phase_weights=None):
+           phase_waves=None, phase_grids=None, sample_ranges=None, phase_weights=None):
     """Run `kernel` over `grid` x `block` threads (or, with `phases`, the whole grid once per parameter list).
 
     Args:
@@ -41,13 +41,14 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
         sanitize_report: collect findings on stats.sanitizer_reports instead of raising.
         sample_ctas: simulate about this many CTAs, as whole waves spread over the grid (at least one wave), and
             extrapolate the counters (LaunchStats.simulated_metrics keeps the simulated subset's own counts).
-        sample_waves: instead of sample_ctas, a stratified sample: {wave index: weight}, the waves (of wave_ctas CTAs,
-            in launch order) to simulate and how many of the grid's CTAs each stands for, as a multiple of its own
-            (a stratum of S CTAs sampled by waves holding s CTAs: S / s each). Counters are the weighted sum; the
-            weighted CTAs must add up to the grid. For grids whose waves differ in kind (a grouped GEMM's padding
-            blocks that exit at once after its live ones): each kind in its own stratum.
+        sample_ranges: instead of sample_ctas, a stratified sample: [(first, end, weight)], ranges of launch positions
+            (CTAs in launch order, whole clusters) to simulate, each one wave of the L2 model (index first //
+            wave_ctas), and how many of the grid's CTAs each stands for, as a multiple of its own (a stratum of S CTAs
+            sampled by ranges holding s CTAs: S / s each). Counters are the weighted sum; the weighted CTAs must add
+            up to the grid. For grids whose CTAs differ in kind: a grouped GEMM's routing blocks, one expert's
+            weights each run of them, and the padding blocks after them, which exit at once.
         wave_ctas: CTAs resident together (blocks per SM x SMs), in launch order. The unit of sampling and of the
-            L2 model's ageing. Default: with sample_ctas or sample_waves, DEFAULT_WAVE_CTAS; without, the whole grid
+            L2 model's ageing. Default: with sample_ctas or sample_ranges, DEFAULT_WAVE_CTAS; without, the whole grid
             is one wave.
         l2_bytes: L2 capacity for the DRAM counters (ptxsim.model.l2.WaveL2); None = unbounded.
         budget: warp-instruction limit (default PTXSIM_BUDGET).
@@ -114,10 +115,10 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     # grid is never materialised); waves hold whole clusters
     order = None if L.cluster is None else cta_order(grid, L.cluster)
     weights = None
-    if sample_waves is not None:
+    if sample_ranges is not None:
         if runs is not None or sample_ctas is not None:
-            raise LaunchError("sample_waves is a sample of its own: it excludes sample_ctas and phases")
-        plan, weights = _stratified_plan(ncta, sample_waves, wave_ctas, csize, order)
+            raise LaunchError("sample_ranges is a sample of its own: it excludes sample_ctas and phases")
+        plan, weights = _stratified_plan(ncta, sample_ranges, wave_ctas, csize, order)
         nrun, fraction = plan.simulated_ctas, plan.simulated_ctas / ncta
         phase_list = [(None, L, plan)]
         mem.weigh()
@@ -178,29 +179,34 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
                            sample_fraction=fraction, simulated=nrun, waves=plan)
 
 
-def _stratified_plan(ncta: int, sample_waves, wave_ctas, cluster_size: int, order) -> tuple[WavePlan, dict]:
-    """The WavePlan and {wave: weight} of a stratified sample (launch's sample_waves), checked: waves in the grid,
-    weights >= 1, and the weighted CTAs adding up to the grid's."""
+def _stratified_plan(ncta: int, sample_ranges, wave_ctas, cluster_size: int, order) -> tuple[RangePlan, dict]:
+    """The RangePlan and {wave: weight} of a stratified sample (launch's sample_ranges), checked: ranges ascending,
+    disjoint, inside the grid, of whole clusters, weights >= 1, and the weighted CTAs adding up to the grid's."""
     try:
-        items = sorted((int(w), float(x)) for w, x in dict(sample_waves).items())
+        ranges = [(int(a), int(b), float(x)) for a, b, x in sample_ranges]
     except (TypeError, ValueError):
-        raise LaunchError(f"sample_waves={sample_waves!r:.100}: expected {{wave index: weight}}") from None
-    if not items:
-        raise LaunchError("sample_waves is empty: expected at least one {wave index: weight}")
+        raise LaunchError(f"sample_ranges={sample_ranges!r:.100}: expected [(first CTA, end CTA, weight)]") from None
+    if not ranges:
+        raise LaunchError("sample_ranges is empty: expected at least one (first CTA, end CTA, weight)")
     wave = min(int(wave_ctas) if wave_ctas is not None else DEFAULT_WAVE_CTAS, ncta)
-    wave = max(cluster_size, wave // cluster_size * cluster_size)
-    plan = WavePlan(ncta, wave, tuple(w for w, _ in items), order)
-    for w, x in items:
-        if not 0 <= w < plan.total_waves:
-            raise LaunchError(f"sample_waves: wave {w} is outside the grid's {plan.total_waves} waves of {wave} CTAs")
-        if not x >= 1.0:
-            raise LaunchError(f"sample_waves: wave {w} has weight {x!r}; a simulated wave stands for at least itself "
-                              f"(weight >= 1)")
-    stood_for = sum(x * (min(ncta, (w + 1) * wave) - w * wave) for w, x in items)
+    end, waves = 0, []
+    for first, stop, weight in ranges:
+        if not end <= first < stop <= ncta:
+            raise LaunchError(f"sample_ranges: ({first}, {stop}) is not a range of the grid's {ncta} CTAs after the "
+                              f"one before it (ranges ascending and disjoint)")
+        if first % cluster_size or stop % cluster_size:
+            raise LaunchError(f"sample_ranges: ({first}, {stop}) splits a cluster of {cluster_size} CTAs")
+        if not weight >= 1.0:
+            raise LaunchError(f"sample_ranges: ({first}, {stop}) has weight {weight!r}; a simulated range stands for "
+                              f"at least itself (weight >= 1)")
+        waves.append(max(first // wave, waves[-1] + 1 if waves else 0))  # one wave each, for the L2 model
+        end = stop
+    stood_for = sum(x * (b - a) for a, b, x in ranges)
     if abs(stood_for - ncta) > 1e-6 * ncta:
-        raise LaunchError(f"sample_waves: the weighted waves stand for {stood_for:.6g} CTAs; the grid has {ncta}: "
+        raise LaunchError(f"sample_ranges: the weighted ranges stand for {stood_for:.6g} CTAs; the grid has {ncta}: "
                           f"each stratum's weight must be its CTAs over the CTAs simulated in it")
-    return plan, dict(items)
+    plan = RangePlan(ncta, wave, tuple((a, b) for a, b, _ in ranges), tuple(waves), order)
+    return plan, {w: x for w, (_, _, x) in zip(waves, ranges, strict=True)}
 
 
 def _phase_runs(phases, represents, phase_waves, phase_grids, sample_ctas, wave_ctas, args):
@@ -314,6 +320,33 @@ class WavePlan:
         never materialised)."""
         for w in self.waves:
             lo, hi = w * self.wave_ctas, min(self.ncta, (w + 1) * self.wave_ctas)
+            for start in range(lo, hi, per_batch):
+                stop = min(start + per_batch, hi)
+                yield w, (np.arange(start, stop, dtype=np.int64) if self.order is None else self.order[start:stop])
+
+
+@dataclass(frozen=True)
+class RangePlan:
+    """A stratified sample's CTAs: `ranges` of launch positions, ascending and disjoint, each simulated whole as one
+    wave of the L2 model (`waves`: their indices, ascending), out of `ncta` CTAs in waves of `wave_ctas`."""
+
+    ncta: int
+    wave_ctas: int
+    ranges: tuple
+    waves: tuple
+    order: np.ndarray | None = field(default=None, compare=False, repr=False)  # launch position -> CTA id
+
+    @property
+    def total_waves(self) -> int:
+        return max(-(-self.ncta // self.wave_ctas), self.waves[-1] + 1)
+
+    @property
+    def simulated_ctas(self) -> int:
+        return sum(b - a for a, b in self.ranges)
+
+    def batches(self, per_batch: int):
+        """(wave, CTA ids) batches of at most per_batch CTAs, range by range (a batch never holds two ranges)."""
+        for (lo, hi), w in zip(self.ranges, self.waves, strict=True):
             for start in range(lo, hi, per_batch):
                 stop = min(start + per_batch, hi)
                 yield w, (np.arange(start, stop, dtype=np.int64) if self.order is None else self.order[start:stop])

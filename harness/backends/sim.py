@@ -267,19 +267,27 @@ class SimBackend(Backend):
             mod = self._modules[ptx] = self._ptxsim.load_ptx(ptx)
         return mod
 
-    def live_rows(self, params: Sequence[LaunchArg], tag: str) -> int | None:
-        """The grid rows below total_padded of a launch whose parameters mark it (a LiveRows), read from the device
-        now (launches run in order, so what earlier launches wrote is there); None without one."""
+    def row_experts(self, params: Sequence[LaunchArg], tag: str, rows: int) -> np.ndarray | None:
+        """Each of a launch's `rows` grid rows' expert (-1 from the first row past total_padded on), read from the
+        device now (launches run in order, so what align wrote is there) when its parameters mark total_padded as a
+        LiveRows; None without one. For a persistent launch (a WorkItems), rows are routing blocks."""
         marks = [p for p in params if isinstance(p, LiveRows)]
         if not marks:
             return None
         if len(marks) > 1:
             raise InputError(f"{tag}: {len(marks)} LiveRows parameters; a grouped GEMM has one total_padded")
-        value = int(self.to_host(marks[0]).reshape(-1)[0])
-        return max(0, -(-value // marks[0].rows_per_grid_row))
+        mark = marks[0]
+        total = int(self.to_host(mark).reshape(-1)[0])
+        block_expert = self.to_host(mark.block_expert).reshape(-1).astype(np.int64)
+        row_tokens = np.arange(rows, dtype=np.int64) * mark.rows_per_grid_row
+        # a routing block's rows: P_max / blocks, P_max being the rows the launch covers
+        block_rows = max(1, rows * mark.rows_per_grid_row // max(1, block_expert.size))
+        experts = block_expert[np.minimum(row_tokens // block_rows, block_expert.size - 1)]
+        experts[row_tokens >= max(total, 0)] = -1
+        return experts
 
     def _launch(self, ptx: str, entry: str, grid, block, flat_params, shared_bytes: int, impl: str, tag: str,
-                phased: dict | None = None, live_rows: int | None = None):
+                phased: dict | None = None, row_experts: np.ndarray | None = None):
         kernel = self.module(ptx).kernel(entry)
         g, b = dim3(grid, "grid"), dim3(block, "block")
         self.sources[tag] = (ptx, entry)  # before launching: static facts are useful even when the launch fails
@@ -300,7 +308,7 @@ class SimBackend(Backend):
             # NOTE: an item is a grid path's CTA (one tile of one routing block), so it gets a CTA's budget
             extra["budget"] = max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * phased["items"])
         elif self.sample_ctas is None and self.sample is not None:
-            options = self.sample.launch_options(tag, g, live_rows)
+            options = self.sample.launch_options(tag, g, row_experts)
             if options:
                 from ptxsim.config import CONFIG
 
@@ -332,18 +340,18 @@ class SimBackend(Backend):
         items = [p for p in params if isinstance(p, WorkItems)]
         if len(items) > 1:
             raise InputError(f"{tag}: {len(items)} WorkItems parameters; a persistent kernel has one item range")
-        live = self.live_rows(params, tag)
+        g = dim3(grid, "grid")
+        experts = self.row_experts(params, tag, items[0].blocks if items else g[1] * g[2])
         windows, weights = (), None
         if items and self.sample_ctas is None and self.sample is not None:
-            if live is None:
+            if experts is None:
                 windows = self.sample.work_windows(tag, items[0])
-            else:  # the live blocks and the tail past total_padded as separate strata, each window weighted
-                windows = self.sample.stratified_windows(tag, items[0], live)
+            else:  # runs of one expert's blocks and the tail past total_padded as strata, each window weighted
+                windows = self.sample.stratified_windows(tag, items[0], experts)
                 weights = [w[3] for w in windows]
         if not windows:
             return self._launch(ptx, entry, grid, block, ptx_params(flatten_work_items(params)), shared_bytes, "ptx",
-                                tag, live_rows=live)
-        g = dim3(grid, "grid")
+                                tag, row_experts=None if items else experts)
         kernel = self.module(ptx).kernel(entry)
         ran = sum(w[2] - w[1] for w in windows)
         if weights is None:
@@ -368,5 +376,7 @@ class SimBackend(Backend):
                      tag: str = "") -> LaunchRecord:
         compiled = numba_abi.compile_numba(pyfunc, signature)
         flat = numba_abi.expand_args(compiled.pyname, compiled.arg_types, args)
+        g = dim3(grid, "grid")
         return self._launch(compiled.ptx, compiled.entry, grid, block, flat, shared_bytes, "numba",
-                            tag or compiled.pyname, live_rows=self.live_rows(args, tag or compiled.pyname))
+                            tag or compiled.pyname, row_experts=self.row_experts(args, tag or compiled.pyname,
+                                                                                 g[1] * g[2]))

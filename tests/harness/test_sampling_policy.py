@@ -53,26 +53,38 @@ def test_the_layers_up_and_down_gemms_sample_the_same_routing_blocks():
     assert rows[0] == rows[1] and len(rows[0]) == 18
 
 
-def test_live_rows_and_the_dead_tail_are_separate_strata():
-    """With total_padded known (a LiveRows), `waves` middle waves of the wholly live waves, the wave straddling the
-    boundary whole, one wave of the tail; each weighs its stratum's CTAs over its own."""
+def _experts(run_lengths, rows: int) -> np.ndarray:
+    """Experts per row: run i of run_lengths[i] rows is expert i; -1 after them (past total_padded)."""
+    out = np.full(rows, -1, np.int64)
+    out[: sum(run_lengths)] = np.repeat(np.arange(len(run_lengths)), run_lengths)
+    return out
+
+
+def test_runs_of_one_expert_and_the_dead_tail_are_separate_strata():
+    """With each row's expert known (a LiveRows), `waves` runs of one expert's rows (so a sampled run reads its
+    expert's weights once, as the device's blocks of that expert do), weighted by the live rows over theirs, and the
+    tail's middle rows_per_wave rows, weighted by the tail's rows over theirs."""
     policy = SamplePolicy(2, 4096, rows_per_wave=3)
-    # 100 grid rows of 64 CTAs, rows 0..69 live: waves 0-22 live, 23 straddles (row 69), 24-33 dead (33: one row)
-    opts = policy.launch_options("grouped_gemm", (64, 100, 1), live_rows=70)
-    assert opts == {"sample_waves": {5: 11.5, 17: 11.5, 23: 1.0, 28: 28 / 3}, "wave_ctas": 64 * 3}
-    assert policy.simulated_ctas(opts, (64, 100, 1)) == 4 * 64 * 3
-    assert policy.sampled_fraction((64, 100, 1), live_rows=70) == pytest.approx(12 / 100)
-    # no tail, no straddle: only live waves; all dead: one wave for all of it
-    assert policy.launch_options("gemm", (64, 99, 1), live_rows=99)["sample_waves"] == {8: 16.5, 24: 16.5}
-    assert policy.launch_options("gemm", (64, 99, 1), live_rows=0)["sample_waves"] == {16: 33.0}
-    # the same options without live rows: systematic, the unmarked strata (here `waves`: 2)
+    experts = _experts([3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3], 100)  # 72 live
+    opts = policy.launch_options("grouped_gemm", (64, 100, 1), experts)
+    # runs 6 ([17, 21)) and 18 ([53, 57)): 8 rows for 72; the tail's middle 3 of its 28 rows
+    assert opts == {"sample_ranges": [(17 * 64, 21 * 64, 9.0), (53 * 64, 57 * 64, 9.0),
+                                      (84 * 64, 87 * 64, 28 / 3)], "wave_ctas": 64 * 3}
+    assert policy.simulated_ctas(opts, (64, 100, 1)) == 11 * 64
+    assert policy.sampled_fraction((64, 100, 1), experts=experts) == pytest.approx(11 / 100)
+    # no tail: only runs; nothing live: the tail's rows alone
+    assert policy.launch_options("gemm", (64, 99, 1), _experts([33] * 3, 99))["sample_ranges"] == [
+        (0, 33 * 64, 1.5), (66 * 64, 99 * 64, 1.5)]
+    assert policy.launch_options("gemm", (64, 99, 1), _experts([], 99))["sample_ranges"] == [(48 * 64, 51 * 64, 33.0)]
+    # the same launch without experts: systematic, the unmarked strata (here `waves`: 2)
     assert policy.launch_options("gemm", (64, 100, 1)) == {"sample_ctas": 64 * 6, "wave_ctas": 64 * 3}
-    assert policy.launch_options("gemm", (64, 9, 1), live_rows=5) == {}  # every wave anyway: whole
+    assert policy.launch_options("gemm", (64, 9, 1), _experts([3, 2], 9)) == {}  # every row anyway: whole
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_strata_weights_always_stand_for_the_whole_grid(seed):
-    """ptxsim refuses weights whose CTAs do not add up to the grid: every (rows, live rows, wave) case passes."""
+    """ptxsim refuses weights whose CTAs do not add up to the grid: random runs of experts and tails all pass, and
+    every sampled live range is whole runs of one expert."""
     from ptxsim.launch import _stratified_plan
 
     rng = np.random.default_rng(seed)
@@ -80,11 +92,20 @@ def test_strata_weights_always_stand_for_the_whole_grid(seed):
     for _ in range(200):
         rows, per, waves = int(rng.integers(1, 400)), int(rng.integers(1, 5)), int(rng.integers(1, 7))
         width = int(rng.integers(1, 80))
-        live = int(rng.integers(0, rows + 1))
-        opts = SamplePolicy(waves, 0, rows_per_wave=per).launch_options("gemm", (width, rows, 1), live_rows=live)
+        runs = list(rng.integers(1, 6, size=int(rng.integers(0, 100))))
+        while sum(runs) > rows:
+            runs.pop()
+        experts = _experts(runs, rows)
+        opts = SamplePolicy(waves, 0, rows_per_wave=per).launch_options("gemm", (width, rows, 1), experts)
         if opts:
-            plan, weights = _stratified_plan(width * rows, opts["sample_waves"], opts["wave_ctas"], 1, None)
+            plan, weights = _stratified_plan(width * rows, opts["sample_ranges"], opts["wave_ctas"], 1, None)
             assert plan.simulated_ctas < width * rows and all(w >= 1 for w in weights.values())
+            for a, b, _ in opts["sample_ranges"]:
+                first, end = a // width, b // width
+                if experts[first] >= 0:  # a live range: whole runs, one expert
+                    assert len(set(experts[first:end])) == 1
+                    assert first == 0 or experts[first - 1] != experts[first]
+                    assert end == rows or experts[end] != experts[first]
 
 
 def test_a_sampled_launch_gets_a_budget_for_its_ctas(monkeypatch):
@@ -210,22 +231,22 @@ def test_work_items_map_blocks_to_item_ranges_and_flatten_to_the_whole_work():
         WorkItems(5, 0)
 
 
-def test_persistent_windows_with_live_blocks_are_strata_too():
-    """Rung 5 at dsv3-decode (pair items, two blocks a group), 203 live blocks of 304: two live windows (the live
-    blocks grid-row sampling picks, widened to their pairs), the pair straddling the boundary whole, one tail pair;
-    the live windows are the same routing blocks a grid path simulates for the same live rows."""
+def test_persistent_windows_are_the_runs_grid_rows_sample():
+    """Rung 5 at dsv3-decode (pair items, two blocks a group): the windows hold the same runs of one expert's blocks
+    as a grid path's sample (widened to whole pairs), and the tail's middle pair; each weighs its stratum's items."""
     from contract.device import WorkItems
 
     p = get_preset("dsv3-decode")
     policy = parse_sample("auto").for_preset(p)
+    experts = _experts([1, 2] * 67 + [1], p.n_blocks)  # 202 live blocks in 135 runs
     items = WorkItems(-(-p.n_blocks // 2) * 32, p.n_blocks, 2, 32)
-    windows = policy.stratified_windows("grouped_gemm_fp8", items, 203)
-    assert [(b // 32, e // 32) for _, b, e, _ in windows] == [(25, 26), (76, 77), (101, 102), (126, 127)]
-    assert [w for w, _, _, _ in windows] == [50, 152, 202, 253]
-    assert [x for *_, x in windows] == [50.5, 50.5, 1.0, 50.0]
-    grid = policy.launch_options("grouped_gemm", (64, p.n_blocks, 1), live_rows=203)["sample_waves"]
-    assert sorted(grid)[:2] == [50, 152] and len(grid) == 3  # grid rows: the same live blocks (no pair to straddle)
-    assert [x for *_, x in policy.stratified_windows("grouped_gemm_fp8", items, p.n_blocks)] == [76, 76]  # all live
+    windows = policy.stratified_windows("grouped_gemm_fp8", items, experts)
+    grid = policy.launch_options("grouped_gemm", (64, p.n_blocks, 1), experts)["sample_ranges"]
+    rows = [(a // 64, b // 64) for a, b, _ in grid]
+    assert rows == [(49, 51), (151, 153), (252, 253)]  # runs 33 and 101 (two blocks each), the tail's middle block
+    assert [(b // 32, e // 32) for _, b, e, _ in windows] == [(24, 26), (75, 77), (126, 127)]  # their pairs
+    assert [x for *_, x in windows] == [101 / 4] * 2 + [51.0]  # 101 live pairs for 4; 51 of the tail for 1
+    assert [w for w, *_ in windows] == [49, 151, 252]
 
 
 @pytest.mark.parametrize("seed", range(2))
@@ -240,7 +261,10 @@ def test_stratified_windows_stand_for_every_item_once(seed):
         blocks, group, per = int(rng.integers(1, 500)), int(rng.integers(1, 3)), int(rng.integers(1, 40))
         items = WorkItems(-(-blocks // group) * per, blocks, group, per)
         policy = SamplePolicy(int(rng.integers(1, 5)), 0, rows_per_wave=int(rng.integers(1, 5)))
-        windows = policy.stratified_windows("gemm", items, int(rng.integers(0, blocks + 1)))
+        runs = list(rng.integers(1, 5, size=int(rng.integers(0, 200))))
+        while sum(runs) > blocks:
+            runs.pop()
+        windows = policy.stratified_windows("gemm", items, _experts(runs, blocks))
         if not windows:
             continue
         assert sum(x * (e - b) for _, b, e, x in windows) == pytest.approx(items.count, rel=1e-9)
@@ -249,8 +273,9 @@ def test_stratified_windows_stand_for_every_item_once(seed):
 
 
 def test_the_sim_backend_reads_total_padded_at_launch_and_samples_strata(monkeypatch):
-    """A LiveRows parameter: the backend reads total_padded from device memory when the launch comes (what align
-    wrote), turns it into live grid rows (rounding up) and passes the stratified sample; without one, equal slices."""
+    """A LiveRows parameter: the backend reads total_padded and block_expert from device memory when the launch comes
+    (what align wrote), gives each grid row its block's expert (-1 past total_padded, the straddling row live) and
+    passes the stratified sample; without one, equal slices."""
     from contract.device import LiveRows
     from harness.backends.sim import SimBackend
 
@@ -261,8 +286,10 @@ def test_the_sim_backend_reads_total_padded_at_launch_and_samples_strata(monkeyp
     monkeypatch.setattr(sim, "module", lambda ptx: type("M", (), {"kernel": lambda self, e: None})())
     monkeypatch.setattr("harness.backends.sim.wave_shape", lambda *a: {})
     total = sim.to_device(np.array([16 * 69 + 5], np.int32))  # 70 grid rows of 16 with work (the last in part)
-    sim.launch_ptx("", "k", (64, 100, 1), 128, [LiveRows.of(total, 16)], tag="grouped_gemm")
+    block_expert = sim.to_device(np.repeat(np.arange(25, dtype=np.int32), 2))  # 50 blocks of 32 rows: 2 grid rows
+    sim.launch_ptx("", "k", (64, 100, 1), 128, [LiveRows.of(total, 16, block_expert)], tag="grouped_gemm")
     sim.launch_ptx("", "k", (64, 100, 1), 128, [total], tag="grouped_gemm")
-    assert seen[0]["sample_waves"] == policy.launch_options("gemm", (64, 100, 1), live_rows=70)["sample_waves"]
+    experts = np.where(np.arange(100) < 70, np.arange(100) // 4, -1)  # 4 grid rows an expert, 70 live
+    assert seen[0]["sample_ranges"] == policy.launch_options("gemm", (64, 100, 1), experts)["sample_ranges"]
     assert seen[0]["wave_ctas"] == 64 * 3 and "sample_ctas" not in seen[0]
-    assert seen[1]["sample_ctas"] == 64 * 6 and "sample_waves" not in seen[1]
+    assert seen[1]["sample_ctas"] == 64 * 6 and "sample_ranges" not in seen[1]

@@ -50,12 +50,13 @@ def test_sampled_windows_pass_the_check_on_what_ran_with_dram_near_the_minimum(r
 
     result, record, c, inputs, ratio = _run(rung, variant, sample=_forced())
     assert result.ok, result.message
-    # the live blocks and the tail past total_padded are strata (the kernel's total_padded is a LiveRows)
+    # runs of one expert's blocks and the tail past total_padded are strata (the kernel's total_padded is a LiveRows)
     items = gemm_fp8_r4.work_items((SMALL.P_max, 0, c.shape[1], SMALL.BM, SMALL.E), rung == 5)
     live_blocks = -(-int(inputs["total_padded"][0]) // SMALL.BM)
-    windows = _forced().stratified_windows(record.name, items, live_blocks)
+    experts = np.where(np.arange(SMALL.n_blocks) < live_blocks, inputs["block_expert"], -1)
+    windows = _forced().stratified_windows(record.name, items, experts)
     # plus a last phase of no items that counts one CTA's setup (weighted so the launch sets up once a CTA)
-    assert record.stats.waves["phases"] == len(windows) + 1 >= 4 and tuple(record.grid)[0] == 132
+    assert record.stats.waves["phases"] == len(windows) + 1 >= 3 and tuple(record.grid)[0] == 132
     # what ran: whole rows of exactly the windows' routing blocks (rung 5: widened to whole pairs)
     per_block = items.items_per_group // items.blocks_per_group
     expect = sorted({i // per_block for _, b, e, _ in windows for i in range(b, e)})

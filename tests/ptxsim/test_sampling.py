@@ -89,7 +89,7 @@ def test_stratified_waves_weigh_each_stratum_by_the_ctas_it_stands_for():
     full = _run_tailed(np.zeros(GRID * 32, np.uint32), wave_ctas=8)
     # waves 0-4 live, 5-7 the tail: one wave of each, weighted 5 and 3
     out = np.zeros(GRID * 32, np.uint32)
-    s = _run_tailed(out, wave_ctas=8, sample_waves={2: 5, 6: 3})
+    s = _run_tailed(out, wave_ctas=8, sample_ranges=[(16, 24, 5), (48, 56, 3)])
     for k in ("smsp__inst_executed.sum", "smsp__thread_inst_executed.sum", "dram__bytes_read.sum",
               "dram__bytes_write.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"):
         assert s.metrics[k] == full.metrics[k], k
@@ -103,12 +103,23 @@ def test_stratified_waves_weigh_each_stratum_by_the_ctas_it_stands_for():
 
 
 @pytest.mark.parametrize("kw, msg", [
-    ({"sample_waves": {2: 5, 6: 2}}, "stand for 56 CTAs; the grid has 64"),
-    ({"sample_waves": {9: 8}}, "wave 9 is outside the grid's 8 waves of 8 CTAs"),
-    ({"sample_waves": {0: 0.5, 1: 7.5}}, "wave 0 has weight 0.5"),
-    ({"sample_waves": {}}, "sample_waves is empty"),
-    ({"sample_waves": {2: 8}, "sample_ctas": 8}, "excludes sample_ctas and phases"),
+    ({"sample_ranges": [(16, 24, 5), (48, 56, 2)]}, "stand for 56 CTAs; the grid has 64"),
+    ({"sample_ranges": [(60, 72, 8)]}, r"\(60, 72\) is not a range of the grid's 64 CTAs"),
+    ({"sample_ranges": [(16, 24, 4), (20, 28, 4)]}, r"\(20, 28\) is not a range .* ascending and disjoint"),
+    ({"sample_ranges": [(0, 8, 0.5), (8, 16, 7.5)]}, r"\(0, 8\) has weight 0.5"),
+    ({"sample_ranges": []}, "sample_ranges is empty"),
+    ({"sample_ranges": [(16, 24, 8)], "sample_ctas": 8}, "excludes sample_ctas and phases"),
 ])
 def test_bad_stratified_samples_are_launch_errors(kw, msg):
     with pytest.raises(ptxsim.LaunchError, match=msg):
         _run_tailed(np.zeros(GRID * 32, np.uint32), wave_ctas=8, **kw)
+
+
+def test_stratified_ranges_need_not_be_whole_waves():
+    """Ranges of any length (a grouped GEMM's runs of one expert's blocks): 12 live CTAs standing for 40, 4 of the
+    tail for 24; the L2 sees one wave per range."""
+    full = _run_tailed(np.zeros(GRID * 32, np.uint32), wave_ctas=8)
+    s = _run_tailed(np.zeros(GRID * 32, np.uint32), wave_ctas=8, sample_ranges=[(8, 20, 40 / 12), (50, 54, 6)])
+    for k in ("smsp__inst_executed.sum", "dram__bytes_write.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"):
+        assert s.metrics[k] == pytest.approx(full.metrics[k], rel=1e-12), k
+    assert s.simulated_ctas == 16 and s.waves["simulated_waves"] == 2

@@ -21,7 +21,7 @@ def test_live_rows_is_the_same_device_array_with_its_rows_per_grid_row():
     (TOTAL, True, BLOCKS, r"rows_per_grid_row = True"),
     (TOTAL, 16.0, BLOCKS, r"rows_per_grid_row = 16.0"),
     (DeviceArray((2,), np.dtype(np.int32), 0x1000), 16, BLOCKS, r"total_padded has shape \(2,\); expected \(1,\)"),
-    (TOTAL, 16, np.zeros(76, np.int32), r"block_expert is a ndarray of shape \(76,\); expected the launch's 1-D DeviceArray"),
+    (TOTAL, 16, np.zeros(76, np.int32), r"block_expert is a ndarray of shape \(76,\); expected the launch's 1-D"),
 ])
 def test_a_bad_live_rows_is_an_input_error(array, rows, blocks, msg):
     with pytest.raises(InputError, match=msg):

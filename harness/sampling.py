@@ -233,8 +233,8 @@ class SamplePolicy:
 
 
 def parse_sample(value: str | int | None) -> SamplePolicy:
-    """--sample as a SamplePolicy: "auto" (or None), "off", or a positive number of live waves per sampled launch
-    (also the equal strata of a launch whose live rows are unknown).
+    """--sample as a SamplePolicy: "auto" (or None), "off", or a positive number of waves (runs of one expert's
+    routing blocks) per sampled launch (also the equal strata of a launch whose routing is unknown).
 
     Raises:
         InputError: naming the value and what is expected.
@@ -249,6 +249,6 @@ def parse_sample(value: str | int | None) -> SamplePolicy:
     except ValueError:
         waves = 0
     if waves < 1:
-        raise InputError(f"--sample {value!r}: expected auto, off, or a positive number of live waves (each the "
-                         f"routing blocks of about one expert) every big GEMM launch simulates")
+        raise InputError(f"--sample {value!r}: expected auto, off, or a positive number of waves (each the routing "
+                         f"blocks of one expert) every big GEMM launch simulates")
     return SamplePolicy(waves, AUTO_MIN_CTAS, text=str(waves))

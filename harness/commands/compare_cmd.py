@@ -55,12 +55,12 @@ def register(subparsers) -> None:
                              "racecheck, initcheck, synccheck, nc); a row with findings fails and names them. On gpu "
                              "use compute-sanitizer instead")
     parser.add_argument("--sample", metavar="auto|off|N",
-                        help="sim: big GEMM launches (DeepSeek-V3 shapes) simulate N waves of their live routing "
-                             "blocks (a wave: the blocks of about one expert; a persistent GEMM: the same blocks' work "
-                             "items), the wave straddling total_padded and one of the blocks past it, each weighted by "
-                             "the part of the grid it stands for, and extrapolate the counters; their check covers "
-                             "exactly what ran. auto (the default): N = 2 for launches over 4096 CTAs, so tiny and "
-                             "small run every CTA; off: every CTA of every launch (hours at dsv3)")
+                        help="sim: big GEMM launches (DeepSeek-V3 shapes) simulate N waves, each the routing blocks "
+                             "of one expert (a persistent GEMM: the same blocks' work items), and the middle of the "
+                             "blocks past total_padded, each weighted by the part of the grid it stands for, and "
+                             "extrapolate the counters; their check covers exactly what ran. auto (the default): N = 2 "
+                             "for launches over 4096 CTAs, so tiny and small run every CTA; off: every CTA of every "
+                             "launch (hours at dsv3)")
     parser.add_argument("--no-model-estimate", action="store_true",
                         help="gpu: do not record the timing model's estimate next to each measurement (it costs a "
                              "sampled ptxsim run per row)")

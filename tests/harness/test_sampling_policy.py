@@ -16,7 +16,7 @@ def test_parse_auto_off_and_a_number():
 
 @pytest.mark.parametrize("bad", ["0", "-2", "many", "1.5", ""])
 def test_a_bad_value_names_itself_and_the_choices(bad):
-    with pytest.raises(InputError, match=rf"--sample '{bad}'.*auto, off, or a positive number of live waves"):
+    with pytest.raises(InputError, match=rf"--sample '{bad}'.*auto, off, or a positive number of waves"):
         parse_sample(bad)
 
 

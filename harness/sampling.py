@@ -113,10 +113,13 @@ class SamplePolicy:
             return {}
         return {"sample_ranges": picks, "wave_ctas": width * self.rows_per_wave}
 
-    def row_strata(self, experts, rows: int) -> list[tuple[int, int, float]]:
+    def row_strata(self, experts, rows: int, align: int = 1) -> list[tuple[int, int, float]]:
         """(first row, end row, weight) of the stratified sample of `rows` rows (grid rows or routing blocks) whose
         experts are `experts` (-1 from the first row past total_padded on): the runs of one expert sampled, weighted
-        by the live rows over the rows they hold, and the tail's middle rows_per_wave rows, by its rows over theirs."""
+        by the live rows over the rows they hold, and the tail's middle rows_per_wave rows, by its rows over theirs.
+        With `align` > 1 (a persistent kernel's items span `align` blocks), each sampled run is the nearest one to its
+        stratum's middle that starts and ends on a multiple of `align`, where there is one: a window widened to whole
+        items would otherwise take in a block of the neighbouring expert, and read its weights too."""
         experts = np.asarray(experts, np.int64).reshape(-1)[:rows]
         live = int(np.argmax(experts < 0)) if (experts < 0).any() else rows
         starts = [0] + [int(i) for i in np.flatnonzero(np.diff(experts[:live])) + 1]
@@ -124,7 +127,12 @@ class SamplePolicy:
         picks: list[tuple[int, int, float]] = []
         if runs:
             k = min(self.waves, len(runs))
-            chosen = [runs[i] for i in sorted({int((j + 0.5) * len(runs) / k) for j in range(k)})]
+            targets = sorted({int((j + 0.5) * len(runs) / k) for j in range(k)})
+            if align > 1:
+                aligned = [i for i, (a, b) in enumerate(runs) if a % align == 0 and b % align == 0]
+                if aligned:
+                    targets = sorted({min(aligned, key=lambda i, t=t: (abs(i - t), i)) for t in targets})
+            chosen = [runs[i] for i in targets]
             held = sum(b - a for a, b in chosen)
             picks += [(a, b, live / held) for a, b in chosen]
         if live < rows:
@@ -184,7 +192,7 @@ class SamplePolicy:
         boundary = min(items.count, -(-live // items.blocks_per_group) * items.items_per_group)
         strata: dict[bool, list] = {True: [], False: []}  # live or tail -> [(wave, begin, end)]
         last = 0
-        for first_block, end_block, _ in self.row_strata(experts, items.blocks):
+        for first_block, end_block, _ in self.row_strata(experts, items.blocks, items.blocks_per_group):
             begin, end = items.items_of(first_block, end_block)
             is_live = first_block < live
             begin, end = max(begin, last, 0 if is_live else boundary), min(end, boundary if is_live else items.count)

@@ -231,22 +231,25 @@ def test_work_items_map_blocks_to_item_ranges_and_flatten_to_the_whole_work():
         WorkItems(5, 0)
 
 
-def test_persistent_windows_are_the_runs_grid_rows_sample():
-    """Rung 5 at dsv3-decode (pair items, two blocks a group): the windows hold the same runs of one expert's blocks
-    as a grid path's sample (widened to whole pairs), and the tail's middle pair; each weighs its stratum's items."""
+def test_persistent_windows_are_runs_of_one_expert_on_whole_items():
+    """Rung 5 at dsv3-decode (pair items, two blocks a group): a grid path samples runs 33 and 101 of one expert's
+    blocks; the persistent windows take the nearest runs that start and end on a pair (else a pair would take in a
+    block of the neighbouring expert and read its weights), and the tail's middle pair; each weighs its stratum."""
     from contract.device import WorkItems
 
     p = get_preset("dsv3-decode")
     policy = parse_sample("auto").for_preset(p)
-    experts = _experts([1, 2] * 67 + [1], p.n_blocks)  # 202 live blocks in 135 runs
+    experts = _experts([1, 2] * 67 + [1], p.n_blocks)  # 202 live blocks in 135 runs; runs 4j+3 are [6j+4, 6j+6)
     items = WorkItems(-(-p.n_blocks // 2) * 32, p.n_blocks, 2, 32)
     windows = policy.stratified_windows("grouped_gemm_fp8", items, experts)
     grid = policy.launch_options("grouped_gemm", (64, p.n_blocks, 1), experts)["sample_ranges"]
-    rows = [(a // 64, b // 64) for a, b, _ in grid]
-    assert rows == [(49, 51), (151, 153), (252, 253)]  # runs 33 and 101 (two blocks each), the tail's middle block
-    assert [(b // 32, e // 32) for _, b, e, _ in windows] == [(24, 26), (75, 77), (126, 127)]  # their pairs
-    assert [x for *_, x in windows] == [101 / 4] * 2 + [51.0]  # 101 live pairs for 4; 51 of the tail for 1
-    assert [w for w, *_ in windows] == [49, 151, 252]
+    assert [(a // 64, b // 64) for a, b, _ in grid] == [(49, 51), (151, 153), (252, 253)]
+    assert [(b // 32, e // 32) for _, b, e, _ in windows] == [(23, 24), (74, 75), (126, 127)]  # runs 31 and 99
+    assert [x for *_, x in windows] == [101 / 2] * 2 + [51.0]  # 101 live pairs for 2; 51 of the tail for 1
+    assert [w for w, *_ in windows] == [46, 148, 252]
+    # without an aligned run, the chosen runs widened to whole pairs
+    odd = policy.stratified_windows("grouped_gemm_fp8", items, _experts([3] * 67, p.n_blocks))
+    assert [(b // 32, e // 32) for _, b, e, _ in odd][:2] == [(24, 26), (75, 77)]
 
 
 @pytest.mark.parametrize("seed", range(2))

@@ -117,9 +117,9 @@ class SamplePolicy:
         """(first row, end row, weight) of the stratified sample of `rows` rows (grid rows or routing blocks) whose
         experts are `experts` (-1 from the first row past total_padded on): the runs of one expert sampled, weighted
         by the live rows over the rows they hold, and the tail's middle rows_per_wave rows, by its rows over theirs.
-        With `align` > 1 (a persistent kernel's items span `align` blocks), each sampled run is the nearest one to its
-        stratum's middle that starts and ends on a multiple of `align`, where there is one: a window widened to whole
-        items would otherwise take in a block of the neighbouring expert, and read its weights too."""
+        With `align` > 1 (a persistent kernel's items span `align` blocks), each sampled run grows by its neighbouring
+        runs until it starts and ends on a multiple of `align` (or at the last live row): a window widened to whole
+        items would otherwise take in one block of a neighbouring expert and read all its weights for that block."""
         experts = np.asarray(experts, np.int64).reshape(-1)[:rows]
         live = int(np.argmax(experts < 0)) if (experts < 0).any() else rows
         starts = [0] + [int(i) for i in np.flatnonzero(np.diff(experts[:live])) + 1]
@@ -127,12 +127,9 @@ class SamplePolicy:
         picks: list[tuple[int, int, float]] = []
         if runs:
             k = min(self.waves, len(runs))
-            targets = sorted({int((j + 0.5) * len(runs) / k) for j in range(k)})
+            chosen = [runs[i] for i in sorted({int((j + 0.5) * len(runs) / k) for j in range(k)})]
             if align > 1:
-                aligned = [i for i, (a, b) in enumerate(runs) if a % align == 0 and b % align == 0]
-                if aligned:
-                    targets = sorted({min(aligned, key=lambda i, t=t: (abs(i - t), i)) for t in targets})
-            chosen = [runs[i] for i in targets]
+                chosen = _whole_items(chosen, starts, live, align)
             held = sum(b - a for a, b in chosen)
             picks += [(a, b, live / held) for a, b in chosen]
         if live < rows:
@@ -238,6 +235,24 @@ class SamplePolicy:
         if self.waves is None:
             return None
         return max(self.waves + 2, self.unmarked_waves or self.waves) * self.rows_per_wave
+
+
+def _whole_items(chosen: list[tuple[int, int]], starts: list[int], live: int, align: int) -> list[tuple[int, int]]:
+    """Each (first, end) run grown by whole neighbouring runs (`starts`: every run's first row) until both ends are
+    multiples of `align` or the end is the last live row; overlapping results merged."""
+    import bisect
+
+    grown: list[tuple[int, int]] = []
+    for a, b in chosen:
+        while a % align:  # take in the run holding row a - 1
+            a = starts[bisect.bisect_right(starts, a - 1) - 1]
+        while b % align and b < live:  # take in the run starting at b
+            i = bisect.bisect_right(starts, b)
+            b = starts[i] if i < len(starts) else live
+        if grown and a < grown[-1][1]:
+            a = grown.pop()[0]
+        grown.append((a, b))
+    return grown
 
 
 def parse_sample(value: str | int | None) -> SamplePolicy:

@@ -231,25 +231,26 @@ def test_work_items_map_blocks_to_item_ranges_and_flatten_to_the_whole_work():
         WorkItems(5, 0)
 
 
-def test_persistent_windows_are_runs_of_one_expert_on_whole_items():
-    """Rung 5 at dsv3-decode (pair items, two blocks a group): a grid path samples runs 33 and 101 of one expert's
-    blocks; the persistent windows take the nearest runs that start and end on a pair (else a pair would take in a
-    block of the neighbouring expert and read its weights), and the tail's middle pair; each weighs its stratum."""
+def test_persistent_windows_are_runs_of_one_expert_grown_to_whole_items():
+    """Rung 5 at dsv3-decode (pair items, two blocks a group): the windows are the runs a grid path samples, each
+    grown by whole neighbouring runs until it starts and ends on a pair (else a pair would take in one block of the
+    neighbouring expert and read all its weights for it), and the tail's middle pair; each weighs its stratum."""
     from contract.device import WorkItems
 
     p = get_preset("dsv3-decode")
     policy = parse_sample("auto").for_preset(p)
-    experts = _experts([1, 2] * 67 + [1], p.n_blocks)  # 202 live blocks in 135 runs; runs 4j+3 are [6j+4, 6j+6)
+    experts = _experts([1, 2] * 67 + [1], p.n_blocks)  # 202 live blocks in 135 runs: [0,1) [1,3) [3,4) [4,6) ...
     items = WorkItems(-(-p.n_blocks // 2) * 32, p.n_blocks, 2, 32)
     windows = policy.stratified_windows("grouped_gemm_fp8", items, experts)
     grid = policy.launch_options("grouped_gemm", (64, p.n_blocks, 1), experts)["sample_ranges"]
-    assert [(a // 64, b // 64) for a, b, _ in grid] == [(49, 51), (151, 153), (252, 253)]
-    assert [(b // 32, e // 32) for _, b, e, _ in windows] == [(23, 24), (74, 75), (126, 127)]  # runs 31 and 99
-    assert [x for *_, x in windows] == [101 / 2] * 2 + [51.0]  # 101 live pairs for 2; 51 of the tail for 1
-    assert [w for w, *_ in windows] == [46, 148, 252]
-    # without an aligned run, the chosen runs widened to whole pairs
-    odd = policy.stratified_windows("grouped_gemm_fp8", items, _experts([3] * 67, p.n_blocks))
-    assert [(b // 32, e // 32) for _, b, e, _ in odd][:2] == [(24, 26), (75, 77)]
+    assert [(a // 64, b // 64) for a, b, _ in grid] == [(49, 51), (151, 153), (252, 253)]  # runs 33, 101; the tail
+    # run 33 [49, 51) grows by run 32 [48, 49): blocks [48, 51) ... and run 34 [51, 52): [48, 52), pairs 24-25
+    assert [(b // 32, e // 32) for _, b, e, _ in windows] == [(24, 26), (75, 77), (126, 127)]
+    assert [x for *_, x in windows] == [101 / 4] * 2 + [51.0]  # 101 live pairs for 4; 51 of the tail for 1
+    assert [w for w, *_ in windows] == [48, 150, 252]
+    # runs of 3 blocks: each chosen run grows by its right neighbour, 6 blocks, 3 whole pairs, two experts' weights
+    threes = policy.stratified_windows("grouped_gemm_fp8", items, _experts([3] * 67, p.n_blocks))
+    assert [(b // 32, e // 32) for _, b, e, _ in threes][:2] == [(24, 27), (75, 78)]
 
 
 @pytest.mark.parametrize("seed", range(2))

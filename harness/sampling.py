@@ -115,8 +115,9 @@ class SamplePolicy:
 
     def row_strata(self, experts, rows: int, align: int = 1) -> list[tuple[int, int, float]]:
         """(first row, end row, weight) of the stratified sample of `rows` rows (grid rows or routing blocks) whose
-        experts are `experts` (-1 from the first row past total_padded on): the runs of one expert sampled, weighted
-        by the live rows over the rows they hold, and the tail's middle rows_per_wave rows, by its rows over theirs.
+        experts are `experts` (-1 from the first row past total_padded on): `waves` runs of one expert (_balanced_runs),
+        weighted by the live rows over the rows they hold, and the tail's middle rows_per_wave rows, by its rows over
+        theirs.
         With `align` > 1 (a persistent kernel's items span `align` blocks), each sampled run grows by its neighbouring
         runs until it starts and ends on a multiple of `align` (or at the last live row): a window widened to whole
         items would otherwise take in one block of a neighbouring expert and read all its weights for that block."""
@@ -126,8 +127,7 @@ class SamplePolicy:
         runs = [(a, b) for a, b in zip(starts, starts[1:] + [live], strict=True)] if live else []
         picks: list[tuple[int, int, float]] = []
         if runs:
-            k = min(self.waves, len(runs))
-            chosen = [runs[i] for i in sorted({int((j + 0.5) * len(runs) / k) for j in range(k)})]
+            chosen = _balanced_runs(runs, min(self.waves, len(runs)), live)
             if align > 1:
                 chosen = _whole_items(chosen, starts, live, align)
             held = sum(b - a for a, b in chosen)
@@ -235,6 +235,24 @@ class SamplePolicy:
         if self.waves is None:
             return None
         return max(self.waves + 2, self.unmarked_waves or self.waves) * self.rows_per_wave
+
+
+def _balanced_runs(runs: list[tuple[int, int]], k: int, live: int) -> list[tuple[int, int]]:
+    """k runs, one near the middle of each of k equal parts of `runs`, whose lengths add up to about k times the mean
+    run length. NOTE: one weight extrapolates both what scales with rows (instructions, activations) and what scales
+    with experts (weights, read once a run); they agree only if the sampled runs have the mean length. Runs' lengths
+    vary (1-6 blocks at dsv3-prefill, balanced): the plain middles picked long runs there and extrapolated 0.58x the
+    minimum DRAM bytes. So the lengths are fixed first (as even as the total allows) and each part takes its run of
+    that length nearest its middle (else the nearest length, nearer the middle first)."""
+    total = max(k, round(k * live / len(runs)))
+    wanted = [total // k + (j < total % k) for j in range(k)]
+    chosen: set[int] = set()
+    for j in range(k):
+        middle = int((j + 0.5) * len(runs) / k)
+        best = min((i for i in range(len(runs)) if i not in chosen),
+                   key=lambda i, m=middle, w=wanted[j]: (abs(runs[i][1] - runs[i][0] - w), abs(i - m), i))
+        chosen.add(best)
+    return [runs[i] for i in sorted(chosen)]
 
 
 def _whole_items(chosen: list[tuple[int, int]], starts: list[int], live: int, align: int) -> list[tuple[int, int]]:

@@ -67,11 +67,12 @@ def test_runs_of_one_expert_and_the_dead_tail_are_separate_strata():
     policy = SamplePolicy(2, 4096, rows_per_wave=3)
     experts = _experts([3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3], 100)  # 72 live
     opts = policy.launch_options("grouped_gemm", (64, 100, 1), experts)
-    # runs 6 ([17, 21)) and 18 ([53, 57)): 8 rows for 72; the tail's middle 3 of its 28 rows
-    assert opts == {"sample_ranges": [(17 * 64, 21 * 64, 9.0), (53 * 64, 57 * 64, 9.0),
+    # mean run 3 rows: runs 7 ([21, 24)) and 19 ([57, 60)), the 3-row runs nearest the middles 6 and 18: 6 rows for
+    # 72; the tail's middle 3 of its 28 rows
+    assert opts == {"sample_ranges": [(21 * 64, 24 * 64, 12.0), (57 * 64, 60 * 64, 12.0),
                                       (84 * 64, 87 * 64, 28 / 3)], "wave_ctas": 64 * 3}
-    assert policy.simulated_ctas(opts, (64, 100, 1)) == 11 * 64
-    assert policy.sampled_fraction((64, 100, 1), experts=experts) == pytest.approx(11 / 100)
+    assert policy.simulated_ctas(opts, (64, 100, 1)) == 9 * 64
+    assert policy.sampled_fraction((64, 100, 1), experts=experts) == pytest.approx(9 / 100)
     # no tail: only runs; nothing live: the tail's rows alone
     assert policy.launch_options("gemm", (64, 99, 1), _experts([33] * 3, 99))["sample_ranges"] == [
         (0, 33 * 64, 1.5), (66 * 64, 99 * 64, 1.5)]
@@ -243,14 +244,27 @@ def test_persistent_windows_are_runs_of_one_expert_grown_to_whole_items():
     items = WorkItems(-(-p.n_blocks // 2) * 32, p.n_blocks, 2, 32)
     windows = policy.stratified_windows("grouped_gemm_fp8", items, experts)
     grid = policy.launch_options("grouped_gemm", (64, p.n_blocks, 1), experts)["sample_ranges"]
-    assert [(a // 64, b // 64) for a, b, _ in grid] == [(49, 51), (151, 153), (252, 253)]  # runs 33, 101; the tail
-    # run 33 [49, 51) grows by run 32 [48, 49): blocks [48, 51) ... and run 34 [51, 52): [48, 52), pairs 24-25
+    # mean run 1.5 blocks: 3 blocks, a 2-block run near run 33 and a 1-block one near run 101; the tail's middle
+    assert [(a // 64, b // 64) for a, b, _ in grid] == [(49, 51), (150, 151), (252, 253)]
+    # run 33 [49, 51) grows by run 32 [48, 49) and run 34 [51, 52): pairs 24-25; run 100 [150, 151) by runs 101 and
+    # 102 to [150, 154): pairs 75-76
     assert [(b // 32, e // 32) for _, b, e, _ in windows] == [(24, 26), (75, 77), (126, 127)]
     assert [x for *_, x in windows] == [101 / 4] * 2 + [51.0]  # 101 live pairs for 4; 51 of the tail for 1
     assert [w for w, *_ in windows] == [48, 150, 252]
     # runs of 3 blocks: each chosen run grows by its right neighbour, 6 blocks, 3 whole pairs, two experts' weights
     threes = policy.stratified_windows("grouped_gemm_fp8", items, _experts([3] * 67, p.n_blocks))
     assert [(b // 32, e // 32) for _, b, e, _ in threes][:2] == [(24, 27), (75, 78)]
+
+
+def test_sampled_runs_have_the_mean_run_length():
+    """One weight extrapolates rows (instructions) and experts (weights) alike, so the sampled runs' lengths add up to
+    about `waves` times the mean run length, each the nearest such run to its part's middle."""
+    policy = SamplePolicy(2, 0, rows_per_wave=3)
+    experts = _experts([6, 6, 1, 1, 6, 6, 1, 1, 6, 6, 1, 1], 60)  # mean 3.5: lengths 4 + 3 wanted, 1 and 6 exist
+    ranges = policy.row_strata(experts, 60)
+    # a 6-row run (nearest to 4) near run 3, a 1-row run (nearest to 3) near run 9: 7 rows for 42 live; the tail
+    assert [(a, b) for a, b, _ in ranges] == [(14, 20), (40, 41), (49, 52)]
+    assert ranges[0][2] == ranges[1][2] == 42 / 7 and ranges[2][2] == 18 / 3
 
 
 @pytest.mark.parametrize("seed", range(2))

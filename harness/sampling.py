@@ -127,7 +127,7 @@ class SamplePolicy:
         runs = [(a, b) for a, b in zip(starts, starts[1:] + [live], strict=True)] if live else []
         picks: list[tuple[int, int, float]] = []
         if runs:
-            chosen = _balanced_runs(runs, min(self.waves, len(runs)), live)
+            chosen = _balanced_runs(runs, min(self.waves or 1, len(runs)), live)
             if align > 1:
                 chosen = _whole_items(chosen, starts, live, align)
             held = sum(b - a for a, b in chosen)
@@ -249,9 +249,11 @@ def _balanced_runs(runs: list[tuple[int, int]], k: int, live: int) -> list[tuple
     chosen: set[int] = set()
     for j in range(k):
         middle = int((j + 0.5) * len(runs) / k)
-        best = min((i for i in range(len(runs)) if i not in chosen),
-                   key=lambda i, m=middle, w=wanted[j]: (abs(runs[i][1] - runs[i][0] - w), abs(i - m), i))
-        chosen.add(best)
+
+        def distance(i: int, m: int = middle, w: int = wanted[j]) -> tuple[int, int, int]:
+            return abs(runs[i][1] - runs[i][0] - w), abs(i - m), i
+
+        chosen.add(min((i for i in range(len(runs)) if i not in chosen), key=distance))
     return [runs[i] for i in sorted(chosen)]
 
 

@@ -277,6 +277,9 @@ class SimBackend(Backend):
         if len(marks) > 1:
             raise InputError(f"{tag}: {len(marks)} LiveRows parameters; a grouped GEMM has one total_padded")
         mark = marks[0]
+        if mark.block_expert is None:
+            raise InputError(f"{tag}: its LiveRows has no block_expert; make it with LiveRows.of(total_padded, rows, "
+                             f"block_expert)")
         total = int(self.to_host(mark).reshape(-1)[0])
         block_expert = self.to_host(mark.block_expert).reshape(-1).astype(np.int64)
         row_tokens = np.arange(rows, dtype=np.int64) * mark.rows_per_grid_row

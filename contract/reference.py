@@ -115,27 +115,50 @@ def act_quant(a: np.ndarray, pow2_scale: bool = False, rows=None) -> dict[str, n
     return {"q": q.reshape(M, N), "scale": scale}
 
 
+def _gemm_blocks(block_expert: np.ndarray, blocks, preset: Preset, width: int, cols, expert_weights, product
+                 ) -> dict[int, np.ndarray]:
+    """The block loop of both grouped GEMM references: {block b: product(rows of b, expert_weights(e)[keep])}.
+
+    e = block_expert[b]; a -1 block is zeros. expert_weights(e) runs once per run of blocks of one expert (blocks come
+    grouped by expert, so each expert's weights are produced once). cols: {block: bool or index array} keeps only
+    those of the `width` output columns of a block (keep)."""
+    BM = preset.BM
+    out = {}
+    cached, weights = None, None
+    for b in blocks:
+        b = int(b)
+        e = int(block_expert[b])
+        keep = slice(None) if cols is None or b not in cols else cols[b]
+        if e < 0:
+            out[b] = np.zeros((BM, np.zeros(width)[keep].size), np.float64)
+            continue
+        if e != cached:
+            cached, weights = e, expert_weights(e)
+        out[b] = product(slice(b * BM, (b + 1) * BM), weights[keep])
+    return out
+
+
+def _gemm_rows(blocks_of, width: int, block_expert: np.ndarray, total_padded: np.ndarray, preset: Preset
+               ) -> np.ndarray:
+    """float64 c rows < total_padded from blocks_of(used blocks) -> {block: rows}; rows of -1 blocks are 0."""
+    total = int(total_padded[0])
+    BM = preset.BM
+    out = np.zeros((total, width), np.float64)
+    used = [b for b in range(total // BM) if block_expert[b] >= 0]
+    for b, block in blocks_of(used).items():
+        out[b * BM: (b + 1) * BM] = block
+    return out
+
+
 def grouped_gemm_blocks(a, w, block_expert: np.ndarray, blocks, preset: Preset, cols=None) -> dict[int, np.ndarray]:
     """float64 c of just the row blocks `blocks` (kernels.md §5).
 
     Block b = a[b*BM:(b+1)*BM] @ w[block_expert[b]].T, zero for -1 blocks. cols: {block: bool or index array}
     restricts a block to those output columns. Lazy a / w produce only the rows and the experts used."""
-    BM = preset.BM
-    out = {}
-    cached, weights = None, None  # blocks come grouped by expert: produce each expert's weights once per run of them
-    for b in blocks:
-        b = int(b)
-        e = int(block_expert[b])
-        keep = slice(None) if cols is None or b not in cols else cols[b]
-        width = np.zeros(w.shape[1])[keep].size
-        if e < 0:
-            out[b] = np.zeros((BM, width), np.float64)
-            continue
-        if e != cached:
-            cached, weights = e, np.asarray(w[e])
-        rows = np.asarray(a[b * BM: (b + 1) * BM]).astype(np.float64)
-        out[b] = rows @ weights[keep].astype(np.float64).T
-    return out
+    def product(rows: slice, weights: np.ndarray) -> np.ndarray:
+        return np.asarray(a[rows]).astype(np.float64) @ weights.astype(np.float64).T
+
+    return _gemm_blocks(block_expert, blocks, preset, w.shape[1], cols, lambda e: np.asarray(w[e]), product)
 
 
 def grouped_gemm(a: np.ndarray, w: np.ndarray, block_expert: np.ndarray, total_padded: np.ndarray,
@@ -143,13 +166,8 @@ def grouped_gemm(a: np.ndarray, w: np.ndarray, block_expert: np.ndarray, total_p
     """float64 c rows < total_padded (kernels.md §5).
 
     Block b multiplies by w[block_expert[b]].T; rows of -1 blocks are 0."""
-    total = int(total_padded[0])
-    BM = preset.BM
-    out = np.zeros((total, w.shape[1]), np.float64)
-    used = [b for b in range(total // BM) if block_expert[b] >= 0]
-    for b, block in grouped_gemm_blocks(a, w, block_expert, used, preset).items():
-        out[b * BM: (b + 1) * BM] = block
-    return out
+    return _gemm_rows(lambda used: grouped_gemm_blocks(a, w, block_expert, used, preset), w.shape[1], block_expert,
+                      total_padded, preset)
 
 
 W_BLOCK = 128  # weights are quantised in 128 x 128 blocks (DeepSeek-V3 technical report, section 3.3)
@@ -186,34 +204,18 @@ def grouped_gemm_fp8_blocks(a, a_scale: np.ndarray, w, w_scale: np.ndarray, bloc
 
     cols: {block: bool or index array} restricts a block to those output columns. Lazy a / w (KeyedE4M3) produce
     only the rows and the experts used."""
-    BM = preset.BM
-    out = {}
-    cached, weights = None, None
-    for b in blocks:
-        b = int(b)
-        e = int(block_expert[b])
-        keep = slice(None) if cols is None or b not in cols else cols[b]
-        width = np.zeros(w.shape[1])[keep].size
-        if e < 0:
-            out[b] = np.zeros((BM, width), np.float64)
-            continue
-        if e != cached:
-            cached, weights = e, dequant_blocks(np.asarray(w[e]), w_scale[e])
-        rows = slice(b * BM, (b + 1) * BM)
-        out[b] = dequant_rows(np.asarray(a[rows]), a_scale[rows]) @ weights[keep].T
-    return out
+    def product(rows: slice, weights: np.ndarray) -> np.ndarray:
+        return dequant_rows(np.asarray(a[rows]), a_scale[rows]) @ weights.T
+
+    return _gemm_blocks(block_expert, blocks, preset, w.shape[1], cols,
+                        lambda e: dequant_blocks(np.asarray(w[e]), w_scale[e]), product)
 
 
 def grouped_gemm_fp8(a: np.ndarray, a_scale: np.ndarray, w: np.ndarray, w_scale: np.ndarray, block_expert: np.ndarray,
                      total_padded: np.ndarray, preset: Preset) -> np.ndarray:
     """float64 c rows < total_padded (kernels.md "grouped_gemm_fp8"): grouped_gemm on the dequantised inputs."""
-    total = int(total_padded[0])
-    BM = preset.BM
-    out = np.zeros((total, w.shape[1]), np.float64)
-    used = [b for b in range(total // BM) if block_expert[b] >= 0]
-    for b, block in grouped_gemm_fp8_blocks(a, a_scale, w, w_scale, block_expert, used, preset).items():
-        out[b * BM: (b + 1) * BM] = block
-    return out
+    return _gemm_rows(lambda used: grouped_gemm_fp8_blocks(a, a_scale, w, w_scale, block_expert, used, preset),
+                      w.shape[1], block_expert, total_padded, preset)
 
 
 def swiglu(h: np.ndarray, total_padded: np.ndarray, rows=None) -> np.ndarray:

@@ -1,9 +1,13 @@
-"""Shared by the three paths' fp8 layer tests: the cases (tiny at every skew, small, a ragged preset) and the check
-that a run passed with DeepSeek-V3's ten launches in order."""
+"""Shared by the three paths' fp8 layer tests: the cases (tiny at every skew, small, a ragged preset), the check that
+a run passed with DeepSeek-V3's ten launches in order, and Fp8LayerTests, the tests every path's module runs."""
 from __future__ import annotations
 
+import importlib
+
+import pytest
+
 from contract.kernels import get_kernel
-from contract.presets import Preset, get_preset
+from contract.presets import SKEWS, Preset, get_preset
 from harness.verify import run_kernel
 
 # H and I multiples of 128 (the scale groups) but little else round: T not a multiple of a gate CTA's tokens, H three
@@ -85,3 +89,51 @@ def check_act_quant_rows(run, backend, preset, seed, rows: int = 37) -> None:
     assert np.array_equal(q[:rows].view(np.uint8), want["q"].view(np.uint8)), f"act_quant rows seed={seed}"
     assert np.array_equal(scale[:rows], want["scale"]), f"act_quant rows seed={seed}"
     assert np.all(q[rows:].view(np.uint8) == POISON_BYTE) and np.all(scale[rows:].view(np.uint8) == POISON_BYTE)
+
+
+class Fp8LayerTests:
+    """The fp8 layer tests every path runs through ptxsim, with fresh seeds (PTXMOE_SEED reproduces): tiny at every
+    skew (the first also checks the ten launches in order), a ragged preset, small (long tier), and the two kernels
+    whose rows the layer's check cannot see (permute_scales' padding, act_quant past total_padded).
+
+    A path's module subclasses it as `TestFp8Layer`, naming its package in `impl`; it overrides a test only to mark
+    it differently (Numba's ragged layer is `slow`) or adds its own tests.
+    """
+
+    impl = ""  # the path's package: "cpp_impl", "ptx_impl" or "cuda_impl"
+
+    @pytest.fixture
+    def backend(self):
+        from harness.backends.sim import SimBackend
+
+        return SimBackend()
+
+    def module(self, name: str | None = None):
+        """The path's package, or one of its modules ("permute")."""
+        return importlib.import_module(self.impl if name is None else f"{self.impl}.{name}")
+
+    @property
+    def layer(self):
+        return self.module().KERNELS["layer"]
+
+    @pytest.mark.parametrize("skew", SKEWS)
+    def test_fp8_layer_tiny(self, backend, skew, seed):
+        check_fp8_layer(self.layer, backend, "tiny", skew, seed, launches=skew == SKEWS[0])
+
+    def test_fp8_layer_ragged(self, backend, seed):
+        check_fp8_layer(self.layer, backend, RAGGED, SKEWS[seed % len(SKEWS)], seed)
+
+    @pytest.mark.long  # ~22 s on 2 cores (Numba's CUDA-core GEMMs: ~2 min): make test keeps tiny and ragged; the
+    # sampled small fp8 layer runs in tests/harness/test_verify_layer_fp8.py
+    def test_fp8_layer_small(self, backend, seed):
+        check_fp8_layer(self.layer, backend, "small", SKEWS[seed % len(SKEWS)], seed)
+
+    @pytest.mark.parametrize("width", [2, 3])
+    def test_permute_scales(self, backend, width, seed):
+        """The scale gather alone: the layer's check cannot see its padding rows (combine never reads them)."""
+        check_permute_scales(self.module("permute").run_scales, backend, RAGGED, SKEWS[seed % len(SKEWS)], seed,
+                             width)
+
+    def test_act_quant_bounded_by_total_padded(self, backend, seed):
+        """The second quantisation reads and writes only the rows swiglu wrote (below total_padded, on the device)."""
+        check_act_quant_rows(self.module("act_quant").run, backend, RAGGED, seed, rows=16 + seed % 40)

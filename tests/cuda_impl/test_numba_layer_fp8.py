@@ -1,51 +1,18 @@
 """The fp8 layer (kernels.md "The layer", DeepSeek-V3's dataflow) on the Numba kernels, its GEMMs
-cuda_impl.grouped_gemm_fp8 (CUDA-core FMAs on dequantised tiles), through ptxsim.
-
-Fresh seeds per run (PTXMOE_SEED reproduces): tiny at every skew (the first also checks the ten launches in order)
-and a ragged preset. `small` is in the long tier (PTXMOE_LONG_TESTS=1): its CUDA-core GEMMs take ~2 minutes on
-ptxsim, a fifth of make test's budget, for shapes the ragged preset and the GPU tier also cover.
+cuda_impl.grouped_gemm_fp8 (CUDA-core FMAs on dequantised tiles), through ptxsim: the cases every path runs
+(tests/layer_fp8_cases.Fp8LayerTests). `small` is in the long tier (PTXMOE_LONG_TESTS=1): its CUDA-core GEMMs take
+~2 minutes on ptxsim, a fifth of make test's budget, for shapes the ragged preset and the GPU tier also cover.
 """
 import pytest
 
-import cuda_impl
-from contract.presets import SKEWS
-from tests.layer_fp8_cases import RAGGED, check_act_quant_rows, check_fp8_layer, check_permute_scales
+from tests.layer_fp8_cases import Fp8LayerTests
 
 pytestmark = pytest.mark.sim
 
 
-@pytest.fixture
-def backend():
-    from harness.backends.sim import SimBackend
+class TestFp8Layer(Fp8LayerTests):
+    impl = "cuda_impl"
 
-    return SimBackend()
-
-
-@pytest.mark.parametrize("skew", SKEWS)
-def test_fp8_layer_tiny(backend, skew, seed):
-    check_fp8_layer(cuda_impl.KERNELS["layer"], backend, "tiny", skew, seed, launches=skew == SKEWS[0])
-
-
-@pytest.mark.slow  # Numba compiles every kernel afresh for the new shapes (~1 min on 2 cores)
-def test_fp8_layer_ragged(backend, seed):
-    check_fp8_layer(cuda_impl.KERNELS["layer"], backend, RAGGED, SKEWS[seed % len(SKEWS)], seed)
-
-
-@pytest.mark.long
-def test_fp8_layer_small(backend, seed):
-    check_fp8_layer(cuda_impl.KERNELS["layer"], backend, "small", SKEWS[seed % len(SKEWS)], seed)
-
-
-@pytest.mark.parametrize("width", [2, 3])
-def test_permute_scales(backend, width, seed):
-    """The scale gather alone: the layer's check cannot see its padding rows (combine never reads them)."""
-    from cuda_impl import permute
-
-    check_permute_scales(permute.run_scales, backend, RAGGED, SKEWS[seed % len(SKEWS)], seed, width)
-
-
-def test_act_quant_bounded_by_total_padded(backend, seed):
-    """The second quantisation reads and writes only the rows swiglu wrote (below total_padded, on the device)."""
-    from cuda_impl import act_quant
-
-    check_act_quant_rows(act_quant.run, backend, RAGGED, seed, rows=16 + seed % 40)
+    @pytest.mark.slow  # Numba compiles every kernel afresh for the new shapes (~1 min on 2 cores)
+    def test_fp8_layer_ragged(self, backend, seed):
+        super().test_fp8_layer_ragged(backend, seed)

@@ -150,19 +150,6 @@ def test_layer_stage_breakdown(tmp_path, monkeypatch):
     assert sum(row["stages_us"].values()) == pytest.approx(row["timing"]["modelled_us"])
 
 
-def test_stage_names_and_gpu_stage_times():
-    assert runner.stage_names(["k_gate", "k_gate"]) == ["gate", "gate"]
-    assert runner.stage_names(["grouped_gemm_up"]) == ["grouped_gemm"]  # one GEMM: not numbered
-    # the FP8 GEMM is its own stage (not grouped_gemm), numbered apart from a bf16 GEMM in the same row
-    assert runner.stage_names(["grouped_gemm_fp8[512x256]"]) == ["grouped_gemm_fp8"]
-    assert runner.stage_names(["grouped_gemm_fp8[a]", "swiglu", "grouped_gemm_fp8[b]", "grouped_gemm[c]"]) == [
-        "grouped_gemm_fp8.up", "swiglu", "grouped_gemm_fp8.down", "grouped_gemm"]
-    timing = {"basis": "measured", "launch_us": [["gemm_a", 5.0], ["swiglu_k", 1.0], ["gemm_b", 7.0],
-                                                 ["gate", 1.5], ["gate", 0.5]]}
-    assert runner.stage_times(timing) == {"grouped_gemm.up": 5.0, "swiglu": 1.0, "grouped_gemm.down": 7.0,
-                                          "gate": 2.0}
-
-
 def test_interrupted_run_resumes_skipping_done_rows(tmp_path, monkeypatch):
     calls = []
     state = {"interrupt_at": 3}
@@ -230,31 +217,6 @@ def test_a_launch_too_slow_to_simulate_skips_its_row_with_the_reason(tmp_path, m
     assert run_file.row("gate/numba/tiny/balanced")["status"] == "ok" and summary["failed"] == []
     assert summary["too_big"] and run_file.doc["verdicts"][0]["speedup"] is None
     assert runner._row_status(row).startswith("SKIPPED (grouped_gemm_fp8_ws: a persistent GEMM")  # not "FAILED"
-
-
-def test_plan_expands_grouped_gemm_variants():
-    items = runner.plan(_settings(["gate", "grouped_gemm"]))
-    assert [i.label for i in items] == ["gate", "grouped_gemm[up]", "grouped_gemm[down]"]
-    assert items[1].key("ptx") == "grouped_gemm[up]/ptx/tiny/balanced"
-    assert runner.item_seed(5, items[1]) != runner.item_seed(5, items[2])
-    assert runner.item_seed(5, items[1]) == runner.item_seed(5, items[1])
-
-
-def test_throughput_math():
-    from ptxsim.model import get_device
-
-    spec = get_device("h200")
-    t = runner.throughput("grouped_gemm", 4_800_000_000, 10**12, 1000.0, spec)  # 4.8 GB and 1 TFLOP in 1 ms
-    assert t["achieved_gbps"] == pytest.approx(4800.0) and t["achieved_tflops"] == pytest.approx(1000.0)
-    assert t["pct_peak_bandwidth"] == pytest.approx(100 * 4.8e12 / spec.memory_bandwidth)
-    assert t["pct_peak_flops"] == pytest.approx(100 * 1e15 / spec.bf16_dense_flops)
-    assert runner.throughput("gate", 10, 10, 1.0, spec)["peak_flops_kind"] == "fp32"
-    fp8 = runner.throughput("grouped_gemm_fp8", 10, 10**12, 1000.0, spec)  # FP8 tensor cores: twice the bf16 peak
-    assert fp8["peak_flops_kind"] == "fp8_dense" and fp8["pct_peak_flops"] == pytest.approx(1e17 / spec.fp8_dense_flops)
-    assert runner.throughput("gate", 10, 10, None, spec)["achieved_gbps"] is None
-    # the layer's FLOPs run on the tensor cores of its variant's input type
-    assert runner.throughput("layer", 10, 10, 1.0, spec, "fp8")["peak_flops_kind"] == "fp8_dense"
-    assert runner.throughput("layer", 10, 10, 1.0, spec, "bf16")["peak_flops_kind"] == "bf16_dense"
 
 
 def _fake_package(name: str, kernels: dict):

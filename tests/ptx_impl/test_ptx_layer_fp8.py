@@ -1,70 +1,31 @@
 """The fp8 layer (kernels.md "The layer", DeepSeek-V3's dataflow) on the hand-written PTX kernels, its GEMMs the
-grouped_gemm_fp8 ladder's top rung, through ptxsim.
-
-Fresh seeds per run (PTXMOE_SEED reproduces): tiny at every skew (the first also checks the ten launches in order),
-small at one seed-chosen skew, and a ragged preset.
+grouped_gemm_fp8 ladder's top rung, through ptxsim: the cases every path runs (tests/layer_fp8_cases.Fp8LayerTests),
+and lazy weights giving the bit-identical layer.
 """
 import pytest
 
-import ptx_impl
 from contract.presets import SKEWS
-from tests.layer_fp8_cases import RAGGED, check_act_quant_rows, check_fp8_layer, check_permute_scales
+from tests.layer_fp8_cases import Fp8LayerTests
 
 pytestmark = pytest.mark.sim
 
 
-@pytest.fixture
-def backend():
-    from harness.backends.sim import SimBackend
+class TestFp8Layer(Fp8LayerTests):
+    impl = "ptx_impl"
 
-    return SimBackend()
+    def test_fp8_layer_with_lazy_weights_matches_materialised(self, backend, seed):
+        """W1 / W2 as lazy KeyedE4M3 (simulated pages filled on first touch) give the bit-identical layer."""
+        import numpy as np
 
+        from contract.generators import KeyedE4M3
+        from contract.kernels import get_kernel
+        from contract.presets import get_preset
+        from harness.verify import run_kernel
 
-@pytest.mark.parametrize("skew", SKEWS)
-def test_fp8_layer_tiny(backend, skew, seed):
-    check_fp8_layer(ptx_impl.KERNELS["layer"], backend, "tiny", skew, seed, launches=skew == SKEWS[0])
-
-
-def test_fp8_layer_ragged(backend, seed):
-    check_fp8_layer(ptx_impl.KERNELS["layer"], backend, RAGGED, SKEWS[seed % len(SKEWS)], seed)
-
-
-@pytest.mark.long  # ~22 s on 2 cores: make test keeps tiny and ragged; the sampled small fp8 layer runs in
-# tests/harness/test_verify_layer_fp8.py
-def test_fp8_layer_small(backend, seed):
-    check_fp8_layer(ptx_impl.KERNELS["layer"], backend, "small", SKEWS[seed % len(SKEWS)], seed)
-
-
-@pytest.mark.parametrize("width", [2, 3])
-def test_permute_scales(backend, width, seed):
-    """The scale gather alone: the layer's check cannot see its padding rows (combine never reads them)."""
-    from ptx_impl import permute
-
-    check_permute_scales(permute.run_scales, backend, RAGGED, SKEWS[seed % len(SKEWS)], seed, width)
-
-
-def test_fp8_layer_with_lazy_weights_matches_materialised(backend, seed):
-    """W1 / W2 as lazy KeyedE4M3 (simulated pages filled on first touch) give the bit-identical layer."""
-    import numpy as np
-
-    from contract.generators import KeyedE4M3
-    from contract.kernels import get_kernel
-    from contract.presets import get_preset
-    from harness.verify import run_kernel
-
-    skew = SKEWS[seed % len(SKEWS)]
-    lazy_in, lazy_out, _ = run_kernel(ptx_impl.KERNELS["layer"], backend, "layer", "tiny", skew, seed, lazy=True,
-                                      variant="fp8")
-    assert isinstance(lazy_in["W1"], KeyedE4M3) and isinstance(lazy_in["W2"], KeyedE4M3)
-    _, eager_out, _ = run_kernel(ptx_impl.KERNELS["layer"], backend, "layer", "tiny", skew, seed, lazy=False,
-                                 variant="fp8")
-    for name in ("out", "q", "scale"):
-        assert np.array_equal(lazy_out[name].view(np.uint8), eager_out[name].view(np.uint8)), name
-    assert get_kernel("layer").check(lazy_out, lazy_in, get_preset("tiny")).ok
-
-
-def test_act_quant_bounded_by_total_padded(backend, seed):
-    """The second quantisation reads and writes only the rows swiglu wrote (below total_padded, on the device)."""
-    from ptx_impl import act_quant
-
-    check_act_quant_rows(act_quant.run, backend, RAGGED, seed, rows=16 + seed % 40)
+        skew = SKEWS[seed % len(SKEWS)]
+        lazy_in, lazy_out, _ = run_kernel(self.layer, backend, "layer", "tiny", skew, seed, lazy=True, variant="fp8")
+        assert isinstance(lazy_in["W1"], KeyedE4M3) and isinstance(lazy_in["W2"], KeyedE4M3)
+        _, eager_out, _ = run_kernel(self.layer, backend, "layer", "tiny", skew, seed, lazy=False, variant="fp8")
+        for name in ("out", "q", "scale"):
+            assert np.array_equal(lazy_out[name].view(np.uint8), eager_out[name].view(np.uint8)), name
+        assert get_kernel("layer").check(lazy_out, lazy_in, get_preset("tiny")).ok

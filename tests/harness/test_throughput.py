@@ -1,0 +1,21 @@
+"""harness.throughput: achieved GB/s and TFLOP/s, and the share of the peak each kernel is measured against."""
+import pytest
+
+from harness.throughput import throughput
+
+
+def test_throughput_math():
+    from ptxsim.model import get_device
+
+    spec = get_device("h200")
+    t = throughput("grouped_gemm", 4_800_000_000, 10**12, 1000.0, spec)  # 4.8 GB and 1 TFLOP in 1 ms
+    assert t["achieved_gbps"] == pytest.approx(4800.0) and t["achieved_tflops"] == pytest.approx(1000.0)
+    assert t["pct_peak_bandwidth"] == pytest.approx(100 * 4.8e12 / spec.memory_bandwidth)
+    assert t["pct_peak_flops"] == pytest.approx(100 * 1e15 / spec.bf16_dense_flops)
+    assert throughput("gate", 10, 10, 1.0, spec)["peak_flops_kind"] == "fp32"
+    fp8 = throughput("grouped_gemm_fp8", 10, 10**12, 1000.0, spec)  # FP8 tensor cores: twice the bf16 peak
+    assert fp8["peak_flops_kind"] == "fp8_dense" and fp8["pct_peak_flops"] == pytest.approx(1e17 / spec.fp8_dense_flops)
+    assert throughput("gate", 10, 10, None, spec)["achieved_gbps"] is None
+    # the layer's FLOPs run on the tensor cores of its variant's input type
+    assert throughput("layer", 10, 10, 1.0, spec, "fp8")["peak_flops_kind"] == "fp8_dense"
+    assert throughput("layer", 10, 10, 1.0, spec, "bf16")["peak_flops_kind"] == "bf16_dense"

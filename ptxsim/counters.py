@@ -226,6 +226,16 @@ class NoCounters(Hook):
         return {}
 
 
+def _worst_banks(w2):
+    """Sum over the rows of 4-byte word addresses of the most distinct words any one bank holds."""
+    key = np.sort(((w2 & 31) << 40) | (w2 & ((1 << 40) - 1)), axis=1)
+    distinct = np.concatenate((np.ones((key.shape[0], 1), bool), np.diff(key, axis=1) != 0), axis=1)
+    bank = key >> 40
+    rows = np.broadcast_to(np.arange(key.shape[0])[:, None], key.shape)
+    cnt = np.bincount((rows * 32 + bank)[distinct], minlength=key.shape[0] * 32).reshape(-1, 32)
+    return int(cnt.max(axis=1).sum())
+
+
 def shared_wavefronts(la, addr, nbytes):
     """(wavefronts, phases) of one shared-memory warp-instruction: per phase (the warp for <= 4-byte accesses,
     each half-warp for 8-byte, each quarter-warp for 16-byte) the most distinct 4-byte words any one of the 32 banks
@@ -245,12 +255,13 @@ def shared_wavefronts(la, addr, nbytes):
         phases = w2.shape[0]
         if not spread.any():
             return phases, phases
-        key = np.sort(((w2[spread] & 31) << 40) | (w2[spread] & ((1 << 40) - 1)), axis=1)
-        distinct = np.concatenate((np.ones((key.shape[0], 1), bool), np.diff(key, axis=1) != 0), axis=1)
-        bank = key >> 40
-        rows = np.broadcast_to(np.arange(key.shape[0])[:, None], key.shape)
-        cnt = np.bincount((rows * 32 + bank)[distinct], minlength=key.shape[0] * 32).reshape(-1, 32)
-        return int(cnt.max(axis=1).sum()) + phases - key.shape[0], phases
+        # NOTE: a phase's wavefronts depend only on its words relative to its first one (adding the same amount to
+        # every word rotates the banks), so when every phase reads the same pattern (each warp the same tile shape:
+        # a Numba GEMM's shared stores) one phase is counted for all
+        rel = w2 - w2[:, :1]
+        if (rel == rel[0]).all():
+            return _worst_banks(w2[:1]) * phases, phases
+        return _worst_banks(w2[spread]) + phases - int(np.count_nonzero(spread)), phases
     lane = la & 31
     phase = (la >> 5) * 4 + lane // per_phase
     if words > 1:

@@ -176,7 +176,7 @@ class MemCounters(Hook):
         op = "st" if is_store else "ld"
         if ins.klass == "atom":
             op = "atom"
-        wavefronts, phases = shared_wavefronts(la, addr, nbytes)
+        wavefronts, phases = shared_wavefronts(la, addr, nbytes, whole_warps=la is st.lane_index)
         conflicts = wavefronts - phases
         if op == "atom":
             self._add(ins.pc, "ptxsim__shared_atom_wavefronts.sum", wavefronts)
@@ -236,31 +236,35 @@ def _worst_banks(w2):
     return int(cnt.max(axis=1).sum())
 
 
-def shared_wavefronts(la, addr, nbytes):
+def shared_wavefronts(la, addr, nbytes, whole_warps=False):
     """(wavefronts, phases) of one shared-memory warp-instruction: per phase (the warp for <= 4-byte accesses,
     each half-warp for 8-byte, each quarter-warp for 16-byte) the most distinct 4-byte words any one of the 32 banks
-    must serve (the same word is a broadcast)."""
+    must serve (the same word is a broadcast). whole_warps: la is known to be whole warps in order (every lane)."""
     words = max(nbytes // 4, 1)
     per_phase = 32 if nbytes <= 4 else (16 if nbytes == 8 else 8)
     wa = addr.astype(np.int64) >> 2
-    full = la.size % 32 == 0 and la.size and np.all(la[::32] % 32 == 0) and np.all(la[31::32] - la[::32] == 31)
+    full = whole_warps or (la.size % 32 == 0 and la.size and np.all(la[::32] % 32 == 0)
+                           and np.all(la[31::32] - la[::32] == 31))
     if full:  # whole warps in order: work on [phases, lanes-per-phase * words]
         w2 = wa.reshape(-1, per_phase)
+        phases = w2.shape[0]
+        if phases == 0:
+            return 0, 0
+        # NOTE: a phase's wavefronts depend only on its words relative to its first one (adding the same amount to
+        # every word rotates the banks), so when every phase reads the same pattern (each warp the same tile shape:
+        # every shared access of the Numba and CUDA C++ GEMMs) one phase is counted for all
+        rel = w2 - w2[:, :1]
+        if (rel == rel[0]).all():
+            one = w2[:1] if words == 1 else (w2[:1, :, None] + np.arange(words)).reshape(1, -1)
+            return phases * (1 if int(one.max()) - int(one.min()) < 32 else _worst_banks(one)), phases
         if words > 1:
-            w2 = (w2[:, :, None] + np.arange(words)).reshape(w2.shape[0], -1)
+            w2 = (w2[:, :, None] + np.arange(words)).reshape(phases, -1)
         # NOTE: words within a span of 32 sit in distinct banks unless equal (a broadcast), so a phase whose words
         # span < 32 (unit strides, broadcasts and mixes of both: most tiles) is one wavefront; only the other phases
         # are sorted (the sort was most of a Numba GEMM's counter time)
         spread = (w2.max(axis=1) - w2.min(axis=1)) >= 32
-        phases = w2.shape[0]
         if not spread.any():
             return phases, phases
-        # NOTE: a phase's wavefronts depend only on its words relative to its first one (adding the same amount to
-        # every word rotates the banks), so when every phase reads the same pattern (each warp the same tile shape:
-        # a Numba GEMM's shared stores) one phase is counted for all
-        rel = w2 - w2[:, :1]
-        if (rel == rel[0]).all():
-            return _worst_banks(w2[:1]) * phases, phases
         return _worst_banks(w2[spread]) + phases - int(np.count_nonzero(spread)), phases
     lane = la & 31
     phase = (la >> 5) * 4 + lane // per_phase

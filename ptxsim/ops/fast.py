@@ -253,12 +253,18 @@ def _fma(ins, generic):
         e -= one  # NOTE: a zero sum (exponent 0, wrapped to the top) is exact (an IEEE sum is 0 only when exact) and
         risky |= e < normal_min1  # f32 operands never make an f64-subnormal one: only 0 < |s| < 2^-126 is tiny
         out = r[dst].view(f32)
-        if risky.any():  # rare: ties and tiny sums take the exact path (before out, which may be a source, changes)
+        if risky.any():  # ties and tiny sums: exact ones are right already, inexact ones take the exact path
             idx = np.flatnonzero(risky)
-            fix = nm.fma_f32(*(v[idx] if np.ndim(v) else v for v in (x, y, z)))
-            np.copyto(out, s, casting="same_kind")
-            out[idx] = fix
-            return
+            xs, ys, zs = (v[idx] if np.ndim(v) else v for v in (x, y, z))
+            ps, cs, ss = np.multiply(xs, ys, dtype=_F64), np.asarray(zs, _F64), s[idx]
+            exact = (ss - ps == cs) & (ss - cs == ps)  # as in numerics.fma_f32 (Fast2Sum's test, both orders)
+            exact &= (np.abs(ss) >= nm.F32_TINY) | (ss == 0)
+            if not exact.all():  # before out, which may be a source, changes
+                idx, keep = idx[~exact], ~exact
+                fix = nm.fma_f32(*(v[keep] if np.ndim(v) else v for v in (xs, ys, zs)))
+                np.copyto(out, s, casting="same_kind")
+                out[idx] = fix
+                return
         np.copyto(out, s, casting="same_kind")
     return h
 

@@ -65,6 +65,7 @@ def _fill(st, prog, rng):
     a[0], b[0], c[0] = np.float32(2.0**-24 * (1 + 2.0**-12)), np.float32(1 - 2.0**-12 + 2.0**-24), np.float32(1)
     a[1], b[1], c[1] = np.float32(2.0**-70), np.float32(2.0**-60), np.float32(-2.0**-140)  # sum below 2^-126
     a[2], b[2], c[2] = np.float32(0), np.float32(5), np.float32(-0.0)  # zero sum: +0
+    a[3], b[3], c[3] = np.float32(1), np.float32(1 + 2.0**-23), np.float32(2.0**-24)  # an exact tie: to even
     return names
 
 
@@ -118,6 +119,7 @@ def test_fma_fast_path_rounds_once():
     assert got[0] == np.float32(1 + 2.0**-23)
     assert got[1] == np.float32(2.0**-130 - 2.0**-140)  # subnormal in f32: rounded once from the exact value
     assert got[2] == 0 and not np.signbit(got[2])
+    assert got[3] == np.float32(1 + 2.0**-22)
 
 
 def test_slow_forms_keep_the_generic_handler():

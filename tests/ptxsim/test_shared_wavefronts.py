@@ -33,7 +33,9 @@ def _tile(rng, nwarps, nbytes, stride):
 def test_same_pattern_in_every_phase(rng, nbytes, stride):
     la = np.arange(8 * 32)
     addr = _tile(rng, 8, nbytes, stride)
-    assert shared_wavefronts(la, addr, nbytes) == _reference(la, addr, nbytes)
+    want = _reference(la, addr, nbytes)
+    assert shared_wavefronts(la, addr, nbytes) == want
+    assert shared_wavefronts(la, addr, nbytes, whole_warps=True) == want
 
 
 @pytest.mark.parametrize("nbytes", [4, 8, 16])

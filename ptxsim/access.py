@@ -59,15 +59,33 @@ def _region(st, space, addr, lanes):
     raise MemoryFault(f"unknown state space {space!r}", space=space)
 
 
+_LIMITS = {"global": lambda st: st.launch.gmem.top, "shared": lambda st: st.shared_size,
+           "local": lambda st: st.local_size, "fparam": lambda st: st.frame_size,
+           "kparam": lambda st: st.prog.param_bytes}
+
+
 def _limit(st, space):
-    return {"global": st.launch.gmem.top, "shared": st.shared_size, "local": st.local_size,
-            "fparam": st.frame_size, "kparam": st.prog.param_bytes}[space]
+    return _LIMITS[space](st)
+
+
+def _all_ok(st, space, addr, nbytes, lim) -> bool:
+    """The common case in three reductions: every lane aligned and inside its space (for global: all in one live
+    allocation). False means: look lane by lane."""
+    if lim < nbytes or nbytes & (nbytes - 1) or (addr & np.uint64(nbytes - 1)).any():
+        return False
+    rel = addr - _GB if space == "global" else addr
+    hi = int(rel.max())
+    if hi > lim - nbytes:
+        return False
+    return space != "global" or st.launch.gmem.state.live_span(int(rel.min()), hi + nbytes - 1)
 
 
 def check(st, ins, space, addr, lanes, nbytes, what):
     """Raise MemoryFault if any lane's [addr, addr+nbytes) is outside its space or misaligned to nbytes."""
     if addr.size == 0:
         return
+    if _all_ok(st, space, addr, nbytes, _limit(st, space)):
+        return None
     mis = (addr & np.uint64(nbytes - 1)) != 0 if nbytes & (nbytes - 1) == 0 else np.zeros(addr.shape, bool)
     lim = _limit(st, space)
     rel = addr - _GB if space == "global" else addr

@@ -176,16 +176,21 @@ class MemCounters(Hook):
         op = "st" if is_store else "ld"
         if ins.klass == "atom":
             op = "atom"
-        wavefronts, phases = shared_wavefronts(la, addr, nbytes, whole_warps=la is st.lane_index)
+        whole = la is st.lane_index  # every lane of the batch: whole warps in order
+        wavefronts, phases = shared_wavefronts(la, addr, nbytes, whole_warps=whole)
         conflicts = wavefronts - phases
         if op == "atom":
             self._add(ins.pc, "ptxsim__shared_atom_wavefronts.sum", wavefronts)
             return
-        self._add(ins.pc, f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum", wavefronts)
-        self._add(ins.pc, f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum", conflicts)
+        k_wave, k_conf, k_req = _SHARED_KEYS[op]
+        self._add(ins.pc, k_wave, wavefronts)
+        self._add(ins.pc, k_conf, conflicts)
         self._add(ins.pc, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", conflicts)
+        if whole:
+            self._add(ins.pc, k_req, la.size >> 5)
+            return
         w = la >> 5
-        self._add(ins.pc, f"ptxsim__shared_requests_op_{op}.sum", 1 + int(np.count_nonzero(w[1:] != w[:-1])))
+        self._add(ins.pc, k_req, 1 + int(np.count_nonzero(w[1:] != w[:-1])))
 
     def totals(self) -> dict:
         out = {k: 0 for k in (
@@ -212,6 +217,12 @@ L1_BYPASS = frozenset({".cg", ".cv", ".L1::no_allocate"})
 def l1_allocates(mods) -> bool:
     """Whether a global load with these qualifiers allocates its lines in L1."""
     return not (L1_BYPASS & set(mods))
+
+
+# (wavefronts, bank conflicts, requests) metric names of shared loads and stores
+_SHARED_KEYS = {op: (f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum",
+                     f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum",
+                     f"ptxsim__shared_requests_op_{op}.sum") for op in ("ld", "st")}
 
 
 class NoCounters(Hook):
@@ -256,7 +267,10 @@ def shared_wavefronts(la, addr, nbytes, whole_warps=False):
         rel = w2 - w2[:, :1]
         if (rel == rel[0]).all():
             one = w2[:1] if words == 1 else (w2[:1, :, None] + np.arange(words)).reshape(1, -1)
-            return phases * (1 if int(one.max()) - int(one.min()) < 32 else _worst_banks(one)), phases
+            if int(one.max()) - int(one.min()) < 32:
+                return phases, phases
+            key = np.unique(((one & 31) << 40) | (one & ((1 << 40) - 1)))  # _worst_banks of one row, in 3 calls
+            return phases * int(np.bincount(key >> 40, minlength=32).max()), phases
         if words > 1:
             w2 = (w2[:, :, None] + np.arange(words)).reshape(phases, -1)
         # NOTE: words within a span of 32 sit in distinct banks unless equal (a broadcast), so a phase whose words

@@ -58,8 +58,8 @@ def ld(st, ins, lanes):
     if t.bits == 128:
         raise unsupported(ins, ".b128 loads are not supported")
     for k, d in enumerate(dsts):
-        if d.kind != SINK:
-            st.write(d, lanes, np.ascontiguousarray(vals[:, k]), t)
+        if d.kind != SINK:  # a register as wide as the type takes the strided column as it is
+            st.write(d, lanes, vals[:, k] if d.bits == t.bits else np.ascontiguousarray(vals[:, k]), t)
 
 
 def st_(st, ins, lanes):

@@ -14,6 +14,9 @@ _PW = np.uint64(PARAM_WINDOW)
 _WS = np.uint64(WINDOW_SIZE)
 
 
+_WINDOWS = (("shared", _SW), ("local", _LW), ("kparam", _PW))
+
+
 def _lane_sel(lanes, mask):
     if isinstance(lanes, slice):
         return np.flatnonzero(mask)
@@ -23,8 +26,13 @@ def _lane_sel(lanes, mask):
 def regions(st, ins, space, addr, lanes):
     """Split an access into (space, buf, phys, sub-lanes, index-into-addr or None, raw address) per state space."""
     if space == "":
-        if addr.size and addr.min() >= _GB and addr.max() < _SW:
-            return [_region(st, "global", addr, lanes)]
+        if addr.size:
+            lo, hi = addr.min(), addr.max()
+            if lo >= _GB and hi < _SW:
+                return [_region(st, "global", addr, lanes)]
+            for sp, win in _WINDOWS:  # every lane in one window (a generic wmma or ld of shared memory)
+                if lo >= win and hi < win + _WS:
+                    return [_region(st, sp, addr - win, lanes)]
         in_s = (addr >= _SW) & (addr < _SW + _WS)
         in_l = (addr >= _LW) & (addr < _LW + _WS)
         in_p = (addr >= _PW) & (addr < _PW + _WS)  # kernel parameters (cvta.param), read-only
@@ -185,6 +193,16 @@ def _gather(buf, phys, dtype, n):
         return rows[0][rows[1]].view(dtype).reshape(-1, n)
     base = (phys >> _shift(size)).astype(np.int64)
     return view[base[:, None] + np.arange(n)]
+
+
+def copy_rows(buf, phys, data) -> None:
+    """buf[phys[i] : phys[i] + w] = data[i] for uint8 data [count, w] (cp.async completing): whole aligned units
+    when it can (colliding rows: the last wins, as byte by byte)."""
+    rows = _rows(buf, phys.astype(np.uint64), data.shape[1])
+    if rows is not None:
+        rows[0][rows[1]] = np.ascontiguousarray(data).view(rows[0].dtype).reshape(-1)
+        return
+    buf[phys[:, None] + np.arange(data.shape[1])] = data
 
 
 def store(st, ins, space, addr, lanes, vals, dtype, n=1):

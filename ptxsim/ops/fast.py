@@ -23,6 +23,7 @@ from ptxsim.ptxtypes import SINT, TYPES, UINT
 from ptxsim.state import FULL, _imm_value
 
 _INT_KINDS = ("u", "s", "b")
+_RAW = frozenset(UINT[b] for b in (16, 32, 64))  # dtypes of the 16/32/64-bit register arrays
 _WIDTHS = (16, 32, 64)
 
 # opcode -> (ufunc, modifiers allowed, whether the operation needs the type's signedness)
@@ -56,26 +57,34 @@ def _source(op, t, dt):
 
 def _binary_handler(generic, ufunc, dst, a, b, dt):
     (ia, ca), (ib, cb) = a, b
-    if ia >= 0 and ib >= 0:
-        def h(st, ins, lanes):
-            if lanes is not FULL:
-                return generic(st, ins, lanes)
-            r = st.regs
-            ufunc(r[ia].view(dt), r[ib].view(dt), out=r[dst].view(dt))
-    elif ia >= 0:
-        def h(st, ins, lanes):
-            if lanes is not FULL:
-                return generic(st, ins, lanes)
-            r = st.regs
-            ufunc(r[ia].view(dt), cb, out=r[dst].view(dt))
-    elif ib >= 0:
-        def h(st, ins, lanes):
-            if lanes is not FULL:
-                return generic(st, ins, lanes)
-            r = st.regs
-            ufunc(ca, r[ib].view(dt), out=r[dst].view(dt))
-    else:
+    if ia < 0 and ib < 0:
         return None
+    if dt in _RAW:  # the register arrays' own dtype: no views (unsigned and sign-agnostic integer forms)
+        if ia >= 0 and ib >= 0:
+            def h(st, ins, lanes):
+                if lanes is not FULL:
+                    return generic(st, ins, lanes)
+                r = st.regs
+                ufunc(r[ia], r[ib], out=r[dst])
+        elif ia >= 0:
+            def h(st, ins, lanes):
+                if lanes is not FULL:
+                    return generic(st, ins, lanes)
+                r = st.regs
+                ufunc(r[ia], cb, out=r[dst])
+        else:
+            def h(st, ins, lanes):
+                if lanes is not FULL:
+                    return generic(st, ins, lanes)
+                r = st.regs
+                ufunc(ca, r[ib], out=r[dst])
+        return h
+
+    def h(st, ins, lanes):
+        if lanes is not FULL:
+            return generic(st, ins, lanes)
+        r = st.regs
+        ufunc(r[ia].view(dt) if ia >= 0 else ca, r[ib].view(dt) if ib >= 0 else cb, out=r[dst].view(dt))
     return h
 
 
@@ -169,6 +178,14 @@ def _selp(ins, generic):
     ia, ca = _source(a, t, dt)
     ib, cb = _source(b, t, dt)
     dst, ic = d.idx, c.idx
+
+    if ib < 0 and cb == 0 and t.kind in _INT_KINDS:  # selp d, a, 0, p (Numba's index wraparound): d = p * a
+        def h(st, ins, lanes):
+            if lanes is not FULL:
+                return generic(st, ins, lanes)
+            r = st.regs
+            np.multiply(r[ic], r[ia] if ia >= 0 else ca, out=r[dst])
+        return h
 
     def h(st, ins, lanes):
         if lanes is not FULL:

@@ -21,7 +21,7 @@ BODY = """
   setp.ge.s32 %p5, %r2, %r1; setp.lt.f32 %p6, %f1, %f2; setp.eq.f32 %p7, %f1, 0f3F800000;
   setp.gt.f64 %p0, %fd1, %fd2;
   selp.b64 %rd13, %rd1, %rd2, %p1; selp.u32 %r14, %r1, 17, %p2; selp.f32 %f3, 0f40000000, %f2, %p6;
-  selp.b64 %rd1, %rd1, %rd2, %p3;
+  selp.b64 %rd1, %rd1, %rd2, %p3; selp.b64 %rd2, 1056, 0, %p4; selp.u32 %r1, %r1, 0, %p5;
   mov.u64 %rd14, %rd2; mov.u32 %r15, 123; mov.f32 %f4, %f1; mov.b64 %rd15, -1;
   cvt.u32.u64 %r2, %rd2; cvt.s32.s64 %r0, %rd2; cvt.u64.u32 %rd16, %r1; cvt.s64.s32 %rd17, %r1;
   cvt.u64.s32 %rd18, %r1; cvt.s64.u32 %rd19, %r1; cvt.u32.s32 %r2, %r1;

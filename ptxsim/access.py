@@ -179,7 +179,7 @@ def _rows(buf, phys, width: int):
     wide = _WIDE.get(width)
     if wide is None or buf.nbytes % width or (phys & np.uint64(width - 1)).any():
         return None
-    return buf.view(wide), (phys >> _shift(width)).astype(np.int64)
+    return buf.view(wide), (phys >> _shift(width)).view(np.int64)  # offsets < 2^63: the same values
 
 
 def _gather(buf, phys, dtype, n):
@@ -187,7 +187,7 @@ def _gather(buf, phys, dtype, n):
     phys = phys.astype(np.uint64, copy=False)
     view = buf.view(dtype)
     if n == 1:
-        return view[(phys >> _shift(size)).astype(np.int64)]
+        return view[(phys >> _shift(size)).view(np.int64)]
     rows = _rows(buf, phys, size * n)
     if rows is not None:
         return rows[0][rows[1]].view(dtype).reshape(-1, n)

@@ -253,7 +253,7 @@ def shared_wavefronts(la, addr, nbytes, whole_warps=False):
     must serve (the same word is a broadcast). whole_warps: la is known to be whole warps in order (every lane)."""
     words = max(nbytes // 4, 1)
     per_phase = 32 if nbytes <= 4 else (16 if nbytes == 8 else 8)
-    wa = addr.astype(np.int64) >> 2
+    wa = (addr >> np.uint64(2)).view(np.int64) if addr.dtype == np.uint64 else addr.astype(np.int64) >> 2
     full = whole_warps or (la.size % 32 == 0 and la.size and np.all(la[::32] % 32 == 0)
                            and np.all(la[31::32] - la[::32] == 31))
     if full:  # whole warps in order: work on [phases, lanes-per-phase * words]

@@ -14,6 +14,9 @@ _PW = np.uint64(PARAM_WINDOW)
 _WS = np.uint64(WINDOW_SIZE)
 
 
+_WINDOWS = (("shared", _SW), ("local", _LW), ("kparam", _PW))
+
+
 def _lane_sel(lanes, mask):
     if isinstance(lanes, slice):
         return np.flatnonzero(mask)
@@ -23,8 +26,13 @@ def _lane_sel(lanes, mask):
 def regions(st, ins, space, addr, lanes):
     """Split an access into (space, buf, phys, sub-lanes, index-into-addr or None, raw address) per state space."""
     if space == "":
-        if addr.size and addr.min() >= _GB and addr.max() < _SW:
-            return [_region(st, "global", addr, lanes)]
+        if addr.size:
+            lo, hi = addr.min(), addr.max()
+            if lo >= _GB and hi < _SW:
+                return [_region(st, "global", addr, lanes)]
+            for sp, win in _WINDOWS:  # every lane in one window (a generic wmma or ld of shared memory)
+                if lo >= win and hi < win + _WS:
+                    return [_region(st, sp, addr - win, lanes)]
         in_s = (addr >= _SW) & (addr < _SW + _WS)
         in_l = (addr >= _LW) & (addr < _LW + _WS)
         in_p = (addr >= _PW) & (addr < _PW + _WS)  # kernel parameters (cvta.param), read-only
@@ -59,15 +67,33 @@ def _region(st, space, addr, lanes):
     raise MemoryFault(f"unknown state space {space!r}", space=space)
 
 
+_LIMITS = {"global": lambda st: st.launch.gmem.top, "shared": lambda st: st.shared_size,
+           "local": lambda st: st.local_size, "fparam": lambda st: st.frame_size,
+           "kparam": lambda st: st.prog.param_bytes}
+
+
 def _limit(st, space):
-    return {"global": st.launch.gmem.top, "shared": st.shared_size, "local": st.local_size,
-            "fparam": st.frame_size, "kparam": st.prog.param_bytes}[space]
+    return _LIMITS[space](st)
+
+
+def _all_ok(st, space, addr, nbytes, lim) -> bool:
+    """The common case in three reductions: every lane aligned and inside its space (for global: all in one live
+    allocation). False means: look lane by lane."""
+    if lim < nbytes or nbytes & (nbytes - 1) or (addr & np.uint64(nbytes - 1)).any():
+        return False
+    rel = addr - _GB if space == "global" else addr
+    hi = int(rel.max())
+    if hi > lim - nbytes:
+        return False
+    return space != "global" or st.launch.gmem.state.live_span(int(rel.min()), hi + nbytes - 1)
 
 
 def check(st, ins, space, addr, lanes, nbytes, what):
     """Raise MemoryFault if any lane's [addr, addr+nbytes) is outside its space or misaligned to nbytes."""
     if addr.size == 0:
         return
+    if _all_ok(st, space, addr, nbytes, _limit(st, space)):
+        return None
     mis = (addr & np.uint64(nbytes - 1)) != 0 if nbytes & (nbytes - 1) == 0 else np.zeros(addr.shape, bool)
     lim = _limit(st, space)
     rel = addr - _GB if space == "global" else addr
@@ -138,13 +164,45 @@ def load(st, ins, space, addr, lanes, dtype, n=1):
     return out
 
 
+# widths a vector access is moved as one unit of (a 4-, 8- or 16-byte row instead of n fancy-indexed elements:
+# 20x faster for ld.shared.v4 and cp.async 16)
+_WIDE = {4: np.dtype(np.uint32), 8: np.dtype(np.uint64), 16: np.dtype("V16")}
+
+
+def _shift(size: int) -> np.uint64:
+    return np.uint64(size.bit_length() - 1)
+
+
+def _rows(buf, phys, width: int):
+    """(buf viewed as width-byte units, unit index per lane), or None when the buffer or an address is not aligned to
+    width (every vector access is checked aligned to its size; the buffers' bases are 16-byte aligned)."""
+    wide = _WIDE.get(width)
+    if wide is None or buf.nbytes % width or (phys & np.uint64(width - 1)).any():
+        return None
+    return buf.view(wide), (phys >> _shift(width)).view(np.int64)  # offsets < 2^63: the same values
+
+
 def _gather(buf, phys, dtype, n):
     size = dtype.itemsize
+    phys = phys.astype(np.uint64, copy=False)
     view = buf.view(dtype)
     if n == 1:
-        return view[(phys // np.uint64(size)).astype(np.int64)]
-    base = (phys // np.uint64(size)).astype(np.int64)
+        return view[(phys >> _shift(size)).view(np.int64)]
+    rows = _rows(buf, phys, size * n)
+    if rows is not None:
+        return rows[0][rows[1]].view(dtype).reshape(-1, n)
+    base = (phys >> _shift(size)).astype(np.int64)
     return view[base[:, None] + np.arange(n)]
+
+
+def copy_rows(buf, phys, data) -> None:
+    """buf[phys[i] : phys[i] + w] = data[i] for uint8 data [count, w] (cp.async completing): whole aligned units
+    when it can (colliding rows: the last wins, as byte by byte)."""
+    rows = _rows(buf, phys.astype(np.uint64), data.shape[1])
+    if rows is not None:
+        rows[0][rows[1]] = np.ascontiguousarray(data).view(rows[0].dtype).reshape(-1)
+        return
+    buf[phys[:, None] + np.arange(data.shape[1])] = data
 
 
 def store(st, ins, space, addr, lanes, vals, dtype, n=1):
@@ -165,11 +223,14 @@ def store(st, ins, space, addr, lanes, vals, dtype, n=1):
         for h in st.hooks:
             h.on_access(st, ins, sp, raw, sub, size * n, True)
         view = buf.view(dtype)
-        base = (phys // np.uint64(size)).astype(np.int64)
-        if n == 1:
-            view[base] = v
+        phys = phys.astype(np.uint64, copy=False)
+        rows = _rows(buf, phys, size * n) if n > 1 and np.shape(v) == (len(phys), n) else None
+        if rows is not None:  # whole rows; colliding lanes: the highest still wins (NumPy assigns in order)
+            rows[0][rows[1]] = np.ascontiguousarray(v, dtype).view(rows[0].dtype).reshape(-1)
+        elif n == 1:
+            view[(phys >> _shift(size)).astype(np.int64)] = v
         else:
-            view[base[:, None] + np.arange(n)] = v
+            view[(phys >> _shift(size)).astype(np.int64)[:, None] + np.arange(n)] = v
         if sp == "global" and st.launch.track_written:
             w = st.launch.gmem.written
             for k in range(size * n):

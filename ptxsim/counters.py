@@ -191,16 +191,21 @@ class MemCounters(Hook):
         op = "st" if is_store else "ld"
         if ins.klass == "atom":
             op = "atom"
-        wavefronts, phases = shared_wavefronts(la, addr, nbytes)
+        whole = la is st.lane_index  # every lane of the batch: whole warps in order
+        wavefronts, phases = shared_wavefronts(la, addr, nbytes, whole_warps=whole)
         conflicts = wavefronts - phases
         if op == "atom":
             self._add(ins.pc, "ptxsim__shared_atom_wavefronts.sum", wavefronts)
             return
-        self._add(ins.pc, f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum", wavefronts)
-        self._add(ins.pc, f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum", conflicts)
+        k_wave, k_conf, k_req = _SHARED_KEYS[op]
+        self._add(ins.pc, k_wave, wavefronts)
+        self._add(ins.pc, k_conf, conflicts)
         self._add(ins.pc, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", conflicts)
+        if whole:
+            self._add(ins.pc, k_req, la.size >> 5)
+            return
         w = la >> 5
-        self._add(ins.pc, f"ptxsim__shared_requests_op_{op}.sum", 1 + int(np.count_nonzero(w[1:] != w[:-1])))
+        self._add(ins.pc, k_req, 1 + int(np.count_nonzero(w[1:] != w[:-1])))
 
     def totals(self) -> dict:
         out = {k: 0 for k in (
@@ -263,6 +268,12 @@ def l1_allocates(mods) -> bool:
     return not (L1_BYPASS & set(mods))
 
 
+# (wavefronts, bank conflicts, requests) metric names of shared loads and stores
+_SHARED_KEYS = {op: (f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum",
+                     f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum",
+                     f"ptxsim__shared_requests_op_{op}.sum") for op in ("ld", "st")}
+
+
 class NoCounters(Hook):
     """Stand-in when counters are off: every memory metric reads 0."""
 
@@ -281,31 +292,49 @@ class NoCounters(Hook):
         return self
 
 
-def shared_wavefronts(la, addr, nbytes):
+def _worst_banks(w2):
+    """Sum over the rows of 4-byte word addresses of the most distinct words any one bank holds."""
+    key = np.sort(((w2 & 31) << 40) | (w2 & ((1 << 40) - 1)), axis=1)
+    distinct = np.concatenate((np.ones((key.shape[0], 1), bool), np.diff(key, axis=1) != 0), axis=1)
+    bank = key >> 40
+    rows = np.broadcast_to(np.arange(key.shape[0])[:, None], key.shape)
+    cnt = np.bincount((rows * 32 + bank)[distinct], minlength=key.shape[0] * 32).reshape(-1, 32)
+    return int(cnt.max(axis=1).sum())
+
+
+def shared_wavefronts(la, addr, nbytes, whole_warps=False):
     """(wavefronts, phases) of one shared-memory warp-instruction: per phase (the warp for <= 4-byte accesses,
     each half-warp for 8-byte, each quarter-warp for 16-byte) the most distinct 4-byte words any one of the 32 banks
-    must serve (the same word is a broadcast)."""
+    must serve (the same word is a broadcast). whole_warps: la is known to be whole warps in order (every lane)."""
     words = max(nbytes // 4, 1)
     per_phase = 32 if nbytes <= 4 else (16 if nbytes == 8 else 8)
-    wa = addr.astype(np.int64) >> 2
-    full = la.size % 32 == 0 and la.size and np.all(la[::32] % 32 == 0) and np.all(la[31::32] - la[::32] == 31)
+    wa = (addr >> np.uint64(2)).view(np.int64) if addr.dtype == np.uint64 else addr.astype(np.int64) >> 2
+    full = whole_warps or (la.size % 32 == 0 and la.size and np.all(la[::32] % 32 == 0)
+                           and np.all(la[31::32] - la[::32] == 31))
     if full:  # whole warps in order: work on [phases, lanes-per-phase * words]
         w2 = wa.reshape(-1, per_phase)
+        phases = w2.shape[0]
+        if phases == 0:
+            return 0, 0
+        # NOTE: a phase's wavefronts depend only on its words relative to its first one (adding the same amount to
+        # every word rotates the banks), so when every phase reads the same pattern (each warp the same tile shape:
+        # every shared access of the Numba and CUDA C++ GEMMs) one phase is counted for all
+        rel = w2 - w2[:, :1]
+        if (rel == rel[0]).all():
+            one = w2[:1] if words == 1 else (w2[:1, :, None] + np.arange(words)).reshape(1, -1)
+            if int(one.max()) - int(one.min()) < 32:
+                return phases, phases
+            key = np.unique(((one & 31) << 40) | (one & ((1 << 40) - 1)))  # _worst_banks of one row, in 3 calls
+            return phases * int(np.bincount(key >> 40, minlength=32).max()), phases
         if words > 1:
-            w2 = (w2[:, :, None] + np.arange(words)).reshape(w2.shape[0], -1)
+            w2 = (w2[:, :, None] + np.arange(words)).reshape(phases, -1)
         # NOTE: words within a span of 32 sit in distinct banks unless equal (a broadcast), so a phase whose words
         # span < 32 (unit strides, broadcasts and mixes of both: most tiles) is one wavefront; only the other phases
         # are sorted (the sort was most of a Numba GEMM's counter time)
         spread = (w2.max(axis=1) - w2.min(axis=1)) >= 32
-        phases = w2.shape[0]
         if not spread.any():
             return phases, phases
-        key = np.sort(((w2[spread] & 31) << 40) | (w2[spread] & ((1 << 40) - 1)), axis=1)
-        distinct = np.concatenate((np.ones((key.shape[0], 1), bool), np.diff(key, axis=1) != 0), axis=1)
-        bank = key >> 40
-        rows = np.broadcast_to(np.arange(key.shape[0])[:, None], key.shape)
-        cnt = np.bincount((rows * 32 + bank)[distinct], minlength=key.shape[0] * 32).reshape(-1, 32)
-        return int(cnt.max(axis=1).sum()) + phases - key.shape[0], phases
+        return _worst_banks(w2[spread]) + phases - int(np.count_nonzero(spread)), phases
     lane = la & 31
     phase = (la >> 5) * 4 + lane // per_phase
     if words > 1:

@@ -8,6 +8,7 @@ import re
 
 from ptxsim import ast as A
 from ptxsim.errors import DecodeError, ResourceLimitError, UnsupportedInstruction
+from ptxsim.ops.fast import specialise
 from ptxsim.program import (
     ADDR,
     FUNC,
@@ -433,6 +434,9 @@ class Decoder:
             except DecodeError as e:
                 raise DecodeError(f"line {st.line}: `{quote(text)}`: {e}") from None
         check_instruction(ins, self.reg_types)
+        fast = specialise(ins)  # all-lanes fast path of a hot simple form (ptxsim/ops/fast.py)
+        if fast is not None:
+            ins.handler = fast
         return ins
 
 

@@ -46,11 +46,22 @@ class Scheduler:
 
     # -- the loop ------------------------------------------------------------------------------------------------
     def run(self) -> int:
+        """Run the batch; returns the warp-instructions executed. Per-pc counts are added to `counts`."""
+        # NOTE: per-pc counts in Python lists while running (a list item += is ~4x cheaper than a NumPy one), added
+        # to the launch's arrays when the batch ends
+        npc = len(self.counts["warp"])
+        wc, tc, pc_on = [0] * npc, [0] * npc, [0] * npc
+        try:
+            return self._loop(wc, tc, pc_on)
+        finally:
+            for key, acc in (("warp", wc), ("thread", tc), ("pred_on", pc_on)):
+                self.counts[key] += np.array(acc, np.int64)
+
+    def _loop(self, wc, tc, pc_on) -> int:
         st = self.st
         pc = st.pc
         instrs = st.prog.instrs
         regs = st.regs
-        wc, tc, pc_on = self.counts["warp"], self.counts["thread"], self.counts["pred_on"]
         n_all = st.nlanes
         nwarps_all = n_all // 32
         trace = self.trace
@@ -87,11 +98,14 @@ class Scheduler:
                 active = lanes
                 nact = cnt
                 if ins.guard is not None:
-                    g = regs[ins.guard[0]][lanes]
-                    if ins.guard[1]:
-                        g = ~g
+                    gi, neg = ins.guard
+                    g = regs[gi][lanes]
                     nact = int(np.count_nonzero(g))
+                    if neg:
+                        nact = cnt - nact
                     if nact != cnt:
+                        if neg:
+                            g = ~g
                         active = np.flatnonzero(g) if lanes is FULL else lanes[g]
                 pc_on[p] += nact
                 st.clock += 1

@@ -125,7 +125,8 @@ def fma_f32(a, b, c, mode=".rn"):
             idx = np.flatnonzero(risky)
             ps, cs, ss = p[idx], c64[idx], s[idx]
             # s - p == c and s - c == p hold both exactly when no rounding happened (one of them is exact anyway)
-            exact = (ss - ps == cs) & (ss - cs == ps) & (np.abs(ss) >= F32_TINY)
+            # a zero sum is exact too (an IEEE sum rounds to 0 only when it is 0): a GEMM's zero rows stay fast
+            exact = (ss - ps == cs) & (ss - cs == ps) & ((np.abs(ss) >= F32_TINY) | (ss == 0))
             idx = idx[~exact]
             if idx.size:
                 hi, lo = two_sum(p[idx], c64[idx])

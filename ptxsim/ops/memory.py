@@ -58,8 +58,8 @@ def ld(st, ins, lanes):
     if t.bits == 128:
         raise unsupported(ins, ".b128 loads are not supported")
     for k, d in enumerate(dsts):
-        if d.kind != SINK:
-            st.write(d, lanes, np.ascontiguousarray(vals[:, k]), t)
+        if d.kind != SINK:  # a register as wide as the type takes the strided column as it is
+            st.write(d, lanes, vals[:, k] if d.bits == t.bits else np.ascontiguousarray(vals[:, k]), t)
 
 
 def st_(st, ins, lanes):
@@ -180,10 +180,15 @@ def cp_async(st, ins, lanes):
         h.on_async_issue(st, rec)
 
 
+def _mine(rec, lanes, la):
+    """Which of a pending copy's lanes are among `lanes` (all of them when every lane of the batch runs)."""
+    return True if isinstance(lanes, slice) else np.isin(rec["lanes"], la)
+
+
 def cp_async_commit(st, ins, lanes):
     la = st.lane_array(lanes)
     for rec in st.async_pending:
-        m = (rec["group"] < 0) & np.isin(rec["lanes"], la)
+        m = (rec["group"] < 0) & _mine(rec, lanes, la)
         rec["group"][m] = st.async_committed[rec["lanes"][m]]
     st.async_committed[lanes] += 1
 
@@ -195,13 +200,12 @@ def cp_async_wait(st, ins, lanes):
     keep_n = ins.aux["n"]
     keep = []
     for rec in st.async_pending:
-        mine = np.isin(rec["lanes"], la)
-        done = mine & (rec["group"] >= 0) & (rec["group"] < st.async_committed[rec["lanes"]] - keep_n)
+        done = (rec["group"] >= 0) & (rec["group"] < st.async_committed[rec["lanes"]] - keep_n)
+        done &= _mine(rec, lanes, la)
         if done.any():
             st.mem_writes += 1
             sel = np.flatnonzero(done)
-            idx = rec["phys"][sel][:, None] + np.arange(rec["data"].shape[1])
-            st.smem[idx] = rec["data"][sel]
+            access.copy_rows(st.smem, rec["phys"][sel], rec["data"][sel])
             for h in st.hooks:
                 h.on_async_complete(st, rec, sel)
         if not done.all():

@@ -20,13 +20,15 @@ def _has_sim() -> bool:
 @pytest.mark.sim
 @pytest.mark.skipif(not _has_sim(), reason="ptxsim.Device / load_ptx not landed yet")
 def test_sigint_then_resume(tmp_path):
-    argv = [sys.executable, "-m", "harness.cli", "compare", "--backend", "sim", "--kernels", "gate",
-            "--out", str(tmp_path), "--no-static", "--no-dashboard", "--seed", "99", "--impls", "numba,ptx"]
+    # NOTE: the interrupted row must outlast the signal's way here: a 0.6 s gate row finished first under load, so
+    # the second row is the bf16 layer (~4 s at tiny)
+    argv = [sys.executable, "-m", "harness.cli", "compare", "--backend", "sim", "--kernels", "gate,layer",
+            "--out", str(tmp_path), "--no-static", "--no-dashboard", "--seed", "99", "--impls", "ptx"]
     proc = subprocess.Popen(argv, cwd=REPO, stderr=subprocess.PIPE, text=True, env={**os.environ})
     lines = []
     for line in proc.stderr:  # wait until the first row is saved, then interrupt the second
         lines.append(line)
-        if "[2/2]" in line and "running" in line:
+        if "[2/3]" in line and "running" in line:
             proc.send_signal(signal.SIGINT)  # at once: the row's work starts after this line is printed
             break
     rest = proc.stderr.read()
@@ -40,7 +42,7 @@ def test_sigint_then_resume(tmp_path):
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     doc = json.loads((run_dir / "run.json").read_text())
     rows = {r["key"]: r for r in doc["rows"]}
-    assert doc["status"] == "complete" and len(rows) == 2, res.stderr[-3000:]
+    assert doc["status"] == "complete" and len(rows) == 3, res.stderr[-3000:]
     for key, row in done_before.items():
         assert rows[key] == row and "skipped" in res.stderr  # finished rows were kept, not re-run
     implemented = [r for r in rows.values() if r["status"] != "missing"]

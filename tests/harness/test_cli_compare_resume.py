@@ -24,7 +24,10 @@ def test_sigint_then_resume(tmp_path):
     # the second row is the bf16 layer (~4 s at tiny)
     argv = [sys.executable, "-m", "harness.cli", "compare", "--backend", "sim", "--kernels", "gate,layer",
             "--out", str(tmp_path), "--no-static", "--no-dashboard", "--seed", "99", "--impls", "ptx"]
-    proc = subprocess.Popen(argv, cwd=REPO, stderr=subprocess.PIPE, text=True, env={**os.environ})
+    # NOTE: a test run started in the background of a shell without job control (`nohup make test &`) inherits
+    # SIGINT ignored, and a Python started with SIGINT ignored keeps ignoring it: the child gets the default back
+    proc = subprocess.Popen(argv, cwd=REPO, stderr=subprocess.PIPE, text=True, env={**os.environ},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines = []
     for line in proc.stderr:  # wait until the first row is saved, then interrupt the second
         lines.append(line)

@@ -318,11 +318,8 @@ class WavePlan:
     def batches(self, per_batch: int):
         """(wave, CTA ids) batches of at most per_batch CTAs, in launch order (made lazily: a 2**31-CTA grid is
         never materialised)."""
-        for w in self.waves:
-            lo, hi = w * self.wave_ctas, min(self.ncta, (w + 1) * self.wave_ctas)
-            for start in range(lo, hi, per_batch):
-                stop = min(start + per_batch, hi)
-                yield w, (np.arange(start, stop, dtype=np.int64) if self.order is None else self.order[start:stop])
+        ranges = ((w * self.wave_ctas, min(self.ncta, (w + 1) * self.wave_ctas)) for w in self.waves)
+        return _batches(ranges, self.waves, per_batch, self.order)
 
 
 @dataclass(frozen=True)
@@ -346,10 +343,15 @@ class RangePlan:
 
     def batches(self, per_batch: int):
         """(wave, CTA ids) batches of at most per_batch CTAs, range by range (a batch never holds two ranges)."""
-        for (lo, hi), w in zip(self.ranges, self.waves, strict=True):
-            for start in range(lo, hi, per_batch):
-                stop = min(start + per_batch, hi)
-                yield w, (np.arange(start, stop, dtype=np.int64) if self.order is None else self.order[start:stop])
+        return _batches(self.ranges, self.waves, per_batch, self.order)
+
+
+def _batches(ranges, waves, per_batch: int, order):
+    """(wave, CTA ids) of each (first, end) launch-position range with its wave, cut into batches of per_batch."""
+    for (lo, hi), w in zip(ranges, waves, strict=True):
+        for start in range(lo, hi, per_batch):
+            stop = min(start + per_batch, hi)
+            yield w, (np.arange(start, stop, dtype=np.int64) if order is None else order[start:stop])
 
 
 def plan_waves(ncta: int, sample_ctas: int | None, wave_ctas: int | None, cluster_size: int = 1,

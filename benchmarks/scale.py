@@ -106,10 +106,29 @@ def summarise(measured: Measured) -> list[str]:
         lines.append(f"  sampled rows: {len(sampled)} (least simulated fraction {least:.2%})")
     for row in sorted(rows, key=lambda r: -(r.get("elapsed_s") or 0))[:5]:
         lines.append(f"  slowest: {row['key']} {row.get('elapsed_s') or 0:.1f} s")
+    lines += _memory_lines(rows)
     for row in rows:
         if row["status"] not in ("ok", "missing"):
             reason = row.get("reason") or (row.get("correctness") or {}).get("message", "")
             lines.append(f"  NOT OK: {row['key']}: {row['status']}: {reason[:300]}")
+    return lines
+
+
+def _memory_lines(rows: list[dict]) -> list[str]:
+    """The rows that reached the largest peak RSS, and how far the estimate made before each row (the memory check's)
+    was from the peak it reached (run.json's row["memory"])."""
+    measured = [r for r in rows if (r.get("memory") or {}).get("peak_rss_bytes")]
+    if not measured:
+        return []
+    gb = 1e9
+    lines = [f"  largest peak: {r['key']} {r['memory']['peak_rss_bytes'] / gb:.2f} GB (estimated "
+             f"{r['memory'].get('estimated_bytes', 0) / gb:.2f} GB)"
+             for r in sorted(measured, key=lambda r: -r["memory"]["peak_rss_bytes"])[:3]]
+    ratios = [(r["memory"]["estimated_bytes"] / r["memory"]["peak_rss_bytes"], r["key"]) for r in measured
+              if r["memory"].get("estimated_bytes")]
+    if ratios:
+        (low, low_key), (high, high_key) = min(ratios), max(ratios)
+        lines.append(f"  estimate / peak RSS per row: {low:.2f} ({low_key}) to {high:.2f} ({high_key})")
     return lines
 
 

@@ -44,21 +44,70 @@ def available_bytes() -> int | None:
         return None
 
 
+# NOTE: Linux resets a process's peak RSS (VmHWM) to its current RSS when "5" is written to /proc/self/clear_refs
+# (since 4.0), so each row's own peak can be read after it, whatever rows the process ran before
+CLEAR_REFS, STATUS = "/proc/self/clear_refs", "/proc/self/status"
+
+
+def reset_peak_rss() -> bool:
+    """Start a new peak-RSS window for this process; False where the kernel does not allow it (then peak_rss_bytes
+    is the process's peak since it started)."""
+    try:
+        with open(CLEAR_REFS, "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident bytes since the last reset_peak_rss (VmHWM), or None where unknown."""
+    try:
+        with open(STATUS) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def memory_record(estimate, peak: int | None, windowed: bool) -> dict:
+    """run.json's row["memory"]: the estimate made before the row (contract.footprint) next to the peak it reached.
+    peak_rss_bytes is the process's (everything it holds, the base and earlier rows' caches included); windowed False
+    means the peak is since the process started (no per-row reset on this system)."""
+    out = {"peak_rss_bytes": peak, "peak_is_row": bool(windowed and peak is not None)}
+    if estimate is not None:
+        out.update(estimated_bytes=int(estimate.total_bytes), estimated_host_bytes=int(estimate.host_bytes),
+                   estimated_sim_bytes=int(estimate.sim_bytes))
+    return out
+
+
 def gib(n: int) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
-def memory_skip_reason(kernel: str, preset: str, variant: str | None, backend: str, available: int | None,
-                       lazy: bool = False, sample_blocks: int | None = None) -> str | None:
-    """One line saying why a row will not fit (what it needs, what the machine has, which flag helps), or None."""
+def row_estimate(kernel: str, preset: str, variant: str | None, backend: str, lazy: bool = False,
+                 sample_blocks: int | None = None):
+    """estimate_row_memory, or None for a kernel or variant the size table does not know."""
     from contract.errors import UnknownNameError
     from contract.footprint import SHAPES
 
-    if available is None or kernel not in SHAPES:  # unknown: run it rather than guess
+    if kernel not in SHAPES:
         return None
     try:
-        need = estimate_row_memory(kernel, preset, variant, backend, lazy, sample_blocks)
-    except UnknownNameError:  # e.g. a variant the size table does not know: run it rather than guess
+        return estimate_row_memory(kernel, preset, variant, backend, lazy, sample_blocks)
+    except UnknownNameError:  # e.g. a variant the size table does not know
+        return None
+
+
+def memory_skip_reason(kernel: str, preset: str, variant: str | None, backend: str, available: int | None,
+                       lazy: bool = False, sample_blocks: int | None = None, need=None) -> str | None:
+    """One line saying why a row will not fit (what it needs, what the machine has, which flag helps), or None.
+    `need`: the row's estimate if already made (row_estimate)."""
+    if need is None:
+        need = row_estimate(kernel, preset, variant, backend, lazy, sample_blocks)
+    if available is None or need is None:  # unknown: run it rather than guess
         return None
     if need.total_bytes <= available:
         return None

@@ -84,7 +84,8 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
     escapes: any other exception becomes that row's "error" row.
     """
     from contract.footprint import wants_lazy
-    from harness.row_memory import available_bytes, memory_skip_reason
+    from harness.row_memory import (available_bytes, memory_record, memory_skip_reason, peak_rss_bytes,
+                                    reset_peak_rss, row_estimate)
 
     seed = item_seed(settings.seed, item)
     policy = sample_policy(settings)
@@ -98,15 +99,17 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
         free = available_bytes()
         if free is not None and cell_inputs is not None:  # the cell's inputs are already held: this row reuses them
             free += sum(int(a.nbytes) for a in cell_inputs.values() if isinstance(a, np.ndarray))
+        need = row_estimate(item.kernel, item.preset, item.variant, settings.backend, lazy,
+                            _sampled_blocks(policy, item.preset))
         too_big = memory_skip_reason(item.kernel, item.preset, item.variant, settings.backend,
-                                     None if free is None else free // max(1, memory_share), lazy=lazy,
-                                     sample_blocks=_sampled_blocks(policy, item.preset))
+                                     None if free is None else free // max(1, memory_share), need=need)
         if too_big:
             yield impl, _plain_row(settings, item, impl, seed, "skipped", too_big)
             continue
         if on_start is not None:
             on_start(impl, seed)
         t_row = time.perf_counter()
+        windowed = reset_peak_rss()
         try:
             if cell_inputs is None:
                 cell_inputs = draw_inputs(backend, item, seed)
@@ -122,6 +125,7 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
             row["elapsed_s"] = time.perf_counter() - t_row
             row["static"] = _static_quietly(backend, settings)
             row["sticky_cuda_error"] = _sticky_code(exc)
+        row["memory"] = memory_record(need, peak_rss_bytes(), windowed)
         yield impl, row
 
 

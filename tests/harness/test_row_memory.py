@@ -1,7 +1,9 @@
 """harness/row_memory.py: a row's memory (the contract's estimate) known before it runs, and the one line that says
 why a row is skipped."""
-from contract.footprint import estimate_memory
-from harness.row_memory import estimate_row_memory, memory_skip_reason
+from contract.footprint import PROCESS_BASE, estimate_memory
+import numpy as np
+
+from harness.row_memory import estimate_row_memory, memory_record, memory_skip_reason, peak_rss_bytes, reset_peak_rss
 
 WEIGHTS = 256 * 4096 * 7168 * 2  # dsv3 up-projection: 14 GiB of bf16 expert weights
 
@@ -42,3 +44,23 @@ def test_a_lazy_sampled_dsv3_fp8_gemm_counts_the_blocks_it_touches_not_every_wei
     fp8 = estimate_row_memory("grouped_gemm_fp8", "dsv3-decode", "up", "sim", lazy=True, sample_blocks=12)
     whole = estimate_row_memory("grouped_gemm_fp8", "dsv3-decode", "up", "sim", lazy=True, sample_blocks=None)
     assert fp8.sim_bytes < 2 << 30 < WEIGHTS // 2 < whole.sim_bytes
+
+
+def test_the_peak_is_the_rows_own_after_a_reset():
+    """After a reset the peak reads about the current RSS, whatever the process held at its height before; a
+    64 MiB array touched after it raises the peak by about that."""
+    big = np.ones(256 << 20, np.uint8)  # a 256 MiB height, then freed
+    del big
+    if not reset_peak_rss():
+        import pytest
+
+        pytest.skip("this kernel refuses /proc/self/clear_refs: the peak is the process's")
+    after_reset = peak_rss_bytes()
+    grown = np.ones(64 << 20, np.uint8)
+    peak = peak_rss_bytes()
+    assert 60 << 20 <= peak - after_reset <= 128 << 20, (after_reset, peak)
+    del grown
+    record = memory_record(estimate_row_memory("gate", "tiny"), peak, True)
+    assert record["peak_rss_bytes"] == peak and record["peak_is_row"]
+    assert record["estimated_bytes"] == PROCESS_BASE + record["estimated_host_bytes"] + record["estimated_sim_bytes"]
+    assert "estimated_bytes" not in memory_record(None, None, True) and not memory_record(None, None, True)["peak_is_row"]

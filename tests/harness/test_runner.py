@@ -329,6 +329,8 @@ def test_gemm_rows_record_useful_and_padded_flops(tmp_path, monkeypatch):
     assert work["padded_flops"] == 2 * work["padded_rows"] * 2 * p.I * p.H
     assert work["useful_pct"] == pytest.approx(100 * p.T * p.K / work["padded_rows"]) and work["useful_pct"] < 100
     assert rows[("gate", None)]["gemm_work"] is None
+    memory = up["memory"]  # the estimate the memory check used, next to the peak the row reached
+    assert memory["peak_rss_bytes"] > 0 and memory["estimated_bytes"] > memory["estimated_host_bytes"] > 0
     down = rows[("grouped_gemm", "down")]["gemm_work"]
     assert down["padded_flops"] == 2 * work["padded_rows"] * p.H * p.I
 

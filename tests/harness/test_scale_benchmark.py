@@ -27,6 +27,8 @@ def test_prints_wall_memory_and_rows_of_a_real_compare(tmp_path, capsys):
     rss_gb = float(first.split("peak RSS of the process tree ")[1].split(" GB")[0])
     cpu_min = float(first.split("(CPU ")[1].split(" min")[0])
     assert rss_gb > 0.05 and cpu_min > 0  # a Python process with NumPy and the simulator, which did work
+    row_peak = float(out.split("largest peak: gate/ptx/tiny/balanced ")[1].split(" GB")[0])
+    assert 0.05 < row_peak < 2 and "estimate / peak RSS per row: " in out  # the process that ran the row, at tiny
     assert len(list(tmp_path.glob("*/run.json"))) == 1
 
 

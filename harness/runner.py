@@ -84,8 +84,14 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
     escapes: any other exception becomes that row's "error" row.
     """
     from contract.footprint import wants_lazy
-    from harness.row_memory import (available_bytes, memory_record, memory_skip_reason, peak_rss_bytes,
-                                    reset_peak_rss, row_estimate)
+    from harness.row_memory import (
+        available_bytes,
+        memory_record,
+        memory_skip_reason,
+        peak_rss_bytes,
+        reset_peak_rss,
+        row_estimate,
+    )
 
     seed = item_seed(settings.seed, item)
     policy = sample_policy(settings)

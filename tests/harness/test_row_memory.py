@@ -1,8 +1,8 @@
 """harness/row_memory.py: a row's memory (the contract's estimate) known before it runs, and the one line that says
 why a row is skipped."""
-from contract.footprint import PROCESS_BASE, estimate_memory
 import numpy as np
 
+from contract.footprint import PROCESS_BASE, estimate_memory
 from harness.row_memory import estimate_row_memory, memory_record, memory_skip_reason, peak_rss_bytes, reset_peak_rss
 
 WEIGHTS = 256 * 4096 * 7168 * 2  # dsv3 up-projection: 14 GiB of bf16 expert weights
@@ -63,4 +63,5 @@ def test_the_peak_is_the_rows_own_after_a_reset():
     record = memory_record(estimate_row_memory("gate", "tiny"), peak, True)
     assert record["peak_rss_bytes"] == peak and record["peak_is_row"]
     assert record["estimated_bytes"] == PROCESS_BASE + record["estimated_host_bytes"] + record["estimated_sim_bytes"]
-    assert "estimated_bytes" not in memory_record(None, None, True) and not memory_record(None, None, True)["peak_is_row"]
+    unknown = memory_record(None, None, True)
+    assert "estimated_bytes" not in unknown and not unknown["peak_is_row"]

@@ -1,12 +1,17 @@
-"""Rows in parallel on Dask: each cell (one kernel/variant/preset/skew, every implementation) is one task.
+"""Rows in parallel on Dask: each row (one implementation, or one rung, of one kernel/variant/preset/skew cell) is one
+task, the rows predicted to cost most submitted first.
 
-Rows are independent, so the cells run on `dask.distributed` workers: a LocalCluster of `workers` processes (one
+Rows are independent, so they run on `dask.distributed` workers: a LocalCluster of `workers` processes (one
 thread each) on this machine, or a running cluster given by `--scheduler ADDRESS` (start one with `dask scheduler`
 and `dask worker ADDRESS`). The workers build their own backend and return finished rows; this process alone writes
 run.json (row by row, as cells finish), sets the verdicts and prints progress, so the rows, checks and verdicts are
-those of a serial run. A cell whose worker dies is rescheduled by Dask on another worker (up to `allowed_failures`
-deaths); after that its rows are "error" rows, which `--resume` runs again. Ctrl-C cancels what is queued and leaves
-the rows already finished in run.json, resumable like a serial run.
+those of a serial run; a cell's verdicts are set once all its rows are in. A row whose worker dies is rescheduled by
+Dask on another worker (up to `allowed_failures` deaths); after that it is an "error" row, which `--resume` runs again.
+Why rows and not cells: a cell runs its rows one after another, and dsv3-prefill's largest cells (the FP8 GEMM's, with
+its five PTX rungs; the layer's) are a third of the run each, so two workers finished one cell long after the other
+had run out of work. Rows ordered by their predicted cost (harness.progress.predicted_cost, largest first) keep both
+busy to the end, as longest-first scheduling does; each row draws its own inputs (keyed, so the same values).
+Ctrl-C cancels what is queued and leaves the rows already finished in run.json, resumable like a serial run.
 """
 from __future__ import annotations
 
@@ -61,8 +66,8 @@ def _worker_backend(settings):
     return _WORKER_BACKENDS[key]
 
 
-def cell_task(settings, item, impls: list[str], memory_share: int) -> tuple[list[tuple[str, dict]], list[dict]]:
-    """Run on a worker: the rows of one cell and the NVTX ranges they recorded."""
+def row_task(settings, item, impls: list[str], memory_share: int) -> tuple[list[tuple[str, dict]], list[dict]]:
+    """Run on a worker: the rows of `impls` (slots) of one cell and the NVTX ranges they recorded."""
     from harness.nvtx_ranges import RangeRecorder
     from harness.runner import device_spec_for, run_cell
 
@@ -94,13 +99,14 @@ def _lost_rows(settings, item, impls, exc: BaseException) -> list[tuple[str, dic
     from harness.runner import _plain_row, item_seed
 
     seed = item_seed(settings.seed, item)
-    why = (f"the Dask worker running this cell failed ({type(exc).__name__}: {exc}); it was retried and did not "
+    why = (f"the Dask worker running this row failed ({type(exc).__name__}: {exc}); it was retried and did not "
            f"finish; `ptxmoe compare --resume` runs it again")
     return [(impl, _plain_row(settings, item, impl, seed, "error", why)) for impl in impls]
 
 
 def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: ParallelSettings) -> None:
-    """Submit every cell with rows to run, record rows as cells finish, set each cell's verdicts."""
+    """Submit every row to run (largest predicted cost first), record rows as they finish, set a cell's verdicts when
+    its last row is in."""
     from dask.distributed import as_completed
 
     from harness.runner import record_row, set_verdicts
@@ -111,25 +117,33 @@ def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: P
         # NOTE: a LocalCluster's workers share this machine's memory; a cluster's workers may be on other machines,
         # so each checks its own free memory whole
         share = parallel.local_workers if cluster is not None else 1
+        waiting: dict[str, int] = {}  # cell -> its rows not yet in
         for item, rows, todo in cells:
             if not todo:
                 set_verdicts(run_file, settings, item, rows)
-                continue
-            future = client.submit(cell_task, settings, item, todo, share, pure=False, key=f"cell-{item.verdict_key}")
-            futures[future] = (item, rows, todo)
+        tasks = [(item, rows, slot) for item, rows, todo in cells for slot in todo]
+        costs = getattr(progress, "costs", {})
+        order = sorted(range(len(tasks)), key=lambda i: -costs.get(tasks[i][0].key(tasks[i][2]), 0.0))
+        for rank, i in enumerate(order):
+            item, rows, slot = tasks[i]
+            waiting[item.verdict_key] = waiting.get(item.verdict_key, 0) + 1
+            future = client.submit(row_task, settings, item, [slot], share, pure=False, key=f"row-{item.key(slot)}",
+                                   priority=len(order) - rank)
+            futures[future] = (item, rows, slot)
         where = parallel.scheduler or f"a LocalCluster of {parallel.local_workers} worker processes"
-        print(f"running {len(futures)} cells ({sum(len(t) for *_, t in cells)} rows) on Dask: {where}",
-              file=progress.stream, flush=True)
+        print(f"running {len(futures)} rows on Dask, the largest first: {where}", file=progress.stream, flush=True)
         for future in as_completed(futures):
-            item, rows, todo = futures[future]
+            item, rows, slot = futures[future]
             try:
                 results, ranges = future.result()
-            except Exception as exc:  # noqa: BLE001 - a lost cell becomes error rows, the sweep goes on
-                results, ranges = _lost_rows(settings, item, todo, exc), []
+            except Exception as exc:  # noqa: BLE001 - a lost row becomes an error row, the sweep goes on
+                results, ranges = _lost_rows(settings, item, [slot], exc), []
             for index, (impl, row) in enumerate(results):
                 rows[impl] = row
                 record_row(run_file, summary, row, progress, ranges if index == 0 else [])
-            set_verdicts(run_file, settings, item, rows)
+            waiting[item.verdict_key] -= 1
+            if not waiting[item.verdict_key]:
+                set_verdicts(run_file, settings, item, rows)
     except KeyboardInterrupt:
         client.cancel(list(futures))
         raise

@@ -32,25 +32,25 @@ def _outcome(doc):
 
 
 def _die_once(marker):
-    """A cell task that kills its worker process the first time it runs anywhere."""
+    """A row task that kills its worker process the first time it runs anywhere."""
     def task(*args):
-        from harness.parallel import cell_task
+        from harness.parallel import row_task
 
         if not os.path.exists(marker):
             open(marker, "w").close()
             os.kill(os.getpid(), signal.SIGKILL)
-        return cell_task(*args)
+        return row_task(*args)
     return task
 
 
 @pytest.mark.sim
 def test_two_worker_local_cluster_matches_a_serial_run_even_when_a_worker_dies(tmp_path, monkeypatch):
-    """One real LocalCluster (2 processes): the first cell's worker is killed, Dask reruns the cell elsewhere, and
+    """One real LocalCluster (2 processes): the first row's worker is killed, Dask reruns the row elsewhere, and
     the rows (plan order, seeds, checks) and verdicts equal a serial run's."""
     from harness import parallel
 
     serial, _ = _sweep(tmp_path, "serial", None)
-    monkeypatch.setattr(parallel, "cell_task", _die_once(str(tmp_path / "died")))
+    monkeypatch.setattr(parallel, "row_task", _die_once(str(tmp_path / "died")))
     dask_doc, summary = _sweep(tmp_path, "dask", ParallelSettings(workers=2))
     assert (tmp_path / "died").exists()  # a worker did die
     assert summary["ran"] == 4 and not summary["failed"]
@@ -94,3 +94,52 @@ def test_ctrl_c_during_a_parallel_run_leaves_a_resumable_run(tmp_path, monkeypat
     assert len(saved.doc["rows"]) == 1 and saved.doc["rows"][0]["status"] == "ok"
     runner.run_sweep(select_backend("sim"), settings, saved, progress=io.StringIO())
     assert sorted(r["status"] for r in saved.doc["rows"]) == ["ok"] * 4 and len(saved.doc["verdicts"]) == 2
+
+
+class _Done:
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+class _RecordingClient:
+    """A Dask client stand-in: runs each task when submitted and records (key, priority)."""
+
+    def __init__(self):
+        self.submitted = []
+
+    def submit(self, fn, *args, key, priority, pure):
+        self.submitted.append((key, priority))
+        return _Done(fn(*args))
+
+    def close(self):
+        pass
+
+
+def test_rows_are_tasks_the_costliest_first_and_verdicts_wait_for_a_cells_last_row(tmp_path, monkeypatch):
+    """Each row is its own task with a Dask priority by predicted cost (a GEMM's rows before gate's), and every
+    cell's verdicts are set once its rows are in, as in a serial run."""
+    import dask.distributed
+
+    from harness import parallel
+    from harness.backends.select import select_backend
+
+    client = _RecordingClient()
+    monkeypatch.setattr(parallel, "_open_client", lambda p: (client, None))
+    monkeypatch.setattr(dask.distributed, "as_completed", lambda futures: list(futures)[::-1])  # any order
+    monkeypatch.setattr(parallel, "_worker_backend", lambda settings: select_backend("sim"))
+    settings = runner.CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",),
+                                      kernels=("gate", "grouped_gemm"), seed=4321, impls=("cpp", "ptx"),
+                                      static=False)
+    run_file = RunFile.create(tmp_path, "rows", settings.as_dict(), {"backend": "sim", "gpu": {}}, command=["t"])
+    runner.run_sweep(select_backend("sim"), settings, run_file, progress=io.StringIO(),
+                     parallel=ParallelSettings(workers=2))
+    keys = [key for key, _ in sorted(client.submitted, key=lambda kp: -kp[1])]
+    assert len(keys) == 6 and all(k.startswith("row-") for k in keys)
+    assert all("grouped_gemm" in k for k in keys[:4]) and all("gate" in k for k in keys[4:])
+    assert sorted(v["key"] for v in run_file.doc["verdicts"]) == [
+        "gate/tiny/balanced/ptx-vs-cpp", "grouped_gemm[down]/tiny/balanced/ptx-vs-cpp",
+        "grouped_gemm[up]/tiny/balanced/ptx-vs-cpp"]
+    assert all(v["verdict"] is not None for v in run_file.doc["verdicts"])

@@ -7,9 +7,9 @@ and `dask worker ADDRESS`). The workers build their own backend and return finis
 run.json (row by row, as cells finish), sets the verdicts and prints progress, so the rows, checks and verdicts are
 those of a serial run; a cell's verdicts are set once all its rows are in. A row whose worker dies is rescheduled by
 Dask on another worker (up to `allowed_failures` deaths); after that it is an "error" row, which `--resume` runs again.
-Why rows and not cells: a cell runs its rows one after another, and dsv3-prefill's largest cells (the FP8 GEMM's, with
-its five PTX rungs; the layer's) are a third of the run each, so two workers finished one cell long after the other
-had run out of work. Rows ordered by their predicted cost (harness.progress.predicted_cost, largest first) keep both
+Why rows and not cells: a cell runs its rows one after another, and dsv3-prefill's FP8 up GEMM cell (Numba, CUDA C++
+and five PTX rungs) held 38 % of its rows' time, so one worker was still on it long after the other had run out of
+work. Rows ordered by their predicted cost (harness.progress.predicted_cost, largest first) keep both
 busy to the end, as longest-first scheduling does; each row draws its own inputs (keyed, so the same values).
 Ctrl-C cancels what is queued and leaves the rows already finished in run.json, resumable like a serial run.
 """

@@ -105,10 +105,11 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
         free = available_bytes()
         if free is not None and cell_inputs is not None:  # the cell's inputs are already held: this row reuses them
             free += sum(int(a.nbytes) for a in cell_inputs.values() if isinstance(a, np.ndarray))
-        need = row_estimate(item.kernel, item.preset, item.variant, settings.backend, lazy,
-                            _sampled_blocks(policy, item.preset))
+        blocks = _sampled_blocks(policy, item.preset)
+        need = row_estimate(item.kernel, item.preset, item.variant, settings.backend, lazy, blocks)
         too_big = memory_skip_reason(item.kernel, item.preset, item.variant, settings.backend,
-                                     None if free is None else free // max(1, memory_share), need=need)
+                                     None if free is None else free // max(1, memory_share), lazy=lazy,
+                                     sample_blocks=blocks, need=need)
         if too_big:
             yield impl, _plain_row(settings, item, impl, seed, "skipped", too_big)
             continue

@@ -127,7 +127,19 @@ class Device:
         if not array.flags.c_contiguous:
             raise ParamTypeError("copy_out needs a C-contiguous array to fill in place")
         self._check(buf, array.nbytes, "copy_out")
-        array.reshape(-1).view(np.uint8)[:] = self.gmem.read_bytes(buf.addr, array.nbytes)
+        self.gmem.read_into(buf.addr, array.reshape(-1).view(np.uint8))
+
+    def snapshot(self, buf: DeviceBuffer, dtype, shape) -> np.ndarray:
+        """The buffer's contents now as a read-only array: a view of the simulated heap where every page of it is
+        committed (no host copy), else a copy (read). Meant for a buffer nothing will write again (about to be
+        freed): a view keeps the heap's memory alive after free or after the device is dropped, and shows later
+        writes only until the heap grows."""
+        view = self.gmem.view(buf.addr, buf.nbytes)
+        if view is None:
+            out = self.read(buf, dtype, shape)
+            out.flags.writeable = False
+            return out
+        return view[: int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize].view(dtype).reshape(shape)
 
     def read(self, buf: DeviceBuffer, dtype, shape) -> np.ndarray:
         out = np.empty(shape, dtype)

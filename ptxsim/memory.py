@@ -293,8 +293,32 @@ class GlobalMemory:
     def read_bytes(self, addr: int, nbytes: int) -> np.ndarray:
         """A copy of [addr, addr+nbytes). Pending lazy pages are produced into the copy without being committed (an
         output read back after a sampled run costs no simulated memory for the pages no CTA wrote)."""
+        out = np.empty(max(int(nbytes), 0), np.uint8)
+        return self.read_into(addr, out)
+
+    def has_pending(self, addr: int, nbytes: int) -> bool:
+        """True when some page of [addr, addr+nbytes) is a lazy page not produced yet."""
+        if nbytes <= 0 or not self.pending_pages:
+            return False
         off = addr - GLOBAL_BASE
-        out = self.data[off: off + nbytes].copy()
+        return bool((self._page_src[off >> PAGE_SHIFT: ((off + nbytes - 1) >> PAGE_SHIFT) + 1] >= 0).any())
+
+    def view(self, addr: int, nbytes: int) -> np.ndarray:
+        """[addr, addr+nbytes) as a read-only view of the heap, no copy; None when a lazy page in it is pending (its
+        bytes exist only in its fill source). It shows the bytes as they are now: the heap array is replaced when it
+        grows, and ptxsim never reuses freed addresses, so a view of a buffer nothing writes any more (freed, or its
+        device dropped) stays what it was."""
+        if self.has_pending(addr, nbytes):
+            return None
+        off = addr - GLOBAL_BASE
+        out = self.data[off: off + nbytes]
+        out.flags.writeable = False
+        return out
+
+    def read_into(self, addr: int, out: np.ndarray) -> np.ndarray:
+        """Fill the uint8 array `out` with [addr, addr+out.size) (read_bytes without its own copy); returns `out`."""
+        off, nbytes = addr - GLOBAL_BASE, out.size
+        out[:] = self.data[off: off + nbytes]
         if nbytes <= 0 or not self.pending_pages:
             return out
         first, last = off >> PAGE_SHIFT, (off + nbytes - 1) >> PAGE_SHIFT

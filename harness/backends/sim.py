@@ -247,9 +247,13 @@ class SimBackend(Backend):
 
     def done_with_workspace(self, arrays: dict[str, DeviceArray]) -> None:
         """Free a workspace (Backend.done_with_workspace), first copying it to `captured_workspace` when that is a
-        dict: the runner checks a sampled layer stage by stage on the intermediates it really produced."""
+        dict: the runner checks a sampled layer stage by stage on the intermediates it really produced.
+        NOTE: read-only views of the simulated heap where it is committed, not copies: nothing writes a freed
+        workspace again, and at dsv3-prefill a copy of the layer's intermediates took 1.9 GB more (5.9 GB at the
+        peak against 2.4 GB for the simulated run)."""
         if isinstance(self.captured_workspace, dict):
-            self.captured_workspace.update({name: self.to_host(a) for name, a in arrays.items()})
+            self.captured_workspace.update({name: self.device.snapshot(self._buffer(a), a.dtype, a.shape)
+                                            for name, a in arrays.items()})
         super().done_with_workspace(arrays)
 
     captured_workspace: dict | None = None

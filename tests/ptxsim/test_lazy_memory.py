@@ -164,3 +164,25 @@ def test_live_span_is_one_live_allocation_only():
     assert not gmem.state.live_span(off_a + 200, off_b + 8)  # spans two allocations
     gmem.free(b.addr)
     assert not gmem.state.live_span(off_b, off_b + 8)  # use after free
+
+
+def test_snapshot_is_a_read_only_view_where_committed_and_a_copy_where_pending():
+    """A committed buffer's snapshot shares the heap's bytes (no host copy), cannot be written, and still reads the
+    same after the buffer is freed and the heap grows; a buffer with a pending lazy page is copied, pages produced."""
+    dev = Device()
+    values = np.arange(3 * PAGE // 4, dtype=np.float32)
+    buf = dev.alloc(values.nbytes)
+    dev.copy_in(buf, values)
+    snap = dev.snapshot(buf, np.float32, values.shape)
+    assert np.shares_memory(snap, dev.gmem.data) and not snap.flags.writeable
+    assert np.array_equal(snap, values)
+    with pytest.raises(ValueError):
+        snap[0] = 1.0
+    dev.free(buf)
+    dev.alloc(64 * PAGE)  # the heap grows into a new array; the view keeps the old one
+    assert np.array_equal(snap, values)
+    lazy = dev.alloc_lazy(2 * PAGE, 0xAB)
+    dev.gmem.write_bytes(lazy.addr, np.zeros(8, np.uint8))  # page 0 filled, page 1 pending
+    copy = dev.snapshot(lazy, np.uint8, (2 * PAGE,))
+    assert not np.shares_memory(copy, dev.gmem.data) and not copy.flags.writeable
+    assert copy[:8].tolist() == [0] * 8 and (copy[8:] == 0xAB).all() and dev.gmem.pending_pages == 1

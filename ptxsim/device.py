@@ -130,15 +130,13 @@ class Device:
         self.gmem.read_into(buf.addr, array.reshape(-1).view(np.uint8))
 
     def snapshot(self, buf: DeviceBuffer, dtype, shape) -> np.ndarray:
-        """The buffer's contents now as a read-only array: a view of the simulated heap where every page of it is
-        committed (no host copy), else a copy (read). Meant for a buffer nothing will write again (about to be
-        freed): a view keeps the heap's memory alive after free or after the device is dropped, and shows later
-        writes only until the heap grows."""
+        """The buffer's contents now as a read-only view of the simulated heap, no host copy; its pending lazy pages
+        are filled first (a buffer a sampled run left partly untouched commits those pages: the tail of a layer's
+        intermediates, 17 % of them at dsv3-prefill, against a copy of all of them). Meant for a buffer nothing will
+        write again (about to be freed): the view keeps the heap's memory alive after free or after the device is
+        dropped, and shows later writes only until the heap grows."""
+        self._check(buf, int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize, "snapshot")
         view = self.gmem.view(buf.addr, buf.nbytes)
-        if view is None:
-            out = self.read(buf, dtype, shape)
-            out.flags.writeable = False
-            return out
         return view[: int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize].view(dtype).reshape(shape)
 
     def read(self, buf: DeviceBuffer, dtype, shape) -> np.ndarray:

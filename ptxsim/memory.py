@@ -296,21 +296,13 @@ class GlobalMemory:
         out = np.empty(max(int(nbytes), 0), np.uint8)
         return self.read_into(addr, out)
 
-    def has_pending(self, addr: int, nbytes: int) -> bool:
-        """True when some page of [addr, addr+nbytes) is a lazy page not produced yet."""
-        if nbytes <= 0 or not self.pending_pages:
-            return False
-        off = addr - GLOBAL_BASE
-        return bool((self._page_src[off >> PAGE_SHIFT: ((off + nbytes - 1) >> PAGE_SHIFT) + 1] >= 0).any())
-
     def view(self, addr: int, nbytes: int) -> np.ndarray:
-        """[addr, addr+nbytes) as a read-only view of the heap, no copy; None when a lazy page in it is pending (its
-        bytes exist only in its fill source). It shows the bytes as they are now: the heap array is replaced when it
-        grows, and ptxsim never reuses freed addresses, so a view of a buffer nothing writes any more (freed, or its
-        device dropped) stays what it was."""
-        if self.has_pending(addr, nbytes):
-            return None
+        """[addr, addr+nbytes) as a read-only view of the heap, no copy; its pending lazy pages are filled first (as a
+        kernel's read would). It shows the bytes as they are now: the heap array is replaced when it grows, and
+        ptxsim never reuses freed addresses, so a view of a buffer nothing writes any more (freed, or its device
+        dropped) stays what it was."""
         off = addr - GLOBAL_BASE
+        self.touch_range(off, nbytes)
         out = self.data[off: off + nbytes]
         out.flags.writeable = False
         return out

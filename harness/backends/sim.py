@@ -30,6 +30,7 @@ from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord,
 from harness.errors import InputError, PtxmoeError, UnknownNameError
 
 LAUNCH_TIME_LIMIT_S = 1800.0
+RESET_COLLECT_BYTES = 64 << 20  # a dropped simulated heap this big is collected at once (SimBackend.reset_memory)
 # Warp-instructions a sampled launch may run per simulated CTA before ptxsim calls it a runaway: ptxsim's budget is per
 # launch (PTXSIM_BUDGET, 5e8), and a dsv3-prefill GEMM CTA (BM=64, K=7168) on the Numba path runs ~1.5e6, so the 1152
 # CTAs of six sampled waves legitimately exceed it. The wall-clock limit (time_limit) still stops real runaways.
@@ -152,6 +153,7 @@ def _addr(allocation) -> int:
     return int(getattr(allocation, "addr", allocation))
 
 
+
 class SimBackend(Backend):
     """Backend over a `ptxsim.Device` (simulated global memory; launches run the simulator synchronously)."""
 
@@ -242,8 +244,20 @@ class SimBackend(Backend):
 
     def reset_memory(self) -> None:
         """Start over with an empty simulated device (ptxsim's allocator never reuses freed bytes, so a long sweep
-        calls this between rows); every DeviceArray handed out before becomes invalid. Parsed modules are kept."""
+        calls this between rows); every DeviceArray handed out before becomes invalid. Parsed modules are kept.
+
+        NOTE: a launch leaves reference cycles to its device's heap (ptxsim's launch, scheduler and executor state
+        refer to each other), so a dropped heap is freed only when Python's cyclic collector runs, which a process
+        making few, large allocations rarely triggers: a serial dsv3 sweep kept earlier rows' heaps (1.3 GB after
+        dsv3-decode's rows, 2.8 GB after dsv3-prefill's PTX layer) under the next row's peak. A heap of
+        RESET_COLLECT_BYTES or more is collected here, at once (a small one is left to Python: a collection costs
+        ~0.1 s, a tiny row about as much)."""
+        dropped = getattr(getattr(self.device, "gmem", None), "top", 0)
         self.device = type(self.device)()
+        if dropped >= RESET_COLLECT_BYTES:
+            import gc
+
+            gc.collect()
 
     def done_with_workspace(self, arrays: dict[str, DeviceArray]) -> None:
         """Free a workspace (Backend.done_with_workspace), first copying it to `captured_workspace` when that is a

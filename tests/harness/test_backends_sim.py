@@ -222,3 +222,28 @@ def test_wave_shape_is_the_model_devices_resident_ctas_and_l2():
     occ = occupancy_from_resources(spec, cfg.block[0], resources, cfg.shared_bytes)
     assert shape == {"l2_bytes": spec.l2_bytes, "wave_ctas": occ.blocks_per_sm * spec.sm_count}
     assert 1 <= occ.blocks_per_sm <= 32
+
+
+def test_a_rows_dropped_heap_is_freed_at_once_not_at_the_next_collection():
+    """A launch leaves cycles to its device's heap; with Python's collector off (as between its rare full runs), a
+    row's 80 MiB heap is still freed when the runner resets the device after the row."""
+    import gc
+    import weakref
+
+    from harness import runner
+    from harness.backends.sim import SimBackend
+    from harness.nvtx_ranges import RangeRecorder
+    from harness.sweep_plan import plan
+
+    settings = runner.CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",), kernels=("gate",),
+                                      seed=1, impls=("ptx",), static=False)
+    backend = SimBackend()
+    backend.empty((80 << 20,), np.uint8)  # the row's heap, above RESET_COLLECT_BYTES
+    heap = weakref.ref(backend.device.gmem)
+    gc.collect()
+    gc.disable()
+    try:
+        rows = list(runner.run_cell(backend, settings, plan(settings)[0], ["ptx"], None, RangeRecorder()))
+        assert rows[0][1]["status"] == "ok" and heap() is None
+    finally:
+        gc.enable()

@@ -134,9 +134,14 @@ def _touched_inputs(kernel: str, p: Preset, variant: str, ins: dict[str, int], l
         # weights, so two Dask workers skipped its rows as not fitting)
         a_row, w_expert = ins["a"] // p.P_max, ins["w"] // p.E
         return min(ins["a"], ctas * (p.BM * a_row + PAGE)) + min(ins["w"], ctas * (w_expert + PAGE))
-    if kernel == "layer":  # every stage samples; the GEMMs' CTAs bound the weights touched
+    if kernel == "layer":
+        # the GEMM launches sample runs of one expert's routing blocks (harness.sampling), so `ctas` sampled blocks
+        # hold about ctas / (blocks per expert) experts, each GEMM its own (a launch without LiveRows samples equal
+        # strata: one expert a block at worst, which is the bound of a preset with a block per expert). Counting a
+        # block an expert put dsv3-prefill's weights at 3 GB, against the ~0.2 GB its two GEMMs read.
+        experts = min(p.E, -(-ctas // max(1, round(p.n_blocks / p.E))))
         per_expert = (ins["W1"] + ins["W2"]) // p.E
-        return min(ins["W1"] + ins["W2"], 2 * ctas * (per_expert + 2 * PAGE))
+        return min(ins["W1"] + ins["W2"], 2 * experts * (per_expert + 2 * PAGE))
     return sum(ins[k] for k in lazy)  # elementwise kernels: grid-stride loops may touch every page
 
 
@@ -158,7 +163,7 @@ def estimate_memory(kernel: str, preset: Preset | str, variant: str = "up", *, l
     reference = _reference_bytes(kernel, p, variant, outs, sample_ctas)
     host = host_inputs + 2 * out_total + reference + _draw_bytes(kernel, p, variant, lazy_names)
     # the layer's intermediates live on the device too (its stages write them whole, but for the sampled GEMMs' rows)
-    middle = sum(_nbytes(*v) for v in intermediate_specs(p).values()) if kernel == "layer" else 0
+    middle = sum(_nbytes(*v) for v in _layer_intermediates(p, variant).values()) if kernel == "layer" else 0
     heap = in_total + out_total + middle
     committed_in = host_inputs + _touched_inputs(kernel, p, variant, ins, lazy_names, sample_ctas)
     committed = committed_in + out_total + middle  # outputs are read back whole
@@ -172,6 +177,10 @@ def estimate_memory(kernel: str, preset: Preset | str, variant: str = "up", *, l
     return MemoryEstimate(kernel, p.name, int(host), int(sim), int(in_total), int(out_total), bool(lazy))
 
 
+def _layer_intermediates(p: Preset, variant: str):
+    return intermediate_specs(p, "fp8" if variant == "fp8" else "bf16")
+
+
 def _reference_bytes(kernel: str, p: Preset, variant: str, outs: dict[str, int], ctas: int | None) -> int:
     """The float64 reference (4x a bf16 output) and, for the GEMMs, one expert's weights in float64 at a time."""
     ref = 4 * sum(outs.values())
@@ -179,8 +188,11 @@ def _reference_bytes(kernel: str, p: Preset, variant: str, outs: dict[str, int],
         kd, n = _gemm_kd_n(p, variant)
         block = (p.BM * kd + n * kd) * 8
         ref = block + (min(ctas, p.n_blocks) if ctas else p.n_blocks) * p.BM * n * 8
-    elif kernel == "layer":
+    elif kernel == "layer" and ctas:
+        # a sampled layer is checked stage by stage on views of its intermediates (SimBackend.done_with_workspace:
+        # no host copies); the largest whole stage's reference is permute's, xp in the activations' dtype
+        # (measured at dsv3-prefill, PTX bf16: the checks' peak 1.1 GB over the 2.9 GB the run held)
+        ref += _nbytes(*_layer_intermediates(p, variant)["xq" if variant == "fp8" else "xp"])
+    elif kernel == "layer":  # the whole layer in float64: its widest intermediates twice and an expert's weights
         ref += 2 * p.P_max * max(2 * p.I, p.H) * 8 + 2 * p.I * p.H * 8
-        if ctas:  # a sampled layer is checked stage by stage on host copies of its intermediates
-            ref += sum(_nbytes(*v) for v in intermediate_specs(p).values())
     return ref

@@ -63,17 +63,25 @@ def test_fp8_layer_shapes_are_the_inputs_make_inputs_draws_and_its_weights_lazy(
     assert fp8["W1"] + fp8["W2"] == 256 * 3 * 2048 * 7168 and bf16["W1"] == 2 * fp8["W1"]  # 11 GB of e4m3 weights
 
 
-def test_a_sampled_layer_counts_the_intermediates_its_stage_check_copies():
+def test_a_sampled_layer_counts_its_intermediates_once_and_its_sampled_experts_weights():
+    """A sampled layer's stage check reads views of its intermediates (no host copy) and its largest whole-stage
+    reference is permute's xp; its lazy weights count the experts its sampled blocks hold, not one per block."""
     import numpy as np
 
     from contract.footprint import estimate_memory
     from contract.layer import intermediate_specs
     from contract.presets import get_preset
 
-    inter = sum(int(np.prod(shape)) * np.dtype(dt).itemsize for shape, dt in intermediate_specs(get_preset("small"))
-                .values())
-    whole, sampled = (estimate_memory("layer", "small", lazy=False, sample_ctas=c) for c in (None, 6))
-    assert sampled.host_bytes - whole.host_bytes == inter and sampled.sim_bytes == whole.sim_bytes
+    p = get_preset("dsv3-prefill")  # 3 routing blocks an expert
+    for variant, xp in (("bf16", "xp"), ("fp8", "xq")):
+        specs = intermediate_specs(p, variant)
+        whole, sampled = (estimate_memory("layer", p, variant, lazy=True, sample_ctas=c) for c in (None, 18))
+        xp_bytes = int(np.prod(specs[xp][0])) * np.dtype(specs[xp][1]).itemsize
+        assert sampled.host_bytes - xp_bytes < whole.host_bytes / 4  # no float64 layer, no copies
+        ins, _ = tensor_bytes("layer", p, variant)
+        six_experts = 2 * 6 * (ins["W1"] + ins["W2"]) // p.E
+        assert sampled.sim_bytes < whole.sim_bytes and sampled.sim_bytes > six_experts
+        assert sampled.total_bytes < 8 << 30  # measured: 4.0 GB (PTX bf16, the check's peak included)
 
 
 def test_drawing_fp8_weights_whole_counts_their_float32_temporaries():

@@ -22,12 +22,12 @@ class CheckResult:
 COMPARE_CHUNK_ELEMENTS = 1 << 24  # compared at a time: the masks of a whole dsv3-prefill xp took 1.4 GB at the peak
 
 
-def first_mismatch(actual: np.ndarray, expected: np.ndarray) -> str:
-    """"" when equal, else how many elements differ and the first (in C order), with both values; compared in chunks
-    of leading-axis entries so the temporaries stay small whatever the arrays' size."""
+def _mismatches(actual: np.ndarray, expected: np.ndarray) -> tuple[int, tuple | None]:
+    """(how many elements differ, the first's index in C order), compared in chunks of leading-axis entries so the
+    temporaries stay small whatever the arrays' size."""
     actual, expected = np.broadcast_arrays(actual, expected)
     if actual.ndim == 0:
-        return "" if actual == expected else f"1 mismatches; first at (): got {actual[()]!r}, expected {expected[()]!r}"
+        return (0, None) if actual == expected else (1, ())
     step = max(1, COMPARE_CHUNK_ELEMENTS // max(1, int(np.prod(actual.shape[1:], dtype=np.int64))))
     count, first = 0, None
     for lo in range(0, actual.shape[0], step):
@@ -37,22 +37,59 @@ def first_mismatch(actual: np.ndarray, expected: np.ndarray) -> str:
             at = np.argwhere(differ)[0]
             first = (int(at[0]) + lo, *(int(i) for i in at[1:]))
         count += n
+    return count, first
+
+
+def _mismatch_text(count: int, first: tuple, got, expected) -> str:
+    return f"{count} mismatches; first at {first}: got {got!r}, expected {expected!r}"
+
+
+def first_mismatch(actual: np.ndarray, expected: np.ndarray) -> str:
+    """"" when equal, else how many elements differ and the first (in C order), with both values."""
+    count, first = _mismatches(actual, expected)
     if not count:
         return ""
-    return f"{count} mismatches; first at {first}: got {actual[first]!r}, expected {expected[first]!r}"
+    actual, expected = np.broadcast_arrays(actual, expected)
+    return _mismatch_text(count, first, actual[first], expected[first])
+
+
+def _raw_bits(actual: np.ndarray, expected: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both arrays as unsigned words of actual's width (expected cast to actual's dtype first; no copy if it is)."""
+    width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[actual.dtype.itemsize]
+    a = np.ascontiguousarray(actual).view(width)
+    e = np.ascontiguousarray(np.asarray(expected).astype(actual.dtype, copy=False)).view(width)
+    return a, e
 
 
 def exact(name: str, actual: np.ndarray, expected: np.ndarray) -> tuple[bool, str]:
     """Exact equality (bitwise for floats: compares the raw bits)."""
     if actual.shape != expected.shape:
         return False, f"{name}: shape {actual.shape}, expected {expected.shape}"
-    width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[actual.dtype.itemsize]
-    a = np.ascontiguousarray(actual).view(width)
-    e = np.ascontiguousarray(np.asarray(expected).astype(actual.dtype, copy=False)).view(width)
-    where = first_mismatch(a, e)
+    where = first_mismatch(*_raw_bits(actual, expected))
     if where:
         return False, f"{name}: {where} (as raw bits)"
     return True, ""
+
+
+def exact_by_rows(name: str, actual: np.ndarray, expected_rows) -> tuple[bool, str]:
+    """exact() of `actual` against a reference built a chunk of leading-axis rows at a time (`expected_rows(lo, hi)`
+    gives rows [lo, hi)): the same verdict and message as exact() on the whole reference, which at dsv3-prefill is
+    hundreds of MB (permute's xp) that need not be held at once."""
+    step = max(1, COMPARE_CHUNK_ELEMENTS // max(1, int(np.prod(actual.shape[1:], dtype=np.int64))))
+    count, first = 0, None
+    for lo in range(0, actual.shape[0], step):
+        hi = min(actual.shape[0], lo + step)
+        expected = expected_rows(lo, hi)
+        if expected.shape != actual[lo:hi].shape:
+            return False, f"{name}[{lo}:{hi}]: shape {actual[lo:hi].shape}, expected {expected.shape}"
+        a, e = _raw_bits(actual[lo:hi], expected)
+        n, at = _mismatches(a, e)
+        if n and first is None:
+            first = ((at[0] + lo, *at[1:]), a[at], e[at])
+        count += n
+    if not count:
+        return True, ""
+    return False, f"{name}: {_mismatch_text(count, *first)} (as raw bits)"
 
 
 def unwritten(name: str, actual: np.ndarray) -> tuple[bool, str]:

@@ -1,4 +1,4 @@
-"""contract/checks.py: exact comparisons count and locate every mismatch whatever the chunking."""
+"""contract/checks.py: exact comparisons (whole, and by chunks of rows) count and locate every mismatch whatever the chunking."""
 import numpy as np
 
 from contract import checks
@@ -34,3 +34,27 @@ def test_exact_compares_raw_bits_without_a_copy_of_the_expected(monkeypatch):
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < big.nbytes // 8, peak  # a chunk's mask is 256 KiB; a copy of the expected would be 8 MiB
+
+
+def test_exact_by_rows_says_what_exact_says_on_the_whole(monkeypatch):
+    """Built a few rows at a time, the reference gives exact()'s verdict and message (count over every chunk, the
+    first mismatch with its index in the whole array); a chunk of the wrong shape is named."""
+    monkeypatch.setattr(checks, "COMPARE_CHUNK_ELEMENTS", 12)  # 3 rows of 4
+    rng = np.random.default_rng(11)
+    want = rng.standard_normal((10, 4)).astype(np.float32)
+    got = want.copy()
+    got[4, 2] = -got[4, 2]
+    got[9, 0] = np.nan
+
+    def rows(lo, hi):
+        return want[lo:hi]
+
+    assert checks.exact_by_rows("y", want, rows) == (True, "")
+    assert checks.exact_by_rows("y", got, rows) == checks.exact("y", got, want)
+    assert checks.exact("y", got, want)[1].startswith("y: 2 mismatches; first at (4, 2)")
+    flat = np.arange(7, dtype=np.int32)
+    bad = flat.copy()
+    bad[5] = 0
+    assert checks.exact_by_rows("v", bad, lambda lo, hi: flat[lo:hi]) == checks.exact("v", bad, flat)
+    ok, message = checks.exact_by_rows("y", got, lambda lo, hi: want[lo:hi, :3])
+    assert not ok and message.startswith("y[0:3]: shape (3, 4), expected (3, 3)")

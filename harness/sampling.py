@@ -264,9 +264,9 @@ def _balanced_runs(runs: list[tuple[int, int]], k: int, live: int) -> list[tuple
 
 def _aligned_segments(runs: list[tuple[int, int]], k: int, live: int, align: int) -> list[tuple[int, int]]:
     """Up to k (first, end) segments of whole runs, each starting and ending on a multiple of `align` (or at `live`),
-    one inside each of k equal parts of `runs`, that together hold the fewest experts whose blocks per expert are
-    within RATIO_TOLERANCE of the mean (else the nearest ratio); among those, the segments nearest their parts'
-    middles.
+    at most one inside each of k equal parts of `runs`, that together hold the fewest experts (at least k where
+    possible) whose blocks per expert are within RATIO_TOLERANCE of the mean (else the nearest ratio); among those,
+    the segments nearest their parts' middles, a part left out counting as farther than any.
 
     NOTE: as in _balanced_runs, one weight extrapolates rows and experts, so the picks' blocks over experts must be
     the mean run length. Growing each balanced run to aligned ends (the former way) took in a neighbouring run or two
@@ -274,15 +274,16 @@ def _aligned_segments(runs: list[tuple[int, int]], k: int, live: int, align: int
     blocks of two or three experts, twice the rows of the grid paths' sample and a ratio off by 12-34 % (extrapolated
     DRAM bytes 0.87x the minimum at small). Aligned segments come in few sizes (a one-expert one is an even-length
     run starting on an even block), so the parts are chosen together: a dynamic programme over the parts keeps, for
-    each (experts, blocks) total, the picks nearest the middles."""
+    each (experts, blocks) total, the picks nearest the middles. A part may be left out: where every aligned segment
+    holds two runs (runs all of 3 blocks), one 2-expert segment stands for `waves` = 2, not two of them."""
     bounds = [a for a, _ in runs] + [live]  # bounds[i]: the first block of run i; bounds[len(runs)] = live
     cuts = [i for i, x in enumerate(bounds) if x % align == 0 or x == live]  # run indices a segment may start/end at
     states: dict[tuple[int, int], tuple[int, tuple]] = {(0, 0): (0, ())}  # (experts, blocks) -> (distance, picks)
     for j in range(k):
         options = _part_options(bounds, cuts, j * len(runs) // k, (j + 1) * len(runs) // k,
                                 int((j + 0.5) * len(runs) / k))
-        if options:
-            states = _extend(states, options)
+        options[(0, 0)] = (2 * len(runs), None)  # the part left out: farther than its farthest segment
+        states = _extend(states, options)
     picked = [(e, b, d, p) for (e, b), (d, p) in states.items() if p]
     if not picked:  # no aligned segment inside any part (few runs): the balanced runs grown to aligned ends
         return _whole_items(_balanced_runs(runs, k, live), bounds[:-1], live, align)
@@ -292,8 +293,8 @@ def _aligned_segments(runs: list[tuple[int, int]], k: int, live: int, align: int
         return abs(b / (e * mean) - 1)
 
     within = [q for q in picked if error(q[0], q[1]) <= RATIO_TOLERANCE]
-    best = min(within, key=lambda q: (q[0], error(q[0], q[1]), q[2], q[1])) if within else \
-        min(picked, key=lambda q: (error(q[0], q[1]), q[0], q[2], q[1]))
+    best = min(within, key=lambda q: (q[0] < k, q[0], error(q[0], q[1]), q[2], q[1])) if within else \
+        min(picked, key=lambda q: (error(q[0], q[1]), q[0] < k, q[0], q[2], q[1]))
     return [(bounds[first], bounds[end]) for first, end in sorted(best[3])]
 
 
@@ -318,11 +319,11 @@ def _part_options(bounds: list[int], cuts: list[int], lo: int, hi: int, middle: 
 
 def _extend(states: dict, options: dict) -> dict:
     """Every state (experts, blocks) -> (distance, picks) extended by one option (experts, blocks) -> (distance,
-    (first run, end run)), the nearest picks kept for each new total."""
+    (first run, end run), or None: no segment), the nearest picks kept for each new total."""
     out: dict[tuple[int, int], tuple[int, tuple]] = {}
     for (e0, b0), (d0, picks) in states.items():
         for (e, b), (d, segment) in options.items():
-            key, value = (e0 + e, b0 + b), (d0 + d, picks + (segment,))
+            key, value = (e0 + e, b0 + b), (d0 + d, picks + ((segment,) if segment else ()))
             if key not in out or value < out[key]:
                 out[key] = value
     return out

@@ -27,12 +27,17 @@ only to within one stratum (six: -2 % at small; four: -12 %; one, always live, e
 at dsv3-decode).
 
 A persistent GEMM (PTX FP8 rungs 4 and 5: one CTA per SM looping over (token tile, N tile) items) has no grid rows; it
-passes its item range as a contract.device.WorkItems, and `work_windows` picks the items of the same routing blocks
-(widened to whole rung-5 pairs), which the sim backend runs as ptxsim phases, each window on one CTA (cluster) an item
-as the device runs consecutive items at once. Not a few whole CTAs: a CTA's items (c, c + grid, ...) share no weight
-tile, so a few CTAs extrapolate one weight-tile read per item (tests/ptx_impl/test_gemm_fp8_sampled.py); a window's
-items share their expert's weight tiles and their token tiles as the grid's concurrent items do. A persistent kernel
-without WorkItems is still refused where it would be sampled (TooSlowToSimulate).
+passes its item range as a contract.device.WorkItems, and `stratified_windows` picks the items of the same routing
+blocks (rung 4), which the sim backend runs as ptxsim phases, each window on one CTA (cluster) an item as the device
+runs consecutive items at once. A rung-5 item is a pair of blocks, so its windows must start and end on a pair: its
+live windows are segments of whole runs with pair-aligned ends, chosen together (_aligned_segments) for about `waves`
+experts at the mean blocks per expert (within RATIO_TOLERANCE), not the grid rows' runs grown to whole pairs (that
+doubled them at dsv3-prefill, 14.6 blocks of 4.8 experts for ~6, and put their blocks per expert 0.65-1.54x the
+mean, which the extrapolated weight bytes follow: 0.87x the minimum at small). Not a few whole CTAs: a CTA's items
+(c, c + grid, ...) share no weight tile, so a few CTAs extrapolate one weight-tile read per item
+(tests/ptx_impl/test_gemm_fp8_sampled.py); a window's items share their expert's weight tiles and their token tiles
+as the grid's concurrent items do. A persistent kernel without WorkItems is still refused where it would be sampled
+(TooSlowToSimulate).
 """
 from __future__ import annotations
 

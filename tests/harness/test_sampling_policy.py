@@ -284,6 +284,25 @@ def test_pair_windows_do_not_double_on_a_prefill_like_routing(seed):
         assert (a == 0 or experts[a - 1] != experts[a]) and experts[b] != experts[b - 1]  # whole runs
 
 
+def test_pair_windows_are_aligned_whole_runs_on_any_routing():
+    """Random runs, tails and waves: every live pick starts on an even block, ends on one or at the last live block,
+    holds whole runs, the picks are disjoint and ascending, and each weighs the live blocks over those held."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        rows, waves = int(rng.integers(1, 300)), int(rng.integers(1, 6))
+        runs = list(rng.integers(1, 7, size=int(rng.integers(1, 120))))
+        while sum(runs) > rows:
+            runs.pop()
+        experts, live = _experts(runs, rows + 1), sum(runs)  # one dead row at least: experts[end] exists
+        picks = [(a, b, x) for a, b, x in SamplePolicy(waves, 0).row_strata(experts, rows, 2) if a < live]
+        held = sum(b - a for a, b, _ in picks)
+        assert bool(picks) == (live > 0)
+        for (a, b, x), nxt in zip(picks, picks[1:] + [(live, live, 0)], strict=False):
+            assert a % 2 == 0 and (b % 2 == 0 or b == live) and a < b <= nxt[0], (runs, waves, picks)
+            assert (a == 0 or experts[a - 1] != experts[a]) and experts[b] != experts[b - 1]
+            assert x == live / held
+
+
 def test_pair_windows_keep_the_nearest_ratio_and_fall_back_to_grown_runs():
     """Where no aligned choice is within RATIO_TOLERANCE, the nearest ratio; where no part has an aligned segment
     inside it, the balanced runs grown to aligned ends; and a routing with exact choices takes them."""

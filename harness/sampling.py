@@ -269,18 +269,19 @@ def _balanced_runs(runs: list[tuple[int, int]], k: int, live: int) -> list[tuple
 
 def _aligned_segments(runs: list[tuple[int, int]], k: int, live: int, align: int) -> list[tuple[int, int]]:
     """Up to k (first, end) segments of whole runs, each starting and ending on a multiple of `align` (or at `live`),
-    at most one inside each of k equal parts of `runs`, that together hold the fewest experts (at least k where
-    possible) whose blocks per expert are within RATIO_TOLERANCE of the mean (else the nearest ratio); among those,
-    the segments nearest their parts' middles, a part left out counting as farther than any.
+    at most one inside each of k equal parts of `runs`, that together hold the fewest experts (at least k, else as
+    near k as possible) whose blocks per expert are within RATIO_TOLERANCE of the mean (else the nearest ratio);
+    among those, the segments nearest their parts' middles, a part left out counting as farther than any.
 
     NOTE: as in _balanced_runs, one weight extrapolates rows and experts, so the picks' blocks over experts must be
     the mean run length. Growing each balanced run to aligned ends (the former way) took in a neighbouring run or two
-    whole: at dsv3-prefill (runs mostly 1-3 blocks, half of them ending on an odd block) a 3-block run became 5-8
-    blocks of two or three experts, twice the rows of the grid paths' sample and a ratio off by 12-34 % (extrapolated
-    DRAM bytes 0.87x the minimum at small). Aligned segments come in few sizes (a one-expert one is an even-length
-    run starting on an even block), so the parts are chosen together: a dynamic programme over the parts keeps, for
-    each (experts, blocks) total, the picks nearest the middles. A part may be left out: where every aligned segment
-    holds two runs (runs all of 3 blocks), one 2-expert segment stands for `waves` = 2, not two of them."""
+    whole: at dsv3-prefill (runs of 1-21 blocks, about half of them ending on an odd block) two runs became 14.6
+    blocks of 4.8 experts on average, 2.4x the mean run length a wave, at 0.65-1.54x the mean blocks per expert over
+    ten routings (extrapolated DRAM bytes 1.24x the minimum there, 0.87x at small). Aligned segments come in few
+    sizes (a one-expert one is an even-length run starting on an even block), so the parts are chosen together: a
+    dynamic programme over the parts keeps, for each (experts, blocks) total, the picks nearest the middles. A part
+    may be left out: where every aligned segment holds two runs (runs all of 3 blocks), one 2-expert segment stands
+    for `waves` = 2, not two of them."""
     bounds = [a for a, _ in runs] + [live]  # bounds[i]: the first block of run i; bounds[len(runs)] = live
     cuts = [i for i, x in enumerate(bounds) if x % align == 0 or x == live]  # run indices a segment may start/end at
     states: dict[tuple[int, int], tuple[int, tuple]] = {(0, 0): (0, ())}  # (experts, blocks) -> (distance, picks)
@@ -298,8 +299,8 @@ def _aligned_segments(runs: list[tuple[int, int]], k: int, live: int, align: int
         return abs(b / (e * mean) - 1)
 
     within = [q for q in picked if error(q[0], q[1]) <= RATIO_TOLERANCE]
-    best = min(within, key=lambda q: (q[0] < k, q[0], error(q[0], q[1]), q[2], q[1])) if within else \
-        min(picked, key=lambda q: (error(q[0], q[1]), q[0] < k, q[0], q[2], q[1]))
+    best = min(within, key=lambda q: (max(0, k - q[0]), q[0], error(q[0], q[1]), q[2], q[1])) if within else \
+        min(picked, key=lambda q: (error(q[0], q[1]), max(0, k - q[0]), q[0], q[2], q[1]))
     return [(bounds[first], bounds[end]) for first, end in sorted(best[3])]
 
 

@@ -1,4 +1,6 @@
 """harness/sampling.py: which launches a sim row simulates in part (--sample auto|off|N)."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -261,15 +263,16 @@ def _prefill_like(seed: int, runs: int = 214) -> list[int]:
     return [int(n) for n in rng.choice([1, 2, 3, 4, 5, 6], size=runs, p=[0.1, 0.3, 0.3, 0.15, 0.1, 0.05])]
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_pair_windows_do_not_double_on_a_prefill_like_routing(seed):
+@pytest.mark.parametrize(("seed", "waves"), [(0, AUTO_WAVES), (1, AUTO_WAVES), (2, AUTO_WAVES), (3, AUTO_WAVES),
+                                             (0, 6), (1, 6)])
+def test_pair_windows_do_not_double_on_a_prefill_like_routing(seed, waves):
     """Rung 5's live windows at dsv3-prefill's shape: pair-aligned, whole runs, about `waves` experts in about
     waves x the mean run length blocks (at most 1.5x: growing each chosen run to whole pairs took 2x), their blocks
-    per expert within RATIO_TOLERANCE of the mean, and weighted to stand for every live block."""
+    per expert within RATIO_TOLERANCE of the mean, and weighted to stand for every live block; --sample 6 too."""
     from harness.sampling import RATIO_TOLERANCE
 
     p = get_preset("dsv3-prefill")
-    policy = parse_sample("auto").for_preset(p)
+    policy = replace(parse_sample("auto"), waves=waves).for_preset(p)
     lengths = _prefill_like(seed)
     live = sum(lengths)
     mean = live / len(lengths)
@@ -277,11 +280,22 @@ def test_pair_windows_do_not_double_on_a_prefill_like_routing(seed):
     picks = [(a, b, x) for a, b, x in policy.row_strata(experts, len(experts), 2) if a < live]
     held = sum(b - a for a, b, _ in picks)
     held_experts = sum(len(set(experts[a:b])) for a, b, _ in picks)
-    assert held <= 1.5 * AUTO_WAVES * mean and held_experts <= AUTO_WAVES + 1
+    assert held <= 1.5 * waves * mean and waves <= held_experts <= waves + 1
     assert abs(held / held_experts / mean - 1) <= RATIO_TOLERANCE
     for a, b, x in picks:
         assert a % 2 == 0 and (b % 2 == 0 or b == live) and x == live / held
         assert (a == 0 or experts[a - 1] != experts[a]) and experts[b] != experts[b - 1]  # whole runs
+
+
+def test_pair_windows_come_as_near_waves_as_they_can_where_waves_is_out_of_reach():
+    """--sample 100 over 214 runs (parts of 2-3 runs, many without an aligned segment inside): not 100 experts, but
+    as many as the parts allow (75), not the fewest within RATIO_TOLERANCE (2)."""
+    lengths = _prefill_like(0)
+    live = sum(lengths)
+    experts = _experts(lengths, live + 1)
+    picks = [(a, b) for a, b, _ in SamplePolicy(100, 0).row_strata(experts, live + 1, 2) if a < live]
+    held_experts = sum(len(set(experts[a:b])) for a, b in picks)
+    assert 50 <= held_experts < 100 and len(picks) >= 40
 
 
 def test_pair_windows_are_aligned_whole_runs_on_any_routing():

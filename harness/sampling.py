@@ -27,12 +27,17 @@ only to within one stratum (six: -2 % at small; four: -12 %; one, always live, e
 at dsv3-decode).
 
 A persistent GEMM (PTX FP8 rungs 4 and 5: one CTA per SM looping over (token tile, N tile) items) has no grid rows; it
-passes its item range as a contract.device.WorkItems, and `work_windows` picks the items of the same routing blocks
-(widened to whole rung-5 pairs), which the sim backend runs as ptxsim phases, each window on one CTA (cluster) an item
-as the device runs consecutive items at once. Not a few whole CTAs: a CTA's items (c, c + grid, ...) share no weight
-tile, so a few CTAs extrapolate one weight-tile read per item (tests/ptx_impl/test_gemm_fp8_sampled.py); a window's
-items share their expert's weight tiles and their token tiles as the grid's concurrent items do. A persistent kernel
-without WorkItems is still refused where it would be sampled (TooSlowToSimulate).
+passes its item range as a contract.device.WorkItems, and `stratified_windows` picks the items of the same routing
+blocks (rung 4), which the sim backend runs as ptxsim phases, each window on one CTA (cluster) an item as the device
+runs consecutive items at once. A rung-5 item is a pair of blocks, so its windows must start and end on a pair: its
+live windows are segments of whole runs with pair-aligned ends, chosen together (_aligned_segments) for about `waves`
+experts at the mean blocks per expert (within RATIO_TOLERANCE), not the grid rows' runs grown to whole pairs (that
+doubled them at dsv3-prefill, 14.6 blocks of 4.8 experts for ~6, and put their blocks per expert 0.65-1.54x the
+mean, which the extrapolated weight bytes follow: 0.87x the minimum at small). Not a few whole CTAs: a CTA's items
+(c, c + grid, ...) share no weight tile, so a few CTAs extrapolate one weight-tile read per item
+(tests/ptx_impl/test_gemm_fp8_sampled.py); a window's items share their expert's weight tiles and their token tiles
+as the grid's concurrent items do. A persistent kernel without WorkItems is still refused where it would be sampled
+(TooSlowToSimulate).
 """
 from __future__ import annotations
 
@@ -48,6 +53,11 @@ AUTO_WAVES = 2
 # in the sample within a sixth (small: -2 % against the full run; 4 waves: -12 %)
 AUTO_UNMARKED_WAVES = 6
 AUTO_MIN_CTAS = 4096  # launches up to this many CTAs run whole (small's GEMMs are 760 CTAs; dsv3-decode's 19,456)
+# aligned windows (align > 1: rung 5's pairs): the fewest experts whose blocks per expert are within this of the mean
+# (one weight extrapolates both; module docstring), and the most experts a window of one part holds before it is
+# only considered where its part has no smaller one
+RATIO_TOLERANCE = 0.1
+SEGMENT_EXPERTS = 3
 
 
 @dataclass(frozen=True)
@@ -118,18 +128,18 @@ class SamplePolicy:
         experts are `experts` (-1 from the first row past total_padded on): `waves` runs of one expert (_balanced_runs),
         weighted by the live rows over the rows they hold, and the tail's middle rows_per_wave rows, by its rows over
         theirs.
-        With `align` > 1 (a persistent kernel's items span `align` blocks), each sampled run grows by its neighbouring
-        runs until it starts and ends on a multiple of `align` (or at the last live row): a window widened to whole
-        items would otherwise take in one block of a neighbouring expert and read all its weights for that block."""
+        With `align` > 1 (a persistent kernel's items span `align` blocks), the live picks are instead segments of
+        whole runs that start and end on a multiple of `align` (or at the last live row), chosen together for the
+        mean blocks per expert (_aligned_segments): a window widened to whole items would otherwise take in one block
+        of a neighbouring expert and read all its weights for that block."""
         experts = np.asarray(experts, np.int64).reshape(-1)[:rows]
         live = int(np.argmax(experts < 0)) if (experts < 0).any() else rows
         starts = [0] + [int(i) for i in np.flatnonzero(np.diff(experts[:live])) + 1]
         runs = [(a, b) for a, b in zip(starts, starts[1:] + [live], strict=True)] if live else []
         picks: list[tuple[int, int, float]] = []
         if runs:
-            chosen = _balanced_runs(runs, min(self.waves or 1, len(runs)), live)
-            if align > 1:
-                chosen = _whole_items(chosen, starts, live, align)
+            k = min(self.waves or 1, len(runs))
+            chosen = _balanced_runs(runs, k, live) if align == 1 else _aligned_segments(runs, k, live, align)
             held = sum(b - a for a, b in chosen)
             picks += [(a, b, live / held) for a, b in chosen]
         if live < rows:
@@ -255,6 +265,74 @@ def _balanced_runs(runs: list[tuple[int, int]], k: int, live: int) -> list[tuple
 
         chosen.add(min((i for i in range(len(runs)) if i not in chosen), key=distance))
     return [runs[i] for i in sorted(chosen)]
+
+
+def _aligned_segments(runs: list[tuple[int, int]], k: int, live: int, align: int) -> list[tuple[int, int]]:
+    """Up to k (first, end) segments of whole runs, each starting and ending on a multiple of `align` (or at `live`),
+    at most one inside each of k equal parts of `runs`, that together hold the fewest experts (at least k, else as
+    near k as possible) whose blocks per expert are within RATIO_TOLERANCE of the mean (else the nearest ratio);
+    among those, the segments nearest their parts' middles, a part left out counting as farther than any.
+
+    NOTE: as in _balanced_runs, one weight extrapolates rows and experts, so the picks' blocks over experts must be
+    the mean run length. Growing each balanced run to aligned ends (the former way) took in a neighbouring run or two
+    whole: at dsv3-prefill (runs of 1-21 blocks, about half of them ending on an odd block) two runs became 14.6
+    blocks of 4.8 experts on average, 2.4x the mean run length a wave, at 0.65-1.54x the mean blocks per expert over
+    ten routings (extrapolated DRAM bytes 1.24x the minimum there, 0.87x at small). Aligned segments come in few
+    sizes (a one-expert one is an even-length run starting on an even block), so the parts are chosen together: a
+    dynamic programme over the parts keeps, for each (experts, blocks) total, the picks nearest the middles. A part
+    may be left out: where every aligned segment holds two runs (runs all of 3 blocks), one 2-expert segment stands
+    for `waves` = 2, not two of them."""
+    bounds = [a for a, _ in runs] + [live]  # bounds[i]: the first block of run i; bounds[len(runs)] = live
+    cuts = [i for i, x in enumerate(bounds) if x % align == 0 or x == live]  # run indices a segment may start/end at
+    states: dict[tuple[int, int], tuple[int, tuple]] = {(0, 0): (0, ())}  # (experts, blocks) -> (distance, picks)
+    for j in range(k):
+        options = _part_options(bounds, cuts, j * len(runs) // k, (j + 1) * len(runs) // k,
+                                int((j + 0.5) * len(runs) / k))
+        options[(0, 0)] = (2 * len(runs), None)  # the part left out: farther than its farthest segment
+        states = _extend(states, options)
+    picked = [(e, b, d, p) for (e, b), (d, p) in states.items() if p]
+    if not picked:  # no aligned segment inside any part (few runs): the balanced runs grown to aligned ends
+        return _whole_items(_balanced_runs(runs, k, live), bounds[:-1], live, align)
+    mean = live / len(runs)
+
+    def error(e: int, b: int) -> float:
+        return abs(b / (e * mean) - 1)
+
+    within = [q for q in picked if error(q[0], q[1]) <= RATIO_TOLERANCE]
+    best = min(within, key=lambda q: (max(0, k - q[0]), q[0], error(q[0], q[1]), q[2], q[1])) if within else \
+        min(picked, key=lambda q: (error(q[0], q[1]), max(0, k - q[0]), q[0], q[2], q[1]))
+    return [(bounds[first], bounds[end]) for first, end in sorted(best[3])]
+
+
+def _part_options(bounds: list[int], cuts: list[int], lo: int, hi: int, middle: int) -> dict:
+    """The aligned segments of runs [lo, hi) (`cuts`: the run indices a segment may start and end at; `bounds`: each
+    run index's first block) of at most SEGMENT_EXPERTS experts (or the fewest the part allows), as (experts, blocks)
+    -> (distance, (first run, end run)), the one nearest run `middle` (twice the distance) kept for each size."""
+    import bisect
+
+    inside = cuts[bisect.bisect_left(cuts, lo): bisect.bisect_right(cuts, hi)]
+    fewest = min((b - a for a, b in zip(inside, inside[1:], strict=False)), default=0)
+    options: dict[tuple[int, int], tuple[int, tuple[int, int]]] = {}
+    for n, first in enumerate(inside):
+        for end in inside[n + 1:]:
+            if end - first > max(SEGMENT_EXPERTS, fewest):
+                break
+            size = (end - first, bounds[end] - bounds[first])
+            option = (abs(first + end - 1 - 2 * middle), (first, end))
+            options[size] = min(options.get(size, option), option)
+    return options
+
+
+def _extend(states: dict, options: dict) -> dict:
+    """Every state (experts, blocks) -> (distance, picks) extended by one option (experts, blocks) -> (distance,
+    (first run, end run), or None: no segment), the nearest picks kept for each new total."""
+    out: dict[tuple[int, int], tuple[int, tuple]] = {}
+    for (e0, b0), (d0, picks) in states.items():
+        for (e, b), (d, segment) in options.items():
+            key, value = (e0 + e, b0 + b), (d0 + d, picks + ((segment,) if segment else ()))
+            if key not in out or value < out[key]:
+                out[key] = value
+    return out
 
 
 def _whole_items(chosen: list[tuple[int, int]], starts: list[int], live: int, align: int) -> list[tuple[int, int]]:

@@ -1,4 +1,6 @@
 """harness/sampling.py: which launches a sim row simulates in part (--sample auto|off|N)."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -232,10 +234,10 @@ def test_work_items_map_blocks_to_item_ranges_and_flatten_to_the_whole_work():
         WorkItems(5, 0)
 
 
-def test_persistent_windows_are_runs_of_one_expert_grown_to_whole_items():
-    """Rung 5 at dsv3-decode (pair items, two blocks a group): the windows are the runs a grid path samples, each
-    grown by whole neighbouring runs until it starts and ends on a pair (else a pair would take in one block of the
-    neighbouring expert and read all its weights for it), and the tail's middle pair; each weighs its stratum."""
+def test_persistent_windows_are_pair_aligned_segments_of_whole_runs():
+    """Rung 5 at dsv3-decode (pair items, two blocks a group): the live windows are segments of whole runs that start
+    and end on a pair (else a pair would take in one block of the neighbouring expert and read all its weights for
+    it), chosen together for the mean blocks per expert, and the tail's middle pair; each weighs its stratum."""
     from contract.device import WorkItems
 
     p = get_preset("dsv3-decode")
@@ -243,17 +245,93 @@ def test_persistent_windows_are_runs_of_one_expert_grown_to_whole_items():
     experts = _experts([1, 2] * 67 + [1], p.n_blocks)  # 202 live blocks in 135 runs: [0,1) [1,3) [3,4) [4,6) ...
     items = WorkItems(-(-p.n_blocks // 2) * 32, p.n_blocks, 2, 32)
     windows = policy.stratified_windows("grouped_gemm_fp8", items, experts)
-    grid = policy.launch_options("grouped_gemm", (64, p.n_blocks, 1), experts)["sample_ranges"]
-    # mean run 1.5 blocks: 3 blocks, a 2-block run near run 33 and a 1-block one near run 101; the tail's middle
-    assert [(a // 64, b // 64) for a, b, _ in grid] == [(49, 51), (150, 151), (252, 253)]
-    # run 33 [49, 51) grows by run 32 [48, 49) and run 34 [51, 52): pairs 24-25; run 100 [150, 151) by runs 101 and
-    # 102 to [150, 154): pairs 75-76
-    assert [(b // 32, e // 32) for _, b, e, _ in windows] == [(24, 26), (75, 77), (126, 127)]
-    assert [x for *_, x in windows] == [101 / 4] * 2 + [51.0]  # 101 live pairs for 4; 51 of the tail for 1
-    assert [w for w, *_ in windows] == [48, 150, 252]
-    # runs of 3 blocks: each chosen run grows by its right neighbour, 6 blocks, 3 whole pairs, two experts' weights
-    threes = policy.stratified_windows("grouped_gemm_fp8", items, _experts([3] * 67, p.n_blocks))
-    assert [(b // 32, e // 32) for _, b, e, _ in threes][:2] == [(24, 27), (75, 78)]
+    # aligned segments: runs 4q..4q+2 (3 experts, 4 blocks) and run 4q+3 (1 expert, 2 blocks); mean 1.5 blocks an
+    # expert: 2 or 3 experts cannot have it (4 blocks: +33 %; no 2-expert segment), 4 experts in 6 blocks do: the
+    # 2-block run 31 [46, 48) near part 0's middle (run 33) and runs 100-102 [150, 154) at part 1's (run 101)
+    assert [(b // 32, e // 32) for _, b, e, _ in windows] == [(23, 24), (75, 77), (126, 127)]
+    assert [x for *_, x in windows] == [101 / 3] * 2 + [51.0]  # 101 live pairs for 3; 51 of the tail for 1
+    assert [w for w, *_ in windows] == [46, 150, 252]
+    # runs of 3 blocks: every aligned segment is two runs; one such segment (6 blocks, the mean ratio) stands for
+    # waves = 2, where growing each of two runs to whole pairs took 12 blocks of 4 experts
+    threes = policy.row_strata(_experts([3] * 67, p.n_blocks), p.n_blocks, 2)
+    assert threes[0][:2] == (48, 54) and threes[0][2] == 201 / 6 and threes[1][0] >= 201
+
+
+def _prefill_like(seed: int, runs: int = 214) -> list[int]:
+    """Run lengths as dsv3-prefill's balanced routing has them (BM = 64: 1-6 blocks, mostly 2-3, mean ~3)."""
+    rng = np.random.default_rng(seed)
+    return [int(n) for n in rng.choice([1, 2, 3, 4, 5, 6], size=runs, p=[0.1, 0.3, 0.3, 0.15, 0.1, 0.05])]
+
+
+@pytest.mark.parametrize(("seed", "waves"), [(0, AUTO_WAVES), (1, AUTO_WAVES), (2, AUTO_WAVES), (3, AUTO_WAVES),
+                                             (0, 6), (1, 6)])
+def test_pair_windows_do_not_double_on_a_prefill_like_routing(seed, waves):
+    """Rung 5's live windows at dsv3-prefill's shape: pair-aligned, whole runs, about `waves` experts in about
+    waves x the mean run length blocks (at most 1.5x: growing each chosen run to whole pairs took 2x), their blocks
+    per expert within RATIO_TOLERANCE of the mean, and weighted to stand for every live block; --sample 6 too."""
+    from harness.sampling import RATIO_TOLERANCE
+
+    p = get_preset("dsv3-prefill")
+    policy = replace(parse_sample("auto"), waves=waves).for_preset(p)
+    lengths = _prefill_like(seed)
+    live = sum(lengths)
+    mean = live / len(lengths)
+    experts = _experts(lengths, p.n_blocks + live)
+    picks = [(a, b, x) for a, b, x in policy.row_strata(experts, len(experts), 2) if a < live]
+    held = sum(b - a for a, b, _ in picks)
+    held_experts = sum(len(set(experts[a:b])) for a, b, _ in picks)
+    assert held <= 1.5 * waves * mean and waves <= held_experts <= waves + 1
+    assert abs(held / held_experts / mean - 1) <= RATIO_TOLERANCE
+    for a, b, x in picks:
+        assert a % 2 == 0 and (b % 2 == 0 or b == live) and x == live / held
+        assert (a == 0 or experts[a - 1] != experts[a]) and experts[b] != experts[b - 1]  # whole runs
+
+
+def test_pair_windows_come_as_near_waves_as_they_can_where_waves_is_out_of_reach():
+    """--sample 100 over 214 runs (parts of 2-3 runs, many without an aligned segment inside): not 100 experts, but
+    as many as the parts allow (75), not the fewest within RATIO_TOLERANCE (2)."""
+    lengths = _prefill_like(0)
+    live = sum(lengths)
+    experts = _experts(lengths, live + 1)
+    picks = [(a, b) for a, b, _ in SamplePolicy(100, 0).row_strata(experts, live + 1, 2) if a < live]
+    held_experts = sum(len(set(experts[a:b])) for a, b in picks)
+    assert 50 <= held_experts < 100 and len(picks) >= 40
+
+
+def test_pair_windows_are_aligned_whole_runs_on_any_routing():
+    """Random runs, tails and waves: every live pick starts on an even block, ends on one or at the last live block,
+    holds whole runs, the picks are disjoint and ascending, and each weighs the live blocks over those held."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        rows, waves = int(rng.integers(1, 300)), int(rng.integers(1, 6))
+        runs = list(rng.integers(1, 7, size=int(rng.integers(1, 120))))
+        while sum(runs) > rows:
+            runs.pop()
+        experts, live = _experts(runs, rows + 1), sum(runs)  # one dead row at least: experts[end] exists
+        picks = [(a, b, x) for a, b, x in SamplePolicy(waves, 0).row_strata(experts, rows, 2) if a < live]
+        held = sum(b - a for a, b, _ in picks)
+        assert bool(picks) == (live > 0)
+        for (a, b, x), nxt in zip(picks, picks[1:] + [(live, live, 0)], strict=False):
+            assert a % 2 == 0 and (b % 2 == 0 or b == live) and a < b <= nxt[0], (runs, waves, picks)
+            assert (a == 0 or experts[a - 1] != experts[a]) and experts[b] != experts[b - 1]
+            assert x == live / held
+
+
+def test_pair_windows_keep_the_nearest_ratio_and_fall_back_to_grown_runs():
+    """Where no aligned choice is within RATIO_TOLERANCE, the nearest ratio; where no part has an aligned segment
+    inside it, the balanced runs grown to aligned ends; and a routing with exact choices takes them."""
+    # one wave over runs 2, 1, 2, 1, ... (mean 1.5): aligned segments are run 4m (1 expert, 2 blocks: +33 %) and runs
+    # 4m+1..4m+3 (3 experts, 4 blocks: -11 %); the nearer ratio, at the middle run 10: runs 9-11, blocks [14, 18)
+    ranges = SamplePolicy(1, 0, rows_per_wave=1).row_strata(_experts([2, 1] * 10, 40), 40, 2)
+    assert [(a, b) for a, b, _ in ranges[:1]] == [(14, 18)] and ranges[0][2] == 30 / 4
+    policy = SamplePolicy(2, 0, rows_per_wave=1)
+    # 1 + 2 + 2 ...: every run boundary is odd, the only aligned cuts are 0 and live, no part has a segment inside
+    # it: the balanced runs, grown by whole runs to aligned ends, are every live block
+    ranges = policy.row_strata(_experts([1, 2, 2, 2, 2, 2, 2, 2], 20), 20, 2)
+    assert ranges[0][:2] == (0, 15) and ranges[0][2] == 1.0
+    # 2-block runs (mean 2): a one-expert segment in each part, nearest its middle (runs 2 and 7)
+    ranges = policy.row_strata(_experts([2] * 10, 24), 24, 2)
+    assert [(a, b) for a, b, _ in ranges[:2]] == [(4, 6), (14, 16)] and ranges[0][2] == 20 / 4
 
 
 def test_sampled_runs_have_the_mean_run_length():

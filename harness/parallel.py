@@ -105,35 +105,69 @@ def _lost_rows(settings, item, impls, exc: BaseException) -> list[tuple[str, dic
 
 
 def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: ParallelSettings) -> None:
-    """Submit every row to run (largest predicted cost first), record rows as they finish, set a cell's verdicts when
-    its last row is in."""
+    """Run every row still to run on Dask, the largest predicted cost first, recording rows as they finish and setting
+    a cell's verdicts when its last row is in.
+
+    On a LocalCluster the rows running at once must fit this machine's memory: a row starts only when its memory
+    estimate (harness.runner.row_need) and those of the rows running fit the budget (--memory-limit, else the free
+    memory when the run starts), taking the largest row that fits when the next in line does not; a row that fits
+    nowhere runs alone, and its own check skips it with the reason. (Dividing the free memory by the workers, as
+    before, skipped rows that fit the machine: dsv3-prefill's layers; and two of them could still run at once.) A
+    running cluster's workers may be on other machines: every row is submitted at once, each checking its own
+    worker's free memory."""
     from dask.distributed import as_completed
 
-    from harness.runner import record_row, set_verdicts
+    from harness.row_memory import available_bytes
+    from harness.runner import record_row, row_need, set_verdicts
 
     client, cluster = _open_client(parallel)
-    futures = {}
+    futures: dict = {}
     try:
-        # NOTE: a LocalCluster's workers share this machine's memory; a cluster's workers may be on other machines,
-        # so each checks its own free memory whole
-        share = parallel.local_workers if cluster is not None else 1
         waiting: dict[str, int] = {}  # cell -> its rows not yet in
         for item, rows, todo in cells:
             if not todo:
                 set_verdicts(run_file, settings, item, rows)
-        tasks = [(item, rows, slot) for item, rows, todo in cells for slot in todo]
+            if todo:
+                waiting[item.verdict_key] = len(todo)
         costs = getattr(progress, "costs", {})
-        order = sorted(range(len(tasks)), key=lambda i: -costs.get(tasks[i][0].key(tasks[i][2]), 0.0))
-        for rank, i in enumerate(order):
-            item, rows, slot = tasks[i]
-            waiting[item.verdict_key] = waiting.get(item.verdict_key, 0) + 1
-            future = client.submit(row_task, settings, item, [slot], share, pure=False, key=f"row-{item.key(slot)}",
-                                   priority=len(order) - rank)
-            futures[future] = (item, rows, slot)
+        queue = sorted(((item, rows, slot) for item, rows, todo in cells for slot in todo),
+                       key=lambda t: -costs.get(t[0].key(t[2]), 0.0))
+        local = cluster is not None
+        budget = (settings.memory_limit or available_bytes()) if local else None
+        needs = {}
+        if budget is not None:
+            for item, _, _ in queue:
+                if item.verdict_key not in needs:
+                    need = row_need(settings, item)
+                    needs[item.verdict_key] = 0 if need is None else int(need.total_bytes)
+        running: dict = {}  # future -> bytes it was budgeted
+        done = as_completed()
         where = parallel.scheduler or f"a LocalCluster of {parallel.local_workers} worker processes"
-        print(f"running {len(futures)} rows on Dask, the largest first: {where}", file=progress.stream, flush=True)
-        for future in as_completed(futures):
+        limit = "" if budget is None else f", at most {budget / 2**30:.1f} GiB of rows' estimates at once"
+        print(f"running {len(queue)} rows on Dask, the largest first{limit}: {where}", file=progress.stream,
+              flush=True)
+
+        def submit_what_fits() -> None:
+            while queue and (not local or len(running) < parallel.local_workers):
+                used = sum(running.values())
+                pick = next((i for i, (item, _, _) in enumerate(queue)
+                             if budget is None or used + needs[item.verdict_key] <= budget or not running), None)
+                if pick is None:
+                    return
+                item, rows, slot = queue.pop(pick)
+                # NOTE: the budget already counts the rows running beside it, so a row checks its estimate against
+                # the whole of it (memory_share 1), not a share
+                future = client.submit(row_task, settings, item, [slot], 1, pure=False,
+                                       key=f"row-{item.key(slot)}", priority=len(queue))
+                futures[future] = (item, rows, slot)
+                running[future] = needs.get(item.verdict_key, 0)
+                done.add(future)
+
+        submit_what_fits()
+        for future in done:
             item, rows, slot = futures[future]
+            running.pop(future, None)
+            submit_what_fits()
             try:
                 results, ranges = future.result()
             except Exception as exc:  # noqa: BLE001 - a lost row becomes an error row, the sweep goes on

@@ -65,6 +65,18 @@ def _find_run(impl: str, kernel: str) -> tuple[Callable | None, str]:
     return (table[kernel] if rung is None else partial(table[kernel], rung=rung)), ""
 
 
+def row_need(settings: CompareSettings, item: Item):
+    """The memory estimate (contract.footprint.MemoryEstimate) the runner checks before running a row of `item` on
+    the settings' backend, or None where the size table does not know the kernel."""
+    from contract.footprint import wants_lazy
+    from harness.row_memory import row_estimate
+
+    policy = sample_policy(settings)
+    lazy = settings.backend == "sim" and _wants_lazy(wants_lazy, item)
+    return row_estimate(item.kernel, item.preset, item.variant, settings.backend, lazy,
+                        _sampled_blocks(policy, item.preset))
+
+
 def _sampled_blocks(policy, preset) -> int | None:
     """Routing blocks a sampled GEMM launch of the row simulates (the memory estimate's bound), None = all."""
     from contract.presets import get_preset
@@ -105,6 +117,8 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
         free = available_bytes()
         if free is not None and cell_inputs is not None:  # the cell's inputs are already held: this row reuses them
             free += sum(int(a.nbytes) for a in cell_inputs.values() if isinstance(a, np.ndarray))
+        if settings.memory_limit is not None:  # --memory-limit: no more than that, whatever is free
+            free = settings.memory_limit if free is None else min(free, settings.memory_limit)
         blocks = _sampled_blocks(policy, item.preset)
         need = row_estimate(item.kernel, item.preset, item.variant, settings.backend, lazy, blocks)
         too_big = memory_skip_reason(item.kernel, item.preset, item.variant, settings.backend,

@@ -76,12 +76,14 @@ class CompareSettings:
     sanitize: tuple[str, ...] = ()  # sim only: ptxsim sanitizers on every launch (findings fail the row)
     model_estimate: bool = True  # gpu only: also record the timing model's estimate (sampled ptxsim run)
     sample: str = "auto"  # sim only: --sample auto|off|N (harness.sampling)
+    memory_limit: int | None = None  # --memory-limit: bytes the rows running at once may take (None: the free memory)
 
     def as_dict(self) -> dict:
         return {"backend": self.backend, "presets": list(self.presets), "skews": list(self.skews),
                 "kernels": list(self.kernels), "seed": self.seed, "impls": list(self.impls), "static": self.static,
                 "timing": vars(self.timing).copy(), "model_device": self.model_device,
-                "sanitize": list(self.sanitize), "model_estimate": self.model_estimate, "sample": self.sample}
+                "sanitize": list(self.sanitize), "model_estimate": self.model_estimate, "sample": self.sample,
+                "memory_limit": self.memory_limit}
 
 
 def plan(settings: CompareSettings) -> list[Item]:

@@ -39,6 +39,11 @@ def add_compare_options(parser) -> None:
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="sim: run rows on a running Dask cluster (start `dask scheduler`, then `dask worker "
                              "ADDRESS` on each machine)")
+    parser.add_argument("--memory-limit", metavar="SIZE",
+                        help="memory the rows running at once may take, e.g. 6GB or 8GiB (default: what the machine "
+                             "has free when the run starts). Each row's memory is estimated before it runs; a row "
+                             "that does not fit is skipped with the reason, and --workers starts a row only when the "
+                             "estimates of the rows running with it fit too")
 
 
 def register(subparsers) -> None:
@@ -158,9 +163,27 @@ def build_settings(args, backend_name: str):
                          block_stream=False)
     sanitize = sanitize_option(getattr(args, "sanitize", None), backend_name)
     sample = sample_option(getattr(args, "sample", None), backend_name)
+    limit = getattr(args, "memory_limit", None)
+    memory_limit = None if limit is None else parse_memory_size(limit, "--memory-limit")
     return CompareSettings(backend=backend_name, presets=tuple(presets), skews=tuple(skews), kernels=tuple(kernels),
                            seed=int(seed), impls=impls, static=not args.no_static, timing=timing, sanitize=sanitize,
-                           model_estimate=not getattr(args, "no_model_estimate", False), sample=sample)
+                           model_estimate=not getattr(args, "no_model_estimate", False), sample=sample,
+                           memory_limit=memory_limit)
+
+
+def parse_memory_size(text: str, option: str) -> int:
+    """A size in bytes from "6GB" (10^9), "6GiB" or "6G" (2^30), "512MB", "512MiB", "512M", or a plain number of
+    bytes; InputError naming the value and the forms expected."""
+    import re
+
+    units = {"": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 10**3, "m": 1 << 20, "mib": 1 << 20, "mb": 10**6,
+             "g": 1 << 30, "gib": 1 << 30, "gb": 10**9, "t": 1 << 40, "tib": 1 << 40, "tb": 10**12}
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in units or float(match.group(1)) <= 0:
+        raise InputError(f"{option} {text!r}: expected a positive size such as 6GB (10^9 bytes), 6GiB or 6G (2^30), "
+                         f"512MB, 512MiB, or a number of bytes")
+    return int(float(match.group(1)) * units[unit])
 
 
 def sample_option(value, backend_name: str) -> str:
@@ -204,7 +227,8 @@ def settings_from_doc(doc: dict, where="run.json"):
                                static=bool(s["static"]), timing=GpuTimingSettings(**s["timing"]),
                                model_device=s.get("model_device", "H200 SXM"), sanitize=tuple(s.get("sanitize", ())),
                                model_estimate=bool(s.get("model_estimate", True)),
-                               sample=str(s.get("sample", "off")))  # NOTE: runs before --sample never sampled
+                               sample=str(s.get("sample", "off")),  # NOTE: runs before --sample never sampled
+                               memory_limit=None if s.get("memory_limit") is None else int(s["memory_limit"]))
     except KeyError as exc:
         raise ResultsError(f"{where}: settings has no {exc.args[0]!r}; cannot resume a run whose settings are not "
                            f"recorded") from None

@@ -1,4 +1,4 @@
-"""contract/checks.py: exact comparisons (whole, and by chunks of rows) count and locate every mismatch whatever the chunking."""
+"""contract/checks.py: exact comparisons, whole and by chunks of rows, count and locate every mismatch."""
 import numpy as np
 
 from contract import checks

@@ -97,49 +97,106 @@ def test_ctrl_c_during_a_parallel_run_leaves_a_resumable_run(tmp_path, monkeypat
 
 
 class _Done:
-    def __init__(self, value):
-        self.value = value
+    def __init__(self, key, value):
+        self.key, self.value = key, value
 
     def result(self):
         return self.value
 
 
 class _RecordingClient:
-    """A Dask client stand-in: runs each task when submitted and records (key, priority)."""
+    """A Dask client stand-in: runs each task when submitted and logs ("submit", key, priority)."""
 
-    def __init__(self):
-        self.submitted = []
+    def __init__(self, log):
+        self.log = log
 
     def submit(self, fn, *args, key, priority, pure):
-        self.submitted.append((key, priority))
-        return _Done(fn(*args))
+        self.log.append(("submit", key, priority))
+        return _Done(key, fn(*args))
+
+    def cancel(self, futures):
+        pass
 
     def close(self):
         pass
 
 
-def test_rows_are_tasks_the_costliest_first_and_verdicts_wait_for_a_cells_last_row(tmp_path, monkeypatch):
-    """Each row is its own task with a Dask priority by predicted cost (a GEMM's rows before gate's), and every
-    cell's verdicts are set once its rows are in, as in a serial run."""
+class _InOrder:
+    """dask.distributed.as_completed stand-in: futures finish in the order they were added; logs ("done", key)."""
+
+    def __init__(self, log):
+        self.log, self.futures = log, []
+
+    def add(self, future):
+        self.futures.append(future)
+
+    def __iter__(self):
+        while self.futures:
+            future = self.futures.pop(0)
+            self.log.append(("done", future.key))
+            yield future
+
+
+class _Cluster:
+    def close(self):
+        pass
+
+
+def _fake_sweep(tmp_path, monkeypatch, settings, workers, local):
     import dask.distributed
 
     from harness import parallel
     from harness.backends.select import select_backend
 
-    client = _RecordingClient()
-    monkeypatch.setattr(parallel, "_open_client", lambda p: (client, None))
-    monkeypatch.setattr(dask.distributed, "as_completed", lambda futures: list(futures)[::-1])  # any order
+    log = []
+    monkeypatch.setattr(parallel, "_open_client", lambda p: (_RecordingClient(log), _Cluster() if local else None))
+    monkeypatch.setattr(dask.distributed, "as_completed", lambda: _InOrder(log))
     monkeypatch.setattr(parallel, "_worker_backend", lambda settings: select_backend("sim"))
-    settings = runner.CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",),
-                                      kernels=("gate", "grouped_gemm"), seed=4321, impls=("cpp", "ptx"),
-                                      static=False)
     run_file = RunFile.create(tmp_path, "rows", settings.as_dict(), {"backend": "sim", "gpu": {}}, command=["t"])
     runner.run_sweep(select_backend("sim"), settings, run_file, progress=io.StringIO(),
-                     parallel=ParallelSettings(workers=2))
-    keys = [key for key, _ in sorted(client.submitted, key=lambda kp: -kp[1])]
+                     parallel=ParallelSettings(workers=workers))
+    return run_file, log
+
+
+def _gemm_and_gate(**kw):
+    return runner.CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",),
+                                  kernels=("gate", "grouped_gemm"), seed=4321, impls=("cpp", "ptx"), static=False,
+                                  **kw)
+
+
+def test_rows_are_tasks_the_costliest_first_and_verdicts_wait_for_a_cells_last_row(tmp_path, monkeypatch):
+    """Each row is its own task, submitted by predicted cost (a GEMM's rows before gate's; a running cluster takes
+    them all at once), and every cell's verdicts are set once its rows are in, as in a serial run."""
+    run_file, log = _fake_sweep(tmp_path, monkeypatch, _gemm_and_gate(), workers=2, local=False)
+    keys = [key for what, key, *_ in log if what == "submit"]
     assert len(keys) == 6 and all(k.startswith("row-") for k in keys)
     assert all("grouped_gemm" in k for k in keys[:4]) and all("gate" in k for k in keys[4:])
+    assert [e[0] for e in log[:6]] == ["submit"] * 6  # all at once
     assert sorted(v["key"] for v in run_file.doc["verdicts"]) == [
         "gate/tiny/balanced/ptx-vs-cpp", "grouped_gemm[down]/tiny/balanced/ptx-vs-cpp",
         "grouped_gemm[up]/tiny/balanced/ptx-vs-cpp"]
     assert all(v["verdict"] is not None for v in run_file.doc["verdicts"])
+
+
+def test_a_local_cluster_runs_rows_whose_estimates_fit_the_memory_limit_together(tmp_path, monkeypatch):
+    """--memory-limit 8 GB, 2 workers, GEMM rows estimated at 5 GB and gate rows at 1 GB: never two GEMM rows at
+    once, a gate row beside a GEMM row when one is waiting, never more rows than workers; every row still runs."""
+    from contract.footprint import MemoryEstimate
+
+    sizes = {"grouped_gemm": 5 * 10**9, "gate": 10**9}
+    monkeypatch.setattr(runner, "row_need", lambda settings, item: MemoryEstimate(
+        item.kernel, item.preset, sizes[item.kernel], 0, 0, 0, False))
+    monkeypatch.setattr("contract.footprint.PROCESS_BASE", 0)
+    run_file, log = _fake_sweep(tmp_path, monkeypatch, _gemm_and_gate(memory_limit=8 * 10**9), workers=2,
+                                local=True)
+    running, most, pairs = set(), 0, []
+    for what, key, *_ in log:
+        if what == "submit":
+            running.add(key)
+            pairs.append(sorted("gemm" if "gemm" in k else "gate" for k in running))
+        else:
+            running.discard(key)
+        most = max(most, len(running))
+    assert most == 2 and ["gemm", "gemm"] not in pairs and ["gate", "gemm"] in pairs
+    assert len([e for e in log if e[0] == "submit"]) == 6
+    assert [r["status"] for r in run_file.doc["rows"]] == ["ok"] * 6

@@ -47,28 +47,41 @@ def _gemm(rng, n):
 
 
 def _traps(rng, n):
-    """2^a (1 + 2^-12) * 2^b (1 - 2^-12 + 2^-24) = 2^(a+b) (1 + 2^-36) added to z = +-2^c (1 + m 2^-23) with
-    c = a + b + 24: the f64 sum rounds onto the f32 tie z + 2^(c-24) (exact sum above or, with the product's sign
-    flipped, below it), where rounding twice goes the wrong way for every other m."""
+    """f64 sums that land inexactly on an f32 tie, so that rounding twice goes the wrong way on about half the lanes.
+
+    Accumulator-dominated: 2^a (1 + 2^-12) * 2^b (1 - 2^-12 + 2^-24) = 2^(a+b) (1 + 2^-36) added to
+    z = +-2^c (1 + m 2^-23), c = a + b + 24: the sum rounds onto the tie z + 2^(c-24) (the exact sum above it, or
+    with the product's sign flipped below it). Product-dominated (every other lane): 2^a (1 + 2^-12) * 2^b (1 + k 2^-12)
+    with k odd is an f32 tie itself, and z = +-2^(a+b-60) r is lost in its f64 rounding.
+    """
     c = rng.integers(-95, 100, n)
     a = rng.integers(-30, 30, n)
     x = (np.ldexp(1 + 2.0**-12, a) * rng.choice([-1, 1], n)).astype(F32)
     y = np.ldexp(1 - 2.0**-12 + 2.0**-24, c - 24 - a).astype(F32)
     z = (np.ldexp(1 + rng.integers(0, 1 << 23, n) * 2.0**-23, c) * rng.choice([-1, 1], n)).astype(F32)
+    odd = slice(1, None, 2)
+    k = rng.integers(0, 1 << 10, n)[odd] * 2 + 1
+    y[odd] = np.ldexp(1 + k * 2.0**-12, c[odd] - a[odd]).astype(F32)
+    z[odd] = (np.ldexp(rng.uniform(1, 2, k.size), c[odd] - 60) * rng.choice([-1, 1], k.size)).astype(F32)
     return x, y, z
 
 
 def _tiny(rng, n):
     """Sums below 2^-126: cancellation of a product by its own f32 rounding (exact), products of ~2^-150 with 48 bits
-    added to ~2^-127 (inexact in f64), and subnormal operands."""
+    added to ~2^-127 (inexact in f64), subnormal accumulators, and traps on the subnormal grid: 2^-150 (1 + 2^-36)
+    added to z = +-m 2^-149 rounds in f64 onto the midpoint z + 2^-150."""
     x = (rng.uniform(1, 2, n) * 2.0**-100 * rng.choice([-1, 1], n)).astype(F32)
     y = (rng.uniform(1, 2, n) * 2.0**-50).astype(F32)
     z = (rng.uniform(-1, 1, n) * 2.0**-126).astype(F32)
-    third = n // 3
-    x[:third] = (rng.uniform(1, 2, third) * 2.0**-60).astype(F32)
-    y[:third] = (rng.uniform(1, 2, third) * 2.0**-66).astype(F32)
-    z[:third] = -(x[:third].astype(np.float64) * y[:third]).astype(F32)
-    z[third:2 * third] = _f32(rng.integers(1, 1 << 23, third))  # subnormal accumulators
+    q = n // 4
+    x[:q] = (rng.uniform(1, 2, q) * 2.0**-60).astype(F32)
+    y[:q] = (rng.uniform(1, 2, q) * 2.0**-66).astype(F32)
+    z[:q] = -(x[:q].astype(np.float64) * y[:q]).astype(F32)
+    z[q:2 * q] = _f32(rng.integers(1, 1 << 23, q))  # subnormal accumulators
+    t = slice(2 * q, 3 * q)
+    x[t] = (np.float64(2.0**-75 * (1 + 2.0**-12)) * rng.choice([-1, 1], q)).astype(F32)
+    y[t] = F32(2.0**-75 * (1 - 2.0**-12 + 2.0**-24))
+    z[t] = _f32(rng.integers(1 << 20, 1 << 23, q)) * rng.choice([-1, 1], q).astype(F32)
     return x, y, z
 
 
@@ -152,13 +165,15 @@ def test_cases_reach_every_branch(rng):
     """The inputs are adversarial: double rounding would be wrong on some trap lanes, some sums are tiny and inexact
     in f64, and the GEMM case has exact ties but no tiny sum (the handler's shortcut)."""
     x, y, z = _traps(rng, LANES)
-    s = x.astype(np.float64) * y + z
-    assert np.count_nonzero(s.astype(F32) != nm.fma_f32(x, y, z)) > LANES // 4
+    twice = (x.astype(np.float64) * y + z).astype(F32) != nm.fma_f32(x, y, z)
+    assert np.count_nonzero(twice[0::2]) > LANES // 8 and np.count_nonzero(twice[1::2]) > LANES // 8
     x, y, z = _tiny(rng, LANES)
     p = x.astype(np.float64) * y
     s = p + z
     inexact = (s - p != z) | (s - z != p)
     assert np.count_nonzero(inexact & (np.abs(s) < nm.F32_TINY)) > LANES // 10
+    twice = s.astype(F32) != nm.fma_f32(x, y, z)
+    assert np.count_nonzero(twice[2 * (LANES // 4):3 * (LANES // 4)]) > LANES // 16
     x, y, z = _gemm(rng, LANES)
     s = x.astype(np.float64) * y + z
     ties = (s.view(np.uint64) & nm._BELOW_F32) == nm._F32_TIE

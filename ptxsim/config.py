@@ -7,8 +7,6 @@ PTXSIM_TIME_LIMIT=<s>   wall-clock seconds one launch may run before TimeLimitEx
 PTXSIM_MAX_CALL_DEPTH=<n>  deepest nesting of .func calls, recursion included (default 256).
 PTXSIM_MAX_GLOBAL=<n>   bytes of eagerly backed simulated global memory (allocations copied in or poisoned, module
                         variables; default 2 GiB). Lazy allocations (pages filled when first touched) do not count.
-PTXSIM_HEAP=0           leave glibc's malloc settings alone (default: a launch raises its mmap and trim thresholds so
-                        freed lane-vector temporaries stay mapped; ptxsim/heap.py).
 """
 from __future__ import annotations
 
@@ -24,7 +22,6 @@ class Config:
     time_limit: float = 60.0
     max_call_depth: int = 256
     max_global: int = 2 << 30
-    heap: bool = True
 
 
 def _read() -> Config:
@@ -35,7 +32,6 @@ def _read() -> Config:
         time_limit=float(os.environ.get("PTXSIM_TIME_LIMIT", "60")),
         max_call_depth=int(os.environ.get("PTXSIM_MAX_CALL_DEPTH", "256")),
         max_global=int(float(os.environ.get("PTXSIM_MAX_GLOBAL", str(2 << 30)))),
-        heap=os.environ.get("PTXSIM_HEAP", "1") not in ("", "0"),
     )
 
 

@@ -12,7 +12,6 @@ from ptxsim.counters import MemCounters, NoCounters
 from ptxsim.device import _SERIALS, Device, Launch, NumbaArray, _dim3, marshal
 from ptxsim.errors import LaunchError
 from ptxsim.executor import Scheduler
-from ptxsim.heap import keep_temporaries
 from ptxsim.state import ExecState
 
 MAX_SHARED = 227 * 1024
@@ -152,7 +151,6 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     deadline = t0 + seconds if seconds > 0 else None
     executed = 0
     prog_depth = min(CONFIG.max_call_depth, 1 << 19) if prog.recursive else len({i.func for i in prog.instrs}) + 1
-    keep_temporaries()
     with np.errstate(all="ignore"):
         for phase_wave, phase_launch, phase_plan in phase_list:
             for wave, ids in phase_plan.batches(per_batch):  # a batch never holds two waves

@@ -247,8 +247,8 @@ def _fma(ins, generic):
     forty is a tie, all of them exact): operands are widened by astype (a ufunc casting its f32 operands itself runs
     a slower buffered loop), the product keeps its own array so the exact test gathers it instead of the operands,
     the tiny mask is skipped when min |sum| >= 2^-126 (no tiny or zero lane: two passes instead of four) and the
-    index lists come from ndarray.nonzero (without np.flatnonzero's Python wrapper). 1.34x the previous handler in a
-    sampled dsv3-prefill Numba grouped_gemm up launch (97 s -> 72 s over its 458,752 calls).
+    index lists come from ndarray.nonzero (without np.flatnonzero's Python wrapper). 1.3x the previous handler in a
+    sampled dsv3-prefill Numba grouped_gemm up launch (67 s -> 52 s over its 458,752 calls, mean of two runs each).
     Bitwise identical to fma_f32 on every input (tests/ptxsim/test_fast_fma.py).
     """
     t = ins.types[0]

@@ -102,6 +102,12 @@ _EXPONENT = np.uint64(0x7FF0000000000000)
 _F32_NORMAL_MIN = np.uint64((1023 - 126) << 52)
 
 
+def round_sum_f32(p, c):
+    """RN32 of the exact sum of the f64 values p and c (TwoSum, then round-to-odd to f64 and RN to f32)."""
+    with np.errstate(all="ignore"):
+        return f64_to_f32(*two_sum(p, c))
+
+
 def fma_f32(a, b, c, mode=".rn"):
     """a*b + c with a single rounding to f32 (the product is exact in f64; TwoSum + round-to-odd for the sum).
 
@@ -129,8 +135,7 @@ def fma_f32(a, b, c, mode=".rn"):
             exact = (ss - ps == cs) & (ss - cs == ps) & ((np.abs(ss) >= F32_TINY) | (ss == 0))
             idx = idx[~exact]
             if idx.size:
-                hi, lo = two_sum(p[idx], c64[idx])
-                r[idx] = f64_to_f32(hi, lo, mode)
+                r[idx] = round_sum_f32(p[idx], c64[idx])
         return r.reshape(np.broadcast_shapes(np.shape(a), np.shape(b), np.shape(c)))
 
 

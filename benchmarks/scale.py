@@ -1,7 +1,7 @@
 """DeepSeek-V3's real shapes without a GPU: wall time and peak memory of `ptxmoe compare --backend sim` per preset.
 
     python benchmarks/scale.py [--preset dsv3-decode] [--preset dsv3-prefill] [--sample auto] [--workers N]
-                               [--kernels LIST] [--impls LIST] [--out DIR]
+                               [--kernels LIST] [--impls LIST] [--memory-limit SIZE] [--out DIR]
 
 For each preset (default: dsv3-decode, then dsv3-prefill): every kernel and the layer on every path, run as a child
 process; prints its wall time, the peak resident memory of the whole process tree (the compare process and its
@@ -139,10 +139,12 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", help="passed to ptxmoe compare --workers (default: rows one at a time)")
     ap.add_argument("--kernels", help="passed to ptxmoe compare --kernels (default: every kernel and the layer)")
     ap.add_argument("--impls", help="passed to ptxmoe compare --impls (default: every path)")
+    ap.add_argument("--memory-limit", dest="memory_limit",
+                    help="passed to ptxmoe compare --memory-limit (default: the free memory)")
     ap.add_argument("--out", help="profiles folder for the runs (default: a temporary folder, removed afterwards)")
     args = ap.parse_args(argv)
-    extra = [arg for flag in ("sample", "workers", "kernels", "impls") if getattr(args, flag) is not None
-             for arg in (f"--{flag}", str(getattr(args, flag)))]
+    extra = [arg for flag in ("sample", "workers", "kernels", "impls", "memory_limit")
+             if getattr(args, flag) is not None for arg in (f"--{flag.replace('_', '-')}", str(getattr(args, flag)))]
     ok = True
     with tempfile.TemporaryDirectory(prefix="ptxmoe-scale-") as tmp:
         for preset in args.preset or ["dsv3-decode", "dsv3-prefill"]:

@@ -45,31 +45,43 @@ def available_bytes() -> int | None:
 
 
 # NOTE: Linux resets a process's peak RSS (VmHWM) to its current RSS when "5" is written to /proc/self/clear_refs
-# (since 4.0), so each row's own peak can be read after it, whatever rows the process ran before
+# (since 4.0), so each row's own peak can be read after it, whatever rows the process ran before. Some sandboxes
+# (CI's among them) accept the write and ignore it, so a reset counts only if VmHWM then reads near VmRSS.
 CLEAR_REFS, STATUS = "/proc/self/clear_refs", "/proc/self/status"
+RESET_SLACK_BYTES = 16 << 20  # RSS can move a little between the reset and the read of /proc/self/status
+
+
+def _status_bytes(*fields: str) -> dict:
+    """The named /proc/self/status fields (kB lines) in bytes; a field the file lacks is left out."""
+    out = {}
+    try:
+        with open(STATUS) as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                if name in fields:
+                    out[name] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
 
 
 def reset_peak_rss() -> bool:
-    """Start a new peak-RSS window for this process; False where the kernel does not allow it (then peak_rss_bytes
-    is the process's peak since it started)."""
+    """Start a new peak-RSS window for this process; False where the kernel refuses or ignores it (then
+    peak_rss_bytes is the process's peak since it started)."""
     try:
         with open(CLEAR_REFS, "w") as f:
             f.write("5")
-        return True
     except OSError:
         return False
+    now = _status_bytes("VmHWM", "VmRSS")
+    if len(now) < 2:
+        return False
+    return now["VmHWM"] - now["VmRSS"] <= RESET_SLACK_BYTES
 
 
 def peak_rss_bytes() -> int | None:
     """This process's peak resident bytes since the last reset_peak_rss (VmHWM), or None where unknown."""
-    try:
-        with open(STATUS) as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    return _status_bytes("VmHWM").get("VmHWM")
 
 
 def memory_record(estimate, peak: int | None, windowed: bool) -> dict:

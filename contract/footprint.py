@@ -138,10 +138,11 @@ def _touched_inputs(kernel: str, p: Preset, variant: str, ins: dict[str, int], l
         # the GEMM launches sample runs of one expert's routing blocks (harness.sampling), so `ctas` sampled blocks
         # hold about ctas / (blocks per expert) experts, each GEMM its own (a launch without LiveRows samples equal
         # strata: one expert a block at worst, which is the bound of a preset with a block per expert). Counting a
-        # block an expert put dsv3-prefill's weights at 3 GB, against the ~0.2 GB its two GEMMs read.
+        # block an expert put dsv3-prefill's weights at 3 GB, against the ~0.2 GB its two GEMMs read. Each GEMM reads
+        # its own matrix (W1 up, W2 down), so `experts` bounds both: an expert's W1 and W2 once, not twice.
         experts = min(p.E, -(-ctas // max(1, round(p.n_blocks / p.E))))
         per_expert = (ins["W1"] + ins["W2"]) // p.E
-        return min(ins["W1"] + ins["W2"], 2 * experts * (per_expert + 2 * PAGE))
+        return min(ins["W1"] + ins["W2"], experts * (per_expert + 2 * PAGE))
     return sum(ins[k] for k in lazy)  # elementwise kernels: grid-stride loops may touch every page
 
 
@@ -181,18 +182,29 @@ def _layer_intermediates(p: Preset, variant: str):
     return intermediate_specs(p, "fp8" if variant == "fp8" else "bf16")
 
 
+# Kernels whose whole check builds its reference a chunk of rows at a time (contract.checks.exact_by_rows,
+# compare_float_rows): at most a chunk's float64 reference and temporaries at once, however big the output. Measured
+# before they were chunked, at dsv3-prefill: swiglu 5.2 GB, combine 3.9 GB, permute 1.9 GB of peak RSS.
+CHUNKED_CHECKS = ("permute", "swiglu", "combine")
+# combine's chunk is the widest: FLOAT_CHUNK_ELEMENTS output elements gather K rows of y each in float64 (268 MB at
+# dsv3's K=8), with the einsum's output and the rows' indices beside it
+CHUNK_REFERENCE_BYTES = 320 << 20
+
+
 def _reference_bytes(kernel: str, p: Preset, variant: str, outs: dict[str, int], ctas: int | None) -> int:
-    """The float64 reference (4x a bf16 output) and, for the GEMMs, one expert's weights in float64 at a time."""
+    """The float64 reference (4x a bf16 output; a chunk of it for CHUNKED_CHECKS) and, for the GEMMs, one expert's
+    weights in float64 at a time."""
     ref = 4 * sum(outs.values())
+    if kernel in CHUNKED_CHECKS:
+        return min(ref, CHUNK_REFERENCE_BYTES)
     if kernel == "grouped_gemm":
         kd, n = _gemm_kd_n(p, variant)
         block = (p.BM * kd + n * kd) * 8
         ref = block + (min(ctas, p.n_blocks) if ctas else p.n_blocks) * p.BM * n * 8
     elif kernel == "layer" and ctas:
         # a sampled layer is checked stage by stage on views of its intermediates (SimBackend.done_with_workspace:
-        # no host copies); the largest whole stage's reference is permute's, xp in the activations' dtype
-        # (measured at dsv3-prefill, PTX bf16: the checks' peak 1.1 GB over the 2.9 GB the run held)
-        ref += _nbytes(*_layer_intermediates(p, variant)["xq" if variant == "fp8" else "xp"])
+        # no host copies); its whole stages' references are built a chunk of rows at a time (CHUNKED_CHECKS)
+        ref += CHUNK_REFERENCE_BYTES
     elif kernel == "layer":  # the whole layer in float64: its widest intermediates twice and an expert's weights
         ref += 2 * p.P_max * max(2 * p.I, p.H) * 8 + 2 * p.I * p.H * 8
     return ref

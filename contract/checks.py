@@ -75,21 +75,43 @@ def exact_by_rows(name: str, actual: np.ndarray, expected_rows) -> tuple[bool, s
     """exact() of `actual` against a reference built a chunk of leading-axis rows at a time (`expected_rows(lo, hi)`
     gives rows [lo, hi)): the same verdict and message as exact() on the whole reference, which at dsv3-prefill is
     hundreds of MB (permute's xp) that need not be held at once."""
-    step = max(1, COMPARE_CHUNK_ELEMENTS // max(1, int(np.prod(actual.shape[1:], dtype=np.int64))))
-    count, first = 0, None
-    for lo in range(0, actual.shape[0], step):
-        hi = min(actual.shape[0], lo + step)
+    return exact_many_by_rows({name: actual}, lambda lo, hi: {name: expected_rows(lo, hi)})[name]
+
+
+def exact_many_by_rows(actuals: dict[str, np.ndarray], expected_rows) -> dict[str, tuple[bool, str]]:
+    """exact_by_rows of several outputs with the same leading axis whose reference comes together (act_quant's q and
+    scale): `expected_rows(lo, hi)` gives {name: rows [lo, hi)} once per chunk, the chunk sized by the widest."""
+    n_rows = {a.shape[0] for a in actuals.values()}
+    if len(n_rows) != 1:
+        raise ValueError(f"exact_many_by_rows: {sorted(actuals)} have {sorted(n_rows)} rows, expected one count")
+    (rows,) = n_rows
+    step = min(_chunk_rows(a, COMPARE_CHUNK_ELEMENTS) for a in actuals.values())
+    found = {name: (0, None) for name in actuals}
+    for lo in range(0, rows, step):
+        hi = min(rows, lo + step)
         expected = expected_rows(lo, hi)
-        if expected.shape != actual[lo:hi].shape:
-            return False, f"{name}[{lo}:{hi}]: shape {actual[lo:hi].shape}, expected {expected.shape}"
-        a, e = _raw_bits(actual[lo:hi], expected)
-        n, at = _mismatches(a, e)
-        if n and first is None:
-            first = ((at[0] + lo, *at[1:]), a[at], e[at])
-        count += n
-    if not count:
-        return True, ""
-    return False, f"{name}: {_mismatch_text(count, *first)} (as raw bits)"
+        for name, actual in actuals.items():
+            count, first = found[name]
+            if count < 0:  # a shape already wrong
+                continue
+            e = expected[name]
+            if e.shape != actual[lo:hi].shape:
+                found[name] = (-1, f"{name}[{lo}:{hi}]: shape {actual[lo:hi].shape}, expected {e.shape}")
+                continue
+            a, e = _raw_bits(actual[lo:hi], e)
+            n, at = _mismatches(a, e)
+            if n and first is None:
+                first = ((at[0] + lo, *at[1:]), a[at], e[at])
+            found[name] = (count + n, first)
+    out = {}
+    for name, (count, first) in found.items():
+        if count < 0:
+            out[name] = (False, first)
+        elif count:
+            out[name] = (False, f"{name}: {_mismatch_text(count, *first)} (as raw bits)")
+        else:
+            out[name] = (True, "")
+    return out
 
 
 def unwritten(name: str, actual: np.ndarray) -> tuple[bool, str]:

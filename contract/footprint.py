@@ -183,9 +183,9 @@ def _layer_intermediates(p: Preset, variant: str):
 
 
 # Kernels whose whole check builds its reference a chunk of rows at a time (contract.checks.exact_by_rows,
-# compare_float_rows): at most a chunk's float64 reference and temporaries at once, however big the output. Measured
-# before they were chunked, at dsv3-prefill: swiglu 5.2 GB, combine 3.9 GB, permute 1.9 GB of peak RSS.
-CHUNKED_CHECKS = ("permute", "swiglu", "combine")
+# compare_float_rows, exact_many_by_rows): at most a chunk's float64 reference and temporaries at once, however big
+# the output. Measured before they were chunked, at dsv3-prefill: swiglu 5.2 GB, combine 3.9 GB of peak RSS.
+CHUNKED_CHECKS = ("permute", "act_quant", "swiglu", "combine")
 # combine's chunk is the widest: FLOAT_CHUNK_ELEMENTS output elements gather K rows of y each in float64 (268 MB at
 # dsv3's K=8), with the einsum's output and the rows' indices beside it
 CHUNK_REFERENCE_BYTES = 320 << 20

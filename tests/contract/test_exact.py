@@ -58,3 +58,30 @@ def test_exact_by_rows_says_what_exact_says_on_the_whole(monkeypatch):
     assert checks.exact_by_rows("v", bad, lambda lo, hi: flat[lo:hi]) == checks.exact("v", bad, flat)
     ok, message = checks.exact_by_rows("y", got, lambda lo, hi: want[lo:hi, :3])
     assert not ok and message.startswith("y[0:3]: shape (3, 4), expected (3, 3)")
+
+
+def test_outputs_checked_together_share_each_chunks_reference(monkeypatch):
+    """act_quant's q and scale come from one reference call per chunk, sized by the wider q; a mismatch in each is
+    counted and named at its row in the whole array, and a reference chunk of the wrong shape is named."""
+    monkeypatch.setattr(checks, "COMPARE_CHUNK_ELEMENTS", 64)  # q rows are 16 wide: 4 rows a chunk
+    rng = np.random.default_rng(3)
+    q = rng.integers(0, 255, (18, 16)).astype(np.uint8)
+    scale = rng.standard_normal((18, 2)).astype(np.float32)
+    want_q, want_scale = q.copy(), scale.copy()
+    want_q[13, 6] ^= 1
+    want_scale[17, 1] *= 2
+    calls = []
+
+    def rows(lo, hi):
+        calls.append((lo, hi))
+        return {"q": want_q[lo:hi], "scale": want_scale[lo:hi]}
+
+    found = checks.exact_many_by_rows({"scale": scale, "q": q}, rows)
+    assert calls == [(0, 4), (4, 8), (8, 12), (12, 16), (16, 18)]
+    assert found["q"] == (False, f"q: 1 mismatches; first at (13, 6): got {q[13, 6]!r}, expected {want_q[13, 6]!r} "
+                                 "(as raw bits)")
+    assert not found["scale"][0] and found["scale"][1].startswith("scale: 1 mismatches; first at (17, 1)")
+    same = checks.exact_many_by_rows({"q": q}, lambda lo, hi: {"q": q[lo:hi]})
+    assert same == {"q": (True, "")}
+    short = checks.exact_many_by_rows({"q": q}, lambda lo, hi: {"q": q[lo:hi, :8]})
+    assert short["q"] == (False, "q[0:4]: shape (4, 16), expected (4, 8)")

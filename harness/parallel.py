@@ -104,20 +104,38 @@ def _lost_rows(settings, item, impls, exc: BaseException) -> list[tuple[str, dic
     return [(impl, _plain_row(settings, item, impl, seed, "error", why)) for impl in impls]
 
 
+def _own_rss() -> int:
+    """This process's resident bytes now (0 where unknown)."""
+    from harness.row_memory import _status_bytes
+
+    return _status_bytes("VmRSS").get("VmRSS", 0)
+
+
+def _rows_budget(memory_limit: int | None) -> int | None:
+    """Bytes of row estimates a LocalCluster may run at once: --memory-limit less what this process holds (it hosts
+    the scheduler, the workers' nannies and the client, which no row estimate counts), else the free memory (which
+    already leaves this process's out)."""
+    from harness.row_memory import available_bytes
+
+    if not memory_limit:
+        return available_bytes()
+    return max(0, memory_limit - _own_rss())
+
+
 def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: ParallelSettings) -> None:
     """Run every row still to run on Dask, the largest predicted cost first, recording rows as they finish and setting
     a cell's verdicts when its last row is in.
 
     On a LocalCluster the rows running at once must fit this machine's memory: a row starts only when its memory
-    estimate (harness.runner.row_need) and those of the rows running fit the budget (--memory-limit, else the free
-    memory when the run starts), taking the largest row that fits when the next in line does not; a row that fits
+    estimate (harness.runner.row_need) and those of the rows running fit the budget (--memory-limit less this
+    process's own memory, else the free memory when the run starts: _rows_budget), taking the largest row that fits
+    when the next in line does not; a row that fits
     nowhere runs alone, and its own check skips it with the reason. (Dividing the free memory by the workers, as
     before, skipped rows that fit the machine: dsv3-prefill's layers; and two of them could still run at once.) A
     running cluster's workers may be on other machines: every row is submitted at once, each checking its own
     worker's free memory."""
     from dask.distributed import as_completed
 
-    from harness.row_memory import available_bytes
     from harness.runner import record_row, row_need, set_verdicts
 
     client, cluster = _open_client(parallel)
@@ -133,7 +151,7 @@ def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: P
         queue = sorted(((item, rows, slot) for item, rows, todo in cells for slot in todo),
                        key=lambda t: -costs.get(t[0].key(t[2]), 0.0))
         local = cluster is not None
-        budget = (settings.memory_limit or available_bytes()) if local else None
+        budget = _rows_budget(settings.memory_limit) if local else None
         needs = {}
         if budget is not None:
             for item, _, _ in queue:
@@ -144,6 +162,9 @@ def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: P
         done = as_completed()
         where = parallel.scheduler or f"a LocalCluster of {parallel.local_workers} worker processes"
         limit = "" if budget is None else f", at most {budget / 2**30:.1f} GiB of rows' estimates at once"
+        if budget is not None and settings.memory_limit:
+            limit += (f" (--memory-limit {settings.memory_limit / 2**30:.1f} GiB less this process's "
+                      f"{(settings.memory_limit - budget) / 2**30:.1f} GiB: the scheduler, nannies and client)")
         print(f"running {len(queue)} rows on Dask, the largest first{limit}: {where}", file=progress.stream,
               flush=True)
 

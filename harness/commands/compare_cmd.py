@@ -40,10 +40,11 @@ def add_compare_options(parser) -> None:
                         help="sim: run rows on a running Dask cluster (start `dask scheduler`, then `dask worker "
                              "ADDRESS` on each machine)")
     parser.add_argument("--memory-limit", metavar="SIZE",
-                        help="memory the rows running at once may take, e.g. 6GB or 8GiB (default: what the machine "
-                             "has free when the run starts). Each row's memory is estimated before it runs; a row "
-                             "that does not fit is skipped with the reason, and --workers starts a row only when the "
-                             "estimates of the rows running with it fit too")
+                        help="memory the run may take, e.g. 6GB or 8GiB (default: what the machine has free when "
+                             "the run starts). Each row's memory is estimated before it runs; a row that does not "
+                             "fit is skipped with the reason, and --workers starts a row only when the estimates of "
+                             "the rows running with it fit what the limit leaves after this process (which hosts "
+                             "Dask's scheduler and nannies)")
 
 
 def register(subparsers) -> None:

@@ -5,7 +5,7 @@ import signal
 
 import pytest
 
-from harness import runner
+from harness import parallel, runner
 from harness.errors import InputError
 from harness.parallel import ParallelSettings, parallel_option, wants_parallel
 from harness.results import RunFile
@@ -187,8 +187,17 @@ def test_a_local_cluster_runs_rows_whose_estimates_fit_the_memory_limit_together
     monkeypatch.setattr(runner, "row_need", lambda settings, item: MemoryEstimate(
         item.kernel, item.preset, sizes[item.kernel], 0, 0, 0, False))
     monkeypatch.setattr("contract.footprint.PROCESS_BASE", 0)
+    monkeypatch.setattr(parallel, "_own_rss", lambda: 0)
     run_file, log = _fake_sweep(tmp_path, monkeypatch, _gemm_and_gate(memory_limit=8 * 10**9), workers=2,
                                 local=True)
+    pairs, most = _pairs_running(log)
+    assert most == 2 and ["gemm", "gemm"] not in pairs and ["gate", "gemm"] in pairs
+    assert len([e for e in log if e[0] == "submit"]) == 6
+    assert [r["status"] for r in run_file.doc["rows"]] == ["ok"] * 6
+
+
+def _pairs_running(log):
+    """The sets of rows running after each submit ("gemm" / "gate"), and the most at once."""
     running, most, pairs = set(), 0, []
     for what, key, *_ in log:
         if what == "submit":
@@ -197,6 +206,25 @@ def test_a_local_cluster_runs_rows_whose_estimates_fit_the_memory_limit_together
         else:
             running.discard(key)
         most = max(most, len(running))
-    assert most == 2 and ["gemm", "gemm"] not in pairs and ["gate", "gemm"] in pairs
-    assert len([e for e in log if e[0] == "submit"]) == 6
+    return pairs, most
+
+
+def test_the_memory_limit_counts_the_process_that_hosts_the_scheduler_and_nannies(tmp_path, monkeypatch):
+    """--memory-limit is what the run may take: this process (scheduler, nannies, client: 2.5 GB here) comes off it
+    before rows are fitted, so 8 GB leaves 5.5 GB and a 5 GB GEMM row runs with nothing beside it. The free memory
+    (no limit) already leaves this process out."""
+    from contract.footprint import MemoryEstimate
+
+    sizes = {"grouped_gemm": 5 * 10**9, "gate": 10**9}
+    monkeypatch.setattr(runner, "row_need", lambda settings, item: MemoryEstimate(
+        item.kernel, item.preset, sizes[item.kernel], 0, 0, 0, False))
+    monkeypatch.setattr("contract.footprint.PROCESS_BASE", 0)
+    monkeypatch.setattr(parallel, "_own_rss", lambda: 25 * 10**8)
+    run_file, log = _fake_sweep(tmp_path, monkeypatch, _gemm_and_gate(memory_limit=8 * 10**9), workers=2,
+                                local=True)
+    pairs, most = _pairs_running(log)
+    assert ["gate", "gemm"] not in pairs and ["gemm", "gemm"] not in pairs and most == 2  # the gate rows pair up
     assert [r["status"] for r in run_file.doc["rows"]] == ["ok"] * 6
+    assert parallel._rows_budget(8 * 10**9) == 55 * 10**8 and parallel._rows_budget(10**9) == 0
+    monkeypatch.setattr("harness.row_memory.available_bytes", lambda: 7 * 10**9)
+    assert parallel._rows_budget(None) == 7 * 10**9

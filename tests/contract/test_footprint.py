@@ -96,3 +96,20 @@ def test_drawing_fp8_weights_whole_counts_their_float32_temporaries():
     est = fp.estimate_memory("grouped_gemm_fp8", p, "up", lazy=False)
     assert est.host_bytes >= weights * (1 + 6)
     assert fp._draw_bytes("grouped_gemm_fp8", p, "up", ("w",)) == 0
+
+
+def test_a_sampled_fp8_gemm_counts_the_reference_of_its_sampled_blocks_as_the_bf16_one():
+    """Both grouped GEMM checks build the float64 rows of the sampled blocks and one expert's float64 weights at a
+    time; the fp8 one was counted as a float64 copy of its whole output (2.8 GB at dsv3-prefill down), which ran its
+    row alone under a 6 GB budget."""
+    import contract.footprint as fp
+
+    p = fp.get_preset("dsv3-prefill")
+    for variant in ("up", "down"):
+        _, outs = fp.tensor_bytes("grouped_gemm_fp8", p, variant)
+        bf16 = fp._reference_bytes("grouped_gemm", p, variant, outs, 18)
+        assert fp._reference_bytes("grouped_gemm_fp8", p, variant, outs, 18) == bf16 < outs["c"]
+        whole = fp._reference_bytes("grouped_gemm_fp8", p, variant, outs, None)
+        assert whole >= 2 * outs["c"]  # unsampled: every block's float64 rows
+    down = fp.estimate_memory("grouped_gemm_fp8", p, "down", lazy=True, sample_ctas=18)
+    assert down.total_bytes < 4 << 30

@@ -129,6 +129,17 @@ def _memory_lines(rows: list[dict]) -> list[str]:
     if ratios:
         (low, low_key), (high, high_key) = min(ratios), max(ratios)
         lines.append(f"  estimate / peak RSS per row: {low:.2f} ({low_key}) to {high:.2f} ({high_key})")
+    # NOTE: the peak includes what the process held when the row started (earlier rows' caches in a worker or a serial
+    # run); the row's own rise set against the estimate less its PROCESS_BASE says whether the row's part is right
+    from contract.footprint import PROCESS_BASE
+
+    rises = [((r["memory"]["estimated_bytes"] - PROCESS_BASE) / rise, r["key"]) for r in measured
+             if r["memory"].get("estimated_bytes") and r["memory"].get("start_rss_bytes") is not None
+             and (rise := r["memory"]["peak_rss_bytes"] - r["memory"]["start_rss_bytes"]) > 64 << 20]
+    if rises:
+        (low, low_key), (high, high_key) = min(rises), max(rises)
+        lines.append(f"  estimate less the process base / the row's own rise (rows rising over 64 MiB): {low:.2f} "
+                     f"({low_key}) to {high:.2f} ({high_key})")
     return lines
 
 

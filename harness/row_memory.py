@@ -84,11 +84,18 @@ def peak_rss_bytes() -> int | None:
     return _status_bytes("VmHWM").get("VmHWM")
 
 
-def memory_record(estimate, peak: int | None, windowed: bool) -> dict:
+def rss_bytes() -> int | None:
+    """This process's resident bytes now (VmRSS), or None where unknown."""
+    return _status_bytes("VmRSS").get("VmRSS")
+
+
+def memory_record(estimate, peak: int | None, windowed: bool, start: int | None = None) -> dict:
     """run.json's row["memory"]: the estimate made before the row (contract.footprint) next to the peak it reached.
     peak_rss_bytes is the process's (everything it holds, the base and earlier rows' caches included); windowed False
-    means the peak is since the process started (no per-row reset on this system)."""
-    out = {"peak_rss_bytes": peak, "peak_is_row": bool(windowed and peak is not None)}
+    means the peak is since the process started (no per-row reset on this system). start_rss_bytes: what the process
+    held when the row started, so peak - start is the row's own rise (a worker that ran other rows keeps 0.3-0.5 GB
+    of theirs, which the estimate's PROCESS_BASE does not know)."""
+    out = {"peak_rss_bytes": peak, "peak_is_row": bool(windowed and peak is not None), "start_rss_bytes": start}
     if estimate is not None:
         out.update(estimated_bytes=int(estimate.total_bytes), estimated_host_bytes=int(estimate.host_bytes),
                    estimated_sim_bytes=int(estimate.sim_bytes))

@@ -103,6 +103,7 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
         peak_rss_bytes,
         reset_peak_rss,
         row_estimate,
+        rss_bytes,
     )
 
     seed = item_seed(settings.seed, item)
@@ -131,6 +132,7 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
             on_start(impl, seed)
         t_row = time.perf_counter()
         windowed = reset_peak_rss()
+        start_rss = rss_bytes()
         try:
             if cell_inputs is None:
                 cell_inputs = draw_inputs(backend, item, seed)
@@ -146,7 +148,7 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
             row["elapsed_s"] = time.perf_counter() - t_row
             row["static"] = _static_quietly(backend, settings)
             row["sticky_cuda_error"] = _sticky_code(exc)
-        row["memory"] = memory_record(need, peak_rss_bytes(), windowed)
+        row["memory"] = memory_record(need, peak_rss_bytes(), windowed, start_rss)
         yield impl, row
 
 

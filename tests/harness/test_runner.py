@@ -331,6 +331,7 @@ def test_gemm_rows_record_useful_and_padded_flops(tmp_path, monkeypatch):
     assert rows[("gate", None)]["gemm_work"] is None
     memory = up["memory"]  # the estimate the memory check used, next to the peak the row reached
     assert memory["peak_rss_bytes"] > 0 and memory["estimated_bytes"] > memory["estimated_host_bytes"] > 0
+    assert 0 < memory["start_rss_bytes"] <= memory["peak_rss_bytes"]  # the row's own rise is peak - start
     down = rows[("grouped_gemm", "down")]["gemm_work"]
     assert down["padded_flops"] == 2 * work["padded_rows"] * p.H * p.I
 

@@ -37,3 +37,25 @@ def test_goals_are_printed_not_asserted(tmp_path):
     slow = scale.Measured("dsv3-decode", 0, 3600.0, 8 << 30, 8 << 30, 3000.0, None)
     lines = scale.summarise(slow)
     assert "time NOT met, memory NOT met" in lines[1] and lines[2] == "  no run.json was written"
+
+
+def test_the_rows_own_rise_is_set_against_the_estimate_without_the_process_base():
+    """A worker that ran earlier rows starts a row holding 1.5 GB: its peak (2.5 GB) over the estimate (1.2 GB)
+    says 0.48, the row's own rise (1 GB) over the estimate less PROCESS_BASE 0.94, and rows rising under 64 MiB
+    are left out of that range."""
+    from contract.footprint import PROCESS_BASE
+
+    scale = _script()
+    gb = 10**9
+
+    def row(key, estimated, peak, start):
+        return {"key": key, "memory": {"peak_rss_bytes": peak, "estimated_bytes": estimated, "start_rss_bytes": start}}
+
+    rows = [row("layer", int(1.2 * gb), int(2.5 * gb), int(1.5 * gb)),
+            row("gate", int(0.3 * gb), int(1.51 * gb), int(1.5 * gb)),
+            row("old", int(0.5 * gb), int(0.6 * gb), None)]  # a run.json from before start_rss_bytes
+    lines = scale._memory_lines(rows)
+    own = [line for line in lines if "own rise" in line]
+    want = (1.2 * gb - PROCESS_BASE) / gb
+    assert len(own) == 1 and f"{want:.2f} (layer) to {want:.2f} (layer)" in own[0]
+    assert "estimate / peak RSS per row: 0.20 (gate) to 0.83 (old)" in "\n".join(lines)

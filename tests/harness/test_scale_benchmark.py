@@ -40,9 +40,9 @@ def test_goals_are_printed_not_asserted(tmp_path):
 
 
 def test_the_rows_own_rise_is_set_against_the_estimate_without_the_process_base():
-    """A worker that ran earlier rows starts a row holding 1.5 GB: its peak (2.5 GB) over the estimate (1.2 GB)
-    says 0.48, the row's own rise (1 GB) over the estimate less PROCESS_BASE 0.94, and rows rising under 64 MiB
-    are left out of that range."""
+    """A worker that ran earlier rows starts a row holding 1.5 GB: its peak (2.5 GB) is over the estimate (1.4 GB),
+    but its own rise (1 GB) is within the estimate less PROCESS_BASE; a row rising 0.1 GB past its estimate less the
+    base is counted and named, and a run.json from before start_rss_bytes is left out of that line."""
     from contract.footprint import PROCESS_BASE
 
     scale = _script()
@@ -51,11 +51,11 @@ def test_the_rows_own_rise_is_set_against_the_estimate_without_the_process_base(
     def row(key, estimated, peak, start):
         return {"key": key, "memory": {"peak_rss_bytes": peak, "estimated_bytes": estimated, "start_rss_bytes": start}}
 
-    rows = [row("layer", int(1.2 * gb), int(2.5 * gb), int(1.5 * gb)),
-            row("gate", int(0.3 * gb), int(1.51 * gb), int(1.5 * gb)),
-            row("old", int(0.5 * gb), int(0.6 * gb), None)]  # a run.json from before start_rss_bytes
+    rows = [row("layer", int(1.4 * gb), int(2.5 * gb), int(1.5 * gb)),
+            row("gate", PROCESS_BASE + int(0.1 * gb), int(1.7 * gb), int(1.5 * gb)),
+            row("old", int(0.5 * gb), int(0.6 * gb), None)]
     lines = scale._memory_lines(rows)
     own = [line for line in lines if "own rise" in line]
-    want = (1.2 * gb - PROCESS_BASE) / gb
-    assert len(own) == 1 and f"{want:.2f} (layer) to {want:.2f} (layer)" in own[0]
-    assert "estimate / peak RSS per row: 0.20 (gate) to 0.83 (old)" in "\n".join(lines)
+    assert len(own) == 1 and "1 of 2 rows, by at most 0.10 GB (gate)" in own[0]
+    assert "the process held 1.50 to 1.50 GB when its rows started" in own[0]
+    assert "estimate / peak RSS per row: 0.22 (gate) to 0.83 (old)" in "\n".join(lines)

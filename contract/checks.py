@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contract.errors import CheckError
 from contract.generators import BF16
 
 
@@ -83,32 +84,32 @@ def exact_many_by_rows(actuals: dict[str, np.ndarray], expected_rows) -> dict[st
     scale): `expected_rows(lo, hi)` gives {name: rows [lo, hi)} once per chunk, the chunk sized by the widest."""
     n_rows = {a.shape[0] for a in actuals.values()}
     if len(n_rows) != 1:
-        raise ValueError(f"exact_many_by_rows: {sorted(actuals)} have {sorted(n_rows)} rows, expected one count")
+        raise CheckError(f"exact_many_by_rows: {sorted(actuals)} have {sorted(n_rows)} rows, expected one count")
     (rows,) = n_rows
     step = min(_chunk_rows(a, COMPARE_CHUNK_ELEMENTS) for a in actuals.values())
-    found = {name: (0, None) for name in actuals}
+    counts = dict.fromkeys(actuals, 0)
+    first: dict[str, tuple] = {}
+    bad_shape: dict[str, str] = {}
     for lo in range(0, rows, step):
         hi = min(rows, lo + step)
         expected = expected_rows(lo, hi)
         for name, actual in actuals.items():
-            count, first = found[name]
-            if count < 0:  # a shape already wrong
+            if name in bad_shape:
                 continue
-            e = expected[name]
-            if e.shape != actual[lo:hi].shape:
-                found[name] = (-1, f"{name}[{lo}:{hi}]: shape {actual[lo:hi].shape}, expected {e.shape}")
+            if expected[name].shape != actual[lo:hi].shape:
+                bad_shape[name] = f"{name}[{lo}:{hi}]: shape {actual[lo:hi].shape}, expected {expected[name].shape}"
                 continue
-            a, e = _raw_bits(actual[lo:hi], e)
+            a, e = _raw_bits(actual[lo:hi], expected[name])
             n, at = _mismatches(a, e)
-            if n and first is None:
-                first = ((at[0] + lo, *at[1:]), a[at], e[at])
-            found[name] = (count + n, first)
+            if n and name not in first:
+                first[name] = ((at[0] + lo, *at[1:]), a[at], e[at])
+            counts[name] += n
     out = {}
-    for name, (count, first) in found.items():
-        if count < 0:
-            out[name] = (False, first)
-        elif count:
-            out[name] = (False, f"{name}: {_mismatch_text(count, *first)} (as raw bits)")
+    for name in actuals:
+        if name in bad_shape:
+            out[name] = (False, bad_shape[name])
+        elif counts[name]:
+            out[name] = (False, f"{name}: {_mismatch_text(counts[name], *first[name])} (as raw bits)")
         else:
             out[name] = (True, "")
     return out
@@ -162,13 +163,13 @@ def compare_float_rows(actual: np.ndarray, expected_rows, ulps: bool = False) ->
     n_rows = actual.shape[0] if actual.ndim else 1
     step = _chunk_rows(actual, FLOAT_CHUNK_ELEMENTS) if actual.ndim else 1
     err_sq = ref_sq = 0.0
-    worst, where, got_at, expected_at = 0.0, (), 0.0, 0.0
+    worst, where, got_at, expected_at = 0.0, None, 0.0, 0.0
     for lo in range(0, n_rows, step):
         hi = min(n_rows, lo + step)
         a = (actual[lo:hi] if actual.ndim else actual).astype(np.float64)
         e = np.asarray(expected_rows(lo, hi), np.float64)
         if e.shape != a.shape:
-            raise ValueError(f"compare_float_rows: reference rows [{lo}:{hi}] have shape {e.shape}, expected {a.shape}")
+            raise CheckError(f"compare_float_rows: reference rows [{lo}:{hi}] have shape {e.shape}, expected {a.shape}")
         diff = a - e
         err_sq += float(np.dot(diff.ravel(), diff.ravel()))
         ref_sq += float(np.dot(e.ravel(), e.ravel()))
@@ -176,12 +177,12 @@ def compare_float_rows(actual: np.ndarray, expected_rows, ulps: bool = False) ->
             u = np.abs(diff, out=diff) / bf16_ulp(e)
             u[np.isnan(u)] = np.inf  # an unwritten (NaN) element is infinitely wrong
             at = int(np.argmax(u))
-            if u.flat[at] > worst or not where:
+            if where is None or u.flat[at] > worst:
                 local = np.unravel_index(at, u.shape)
                 worst, got_at, expected_at = float(u.flat[at]), float(a[local]), float(e[local])
                 where = (int(local[0]) + lo, *(int(i) for i in local[1:])) if actual.ndim else ()
     err, denom = float(np.sqrt(err_sq)), float(np.sqrt(ref_sq))
-    return FloatErrors(err / denom if denom > 0 else err, worst, where, got_at, expected_at)
+    return FloatErrors(err / denom if denom > 0 else err, worst, where or (), got_at, expected_at)
 
 
 def normwise_rel_error(actual: np.ndarray, expected: np.ndarray) -> float:

@@ -445,7 +445,7 @@ def _combine_check(outputs, inputs, preset, sampled=False, **_):
             return _nothing_written("combine", "out")
         expect = ref.combine(inputs["y"], inputs["topk_w"], inputs["inverse"], tokens=tokens)[mask[tokens]]
         got = out[tokens][mask[tokens]]
-        err = compare_float_rows(got, lambda lo, hi: expect[lo:hi]).normwise_rel
+        err = normwise_rel_error(got, expect)
     else:
         got = out
         _collect(failures, unwritten("out", out))

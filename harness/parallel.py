@@ -106,9 +106,9 @@ def _lost_rows(settings, item, impls, exc: BaseException) -> list[tuple[str, dic
 
 def _own_rss() -> int:
     """This process's resident bytes now (0 where unknown)."""
-    from harness.row_memory import _status_bytes
+    from harness.row_memory import rss_bytes
 
-    return _status_bytes("VmRSS").get("VmRSS", 0)
+    return rss_bytes() or 0
 
 
 def _rows_budget(memory_limit: int | None) -> int | None:
@@ -129,11 +129,10 @@ def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: P
     On a LocalCluster the rows running at once must fit this machine's memory: a row starts only when its memory
     estimate (harness.runner.row_need) and those of the rows running fit the budget (--memory-limit less this
     process's own memory, else the free memory when the run starts: _rows_budget), taking the largest row that fits
-    when the next in line does not; a row that fits
-    nowhere runs alone, and its own check skips it with the reason. (Dividing the free memory by the workers, as
-    before, skipped rows that fit the machine: dsv3-prefill's layers; and two of them could still run at once.) A
-    running cluster's workers may be on other machines: every row is submitted at once, each checking its own
-    worker's free memory."""
+    when the next in line does not; a row that fits nowhere runs alone, and its own check skips it with the reason.
+    (Dividing the free memory by the workers, as before, skipped rows that fit the machine: dsv3-prefill's layers;
+    and two of them could still run at once.) A running cluster's workers may be on other machines: every row is
+    submitted at once, each checking its own worker's free memory."""
     from dask.distributed import as_completed
 
     from harness.runner import record_row, row_need, set_verdicts

@@ -45,8 +45,8 @@ def available_bytes() -> int | None:
 
 
 # NOTE: Linux resets a process's peak RSS (VmHWM) to its current RSS when "5" is written to /proc/self/clear_refs
-# (since 4.0), so each row's own peak can be read after it, whatever rows the process ran before. Some sandboxes
-# (CI's among them) accept the write and ignore it, so a reset counts only if VmHWM then reads near VmRSS.
+# (since 4.0), so each row's own peak can be read after it, whatever rows the process ran before. A sandboxed kernel
+# could accept the write and ignore it, so a reset counts only if VmHWM then reads near VmRSS.
 CLEAR_REFS, STATUS = "/proc/self/clear_refs", "/proc/self/status"
 RESET_SLACK_BYTES = 16 << 20  # RSS can move a little between the reset and the read of /proc/self/status
 
@@ -93,8 +93,8 @@ def memory_record(estimate, peak: int | None, windowed: bool, start: int | None 
     """run.json's row["memory"]: the estimate made before the row (contract.footprint) next to the peak it reached.
     peak_rss_bytes is the process's (everything it holds, the base and earlier rows' caches included); windowed False
     means the peak is since the process started (no per-row reset on this system). start_rss_bytes: what the process
-    held when the row started, so peak - start is the row's own rise (a worker that ran other rows keeps 0.3-0.5 GB
-    of theirs, which the estimate's PROCESS_BASE does not know)."""
+    held when the row started, so peak - start is the row's own rise (a process that ran other rows keeps some of
+    theirs: up to 1.0 GB by the end of a serial dsv3-decode run, which the estimate's PROCESS_BASE does not know)."""
     out = {"peak_rss_bytes": peak, "peak_is_row": bool(windowed and peak is not None), "start_rss_bytes": start}
     if estimate is not None:
         out.update(estimated_bytes=int(estimate.total_bytes), estimated_host_bytes=int(estimate.host_bytes),

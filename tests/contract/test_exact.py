@@ -1,5 +1,6 @@
 """contract/checks.py: exact comparisons, whole and by chunks of rows, count and locate every mismatch."""
 import numpy as np
+import pytest
 
 from contract import checks
 
@@ -85,3 +86,7 @@ def test_outputs_checked_together_share_each_chunks_reference(monkeypatch):
     assert same == {"q": (True, "")}
     short = checks.exact_many_by_rows({"q": q}, lambda lo, hi: {"q": q[lo:hi, :8]})
     assert short["q"] == (False, "q[0:4]: shape (4, 16), expected (4, 8)")
+    from contract.errors import CheckError
+
+    with pytest.raises(CheckError, match=r"\['q', 'scale'\] have \[17, 18\] rows"):
+        checks.exact_many_by_rows({"scale": scale, "q": q[:17]}, rows)

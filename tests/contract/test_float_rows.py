@@ -57,5 +57,7 @@ def test_an_unwritten_element_is_infinitely_wrong_and_found_in_any_chunk(monkeyp
 def test_a_reference_of_the_wrong_shape_is_named():
     import pytest
 
-    with pytest.raises(ValueError, match=r"rows \[0:4\] have shape \(4, 3\), expected \(4, 2\)"):
+    from contract.errors import CheckError
+
+    with pytest.raises(CheckError, match=r"rows \[0:4\] have shape \(4, 3\), expected \(4, 2\)"):
         compare_float_rows(np.ones((4, 2)), lambda lo, hi: np.ones((hi - lo, 3)))

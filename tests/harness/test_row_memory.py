@@ -59,7 +59,7 @@ def _touched_pages(n_bytes: int):
 def test_the_peak_is_the_rows_own_after_a_reset():
     """After a reset the peak reads about the current RSS, whatever the process held at its height before; 64 MiB of
     pages touched after it raise the peak by about that."""
-    from harness.row_memory import RESET_SLACK_BYTES, _status_bytes
+    from harness.row_memory import RESET_SLACK_BYTES, rss_bytes
 
     big = _touched_pages(256 << 20)  # a height 256 MiB over the present, then unmapped
     height = peak_rss_bytes()
@@ -69,7 +69,7 @@ def test_the_peak_is_the_rows_own_after_a_reset():
 
         pytest.skip("this kernel refuses or ignores /proc/self/clear_refs: the peak is the process's")
     after_reset = peak_rss_bytes()
-    assert after_reset <= _status_bytes("VmRSS")["VmRSS"] + RESET_SLACK_BYTES < height, (after_reset, height)
+    assert after_reset <= rss_bytes() + RESET_SLACK_BYTES < height, (after_reset, height)
     grown = _touched_pages(64 << 20)
     peak = peak_rss_bytes()
     assert 60 << 20 <= peak - after_reset <= 128 << 20, (after_reset, peak)

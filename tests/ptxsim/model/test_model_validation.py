@@ -6,8 +6,10 @@ import json
 import pytest
 
 from harness.static import analyse_ptx
+from ptxsim.model import costs, microbench
 from ptxsim.model.microbench import BENCHES
-from ptxsim.model.published import PUBLISHED, entries
+from ptxsim.model.paired import PAIRS
+from ptxsim.model.published import FIT, PREDICTED, PUBLISHED, ROLES, entries
 from ptxsim.model.validation import (
     RECORD,
     Row,
@@ -71,3 +73,38 @@ def test_the_recorded_validation_matches_the_model():
     for row in validate(names=["dram_read", "chase_l2", "fp32_fma", "wgmma_latency"], static_facts=analyse_ptx):
         assert row.modelled == pytest.approx(recorded[(row.name, row.source)], rel=1e-9), \
             f"ptxsim/model/validation.json is stale for {row.name}: run python benchmarks/model_validation.py"
+
+
+def test_fit_rows_are_exactly_the_rows_a_constant_was_set_from():
+    """costs.FITTED_FROM (every model constant) and microbench.FITTED_FROM (kernel choices) name the published rows
+    they were set from; those rows, and no others, are marked FIT. Setting a constant from a predicted row (or a
+    paired row) without marking it fails here."""
+    assert set(costs.FITTED_FROM) == set(costs.MODEL_CONSTANTS)
+    named = {ref for table in (costs.FITTED_FROM, microbench.FITTED_FROM) for refs in table.values() for ref in refs}
+    rows = {(name, pub.tag): pub for name in PUBLISHED for pub in entries(name)}
+    assert named <= set(rows), f"FITTED_FROM names rows that do not exist: {named - set(rows)}"
+    assert {key for key, pub in rows.items() if pub.role == FIT} == named
+    assert all(pub.role in ROLES for pub in rows.values())
+    pair_names = {pair.name for pair in PAIRS}
+    assert not {bench for bench, _ in named} & pair_names and all(pair.role == PREDICTED for pair in PAIRS)
+
+
+def test_error_figures_by_role():
+    rows = [_row("a", 1.2), _row("b", 1.0)]
+    rows[1] = Row(**{**rows[1].__dict__, "role": FIT, "ratio": 1.5})
+    assert error_figure(rows, PREDICTED) == pytest.approx(0.2) and error_figure(rows, FIT) == pytest.approx(0.5)
+    assert "1 predicted: 20.0%; 1 fit" in table(rows)
+
+
+def test_the_recorded_pairs_match_the_model():
+    """Every published pair is in the record, with the interval fits; two cheap pairs (one-warp ILP, and BabelStream
+    on H200) reproduce their recorded modelled ratios."""
+    from ptxsim.model.paired import validate_pairs
+
+    doc = json.loads(RECORD.read_text())
+    recorded = {row["name"]: row for row in doc["pairs"]}
+    assert set(recorded) == {pair.name for pair in PAIRS}
+    assert set(doc["intervals"]) == {"all", "same_limiter", "different_limiters"}
+    for row in validate_pairs(names=["ilp_fma_1_vs_4", "stream_dot_vs_copy_h200"], static_facts=analyse_ptx):
+        assert row.modelled == pytest.approx(recorded[row.name]["modelled"], rel=1e-9), \
+            f"ptxsim/model/validation.json is stale for pair {row.name}: run python benchmarks/model_validation.py"

@@ -373,7 +373,7 @@ BENCHES: dict[str, Bench] = {b.name: b for b in (
           hb.WGMMA_LATENCY, "wgmma_latency",
           tuple(Launch(1, 128, hb.wgmma_args(n), float(n), None) for n in (16, 48)),
           lambda t, ls, clk: _diff_per_unit(t, ls, clk) * clk,
-          "differential: 16 vs 48 dependent wgmma, one warpgroup; tensor clocks", meta={"clock": "tensor"}),
+          "differential: 16 vs 48 dependent wgmma, one warpgroup; clocks at the model's one clock"),
     Bench("tma_read", "TMA (cp.async.bulk.tensor.2d) read bandwidth", "GB/s", hb.TMA_READ, "tma_read",
           (Launch(_TMA_CTAS, 32, hb.tma_args(_TMA_CTAS, _TMA_STAGES), float(_TMA_BYTES), 8),),
           lambda t, ls, clk: _rate(t, ls, clk) / 1e9,
@@ -477,8 +477,8 @@ def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, f
         launch_s = est.components["launch"]
     if bench.name == "launch_gap":
         times = [launch_s]
-    # NOTE: meta "clock": "tensor" counts clocks at the datasheet's tensor clock, the one the tensor bound uses (on a
-    # GPU, `ptxmoe calibrate` counts them at the SM clock it reads)
-    clock = spec.tensor_rate_clock_hz if bench.meta.get("clock") == "tensor" else spec.boost_clock_hz
+    # NOTE: clocks are counted at the model's one clock (the under-load clock every bound uses, tensor included); on
+    # a GPU, `ptxmoe calibrate` counts them at the SM clock it reads
+    clock = spec.under_load_clock_hz
     value = bench.quantity(tuple(times), bench.launches, clock)
     return BenchResult(bench.name, float(value), tuple(times), launch_s, tuple(limiters), tuple(kernel_limiters))

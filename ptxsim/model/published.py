@@ -75,7 +75,12 @@ PUBLISHED: dict[str, Published] = {
     "shared_bw": Published(None, "H100 SXM", _NONE, "no measured Hopper shared-memory bandwidth found"),
     "shared_conflict": Published(None, "H100 SXM", _NONE, "no measured bank-conflicted bandwidth found"),
     "fp32_fma": Published(62.961, "H100 SXM", _S4, "GH200 (132 SMs at 1980 MHz, the H100 SXM SM configuration); "
-                          "the throughput kernels were unrolled 4x to match this figure", role=FIT),
+                          "the throughput kernels were unrolled 4x to match this figure",
+                          "the model runs every bound at the one under-load clock, 1.6 GHz (devices.py [FM]: "
+                          "FlashMLA on H800 SXM5 at its power limit); S4's GH200 reports 1980 MHz and reaches 94% of "
+                          "the 1.98 GHz peak, so FMA-only work there runs well above 1.6 GHz. ptxmoe calibrate reads "
+                          "the target's clock",
+                          role=FIT),
     "int32_mad": Published(32.971, "H100 SXM", _S4, "GH200, OpenCL INT32 compute (assumed 2 ops per multiply-add)"),
     "sfu_sin": Published(9.6, "H100 SXM", _S1, "__sinf, one warp, ILP=16, clock64(), clocks per warp-instruction",
                          "the model charges the programming guide's 16 MUFU results/clk/SM (8 clk); S1 measures "

@@ -13,9 +13,10 @@ rows"), each as a microbench.Bench so run_on_sim runs it like the absolute bench
   bounds are linear in the bytes), 2-D grid flattened to 1-D.
 - ilp_*: one warp, `steps` iterations of ILP independent chains of one operation (S1 inst_lat.cu), differential over
   two step counts so the prologue cancels; the quantity is clocks per warp-instruction.
-- stream_*: BabelStream's Copy, Add, Triad (one double per thread, 1024-thread blocks) and Dot (grid-stride over 4
-  blocks per SM, a shared-memory tree reduction per block) over 2^25 doubles per array (S5 runs BabelStream's CUDA
-  model, cuda-stream, with its default arguments).
+- stream_*: BabelStream's Copy, Add, Triad (grid-stride, 8 blocks of 1024 threads per SM) and Dot (grid-stride over
+  4 blocks of 1024 per SM, a shared-memory tree reduction per block) over 2^25 doubles per array, as in the fork S5
+  builds (gitaumark/BabelStream src/cuda/CUDAStream.cu; BabelStream's default array size). NOTE: its Dot accumulates
+  in a shared-memory slot per thread inside the loop; this one accumulates in a register, as ptxas may make it.
 """
 from __future__ import annotations
 
@@ -221,22 +222,33 @@ def ilp_bench(op: str, ilp: int) -> Bench:
 
 # --- BabelStream --------------------------------------------------------------------------------------------------
 _STREAM_N = 1 << 25          # doubles per array (BabelStream's default)
-_STREAM_TB = 1024
-_DOT_BLOCKS = 4 * _SMS
+_STREAM_TB = 1024            # TBSIZE of the BabelStream fork S5 builds (gitaumark/BabelStream, src/cuda/CUDAStream.h)
+_STREAM_BLOCKS = 8 * _SMS    # its num_blocks (8 x SMs) for Copy/Mul/Add/Triad, grid-stride
+_DOT_BLOCKS = 4 * _SMS       # its dot_num_blocks
 
 
 def _stream_elementwise(name: str, body: str, arrays: int) -> str:
+    """A BabelStream kernel: for (i = global id; i < n; i += gridDim x blockDim) body(i), doubles."""
     params = ", ".join(f".param .u64 p{i}" for i in range(arrays))
-    loads = "\n".join(f"  ld.param.u64 %rd{i + 1}, [p{i}]; add.s64 %rd{i + 11}, %rd{i + 1}, %rd9;"
-                      for i in range(arrays))
+    loads = "\n".join(f"  ld.param.u64 %rd{i + 1}, [p{i}];" for i in range(arrays))
+    addrs = "\n".join(f"  add.s64 %rd{i + 11}, %rd{i + 1}, %rd9;" for i in range(arrays))
     return _HEAD + f"""
-.visible .entry {name}({params})
+.visible .entry {name}({params}, .param .u32 n)
 {{
-  .reg .b32 %r<8>; .reg .b64 %rd<20>; .reg .f64 %fd<4>;
-  mov.u32 %r1, %ctaid.x; mov.u32 %r2, %ntid.x; mov.u32 %r3, %tid.x;
-  mad.lo.s32 %r4, %r1, %r2, %r3; mul.wide.u32 %rd9, %r4, 8;
+  .reg .b32 %r<12>; .reg .b64 %rd<20>; .reg .f64 %fd<4>; .reg .pred %p<2>;
 {loads}
+  ld.param.u32 %r9, [n];
+  mov.u32 %r1, %ctaid.x; mov.u32 %r2, %ntid.x; mov.u32 %r3, %tid.x; mov.u32 %r5, %nctaid.x;
+  mad.lo.s32 %r4, %r1, %r2, %r3; mul.lo.s32 %r6, %r5, %r2;
+LOOP:
+  setp.ge.u32 %p1, %r4, %r9;
+  @%p1 bra END;
+  mul.wide.u32 %rd9, %r4, 8;
+{addrs}
 {body}
+  add.s32 %r4, %r4, %r6;
+  bra LOOP;
+END:
   ret;
 }}
 """
@@ -293,7 +305,7 @@ def _stream_args(arrays: int, dot: bool):
     def make(dev):
         lazy = getattr(dev, "alloc_lazy", None)
         bufs = [lazy(_STREAM_N * 8, 0) if lazy else dev.alloc(_STREAM_N * 8) for _ in range(arrays)]
-        return [*bufs, dev.alloc(_DOT_BLOCKS * 8), np.uint32(_STREAM_N)] if dot else bufs
+        return [*bufs, dev.alloc(_DOT_BLOCKS * 8), np.uint32(_STREAM_N)] if dot else [*bufs, np.uint32(_STREAM_N)]
     return make
 
 
@@ -301,7 +313,7 @@ def stream_bench(kind: str) -> Bench:
     """BabelStream's `kind` kernel over 2^25 doubles per array; GB/s of the arrays' bytes, as BabelStream counts."""
     ptx, arrays = _STREAM[kind]
     dot = kind == "dot"
-    grid, block = (_DOT_BLOCKS, _STREAM_TB) if dot else (_STREAM_N // _STREAM_TB, _STREAM_TB)
-    launch = Launch(grid, block, _stream_args(arrays, dot), float(arrays * _STREAM_N * 8), 8 if dot else 16)
+    grid = _DOT_BLOCKS if dot else _STREAM_BLOCKS
+    launch = Launch(grid, _STREAM_TB, _stream_args(arrays, dot), float(arrays * _STREAM_N * 8), 8)
     return Bench(f"stream_{kind}", f"BabelStream {kind.capitalize()}, 2^25 doubles", "GB/s", ptx, f"stream_{kind}",
                  (launch,), _bandwidth)

@@ -6,7 +6,7 @@ measured on, the source and the conditions. `None` means no published figure was
 validation row says so instead of inventing one.
 
 Each figure has a `role`: FIT when a model constant (costs.MODEL_CONSTANTS) or a kernel choice of the benches was set
-from it (costs.FITTED_FROM and microbench.FITTED_FROM name the (bench, source tag) of each such row; a test checks
+from it (costs.FITTED_FROM and microbench.FITTED_FROM name the (bench, source tag) of each such row; role_problems() checks
 that the two agree both ways), PREDICTED otherwise. A fit row checks the machinery, not the model: the error the
 model is judged by is that of the predicted rows alone (validation.error_figure(rows, PREDICTED)).
 """
@@ -139,3 +139,27 @@ def entries(name: str) -> tuple[Published, ...]:
     """The published figures for one bench (one or more)."""
     pub = PUBLISHED[name]
     return pub if isinstance(pub, tuple) else (pub,)
+
+
+def role_problems(fitted_from: dict[str, tuple[tuple[str, str], ...]], pair_names=()) -> list[str]:
+    """What is wrong with the fit/predicted split, given {what was set: ((bench, source tag), ...)} (costs.FITTED_FROM
+    and microbench.FITTED_FROM merged) and the names of the paired rows (which must stay predicted): a named row that
+    does not exist or is marked PREDICTED, a paired row named, a FIT row nothing names. Empty when consistent."""
+    rows = {(name, pub.tag): pub for name in PUBLISHED for pub in entries(name)}
+    problems, named = [], set()
+    for what, refs in fitted_from.items():
+        for ref in refs:
+            named.add(tuple(ref))
+            if ref[0] in pair_names:
+                problems.append(f"{what} is set from the paired row {ref[0]!r}; paired rows are predicted")
+            elif tuple(ref) not in rows:
+                problems.append(f"{what} names {ref!r}, which is no published row (bench, source tag)")
+            elif rows[tuple(ref)].role != FIT:
+                problems.append(f"{what} is set from {ref!r}, which published.py marks {rows[tuple(ref)].role!r}; "
+                                f"mark it FIT (its error then leaves the predicted figure)")
+    for key, pub in rows.items():
+        if pub.role not in ROLES:
+            problems.append(f"{key!r} has role {pub.role!r}; expected one of {ROLES}")
+        elif pub.role == FIT and key not in named:
+            problems.append(f"{key!r} is marked FIT but no constant or kernel choice names it in FITTED_FROM")
+    return problems

@@ -6,9 +6,9 @@ measured on, the source and the conditions. `None` means no published figure was
 validation row says so instead of inventing one.
 
 Each figure has a `role`: FIT when a model constant (costs.MODEL_CONSTANTS) or a kernel choice of the benches was set
-from it (costs.FITTED_FROM and microbench.FITTED_FROM name the (bench, source tag) of each such row; role_problems() checks
-that the two agree both ways), PREDICTED otherwise. A fit row checks the machinery, not the model: the error the
-model is judged by is that of the predicted rows alone (validation.error_figure(rows, PREDICTED)).
+from it (costs.FITTED_FROM and microbench.FITTED_FROM name the (bench, source tag) of each such row;
+role_problems() checks that the two agree both ways), PREDICTED otherwise. A fit row checks the machinery, not the
+model: the error the model is judged by is that of the predicted rows alone (validation.error_figure(rows, PREDICTED)).
 """
 from __future__ import annotations
 

@@ -145,12 +145,13 @@ def write_record(rows: list[Row], path: Path = RECORD, pairs: list | None = None
            "error_fit": error_figure(rows, FIT), "band": list(BAND), "rows": [asdict(row) for row in rows],
            "summary": summary(rows)}
     if pairs is not None:
-        from ptxsim.model.intervals import fit_by_limiter
+        from ptxsim.model.intervals import decidable_spread, fit_by_limiter
 
         predicted = [row for row in pairs if row.role == PREDICTED]
         doc.update(pairs=[{**asdict(row), "same_limiter": row.same_limiter} for row in pairs],
                    error_pairs_predicted=error_figure(predicted), pair_summary=pair_summary(pairs),
-                   intervals={key: asdict(fit) for key, fit in fit_by_limiter(predicted).items()})
+                   intervals={key: asdict(fit) for key, fit in fit_by_limiter(predicted).items()},
+                   decidable_spread_10pct=decidable_spread(len(predicted)))
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     tmp.replace(path)

@@ -115,6 +115,7 @@ def test_the_recorded_pairs_match_the_model():
     recorded = {row["name"]: row for row in doc["pairs"]}
     assert set(recorded) == {pair.name for pair in PAIRS}
     assert set(doc["intervals"]) == {"all", "same_limiter", "different_limiters"}
+    assert doc["intervals"]["all"]["n"] == len(PAIRS) and 0.04 < doc["decidable_spread_10pct"] < 0.05
     for row in validate_pairs(names=["ilp_fma_1_vs_4", "stream_dot_vs_copy_h200"], static_facts=analyse_ptx):
         assert row.modelled == pytest.approx(recorded[row.name]["modelled"], rel=1e-9), \
             f"ptxsim/model/validation.json is stale for pair {row.name}: run python benchmarks/model_validation.py"

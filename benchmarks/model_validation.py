@@ -4,13 +4,18 @@ quantity is set beside the published one (ptxsim/model/published.py; sources in 
 
     python benchmarks/model_validation.py [--only NAME,...] [--no-record] [--device-profile FILE]
 
-Prints `quantity | modelled | published | ratio` and a summary line; the goal is every ratio within 0.85-1.15.
-Unless --no-record (or --only), records the rows and the model's error figure in ptxsim/model/validation.json,
-which sets the interval of every modelled time. Runs in under a minute on 2 cores (the wgmma benches most of it).
+Prints `quantity | modelled | published | ratio` with each row's role (fit: a model constant was set from it;
+predicted: out of sample) and the error over each; then the PAIRED rows (ptxsim/model/paired.py: published ratios of
+two variants, all predicted) with the geometric RMS of their ratio error, split by same/different limiters, and the
+95% prediction-interval parameters fitted to them (ptxsim/model/intervals.py). Goals (issue 29): predicted paired
+rows <= 10%, predicted absolute rows <= 20%; the figures are printed as they are.
+Unless --no-record (or --only), records everything in ptxsim/model/validation.json. Runs in about a minute on
+2 cores (the wgmma benches and the copies most of it).
 """
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -26,19 +31,39 @@ def main(argv=None) -> int:
 
     from harness.static import analyse_ptx  # ptxas registers and SASS mix of each microbenchmark
     from ptxsim.model.errors import ModelError
+    from ptxsim.model.intervals import decidable_spread, fit_by_limiter
+    from ptxsim.model.microbench import BENCHES
+    from ptxsim.model.paired import PAIRS, validate_pairs
     from ptxsim.model.profile import load_profile
-    from ptxsim.model.validation import table, validate, write_record
+    from ptxsim.model.published import PREDICTED
+    from ptxsim.model.validation import error_figure, pair_table, table, validate, write_record
 
     names = [n for n in args.only.split(",") if n]
+    bench_names = [n for n in names if n in BENCHES]
+    pair_names = [n for n in names if n in {pair.name for pair in PAIRS}]
     try:
         constants = load_profile(args.device_profile).constants if args.device_profile else None
-        rows = validate(constants, names or None, static_facts=analyse_ptx)
+        rows = validate(constants, bench_names, static_facts=analyse_ptx) if bench_names or not names else []
+        pairs = validate_pairs(constants, pair_names, static_facts=analyse_ptx) if pair_names or not names else []
     except ModelError as exc:
         print(f"model_validation: {exc}", file=sys.stderr)
         return 2
-    print(table(rows))
+    if rows:
+        print(table(rows))
+        print(f"predicted absolute rows: geometric RMS error {error_figure(rows, PREDICTED):.1%} (goal <= 20%)")
+    if pairs:
+        print()
+        print(pair_table(pairs))
+        predicted = [row for row in pairs if row.role == PREDICTED]
+        if len(predicted) >= 2:
+            for key, fit in fit_by_limiter(predicted).items():
+                print(f"95% prediction interval, {key} (fitted on {fit.basis}, n = {fit.n}): bias "
+                      f"{math.expm1(fit.bias):+.1%}, spread {math.expm1(fit.spread):.1%}, t = {fit.t_quantile:.3f}, "
+                      f"interval r x exp(-b) x/ {math.exp(fit.half_width):.3f}")
+            print(f"a modelled 10% effect is decidable at 95% with {len(predicted)} rows when the spread is below "
+                  f"{decidable_spread(len(predicted)):.1%}")
     if not names and not args.no_record and not args.device_profile:
-        write_record(rows)
+        write_record(rows, pairs=pairs)
     return 0
 
 

@@ -124,6 +124,28 @@ MODEL_CONSTANTS: dict[str, float] = {
     "launch_overhead_s": 3e-6,
 }
 
+# Which published validation rows (ptxsim/model/published.py: (bench name, source tag)) each constant was set from.
+# Every constant is listed; () means no validation row set it (a vendor figure, an estimate, or a figure outside the
+# validation). Those rows are marked role=FIT in published.py and their error is reported apart from the predicted
+# rows' (tests/ptxsim/model/test_model_validation.py checks both directions). Add an entry here whenever a constant is
+# (re)set from a validation row, and mark that row FIT.
+FITTED_FROM: dict[str, tuple[tuple[str, str], ...]] = {
+    "dram_achievable_fraction": (),      # the folklore "~90% of peak for STREAM", set before any DRAM row existed
+    "l2_achievable_fraction": (),        # an estimate on an estimated L2 peak ([EST])
+    "shared_achievable_fraction": (),    # an estimate; no published Hopper shared bandwidth was found
+    "sfu_achievable_fraction": (),       # the vendor rate ([PG]); left at 1.0 although S1 measures 9.1-9.6 clk
+    "issue_achievable_fraction": (),     # the vendor rate
+    "mma_sync_fraction_of_peak": (("mma_bf16", "[S6]"),),
+    "wgmma_fraction_of_peak": (("wgmma_bf16", "[S7]"), ("wgmma_fp8", "[S6]")),
+    "wgmma_latency_clk": (("wgmma_latency", "[S7]"),),
+    "l1_latency_s": (("chase_l1", "[S1]"),),
+    "l2_latency_s": (("chase_l2", "[S1]"),),
+    "dram_latency_s": (("chase_dram", "[S1]"),),
+    "loads_in_flight_per_warp": (),      # a fallback when the stream gives no MLP
+    "dependent_issue_latency_clk": (),   # [EST], a fallback when the stream gives no ILP
+    "launch_overhead_s": (),             # no published Hopper launch gap was found
+}
+
 
 def class_cycles(spec: DeviceSpec) -> dict[str, tuple[str, float]]:
     """Per class: (pipe, clocks one warp-instruction holds that pipe in one SM sub-partition) on this device.

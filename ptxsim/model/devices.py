@@ -9,6 +9,9 @@ Sources (abbreviations used in the field comments below):
   [OCC]  CUDA occupancy calculator / cuda_occupancy.h for cc 9.0 (allocation granularities).
   [TPU]  TechPowerUp GPU database (third party; used only for base clocks, which NVIDIA's datasheets omit).
   [EST]  an estimate of this project, not published by NVIDIA; see the note on the field. Calibrate on hardware.
+  [FM]   deepseek-ai/FlashMLA, docs/20250422-new-kernel-deep-dive.md ("A Deep-Dive Into the New Flash MLA Kernel"),
+         section "A Theoretical Analysis of the MLA Algorithm": on an H800 SXM5, "due to throttling (reducing to
+         ~1600 MHz in our case), the practical peak FLOPs drops to ~865 TFlops" (from the 990 TFlops datasheet peak).
 
 Devices are built by merging a common Hopper table with per-product overrides (the py-evm "fork" pattern), so
 what differs between H800, H100 and H200 is visible in a few lines.
@@ -44,8 +47,13 @@ class DeviceSpec:
     shared_memory_reserved_per_block: int  # [TG] 1 KB reserved by the system for every resident block
     shared_memory_alloc_unit: int          # [OCC] 128 B allocation granularity
     # --- clocks ------------------------------------------------------------------------------------------------
-    boost_clock_hz: float                  # [DS]/[WP] 1980 MHz max SM boost clock (SXM)
+    boost_clock_hz: float                  # [DS]/[WP] 1980 MHz max SM boost clock (SXM); reporting only
     base_clock_hz: float                   # [TPU]
+    under_load_clock_hz: float             # [FM] 1600 MHz: the SM clock under sustained load, the ONE clock every
+    #                                        bound of the model uses (timing.estimate's default). Measured on H800
+    #                                        SXM5 running tensor-bound FlashMLA; assumed the same on H100 and H200
+    #                                        SXM (the same GH100 SM configuration and 700 W board power).
+    #                                        `ptxmoe calibrate` reads the clock of the GPU it runs on.
     # --- per-SM execution throughput (results, i.e. lanes, per clock per SM) ------------------------------------
     issue_per_clk_per_sm: int              # [WP] 4 schedulers x 1 warp-instruction per clock
     fp32_lanes_per_sm: float               # [WP]/[PG] 128 FP32 FMA lanes
@@ -76,10 +84,12 @@ class DeviceSpec:
     nvlink_bandwidth: float                # [DS] bytes/s total: H100/H200 900 GB/s, H800 400 GB/s
 
     # NOTE: NVIDIA's tensor peaks are quoted at a lower clock than the 1980 MHz boost: 989.4e12 / (132 SMs x 4096
-    # FLOP/clk) = 1830 MHz. `tensor_rate_clock_hz` recovers that clock so the model reproduces the datasheet peak.
+    # FLOP/clk) = 1830 MHz. `tensor_rate_clock_hz` recovers that clock (reporting: the model charges every bound,
+    # tensor included, at `under_load_clock_hz`, so the datasheet peak becomes 4096 x 132 x 1.6 GHz = 865 TFLOP/s,
+    # FlashMLA's "practical peak").
     @property
     def tensor_rate_clock_hz(self) -> float:
-        """The SM clock at which the datasheet's dense BF16 tensor peak is quoted."""
+        """The SM clock at which the datasheet's dense BF16 tensor peak is quoted (reporting only)."""
         return self.bf16_dense_flops / (self.sm_count * self.tensor_bf16_flop_per_clk_per_sm)
 
     @property
@@ -88,13 +98,13 @@ class DeviceSpec:
 
     @property
     def l2_bandwidth(self) -> float:
-        """Peak L2 bandwidth in bytes/s at the boost clock ([EST], see `l2_bytes_per_clk_per_sm`)."""
-        return self.l2_bytes_per_clk_per_sm * self.sm_count * self.boost_clock_hz
+        """Peak L2 bandwidth in bytes/s at the under-load clock ([EST], see `l2_bytes_per_clk_per_sm`)."""
+        return self.l2_bytes_per_clk_per_sm * self.sm_count * self.under_load_clock_hz
 
     @property
     def shared_bandwidth(self) -> float:
-        """Peak shared-memory bandwidth of the whole chip in bytes/s at the boost clock."""
-        return self.shared_bytes_per_clk_per_sm * self.sm_count * self.boost_clock_hz
+        """Peak shared-memory bandwidth of the whole chip in bytes/s at the under-load clock."""
+        return self.shared_bytes_per_clk_per_sm * self.sm_count * self.under_load_clock_hz
 
 
 _KB, _MB, _GIB = 1024, 1024 * 1024, 1024**3
@@ -119,6 +129,7 @@ _HOPPER_SXM = dict(
     shared_memory_alloc_unit=128,
     boost_clock_hz=1980e6,
     base_clock_hz=1590e6,
+    under_load_clock_hz=1600e6,
     issue_per_clk_per_sm=4,
     fp32_lanes_per_sm=128,
     fp16_lanes_per_sm=128,

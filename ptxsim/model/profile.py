@@ -37,8 +37,11 @@ class DeviceProfile:
 
 
 def _peak(spec, what: str) -> float:
+    """The peak the model scales by each fraction: the per-clock rates at the model's one clock (the under-load
+    clock), so a fitted fraction reproduces the measured rate (not the datasheet's 1830 MHz tensor peak)."""
+    tensor = spec.tensor_bf16_flop_per_clk_per_sm * spec.sm_count * spec.under_load_clock_hz
     return {"dram": spec.memory_bandwidth, "l2": spec.l2_bandwidth, "shared": spec.shared_bandwidth,
-            "bf16": spec.bf16_dense_flops}[what]
+            "bf16": tensor}[what]
 
 
 # constant -> (bench, f(measured quantity in the bench's unit, DeviceSpec) -> constant value)

@@ -1,8 +1,8 @@
 """The timing model's tensor bound: warp-level mma.sync and warpgroup wgmma, 16-bit and 8-bit inputs.
 
 Inputs are tensor_counts.py's counters; constants come from costs.py (MODEL_CONSTANTS, TENSOR_PEAKS). With A the
-active SMs, f_t the tensor clock (the datasheet's, unless a clock is given), f the SM clock, R_w the device's dense
-FLOP per clock per SM for input width w (TENSOR_PEAKS: BF16/F16 4096, FP8 8192 on Hopper):
+active SMs, f_t the tensor clock (timing.py passes the SM clock f: one clock for every bound), f the SM clock, R_w
+the device's dense FLOP per clock per SM for input width w (TENSOR_PEAKS: BF16/F16 4096, FP8 8192 on Hopper):
 
   mma.sync      sum_w F_w / (R_w x A x f_t x mma_sync_fraction_of_peak x P/4)   (P: sub-partitions in use; one
                 tensor core per sub-partition serves a warp)

@@ -2,8 +2,9 @@
 
 All constants live in costs.py (MODEL_CONSTANTS, CLASS_COSTS; each documented there with its value and source); the
 per-kernel quantities come from the simulated instruction stream (stream.py: ILP, MLP; counters.py: L1 hits); this
-file holds only formulas. With S the SMs the kernel may use (`sm_count`, an SM partition), f the SM clock, G the
-grid's blocks, B blocks per SM (occupancy):
+file holds only formulas. With S the SMs the kernel may use (`sm_count`, an SM partition), f the SM clock (one for
+every bound: the device's under-load clock, DeviceSpec.under_load_clock_hz, unless a clock is given), G the grid's
+blocks, B blocks per SM (occupancy):
 
   active SMs     A = min(S, G);  resident warps per active SM  W = min(occ.warps_per_sm, G x warps_per_block / A)
   sub-partitions P = min(4, max(1, W)): a warp runs on one SMSP, so fewer than 4 warps leave SMSPs idle
@@ -24,8 +25,8 @@ grid's blocks, B blocks per SM (occupancy):
                  ilp = 1 / dependent_issue_latency_clk)
   sfu, fp64      busy clocks of the xu (MUFU + conversions; / sfu_achievable_fraction) and fp64 pipes / (P x A x f)
   tensor         tensor_bound.py: mma.sync and wgmma FLOPs by input width (tensor_counts.py) at the device's dense
-                 peak per width (FP8 twice BF16) x mma_sync_fraction_of_peak / wgmma_fraction_of_peak, at f_t the
-                 datasheet's tensor clock (1830 MHz) unless a clock is given; for wgmma, at least the warpgroups'
+                 peak per width (FP8 twice BF16) x mma_sync_fraction_of_peak / wgmma_fraction_of_peak, at f_t = f (one
+                 clock for every bound); for wgmma, at least the warpgroups'
                  serial time when wgmma.wait_group 0 keeps them from overlapping tensor and other work (plus the
                  completion latency each drain exposes). mma.sync latency enters through ilp (a dependent mma chain
                  waits LATENCY_CLK["tensor"] per mma). wgmma operand reads are added to the shared bound.
@@ -195,7 +196,8 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
         spec: the device (or its name).
         occ: occupancy of the launch configuration on that device.
         sm_count: SMs the kernel may use (SM-partition experiments); default all.
-        clock_hz: SM clock; default the boost clock (and the datasheet tensor clock for the tensor bound).
+        clock_hz: SM clock of every bound, tensor included; default the device's under-load clock
+            (DeviceSpec.under_load_clock_hz, 1.6 GHz on the Hopper SXM parts: devices.py [FM]).
         bandwidth_share: this kernel's fraction of DRAM bandwidth when kernels run concurrently (0 < share <= 1).
         constants: overrides of MODEL_CONSTANTS entries (calibration).
         sass_mix: SASS-per-PTX factors of this kernel's module (ptxsim.model.sass.sass_factors): the int, other,
@@ -213,8 +215,9 @@ def estimate(metrics: Mapping, spec: DeviceSpec | str, occ: Occupancy, sm_count:
     sms = check_sm_count(sm_count, spec.sm_count)
     m = _counters(metrics)
     grid = _grid_blocks(m, occ)
-    clock = float(clock_hz) if clock_hz is not None else spec.boost_clock_hz
-    tensor_clock = float(clock_hz) if clock_hz is not None else spec.tensor_rate_clock_hz
+    # One clock for every bound (issue 29): the device's under-load clock unless the caller measured another.
+    clock = float(clock_hz) if clock_hz is not None else spec.under_load_clock_hz
+    tensor_clock = clock
 
     waves = occ.waves(grid, sms)
     active = min(sms, grid)

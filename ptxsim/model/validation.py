@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ptxsim.model.published import FIT, PREDICTED
+
 RECORD = Path(__file__).with_name("validation.json")
 BAND = (0.85, 1.15)
 # Used only when no validation record exists (a fresh checkout that deleted it): deliberately wide.
@@ -44,6 +46,7 @@ class Row:
     conditions: str
     limiter: str
     gap: str = ""
+    role: str = "predicted"   # published.FIT or PREDICTED (published.py's docstring)
 
     @property
     def in_band(self) -> bool:
@@ -70,14 +73,20 @@ def validate(constants: Mapping[str, float] | None = None, names=None, static_fa
             ratio = result.quantity / pub.value if pub.value else None
             what = bench.what if pub.device == "H100 SXM" else f"{bench.what}, {pub.device}"
             rows.append(Row(name, what, bench.unit, result.quantity, pub.value, ratio, pub.device, pub.source,
-                            pub.conditions, "/".join(sorted(set(result.limiters))), pub.gap))
+                            pub.conditions, "/".join(sorted(set(result.limiters))), pub.gap, pub.role))
     return rows
 
 
-def error_figure(rows: list[Row]) -> float:
-    """Geometric RMS error of the rows with a published figure (0 when there are none)."""
-    logs = [math.log(row.ratio) for row in rows if row.ratio]
+def error_figure(rows: list, role: str | None = None) -> float:
+    """Geometric RMS error of the rows with a published figure (0 when there are none); with `role`, of the rows of
+    that role only (published.PREDICTED: the model's out-of-sample error). Takes Rows (their `ratio`) or
+    paired.PairRows (their `error_ratio`)."""
+    logs = [math.log(r) for r in (_error_ratio(row) for row in rows if role is None or row.role == role) if r]
     return math.exp(math.sqrt(sum(x * x for x in logs) / len(logs))) - 1 if logs else 0.0
+
+
+def _error_ratio(row) -> float | None:
+    return row.error_ratio if hasattr(row, "error_ratio") else row.ratio
 
 
 def table(rows: list[Row]) -> str:
@@ -97,14 +106,52 @@ def table(rows: list[Row]) -> str:
 def summary(rows: list[Row]) -> str:
     compared = [row for row in rows if row.ratio]
     inside = sum(row.in_band for row in compared)
+    fit = [row for row in compared if row.role == FIT]
+    predicted = [row for row in compared if row.role == PREDICTED]
     return (f"summary: {len(compared)} of {len(rows)} quantities have a published figure; {inside} of them within "
-            f"{BAND[0]}-{BAND[1]}; model error (geometric RMS) {error_figure(rows):.1%}")
+            f"{BAND[0]}-{BAND[1]}; model error (geometric RMS) {error_figure(rows):.1%} over all of them; "
+            f"{len(predicted)} predicted: {error_figure(rows, PREDICTED):.1%}; {len(fit)} fit (a constant was set "
+            f"from them): {error_figure(rows, FIT):.1%}")
 
 
-def write_record(rows: list[Row], path: Path = RECORD) -> None:
-    """Record the rows and their error figure (atomically: a temporary file renamed over the record)."""
-    doc = {"error": error_figure(rows), "band": list(BAND), "rows": [asdict(row) for row in rows],
+def pair_table(pairs: list) -> str:
+    """`pair | modelled ratio | published ratio | modelled / published | limiters` lines and a summary line."""
+    lines = [f"{'paired row (numerator / denominator)':<44} | {'modelled':>8} | {'published':>9} | {'m / p':>6} | "
+             f"{'role':<9} | limiters (same?) | source"]
+    for row in pairs:
+        same = "same" if row.same_limiter else "different"
+        lines.append(f"{row.name:<44} | {row.modelled:>8.3f} | {row.published:>9.3f} | {row.error_ratio:>6.3f} | "
+                     f"{row.role:<9} | {' / '.join(row.limiters)} ({same}) | {row.source.split(']')[0]}]")
+    lines.append(pair_summary(pairs))
+    return "\n".join(lines)
+
+
+def pair_summary(pairs: list) -> str:
+    predicted = [row for row in pairs if row.role == PREDICTED]
+    same = [row for row in predicted if row.same_limiter]
+    return (f"paired summary: {len(predicted)} predicted paired rows, ratio error (geometric RMS) "
+            f"{error_figure(predicted):.1%} (goal <= 10%); {len(same)} with the same limiter on both sides: "
+            f"{error_figure(same):.1%}; {len(predicted) - len(same)} with different limiters: "
+            f"{error_figure([r for r in predicted if not r.same_limiter]):.1%}")
+
+
+def write_record(rows: list[Row], path: Path = RECORD, pairs: list | None = None) -> None:
+    """Record the rows and their error figures, and the paired rows with the 95% interval parameters fitted to them
+    (intervals.py), atomically: a temporary file renamed over the record.
+
+    "error" stays the figure over every absolute row (the one the sim backend's intervals use today, through
+    recorded_error/limiter_error); "error_predicted" is the out-of-sample figure over the predicted rows alone."""
+    doc = {"error": error_figure(rows), "error_predicted": error_figure(rows, PREDICTED),
+           "error_fit": error_figure(rows, FIT), "band": list(BAND), "rows": [asdict(row) for row in rows],
            "summary": summary(rows)}
+    if pairs is not None:
+        from ptxsim.model.intervals import decidable_spread, fit_by_limiter
+
+        predicted = [row for row in pairs if row.role == PREDICTED]
+        doc.update(pairs=[{**asdict(row), "same_limiter": row.same_limiter} for row in pairs],
+                   error_pairs_predicted=error_figure(predicted), pair_summary=pair_summary(pairs),
+                   intervals={key: asdict(fit) for key, fit in fit_by_limiter(predicted).items()},
+                   decidable_spread_10pct=decidable_spread(len(predicted)))
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     tmp.replace(path)

@@ -27,7 +27,9 @@ def test_calibrate_round_trips_a_profile(tmp_path, capsys):
     assert c["dram_achievable_fraction"] == pytest.approx(4300e9 / H200.memory_bandwidth)
     assert c["l2_achievable_fraction"] == pytest.approx(5000e9 / H200.l2_bandwidth)
     assert c["shared_achievable_fraction"] == pytest.approx(30e12 / H200.shared_bandwidth)
-    assert c["mma_sync_fraction_of_peak"] == pytest.approx(600e12 / H200.bf16_dense_flops)
+    # of the tensor peak at the model's one clock (4096 FLOP/clk/SM x 132 x the under-load 1.6 GHz = 865 TFLOP/s)
+    tensor_peak = H200.tensor_bf16_flop_per_clk_per_sm * H200.sm_count * H200.under_load_clock_hz
+    assert c["mma_sync_fraction_of_peak"] == pytest.approx(600e12 / tensor_peak)
     assert (c["l1_latency_s"], c["l2_latency_s"], c["dram_latency_s"]) == pytest.approx((21e-9, 140e-9, 300e-9))
     assert c["launch_overhead_s"] == pytest.approx(4.5e-6) and c["sfu_achievable_fraction"] == pytest.approx(8 / 9.1)
     assert set(c) <= set(MODEL_CONSTANTS) and profile.fitted_from["dram_latency_s"] == "chase_dram"

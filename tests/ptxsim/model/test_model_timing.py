@@ -19,6 +19,7 @@ from ptxsim.model import (
 )
 
 H100, H800 = DEVICES["H100 SXM"], DEVICES["H800 SXM"]
+F = H100.under_load_clock_hz                  # the one clock of every bound (devices.py [FM], 1.6 GHz)
 OCC = occupancy(H100, 256, 32, 0)            # 8 blocks/SM, 64 warps: 1056 blocks per full wave
 GIB = 2**30
 LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
@@ -66,7 +67,7 @@ def test_hand_computed_memory_bound_copy():
 def test_hand_computed_l2_and_latency_components():
     est = estimate(copy_kernel(GIB, GIB), H100, OCC)
     # L2: 2 GiB of sectors over 32 B/clk/SM x 132 x 1.98 GHz x 80%.
-    assert est.components["l2"] == pytest.approx(2 * GIB / (32 * 132 * 1.98e9 * 0.80), rel=1e-12)
+    assert est.components["l2"] == pytest.approx(2 * GIB / (32 * 132 * F * 0.80), rel=1e-12)
     # Little's law: everything read misses L2 -> 288.1 ns (DRAM latency, S1); 132 SMs x 64 warps x 2 loads (the
     # fallback: hand-made counters carry no measured MLP) x 512 B in flight.
     assert est.components["latency"] == pytest.approx(GIB * 288.1e-9 / (132 * 64 * 2 * 512), rel=1e-12)
@@ -77,7 +78,7 @@ def test_cp_async_sectors_count_in_the_l2_bound():
     m = {"dram__bytes_read.sum": GIB, "ptxsim__cp_async_global_sectors.sum": 4 * GIB / 32,
          cls("cp_async"): 4 * GIB / 512, "launch__grid_size": 1056 * 16, "launch__block_size": 256}
     est = estimate(m, H100, OCC)
-    assert est.components["l2"] == pytest.approx(4 * GIB / (32 * 132 * 1.98e9 * 0.80), rel=1e-12)
+    assert est.components["l2"] == pytest.approx(4 * GIB / (32 * 132 * F * 0.80), rel=1e-12)
     assert est.details["l2_bytes"] == 4 * GIB and est.limiter == "l2"
 
 
@@ -102,21 +103,21 @@ def test_fewer_sms_slow_an_issue_bound_kernel_proportionally(sms):
     assert full.components["tail"] == part.components["tail"] == 0
     assert part.kernel_seconds == pytest.approx(full.kernel_seconds * 132 / sms, rel=1e-12)
     # and the hand value: 5e9 warp-instructions at 4 per clock per SM
-    assert full.components["issue"] == pytest.approx(5e9 / (4 * 132 * 1.98e9), rel=1e-12)
+    assert full.components["issue"] == pytest.approx(5e9 / (4 * 132 * F), rel=1e-12)
     assert part.sm_count == sms
 
 
 def test_half_the_clock_doubles_an_issue_bound_kernel():
     metrics = fp32_kernel(1e9, 1056 * 3)
-    fast, slow = estimate(metrics, H100, OCC), estimate(metrics, H100, OCC, clock_hz=0.99e9)
+    fast, slow = estimate(metrics, H100, OCC), estimate(metrics, H100, OCC, clock_hz=F / 2)
     assert slow.components["issue"] == pytest.approx(2 * fast.components["issue"], rel=1e-12)
 
 
 def test_small_partition_cannot_draw_full_dram_bandwidth():
     # 20 SMs x 64 B/clk x 1.98 GHz = 2.53 TB/s < 90% of 3.35 TB/s
     est = estimate(copy_kernel(GIB, 0), H100, OCC, sm_count=20)
-    assert est.details["dram_bandwidth"] == pytest.approx(20 * 64 * 1.98e9, rel=1e-12)
-    assert est.components["dram"] == pytest.approx(GIB / (20 * 64 * 1.98e9), rel=1e-12)
+    assert est.details["dram_bandwidth"] == pytest.approx(20 * 64 * F, rel=1e-12)
+    assert est.components["dram"] == pytest.approx(GIB / (20 * 64 * F), rel=1e-12)
 
 
 def test_bandwidth_share_splits_dram_bandwidth():
@@ -142,7 +143,7 @@ def test_partial_last_wave_costs_a_whole_wave():
     assert one_and_half.waves == 1.5 and two.waves == 2.0
     assert one_and_half.kernel_seconds == pytest.approx(two.kernel_seconds, rel=1e-12)
     # issue is scaled by ceil(1.5)/1.5 = 4/3; tail reports the added third of the unscaled time
-    raw = per_block * 1584 / (4 * 132 * 1.98e9)
+    raw = per_block * 1584 / (4 * 132 * F)
     assert one_and_half.components["issue"] == pytest.approx(raw * 4 / 3, rel=1e-12)
     assert one_and_half.components["tail"] == pytest.approx(raw / 3, rel=1e-12)
     assert one_and_half.limiter == "issue" and "partial last wave" in explain(one_and_half)
@@ -160,12 +161,14 @@ def test_latency_bound_with_few_warps():
     assert "loads in flight" in explain(est) and explain(est).startswith("latency-bound")
 
 
-def test_tensor_bound_reproduces_the_datasheet_rate():
+def test_tensor_bound_is_the_datasheet_rate_per_clock_at_the_under_load_clock():
     n = 1e8
     metrics = {cls("tensor"): n, "smsp__inst_executed.sum": n, "launch__grid_size": 1056 * 4}
     est = estimate(metrics, H100, OCC, constants={"mma_sync_fraction_of_peak": 1.0})
     assert est.limiter == "tensor"
-    assert n * 2 * 16 * 8 * 16 / est.components["tensor"] == pytest.approx(989.4e12, rel=1e-9)
+    # 989.4 TFLOP/s is quoted at 1830 MHz; the model charges 4096 FLOP/clk/SM at its one clock (FlashMLA's 865)
+    assert n * 2 * 16 * 8 * 16 / est.components["tensor"] == pytest.approx(989.4e12 * F / H100.tensor_rate_clock_hz,
+                                                                            rel=1e-9)
     derated = estimate(metrics, H100, OCC)
     assert derated.components["tensor"] == pytest.approx(est.components["tensor"] / K["mma_sync_fraction_of_peak"])
 
@@ -174,12 +177,13 @@ def test_sfu_and_fp64_bounds():
     n = 1e8
     sfu = estimate({cls("sfu"): n, "launch__grid_size": 1056}, H100, OCC)
     assert sfu.limiter == "sfu"
-    assert sfu.components["sfu"] == pytest.approx(n * 32 / (16 * 132 * 1.98e9), rel=1e-12)  # 16 results/clk/SM
+    assert sfu.components["sfu"] == pytest.approx(n * 32 / (16 * 132 * F), rel=1e-12)  # 16 results/clk/SM
     metrics = {cls("fp64"): n, "launch__grid_size": 1056}
     h100, h800 = estimate(metrics, H100, OCC), estimate(metrics, H800, occupancy(H800, 256, 32, 0))
-    # implied FP64 rate (a warp FMA = 64 FLOP) matches each datasheet: 33.5 vs 1 TFLOP/s
-    assert n * 64 / h100.components["fp64"] == pytest.approx(33.5e12, rel=2e-3)
-    assert n * 64 / h800.components["fp64"] == pytest.approx(1e12, rel=1e-9)
+    # implied FP64 rate (a warp FMA = 64 FLOP) is each datasheet's (33.5 vs 1 TFLOP/s at the 1.98 GHz boost) at the
+    # model's one clock, the under-load 1.6 GHz
+    assert n * 64 / h100.components["fp64"] == pytest.approx(33.5e12 * F / 1980e6, rel=2e-3)
+    assert n * 64 / h800.components["fp64"] == pytest.approx(1e12 * F / 1980e6, rel=1e-9)
     assert h800.limiter == "fp64"
 
 
@@ -188,7 +192,7 @@ def test_shared_wavefronts_bound():
                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum": 2e9}
     est = estimate(metrics, H100, OCC)
     assert est.limiter == "shared"
-    assert est.components["shared"] == pytest.approx(3e9 / (132 * 1.98e9 * 0.95), rel=1e-12)
+    assert est.components["shared"] == pytest.approx(3e9 / (132 * F * 0.95), rel=1e-12)
     assert "bank conflicts" in explain(est)
 
 

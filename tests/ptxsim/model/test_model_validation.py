@@ -6,8 +6,10 @@ import json
 import pytest
 
 from harness.static import analyse_ptx
+from ptxsim.model import costs, microbench
 from ptxsim.model.microbench import BENCHES
-from ptxsim.model.published import PUBLISHED, entries
+from ptxsim.model.paired import PAIRS
+from ptxsim.model.published import FIT, PREDICTED, PUBLISHED, entries, role_problems
 from ptxsim.model.validation import (
     RECORD,
     Row,
@@ -71,3 +73,49 @@ def test_the_recorded_validation_matches_the_model():
     for row in validate(names=["dram_read", "chase_l2", "fp32_fma", "wgmma_latency"], static_facts=analyse_ptx):
         assert row.modelled == pytest.approx(recorded[(row.name, row.source)], rel=1e-9), \
             f"ptxsim/model/validation.json is stale for {row.name}: run python benchmarks/model_validation.py"
+
+
+def _fitted_from():
+    return {**costs.FITTED_FROM, **microbench.FITTED_FROM}
+
+
+def test_fit_rows_are_exactly_the_rows_a_constant_was_set_from():
+    """costs.FITTED_FROM (every model constant) and microbench.FITTED_FROM (kernel choices) name the published rows
+    they were set from; those rows, and no others, are marked FIT; no paired row is named."""
+    assert set(costs.FITTED_FROM) == set(costs.MODEL_CONSTANTS)
+    assert role_problems(_fitted_from(), {pair.name for pair in PAIRS}) == []
+    assert sum(pub.role == FIT for name in PUBLISHED for pub in entries(name)) == 8
+    assert all(pair.role == PREDICTED for pair in PAIRS)
+
+
+@pytest.mark.parametrize("planted, message", [
+    ({"dram_achievable_fraction": (("dram_read", "[S3]"),)}, "marks 'predicted'"),     # set from a predicted row
+    ({"dram_achievable_fraction": (("hbm_copy_32_vs_132_blocks", "[S1]"),)}, "paired row"),
+    ({"dram_achievable_fraction": (("dram_read", "[S42]"),)}, "no published row"),
+    ({"l1_latency_s": ()}, "marked FIT but no constant"),                               # a fit row nothing names
+])
+def test_a_constant_set_from_a_predicted_row_is_caught(planted, message):
+    problems = role_problems({**_fitted_from(), **planted}, {pair.name for pair in PAIRS})
+    assert len(problems) == 1 and message in problems[0]
+
+
+def test_error_figures_by_role():
+    rows = [_row("a", 1.2), _row("b", 1.0)]
+    rows[1] = Row(**{**rows[1].__dict__, "role": FIT, "ratio": 1.5})
+    assert error_figure(rows, PREDICTED) == pytest.approx(0.2) and error_figure(rows, FIT) == pytest.approx(0.5)
+    assert "1 predicted: 20.0%; 1 fit" in table(rows)
+
+
+def test_the_recorded_pairs_match_the_model():
+    """Every published pair is in the record, with the interval fits; two cheap pairs (one-warp ILP, and BabelStream
+    on H200) reproduce their recorded modelled ratios."""
+    from ptxsim.model.paired import validate_pairs
+
+    doc = json.loads(RECORD.read_text())
+    recorded = {row["name"]: row for row in doc["pairs"]}
+    assert set(recorded) == {pair.name for pair in PAIRS}
+    assert set(doc["intervals"]) == {"all", "same_limiter", "different_limiters"}
+    assert doc["intervals"]["all"]["n"] == len(PAIRS) and 0.04 < doc["decidable_spread_10pct"] < 0.05
+    for row in validate_pairs(names=["ilp_fma_1_vs_4", "stream_dot_vs_copy_h200"], static_facts=analyse_ptx):
+        assert row.modelled == pytest.approx(recorded[row.name]["modelled"], rel=1e-9), \
+            f"ptxsim/model/validation.json is stale for pair {row.name}: run python benchmarks/model_validation.py"

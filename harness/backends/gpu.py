@@ -93,6 +93,7 @@ class GpuBackend(Backend):
         self._functions: dict[tuple[str, str], Any] = {}
         self._params: dict[str, dict[str, tuple[str, ...]]] = {}
         self._dyn_shared: dict[tuple, int] = {}  # (handle type, value) -> the dynamic shared memory it is allowed
+        self.module_logs: dict[str, dict] = {}  # module (its entries) -> how it was loaded and the JIT's info log
         self.records: list[LaunchRecord] = []
         self.sources: dict[str, tuple] = {}  # launch name -> ("ptx", text, entry) | ("numba", pyfunc, signature)
 
@@ -150,7 +151,9 @@ class GpuBackend(Backend):
         if key not in self._functions:
             if ptx not in self._modules:
                 self._params[ptx] = numba_abi.entry_params(ptx)
-                self._modules[ptx] = cuda_api.load_ptx_module(ptx, f"module of {', '.join(self._params[ptx])}")
+                what = f"module of {', '.join(self._params[ptx])}"
+                self.module_logs[what] = logs = {}
+                self._modules[ptx] = cuda_api.load_ptx_module(ptx, what, logs)
             if entry not in self._params[ptx]:
                 raise InputError(f"PTX module has no entry {entry!r}; entries: {', '.join(self._params[ptx])}")
             self._functions[key] = _check(driver.cuModuleGetFunction(self._modules[ptx], entry.encode()),
@@ -170,6 +173,8 @@ class GpuBackend(Backend):
         attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         if type(func).__name__ not in ("CUkernel", "CUfunction"):  # NOTE: an older numba-cuda's raw handle
             func = driver.CUfunction(int(value or 0))
+        if type(func).__name__ == "CUfunction":
+            self._check_shared_fits(func, int(shared_bytes), kernel_name)
         if type(func).__name__ == "CUkernel":
             _check(driver.cuKernelSetAttribute(attr, int(shared_bytes), func, self._device()),
                    f"cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={shared_bytes}, {kernel_name})")
@@ -177,6 +182,18 @@ class GpuBackend(Backend):
             _check(driver.cuFuncSetAttribute(func, attr, int(shared_bytes)),
                    f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={shared_bytes}, {kernel_name})")
         self._dyn_shared[key] = int(shared_bytes)
+
+    def _check_shared_fits(self, func, shared_bytes: int, kernel_name: str) -> None:
+        """InputError when the kernel's static shared memory plus `shared_bytes` of dynamic exceed the device's
+        per-block opt-in (the driver only answers CUDA_ERROR_INVALID_VALUE)."""
+        driver = cuda_api.driver()
+        static = int(_check(driver.cuFuncGetAttribute(driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                                      func), f"cuFuncGetAttribute(SHARED_SIZE_BYTES, {kernel_name})"))
+        optin = self.max_dynamic_shared()
+        if static + shared_bytes > optin:
+            raise InputError(f"{kernel_name}: {shared_bytes} bytes of dynamic shared memory plus {static} static "
+                             f"exceed the device's per-block opt-in of {optin} bytes (at most {optin - static} "
+                             f"dynamic with this much static)")
 
     def _device(self):
         return cuda_api.driver().CUdevice(int(self.context.device.id))

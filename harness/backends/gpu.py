@@ -152,7 +152,8 @@ class GpuBackend(Backend):
             if ptx not in self._modules:
                 self._params[ptx] = numba_abi.entry_params(ptx)
                 what = f"module of {', '.join(self._params[ptx])}"
-                self.module_logs[what] = logs = {}
+                logs: dict[str, str | None] = {}
+                self.module_logs[what] = logs
                 self._modules[ptx] = cuda_api.load_ptx_module(ptx, what, logs)
             if entry not in self._params[ptx]:
                 raise InputError(f"PTX module has no entry {entry!r}; entries: {', '.join(self._params[ptx])}")

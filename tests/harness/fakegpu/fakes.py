@@ -311,8 +311,9 @@ class FakeDriver:
         assert n == len(options) == len(values)
         text = image[:-1].decode()
         opts = dict(zip(options, values, strict=True))
-        for buf_opt, size_opt in ((CUjit_option.CU_JIT_ERROR_LOG_BUFFER, CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES),
-                                  (CUjit_option.CU_JIT_INFO_LOG_BUFFER, CUjit_option.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)):
+        jit = CUjit_option
+        for buf_opt, size_opt in ((jit.CU_JIT_ERROR_LOG_BUFFER, jit.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES),
+                                  (jit.CU_JIT_INFO_LOG_BUFFER, jit.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)):
             assert (buf_opt in opts) == (size_opt in opts), f"{buf_opt.name} without {size_opt.name} or back"
             if buf_opt in opts:
                 assert opts[size_opt] == len(opts[buf_opt]), f"{size_opt.name} is not the buffer's length"

@@ -94,6 +94,7 @@ class GpuBackend(Backend):
         self._params: dict[str, dict[str, tuple[str, ...]]] = {}
         self._dyn_shared: dict[tuple, int] = {}  # (handle type, value) -> the dynamic shared memory it is allowed
         self.module_logs: dict[str, dict] = {}  # module (its entries) -> how it was loaded and the JIT's info log
+        self.load_via = "auto"  # load_ptx_module via: "auto" (JIT; ptxas on a refused .version), "jit", "cubin"
         self.records: list[LaunchRecord] = []
         self.sources: dict[str, tuple] = {}  # launch name -> ("ptx", text, entry) | ("numba", pyfunc, signature)
 
@@ -154,7 +155,7 @@ class GpuBackend(Backend):
                 what = f"module of {', '.join(self._params[ptx])}"
                 logs: dict[str, str | None] = {}
                 self.module_logs[what] = logs
-                self._modules[ptx] = cuda_api.load_ptx_module(ptx, what, logs)
+                self._modules[ptx] = cuda_api.load_ptx_module(ptx, what, logs, via=self.load_via)
             if entry not in self._params[ptx]:
                 raise InputError(f"PTX module has no entry {entry!r}; entries: {', '.join(self._params[ptx])}")
             self._functions[key] = _check(driver.cuModuleGetFunction(self._modules[ptx], entry.encode()),

@@ -179,7 +179,7 @@ class FakeGpu:
         self.sticky: CUresult | None = None
         self.pending: CUresult | None = None
         self.jit_error: str | None = None
-        self.clock_mhz = [1980]
+        self.nvml = FakeNvml(self)
         self.driver = FakeDriver(self)
         self.numba = FakeNumbaCuda(self)
 
@@ -240,6 +240,46 @@ def _jit_refusal(text: str, options: dict, gpu: FakeGpu) -> tuple[CUresult, str]
         return (CUresult.CUDA_ERROR_INVALID_PTX, f"ptxas fatal   : SM version specified by .target (sm_{sm}{suffix}) "
                 f"cannot be compiled for architecture 'sm_{jit_sm}{jit_suffix}'")
     return None
+
+
+class FakeNvml:
+    """pynvml, as far as harness.timing.gpu reads clocks: the H200 as seen on the target machine, idle at 345 MHz
+    (reason "GPU idle", 0x1) until the first kernel launch, then 1980 MHz with no reason; `slow_reads` (indices of
+    reads) report a HW slowdown (0x8) at 1400 MHz."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+    IDLE_MHZ, LOADED_MHZ, SLOW_MHZ = 345, 1980, 1400
+
+    def __init__(self, gpu: FakeGpu):
+        self.gpu = gpu
+        self.reads = 0
+        self.slow_reads: set[int] = set()
+
+    def nvmlInit(self):  # noqa: N802 - pynvml's spelling
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index):  # noqa: N802
+        return ("fake nvml device", index)
+
+    def _state(self) -> tuple[int, int]:
+        if not self.gpu.launches:
+            return self.IDLE_MHZ, 0x1
+        return (self.SLOW_MHZ, 0x8) if self.reads in self.slow_reads else (self.LOADED_MHZ, 0x0)
+
+    def nvmlDeviceGetClockInfo(self, handle, kind):  # noqa: N802
+        if kind == self.NVML_CLOCK_MEM:
+            return 3201
+        return self._state()[0]
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):  # noqa: N802
+        return self._state()[1]
+
+    def nvmlDeviceGetTemperature(self, handle, kind):  # noqa: N802
+        return 40
+
+    def nvmlDeviceGetPowerUsage(self, handle):  # noqa: N802
+        self.reads += 1  # NOTE: read_clocks asks for the power last: one read ends here
+        return 150_000
 
 
 class FakeDriver:

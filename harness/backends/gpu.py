@@ -207,6 +207,42 @@ class GpuBackend(Backend):
         return int(_check(driver.cuDeviceGetAttribute(attr, self._device()), "cuDeviceGetAttribute(MAX_SHARED_"
                                                                             "MEMORY_PER_BLOCK_OPTIN)"))
 
+    def sm_count(self) -> int:
+        """The device's streaming multiprocessors (132 on an H200)."""
+        driver = cuda_api.driver()
+        attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+        return int(_check(driver.cuDeviceGetAttribute(attr, self._device()), "cuDeviceGetAttribute(MULTIPROCESSOR_"
+                                                                            "COUNT)"))
+
+    def persistent_ctas(self, ptx: str, entry: str, block, shared_bytes: int, cluster_size: int = 1) -> int:
+        """CTAs a persistent launch of `entry` should have so that all are resident at once: one per SM, or for a
+        cluster kernel cuOccupancyMaxActiveClusters x the cluster size (clusters must fit in a GPC, so fewer SMs may
+        be usable than the device has).
+
+        Raises:
+            GpuError: a driver call failed.
+        """
+        sms = self.sm_count()
+        if cluster_size <= 1:
+            return sms
+        driver = cuda_api.driver()
+        func = self._function(ptx, entry)
+        self._allow_dynamic_shared(func, int(shared_bytes), entry)
+        b = dim3(block, "block")
+        config = driver.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = sms - sms % cluster_size, 1, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = b
+        config.sharedMemBytes = int(shared_bytes)
+        config.hStream = driver.CUstream(_stream_handle(self.stream))
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = int(cluster_size), 1, 1
+        config.attrs = [attr]
+        config.numAttrs = 1
+        clusters = int(_check(driver.cuOccupancyMaxActiveClusters(func, config),
+                              f"cuOccupancyMaxActiveClusters({entry}, cluster {cluster_size})"))
+        return max(1, clusters) * int(cluster_size)
+
     def launch_ptx_raw(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg],
                        shared_bytes: int = 0) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """Launch on the stream without events or a LaunchRecord (e.g. the timing loop's stream blocker).

@@ -101,6 +101,23 @@ class CUtensorMapFloatOOBfill(enum.IntEnum):
     CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1
 
 
+class CUlaunchAttributeID(enum.IntEnum):
+    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+
+
+class CUlaunchAttribute:
+    def __init__(self):
+        self.id = None
+        self.value = SimpleNamespace(clusterDim=SimpleNamespace(x=0, y=0, z=0))
+
+
+class CUlaunchConfig:
+    def __init__(self):
+        self.gridDimX = self.gridDimY = self.gridDimZ = 0
+        self.blockDimX = self.blockDimY = self.blockDimZ = 0
+        self.sharedMemBytes, self.hStream, self.attrs, self.numAttrs = 0, None, [], 0
+
+
 class cuuint64_t(int):  # noqa: N801 - cuda-python's spelling
     pass
 
@@ -174,6 +191,8 @@ class FakeGpu:
         self.driver_ptx_version = (9, 0)  # the newest PTX ISA the driver's JIT takes (CUDA 13.0's driver: 9.0)
         self.device_sm = 90  # compute capability of the device (an H200)
         self.sm_count = 132
+        self.max_active_clusters = 66  # cuOccupancyMaxActiveClusters of a 2-CTA cluster kernel
+        self.occupancy_queries: list[tuple] = []
         self.functions: dict[int, tuple[int, str]] = {}
         self.poisoned: dict[str, CUresult] = {}  # kernel name -> the sticky error its launch causes
         self.sticky: CUresult | None = None
@@ -189,8 +208,9 @@ class FakeGpu:
     def log(self, *entry) -> None:
         self.timeline.append(entry)
 
-    def launched(self, name: str, stream: int, shared: int, values: tuple = ()) -> None:
-        self.launches.append({"name": name, "stream": stream, "shared": shared, "values": tuple(values)})
+    def launched(self, name: str, stream: int, shared: int, values: tuple = (), grid=None) -> None:
+        self.launches.append({"name": name, "stream": stream, "shared": shared, "values": tuple(values),
+                              "grid": grid})
         self.log("launch", name, stream)
         if name in self.poisoned:
             self.pending = self.poisoned[name]
@@ -297,6 +317,7 @@ class FakeDriver:
     CUtensorMapL2promotion, CUtensorMapFloatOOBfill, CUtensorMap = (CUtensorMapL2promotion, CUtensorMapFloatOOBfill,
                                                                     CUtensorMap)
     cuuint64_t, cuuint32_t = cuuint64_t, cuuint32_t
+    CUlaunchConfig, CUlaunchAttribute, CUlaunchAttributeID = CUlaunchConfig, CUlaunchAttribute, CUlaunchAttributeID
 
     def __init__(self, gpu: FakeGpu):
         self.gpu = gpu
@@ -395,6 +416,21 @@ class FakeDriver:
         self.gpu.module_loads.append({"via": "cubin", "target": None, "result": "CUDA_SUCCESS"})
         return CUresult.CUDA_SUCCESS, self.CUmodule(module)
 
+    def cuOccupancyMaxActiveClusters(self, func, config):
+        """gpu.max_active_clusters, after checks the driver makes: a CUfunction, a cluster size given and a grid of
+        whole clusters, shared memory the function is allowed."""
+        if type(func).__name__ != "CUfunction":
+            return self._fail(f"cuOccupancyMaxActiveClusters on a {type(func).__name__}")
+        dims = [a.value.clusterDim for a in config.attrs[:config.numAttrs]
+                if a.id == CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION]
+        size = dims[0].x * dims[0].y * dims[0].z if dims else 0
+        if not size or config.gridDimX % dims[0].x:
+            return self._fail(f"cuOccupancyMaxActiveClusters: grid {config.gridDimX} and cluster {size}")
+        if config.sharedMemBytes > self.gpu.allowed_shared(func):
+            return self._fail(f"cuOccupancyMaxActiveClusters: {config.sharedMemBytes} B of shared memory not allowed")
+        self.gpu.occupancy_queries.append((size, config.blockDimX, config.sharedMemBytes))
+        return CUresult.CUDA_SUCCESS, self.gpu.max_active_clusters
+
     def cuDriverGetVersion(self):
         major, minor = self.gpu.driver_ptx_version
         return CUresult.CUDA_SUCCESS, {(9, 0): 13000, (8, 8): 12090}.get((major, minor), 13000)
@@ -464,7 +500,7 @@ class FakeDriver:
         if shared + self.gpu.static_of(func) > OPTIN_SHARED:
             return self._fail(f"{entry}: {shared} bytes of dynamic shared memory plus {self.gpu.static_of(func)} "
                               f"static pass the {OPTIN_SHARED}-byte opt-in")
-        self.gpu.launched(entry, int(stream), int(shared), values)
+        self.gpu.launched(entry, int(stream), int(shared), values, grid=(gx, gy, gz))
         return (CUresult.CUDA_SUCCESS,)
 
 

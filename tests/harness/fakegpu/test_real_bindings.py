@@ -71,3 +71,15 @@ def test_arch_specific_jit_target_cubin_and_static_shared_calls_marshal(monkeypa
     backend.launch_ptx(A_MODULE.replace("grow", "grow2"), "grow2", 1, 128, [np.uint64(0)])  # JIT refused: a cubin
     assert {"cuModuleLoadDataEx", "cuModuleLoadData", "cuFuncGetAttribute"} <= set(gpu.driver.calls)
     assert gpu.errors == [] and [x["via"] for x in gpu.module_loads] == ["jit", "jit", "jit", "cubin"]
+
+
+def test_cluster_occupancy_query_marshals(monkeypatch):
+    from harness.backends.gpu import GpuBackend
+    from ptx_impl import gemm_fp8_r4
+    from ptx_impl import gemm_fp8_ws_template as template
+
+    gpu = install(monkeypatch, real_marshalling=True)
+    gpu.max_active_clusters = 60
+    ctas = gemm_fp8_r4.default_sms(GpuBackend(), 16, cluster=True)  # a real CUlaunchConfig with a cluster attribute
+    assert ctas == 120 and "cuOccupancyMaxActiveClusters" in gpu.driver.calls
+    assert gpu.occupancy_queries == [(2, template.THREADS, template.shared_bytes(16))] and gpu.errors == []

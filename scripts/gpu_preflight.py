@@ -11,10 +11,11 @@ Checks, in order (each logged as it ends, each failure recorded and the next one
   cluster       a `.reqnctapercluster 2` kernel: %cluster_ctarank per CTA, a cluster barrier
   tensor_map    a map from the driver's cuTensorMapEncodeTiled, one TMA load into shared memory (a bounded wait)
   shared_optin  200 KB of dynamic shared memory (MAX_DYNAMIC_SHARED_SIZE_BYTES raised), exchanged through it
-  setmaxnreg    an sm_90a kernel whose two warpgroups move registers (setmaxnreg.dec 40 / .inc 232)
   numba         one Numba kernel (numba-cuda's JIT) through GpuBackend.launch_numba
   cpp           one CUDA C++ kernel: NVRTC (cpp_impl.nvrtc's headers) to PTX, then the driver
   tools         nvcc, ptxas, ncu, compute-sanitizer, nvidia-smi versions; NVRTC's and libNVVM's
+  setmaxnreg    an sm_90a kernel whose two warpgroups move registers (setmaxnreg.dec 40 / .inc 232); last, as the one
+                check that could wait forever (for registers)
 
 Every result is one JSON line appended (and flushed) to --out before the next check starts, so a kill keeps what
 ran. After a sticky CUDA error (the context is lost) the remaining checks run in a fresh process. Every kernel here
@@ -133,7 +134,9 @@ OPTIN_PTX = _ptx("preflight_optin", f"""  .reg .b32 %r<8>; .reg .b64 %rd<4>;
   st.global.u32 [%rd3], %r7;
   ret;""", head=".extern .shared .align 16 .b8 dyn[];\n")
 
-# warpgroup 0 gives registers back (40), warpgroup 1 takes them (232), as rung 4's producer and consumers do
+# warpgroup 0 gives registers back (40), warpgroup 1 takes them (232), as rung 4's producer and consumers do. NOTE:
+# .maxnreg fixes the count at entry (without it ptxas ignores setmaxnreg, C7508), and 136 balances the pool: 128 x
+# (136 - 40) released = 128 x (232 - 136) taken, or the .inc would wait for registers no one frees
 SETMAXNREG_PTX = _ptx("preflight_setmaxnreg", """  .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<4>;
   ld.param.u64 %rd1, [p_out];
   mov.u32 %r1, %tid.x;
@@ -147,7 +150,7 @@ STORE:
   mul.wide.u32 %rd2, %r1, 4; add.s64 %rd3, %rd1, %rd2;
   add.u32 %r2, %r1, 3000;
   st.global.u32 [%rd3], %r2;
-  ret;""", target="sm_90a", extra="\n.maxntid 256, 1, 1")
+  ret;""", target="sm_90a", extra="\n.maxntid 256, 1, 1\n.maxnreg 136")
 
 
 try:
@@ -350,8 +353,10 @@ def check_tools(ctx: Context) -> dict:
 
 CHECKS = (("packages", check_packages), ("device", check_device), ("ptx", check_ptx),
           ("sm90a_jit", check_sm90a_jit), ("sm90a_cubin", check_sm90a_cubin), ("cluster", check_cluster),
-          ("tensor_map", check_tensor_map), ("shared_optin", check_shared_optin), ("setmaxnreg", check_setmaxnreg),
-          ("numba", check_numba), ("cpp", check_cpp), ("tools", check_tools))
+          ("tensor_map", check_tensor_map), ("shared_optin", check_shared_optin), ("numba", check_numba),
+          ("cpp", check_cpp), ("tools", check_tools), ("setmaxnreg", check_setmaxnreg))
+# NOTE: setmaxnreg last: a .inc that never gets its registers would hang the process (the step's limit ends it), and
+# by then everything else is on disk
 NAMES = tuple(name for name, _ in CHECKS)
 
 

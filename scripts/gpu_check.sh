@@ -149,6 +149,9 @@ else
 fi
 export PYTHONPATH="$PWD:$SITE${PYTHONPATH:+:$PYTHONPATH}"
 export PTXMOE_ALLOW_SYSTEM_CUDA=1
+# a kernel still running after this long ends its row as hung (sticky: the compare stops there, saved) instead of
+# eating its step's whole limit
+export PTXMOE_GPU_SYNC_TIMEOUT=${PTXMOE_GPU_SYNC_TIMEOUT:-15}
 # NOTE: numba-cuda finds libNVVM through CUDA_HOME when no nvidia-cuda-nvcc wheel is installed
 if [ -z "${CUDA_HOME:-}" ] && [ -d /usr/local/cuda ]; then export CUDA_HOME=/usr/local/cuda; fi
 export PATH="$PATH${CUDA_HOME:+:$CUDA_HOME/bin}"

@@ -6,7 +6,9 @@ here imports CUDA lazily: importing this module needs no GPU.
 """
 from __future__ import annotations
 
+import os
 import re
+import time
 
 from harness.errors import PtxmoeError
 
@@ -168,6 +170,49 @@ def _load_cubin(ptx: str, what: str, target: str, logs: dict | None):
     if logs is not None:
         logs.update(via="cubin", target=arch, jit_target=None, info_log="")
     return check(driver().cuModuleLoadData(cubin), f"cuModuleLoadData(cubin of {what}, {arch})")
+
+
+SYNC_TIMEOUT_ENV = "PTXMOE_GPU_SYNC_TIMEOUT"
+
+
+def sync_timeout_from_env() -> float | None:
+    """Seconds from $PTXMOE_GPU_SYNC_TIMEOUT (unset, empty or 0: no watchdog).
+
+    Raises:
+        InputError: a value that is no positive number."""
+    from harness.errors import InputError
+
+    text = os.environ.get(SYNC_TIMEOUT_ENV, "").strip()
+    if text in ("", "0"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise InputError(f"${SYNC_TIMEOUT_ENV}={text!r}: expected seconds > 0 (or 0 for no watchdog)")
+    return value
+
+
+def wait_for_stream(stream, timeout_s: float, last_launches: str = "", clock=time.monotonic, sleep=time.sleep) -> None:
+    """Poll cuStreamQuery until the stream is idle; a fault is raised as check() raises it; still busy after
+    `timeout_s`: GpuError CUDA_ERROR_LAUNCH_TIMEOUT (sticky: the hung kernel keeps the context) naming the launches."""
+    drv = driver()
+    handle = drv.CUstream(stream_handle(stream))
+    deadline = clock() + timeout_s
+    pause = 20e-6
+    while True:
+        result = drv.cuStreamQuery(handle)
+        err = result[0] if isinstance(result, tuple) else result
+        if err != drv.CUresult.CUDA_ERROR_NOT_READY:
+            check(result, "cuStreamQuery")
+            return
+        if clock() >= deadline:
+            raise GpuError(f"the stream was still busy after {timeout_s:g} s (${SYNC_TIMEOUT_ENV}): a kernel hung "
+                           f"or ran far too long; last launches: {last_launches or 'unknown'}",
+                           "CUDA_ERROR_LAUNCH_TIMEOUT")
+        sleep(pause)
+        pause = min(pause * 2, 0.01)
 
 
 def error_code(exc: BaseException) -> str:

@@ -94,6 +94,7 @@ class GpuBackend(Backend):
         self._params: dict[str, dict[str, tuple[str, ...]]] = {}
         self._dyn_shared: dict[tuple, int] = {}  # (handle type, value) -> the dynamic shared memory it is allowed
         self.module_logs: dict[str, dict] = {}  # module (its entries) -> how it was loaded and the JIT's info log
+        self.sync_timeout_s = cuda_api.sync_timeout_from_env()
         self.load_via = "auto"  # load_ptx_module via: "auto" (JIT; ptxas on a refused .version), "jit", "cubin"
         self.records: list[LaunchRecord] = []
         self.sources: dict[str, tuple] = {}  # launch name -> ("ptx", text, entry) | ("numba", pyfunc, signature)
@@ -138,7 +139,13 @@ class GpuBackend(Backend):
         pass  # Numba frees the buffer when the last reference (the DeviceArray's handle) goes away
 
     def synchronize(self) -> None:
-        self.stream.synchronize()
+        """Wait for the stream; with `sync_timeout_s` (env PTXMOE_GPU_SYNC_TIMEOUT) a watchdog: a stream still busy
+        after that long raises a sticky GpuError (CUDA_ERROR_LAUNCH_TIMEOUT) naming the hang, so a deadlocked kernel
+        ends its row as an error (and the sweep, whose context it holds) instead of blocking forever."""
+        if self.sync_timeout_s is None:
+            self.stream.synchronize()
+            return
+        cuda_api.wait_for_stream(self.stream, self.sync_timeout_s, ", ".join(r.name for r in self.records[-3:]))
 
     # launches -------------------------------------------------------------------------------------------------
     def _events(self):

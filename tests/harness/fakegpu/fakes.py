@@ -33,7 +33,9 @@ class CUresult(enum.IntEnum):
     CUDA_ERROR_INVALID_IMAGE = 200
     CUDA_ERROR_INVALID_PTX = 218
     CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222
+    CUDA_ERROR_NOT_READY = 600
     CUDA_ERROR_ILLEGAL_ADDRESS = 700
+    CUDA_ERROR_LAUNCH_TIMEOUT = 702
     CUDA_ERROR_LAUNCH_FAILED = 719
     CUDA_ERROR_UNKNOWN = 999
 
@@ -195,6 +197,8 @@ class FakeGpu:
         self.occupancy_queries: list[tuple] = []
         self.functions: dict[int, tuple[int, str]] = {}
         self.poisoned: dict[str, CUresult] = {}  # kernel name -> the sticky error its launch causes
+        self.hangs: set[str] = set()  # kernel names that never finish (a deadlock): the stream stays busy
+        self.hung = False
         self.sticky: CUresult | None = None
         self.pending: CUresult | None = None
         self.jit_error: str | None = None
@@ -214,6 +218,8 @@ class FakeGpu:
         self.log("launch", name, stream)
         if name in self.poisoned:
             self.pending = self.poisoned[name]
+        if name in self.hangs:
+            self.hung = True
 
     def sync_error(self) -> CUresult | None:
         """The error a synchronisation reports: a pending fault becomes sticky."""
@@ -431,6 +437,13 @@ class FakeDriver:
         self.gpu.occupancy_queries.append((size, config.blockDimX, config.sharedMemBytes))
         return CUresult.CUDA_SUCCESS, self.gpu.max_active_clusters
 
+    def cuStreamQuery(self, stream):
+        """NOT_READY while a hung kernel holds the stream; else a pending fault (now sticky), or success."""
+        if self.gpu.hung:
+            return (CUresult.CUDA_ERROR_NOT_READY,)
+        err = self.gpu.sync_error()
+        return (err or CUresult.CUDA_SUCCESS,)
+
     def cuDriverGetVersion(self):
         major, minor = self.gpu.driver_ptx_version
         return CUresult.CUDA_SUCCESS, {(9, 0): 13000, (8, 8): 12090}.get((major, minor), 13000)
@@ -511,6 +524,8 @@ class FakeStream:
 
     def synchronize(self):
         self.gpu.log("sync", self.handle.value)
+        if self.gpu.hung:
+            raise AssertionError("synchronize on a hung stream would block forever (a real GPU never returns)")
         err = self.gpu.sync_error()
         if err:
             raise FakeCudaAPIError(err, f"Call to cuStreamSynchronize results in {err.name}")

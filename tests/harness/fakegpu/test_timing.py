@@ -58,6 +58,10 @@ def test_timed_window_holds_only_the_calls_launches(fake_gpu, impl, kernel):
         synced = [j for j in range(end, len(fake_gpu.timeline)) if fake_gpu.timeline[j][0] == "sync-event"]
         assert released and synced and released[0] < synced[0]  # released after the end event, before the wait
     assert out["blocked"] is True and len(out["dispatch_us"]) == 6 and out["dispatch"]["n"] == 6
+    if impl == "ptx":  # how each module the row launched was loaded, and the JIT's info log
+        assert out["module_loads"] and all(v["via"] == "jit" and "Function properties" in v["info_log"]
+                                           for v in out["module_loads"].values())
+        assert not any(BLOCKER_ENTRY in name for name in out["module_loads"])  # the harness's own, not the row's
     assert backend.keep_workspaces is False and "_workspace_cache" not in backend.__dict__  # released after
 
 

@@ -123,7 +123,9 @@ def load_ptx_module(ptx: str, what: str, logs: dict | None = None, via: str = "a
         GpuError: the load failed; the message quotes the JIT's error log (and ptxas's, when it was tried).
     """
     if via not in ("auto", "jit", "cubin"):
-        raise ValueError(f"load_ptx_module via={via!r}; expected 'auto', 'jit' or 'cubin'")
+        from harness.errors import InputError
+
+        raise InputError(f"load_ptx_module via={via!r}; expected 'auto', 'jit' or 'cubin'")
     target = ptx_target(ptx)
     if via == "cubin":
         return _load_cubin(ptx, what, target, logs)
@@ -162,7 +164,9 @@ def _load_cubin(ptx: str, what: str, target: str, logs: dict | None):
     from harness import toolchain
     from harness.errors import ToolchainError
 
-    arch = target or "sm_90"
+    # NOTE: a cubin runs only on its own architecture: an arch-specific target as written, anything else for the
+    # project's one device family (sm_90, Hopper)
+    arch = target if target.endswith(("a", "f")) else "sm_90"
     try:
         cubin, _ = toolchain.assemble(ptx, arch=arch, name="module.ptx")
     except ToolchainError as exc:

@@ -94,6 +94,7 @@ class GpuBackend(Backend):
         self._params: dict[str, dict[str, tuple[str, ...]]] = {}
         self._dyn_shared: dict[tuple, int] = {}  # (handle type, value) -> the dynamic shared memory it is allowed
         self.module_logs: dict[str, dict] = {}  # module (its entries) -> how it was loaded and the JIT's info log
+        self._persistent: dict[tuple, int] = {}  # persistent_ctas answers per launch shape
         self.sync_timeout_s = cuda_api.sync_timeout_from_env()
         self.load_via = "auto"  # load_ptx_module via: "auto" (JIT; ptxas on a refused .version), "jit", "cubin"
         self.records: list[LaunchRecord] = []
@@ -229,6 +230,12 @@ class GpuBackend(Backend):
         Raises:
             GpuError: a driver call failed.
         """
+        key = (ptx, entry, dim3(block, "block"), int(shared_bytes), int(cluster_size))
+        if key not in self._persistent:  # NOTE: asked on every run() of a rung: once per shape, not per timed call
+            self._persistent[key] = self._ask_persistent_ctas(ptx, entry, block, shared_bytes, cluster_size)
+        return self._persistent[key]
+
+    def _ask_persistent_ctas(self, ptx: str, entry: str, block, shared_bytes: int, cluster_size: int) -> int:
         sms = self.sm_count()
         if cluster_size <= 1:
             return sms

@@ -161,14 +161,14 @@ def measure_on_gpu(repeat: int, progress=sys.stdout, backend=None) -> dict[str, 
     return out
 
 
-def measure_ratios(backend, repeat: int, progress=sys.stdout) -> dict[str, dict]:
+def measure_ratios(backend, repeat: int, progress=None) -> dict[str, dict]:
     """The paired variants' ratios on this GPU (harness/calibrate_pairs.py), each printed as it is measured."""
     from harness.calibrate_pairs import PAIRS, measure_pairs
 
     out = {}
     for name in PAIRS:
         out.update(measure_pairs(backend, repeat, names=[name]))
-        print(f"  {name:<28} {out[name]['ratio']:12.4g} (ratio)", file=progress, flush=True)
+        print(f"  {name:<28} {out[name]['ratio']:12.4g} (ratio)", file=progress or sys.stdout, flush=True)
     return out
 
 

@@ -174,11 +174,11 @@ extern "C" __global__ void preflight_cpp(unsigned* out) {
 
 
 class Context:
-    """What the checks share: the backend (made by the device check, or given), whether it is a real GPU."""
+    """What the checks share: the backend (a GpuBackend made by the first check that needs one, or given: a test
+    passes a SimBackend)."""
 
     def __init__(self, backend=None):
         self.backend = backend
-        self.gpu = backend is None
 
     def need_backend(self):
         if self.backend is None:

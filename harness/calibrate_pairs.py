@@ -98,7 +98,7 @@ DONE:
 @dataclass(frozen=True)
 class Side:
     """One kernel launch of a pair: PTX, entry, grid (an int, or a function of the device's SM count), block,
-    `args(alloc) -> list` (alloc(nbytes) gives a device buffer)."""
+    `args(alloc, grid) -> list` (alloc(nbytes) gives a device buffer; grid: the CTAs this launch has)."""
 
     ptx: str
     entry: str
@@ -115,17 +115,17 @@ class Pair:
     denominator: Side
 
 
-def _transpose_args(alloc):
-    return [alloc(4 * 32 * 132), np.uint32(TRANSPOSE_REPS)]
+def _transpose_args(alloc, grid: int):
+    return [alloc(4 * 32 * grid), np.uint32(TRANSPOSE_REPS)]  # one word a thread
 
 
 def _copy_args(unit: int):
-    def make(alloc):
+    def make(alloc, grid: int):
         return [alloc(COPY_BYTES), alloc(COPY_BYTES), np.uint64(COPY_BYTES // unit)]
     return make
 
 
-def _wgmma_args(alloc):
+def _wgmma_args(alloc, grid: int):
     return [alloc(4), np.uint32(WGMMA_ITERS)]
 
 
@@ -164,10 +164,11 @@ def _seconds(backend, side: Side, sms: int, repeat: int) -> float:
     def alloc(nbytes: int):
         return backend.empty((int(nbytes),), np.uint8, fill_byte=0)
 
-    args = side.args(alloc)
+    grid = grid_of(side, sms)
+    args = side.args(alloc, grid)
     times = []
     for i in range(repeat + 2):
-        record = backend.launch_ptx(side.ptx, side.entry, grid_of(side, sms), side.block, args)
+        record = backend.launch_ptx(side.ptx, side.entry, grid, side.block, args)
         if i >= 2:
             times.append(record.stats.elapsed_ms() * 1e-3)
     backend.records.clear()

@@ -27,6 +27,7 @@ def test_every_pair_launches_both_sides_on_device_sized_grids(fake_gpu):
     assert sum(1 for x in fake_gpu.module_loads if x["target"] == CUjit_target.CU_TARGET_COMPUTE_90A) == 2
     per_side = {name: sum(1 for x in fake_gpu.launches if x["name"] == name) for name in grids}
     assert per_side["pair_transpose_conflict"] == 2 + 2  # two warm-ups, two timed
+    assert any(e[0] == "alloc" and e[2] == 4 * 32 * 100 for e in fake_gpu.timeline)  # a word per thread of 100 CTAs
 
 
 MEASURED = {"dram_read": 4300.0, "chase_l2": 140.0}

@@ -7,8 +7,9 @@
 #   2. the GPU tests, each module in its own pytest process with its own limit (Hopper modules first; no -x; no
 #      DeepSeek-V3-sized parametrisations: -k "not dsv3");
 #   3. compare grouped_gemm_fp8 at `small` (every rung of the ladder), then the tiny preset (every kernel and path);
-#   4. compute-sanitizer memcheck, racecheck and synccheck on tiny rows of every path, when it is installed;
-#   5. an ncu profile of a few tiny rows, when ncu is installed.
+#   4. `ptxmoe calibrate`: the timing model's microbenchmarks and the paired variants' ratios (a device profile);
+#   5. compute-sanitizer memcheck, racecheck and synccheck on tiny rows of every path, when it is installed;
+#   6. an ncu profile of a few tiny rows, when ncu is installed.
 # Every step runs in its own process with its own time limit (also capped by the whole check's deadline,
 # GPU_CHECK_TOTAL, default 420 s, grace included); a step that fails or runs out of time is logged and the next one
 # runs; results are published to $OUT after every step. No DeepSeek-V3 GEMM or layer row runs (minutes of host work
@@ -16,7 +17,8 @@
 #
 #   scripts/gpu_check.sh                 results under profiles/gpu-check-<UTC stamp>/
 #   OUT=/some/dir scripts/gpu_check.sh   also published to $OUT after EVERY step and on exit: gpu_check.log,
-#                                        preflight.jsonl, sanitize.tar.gz, one <run-folder>.tar.gz per run folder
+#                                        preflight.jsonl, calibrate.tar.gz, sanitize.tar.gz, one <run-folder>.tar.gz
+#                                        per run folder (at most 4)
 #   GPU_CHECK_PRINT_PLAN=1 scripts/gpu_check.sh   prints the steps in order with their limits, the total, and exits
 #
 # Knobs: GPU_CHECK_KERNELS (tiny compare; default every kernel), GPU_CHECK_SANITIZE_KERNELS, GPU_CHECK_NCU_KERNELS,
@@ -28,23 +30,24 @@ cd "$(dirname "$0")/.."
 GRACE=2
 PYTEST_MODULES=(  # Hopper first: the driver-built tensor map, then rungs 5/4, 3, 2, the ladder's registry row
   tests/harness/test_tensormaps.py:10
-  tests/ptx_impl/test_gemm_fp8_r45_gpu.py:25
+  tests/ptx_impl/test_gemm_fp8_r45_gpu.py:20
   tests/ptx_impl/test_gemm_fp8_r3_gpu.py:10
   tests/ptx_impl/test_gemm_fp8_r2_gpu.py:10
   tests/ptx_impl/test_grouped_gemm_fp8_gpu.py:10
-  tests/ptx_impl/test_ptx_gpu.py:15
+  tests/ptx_impl/test_ptx_gpu.py:12
   tests/harness/test_backends_gpu.py:8
   tests/cpp_impl/test_cpp_gpu.py:12
   tests/cpp_impl/test_cpp_grouped_gemm.py:8
   tests/cuda_impl/test_gpu.py:12
   tests/ptx_impl/test_grouped_gemm.py:8
   tests/harness/partition/test_partition_gpu.py:8
-  tests/ptxmoe/test_ptxmoe_compare.py:10
+  tests/ptxmoe/test_ptxmoe_compare.py:8
   tests/ptxsim/test_wmma.py:6
 )
 PLAN=(setup:10 preflight:40)
 for m in "${PYTEST_MODULES[@]}"; do PLAN+=("pytest:$m"); done
-PLAN+=(compare-fp8-small:45 compare-tiny:45 sanitize-memcheck:20 sanitize-racecheck:20 sanitize-synccheck:20 ncu:20)
+PLAN+=(compare-fp8-small:45 compare-tiny:35 calibrate:25 sanitize-memcheck:19 sanitize-racecheck:19 sanitize-synccheck:19
+      ncu:16)
 limit_of() {  # limit_of STEP: the seconds after the step's last colon
   echo "${1##*:}"
 }
@@ -65,7 +68,7 @@ fi
 START=$(date +%s)
 DEADLINE=$((START + TOTAL))
 PROFILES=profiles/gpu-check-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$PROFILES/sanitize"
+mkdir -p "$PROFILES/sanitize" "$PROFILES/calibrate"
 LOG="$PROFILES/gpu_check.log"
 exec > >(tee -a "$LOG") 2>&1
 export PYTHONUNBUFFERED=1
@@ -75,12 +78,12 @@ NCU_KERNELS=${GPU_CHECK_NCU_KERNELS:-gate,grouped_gemm_fp8}
 BUDGET=${GPU_CHECK_BUDGET:-0.2}
 STATUS=()
 
-publish() {  # the log, preflight.jsonl, sanitize.tar.gz and up to 5 run-folder tars to $OUT (flat, at most 8 files)
+publish() {  # the log, preflight.jsonl, calibrate.tar.gz, sanitize.tar.gz, up to 4 run-folder tars (flat, <= 8 files)
   [ -n "${OUT:-}" ] || return 0
   mkdir -p "$OUT" || return 0
   local n=0 run name tmp
   for run in "$PROFILES"/*/; do
-    [ -f "$run/run.json" ] && [ $n -lt 5 ] || continue
+    [ -f "$run/run.json" ] && [ $n -lt 4 ] || continue
     name=$(basename "$run" | tr -c 'A-Za-z0-9._\n-' '_')
     tmp="$PROFILES/.$name.tar.gz.part"  # NOTE: never a partial file in $OUT (it would take one of the 8 slots)
     tar -czf "$tmp" -C "$PROFILES" "$(basename "$run")" 2>/dev/null
@@ -90,10 +93,12 @@ publish() {  # the log, preflight.jsonl, sanitize.tar.gz and up to 5 run-folder 
     mv -f "$tmp" "$OUT/$name.tar.gz"
     n=$((n + 1))
   done
-  if [ -n "$(ls -A "$PROFILES/sanitize" 2>/dev/null)" ]; then
-    tar -czf "$PROFILES/.sanitize.part" -C "$PROFILES" sanitize 2>/dev/null \
-      && mv -f "$PROFILES/.sanitize.part" "$OUT/sanitize.tar.gz"
-  fi
+  for dir in sanitize calibrate; do
+    if [ -n "$(ls -A "$PROFILES/$dir" 2>/dev/null)" ]; then
+      tar -czf "$PROFILES/.$dir.part" -C "$PROFILES" "$dir" 2>/dev/null \
+        && mv -f "$PROFILES/.$dir.part" "$OUT/$dir.tar.gz"
+    fi
+  done
   if [ -f "$PROFILES/preflight.jsonl" ]; then
     cp -f "$PROFILES/preflight.jsonl" "$PROFILES/.preflight.part" && mv -f "$PROFILES/.preflight.part" \
       "$OUT/preflight.jsonl"
@@ -181,7 +186,11 @@ compare() {  # compare STEP LIMIT PRESET KERNELS
 compare "compare grouped_gemm_fp8 small" "$(plan_limit compare-fp8-small)" small grouped_gemm_fp8
 compare "compare tiny" "$(plan_limit compare-tiny)" tiny "$KERNELS"
 
-# --- 4. compute-sanitizer on tiny rows of every path (ptxsim's sanitizers give the same rows here: docs) -----------
+# --- 4. calibrate: microbenchmarks and paired variants -> a device profile (with the ratios) -------------------------
+step "calibrate" "$(plan_limit calibrate)" "$PY" -m harness.cli calibrate --repeat 5 \
+  --out "$PROFILES/calibrate/device-profile.json" --save-measurements "$PROFILES/calibrate/measured.json"
+
+# --- 5. compute-sanitizer on tiny rows of every path (ptxsim's sanitizers give the same rows here: docs) -----------
 SANITIZER=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
 if [ -x "$SANITIZER" ]; then
   for tool in memcheck racecheck synccheck; do
@@ -195,7 +204,7 @@ else
   STATUS+=("compute-sanitizer: not installed, sanitizer steps skipped")
 fi
 
-# --- 5. ncu: the first launch of each launch configuration of a few tiny rows, if ncu is installed ----------------
+# --- 6. ncu: the first launch of each launch configuration of a few tiny rows, if ncu is installed ----------------
 if command -v ncu >/dev/null || "$PY" -c "from harness.nsight.tools import find_tool; find_tool('ncu')" 2>/dev/null; then
   NCU_LOG="$PROFILES/ncu_step.log"
   step "profile ncu tiny" "$(plan_limit ncu)" bash -c '"$0" -m harness.cli profile --tool ncu --backend gpu \

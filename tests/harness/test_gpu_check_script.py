@@ -63,7 +63,7 @@ def test_gpu_check_plan_starts_with_the_preflight_and_puts_the_hopper_rungs_earl
     pytest_steps = [n.split(":", 1)[1] for n in names if n.startswith("pytest:")]
     assert pytest_steps[0] == "tests/harness/test_tensormaps.py"  # the driver-built tensor map
     assert pytest_steps[1:4] == [f"tests/ptx_impl/test_gemm_fp8_{r}_gpu.py" for r in ("r45", "r3", "r2")]
-    assert names.index("compare-fp8-small") < names.index("compare-tiny")
+    assert names.index("compare-fp8-small") < names.index("compare-tiny") < names.index("calibrate")
     assert {"sanitize-memcheck", "sanitize-racecheck", "sanitize-synccheck"} <= set(names)
     assert not any("dsv3" in n for n in names)
 
@@ -129,6 +129,7 @@ def test_gpu_check_runs_the_preflight_first_and_no_pytest_with_x_or_dsv3(tmp_pat
     compares = [c for c in calls if "harness.cli compare" in c and not c.startswith("sanitizer")]
     assert "--preset small --kernels grouped_gemm_fp8" in compares[0]
     assert not any("dsv3" in c for c in compares)
+    assert sum("-m harness.cli calibrate --repeat 5" in c for c in calls) == 1  # the paired variants' ratios too
     sanitized = [c.split()[2] for c in calls if c.startswith("sanitizer")]
     assert sanitized == ["memcheck", "racecheck", "synccheck"]
 

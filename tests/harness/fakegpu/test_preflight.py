@@ -89,3 +89,28 @@ def test_the_hopper_kernels_compute_what_the_checks_expect_on_ptxsim(preflight):
 def test_a_wrong_result_names_the_first_bad_element(preflight):
     with pytest.raises(preflight.Wrong, match=r"x: element 2 is 9, expected 2 \(1 of 4 differ\)"):
         preflight._expect(np.array([0, 1, 9, 3]), np.arange(4), "x")
+
+
+def test_main_hands_the_rest_to_a_fresh_process_after_a_sticky_error(preflight, monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    out = tmp_path / "p.jsonl"
+    monkeypatch.setattr(preflight, "run_checks", lambda names, path, ctx: [
+        {"check": "ptx", "status": "ok"}, {"check": "cluster", "status": "error", "sticky": True,
+                                           "rest": ["tensor_map", "setmaxnreg"]}])
+    ran = []
+
+    def fresh_process(cmd, check):
+        ran.append(cmd)
+        return SimpleNamespace(returncode=3)
+
+    monkeypatch.setattr(preflight.subprocess, "run", fresh_process)
+    assert preflight.main(["--out", str(out)]) == 3
+    (cmd,) = ran
+    assert cmd[2:] == ["--only", "tensor_map,setmaxnreg", "--out", str(out)] and cmd[1].endswith("gpu_preflight.py")
+
+
+def test_main_refuses_an_unknown_check(preflight, capsys):
+    with pytest.raises(SystemExit):
+        preflight.main(["--only", "ptx,warp_drive"])
+    assert "unknown check(s) ['warp_drive']" in capsys.readouterr().err

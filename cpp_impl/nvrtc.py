@@ -1,15 +1,19 @@
-"""CUDA C++ -> PTX with NVRTC from the nvidia-cuda-nvrtc wheel (no CUDA install, no GPU), cached by source digest.
+"""CUDA C++ -> PTX with NVRTC (no GPU needed), cached by source digest.
 
-Headers: NVRTC's built-ins plus the nvidia-cuda-runtime wheel's include/ (cuda_bf16.h, cuda_fp8.h, mma.h,
-cuda_pipeline_primitives.h, cooperative_groups), the nvidia-cuda-nvcc wheel's include/ (crt/mma.h, which the
-runtime wheel's mma.h includes but does not ship) and the nvidia-cuda-cccl wheel's include/ (<nv/target>, which
-cooperative_groups needs). Kernels are `extern "C" __global__` so their PTX entry names are
-the C names. Compile errors raise contract.errors.BuildError carrying NVRTC's log (file:line: error ...).
+Headers: NVRTC's built-ins plus the CUDA runtime headers (cuda_bf16.h, cuda_fp8.h, mma.h,
+cuda_pipeline_primitives.h, cooperative_groups), crt/mma.h (nvcuda::wmma; optional: only the wmma kernels include
+it) and CCCL's libcu++ (<nv/target>, which cooperative_groups needs; optional). Each folder is found through
+cuda.pathfinder's find_nvidia_header_directory (the CUDA 12 wheels' nvidia/cuda_runtime/include,
+nvidia/cuda_nvcc/include and nvidia/cuda_cccl/include; the CUDA 13 wheels' single nvidia/cu13/include with CCCL under
+include/cccl), then under $CUDA_HOME (or $CUDA_PATH, /usr/local/cuda) include/ and include/cccl. Kernels are
+`extern "C" __global__` so their PTX entry names are the C names. Compile errors raise contract.errors.BuildError
+carrying NVRTC's log (file:line: error ...).
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from pathlib import Path
 
 from contract.errors import BuildError
@@ -19,44 +23,70 @@ DEFAULT_ARCH = "compute_90"
 # -default-device: every function is __device__ unless said otherwise; fast-math stays off (kernels.md tolerances
 # are met with IEEE division/sqrt; each kernel opts into intrinsics such as __expf explicitly where allowed).
 BASE_OPTIONS = ("-default-device", "-std=c++17", "-lineinfo")
+# (cuda.pathfinder's library name, a file its folder must hold, a folder under $CUDA_HOME/include that may hold it)
+_HEADERS = {"runtime": ("cudart", "cuda_runtime.h", ""), "crt": ("nvcc", "crt/mma.h", ""),
+            "cccl": ("cccl", "nv/target", "cccl")}
 
 
-@functools.lru_cache(maxsize=1)
-def runtime_include_dir() -> str:
-    """The nvidia-cuda-runtime wheel's include/ folder."""
+def _pathfinder_dir(libname: str) -> str | None:
+    """cuda.pathfinder's header folder of `libname` ("cudart", "nvcc", "cccl"), None when it finds none or is absent."""
     try:
-        import nvidia.cuda_runtime
-    except ImportError as exc:
-        raise BuildError("the nvidia-cuda-runtime-cu12 wheel is not installed (CUDA headers for NVRTC); "
-                         "`make install` installs it") from exc
-    return str(Path(next(iter(nvidia.cuda_runtime.__path__))) / "include")
-
-
-@functools.lru_cache(maxsize=1)
-def cccl_include_dir() -> str | None:
-    """The nvidia-cuda-cccl wheel's include/ folder (libcu++: <nv/target> for cooperative_groups), or None."""
-    try:
-        import nvidia.cuda_cccl
+        from cuda.pathfinder import find_nvidia_header_directory
     except ImportError:
         return None
-    return str(Path(next(iter(nvidia.cuda_cccl.__path__))) / "include")
+    try:
+        return find_nvidia_header_directory(libname)
+    except Exception:  # noqa: BLE001 - an unknown name in an older pathfinder, or a failed probe: not found
+        return None
+
+
+def cuda_home() -> Path:
+    """$CUDA_HOME, else $CUDA_PATH, else /usr/local/cuda."""
+    return Path(os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda")
+
+
+def _header_dir(kind: str, near: tuple[str, ...] = ()) -> str | None:
+    """The first folder holding `kind`'s marker file: cuda.pathfinder's, then the folders in `near` (the runtime
+    folder: CUDA 13 wheels and toolkits keep crt/ beside the runtime headers and CCCL in its cccl/), then
+    $CUDA_HOME/include[/sub]."""
+    libname, marker, sub = _HEADERS[kind]
+    candidates = [_pathfinder_dir(libname), *(str(Path(d) / sub) if sub else d for d in near),
+                  str(cuda_home() / "include" / sub) if sub else str(cuda_home() / "include")]
+    for folder in candidates:
+        if folder and (Path(folder) / marker).is_file():
+            return folder
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def include_dirs() -> tuple[str, ...]:
+    """The header folders NVRTC gets: the runtime's (required), then crt's and CCCL's when found elsewhere.
+
+    Raises:
+        BuildError: no folder with cuda_runtime.h, saying where it looked.
+    """
+    runtime = _header_dir("runtime")
+    if runtime is None:
+        raise BuildError("CUDA headers for NVRTC not found: no cuda_runtime.h from cuda.pathfinder (the "
+                         "nvidia-cuda-runtime-cu12 wheel, or the CUDA 13 wheels' nvidia/cu13/include) nor in "
+                         f"{cuda_home() / 'include'} ($CUDA_HOME); `make install` installs the wheel")
+    dirs = [runtime]
+    for kind in ("crt", "cccl"):
+        folder = _header_dir(kind, near=(runtime,))
+        if folder is not None and folder not in dirs:
+            dirs.append(folder)
+    return tuple(dirs)
 
 
 def include_options() -> tuple[str, ...]:
     """-I options for the CUDA headers the kernels include."""
-    dirs = [runtime_include_dir(), crt_include_dir(), cccl_include_dir()]
-    return tuple(f"-I{d}" for d in dirs if d)
+    return tuple(f"-I{d}" for d in include_dirs())
 
 
-@functools.lru_cache(maxsize=1)
-def crt_include_dir() -> str:
-    """The nvidia-cuda-nvcc wheel's include/ folder: crt/mma.h (nvcuda::wmma) lives there, not in the runtime wheel."""
-    try:
-        import nvidia.cuda_nvcc
-    except ImportError as exc:
-        raise BuildError("the nvidia-cuda-nvcc-cu12 wheel is not installed (crt/mma.h for nvcuda::wmma); "
-                         "`make install` installs it") from exc
-    return str(Path(next(iter(nvidia.cuda_nvcc.__path__))) / "include")
+def cccl_include_dir() -> str | None:
+    """The folder holding CCCL's <nv/target> (cooperative_groups needs it), or None."""
+    runtime = _header_dir("runtime")
+    return _header_dir("cccl", near=(runtime,) if runtime else ())
 
 
 def source_digest(source: str, name: str, arch: str, options: tuple[str, ...]) -> str:
@@ -105,7 +135,8 @@ def _compile(source: str, name: str, arch: str, options: tuple[str, ...]) -> str
             nvrtc.nvrtcGetProgramLog(prog, log)
             text = log.decode(errors="replace").strip()
             if "nv/target" in text and cccl_include_dir() is None:
-                text += "\n(<nv/target> comes with the nvidia-cuda-cccl-cu12 wheel; `make install` installs it)"
+                text += ("\n(<nv/target> comes with the nvidia-cuda-cccl-cu12 wheel, or CCCL under a CUDA 13 "
+                         "include/cccl; `make install` installs the wheel)")
             raise BuildError(f"NVRTC failed to compile {name} ({' '.join(options) or 'no defines'}):\n{text}")
         _, size = nvrtc.nvrtcGetPTXSize(prog)
         ptx = b" " * size

@@ -27,8 +27,9 @@ RUN_FILE = "run.json"
 # rows with these statuses are finished and skipped on --resume; "error" rows (unexpected exceptions) are re-run
 DONE_STATUSES = ("ok", "failed", "missing")
 ROW_STATUSES = ("ok", "failed", "missing", "error", "skipped")  # skipped: too big for this machine; re-run on resume
-PACKAGES = ("ptxmoe", "numpy", "ml_dtypes", "numba", "numba-cuda", "cuda-python", "cuda-bindings", "nvtx", "plotly",
-            "ncu-report", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvdisasm")
+PACKAGES = ("ptxmoe", "numpy", "ml_dtypes", "numba", "numba-cuda", "cuda-python", "cuda-bindings", "cuda-pathfinder",
+            "nvtx", "plotly", "ncu-report", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvrtc",
+            "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime", "nvidia-cuda-nvdisasm")  # CUDA 12 and 13 wheel names
 
 
 class ResultsError(PtxmoeError):

@@ -81,7 +81,8 @@ def nvdisasm_path() -> Path:
 @functools.lru_cache(maxsize=None)
 def nvvm_path() -> Path:
     """Path of libnvvm.so from the nvidia-cuda-nvcc wheel (what Numba's compile_ptx uses)."""
-    path = _find_in_wheels("cuda_nvcc/nvvm/lib64/libnvvm.so*")
+    # NOTE: CUDA 12 wheels: nvidia/cuda_nvcc/nvvm; CUDA 13 wheels: nvidia/cu13/nvvm (the wheel layout moved)
+    path = _find_in_wheels("cuda_nvcc/nvvm/lib64/libnvvm.so*") or _find_in_wheels("*/nvvm/lib64/libnvvm.so*")
     if path is None:
         raise ToolchainError("libNVVM not found in the nvidia-cuda-nvcc-cu12 wheel; run `make install`")
     return path

@@ -41,7 +41,7 @@ KERNEL = "grouped_gemm_fp8"
 CLUSTER = False
 COLS = 128  # output columns of a CTA tile (wgmma M, two warpgroups); its tokens (wgmma N) come from BM
 GROUP = 128  # K per scale (one stage); N per weight block
-SMS = 132  # default persistent grid: the SMs of an H100 / H200 SXM (params: sms=...)
+SMS = 132  # persistent grid where the backend cannot say (sim): the SMs of an H100 / H200 SXM (params: sms=...)
 PARAMS: tuple[tuple[str, str], ...] = (
     ("tm_w", "b8[128]"), ("tm_a", "b8[128]"), ("a_scale", "u64"), ("w_scale", "u64"), ("block_expert", "u64"),
     ("total_padded", "u64"), ("c", "u64"), ("Kd", "u32"), ("N", "u32"), ("BM", "u32"), ("rtiles", "u32"),
@@ -95,17 +95,27 @@ def check_args(args: dict, preset, rung: int) -> tuple[int, int, int, int, int]:
     return P_max, Kd, N, BM, E
 
 
-def take_params(params: dict, rung: int) -> int:
-    """The SMs to use (`sms`, default SMS) after checking `variant`; InputError on anything else."""
+def take_params(params: dict, rung: int) -> int | None:
+    """The SMs to use (`sms`; None: default_sms decides) after checking `variant`; InputError on anything else."""
     name = f"ptx {KERNEL} rung {rung}"
     variant = params.pop("variant", "up")
     require(name, variant in ("up", "down"), "variant", variant, "'up' or 'down'")
-    sms = params.pop("sms", SMS)
-    require(name, isinstance(sms, (int, np.integer)) and not isinstance(sms, bool) and 1 <= sms <= 1024,
-            "sms", sms, "an int in 1..1024 (the persistent grid: SMs in use)")
+    sms = params.pop("sms", None)
+    valid = isinstance(sms, (int, np.integer)) and not isinstance(sms, bool) and 1 <= sms <= 1024
+    require(name, sms is None or valid, "sms", sms, "an int in 1..1024 (the persistent grid: SMs in use)")
     if params:
         raise InputError(f"{name}: unknown parameter(s) {sorted(params)}; expected only 'variant' and 'sms'")
-    return int(sms)
+    return None if sms is None else int(sms)
+
+
+def default_sms(backend, tokens: int, cluster: bool) -> int:
+    """The persistent grid when `sms` is not given: what the device holds at once (GpuBackend.persistent_ctas: its
+    SM count, or cuOccupancyMaxActiveClusters x 2 for rung 5's clusters), else SMS (the sim's modelled H200)."""
+    ask = getattr(backend, "persistent_ctas", None)
+    if ask is None:
+        return SMS
+    return int(ask(ptx_source(tokens, cluster), template.entry(cluster, tokens), (template.THREADS, 1, 1),
+                   template.shared_bytes(tokens), 2 if cluster else 1))
 
 
 def work_items(sizes, cluster: bool) -> WorkItems:
@@ -145,7 +155,7 @@ def run(backend, args: dict, preset, **params) -> list:
         args: DeviceArrays a, a_scale, w, w_scale, block_expert, total_padded and c (left untouched past
             total_padded and on blocks of expert -1).
         preset: supplies BM; every other size comes from the array shapes.
-        params: `variant` ('up' or 'down', checked) and `sms` (the persistent grid, default SMS).
+        params: `variant` ('up' or 'down', checked) and `sms` (the persistent grid, default default_sms).
     Returns:
         [LaunchRecord] of the single launch, on min(sms, items) CTAs.
     Raises:
@@ -154,5 +164,6 @@ def run(backend, args: dict, preset, **params) -> list:
     sms = take_params(params, 4)
     sizes = check_args(args, preset, 4)
     P_max, _, N, BM, _ = sizes
+    sms = sms if sms is not None else default_sms(backend, template.token_tile(BM), CLUSTER)
     items = (P_max // template.token_tile(BM)) * (N // COLS)
     return launch(backend, args, sizes, min(sms, items), CLUSTER, COLS)

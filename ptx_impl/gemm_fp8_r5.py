@@ -49,7 +49,7 @@ def run(backend, args: dict, preset, **params) -> list:
         backend: a harness Backend (sim or gpu) with tensor_map.
         args: as rung 4 (gemm_fp8_r4.run).
         preset: supplies BM; every other size comes from the array shapes.
-        params: `variant` ('up' or 'down', checked) and `sms` (the persistent grid, default r4.SMS; rounded down
+        params: `variant` ('up' or 'down', checked) and `sms` (the persistent grid, default r4.default_sms; rounded down
             to whole clusters, at least one).
     Returns:
         [LaunchRecord] of the single launch, on 2 * min(sms // 2, pair items) CTAs.
@@ -59,6 +59,7 @@ def run(backend, args: dict, preset, **params) -> list:
     sms = r4.take_params(params, 5)
     sizes = r4.check_args(args, preset, 5)
     P_max, _, N, BM, _ = sizes
+    sms = sms if sms is not None else r4.default_sms(backend, template.token_tile(BM), CLUSTER)
     pairs = -(-(P_max // template.token_tile(BM)) // CLUSTER_CTAS) * (N // r4.COLS)
     clusters = max(1, min(sms // CLUSTER_CTAS, pairs))
     return r4.launch(backend, args, sizes, CLUSTER_CTAS * clusters, CLUSTER, r4.COLS // CLUSTER_CTAS)

@@ -93,6 +93,10 @@ class GpuBackend(Backend):
         self._functions: dict[tuple[str, str], Any] = {}
         self._params: dict[str, dict[str, tuple[str, ...]]] = {}
         self._dyn_shared: dict[tuple, int] = {}  # (handle type, value) -> the dynamic shared memory it is allowed
+        self.module_logs: dict[str, dict] = {}  # module (its entries) -> how it was loaded and the JIT's info log
+        self._persistent: dict[tuple, int] = {}  # persistent_ctas answers per launch shape
+        self.sync_timeout_s = cuda_api.sync_timeout_from_env()
+        self.load_via = "auto"  # load_ptx_module via: "auto" (JIT; ptxas on a refused .version), "jit", "cubin"
         self.records: list[LaunchRecord] = []
         self.sources: dict[str, tuple] = {}  # launch name -> ("ptx", text, entry) | ("numba", pyfunc, signature)
 
@@ -136,7 +140,13 @@ class GpuBackend(Backend):
         pass  # Numba frees the buffer when the last reference (the DeviceArray's handle) goes away
 
     def synchronize(self) -> None:
-        self.stream.synchronize()
+        """Wait for the stream; with `sync_timeout_s` (env PTXMOE_GPU_SYNC_TIMEOUT) a watchdog: a stream still busy
+        after that long raises a sticky GpuError (CUDA_ERROR_LAUNCH_TIMEOUT) naming the hang, so a deadlocked kernel
+        ends its row as an error (and the sweep, whose context it holds) instead of blocking forever."""
+        if self.sync_timeout_s is None:
+            self.stream.synchronize()
+            return
+        cuda_api.wait_for_stream(self.stream, self.sync_timeout_s, ", ".join(r.name for r in self.records[-3:]))
 
     # launches -------------------------------------------------------------------------------------------------
     def _events(self):
@@ -150,7 +160,10 @@ class GpuBackend(Backend):
         if key not in self._functions:
             if ptx not in self._modules:
                 self._params[ptx] = numba_abi.entry_params(ptx)
-                self._modules[ptx] = cuda_api.load_ptx_module(ptx, f"module of {', '.join(self._params[ptx])}")
+                what = f"module of {', '.join(self._params[ptx])}"
+                logs: dict[str, str | None] = {}
+                self.module_logs[what] = logs
+                self._modules[ptx] = cuda_api.load_ptx_module(ptx, what, logs, via=self.load_via)
             if entry not in self._params[ptx]:
                 raise InputError(f"PTX module has no entry {entry!r}; entries: {', '.join(self._params[ptx])}")
             self._functions[key] = _check(driver.cuModuleGetFunction(self._modules[ptx], entry.encode()),
@@ -170,6 +183,8 @@ class GpuBackend(Backend):
         attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         if type(func).__name__ not in ("CUkernel", "CUfunction"):  # NOTE: an older numba-cuda's raw handle
             func = driver.CUfunction(int(value or 0))
+        if type(func).__name__ == "CUfunction":
+            self._check_shared_fits(func, int(shared_bytes), kernel_name)
         if type(func).__name__ == "CUkernel":
             _check(driver.cuKernelSetAttribute(attr, int(shared_bytes), func, self._device()),
                    f"cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={shared_bytes}, {kernel_name})")
@@ -177,6 +192,18 @@ class GpuBackend(Backend):
             _check(driver.cuFuncSetAttribute(func, attr, int(shared_bytes)),
                    f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={shared_bytes}, {kernel_name})")
         self._dyn_shared[key] = int(shared_bytes)
+
+    def _check_shared_fits(self, func, shared_bytes: int, kernel_name: str) -> None:
+        """InputError when the kernel's static shared memory plus `shared_bytes` of dynamic exceed the device's
+        per-block opt-in (the driver only answers CUDA_ERROR_INVALID_VALUE)."""
+        driver = cuda_api.driver()
+        static = int(_check(driver.cuFuncGetAttribute(driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                                      func), f"cuFuncGetAttribute(SHARED_SIZE_BYTES, {kernel_name})"))
+        optin = self.max_dynamic_shared()
+        if static + shared_bytes > optin:
+            raise InputError(f"{kernel_name}: {shared_bytes} bytes of dynamic shared memory plus {static} static "
+                             f"exceed the device's per-block opt-in of {optin} bytes (at most {optin - static} "
+                             f"dynamic with this much static)")
 
     def _device(self):
         return cuda_api.driver().CUdevice(int(self.context.device.id))
@@ -187,6 +214,48 @@ class GpuBackend(Backend):
         attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
         return int(_check(driver.cuDeviceGetAttribute(attr, self._device()), "cuDeviceGetAttribute(MAX_SHARED_"
                                                                             "MEMORY_PER_BLOCK_OPTIN)"))
+
+    def sm_count(self) -> int:
+        """The device's streaming multiprocessors (132 on an H200)."""
+        driver = cuda_api.driver()
+        attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+        return int(_check(driver.cuDeviceGetAttribute(attr, self._device()), "cuDeviceGetAttribute(MULTIPROCESSOR_"
+                                                                            "COUNT)"))
+
+    def persistent_ctas(self, ptx: str, entry: str, block, shared_bytes: int, cluster_size: int = 1) -> int:
+        """CTAs a persistent launch of `entry` should have so that all are resident at once: one per SM, or for a
+        cluster kernel cuOccupancyMaxActiveClusters x the cluster size (clusters must fit in a GPC, so fewer SMs may
+        be usable than the device has).
+
+        Raises:
+            GpuError: a driver call failed.
+        """
+        key = (ptx, entry, dim3(block, "block"), int(shared_bytes), int(cluster_size))
+        if key not in self._persistent:  # NOTE: asked on every run() of a rung: once per shape, not per timed call
+            self._persistent[key] = self._ask_persistent_ctas(ptx, entry, block, shared_bytes, cluster_size)
+        return self._persistent[key]
+
+    def _ask_persistent_ctas(self, ptx: str, entry: str, block, shared_bytes: int, cluster_size: int) -> int:
+        sms = self.sm_count()
+        if cluster_size <= 1:
+            return sms
+        driver = cuda_api.driver()
+        func = self._function(ptx, entry)
+        self._allow_dynamic_shared(func, int(shared_bytes), entry)
+        b = dim3(block, "block")
+        config = driver.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = sms - sms % cluster_size, 1, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = b
+        config.sharedMemBytes = int(shared_bytes)
+        config.hStream = driver.CUstream(_stream_handle(self.stream))
+        attr = driver.CUlaunchAttribute()
+        attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = int(cluster_size), 1, 1
+        config.attrs = [attr]
+        config.numAttrs = 1
+        clusters = int(_check(driver.cuOccupancyMaxActiveClusters(func, config),
+                              f"cuOccupancyMaxActiveClusters({entry}, cluster {cluster_size})"))
+        return max(1, clusters) * int(cluster_size)
 
     def launch_ptx_raw(self, ptx: str, entry: str, grid, block, params: Sequence[LaunchArg],
                        shared_bytes: int = 0) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

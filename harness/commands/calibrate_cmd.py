@@ -8,7 +8,12 @@ GPU hour calibrates the model for that part.
 The microbenchmarks are ptxsim/model/microbench.py's PTX kernels, launched through the gpu backend (cuLaunchKernel,
 CUDA events; the median of `--repeat` timed launches after two warm-ups). Each constant is fitted in closed form from
 one measured quantity (ptxsim/model/profile.py FITS). A measurement file is {bench name: quantity in the bench's
-unit} or {"device": ..., "measured": {...}}; the measurements a GPU run took are written with `--save-measurements`.
+unit} or {"device": ..., "measured": {...}, "ratios": {...}}; the measurements a GPU run took are written with
+`--save-measurements`.
+
+Paired variants (harness/calibrate_pairs.py: bank-conflicted vs padded transpose, wgmma.wait_group 0 vs 1, a copy on
+20 SMs vs all, 4-byte vs 16-byte accesses) are timed too, unless `--no-pairs`; their ratios go into the profile under
+"ratios" ({pair: {ratio, numerator_us, denominator_us, what, sms}}), beside the fitted constants.
 """
 from __future__ import annotations
 
@@ -32,10 +37,11 @@ def register(subparsers) -> None:
     parser.add_argument("--measurements", default=None, help="fit from this JSON file instead of measuring")
     parser.add_argument("--save-measurements", default=None, help="also write the measured quantities here")
     parser.add_argument("--repeat", type=int, default=10, help="timed launches per microbenchmark (median)")
+    parser.add_argument("--no-pairs", action="store_true", help="skip the paired variants (ratios)")
     parser.set_defaults(func=run)
 
 
-def _read_measurements(path: str) -> tuple[str | None, dict]:
+def _read_measurements(path: str) -> tuple[str | None, dict, dict]:
     try:
         doc = json.loads(Path(path).read_text())
     except OSError as exc:
@@ -48,8 +54,14 @@ def _read_measurements(path: str) -> tuple[str | None, dict]:
     if "measured" in doc:
         if not isinstance(doc["measured"], dict):
             raise InputError(f"--measurements {path}: 'measured' must be an object, got {doc['measured']!r}")
-        return doc.get("device"), doc["measured"]
-    return None, doc
+        from harness.calibrate_pairs import check_ratios
+
+        try:
+            ratios = check_ratios(doc.get("ratios", {}), f"--measurements {path}")
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        return doc.get("device"), doc["measured"], ratios
+    return None, doc, {}
 
 
 class _GpuDevice:
@@ -129,12 +141,12 @@ def _launch_gap(backend, bench, repeat: int) -> float:
     return statistics.median(gaps)
 
 
-def measure_on_gpu(repeat: int, progress=sys.stdout) -> dict[str, float]:
+def measure_on_gpu(repeat: int, progress=sys.stdout, backend=None) -> dict[str, float]:
     """Every microbenchmark's quantity measured on this GPU (needs cuda-python and numba-cuda)."""
     from harness.backends.gpu import GpuBackend
     from ptxsim.model.microbench import BENCHES
 
-    backend = GpuBackend()
+    backend = backend or GpuBackend()
     clock = _sm_clock_hz()
     out = {}
     for name, bench in BENCHES.items():
@@ -147,6 +159,26 @@ def measure_on_gpu(repeat: int, progress=sys.stdout) -> dict[str, float]:
         backend.records.clear()
         print(f"  {name:<16} {out[name]:12.4g} {bench.unit}", file=progress, flush=True)
     return out
+
+
+def measure_ratios(backend, repeat: int, progress=None) -> dict[str, dict]:
+    """The paired variants' ratios on this GPU (harness/calibrate_pairs.py), each printed as it is measured."""
+    from harness.calibrate_pairs import PAIRS, measure_pairs
+
+    out = {}
+    for name in PAIRS:
+        out.update(measure_pairs(backend, repeat, names=[name]))
+        print(f"  {name:<28} {out[name]['ratio']:12.4g} (ratio)", file=progress or sys.stdout, flush=True)
+    return out
+
+
+def _add_ratios(path: Path, ratios: dict) -> None:
+    """The profile at `path` with "ratios" added (atomically; load_profile reads the rest as before)."""
+    doc = json.loads(path.read_text())
+    doc["ratios"] = ratios
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
 
 
 def _sm_clock_hz() -> float:
@@ -169,8 +201,9 @@ def run(args) -> int:
 
     if args.repeat < 1:
         raise InputError(f"--repeat must be >= 1, got {args.repeat}")
+    ratios: dict = {}
     if args.measurements:
-        file_device, measured = _read_measurements(args.measurements)
+        file_device, measured, ratios = _read_measurements(args.measurements)
         device = args.device or file_device or "H200 SXM"
     else:
         from harness import toolchain
@@ -179,22 +212,32 @@ def run(args) -> int:
         if not ok:
             raise PtxmoeError(f"calibrate needs a GPU ({why}); pass --measurements FILE to fit from measured values")
         device = args.device or _gpu_device_name()
+        from harness.backends.gpu import GpuBackend
+
         print(f"measuring {len(BENCHES)} microbenchmarks on {device} ({args.repeat} timed launches each):")
-        measured = measure_on_gpu(args.repeat)
+        backend = GpuBackend()
+        measured = measure_on_gpu(args.repeat, backend=backend)
+        if not getattr(args, "no_pairs", False):
+            ratios = measure_ratios(backend, args.repeat)
     if args.save_measurements:
         path = Path(args.save_measurements)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"device": device, "measured": measured}, indent=1, sort_keys=True) + "\n")
+        tmp.write_text(json.dumps({"device": device, "measured": measured, "ratios": ratios}, indent=1,
+                                  sort_keys=True) + "\n")
         tmp.replace(path)
     try:
         profile = fit(device, measured)
         save_profile(profile, args.out)
     except ModelError as exc:
         raise InputError(str(exc)) from None
+    if ratios:
+        _add_ratios(Path(args.out), ratios)
     print(f"device profile for {profile.device} -> {args.out}")
     for key, value in sorted(profile.constants.items()):
         print(f"  {key:<28} {value:.4g}   (from {profile.fitted_from[key]} = {measured[profile.fitted_from[key]]:g} "
               f"{BENCHES[profile.fitted_from[key]].unit})")
+    for name, entry in sorted(ratios.items()):
+        print(f"  ratio {name:<28} {entry['ratio']:.4g}   ({entry.get('what', '')})")
     unused = sorted(set(BENCHES) - set(measured))
     if unused:
         print(f"  not measured (defaults kept): {', '.join(unused)}")

@@ -110,13 +110,39 @@ def run(args) -> int:
         return 1
     try:
         _rows_json, attached, unmatched = import_file(report, run_dir)
-    except ToolchainError as exc:  # e.g. no ncu_report module here: the report is kept for a later import
-        print(f"ptxmoe profile: {exc}; the report is kept at {report}: import it where ncu_report is installed with "
-              f"`ptxmoe import {report} {run_dir}`", file=sys.stderr)
-        return 1
+    except ToolchainError as exc:  # e.g. no ncu_report module here: ncu itself exports the report as CSV
+        exported = export_ncu_csv(tool, report) if args.tool == "ncu" else None
+        if exported is None:
+            print(f"ptxmoe profile: {exc}; the report is kept at {report}: import it where ncu_report is installed "
+                  f"with `ptxmoe import {report} {run_dir}`", file=sys.stderr)
+            return 1
+        print(f"ptxmoe profile: {exc}; imported ncu's CSV export {exported} instead", file=sys.stderr)
+        _rows_json, attached, unmatched = import_file(exported, run_dir)
     print(f"profile: {report} imported ({attached} metric rows attached, {unmatched} unmatched); run {run_dir}")
     rebuild_dashboard(run_dir)
     return rc
+
+
+def export_ncu_csv(tool, report: Path, run=subprocess.run) -> Path | None:
+    """`ncu --import REPORT --csv --page raw` into REPORT's folder as <stem>-raw.csv (what `ptxmoe import` reads
+    without the ncu_report module, which may not import under this Python); None when ncu cannot export it.
+
+    NOTE: `--csv` beside `-o` at profiling time prints nothing (the metrics go to the report only); the CSV comes from
+    this second, import-only call.
+    """
+    out = report.with_name(f"{report.stem}-raw.csv")
+    argv = [str(tool), "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"]
+    try:
+        proc = run(argv, capture_output=True, text=True, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        print(f"ptxmoe profile: {' '.join(argv)} could not run: {exc}", file=sys.stderr)
+        return None
+    if proc.returncode != 0 or '"ID",' not in proc.stdout:
+        why = (proc.stderr or proc.stdout or "").strip().splitlines()[-1:] or ["no CSV"]
+        print(f"ptxmoe profile: {' '.join(argv)} exited {proc.returncode}: {why[0]}", file=sys.stderr)
+        return None
+    out.write_text(proc.stdout)
+    return out
 
 
 def _supported_metrics(tool) -> list[str]:

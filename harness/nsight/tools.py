@@ -82,7 +82,7 @@ def ncu_command(app_argv, metrics, nvtx_include, report_path, ncu="ncu", filters
         filters: more ncu launch filters, e.g. FIRST_LAUNCH_PER_CONFIG.
     Returns:
         [ncu, --nvtx, --nvtx-include X..., *filters, --clock-control none, --print-units base,
-         --metrics m1,m2, -o report, --csv, *app_argv].
+         --metrics m1,m2, -o report, *app_argv].
     """
     includes = [nvtx_include] if isinstance(nvtx_include, str) else list(nvtx_include or ())
     metrics = list(metrics)
@@ -95,7 +95,7 @@ def ncu_command(app_argv, metrics, nvtx_include, report_path, ncu="ncu", filters
         argv += ["--nvtx-include", include]
     argv += [str(f) for f in filters]
     argv += ["--clock-control", "none", "--print-units", "base", "--metrics", ",".join(metrics),
-             "-o", str(report_path), "--csv"]
+             "-o", str(report_path)]  # NOTE: no --csv: beside -o it prints nothing (profile_cmd exports the CSV)
     return argv + [str(a) for a in app_argv]
 
 

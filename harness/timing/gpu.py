@@ -8,8 +8,10 @@ implementation's dispatch time instead. Inputs rotate between copies when they f
 intermediates) are allocated once, before the timed window, and kept for the whole loop. Warm-up first; sampling
 stops when the relative standard error drops under 0.5 % (after a minimum count), or at the time budget or the
 sample cap. A sample whose blocker gave up waiting (the host took longer than `block_timeout_s` to queue the call)
-is discarded. The SM clock is read (NVML, else nvidia-smi) before and every `clock_every_s` during sampling; samples
-taken while it was more than `throttle_tolerance` below the starting clock are discarded and counted. The host-side
+is discarded. The SM clock is read (NVML, else nvidia-smi) before the warm-up, once after it (the reference) and every
+`clock_every_s` during sampling; samples taken while NVML's throttle reasons (GPU idle ignored) say the GPU was
+throttling, or, without reasons, while the clock was more than `throttle_tolerance` below the reference, are
+discarded and counted. The host-side
 call time without a held stream is sampled separately too (`host_call_us`).
 """
 from __future__ import annotations
@@ -39,7 +41,7 @@ class GpuTimingSettings:
     block_stream: bool = True  # hold the stream with the blocker kernel while a sample is queued
     block_timeout_s: float = 2.0  # the blocker gives up after this long (the sample is then discarded)
     clock_every_s: float = 0.25  # read the SM clock this often while sampling (NVML, else nvidia-smi)
-    throttle_tolerance: float = 0.05  # discard samples taken below (1 - this) x the starting SM clock
+    throttle_tolerance: float = 0.05  # no throttle reasons: discard samples below (1 - this) x the reference clock
 
 
 # NOTE: nvidia-smi renamed clocks_throttle_reasons.* to clocks_event_reasons.* (driver 535); older drivers reject the
@@ -211,39 +213,83 @@ def _cuda_event():
     return cuda_api.numba_cuda().event()  # timing events (the default)
 
 
+# NVML's clock event (throttle) reasons (nvml.h, nvmlClocksEventReason*): the bits that mean the SM clock is held
+# below what the load asks for. NOTE: 0x1 "GPU idle" is left out on purpose: between two samples the GPU idles while
+# the host queues the next one, so idle says nothing about the clock a sample ran at; 0x2 (applications clocks
+# setting) is a configured clock, not a throttle.
+IDLE_REASON = 0x1
+THROTTLE_REASONS = {0x4: "SW power cap", 0x8: "HW slowdown", 0x10: "sync boost", 0x20: "SW thermal slowdown",
+                    0x40: "HW thermal slowdown", 0x80: "HW power brake", 0x100: "display clock setting"}
+
+
+def throttle_bits(clocks: dict) -> int | None:
+    """The throttling reason bits of a read_clocks dict, "GPU idle" ignored; None when the reasons are unknown."""
+    text = clocks.get("throttle_reasons")
+    try:
+        value = int(str(text).strip(), 16) if text is not None else None
+    except ValueError:  # "[N/A]", "[Not Supported]"
+        return None
+    if value is None:
+        return None
+    return value & sum(THROTTLE_REASONS)
+
+
 class _ClockWatch:
-    """Reads the SM clock every `every_s` while sampling; samples since the previous read are judged by the new one."""
+    """Reads the SM clock every `every_s` while sampling; samples since the previous read are judged by the new one:
+    by NVML's throttle-reason bits when the read has them ("GPU idle" ignored), else by the SM clock against the
+    reference read after the warm-up (an idle GPU's clock before it would pass every throttled sample)."""
 
     def __init__(self, reader, settings: GpuTimingSettings):
         self.reader, self.settings = reader, settings
         self.before = reader()
-        self.start_mhz = sm_clock(self.before)
+        self.reference: dict = {}
+        self.start_mhz: float | None = None
         self.reads: list[dict] = []
         self.last = time.perf_counter()
         self.discarded: list[float] = []
+        self.reasons_seen = 0
+
+    def arm(self) -> None:
+        """Read the reference clock (call after the warm-up: the GPU is then at its loaded clock)."""
+        self.reference = self.reader()
+        self.start_mhz = sm_clock(self.reference)
+        self.last = time.perf_counter()
 
     def due(self) -> bool:
         return time.perf_counter() - self.last >= self.settings.clock_every_s
 
     def judge(self, pending: list[float]) -> list[float]:
-        """Read the clock now; return the pending samples to keep (none when the SM clock has dropped)."""
+        """Read the clock now; return the pending samples to keep (none when the GPU was throttling)."""
         clocks = self.reader()
         self.last = time.perf_counter()
         now = sm_clock(clocks)
-        throttled = (self.start_mhz is not None and now is not None
-                     and now < self.start_mhz * (1.0 - self.settings.throttle_tolerance))
-        self.reads.append({"sm_clock_mhz": now, "samples": len(pending), "discarded": bool(throttled)})
+        bits = throttle_bits(clocks)
+        if bits is not None:
+            throttled = bits != 0
+        else:
+            throttled = (self.start_mhz is not None and now is not None
+                         and now < self.start_mhz * (1.0 - self.settings.throttle_tolerance))
+        read: dict = {"sm_clock_mhz": now, "samples": len(pending), "discarded": bool(throttled)}
+        if bits:
+            read["reasons"] = [name for bit, name in THROTTLE_REASONS.items() if bits & bit]
+            self.reasons_seen |= bits
+        self.reads.append(read)
         if throttled:
             self.discarded += pending
             return []
         return pending
 
     def note(self) -> str | None:
-        if self.start_mhz is None:
-            return f"SM clock unknown ({self.before.get('error') or 'no clocks.sm value'}): samples not screened"
+        if self.start_mhz is None and throttle_bits(self.reference) is None:
+            why = self.reference.get("error") or self.before.get("error") or "no clocks.sm value"
+            return f"SM clock unknown ({why}): samples not screened"
         if self.discarded:
+            if self.reasons_seen:
+                named = ", ".join(n for bit, n in THROTTLE_REASONS.items() if self.reasons_seen & bit)
+                return f"{len(self.discarded)} samples discarded: the GPU reported throttling ({named})"
             floor = 1 - self.settings.throttle_tolerance
-            return f"{len(self.discarded)} samples discarded: SM clock below {floor:.0%} of {self.start_mhz:g} MHz"
+            return (f"{len(self.discarded)} samples discarded: SM clock below {floor:.0%} of {self.start_mhz:g} MHz "
+                    "(read after the warm-up)")
         return None
 
 
@@ -344,9 +390,11 @@ def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_byt
         {"basis": "measured", "device_time_us": [...], "device": Summary dict (…_us), "dispatch_us": [...] (host
          time to queue each timed call, stream held), "dispatch": Summary dict, "host_call_us": [...],
          "host_call": Summary dict, "stop_reason", "blocked": bool, "blocker_timeouts", "throttled_us": [discarded
-         samples], "clock_reads", "clock_note", "rotation_sets", "l2_flush_bytes", "clocks_before", "clocks_after",
+         samples], "clock_reads", "clock_note", "rotation_sets", "l2_flush_bytes", "clocks_before",
+         "clocks_reference" (read after the warm-up: what the clock is judged against), "clocks_after",
          "stages_us": {launch name: µs, from one extra run with per-launch events},
-         "launch_us": [[launch name, µs], ...] in launch order (that same run), "settings"}
+         "launch_us": [[launch name, µs], ...] in launch order (that same run), "module_loads" (row_module_loads),
+         "settings"}
     """
     event_factory = event_factory or _cuda_event
     if flusher is None and settings.flush_l2:
@@ -359,6 +407,7 @@ def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_byt
     backend.keep_workspaces = True  # NOTE: the warm-up allocates the workspaces; the timed calls reuse them
     try:
         _warm_up(backend, call, arg_sets, settings)
+        watch.arm()
         sampled = _sample(backend, call, arg_sets, settings, event_factory, flusher, blocker, watch)
         host = _host_calls(backend, call, arg_sets, settings)
         launch_us = _stage_run(backend, call, arg_sets, flusher)
@@ -382,7 +431,18 @@ def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_byt
         "blocker_timeouts": sampled["blocker_timeouts"], "throttled_us": watch.discarded,
         "clock_reads": watch.reads, "clock_note": watch.note(), "rotation_sets": len(arg_sets),
         "l2_flush_bytes": getattr(flusher, "nbytes", 0) if flusher else 0,
-        "clocks_before": watch.before, "clocks_after": (clock_reader or read_clocks)(), "stages_us": stages,
+        "clocks_before": watch.before, "clocks_reference": watch.reference,
+        "clocks_after": (clock_reader or read_clocks)(), "stages_us": stages,
         "launch_us": [[name, us] for name, us in launch_us],
+        "module_loads": row_module_loads(backend),
         "settings": asdict(settings),
     }
+
+
+def row_module_loads(backend) -> dict:
+    """{module: {via, target, jit_target, info_log}} of the PTX modules this row launched (GpuBackend.module_logs:
+    how each was loaded, and the JIT's info log, where spills and an ignored setmaxnreg are reported)."""
+    logs = getattr(backend, "module_logs", None) or {}
+    entries = {src[2] for src in getattr(backend, "sources", {}).values() if src and src[0] == "ptx"}
+    return {name: dict(log) for name, log in logs.items()
+            if set(name.removeprefix("module of ").split(", ")) & entries}

@@ -112,6 +112,18 @@ def sum_metrics(per_launch: list[dict]) -> dict:
     return total
 
 
+def refuse_unassembled(name: str, ptx: str) -> None:
+    """ToolchainError when ptxas refused the launch's PTX (e.g. ptxas 12.9 and the `.version 9.0` nvcc 13 writes): the
+    row's error, not an "ok" row without a time. A missing ptxas is left to the occupancy error below."""
+    from harness.errors import ToolchainError
+    from harness.static import analyse_ptx
+
+    refused = [e for e in analyse_ptx(ptx, name)["errors"] if e.startswith("ptxas: ptxas failed")]
+    if refused:
+        raise ToolchainError(f"{name}: the PTX does not assemble, so it has no resources and no modelled time; "
+                             f"{refused[0][len('ptxas: '):]}")
+
+
 def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_DEVICE) -> dict:
     """{name, modelled_s, sim_wall_s, occupancy, estimate, error} for one sim LaunchRecord."""
     out = {"name": record.name, "grid": list(record.grid), "block": list(record.block),
@@ -121,6 +133,8 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
            # sampled simulation: the fraction of CTAs simulated (1.0: all), and the waves (ptxsim LaunchStats.waves)
            "simulated_fraction": float(getattr(record.stats, "sample_fraction", 1.0)),
            "waves": dict(getattr(record.stats, "waves", None) or {})}
+    if ptx_entry is not None:
+        refuse_unassembled(record.name, ptx_entry[0])
     estimate = _estimate_fn()
     if estimate is None:
         out["error"] = "ptxsim.model.estimate is not available yet"

@@ -14,7 +14,8 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 
 # thread 0 loads one box of the map at (column c0, row r0) into 128B-swizzled shared memory; every thread then copies
-# one u32 of the box out
+# one u32 of the box out. NOTE: the bar.sync after thread 0's mbarrier.init is what keeps the others from waiting on
+# an uninitialised mbarrier (real shared memory is not zeroed; without it the test fails by chance on a GPU)
 COPY_PTX = """
 .version 8.4
 .target sm_90a
@@ -29,9 +30,13 @@ COPY_PTX = """
   ld.param.u64 %rd1, [pout]; ld.param.u32 %r10, [c0]; ld.param.u32 %r11, [r0]; ld.param.u32 %r12, [nbytes];
   mov.u32 %r0, %tid.x; mov.u32 %r1, sm; mov.u32 %r2, bar;
   setp.eq.u32 %p1, %r0, 0;
-  @!%p1 bra WAIT;
+  @!%p1 bra SYNC;
   mbarrier.init.shared::cta.b64 [%r2], 1;
+  fence.mbarrier_init.release.cluster;
   fence.proxy.async.shared::cta;
+SYNC:
+  bar.sync 0;
+  @!%p1 bra WAIT;
   mbarrier.arrive.expect_tx.shared::cta.b64 %rd5, [%r2], %r12;
   cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], [%rd6, {%r10, %r11}], [%r2];
 WAIT:
@@ -50,6 +55,19 @@ def test_copy_kernel_assembles_for_sm_90a():
 
     _, usage = assemble(COPY_PTX, "sm_90a", name="copy_box.ptx")
     assert usage["copy_box"].spills == 0
+
+
+def test_copy_kernel_initialises_its_mbarrier_before_any_thread_waits():
+    """In program order every path from mbarrier.init to the first mbarrier wait passes a bar.sync, and no thread
+    can reach a wait without passing it (the threads other than 0 jump only to the bar.sync)."""
+    lines = [line.strip() for line in COPY_PTX.splitlines()]
+    init = next(i for i, x in enumerate(lines) if x.startswith("mbarrier.init"))
+    sync = next(i for i, x in enumerate(lines) if x.startswith("bar.sync"))
+    wait = next(i for i, x in enumerate(lines) if x.startswith("mbarrier.try_wait"))
+    assert init < sync < wait
+    branches_before_sync = [x for x in lines[:sync] if " bra " in f" {x} " or x.startswith("@")]
+    targets = {x.rsplit(None, 1)[-1].rstrip(";") for x in branches_before_sync if "bra" in x}
+    assert targets == {"SYNC"}, targets  # nobody skips the barrier
 
 
 def _unswizzle128(raw: np.ndarray) -> np.ndarray:

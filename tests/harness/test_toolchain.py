@@ -37,3 +37,22 @@ def test_parse_ptxas_report_reads_spills_and_smem():
     )
     usage = toolchain.parse_ptxas_report(text)["k"]
     assert (usage.registers, usage.shared_bytes, usage.constant_bytes, usage.spills) == (40, 4096, 372, 12)
+
+
+def test_cuda13_wheel_layout_finds_ptxas_and_libnvvm(tmp_path, monkeypatch):
+    """CUDA 13 wheels keep the tools under nvidia/cu13 (bin/ptxas, nvvm/lib64/libnvvm.so), not nvidia/cuda_nvcc."""
+    from harness import toolchain
+
+    (tmp_path / "cu13" / "bin").mkdir(parents=True)
+    (tmp_path / "cu13" / "nvvm" / "lib64").mkdir(parents=True)
+    (tmp_path / "cu13" / "bin" / "ptxas").write_text("")
+    (tmp_path / "cu13" / "nvvm" / "lib64" / "libnvvm.so.4").write_text("")
+    monkeypatch.setattr(toolchain, "_nvidia_roots", lambda: [tmp_path])
+    for fn in (toolchain.ptxas_path, toolchain.nvvm_path):
+        fn.cache_clear()
+    try:
+        assert toolchain.ptxas_path() == tmp_path / "cu13" / "bin" / "ptxas"
+        assert toolchain.nvvm_path() == tmp_path / "cu13" / "nvvm" / "lib64" / "libnvvm.so.4"
+    finally:
+        for fn in (toolchain.ptxas_path, toolchain.nvvm_path):
+            fn.cache_clear()

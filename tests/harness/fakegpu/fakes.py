@@ -4,7 +4,12 @@
 launches, synchronisations). The fake driver checks every cuLaunchKernel against the `.entry` signature as ptxsim
 parses it (parameter count and ctypes sizes) and refuses dynamic shared memory over 48 KB unless the function's
 MAX_DYNAMIC_SHARED_SIZE_BYTES was raised first, as the real driver does; the fake numba.cuda checks kernel arguments
-against the explicit signature. A sticky error (`gpu.poison(entry, code)`) surfaces at the next synchronisation and
+against the explicit signature. Module loads are refused as the real JIT refuses them: a `.version` above the
+driver's (9.0 for CUDA 13.0's driver; CUDA_ERROR_UNSUPPORTED_PTX_VERSION) and an arch-specific `.target sm_90a`
+without CU_JIT_TARGET = CU_TARGET_COMPUTE_90A (the JIT's default is the device's compute_90; CUDA_ERROR_INVALID_PTX);
+a cubin (cuModuleLoadData) is accepted for its `.text.<entry>` sections. Static shared memory counts against the
+opt-in: MAX_DYNAMIC_SHARED_SIZE_BYTES above the opt-in less the static, or a launch whose static plus dynamic
+shared memory passes it, is refused. A sticky error (`gpu.poison(entry, code)`) surfaces at the next synchronisation and
 from then on every call fails with it, like a real CUDA context after an illegal address.
 No kernel computes anything: device memory reads back as zeros.
 """
@@ -25,22 +30,40 @@ _PTX_SIZES = {"8": 1, "16": 2, "32": 4, "64": 8}
 class CUresult(enum.IntEnum):
     CUDA_SUCCESS = 0
     CUDA_ERROR_INVALID_VALUE = 1
+    CUDA_ERROR_INVALID_IMAGE = 200
     CUDA_ERROR_INVALID_PTX = 218
+    CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222
+    CUDA_ERROR_NOT_READY = 600
     CUDA_ERROR_ILLEGAL_ADDRESS = 700
+    CUDA_ERROR_LAUNCH_TIMEOUT = 702
     CUDA_ERROR_LAUNCH_FAILED = 719
+    CUDA_ERROR_UNKNOWN = 999
 
 
 class CUjit_option(enum.IntEnum):
+    CU_JIT_INFO_LOG_BUFFER = 3
+    CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
     CU_JIT_ERROR_LOG_BUFFER = 5
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+    CU_JIT_TARGET = 9
+    CU_JIT_LOG_VERBOSE = 12
+
+
+class CUjit_target(enum.IntEnum):
+    CU_TARGET_COMPUTE_90 = 90
+    CU_TARGET_COMPUTE_90A = 65626
 
 
 class CUfunction_attribute(enum.IntEnum):
+    CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 
 class CUdevice_attribute(enum.IntEnum):
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
     CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
     CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 
 
@@ -78,6 +101,23 @@ class CUtensorMapL2promotion(enum.IntEnum):
 class CUtensorMapFloatOOBfill(enum.IntEnum):
     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0
     CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1
+
+
+class CUlaunchAttributeID(enum.IntEnum):
+    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+
+
+class CUlaunchAttribute:
+    def __init__(self):
+        self.id = None
+        self.value = SimpleNamespace(clusterDim=SimpleNamespace(x=0, y=0, z=0))
+
+
+class CUlaunchConfig:
+    def __init__(self):
+        self.gridDimX = self.gridDimY = self.gridDimZ = 0
+        self.blockDimX = self.blockDimY = self.blockDimZ = 0
+        self.sharedMemBytes, self.hStream, self.attrs, self.numAttrs = 0, None, [], 0
 
 
 class cuuint64_t(int):  # noqa: N801 - cuda-python's spelling
@@ -147,13 +187,22 @@ class FakeGpu:
         self.errors: list[str] = []  # why a launch was refused
         self.launches: list[dict] = []
         self.attributes: dict[tuple, int] = {}  # (handle type, value) -> max dynamic shared bytes
-        self.modules: dict[int, dict] = {}  # module id -> {entry: params (ptxsim VarDecls)}
+        self.modules: dict[int, dict] = {}  # module id -> {entry: params (ptxsim VarDecls), None from a cubin}
+        self.static_shared: dict[int, int] = {}  # module id -> bytes of static (.shared) memory its entries have
+        self.module_loads: list[dict] = []  # every load: how (jit/cubin), the JIT target asked for, the result
+        self.driver_ptx_version = (9, 0)  # the newest PTX ISA the driver's JIT takes (CUDA 13.0's driver: 9.0)
+        self.device_sm = 90  # compute capability of the device (an H200)
+        self.sm_count = 132
+        self.max_active_clusters = 66  # cuOccupancyMaxActiveClusters of a 2-CTA cluster kernel
+        self.occupancy_queries: list[tuple] = []
         self.functions: dict[int, tuple[int, str]] = {}
         self.poisoned: dict[str, CUresult] = {}  # kernel name -> the sticky error its launch causes
+        self.hangs: set[str] = set()  # kernel names that never finish (a deadlock): the stream stays busy
+        self.hung = False
         self.sticky: CUresult | None = None
         self.pending: CUresult | None = None
         self.jit_error: str | None = None
-        self.clock_mhz = [1980]
+        self.nvml = FakeNvml(self)
         self.driver = FakeDriver(self)
         self.numba = FakeNumbaCuda(self)
 
@@ -163,11 +212,14 @@ class FakeGpu:
     def log(self, *entry) -> None:
         self.timeline.append(entry)
 
-    def launched(self, name: str, stream: int, shared: int, values: tuple = ()) -> None:
-        self.launches.append({"name": name, "stream": stream, "shared": shared, "values": tuple(values)})
+    def launched(self, name: str, stream: int, shared: int, values: tuple = (), grid=None) -> None:
+        self.launches.append({"name": name, "stream": stream, "shared": shared, "values": tuple(values),
+                              "grid": grid})
         self.log("launch", name, stream)
         if name in self.poisoned:
             self.pending = self.poisoned[name]
+        if name in self.hangs:
+            self.hung = True
 
     def sync_error(self) -> CUresult | None:
         """The error a synchronisation reports: a pending fault becomes sticky."""
@@ -178,12 +230,90 @@ class FakeGpu:
     def allowed_shared(self, handle) -> int:
         return max(DEFAULT_SHARED, self.attributes.get((type(handle).__name__, int(handle)), 0))
 
+    def static_of(self, func) -> int:
+        """Static shared memory of a CUfunction's module (0 for Numba's CUkernels: the fake cannot see it)."""
+        if type(func).__name__ != "CUfunction" or int(func) not in self.functions:
+            return 0
+        return self.static_shared.get(self.functions[int(func)][0], 0)
+
+
+def _static_shared_bytes(module) -> int:
+    """Bytes of sized `.shared` variables of a parsed module, module-level and inside its functions."""
+    from ptxsim.ast import VarDecl
+
+    decls = list(module.variables)
+    for f in module.functions:
+        decls += [d for d in f.body if isinstance(d, VarDecl)]
+    return sum(d.elem_bytes * d.count for d in decls if d.space == "shared" and d.count)
+
+
+def _jit_refusal(text: str, options: dict, gpu: FakeGpu) -> tuple[CUresult, str] | None:
+    """What the driver's JIT refuses in a PTX text with these options (None: it loads)."""
+    import re
+
+    version = re.search(r"^\s*\.version\s+(\d+)\.(\d+)", text, re.M)
+    if version and (int(version.group(1)), int(version.group(2))) > gpu.driver_ptx_version:
+        have = ".".join(map(str, gpu.driver_ptx_version))
+        return (CUresult.CUDA_ERROR_UNSUPPORTED_PTX_VERSION, f"ptxas application ptx input, line 1; fatal   : "
+                f"Unsupported .version {version.group(1)}.{version.group(2)}; current version is '{have}'")
+    target = re.search(r"^\s*\.target\s+sm_(\d+)([af]?)", text, re.M)
+    if target is None:
+        return CUresult.CUDA_ERROR_INVALID_PTX, "ptxas fatal   : no .target directive"
+    sm, suffix = int(target.group(1)), target.group(2)
+    jit = options.get(CUjit_option.CU_JIT_TARGET)
+    jit_sm, jit_suffix = (gpu.device_sm, "") if jit is None else (int(jit) & 0xFFFF, "a" if int(jit) >> 16 else "")
+    if sm > gpu.device_sm or (suffix and (sm, suffix) != (jit_sm, jit_suffix)):
+        return (CUresult.CUDA_ERROR_INVALID_PTX, f"ptxas fatal   : SM version specified by .target (sm_{sm}{suffix}) "
+                f"cannot be compiled for architecture 'sm_{jit_sm}{jit_suffix}'")
+    return None
+
+
+class FakeNvml:
+    """pynvml, as far as harness.timing.gpu reads clocks: the H200 as seen on the target machine, idle at 345 MHz
+    (reason "GPU idle", 0x1) until the first kernel launch, then 1980 MHz with no reason; `slow_reads` (indices of
+    reads) report a HW slowdown (0x8) at 1400 MHz."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+    IDLE_MHZ, LOADED_MHZ, SLOW_MHZ = 345, 1980, 1400
+
+    def __init__(self, gpu: FakeGpu):
+        self.gpu = gpu
+        self.reads = 0
+        self.slow_reads: set[int] = set()
+
+    def nvmlInit(self):  # noqa: N802 - pynvml's spelling
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index):  # noqa: N802
+        return ("fake nvml device", index)
+
+    def _state(self) -> tuple[int, int]:
+        if not self.gpu.launches:
+            return self.IDLE_MHZ, 0x1
+        return (self.SLOW_MHZ, 0x8) if self.reads in self.slow_reads else (self.LOADED_MHZ, 0x0)
+
+    def nvmlDeviceGetClockInfo(self, handle, kind):  # noqa: N802
+        if kind == self.NVML_CLOCK_MEM:
+            return 3201
+        return self._state()[0]
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):  # noqa: N802
+        return self._state()[1]
+
+    def nvmlDeviceGetTemperature(self, handle, kind):  # noqa: N802
+        return 40
+
+    def nvmlDeviceGetPowerUsage(self, handle):  # noqa: N802
+        self.reads += 1  # NOTE: read_clocks asks for the power last: one read ends here
+        return 150_000
+
 
 class FakeDriver:
     """cuda.bindings.driver, as far as ptxmoe uses it; calls return (CUresult, *values) tuples."""
 
     CUresult = CUresult
     CUjit_option = CUjit_option
+    CUjit_target = CUjit_target
     CUfunction_attribute = CUfunction_attribute
     CUdevice_attribute = CUdevice_attribute
     CUdeviceptr, CUstream, CUdevice, CUfunction, CUkernel = CUdeviceptr, CUstream, CUdevice, CUfunction, CUkernel
@@ -193,6 +323,7 @@ class FakeDriver:
     CUtensorMapL2promotion, CUtensorMapFloatOOBfill, CUtensorMap = (CUtensorMapL2promotion, CUtensorMapFloatOOBfill,
                                                                     CUtensorMap)
     cuuint64_t, cuuint32_t = cuuint64_t, cuuint32_t
+    CUlaunchConfig, CUlaunchAttribute, CUlaunchAttributeID = CUlaunchConfig, CUlaunchAttribute, CUlaunchAttributeID
 
     def __init__(self, gpu: FakeGpu):
         self.gpu = gpu
@@ -206,7 +337,10 @@ class FakeDriver:
 
     def cuDeviceGetAttribute(self, attr, dev):
         values = {CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: 50 * 2**20,
-                  CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: OPTIN_SHARED}
+                  CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: OPTIN_SHARED,
+                  CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: self.gpu.sm_count,
+                  CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: self.gpu.device_sm // 10,
+                  CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: self.gpu.device_sm % 10}
         return CUresult.CUDA_SUCCESS, values[attr]
 
     def cuTensorMapEncodeTiled(self, dtype, rank, address, dims, strides, box, element_strides, interleave, swizzle,
@@ -243,16 +377,81 @@ class FakeDriver:
         assert isinstance(image, bytes) and image.endswith(b"\x00"), "PTX image must be NUL-terminated bytes"
         assert n == len(options) == len(values)
         text = image[:-1].decode()
-        if self.gpu.jit_error is not None:
-            opts = dict(zip(options, values, strict=True))
-            buf = opts[CUjit_option.CU_JIT_ERROR_LOG_BUFFER]
-            assert opts[CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES] == len(buf)
-            msg = self.gpu.jit_error.encode()[:len(buf) - 1]
-            buf[:len(msg) + 1] = msg + b"\x00"
-            return CUresult.CUDA_ERROR_INVALID_PTX, None
+        opts = dict(zip(options, values, strict=True))
+        jit = CUjit_option
+        for buf_opt, size_opt in ((jit.CU_JIT_ERROR_LOG_BUFFER, jit.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES),
+                                  (jit.CU_JIT_INFO_LOG_BUFFER, jit.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)):
+            assert (buf_opt in opts) == (size_opt in opts), f"{buf_opt.name} without {size_opt.name} or back"
+            if buf_opt in opts:
+                assert opts[size_opt] == len(opts[buf_opt]), f"{size_opt.name} is not the buffer's length"
+        refusal = _jit_refusal(text, opts, self.gpu)
+        if refusal is None and self.gpu.jit_error is not None:
+            refusal = (CUresult.CUDA_ERROR_INVALID_PTX, self.gpu.jit_error)
+        self.gpu.module_loads.append({"via": "jit", "target": opts.get(CUjit_option.CU_JIT_TARGET),
+                                      "result": refusal[0].name if refusal else "CUDA_SUCCESS"})
+        if refusal is not None:
+            self._write_log(opts, CUjit_option.CU_JIT_ERROR_LOG_BUFFER, refusal[1])
+            return refusal[0], None
+        parsed = parse(text)
         module = next(self.gpu.ids)
-        self.gpu.modules[module] = {f.name: f.params for f in parse(text).functions if f.kind == "entry"}
+        self.gpu.modules[module] = {f.name: f.params for f in parsed.functions if f.kind == "entry"}
+        self.gpu.static_shared[module] = _static_shared_bytes(parsed)
+        self._write_log(opts, CUjit_option.CU_JIT_INFO_LOG_BUFFER,
+                        "; ".join(f"ptxas info    : Function properties for {e}: 0 bytes spill stores"
+                                  for e in self.gpu.modules[module]))
         return CUresult.CUDA_SUCCESS, self.CUmodule(module)
+
+    @staticmethod
+    def _write_log(opts: dict, which, text: str) -> None:
+        buf = opts.get(which)
+        if buf is not None:
+            msg = text.encode()[:len(buf) - 1]
+            buf[:len(msg) + 1] = msg + b"\x00"
+
+    def cuModuleLoadData(self, image):
+        """A cubin: an ELF image whose `.text.<entry>` sections name its kernels (their parameters are not checked)."""
+        import re
+
+        if not isinstance(image, bytes) or not image.startswith(b"\x7fELF"):
+            self.gpu.module_loads.append({"via": "cubin", "target": None, "result": "CUDA_ERROR_INVALID_IMAGE"})
+            return CUresult.CUDA_ERROR_INVALID_IMAGE, None
+        module = next(self.gpu.ids)
+        names = {m.decode() for m in re.findall(rb"\.text\.([A-Za-z_$][\w$]*)\x00", image)}
+        self.gpu.modules[module] = dict.fromkeys(names)
+        self.gpu.static_shared[module] = 0
+        self.gpu.module_loads.append({"via": "cubin", "target": None, "result": "CUDA_SUCCESS"})
+        return CUresult.CUDA_SUCCESS, self.CUmodule(module)
+
+    def cuOccupancyMaxActiveClusters(self, func, config):
+        """gpu.max_active_clusters, after checks the driver makes: a CUfunction, a cluster size given and a grid of
+        whole clusters, shared memory the function is allowed."""
+        if type(func).__name__ != "CUfunction":
+            return self._fail(f"cuOccupancyMaxActiveClusters on a {type(func).__name__}")
+        dims = [a.value.clusterDim for a in config.attrs[:config.numAttrs]
+                if a.id == CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION]
+        size = dims[0].x * dims[0].y * dims[0].z if dims else 0
+        if not size or config.gridDimX % dims[0].x:
+            return self._fail(f"cuOccupancyMaxActiveClusters: grid {config.gridDimX} and cluster {size}")
+        if config.sharedMemBytes > self.gpu.allowed_shared(func):
+            return self._fail(f"cuOccupancyMaxActiveClusters: {config.sharedMemBytes} B of shared memory not allowed")
+        self.gpu.occupancy_queries.append((size, config.blockDimX, config.sharedMemBytes))
+        return CUresult.CUDA_SUCCESS, self.gpu.max_active_clusters
+
+    def cuStreamQuery(self, stream):
+        """NOT_READY while a hung kernel holds the stream; else a pending fault (now sticky), or success."""
+        if self.gpu.hung:
+            return (CUresult.CUDA_ERROR_NOT_READY,)
+        err = self.gpu.sync_error()
+        return (err or CUresult.CUDA_SUCCESS,)
+
+    def cuDriverGetVersion(self):
+        major, minor = self.gpu.driver_ptx_version
+        return CUresult.CUDA_SUCCESS, {(9, 0): 13000, (8, 8): 12090}.get((major, minor), 13000)
+
+    def cuFuncGetAttribute(self, attr, func):
+        if attr != CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+            return self._fail(f"cuFuncGetAttribute({attr}): the fake knows only SHARED_SIZE_BYTES")
+        return CUresult.CUDA_SUCCESS, self.gpu.static_of(func)
 
     def cuModuleGetFunction(self, module, name):
         entries = self.gpu.modules[int(module)]
@@ -274,8 +473,10 @@ class FakeDriver:
         return self._set_shared(kernel, attr, value)
 
     def _set_shared(self, handle, attr, value):
-        if attr != CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES or value > OPTIN_SHARED:
-            return self._fail(f"attribute {attr}={value}: over the {OPTIN_SHARED}-byte opt-in limit")
+        limit = OPTIN_SHARED - self.gpu.static_of(handle)  # the driver counts the static shared memory too
+        if attr != CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES or value > limit:
+            return self._fail(f"attribute {attr}={value}: over the {OPTIN_SHARED}-byte opt-in limit less "
+                              f"{OPTIN_SHARED - limit} bytes of static shared memory")
         self.gpu.attributes[(type(handle).__name__, int(handle))] = int(value)
         self.gpu.log("attribute", int(handle), int(value))
         return (CUresult.CUDA_SUCCESS,)
@@ -288,9 +489,13 @@ class FakeDriver:
         module, entry = self.gpu.functions[int(func)]
         params = self.gpu.modules[module][entry]
         values, ctys = args
-        if len(values) != len(params) or len(ctys) != len(params):
+        if params is None:  # a cubin's kernel: the count of arguments is all the fake can check
+            params = [None] * len(values)
+        elif len(values) != len(params) or len(ctys) != len(params):
             return self._fail(f"{entry}: {len(values)} arguments for {len(params)} .param entries")
         for i, (p, cty) in enumerate(zip(params, ctys, strict=True)):
+            if p is None:
+                continue
             size = max(type_bits(p.type) // 8, 1) * (p.count or 1)
             if cty is None:  # a binding object passed by its getPtr(): only a CUtensorMap here
                 if not isinstance(values[i], CUtensorMap) or size != 128:
@@ -305,7 +510,10 @@ class FakeDriver:
         if shared > self.gpu.allowed_shared(func):
             return self._fail(f"{entry}: {shared} bytes of dynamic shared memory; allowed "
                               f"{self.gpu.allowed_shared(func)} (MAX_DYNAMIC_SHARED_SIZE_BYTES not raised)")
-        self.gpu.launched(entry, int(stream), int(shared), values)
+        if shared + self.gpu.static_of(func) > OPTIN_SHARED:
+            return self._fail(f"{entry}: {shared} bytes of dynamic shared memory plus {self.gpu.static_of(func)} "
+                              f"static pass the {OPTIN_SHARED}-byte opt-in")
+        self.gpu.launched(entry, int(stream), int(shared), values, grid=(gx, gy, gz))
         return (CUresult.CUDA_SUCCESS,)
 
 
@@ -316,6 +524,8 @@ class FakeStream:
 
     def synchronize(self):
         self.gpu.log("sync", self.handle.value)
+        if self.gpu.hung:
+            raise AssertionError("synchronize on a hung stream would block forever (a real GPU never returns)")
         err = self.gpu.sync_error()
         if err:
             raise FakeCudaAPIError(err, f"Call to cuStreamSynchronize results in {err.name}")

@@ -85,3 +85,40 @@ def test_ncu_report_is_found_beside_an_installed_ncu(tmp_path):
     wrapper.write_text("#!/bin/sh\n")
     assert ncu_python_dirs(wrapper) == [install / "extras" / "python"]
     assert ncu_python_dirs(install / "ncu") == [install / "extras" / "python"]
+
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
+
+
+def test_report_without_ncu_report_is_exported_by_ncu_as_csv_and_imported(tmp_path):
+    """ncu_report may not import under the target's Python 3.12: `ncu --import X --csv --page raw` gives the same
+    metrics, which `ptxmoe import` reads (issue 25: --csv beside -o printed nothing)."""
+    import shutil
+    from types import SimpleNamespace
+
+    from harness.commands.import_cmd import import_file
+    from harness.commands.profile_cmd import export_ncu_csv
+
+    csv_text = open(os.path.join(FIXTURES, "nsight", "ncu_raw_page_units_row.csv")).read()
+    calls = []
+
+    def ncu(argv, **_):
+        calls.append(argv)
+        return SimpleNamespace(returncode=0, stdout=csv_text, stderr="")
+
+    report = tmp_path / "nsight" / "profile.ncu-rep"
+    report.parent.mkdir()
+    report.write_bytes(b"not readable here")
+    exported = export_ncu_csv("ncu", report, run=ncu)
+    assert calls == [["ncu", "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"]]
+    assert exported == tmp_path / "nsight" / "profile-raw.csv" and exported.read_text() == csv_text
+    run_dir = tmp_path / "run"
+    shutil.copytree(os.path.join(FIXTURES, "runs", "sim-real"), run_dir)
+    import json as _json
+
+    _, attached, unmatched = import_file(exported, run_dir)
+    (entry,) = _json.loads((run_dir / "run.json").read_text())["nsight_files"]
+    assert entry["file"] == "profile-raw.csv" and entry["format"].startswith("ncu")
+    assert entry["rows"] == attached + unmatched == 14  # 2 kernels x 7 metrics of the export, all read
+    assert export_ncu_csv("ncu", report, run=lambda argv, **_: SimpleNamespace(returncode=1, stdout="",
+                                                                             stderr="==ERROR== cannot open")) is None

@@ -56,3 +56,30 @@ def test_numba_shared_memory_attribute_marshals(monkeypatch):
     args["recv"] = backend.empty((shapes.S, shapes.H), ml_dtypes.bfloat16)
     comm.dispatch(backend, args, 4, shared_bytes=227 * 1024)
     assert "cuKernelSetAttribute" in gpu.driver.calls and gpu.errors == []
+
+
+def test_arch_specific_jit_target_cubin_and_static_shared_calls_marshal(monkeypatch):
+    from harness.backends.gpu import GpuBackend
+    from tests.harness.fakegpu.test_module_loads import A_MODULE, STATIC_200K
+
+    gpu = install(monkeypatch, real_marshalling=True)
+    backend = GpuBackend()
+    backend.launch_ptx(A_MODULE, "grow", 1, 128, [np.uint64(0)])  # CU_JIT_TARGET with a real CUjit_target value
+    static_100k = STATIC_200K.replace("204800", "102400")  # above 48 KB of dynamic: cuFuncGetAttribute, then set
+    backend.launch_ptx(static_100k, "fat", 1, 32, [], shared_bytes=100 * 1024)
+    gpu.driver_ptx_version = (8, 3)
+    backend.launch_ptx(A_MODULE.replace("grow", "grow2"), "grow2", 1, 128, [np.uint64(0)])  # JIT refused: a cubin
+    assert {"cuModuleLoadDataEx", "cuModuleLoadData", "cuFuncGetAttribute"} <= set(gpu.driver.calls)
+    assert gpu.errors == [] and [x["via"] for x in gpu.module_loads] == ["jit", "jit", "jit", "cubin"]
+
+
+def test_cluster_occupancy_query_marshals(monkeypatch):
+    from harness.backends.gpu import GpuBackend
+    from ptx_impl import gemm_fp8_r4
+    from ptx_impl import gemm_fp8_ws_template as template
+
+    gpu = install(monkeypatch, real_marshalling=True)
+    gpu.max_active_clusters = 60
+    ctas = gemm_fp8_r4.default_sms(GpuBackend(), 16, cluster=True)  # a real CUlaunchConfig with a cluster attribute
+    assert ctas == 120 and "cuOccupancyMaxActiveClusters" in gpu.driver.calls
+    assert gpu.occupancy_queries == [(2, template.THREADS, template.shared_bytes(16))] and gpu.errors == []

@@ -45,3 +45,35 @@ def test_healthy_sweep_runs_every_row(fake_gpu, tmp_path):
     doc = RunFile.load(rf.run_dir).doc
     rows = doc["rows"] if isinstance(doc["rows"], list) else list(doc["rows"].values())
     assert all(r["timing"]["blocked"] and r["timing"]["device"]["n"] == 2 for r in rows)
+
+
+def test_a_hung_kernel_ends_its_row_under_the_watchdog(fake_gpu, tmp_path, monkeypatch):
+    """$PTXMOE_GPU_SYNC_TIMEOUT: a kernel that never finishes is reported as hung, with its row saved and named, and
+    the sweep stops there (the hung kernel holds the context) instead of blocking forever."""
+    from harness.backends.cuda_api import GpuError
+
+    monkeypatch.setenv("PTXMOE_GPU_SYNC_TIMEOUT", "0.05")
+    fake_gpu.hangs.add("ptx_gate")
+    rf, sweep = _sweep(tmp_path, ("gate", "align"))
+    with pytest.raises(GpuError, match=r"gate/ptx.*CUDA_ERROR_LAUNCH_TIMEOUT.*sticky") as info:
+        sweep()
+    assert info.value.sticky and info.value.code == "CUDA_ERROR_LAUNCH_TIMEOUT"
+    doc = RunFile.load(rf.run_dir).doc
+    rows = doc["rows"] if isinstance(doc["rows"], list) else list(doc["rows"].values())
+    assert rows[-1]["impl"] == "ptx" and rows[-1]["status"] == "error"
+    assert rows[-1]["sticky_cuda_error"] == "CUDA_ERROR_LAUNCH_TIMEOUT"
+    assert "still busy after 0.05 s" in rows[-1]["reason"] and "a kernel hung" in rows[-1]["reason"], rows[-1]["reason"]
+    assert all(r["status"] != "error" for r in rows[:-1])
+
+
+def test_the_watchdog_setting_is_checked(monkeypatch):
+    from harness.backends.cuda_api import sync_timeout_from_env
+    from harness.errors import InputError
+
+    monkeypatch.setenv("PTXMOE_GPU_SYNC_TIMEOUT", "0")
+    assert sync_timeout_from_env() is None
+    monkeypatch.setenv("PTXMOE_GPU_SYNC_TIMEOUT", "2.5")
+    assert sync_timeout_from_env() == 2.5
+    monkeypatch.setenv("PTXMOE_GPU_SYNC_TIMEOUT", "soon")
+    with pytest.raises(InputError, match=r"PTXMOE_GPU_SYNC_TIMEOUT='soon'"):
+        sync_timeout_from_env()

@@ -58,6 +58,10 @@ def test_timed_window_holds_only_the_calls_launches(fake_gpu, impl, kernel):
         synced = [j for j in range(end, len(fake_gpu.timeline)) if fake_gpu.timeline[j][0] == "sync-event"]
         assert released and synced and released[0] < synced[0]  # released after the end event, before the wait
     assert out["blocked"] is True and len(out["dispatch_us"]) == 6 and out["dispatch"]["n"] == 6
+    if impl == "ptx":  # how each module the row launched was loaded, and the JIT's info log
+        assert out["module_loads"] and all(v["via"] == "jit" and "Function properties" in v["info_log"]
+                                           for v in out["module_loads"].values())
+        assert not any(BLOCKER_ENTRY in name for name in out["module_loads"])  # the harness's own, not the row's
     assert backend.keep_workspaces is False and "_workspace_cache" not in backend.__dict__  # released after
 
 
@@ -74,7 +78,7 @@ def test_workspace_allocated_once_for_all_timed_calls(fake_gpu):
 
 def test_throttled_samples_are_discarded(fake_gpu):
     backend, args, call = _call("ptx")
-    reads = iter([1980, 1980, 1980, 1400, 1980, 1400] + [1980] * 100)
+    reads = iter([1980, 1980, 1980, 1980, 1400, 1980, 1400] + [1980] * 100)  # before, reference (after warm-up), ...
 
     def clocks():
         return {"sm_clock_mhz": str(next(reads))}
@@ -86,6 +90,38 @@ def test_throttled_samples_are_discarded(fake_gpu):
     assert out["device"]["n"] == 4
     assert [r["discarded"] for r in out["clock_reads"]] == [False, False, True, False, True, False]
     assert "2 samples discarded" in out["clock_note"]
+
+
+def _nvml_reader(fake_gpu):
+    from harness.timing.gpu import _NVML_STATE
+
+    _NVML_STATE.clear()
+    return lambda: read_clocks(run=None, nvml=fake_gpu.nvml)
+
+
+def test_an_idle_clock_at_start_is_not_the_reference_and_nvml_reasons_judge(fake_gpu):
+    """The target H200 idles at 345 MHz: read before the warm-up that would pass a 1400 MHz HW slowdown (old code).
+    The reference is read after the warm-up, and the reasons (HW slowdown) discard what ran under them."""
+    backend, args, call = _call("ptx", "gate")
+    fake_gpu.nvml.slow_reads = {3, 5}  # reads: 0 before, 1 reference, 2.. one per sample
+    settings = GpuTimingSettings(warmup_runs=1, warmup_s=0.0, min_samples=5, max_samples=5, budget_s=5.0,
+                                 host_samples=0, clock_every_s=0.0, rse_target=1e-12)
+    out = time_gpu(backend, call, [args], 50 << 20, settings, clock_reader=_nvml_reader(fake_gpu))
+    assert out["clocks_before"]["sm_clock_mhz"] == "345" and out["clocks_before"]["throttle_reasons"].endswith("1")
+    assert out["clocks_reference"]["sm_clock_mhz"] == "1980"
+    assert [r["discarded"] for r in out["clock_reads"]] == [False, True, False, True, False, False, False]
+    assert out["clock_reads"][1]["reasons"] == ["HW slowdown"]
+    assert len(out["throttled_us"]) == 2 and out["device"]["n"] == 5
+    assert "GPU reported throttling (HW slowdown)" in out["clock_note"]
+
+
+def test_gpu_idle_alone_is_no_throttle(fake_gpu):
+    from harness.timing.gpu import throttle_bits
+
+    assert throttle_bits({"throttle_reasons": "0x0000000000000001"}) == 0  # idle between samples
+    assert throttle_bits({"throttle_reasons": "0x0000000000000003"}) == 0  # + applications clocks setting
+    assert throttle_bits({"throttle_reasons": "0x0000000000000041"}) == 0x40  # HW thermal
+    assert throttle_bits({"throttle_reasons": "[N/A]"}) is None and throttle_bits({}) is None
 
 
 def test_blocker_timeouts_drop_the_sample(fake_gpu):

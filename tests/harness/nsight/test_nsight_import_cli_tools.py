@@ -117,7 +117,7 @@ def test_ncu_command_is_exact():
                        "out/report")
     assert argv == ["ncu", "--nvtx", "--nvtx-include", "ptxmoe@run-1/", "--nvtx-include", "regex:x",
                     "--clock-control", "none", "--print-units", "base", "--metrics",
-                    "gpu__time_duration.sum,dram__bytes_read.sum", "-o", "out/report", "--csv",
+                    "gpu__time_duration.sum,dram__bytes_read.sum", "-o", "out/report",
                     "python", "-m", "harness", "run"]
     assert ncu_command(["a"], ["m"], "X/", "r")[2:4] == ["--nvtx-include", "X/"]
     assert "--nvtx-include" not in ncu_command(["a"], ["m"], None, "r")  # no filter: every kernel, NVTX still on

@@ -1,0 +1,28 @@
+"""Rungs 4 and 5 size their persistent grids by the device (fake driver): rung 4 one CTA per SM of the device's
+count, rung 5 cuOccupancyMaxActiveClusters x 2 (clusters must fit in a GPC), not 132 hard-coded (issue 25)."""
+import pytest
+
+from harness.verify import run_kernel
+from ptx_impl import gemm_fp8_r4, gemm_fp8_r5
+
+
+@pytest.mark.parametrize("rung,run", [(4, gemm_fp8_r4.run), (5, gemm_fp8_r5.run)])
+def test_persistent_grid_comes_from_the_device(fake_gpu, rung, run):
+    from harness.backends.gpu import GpuBackend
+
+    fake_gpu.sm_count, fake_gpu.max_active_clusters = 100, 45  # "small" has 380 rung-4 items, 192 rung-5 pairs
+    run_kernel(run, GpuBackend(), "grouped_gemm_fp8", "small", "balanced", 1, variant="up")
+    (launch,) = [x for x in fake_gpu.launches if x["name"].startswith("grouped_gemm_fp8")]
+    assert fake_gpu.errors == []
+    assert launch["grid"] == ((100, 1, 1) if rung == 4 else (90, 1, 1))
+    if rung == 5:
+        (query,) = fake_gpu.occupancy_queries
+        assert query[0] == 2 and query[2] > 48 * 1024  # cluster of 2 with the kernel's dynamic shared memory
+
+
+def test_an_explicit_sms_still_wins(fake_gpu):
+    from harness.backends.gpu import GpuBackend
+
+    run_kernel(gemm_fp8_r5.run, GpuBackend(), "grouped_gemm_fp8", "small", "balanced", 1, variant="up", sms=6)
+    assert [x["grid"] for x in fake_gpu.launches if x["name"].startswith("grouped")] == [(6, 1, 1)]
+    assert fake_gpu.occupancy_queries == []

@@ -29,7 +29,7 @@ from ptxsim.program import (
     Program,
 )
 from ptxsim.ptxtypes import TYPES, is_type, type_bits
-from ptxsim.validate import check_instruction, check_labels, quote
+from ptxsim.validate import check_instruction, label_blocks, quote
 
 _SREG_BASES = {"%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid",
                "%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%lanemask_eq",
@@ -262,13 +262,10 @@ class Decoder:
     def _decode_function(self, f: A.Function, is_kernel: bool):
         scopes = _Scopes()
         base_pc = len(self.instrs)
-        labels, pc = {}, base_pc
-        check_labels(f, {})
-        for st in f.body:
-            if isinstance(st, A.Label):
-                labels[st.name] = pc
-            elif isinstance(st, A.Instr):
-                pc += 1
+        labels, parent = label_blocks(f)
+        for block in labels.values():
+            for name in block:
+                block[name] += base_pc
         if is_kernel:
             for p in self.kparams.values():
                 scopes.declare(p.name, ("kparam", p.offset))
@@ -276,13 +273,17 @@ class Decoder:
             pslots, rslots = self.func_frames[f.name]
             for s in pslots + rslots:
                 scopes.declare(s.name, ("fparam", s.offset))
-        ctx = _FnCtx(f, labels, scopes, is_kernel)
+        ctx = _FnCtx(f, labels, parent, scopes, is_kernel)
+        opened = 0
         for st in f.body:
             if isinstance(st, A.Scope):
                 if st.opening:
                     scopes.push()
+                    opened += 1
+                    ctx.enter(opened)
                 else:
                     scopes.pop()
+                    ctx.leave()
             elif isinstance(st, A.RegDecl):
                 for name, count in st.names:
                     payload = ("reg", (f.name, name, id(st)), type_bits(st.type), name, st.type)
@@ -346,8 +347,9 @@ class Decoder:
                 return self._shared_imm(found[1], name)
         if is_sreg(name):
             return Opnd(SREG, name=name)
-        if name in ctx.labels:
-            return Opnd(LABEL, value=ctx.labels[name], name=name)
+        target = ctx.label(name)
+        if target is not None:
+            return Opnd(LABEL, value=target, name=name)
         if name in self.shared_vars:
             return self._shared_imm(name, name)
         if name in self.module_vars:
@@ -449,8 +451,25 @@ def _generic_ok(mod: str, spec) -> bool:
 
 
 class _FnCtx:
-    def __init__(self, f, labels, scopes, is_kernel):
-        self.f, self.labels, self.scopes, self.is_kernel = f, labels, scopes, is_kernel
+    def __init__(self, f, labels, parent, scopes, is_kernel):
+        self.f, self.labels, self.parent, self.scopes, self.is_kernel = f, labels, parent, scopes, is_kernel
+        self.block = 0  # the `{ }` block being decoded (0: the body); blocks are numbered in order of opening
+
+    def enter(self, block: int) -> None:
+        self.block = block
+
+    def leave(self) -> None:
+        self.block = max(self.parent[self.block], 0)
+
+    def label(self, name: str) -> int | None:
+        """pc of label `name` as seen from the current block: its own, else the nearest enclosing block's."""
+        b = self.block
+        while b >= 0:
+            pc = self.labels[b].get(name)
+            if pc is not None:
+                return pc
+            b = self.parent[b]
+        return None
 
 
 def _walk(ops):

@@ -175,10 +175,15 @@ def mma_async(st, ins, lanes):
     flat = la2.reshape(-1)
     dregs = [o.idx for o in ins.ops[0].items]
     rows, cols = a["d_rows"], a["d_cols"]  # [128, n/2]: element of D each (thread, register) holds
-    cur = np.stack([q.current(st, i, flat) for i in dregs]).reshape(len(dregs), len(la2), WG)
-    c = _unpack_acc(cur, a["f16_acc"]) * scale_d[None, :, None]  # [n/2, G, 128]
-    vals = D[:, rows, cols]  # [G, 128, n/2]
-    res = _pack_acc(np.moveaxis(vals, 2, 0) + c, a["f16_acc"]).reshape(len(dregs), -1)
+    vals = np.moveaxis(D[:, rows, cols], 2, 0)  # [n/2, G, 128]
+    if scale_d.any():
+        cur = np.stack([q.current(st, i, flat) for i in dregs]).reshape(len(dregs), len(la2), WG)
+        # NOTE: scale-d = 0 ignores D (D = A*B), it does not multiply it by 0: NaN / Inf in an uninitialised
+        # accumulator must not reach the result
+        c = _unpack_acc(cur, a["f16_acc"])
+        with np.errstate(invalid="ignore", over="ignore"):
+            vals = np.where(scale_d[None, :, None], vals + c, vals)
+    res = _pack_acc(vals, a["f16_acc"]).reshape(len(dregs), -1)
     order = np.argsort(flat)
     q.pending.append({"la": flat[order], "pos": {r: i for i, r in enumerate(dregs)}, "values": res[:, order],
                       "group": np.full(len(flat), -1, np.int64), "pc": ins.pc, "line": ins.line})

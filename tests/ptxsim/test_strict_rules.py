@@ -4,6 +4,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import ptxsim
+from ptxsim import tensormap as tmap
+from ptxsim.errors import MemcheckError, MemoryFault
+from tests.ptxsim.test_hopper_bulk import SRC, _launch
 from tests.ptxsim.test_hopper_wgmma import _a_registers, _d_matrix, _desc, _kernel, _place, _run
 
 pytestmark = pytest.mark.sim
@@ -48,3 +52,63 @@ def test_wgmma_scale_d_one_still_adds_the_old_accumulator():
     start = np.array([np.nan, np.inf, -np.inf], np.float32)
     init = _d_matrix(np.tile(start[np.arange(n // 2) % 3], (128, 1)), n)  # each element's starting value
     np.testing.assert_array_equal(D, init)  # finite products plus NaN / +-Inf stay NaN / +-Inf
+
+
+# -- out-of-bounds bulk / TMA destinations under memcheck ------------------------------------------------------------
+_TMA = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r3], [tm, {%r10, %r10}], "
+        "[%r2];")
+_BULK = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r3], [%rd1], 256, [%r2];"
+_EXPECT = "mov.u32 %r10, 0;\n  mbarrier.arrive.expect_tx.shared::cta.b64 %rd5, [%r2], 256;"
+
+
+def _copy_to(offset: int, copy: str, swizzle: int = 0, box=(16, 8), **kw):
+    """Thread 0 copies 256 bytes (a bulk copy, or a 16 x 8 u16 box) to sm + offset; returns (stats, out)."""
+    g = (np.arange(8 * 64, dtype=np.uint16) + 1).reshape(8, 64)
+    out = np.zeros(64, np.uint32)
+    dev = ptxsim.Device()
+    gbuf = dev.to_device(g)
+    tm = tmap.encode_tiled(1, 2, gbuf.addr, (64, 8), (128,), box, (1, 1), swizzle=swizzle)
+    stats = _launch(f"add.u32 %r3, %r1, {offset};\n  " + copy, _EXPECT.replace("256", str(box[0] * box[1] * 2)),
+                    [gbuf, out, np.zeros(1, np.uint32), tm], device=dev, **kw)
+    return stats, out
+
+
+@pytest.mark.parametrize("copy", [_TMA, _BULK], ids=["tensor", "bulk"])
+@pytest.mark.parametrize("offset", [65536, 8192 - 128], ids=["outside", "straddling"])
+def test_out_of_bounds_async_destination_is_a_memcheck_report_not_a_crash(copy, offset):
+    # before: racecheck's on_async_issue indexed its shadow with the landing words -> bare IndexError
+    stats, _ = _copy_to(offset, copy, sanitize="all", sanitize_report=True)
+    mem = [r for r in stats.sanitizer_reports if r.tool == "memcheck"]
+    assert mem, stats.sanitizer_reports
+    r = mem[0]
+    assert "out-of-bounds" in r.message and "destination" in r.message
+    text = SRC.replace("EXPECT", _EXPECT).replace("COPY", "add\n  " + copy)  # as _launch builds it
+    line = 1 + next(i for i, t in enumerate(text.splitlines()) if copy in t)
+    assert r.line == line and r.instruction.startswith(copy.split()[0]) and r.cta == (0, 0, 0) and r.thread == (0, 0, 0) and r.space == "shared"
+    assert offset <= r.address < offset + 256
+    assert {x.tool for x in stats.sanitizer_reports} <= {"memcheck", "initcheck"}  # no other fallout
+
+
+@pytest.mark.parametrize("copy", [_TMA, _BULK], ids=["tensor", "bulk"])
+def test_out_of_bounds_async_destination_raises_memcheck_error_when_not_reporting(copy):
+    with pytest.raises(MemcheckError, match="out-of-bounds .*destination.* shared address 0x10000"):
+        _copy_to(65536, copy, sanitize="memcheck")
+    with pytest.raises(MemoryFault, match="destination"):
+        _copy_to(65536, copy)
+
+
+# -- swizzle alignment ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("swizzle,span,repeat", [(1, 32, 256), (2, 64, 512), (3, 128, 1024)])
+def test_swizzled_tma_box_must_start_where_its_pattern_repeats(swizzle, span, repeat):
+    box = (span // 2, 8)
+    stats, out = _copy_to(repeat, _TMA, swizzle=swizzle, box=box)  # on the boundary: lands
+    assert stats.sanitizer_reports == []
+    with pytest.raises(MemoryFault, match=rf"misaligned cp.async.bulk.tensor destination .* shared address "
+                                          rf"{repeat + 128:#x}.*{span}B-swizzled box must start on a {repeat}-byte"):
+        _copy_to(repeat + 128, _TMA, swizzle=swizzle, box=box)
+
+
+def test_unswizzled_tma_box_needs_128_bytes():
+    _copy_to(128, _TMA)
+    with pytest.raises(MemoryFault, match="shared address 0x40.*128-byte aligned"):
+        _copy_to(64, _TMA)

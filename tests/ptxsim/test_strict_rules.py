@@ -112,3 +112,29 @@ def test_unswizzled_tma_box_needs_128_bytes():
     _copy_to(128, _TMA)
     with pytest.raises(MemoryFault, match="shared address 0x40.*128-byte aligned"):
         _copy_to(64, _TMA)
+
+
+def _wgmma_at(a_at: int, span: int):
+    """(D, reference) of a bf16 wgmma chain over one swizzle row of K: A at shared offset a_at, B at 12288, each
+    k-step advancing both descriptor starts by 32 bytes."""
+    rng = np.random.default_rng(span + a_at)
+    n, kb = 16, span
+    A = rng.standard_normal((64, kb // 2)).astype(ml_dtypes.bfloat16)
+    B = rng.standard_normal((n, kb // 2)).astype(ml_dtypes.bfloat16)
+    lbo, sbo = 0, 8 * span
+    ia = _place(A.view(np.uint8).reshape(64, kb), span, lbo, sbo)
+    ib = _place(B.view(np.uint8).reshape(n, kb), span, lbo, sbo)
+    img = np.zeros(12288 + ib.size, np.uint8)
+    img[a_at:a_at + ia.size], img[12288:] = ia, ib
+    src = _kernel(n, kb // 32, 32)  # each k-step advances both starts by 32 bytes inside the swizzle row
+    D = _run(src, img, _desc(a_at, lbo, sbo, span), _desc(12288, lbo, sbo, span), n)
+    return D, A.astype(np.float64) @ B.astype(np.float64).T + 1.0
+
+
+@pytest.mark.parametrize("span,repeat", [(32, 256), (64, 512), (128, 1024)])
+def test_wgmma_swizzled_descriptor_start_must_be_in_the_first_row_of_its_pattern(span, repeat):
+    D, ref = _wgmma_at(repeat, span)  # on the boundary, K-steps +32 inside the row: legal
+    np.testing.assert_allclose(D, ref, rtol=1e-6, atol=1e-5)
+    with pytest.raises(MemoryFault, match=rf"misaligned wgmma .bf16 matrix-descriptor start .*line \d+.*CTA \(0, 0, 0\)"
+                                          rf".*shared address {repeat + 128:#x}.*{span}B swizzle.*{repeat}-byte"):
+        _wgmma_at(repeat + 128, span)

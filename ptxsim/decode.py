@@ -164,7 +164,8 @@ class Decoder:
                        reg_names=self.reg_names, shared_static=self.shared_off, shared_dyn_offset=dyn,
                        local_bytes=_align_up(self.local_off, 16), frame_bytes=_align_up(self.frame_off, 16),
                        global_syms=sorted(self.global_syms), ntid_hint=kernel.directives.get("reqntid", ()),
-                       maxntid=kernel.directives.get("maxntid", ()))
+                       maxntid=kernel.directives.get("maxntid", ()),
+                       maxnreg=int((kernel.directives.get("maxnreg") or (0,))[0]))
         if prog.param_bytes > MAX_PARAM_BYTES:
             raise DecodeError(f"kernel {name} declares {prog.param_bytes} bytes of parameters; ptxas allows "
                               f"{MAX_PARAM_BYTES}")

@@ -130,6 +130,7 @@ class Decoder:
         self.shared_off = 0
         self.shared_vars: dict = {}
         self.extern_shared: list = []
+        self.extern_align: dict = {}  # .extern .shared name -> its alignment
         self.local_off = 0
         self.frame_off = 0
         self.func_entry: dict = {}
@@ -156,7 +157,10 @@ class Decoder:
             self._decode_function(f, is_kernel=(f is kernel))
         for ins in self.pending_calls:
             ins.target = self.func_entry[ins.aux["callee"]]
-        dyn = _align_up(self.shared_off, 16)
+        # NOTE: ptxas starts dynamic shared memory at the strictest alignment of the module's .extern .shared
+        # variables, used or not (8 static bytes and `.extern .align 1024` -> "1024 bytes smem"), which swizzled TMA
+        # boxes and wgmma operands rely on
+        dyn = _align_up(self.shared_off, max([16, *self.extern_align.values()]))
         for v in self.extern_shared:
             self.shared_vars[v] = dyn
         self._patch_shared(dyn)
@@ -243,6 +247,7 @@ class Decoder:
             return
         if ".extern" in v.linkage or v.count is None:
             self.extern_shared.append(v.name)
+            self.extern_align[v.name] = _natural_align(v)
             self.shared_vars[v.name] = None
             return
         self.shared_off = _align_up(self.shared_off, _natural_align(v))

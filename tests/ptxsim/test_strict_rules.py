@@ -7,6 +7,8 @@ import pytest
 import ptxsim
 from ptxsim import tensormap as tmap
 from ptxsim.errors import MemcheckError, MemoryFault
+from ptxsim.ptxas import find_ptxas
+from tests.ptxsim.ptxkit import HEADER
 from tests.ptxsim.test_hopper_bulk import SRC, _launch
 from tests.ptxsim.test_hopper_wgmma import _a_registers, _d_matrix, _desc, _kernel, _place, _run
 
@@ -139,3 +141,39 @@ def test_wgmma_swizzled_descriptor_start_must_be_in_the_first_row_of_its_pattern
     with pytest.raises(MemoryFault, match=rf"misaligned wgmma .bf16 matrix-descriptor start .*line \d+.*CTA \(0, 0, 0\)"
                                           rf".*shared address {repeat + 128:#x}.*{span}B swizzle.*{repeat}-byte"):
         _wgmma_at(repeat + 128, span)
+
+
+@pytest.mark.parametrize("align,used", [(1024, True), (1024, False), (256, True)])
+def test_dynamic_shared_memory_starts_at_the_extern_alignment_as_ptxas_lays_it_out(align, used):
+    # 8 static bytes and `.extern .shared .align 1024`: ptxas reports "1024 bytes smem" (the dynamic base is padded
+    # to the extern's alignment, used or not); before, ptxsim put the dynamic base at 16 and a 1024-aligned
+    # swizzled stage there was off its boundary
+    src = HEADER.replace("sm_90", "sm_90a") + f"""
+.shared .align 8 .b64 bar;
+.extern .shared .align {align} .b8 dyn[];
+.visible .entry k(.param .u64 p)
+{{
+  .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [p];
+  mov.u32 %r1, {'dyn' if used else '5'}; mov.u32 %r2, bar;
+  st.shared.u32 [%r2], %r1;
+  st.global.u32 [%rd1], %r1;
+  ret;
+}}
+"""
+    k = ptxsim.load_ptx(src).kernel("k")
+    assert k.program.shared_dyn_offset == align
+    out = np.zeros(1, np.uint32)
+    ptxsim.launch(k, 1, 1, [out])
+    assert out[0] == (align if used else 5)
+    exe = find_ptxas()
+    if exe is not None:  # ptxas's own layout agrees
+        import subprocess
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
+            f.write(src)
+            f.flush()
+            info = subprocess.run([str(exe), "-arch=sm_90a", "-v", f.name, "-o", "/dev/null"], capture_output=True,
+                                  text=True, timeout=60).stderr
+        assert f"{align} bytes smem" in info, info

@@ -153,9 +153,12 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
 
 
 def set_verdicts(run_file: RunFile, settings: CompareSettings, item: Item, rows: dict[str, dict]) -> None:
+    from harness.results import typed_row
+
     basis = "modelled" if settings.backend == "sim" else "measured"
-    for pair in cell_pairs(item, rows):
-        run_file.set_verdict(_verdict(item, pair, rows, basis), save=False)
+    typed = {slot: typed_row(row) for slot, row in rows.items()}
+    for pair in cell_pairs(item, typed):
+        run_file.set_verdict(_verdict(item, pair, typed, basis), save=False)
     run_file.save()
 
 

@@ -145,8 +145,8 @@ def test_sanitizer_findings_fail_the_row_instead_of_raising():
     result = ptxmoe.compare({"hand": ptxmoe.PtxKernel(SAXPY_PTX, "saxpy", grid=2, block=32)}, small,
                             backend=SimBackend(sanitize="memcheck"), static=False)
     row = result.row("hand")
-    assert row["status"] == "failed" and row["sanitizer"]["tools"] == ["memcheck"]
-    assert row["sanitizer"]["findings"] and row["reason"].startswith(f"{len(row['sanitizer']['findings'])} sanitizer")
+    assert row.status == "failed" and row.sanitizer.tools == ("memcheck",)
+    assert row.sanitizer.findings and row.reason.startswith(f"{len(row.sanitizer.findings)} sanitizer")
 
 
 def test_a_check_returning_an_array_is_an_error_in_the_check():
@@ -184,4 +184,4 @@ def test_outputs_must_name_arrays_and_0d_arrays_are_scalars():
         _compare({"p": good}, outputs=["n"])
     result = _compare({"p": good}, lambda rng: {**inputs(), "n": np.array(64, np.int32)}, outputs=["out"],
                       check=lambda outputs, inputs: bool(np.all(outputs["out"] == 3.0)))
-    assert result.ok("p") and result.row("p")["status"] == "ok"
+    assert result.ok("p") and result.row("p").status == "ok"

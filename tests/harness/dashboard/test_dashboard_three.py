@@ -13,6 +13,7 @@ from dashboard_runs import RUNS, copy_run
 from harness import dashboard, runner
 from harness.dashboard import data, figures
 from harness.implementations import PAIRS
+from harness.run_records import Row
 
 CPP_OVER_PTX = 1.5  # the fake CUDA C++ path takes 1.5x the PTX path's time in every cell (beyond the SAME band)
 
@@ -49,7 +50,8 @@ def three_impl_doc(name: str, factor: float = CPP_OVER_PTX) -> dict:
     verdicts = []
     for cell in dict.fromkeys((r["kernel"], r["variant"], r["preset"], r["skew"]) for r in rows):
         item = runner.Item(*cell)
-        by_impl = {r["impl"]: r for r in rows if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell}
+        by_impl = {r["impl"]: Row.from_json(r) for r in rows
+                   if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell}
         verdicts += [runner._verdict(item, pair, by_impl, basis) for pair in PAIRS]
     doc["verdicts"] = verdicts
     return doc
@@ -142,7 +144,8 @@ def test_three_implementations_with_cpp_missing_everywhere(tmp_path):
     basis = "modelled"
     verdicts = []
     for cell in dict.fromkeys((r["kernel"], r["variant"], r["preset"], r["skew"]) for r in doc["rows"]):
-        by_impl = {r["impl"]: r for r in doc["rows"] if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell}
+        by_impl = {r["impl"]: Row.from_json(r) for r in doc["rows"]
+                   if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell}
         verdicts += [runner._verdict(runner.Item(*cell), pair, by_impl, basis) for pair in PAIRS]
     doc["verdicts"] = verdicts
     assert data.headline_pair(doc).name == "ptx-vs-numba"

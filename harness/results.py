@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.backends.kinds import backend_kind
 from harness.errors import PtxmoeError
 from harness.run_records import Row, Sweep
 from harness.run_schema import READABLE_VERSIONS, SCHEMA_VERSION, upgrade
@@ -151,7 +152,7 @@ def collect_environment(backend_name: str, model_device: str = "H200 SXM") -> di
     status = _git("status", "--porcelain", "--untracked-files=no")
     return {
         "backend": backend_name,
-        "gpu": _gpu_environment() if backend_name == "gpu" else {"visible": False, "name": None},
+        "gpu": {"visible": False, "name": None} if backend_kind(backend_name).simulated else _gpu_environment(),
         "model_device": {"name": model_device, "specs": device_spec_dict(model_device)},
         "packages": _package_versions(),
         "toolchain": _toolchain_versions(),

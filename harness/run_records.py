@@ -564,7 +564,10 @@ class Sweep(Record):
     @property
     def basis(self) -> str:
         """"modelled" (sim: the ptxsim timing model) or "measured" (gpu: CUDA events)."""
-        return "modelled" if self.backend == "sim" else "measured"
+        from harness.backends.kinds import KINDS
+
+        kind = KINDS.get(self.backend)
+        return kind.basis if kind is not None else "measured"
 
     def row(self, key: str) -> Row | None:
         return next((r for r in self.rows if r.key == key), None)

@@ -363,13 +363,14 @@ class SimBackend(Backend):
             raise InputError(f"{tag}: {len(items)} WorkItems parameters; a persistent kernel has one item range")
         g = dim3(grid, "grid")
         experts = self.row_experts(params, tag, items[0].blocks if items else g[1] * g[2])
-        windows, weights = (), None
+        windows: tuple[tuple, ...] = ()
+        weights: list[float] | None = None
         if items and self.sample_ctas is None and self.sample is not None:
             if experts is None:
                 windows = self.sample.work_windows(tag, items[0])
             else:  # runs of one expert's blocks and the tail past total_padded as strata, each window weighted
                 windows = self.sample.stratified_windows(tag, items[0], experts)
-                weights = [w[3] for w in windows]
+                weights = [float(w[3]) for w in windows]
         if not windows:
             return self._launch(ptx, entry, grid, block, ptx_params(flatten_work_items(params)), shared_bytes, "ptx",
                                 tag, row_experts=None if items else experts)

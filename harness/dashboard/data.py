@@ -570,9 +570,10 @@ def device_ceilings(run: Run) -> dict | None:
     """{name, bandwidth_Bps, fp32_flops, bf16_dense_flops, fp8_dense_flops} of the GPU (gpu runs) or the model
     device (sim)."""
     env = _table(run.doc.get("environment"))
-    specs = _table(env.get("gpu")).get("specs") if run.backend == "gpu" else None
+    measured = run.basis == "measured"
+    specs = _table(env.get("gpu")).get("specs") if measured else None
     specs = _table(specs or _table(env.get("model_device")).get("specs"))
-    name = (_table(env.get("gpu")).get("name") if run.backend == "gpu" else None) or \
+    name = (_table(env.get("gpu")).get("name") if measured else None) or \
         _table(env.get("model_device")).get("name")
     if not specs and name:
         from harness.results import device_spec_dict

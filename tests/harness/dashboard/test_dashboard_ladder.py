@@ -17,6 +17,7 @@ from harness.dashboard import data, figures
 from harness.dashboard.ladder import ladder_cells, slower_rungs
 from harness.implementations import Ladder, Pair
 from harness.run_records import Row
+from harness.verdicts import _verdict, cell_pairs
 
 NAMES = ("mma.sync", "wgmma", "wgmma+TMA")
 RUNG_FACTORS = {1: 3.0, 2: 0.5}  # time of rung n / time of the top rung
@@ -46,7 +47,7 @@ def ladder_doc(name: str = "sim-tiny") -> dict:
         item = runner.Item(*cell, ladders=(ladder,) if cell[0] == LADDERED else ())
         typed = [Row.from_json(r) for r in rows if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell]
         by_slot = {data.row_slot(r): r for r in typed}
-        verdicts += [runner._verdict(item, pair, by_slot, basis) for pair in runner.cell_pairs(item, by_slot)]
+        verdicts += [_verdict(item, pair, by_slot, basis) for pair in cell_pairs(item, by_slot)]
     doc["verdicts"] = verdicts
     return doc
 
@@ -135,7 +136,7 @@ def test_a_rung_row_without_a_time_says_why():
     item = runner.Item(LADDERED, "up", "tiny", "balanced", (Ladder("ptx", NAMES),))
     by_slot = {data.row_slot(r): r for r in map(Row.from_json, doc["rows"])
                if r.key.split("/", 1)[0] == f"{LADDERED}[up]" and r.skew == "balanced"}
-    doc["verdicts"] = [runner._verdict(item, p, by_slot, "modelled") for p in runner.cell_pairs(item, by_slot)]
+    doc["verdicts"] = [_verdict(item, p, by_slot, "modelled") for p in cell_pairs(item, by_slot)]
     cell = next(c for c in ladder_cells(copy.deepcopy(doc)) if c["label"] == f"{LADDERED}[up]")
     r1, r2, _ = cell["rungs"]
     assert r1["status"] == "error" and r1["time_us"] is None

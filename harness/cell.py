@@ -141,6 +141,9 @@ def set_verdicts(run_file: RunFile, settings: CompareSettings, item: Item, rows:
 def record_row(run_file: RunFile, summary: dict, row: dict, progress, ranges: list[dict]) -> None:
     """Save one finished row (and its NVTX ranges), count it in `summary`, print its progress line; a sticky CUDA
     error stops the sweep here (GpuError), after saving."""
+    from harness.results import typed_row
+
+    typed = typed_row(row)  # NOTE: checked against run.json's types before it is saved
     key = row["key"]
     summary["ran"] += 1
     if row["status"] == "missing":
@@ -153,7 +156,7 @@ def record_row(run_file: RunFile, summary: dict, row: dict, progress, ranges: li
     run_file.add_ranges(ranges)
     run_file.add_row(row)
     seconds = row.get("elapsed_s")
-    progress.end(key, f"{_row_status(row)}" + (f" ({seconds:.1f}s)" if seconds is not None else ""), seconds)
+    progress.end(key, f"{_row_status(typed)}" + (f" ({seconds:.1f}s)" if seconds is not None else ""), seconds)
     for finding in (row.get("sanitizer") or {}).get("findings", [])[:SHOW_FINDINGS]:
         progress.note(f"{finding['text']} [launch {finding['launch']}]")
     if row.get("sticky_cuda_error"):

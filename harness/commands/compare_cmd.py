@@ -349,10 +349,10 @@ def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) ->
         print(f"run.json: {path} (the dashboard is not built yet: harness.dashboard does not exist)")
     from harness.implementations import Pair
 
-    verdicts = [v for v in run_file.doc["verdicts"] if v.get("verdict")]
-    for v in verdicts:  # NOTE: Pair from impl/baseline: a ladder's rung verdicts ("ptx.r1-vs-cpp") are not in PAIRS
-        print(f"  {v['key']}: {Pair(v['impl'], v['baseline']).title} {v['speedup']:.2f}x [{v['ci_lo']:.2f}, "
-              f"{v['ci_hi']:.2f}] {v['verdict']} ({v['basis']})")
+    for v in run_file.sweep.verdicts:  # NOTE: Pair from impl/baseline: rung verdicts ("ptx.r1-vs-cpp") are not PAIRS
+        if v.verdict and v.impl and v.baseline:
+            print(f"  {v.key}: {Pair(v.impl, v.baseline).title} {v.speedup:.2f}x [{v.ci_lo:.2f}, {v.ci_hi:.2f}] "
+                  f"{v.verdict} ({v.basis})")
     if summary["missing"]:
         print(f"missing ({len(summary['missing'])} rows not run because an implementation lacks the kernel):",
               file=sys.stderr)

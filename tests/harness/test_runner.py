@@ -9,7 +9,7 @@ import pytest
 from contract.kernels import get_kernel
 from harness import cell, runner
 from harness.backends.base import Backend, DeviceArray, LaunchRecord
-from harness.results import SCHEMA_VERSION, RunFile
+from harness.results import SCHEMA_VERSION, RunFile, typed_row
 from harness.row_report import _row_status
 
 NOP_PTX = """.version 8.0
@@ -238,7 +238,7 @@ def test_a_launch_too_slow_to_simulate_skips_its_row_with_the_reason(tmp_path, m
     assert row["status"] == "skipped" and "--backend gpu" in row["reason"] and "traceback" not in row
     assert run_file.row("gate/numba/tiny/balanced")["status"] == "ok" and summary["failed"] == []
     assert summary["too_big"] and run_file.doc["verdicts"][0]["speedup"] is None
-    assert _row_status(row).startswith("SKIPPED (grouped_gemm_fp8_ws: a persistent GEMM")  # not "FAILED"
+    assert _row_status(typed_row(row)).startswith("SKIPPED (grouped_gemm_fp8_ws: a persistent GEMM")  # not "FAILED"
 
 
 def _fake_package(name: str, kernels: dict):

@@ -8,8 +8,10 @@ from harness import runner
 from harness.cell import find_run
 from harness.contract_row import ContractRow, draw_inputs
 from harness.nvtx_ranges import RangeRecorder
+from harness.results import typed_row
 from harness.row_report import _row_status, _sampling_text, sampling_summary
 from harness.row_run import run_row
+from harness.run_records import Sampling
 
 pytestmark = pytest.mark.sim
 
@@ -50,7 +52,7 @@ def test_a_sampled_gemm_row_is_checked_on_what_ran_and_says_so(sample_small_grid
     assert 0 < s["simulated_fraction"] < 0.2 and 0 < s["coverage"] < 0.3
     assert row["correctness"]["errors"]["sampled"] is True and row["correctness"]["errors"]["blocks_checked"] >= 1
     assert row["timing"]["simulated_fraction"] == pytest.approx(s["simulated_fraction"])
-    status = _row_status(row)
+    status = _row_status(typed_row(row))
     assert f"sampled: {s['simulated_fraction']:.2%} of CTAs" in status and "check covers" in status
 
 
@@ -205,7 +207,7 @@ def test_a_sampled_layer_reports_its_stages_not_a_zero_coverage():
     assert sampling["stages"] == {"checked": ["gate", "grouped_gemm.up"], "not_covered": ["combine"],
                                   "least_checked_coverage": 0.0173}
     sampling["sampled"], sampling["simulated_fraction"] = True, 0.0197
-    text = _sampling_text(sampling)
+    text = _sampling_text(Sampling.from_json(sampling))
     assert "2 of 3 stages" in text and "1.73%" in text and "not covered: combine" in text and "0.00%" not in text
     plain = sampling_summary([], {"coverage": 0.25}, None)
     assert "stages" not in plain and plain["coverage"] == 0.25

@@ -1,9 +1,11 @@
 """Which launches a sim row simulates in part (ptxsim's sampled simulation), chosen per launch from its grid.
 
 `--sample auto|off|N`. A grouped GEMM at DeepSeek-V3's shapes is ~20k CTAs of a K=7168 loop: hours whole on two
-cores. So a big tensor-core launch (a launch whose name says GEMM, with more than `min_ctas` CTAs) simulates a few
-waves and its counters are extrapolated; every other launch runs whole, so tiny/small rows and the elementwise kernels
-are checked on every element. auto: AUTO_WAVES; off: every CTA of every launch.
+cores. So a big launch whose grid stands for routing blocks (its parameters declare it: a LiveRows for grid rows of
+routing blocks, a WorkItems for a persistent kernel's items; contract.device.grid_meaning), with more than `min_ctas`
+CTAs, simulates a few waves and its counters are extrapolated; every other launch (a plain grid) runs whole, so
+tiny/small rows and the elementwise kernels are checked on every element. auto: AUTO_WAVES; off: every CTA of every
+launch.
 
 NOTE: every GEMM path launches grid (column tiles, row tiles): a grid row is BM rows of one routing block (or a
 token tile of one) times every column tile, so a sampled row yields whole output rows. The sampled unit is a run of
@@ -45,6 +47,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from contract.device import GridMeaning
 from harness.errors import InputError
 
 # runs of one expert's routing blocks per sampled launch under auto (plus the dead tail's middle: module docstring)
@@ -84,19 +87,21 @@ class SamplePolicy:
         once per block and extrapolate that: 2-3x the minimum bytes at small and dsv3-prefill)."""
         return replace(self, rows_per_wave=max(1, round(preset.n_blocks / preset.E)), routing_blocks=preset.n_blocks)
 
-    def launch_options(self, name: str, grid: tuple[int, int, int], row_experts=None) -> dict:
-        """ptxsim launch options of one launch: {} = every CTA; with `row_experts` (each grid row's expert, -1 from
-        the first row past total_padded on: read from the launch's LiveRows, harness.backends.sim) a stratified
-        sample (sample_ranges, wave_ctas); else sample_ctas and wave_ctas (systematic)."""
+    def launch_options(self, meaning: GridMeaning, grid: tuple[int, int, int], row_experts=None,
+                       name: str = "launch") -> dict:
+        """ptxsim launch options of one launch whose grid means `meaning` (contract.device.grid_meaning): {} = every
+        CTA (a plain grid always); with `row_experts` (each grid row's expert, -1 from the first row past total_padded
+        on: read from the launch's LiveRows, harness.backends.sim) a stratified sample (sample_ranges, wave_ctas);
+        else sample_ctas and wave_ctas (systematic). `name` is for messages only."""
         ncta = grid[0] * grid[1] * grid[2]
-        if self.waves is None or "gemm" not in name.lower():
+        if self.waves is None or meaning != "rows":  # NOTE: "items" are sampled by work_windows, or run whole
             return {}
         if grid[1] * grid[2] == 1 and ncta < self.routing_blocks \
                 and self.routing_blocks > self.min_ctas // 32:
-            # NOTE: a persistent GEMM (one CTA per SM, each looping over (row block, column tile) items) has no grid
-            # rows to sample, and each CTA's loop spans the whole problem: at DeepSeek-V3's sizes that is hours. One
-            # that passes its item range as a WorkItems is sampled by work_windows instead (the sim backend asks
-            # that first); this is a persistent kernel that does not
+            # NOTE: a grid declared as routing-block rows that is one CTA per SM is a persistent GEMM in fact (each
+            # CTA looping over (row block, column tile) items): it has no grid rows to sample, and each CTA's loop
+            # spans the whole problem: at DeepSeek-V3's sizes that is hours. One that passes its item range as a
+            # WorkItems is sampled by work_windows instead (the sim backend asks that first); this one does not
             from harness.errors import TooSlowToSimulate
 
             raise TooSlowToSimulate(
@@ -154,9 +159,9 @@ class SamplePolicy:
             return sum(b - a for a, b, _ in options["sample_ranges"])
         return options.get("sample_ctas", grid[0] * grid[1] * grid[2])
 
-    def work_windows(self, name: str, items) -> tuple[tuple[int, int, int], ...]:
+    def work_windows(self, items) -> tuple[tuple[int, int, int], ...]:
         """The item windows a persistent launch with `items` (contract.device.WorkItems) simulates, as (wave, item
-        begin, item end), ascending; () = every item (sampling off, not a GEMM, or `items.count` <= min_ctas).
+        begin, item end), ascending; () = every item (sampling off, or `items.count` <= min_ctas).
 
         A window is the items of the routing blocks grid-row sampling would simulate for the same preset (the middle
         wave of each of `waves` equal strata of the blocks, `rows_per_wave` blocks a wave), widened to whole groups
@@ -165,7 +170,7 @@ class SamplePolicy:
         """
         from ptxsim.launch import plan_waves
 
-        if self.waves is None or "gemm" not in name.lower() or items.count <= self.min_ctas:
+        if self.waves is None or items.count <= self.min_ctas:
             return ()
         rows = self.rows_per_wave
         # NOTE: the items' routing blocks past total_padded are not known here (a WorkItems has no LiveRows), so the
@@ -183,7 +188,7 @@ class SamplePolicy:
             return ()
         return tuple(windows)
 
-    def stratified_windows(self, name: str, items, block_experts) -> tuple[tuple[int, int, int, float], ...]:
+    def stratified_windows(self, items, block_experts) -> tuple[tuple[int, int, int, float], ...]:
         """work_windows for a persistent launch whose routing blocks have experts `block_experts` (-1 from the first
         block past total_padded on: its LiveRows): (wave, item begin, item end, weight), ascending; () = every item.
 
@@ -192,7 +197,7 @@ class SamplePolicy:
         tail's are the two strata, each window weighing its stratum's items over the items its windows run. `wave`
         is the window's first block over rows_per_wave, for the L2 model's ageing.
         """
-        if self.waves is None or "gemm" not in name.lower() or items.count <= self.min_ctas:
+        if self.waves is None or items.count <= self.min_ctas:
             return ()
         experts = np.asarray(block_experts, np.int64).reshape(-1)[: items.blocks]
         live = int(np.argmax(experts < 0)) if (experts < 0).any() else items.blocks
@@ -220,19 +225,18 @@ class SamplePolicy:
             return ()
         return tuple(windows)
 
-    def sampled_fraction(self, grid: tuple[int, int, int], name: str = "gemm", items=None,
+    def sampled_fraction(self, grid: tuple[int, int, int], meaning: GridMeaning = "rows", items=None,
                          experts=None) -> float:
-        """The fraction of `grid`'s CTAs a launch named `name` (with `experts` per grid row, launch_options)
-        simulates under this policy; for a persistent launch with `items` (contract.device.WorkItems; `experts` per
-        routing block), the fraction of its items."""
+        """The fraction of `grid`'s CTAs a launch whose grid means `meaning` (with `experts` per grid row,
+        launch_options) simulates under this policy; for a persistent launch with `items` (contract.device.WorkItems;
+        `experts` per routing block), the fraction of its items."""
         from harness.errors import TooSlowToSimulate
 
         if items is not None:
-            windows = self.work_windows(name, items) if experts is None else \
-                self.stratified_windows(name, items, experts)
+            windows = self.work_windows(items) if experts is None else self.stratified_windows(items, experts)
             return 1.0 if not windows else sum(w[2] - w[1] for w in windows) / items.count
         try:
-            opts = self.launch_options(name, grid, experts)
+            opts = self.launch_options(meaning, grid, experts)
         except TooSlowToSimulate:
             return 0.0
         return 1.0 if not opts else min(1.0, self.simulated_ctas(opts, grid) / (grid[0] * grid[1] * grid[2]))

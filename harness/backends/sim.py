@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from contract.device import LiveRows, TensorMapArg
+from contract.device import GridMeaning, LiveRows, TensorMapArg, grid_meaning
 from harness.backends import numba_abi
 from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord, WorkItems, flatten_work_items
 from harness.errors import InputError, PtxmoeError, UnknownNameError
@@ -308,7 +308,7 @@ class SimBackend(Backend):
         return experts
 
     def _launch(self, ptx: str, entry: str, grid, block, flat_params, shared_bytes: int, impl: str, tag: str,
-                phased: dict | None = None, row_experts: np.ndarray | None = None):
+                phased: dict | None = None, row_experts: np.ndarray | None = None, meaning: GridMeaning = "plain"):
         kernel = self.module(ptx).kernel(entry)
         g, b = dim3(grid, "grid"), dim3(block, "block")
         self.sources[tag] = (ptx, entry)  # before launching: static facts are useful even when the launch fails
@@ -329,7 +329,7 @@ class SimBackend(Backend):
             # NOTE: an item is a grid path's CTA (one tile of one routing block), so it gets a CTA's budget
             extra["budget"] = max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * phased["items"])
         elif self.sample_ctas is None and self.sample is not None:
-            options = self.sample.launch_options(tag, g, row_experts)
+            options = self.sample.launch_options(meaning, g, row_experts, name=tag)
             if options:
                 from ptxsim.config import CONFIG
 
@@ -367,13 +367,13 @@ class SimBackend(Backend):
         weights: list[float] | None = None
         if items and self.sample_ctas is None and self.sample is not None:
             if experts is None:
-                windows = self.sample.work_windows(tag, items[0])
+                windows = self.sample.work_windows(items[0])
             else:  # runs of one expert's blocks and the tail past total_padded as strata, each window weighted
-                windows = self.sample.stratified_windows(tag, items[0], experts)
+                windows = self.sample.stratified_windows(items[0], experts)
                 weights = [float(w[3]) for w in windows]
         if not windows:
             return self._launch(ptx, entry, grid, block, ptx_params(flatten_work_items(params)), shared_bytes, "ptx",
-                                tag, row_experts=None if items else experts)
+                                tag, row_experts=None if items else experts, meaning=grid_meaning(params))
         kernel = self.module(ptx).kernel(entry)
         ran = sum(w[2] - w[1] for w in windows)
         if weights is None:
@@ -401,4 +401,5 @@ class SimBackend(Backend):
         g = dim3(grid, "grid")
         return self._launch(compiled.ptx, compiled.entry, grid, block, flat, shared_bytes, "numba",
                             tag or compiled.pyname, row_experts=self.row_experts(args, tag or compiled.pyname,
-                                                                                 g[1] * g[2]))
+                                                                                 g[1] * g[2]),
+                            meaning=grid_meaning(args))

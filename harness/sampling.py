@@ -44,6 +44,7 @@ as the grid's concurrent items do. A persistent kernel without WorkItems is stil
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -61,6 +62,77 @@ AUTO_MIN_CTAS = 4096  # launches up to this many CTAs run whole (small's GEMMs a
 # only considered where its part has no smaller one
 RATIO_TOLERANCE = 0.1
 SEGMENT_EXPERTS = 3
+
+
+class ItemWindow(NamedTuple):
+    """Items [begin, end) of a persistent launch run as one ptxsim phase; `wave` its index for the L2 model's ageing
+    (work_windows: systematic windows, each standing for the launch's share)."""
+
+    wave: int
+    begin: int
+    end: int
+
+
+class WeightedWindow(NamedTuple):
+    """An ItemWindow of a stratified sample (stratified_windows): `weight` is its stratum's items over the items its
+    windows run."""
+
+    wave: int
+    begin: int
+    end: int
+    weight: float
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """How ptxsim runs one launch, as one value from here through the sim backend: every CTA (the default), a
+    systematic sample (`sample_ctas` of waves of `wave_ctas`), strata (`sample_ranges`: (first CTA, end CTA,
+    weight)), or a persistent launch's item windows as phases (`phases`: each phase's flattened parameters, with
+    `phase_waves`, `phase_grids`, `phase_weights` and `represents`, the share of the items they run); `budget`
+    raises ptxsim's runaway budget for a sampled launch. `ptxsim_options` is the one translation into ptxsim's
+    launch keywords."""
+
+    sample_ctas: int | None = None
+    wave_ctas: int | None = None
+    sample_ranges: tuple[tuple[int, int, float], ...] = ()
+    phases: tuple[tuple, ...] = ()
+    phase_waves: tuple[int, ...] = ()
+    phase_grids: tuple[tuple[int, int, int], ...] = ()
+    phase_weights: tuple[float, ...] = ()
+    represents: float = 1.0
+    items: int = 0  # items the phases run
+    budget: int | None = None
+
+    @property
+    def whole(self) -> bool:
+        """Every CTA runs."""
+        return self.sample_ctas is None and not self.sample_ranges and not self.phases
+
+    def simulated_ctas(self, grid: tuple[int, int, int]) -> int:
+        """CTAs of `grid` this plan simulates (a phased plan: the items it runs)."""
+        if self.phases:
+            return self.items
+        if self.sample_ranges:
+            return sum(b - a for a, b, _ in self.sample_ranges)
+        return self.sample_ctas if self.sample_ctas is not None else grid[0] * grid[1] * grid[2]
+
+    def ptxsim_options(self) -> dict:
+        """ptxsim.Device.launch keywords of this plan ({} for a whole launch)."""
+        out: dict = {}
+        if self.phases:
+            out.update(phases=list(self.phases), phase_waves=list(self.phase_waves),
+                       phase_grids=list(self.phase_grids), represents=self.represents,
+                       phase_weights=list(self.phase_weights))
+        elif self.sample_ranges:
+            out.update(sample_ranges=list(self.sample_ranges), wave_ctas=self.wave_ctas)
+        elif self.sample_ctas is not None:
+            out.update(sample_ctas=self.sample_ctas, wave_ctas=self.wave_ctas)
+        if self.budget is not None:
+            out["budget"] = self.budget
+        return out
+
+
+WHOLE = LaunchPlan()
 
 
 @dataclass(frozen=True)
@@ -87,15 +159,15 @@ class SamplePolicy:
         once per block and extrapolate that: 2-3x the minimum bytes at small and dsv3-prefill)."""
         return replace(self, rows_per_wave=max(1, round(preset.n_blocks / preset.E)), routing_blocks=preset.n_blocks)
 
-    def launch_options(self, meaning: GridMeaning, grid: tuple[int, int, int], row_experts=None,
-                       name: str = "launch") -> dict:
-        """ptxsim launch options of one launch whose grid means `meaning` (contract.device.grid_meaning): {} = every
-        CTA (a plain grid always); with `row_experts` (each grid row's expert, -1 from the first row past total_padded
+    def launch_plan(self, meaning: GridMeaning, grid: tuple[int, int, int], row_experts=None,
+                    name: str = "launch") -> LaunchPlan:
+        """The LaunchPlan of one launch whose grid means `meaning` (contract.device.grid_meaning): WHOLE = every CTA
+        (a plain grid always); with `row_experts` (each grid row's expert, -1 from the first row past total_padded
         on: read from the launch's LiveRows, harness.backends.sim) a stratified sample (sample_ranges, wave_ctas);
         else sample_ctas and wave_ctas (systematic). `name` is for messages only."""
         ncta = grid[0] * grid[1] * grid[2]
         if self.waves is None or meaning != "rows":  # NOTE: "items" are sampled by work_windows, or run whole
-            return {}
+            return WHOLE
         if grid[1] * grid[2] == 1 and ncta < self.routing_blocks \
                 and self.routing_blocks > self.min_ctas // 32:
             # NOTE: a grid declared as routing-block rows that is one CTA per SM is a persistent GEMM in fact (each
@@ -110,23 +182,23 @@ class SamplePolicy:
                 f"windows), and simulating it whole at this size takes hours: skipped; run it on a GPU (--backend "
                 f"gpu), at a smaller preset (tiny, small), or whole with --sample off")
         if ncta <= self.min_ctas:
-            return {}
+            return WHOLE
         if row_experts is not None:
             return self._strata(grid, row_experts)
         rows = (self.unmarked_waves or self.waves) * self.rows_per_wave
         if rows >= grid[1] * grid[2]:
-            return {}
-        return {"sample_ctas": grid[0] * rows, "wave_ctas": grid[0] * self.rows_per_wave}
+            return WHOLE
+        return LaunchPlan(sample_ctas=grid[0] * rows, wave_ctas=grid[0] * self.rows_per_wave)
 
-    def _strata(self, grid: tuple[int, int, int], row_experts) -> dict:
+    def _strata(self, grid: tuple[int, int, int], row_experts) -> LaunchPlan:
         """The stratified sample of a grid whose rows have experts `row_experts` (-1: past total_padded): `waves`
         runs of one expert's rows (the middles of equal parts of the runs), standing for every live row, and
-        rows_per_wave rows from the middle of the tail, standing for it; {} when that would be every row."""
+        rows_per_wave rows from the middle of the tail, standing for it; WHOLE when that would be every row."""
         width, rows = grid[0], grid[1] * grid[2]
-        picks = [(a * width, b * width, x) for a, b, x in self.row_strata(row_experts, rows)]
+        picks = tuple((a * width, b * width, x) for a, b, x in self.row_strata(row_experts, rows))
         if sum(b - a for a, b, _ in picks) >= width * rows:
-            return {}
-        return {"sample_ranges": picks, "wave_ctas": width * self.rows_per_wave}
+            return WHOLE
+        return LaunchPlan(sample_ranges=picks, wave_ctas=width * self.rows_per_wave)
 
     def row_strata(self, experts, rows: int, align: int = 1) -> list[tuple[int, int, float]]:
         """(first row, end row, weight) of the stratified sample of `rows` rows (grid rows or routing blocks) whose
@@ -153,13 +225,7 @@ class SamplePolicy:
             picks.append((first, end, (rows - live) / (end - first)))
         return picks
 
-    def simulated_ctas(self, options: dict, grid: tuple[int, int, int]) -> int:
-        """CTAs a launch with ptxsim `options` (launch_options) simulates."""
-        if "sample_ranges" in options:
-            return sum(b - a for a, b, _ in options["sample_ranges"])
-        return options.get("sample_ctas", grid[0] * grid[1] * grid[2])
-
-    def work_windows(self, items) -> tuple[tuple[int, int, int], ...]:
+    def work_windows(self, items) -> tuple[ItemWindow, ...]:
         """The item windows a persistent launch with `items` (contract.device.WorkItems) simulates, as (wave, item
         begin, item end), ascending; () = every item (sampling off, or `items.count` <= min_ctas).
 
@@ -178,17 +244,17 @@ class SamplePolicy:
         plan = plan_waves(items.blocks, (self.unmarked_waves or self.waves) * rows, rows)
         if len(plan.waves) == plan.total_waves:
             return ()
-        windows: list[tuple[int, int, int]] = []
+        windows: list[ItemWindow] = []
         for wave in plan.waves:
             begin, end = items.items_of(wave * rows, min(items.blocks, (wave + 1) * rows))
-            begin = max(begin, windows[-1][2]) if windows else begin  # a widened window may reach into the last
+            begin = max(begin, windows[-1].end) if windows else begin  # a widened window may reach into the last
             if end > begin:
-                windows.append((int(wave), begin, end))
+                windows.append(ItemWindow(int(wave), begin, end))
         if sum(end - begin for _, begin, end in windows) >= items.count:
             return ()
         return tuple(windows)
 
-    def stratified_windows(self, items, block_experts) -> tuple[tuple[int, int, int, float], ...]:
+    def stratified_windows(self, items, block_experts) -> tuple[WeightedWindow, ...]:
         """work_windows for a persistent launch whose routing blocks have experts `block_experts` (-1 from the first
         block past total_padded on: its LiveRows): (wave, item begin, item end, weight), ascending; () = every item.
 
@@ -214,13 +280,13 @@ class SamplePolicy:
         if not strata[False] and boundary < items.count:  # a tail inside the chosen window's clipped-off group
             strata[False].append((boundary // items.items_per_group * items.blocks_per_group // self.rows_per_wave,
                                   boundary, min(items.count, boundary + items.items_per_group)))
-        windows: list[tuple[int, int, int, float]] = []
+        windows: list[WeightedWindow] = []
         for is_live, picked in strata.items():
             held = sum(end - begin for _, begin, end in picked)
             total = boundary if is_live else items.count - boundary
             for wave, begin, end in picked:
-                wave = max(wave, windows[-1][0] + 1 if windows else 0)
-                windows.append((wave, begin, end, total / held))
+                wave = max(wave, windows[-1].wave + 1 if windows else 0)
+                windows.append(WeightedWindow(wave, begin, end, total / held))
         if sum(end - begin for _, begin, end, _ in windows) >= items.count:
             return ()
         return tuple(windows)
@@ -236,10 +302,10 @@ class SamplePolicy:
             windows = self.work_windows(items) if experts is None else self.stratified_windows(items, experts)
             return 1.0 if not windows else sum(w[2] - w[1] for w in windows) / items.count
         try:
-            opts = self.launch_options(meaning, grid, experts)
+            plan = self.launch_plan(meaning, grid, experts)
         except TooSlowToSimulate:
             return 0.0
-        return 1.0 if not opts else min(1.0, self.simulated_ctas(opts, grid) / (grid[0] * grid[1] * grid[2]))
+        return 1.0 if plan.whole else min(1.0, plan.simulated_ctas(grid) / (grid[0] * grid[1] * grid[2]))
 
     def live_blocks_bound(self) -> int | None:
         """A bound, in routing blocks, on the weights a sampled GEMM launch touches, for estimates made before the

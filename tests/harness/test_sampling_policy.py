@@ -25,13 +25,13 @@ def test_a_bad_value_names_itself_and_the_choices(bad):
 
 def test_only_big_gemm_launches_sample_whole_grid_rows():
     policy = SamplePolicy(6, 4096, rows_per_wave=2)
-    assert policy.launch_options("plain", (10_000, 1, 1)) == {}  # elementwise kernels run whole
-    assert policy.launch_options("rows", (8, 95, 1)) == {}  # small's GEMM: 760 CTAs, whole
-    big = policy.launch_options("rows", (64, 304, 1))
+    assert policy.launch_plan("plain", (10_000, 1, 1)).ptxsim_options() == {}  # elementwise kernels run whole
+    assert policy.launch_plan("rows", (8, 95, 1)).ptxsim_options() == {}  # small's GEMM: 760 CTAs, whole
+    big = policy.launch_plan("rows", (64, 304, 1)).ptxsim_options()
     assert big == {"sample_ctas": 64 * 6 * 2, "wave_ctas": 64 * 2}  # 6 waves of 2 grid rows each
     assert policy.sampled_fraction((64, 304, 1)) == pytest.approx(12 / 304)
-    assert policy.launch_options("rows", (64, 12, 1)) == {}  # asking for every row runs the grid whole
-    assert SamplePolicy(None).launch_options("rows", (64, 304, 1)) == {}
+    assert policy.launch_plan("rows", (64, 12, 1)).ptxsim_options() == {}  # asking for every row runs the grid whole
+    assert SamplePolicy(None).launch_plan("rows", (64, 304, 1)).ptxsim_options() == {}
 
 
 def test_waves_hold_about_one_experts_routing_blocks():
@@ -48,7 +48,7 @@ def test_the_layers_up_and_down_gemms_sample_the_same_routing_blocks():
     policy = SamplePolicy(6, 4096).for_preset(get_preset("dsv3-prefill"))
     rows = []
     for gx in (64, 112):
-        opts = policy.launch_options("rows", (gx, 764, 1))
+        opts = policy.launch_plan("rows", (gx, 764, 1)).ptxsim_options()
         plan = plan_waves(gx * 764, opts["sample_ctas"], opts["wave_ctas"])
         ctas = [int(c) for _, ids in plan.batches(10_000) for c in ids]
         assert len(ctas) == gx * 18  # 6 waves of 3 whole grid rows
@@ -69,20 +69,21 @@ def test_runs_of_one_expert_and_the_dead_tail_are_separate_strata():
     tail's middle rows_per_wave rows, weighted by the tail's rows over theirs."""
     policy = SamplePolicy(2, 4096, rows_per_wave=3)
     experts = _experts([3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3], 100)  # 72 live
-    opts = policy.launch_options("rows", (64, 100, 1), experts)
+    plan = policy.launch_plan("rows", (64, 100, 1), experts)
+    opts = plan.ptxsim_options()
     # mean run 3 rows: runs 7 ([21, 24)) and 19 ([57, 60)), the 3-row runs nearest the middles 6 and 18: 6 rows for
     # 72; the tail's middle 3 of its 28 rows
     assert opts == {"sample_ranges": [(21 * 64, 24 * 64, 12.0), (57 * 64, 60 * 64, 12.0),
                                       (84 * 64, 87 * 64, 28 / 3)], "wave_ctas": 64 * 3}
-    assert policy.simulated_ctas(opts, (64, 100, 1)) == 9 * 64
+    assert plan.simulated_ctas((64, 100, 1)) == 9 * 64
     assert policy.sampled_fraction((64, 100, 1), experts=experts) == pytest.approx(9 / 100)
     # no tail: only runs; nothing live: the tail's rows alone
-    assert policy.launch_options("rows", (64, 99, 1), _experts([33] * 3, 99))["sample_ranges"] == [
+    assert policy.launch_plan("rows", (64, 99, 1), _experts([33] * 3, 99)).ptxsim_options()["sample_ranges"] == [
         (0, 33 * 64, 1.5), (66 * 64, 99 * 64, 1.5)]
-    assert policy.launch_options("rows", (64, 99, 1), _experts([], 99))["sample_ranges"] == [(48 * 64, 51 * 64, 33.0)]
+    assert policy.launch_plan("rows", (64, 99, 1), _experts([], 99)).sample_ranges == ((48 * 64, 51 * 64, 33.0),)
     # the same launch without experts: systematic, the unmarked strata (here `waves`: 2)
-    assert policy.launch_options("rows", (64, 100, 1)) == {"sample_ctas": 64 * 6, "wave_ctas": 64 * 3}
-    assert policy.launch_options("rows", (64, 9, 1), _experts([3, 2], 9)) == {}  # every row anyway: whole
+    assert policy.launch_plan("rows", (64, 100, 1)).ptxsim_options() == {"sample_ctas": 64 * 6, "wave_ctas": 64 * 3}
+    assert policy.launch_plan("rows", (64, 9, 1), _experts([3, 2], 9)).ptxsim_options() == {}  # every row anyway: whole
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -100,7 +101,8 @@ def test_strata_weights_always_stand_for_the_whole_grid(seed):
         while sum(runs) > rows:
             runs.pop()
         experts = _experts(runs, rows)
-        opts = SamplePolicy(waves, 0, rows_per_wave=per).launch_options("rows", (width, rows, 1), experts)
+        policy = SamplePolicy(waves, 0, rows_per_wave=per)
+        opts = policy.launch_plan("rows", (width, rows, 1), experts).ptxsim_options()
         if opts:
             plan, weights = _stratified_plan(width * rows, opts["sample_ranges"], opts["wave_ctas"], 1, None)
             assert plan.simulated_ctas < width * rows and all(w >= 1 for w in weights.values())
@@ -145,19 +147,20 @@ def test_a_persistent_gemm_at_dsv3_is_refused_with_the_reason_not_simulated_for_
     from harness.sampling import parse_sample
 
     auto = parse_sample("auto")
+    decode = auto.for_preset(get_preset("dsv3-decode"))
     with pytest.raises(TooSlowToSimulate, match=r"grouped_gemm_fp8_ws.*132 CTAs.*304 routing blocks.*--backend gpu"):
-        auto.for_preset(get_preset("dsv3-decode")).launch_options("rows", (132, 1, 1), name="grouped_gemm_fp8_ws")
-    assert auto.for_preset(get_preset("small")).launch_options("rows", (132, 1, 1)) == {}
-    assert parse_sample("off").for_preset(get_preset("dsv3-decode")).launch_options("rows", (132, 1, 1)) == {}
-    assert auto.for_preset(get_preset("dsv3-decode")).launch_options("rows", (64, 304, 1))["sample_ctas"] > 0
-    assert auto.for_preset(get_preset("dsv3-decode")).launch_options("plain", (132, 1, 1)) == {}  # a plain grid
+        decode.launch_plan("rows", (132, 1, 1), name="grouped_gemm_fp8_ws")
+    assert auto.for_preset(get_preset("small")).launch_plan("rows", (132, 1, 1)).ptxsim_options() == {}
+    assert parse_sample("off").for_preset(get_preset("dsv3-decode")).launch_plan("rows", (132, 1, 1)).whole
+    assert decode.launch_plan("rows", (64, 304, 1)).ptxsim_options()["sample_ctas"] > 0
+    assert decode.launch_plan("plain", (132, 1, 1)).ptxsim_options() == {}  # a plain grid
 
 
 def _grid_rows(policy, blocks: int, cols: int = 64) -> list[int]:
     """The grid rows (routing blocks) grid-row sampling simulates for a (cols, blocks) GEMM grid."""
     from ptxsim.launch import plan_waves
 
-    opts = policy.launch_options("rows", (cols, blocks, 1))
+    opts = policy.launch_plan("rows", (cols, blocks, 1)).ptxsim_options()
     plan = plan_waves(cols * blocks, opts["sample_ctas"], opts["wave_ctas"])
     return sorted({int(c) // cols for _, ids in plan.batches(1 << 20) for c in ids})
 
@@ -389,7 +392,7 @@ def test_the_sim_backend_reads_total_padded_at_launch_and_samples_strata(monkeyp
     sim.launch_ptx("", "k", (64, 100, 1), 128, [LiveRows.of(total, 16, block_expert)], tag="grouped_gemm")
     sim.launch_ptx("", "k", (64, 100, 1), 128, [total], tag="grouped_gemm")  # no LiveRows: a plain grid, whole
     experts = np.where(np.arange(100) < 70, np.arange(100) // 4, -1)  # 4 grid rows an expert, 70 live
-    assert seen[0]["sample_ranges"] == policy.launch_options("rows", (64, 100, 1), experts)["sample_ranges"]
+    assert seen[0]["sample_ranges"] == list(policy.launch_plan("rows", (64, 100, 1), experts).sample_ranges)
     assert seen[0]["wave_ctas"] == 64 * 3 and "sample_ctas" not in seen[0]
     assert "sample_ctas" not in seen[1] and "sample_ranges" not in seen[1]  # the name "gemm" decides nothing
 
@@ -404,4 +407,4 @@ def test_a_launch_declares_what_its_grid_means_by_its_parameters():
     assert grid_meaning([plain, routed]) == "rows"
     assert grid_meaning([routed, WorkItems(8, 4)]) == "items"
     assert grid_meaning([plain, np.float32(1)]) == "plain"
-    assert parse_sample("2").for_preset(get_preset("dsv3-decode")).launch_options("plain", (64, 304, 1)) == {}
+    assert parse_sample("2").for_preset(get_preset("dsv3-decode")).launch_plan("plain", (64, 304, 1)).whole

@@ -45,7 +45,7 @@ def draw_inputs(backend: Backend, item: Item, seed: int) -> dict:
     from contract.presets import get_preset
 
     lazy = backend.lazy_inputs and wants_lazy(item)
-    return get_kernel(item.kernel).make_inputs(get_preset(item.preset), item.skew, seed, lazy=lazy, **item.params)
+    return get_kernel(item.kernel).checked_inputs(get_preset(item.preset), item.skew, seed, lazy=lazy, **item.params)
 
 
 def wants_lazy(item: Item) -> bool:

@@ -145,6 +145,7 @@ class TextKernel:
     make_ptx: Callable[[str, Constants], str] = field(compare=False, repr=False)
     language: str = "ptx"
     constants: Constants = ()
+    constants_are: str = "compile-time constants"  # what messages call them ("tile constants" in hand PTX)
 
     @property
     def signature(self) -> EntrySignature:
@@ -159,7 +160,7 @@ class TextKernel:
         """The PTX for these constants (missing ones take their defaults; an unknown one is an InputError)."""
         merged = dict(self.constants)
         unknown = sorted(set(constants) - set(merged))
-        require(f"{self.language} {self.entry}", not unknown, "compile-time constants", unknown,
+        require(f"{self.language} {self.entry}", not unknown, self.constants_are, unknown,
                 f"a subset of {sorted(merged)}")
         merged.update({k: int(v) for k, v in constants.items()})
         return self.make_ptx(self.file, tuple(sorted(merged.items())))

@@ -139,7 +139,7 @@ class ModelledTiming(Record):
 class Summary(Record):
     """harness.timing.stats.Summary in µs: median, spread and the bootstrap interval of the median."""
 
-    n: int
+    n: int | None = None
     median_us: float | None = None
     mean_us: float | None = None
     std_us: float | None = None
@@ -159,8 +159,8 @@ class MeasuredTiming(Record):
     `settings` are tables as recorded (nvidia-smi / NVML fields; GpuTimingSettings)."""
 
     basis: Literal["measured"]
-    device_time_us: tuple[float, ...]
     device: Summary
+    device_time_us: tuple[float, ...] = ()  # every kept sample (a trimmed file may leave them out)
     dispatch_us: tuple[float, ...] = ()
     dispatch: Summary | None = None
     host_call_us: tuple[float, ...] = ()

@@ -95,7 +95,8 @@ def ptx_entry(file: str, entry: str, params: tuple[tuple[str, str], ...],
     """The descriptor (contract.launch.TextKernel) of a hand-written PTX entry of ptx_impl/kernels/<file>: its PTX
     is the file with its unroll blocks expanded (load_ptx, cached) for the tile constants (`consts` their defaults,
     overridable per launch with `constants=`)."""
-    return TextKernel(file, entry, params, make_ptx=load_ptx, language="ptx", constants=consts)
+    return TextKernel(file, entry, params, make_ptx=load_ptx, language="ptx", constants=consts,
+                      constants_are="tile constants")
 
 
 STREAM_BLOCK = 256       # threads per CTA of the streaming kernels (permute, swiglu, combine)

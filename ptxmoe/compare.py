@@ -314,9 +314,11 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         progress: a text stream for one line per row (default silent).
     Returns:
         A ptxmoe.Result.
+        An implementation that cannot be built or run (KernelSpecError, BuildError with NVRTC's log, KernelError)
+        does not raise: its row has status "error" and the message as its reason; the others still run.
     Raises:
-        InputError / KernelSpecError: bad arguments, inputs or kernel descriptions (the implementation is named).
-        BuildError: CUDA C++ that NVRTC rejects (its log included). KernelError: an implementation failed to run.
+        InputError: bad arguments or inputs; UserCodeError (an InputError): `check`, `min_bytes` or `flops` crashed
+            or returned the wrong type.
         UnknownNameError: an unknown backend; PtxmoeError: backend "gpu" with no GPU visible.
     """
     from harness.backends.base import Backend

@@ -1,12 +1,13 @@
-# Commands for users: `make demo` and `make test`, and `make lint` (ruff + mypy, as CI runs them). All bootstrap
-# .venv from PyPI (pinned by constraints.txt) and are quick when it is already set up.
+# Commands for users: `make demo` and `make test`, `make ptx` (regenerate the templated PTX), and `make lint` (ruff +
+# mypy, as CI runs them). All bootstrap .venv from PyPI (pinned by constraints.txt) and are quick when it is already set
+# up.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP := $(BIN)/python -m pip
 
-.PHONY: demo demo-tiny test install clean-venv lint
+.PHONY: demo demo-tiny test install clean-venv lint ptx
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +30,10 @@ demo-tiny: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# Regenerate every PTX file a template renders (ptx_impl/generated.py lists them; the test of them compares).
+ptx: $(STAMP)
+	$(BIN)/python -m ptx_impl.generated
 
 # ruff: pycodestyle, pyflakes, bugbear, isort over the whole project; mypy: the public API and the harness
 # (both configured in pyproject.toml).

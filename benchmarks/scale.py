@@ -14,7 +14,6 @@ they are not asserted. Exit status 0 when every run finished with no failed row,
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import subprocess
@@ -95,37 +94,35 @@ def summarise(measured: Measured) -> list[str]:
     if measured.run_json is None:
         lines.append("  no run.json was written")
         return lines
-    rows = json.loads(measured.run_json.read_text())["rows"]
+    from harness.results import RunFile
+
+    rows = RunFile.load(measured.run_json.parent).sweep.rows
     by_status: dict[str, int] = {}
     for row in rows:
-        by_status[row["status"]] = by_status.get(row["status"], 0) + 1
+        by_status[row.status] = by_status.get(row.status, 0) + 1
     lines.append(f"  rows: {', '.join(f'{n} {s}' for s, n in sorted(by_status.items()))} ({measured.run_json})")
-    sampled = [r for r in rows if (r.get("sampling") or {}).get("sampled")]
-    if sampled:
-        least = min(r["sampling"]["simulated_fraction"] for r in sampled)
-        lines.append(f"  sampled rows: {len(sampled)} (least simulated fraction {least:.2%})")
-    for row in sorted(rows, key=lambda r: -(r.get("elapsed_s") or 0))[:5]:
-        lines.append(f"  slowest: {row['key']} {row.get('elapsed_s') or 0:.1f} s")
+    fractions = [r.sampling.simulated_fraction for r in rows if r.sampling is not None and r.sampling.sampled]
+    if fractions:
+        lines.append(f"  sampled rows: {len(fractions)} (least simulated fraction {min(fractions):.2%})")
+    for row in sorted(rows, key=lambda r: -(r.elapsed_s or 0))[:5]:
+        lines.append(f"  slowest: {row.key} {row.elapsed_s or 0:.1f} s")
     lines += _memory_lines(rows)
     for row in rows:
-        if row["status"] not in ("ok", "missing"):
-            reason = row.get("reason") or (row.get("correctness") or {}).get("message", "")
-            lines.append(f"  NOT OK: {row['key']}: {row['status']}: {reason[:300]}")
+        if row.status not in ("ok", "missing"):
+            lines.append(f"  NOT OK: {row.key}: {row.status}: {(row.why or '')[:300]}")
     return lines
 
 
-def _memory_lines(rows: list[dict]) -> list[str]:
+def _memory_lines(rows) -> list[str]:
     """The rows that reached the largest peak RSS, and how far the estimate made before each row (the memory check's)
     was from the peak it reached (run.json's row["memory"])."""
-    measured = [r for r in rows if (r.get("memory") or {}).get("peak_rss_bytes")]
+    measured = [(r.key, r.memory) for r in rows if r.memory is not None and r.memory.peak_rss_bytes]
     if not measured:
         return []
     gb = 1e9
-    lines = [f"  largest peak: {r['key']} {r['memory']['peak_rss_bytes'] / gb:.2f} GB (estimated "
-             f"{r['memory'].get('estimated_bytes', 0) / gb:.2f} GB)"
-             for r in sorted(measured, key=lambda r: -r["memory"]["peak_rss_bytes"])[:3]]
-    ratios = [(r["memory"]["estimated_bytes"] / r["memory"]["peak_rss_bytes"], r["key"]) for r in measured
-              if r["memory"].get("estimated_bytes")]
+    lines = [f"  largest peak: {key} {m.peak_rss_bytes / gb:.2f} GB (estimated {(m.estimated_bytes or 0) / gb:.2f} GB)"
+             for key, m in sorted(measured, key=lambda km: -km[1].peak_rss_bytes)[:3]]
+    ratios = [(m.estimated_bytes / m.peak_rss_bytes, key) for key, m in measured if m.estimated_bytes]
     if ratios:
         (low, low_key), (high, high_key) = min(ratios), max(ratios)
         lines.append(f"  estimate / peak RSS per row: {low:.2f} ({low_key}) to {high:.2f} ({high_key})")
@@ -134,9 +131,8 @@ def _memory_lines(rows: list[dict]) -> list[str]:
     # own rise set against the estimate less that base says whether the row's part is right
     from contract.footprint import PROCESS_BASE
 
-    own = [(r["memory"]["peak_rss_bytes"] - r["memory"]["start_rss_bytes"]
-            - (r["memory"]["estimated_bytes"] - PROCESS_BASE), r["key"], r["memory"]["start_rss_bytes"])
-           for r in measured if r["memory"].get("estimated_bytes") and r["memory"].get("start_rss_bytes") is not None]
+    own = [(m.peak_rss_bytes - m.start_rss_bytes - (m.estimated_bytes - PROCESS_BASE), key, m.start_rss_bytes)
+           for key, m in measured if m.estimated_bytes and m.start_rss_bytes is not None]
     if own:
         over = [(excess, key) for excess, key, _ in own if excess > 0]
         starts = [start for _, _, start in own]

@@ -12,7 +12,7 @@ with raw pointers. The harness's backends (harness.backends.sim / .gpu) implemen
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Literal, Protocol, Sequence
 
 import numpy as np
 
@@ -140,6 +140,22 @@ class WorkItems:
 
 
 LaunchArg = DeviceArray | np.generic | TensorMapArg | WorkItems
+
+# What a launch's grid stands for, as its parameters declare it: "rows" (its grid rows are routing blocks: it passes
+# total_padded as a LiveRows), "items" (a persistent kernel's item range: a WorkItems), or "plain" (CTAs with no
+# routing structure). Sampling (harness.sampling) follows this declaration: rows and items of a big launch may be
+# sampled, a plain grid always runs whole.
+GridMeaning = Literal["plain", "rows", "items"]
+
+
+def grid_meaning(params) -> GridMeaning:
+    """The meaning a launch's parameters declare for its grid (GridMeaning): items before rows, as a persistent
+    kernel's items are themselves routing blocks' tiles."""
+    if any(isinstance(p, WorkItems) for p in params):
+        return "items"
+    if any(isinstance(p, LiveRows) for p in params):
+        return "rows"
+    return "plain"
 
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contract import reference as ref
+from contract import shapes
 from contract.checks import (
     CheckResult,
     compare_float_rows,
@@ -26,13 +27,7 @@ from contract.coverage import POISON_BYTE, fraction, tile_holes, written
 from contract.errors import InputError, UnknownNameError
 from contract.generators import BF16, E4M3, E4M3_CODE_STD, gate_inputs, keyed_bf16, keyed_e4m3, keyed_scales
 from contract.presets import Preset, check_skew
-
-
-@dataclass(frozen=True)
-class ArgSpec:
-    name: str
-    shape: tuple[int, ...]
-    dtype: np.dtype
+from contract.shapes import ArgSpec
 
 
 @dataclass(frozen=True)
@@ -47,6 +42,13 @@ class KernelSpec:
     min_bytes: Callable[..., int]  # (inputs, preset) -> bytes
     flops: Callable[..., int]  # (inputs, preset) -> useful FLOPs
     variants: tuple[str, ...] = ()
+    input_specs: Callable[..., list] = shapes.gate_inputs  # (preset, **params) -> [ArgSpec] (contract.shapes)
+
+    def checked_inputs(self, preset, skew, seed, lazy: bool = False, **params) -> dict:
+        """make_inputs, checked against input_specs (InputError naming the input and what was expected)."""
+        inputs = self.make_inputs(preset, skew, seed, lazy=lazy, **params)
+        shapes.check_args(self.name, self.input_specs(preset, **params), inputs)
+        return inputs
 
 
 def poisoned(specs: list[ArgSpec]) -> dict[str, np.ndarray]:
@@ -548,44 +550,49 @@ KERNELS: dict[str, KernelSpec] = {
         "gate", "sigmoid scores, group-limited top-k", ("logits", "bias"), _gate_inputs, _gate_outputs,
         lambda i, p, **_: ref.gate(i["logits"], i["bias"], p), _gate_check,
         lambda i, p: _nbytes(i["logits"], i["bias"]) + p.slots * 8,
-        lambda i, p: 4 * i["logits"].size),  # sigmoid (exp, add, divide) + bias add per score
+        lambda i, p: 4 * i["logits"].size,  # sigmoid (exp, add, divide) + bias add per score
+        input_specs=shapes.gate_inputs),
     "align": KernelSpec(
         "align", "routing map (moe_align_block_size, deterministic)", ("topk_ids",), _align_inputs, _align_outputs,
         lambda i, p, **_: ref.align(i["topk_ids"], p), _align_check,
         lambda i, p: i["topk_ids"].nbytes + 4 * (p.E + p.E + 1 + 1 + p.P_max + p.n_blocks + p.slots),
-        lambda i, p: 0),
+        lambda i, p: 0, input_specs=shapes.align_inputs),
     "permute": KernelSpec(
         "permute", "dispatch gather", ("x", "sorted_ids", "total_padded"), _permute_inputs, _permute_outputs,
         lambda i, p, **_: {"xp": ref.permute(i["x"], i["sorted_ids"], i["total_padded"], p)}, _permute_check,
         lambda i, p: i["x"].nbytes + 4 + int(i["total_padded"][0]) * (4 + i["x"].shape[1] * 2),
-        lambda i, p: 0),
+        lambda i, p: 0, input_specs=shapes.permute_inputs),
     "act_quant": KernelSpec(
         "act_quant", "FP8 e4m3 per-token-group quantization (1x128)", ("a",), _act_quant_inputs, _act_quant_outputs,
         lambda i, p, pow2_scale=False, **_: ref.act_quant(i["a"], pow2_scale), _act_quant_check,
         lambda i, p: i["a"].nbytes + i["a"].size + i["a"].size // ref.QUANT_GROUP * 4,
-        lambda i, p: 2 * i["a"].size),  # |a| max and the division per element
+        lambda i, p: 2 * i["a"].size,  # |a| max and the division per element
+        input_specs=shapes.act_quant_inputs),
     "grouped_gemm": KernelSpec(
         "grouped_gemm", "expert GEMM over aligned blocks", ("a", "w", "block_expert", "total_padded"), _gemm_inputs,
-        _gemm_outputs, _gemm_reference, _gemm_check, _gemm_bytes, _gemm_flops, variants=("up", "down")),
+        _gemm_outputs, _gemm_reference, _gemm_check, _gemm_bytes, _gemm_flops, variants=("up", "down"),
+        input_specs=shapes.gemm_inputs),
     "grouped_gemm_fp8": KernelSpec(
         "grouped_gemm_fp8", "FP8 e4m3 expert GEMM, 1x128 / 128x128 scales",
         ("a", "a_scale", "w", "w_scale", "block_expert", "total_padded"), _fp8_inputs, _gemm_outputs,
-        _fp8_reference, _fp8_check, _fp8_bytes, _gemm_flops, variants=("up", "down")),
+        _fp8_reference, _fp8_check, _fp8_bytes, _gemm_flops, variants=("up", "down"),
+        input_specs=shapes.fp8_gemm_inputs),
     "swiglu": KernelSpec(
         "swiglu", "gated activation", ("h", "total_padded"), _swiglu_inputs, _swiglu_outputs,
         lambda i, p, **_: {"a": ref.swiglu(i["h"], i["total_padded"])}, _swiglu_check,
         lambda i, p: 4 + int(i["total_padded"][0]) * i["h"].shape[1] * 3,  # read 2I bf16, write I bf16 per row
-        lambda i, p: 5 * p.slots * i["h"].shape[1] // 2),  # exp, add, divide, two multiplies per routed element
+        lambda i, p: 5 * p.slots * i["h"].shape[1] // 2,  # exp, add, divide, two multiplies per routed element
+        input_specs=shapes.swiglu_inputs),
     "combine": KernelSpec(
         "combine", "weighted un-permute", ("y", "topk_w", "inverse"), _combine_inputs, _combine_outputs,
         lambda i, p, **_: {"out": ref.combine(i["y"], i["topk_w"], i["inverse"])}, _combine_check,
         lambda i, p: p.slots * i["y"].shape[1] * 2 + _nbytes(i["topk_w"], i["inverse"]) + p.T * i["y"].shape[1] * 2,
-        lambda i, p: 2 * p.slots * i["y"].shape[1]),
+        lambda i, p: 2 * p.slots * i["y"].shape[1], input_specs=shapes.combine_inputs),
     "layer": KernelSpec(
         "layer", "the whole MoE layer, end to end (bf16 weights, or fp8 as DeepSeek-V3 runs it)",
         ("logits", "bias", "x", "W1", "W2", "W1_scale", "W2_scale"),  # the scales: fp8 only
         _layer_inputs, _layer_outputs, _layer_reference, _layer_check, _layer_bytes, _layer_flops,
-        variants=LAYER_VARIANTS),
+        variants=LAYER_VARIANTS, input_specs=shapes.layer_inputs),
 }
 
 KERNEL_NAMES = tuple(KERNELS)

@@ -1,6 +1,7 @@
 """Launching a PTX entry from an implementation: its parameter list as data, values type-checked before launch.
 
-Both PTX-text paths use this: ptx_impl (hand-written .ptx files) and cpp_impl (CUDA C++ compiled to PTX by NVRTC).
+Both PTX-text paths use this: ptx_impl (hand-written .ptx files) and cpp_impl (CUDA C++ compiled to PTX by NVRTC),
+each kernel described by one `TextKernel` (they differ only in how the PTX is made).
 An `EntrySignature` names the entry and its parameters in PTX order; `launch` checks every value against its
 declared PTX type and the launch shape against what CUDA accepts, then calls `backend.launch_ptx`.
 The shape helpers (`require`, `check_array`, `reject_params`) raise contract.errors.InputError naming the kernel,
@@ -8,7 +9,8 @@ the offending value and what was expected.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
@@ -121,3 +123,55 @@ class EntrySignature:
                 f"0..{MAX_SHARED_BYTES} (sm_90)")
         return backend.launch_ptx(ptx, self.entry, grid3, block3, self.pack(values),
                                   shared_bytes=int(shared_bytes), tag=tag or self.entry)
+
+
+Constants = tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class TextKernel:
+    """The one descriptor of a kernel whose PTX is made from a text file: an entry of `file`, its parameter list
+    ((name, type) in order: ".ptr" a DeviceArray passed as its address, ".u32", ".s32", ".u64", ".f32"), its
+    compile-time constants with their defaults, and how the PTX is made (`make_ptx(file, constants)`: NVRTC for CUDA
+    C++ (cpp_impl.descriptor.cuda_entry), the unrolled file for hand PTX (ptx_impl.descriptor.ptx_entry)). `language`
+    names it in messages ("cpp", "ptx"). CUDA C++ and PTX differ only in `make_ptx`.
+
+    Not ptxmoe.CppKernel / ptxmoe.PtxKernel: those describe a user's kernel for ptxmoe.compare.
+    """
+
+    file: str
+    entry: str
+    params: tuple[tuple[str, str], ...]
+    make_ptx: Callable[[str, Constants], str] = field(compare=False, repr=False)
+    language: str = "ptx"
+    constants: Constants = ()
+    constants_are: str = "compile-time constants"  # what messages call them ("tile constants" in hand PTX)
+
+    @property
+    def signature(self) -> EntrySignature:
+        return EntrySignature(self.entry, self.params)
+
+    @property
+    def ptx(self) -> str:
+        """The PTX with the default constants (what static analysis reads)."""
+        return self.source()
+
+    def source(self, **constants: int) -> str:
+        """The PTX for these constants (missing ones take their defaults; an unknown one is an InputError)."""
+        merged = dict(self.constants)
+        unknown = sorted(set(constants) - set(merged))
+        require(f"{self.language} {self.entry}", not unknown, self.constants_are, unknown,
+                f"a subset of {sorted(merged)}")
+        merged.update({k: int(v) for k, v in constants.items()})
+        return self.make_ptx(self.file, tuple(sorted(merged.items())))
+
+    def pack(self, values: Mapping) -> list:
+        """Values by parameter name -> the positional list launch_ptx takes, each checked against its PTX type."""
+        return self.signature.pack(values)
+
+    def launch(self, backend, grid, block, values: Mapping, shared_bytes: int = 0, tag: str = "",
+               constants: Mapping[str, int] | None = None):
+        """Type-check `values` against the parameter list and launch on `backend` the PTX made for `constants`
+        (cached by the maker); returns its LaunchRecord."""
+        return self.signature.launch(backend, self.source(**(constants or {})), grid, block, values,
+                                     shared_bytes=shared_bytes, tag=tag)

@@ -4,9 +4,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from cpp_impl.descriptor import CppKernel, ceil_div, check_array, reject_params, require
+from cpp_impl.descriptor import ceil_div, check_array, cuda_entry, reject_params, require
 
-KERNEL = CppKernel(
+KERNEL = cuda_entry(
     file="act_quant.cu",
     entry="cpp_act_quant",
     params=(("a", ".ptr"), ("q", ".ptr"), ("scale", ".ptr"), ("n_groups", ".u32"), ("pow2", ".u32"),

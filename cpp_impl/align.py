@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from cpp_impl.descriptor import CppKernel, check_array, reject_params, require
+from cpp_impl.descriptor import check_array, cuda_entry, reject_params, require
 
-KERNEL = CppKernel(
+KERNEL = cuda_entry(
     file="align.cu",
     entry="cpp_align",
     params=(("topk_ids", ".ptr"), ("counts", ".ptr"), ("offsets", ".ptr"), ("total_padded", ".ptr"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from cpp_impl.descriptor import CppKernel, check_array, reject_params, require, stream_grid
+from cpp_impl.descriptor import check_array, cuda_entry, reject_params, require, stream_grid
 
-KERNEL = CppKernel(
+KERNEL = cuda_entry(
     file="combine.cu",
     entry="cpp_combine",
     params=(("y", ".ptr"), ("topk_w", ".ptr"), ("inverse", ".ptr"), ("out", ".ptr"),
@@ -38,4 +38,4 @@ def run(backend, args, preset, **params):
     grid, block, smem = launch_config(T, H)
     values = {"y": args["y"], "topk_w": args["topk_w"], "inverse": args["inverse"], "out": args["out"],
               "n_chunks": T * H // VECTOR, "chunks_per_row": H // VECTOR}
-    return [KERNEL.launch(backend, grid, block, values, smem, defines={"K": K})]
+    return [KERNEL.launch(backend, grid, block, values, smem, constants={"K": K})]

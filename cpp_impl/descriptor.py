@@ -1,16 +1,15 @@
 """One small descriptor per CUDA C++ kernel: which .cu file, which extern "C" entry, what it takes.
 
-A kernel module (gate.py, permute.py, ...) states its kernel as a `CppKernel` and keeps only the shape logic, as
-ptx_impl's modules do; `CppKernel.launch` compiles the file with NVRTC for the given compile-time constants
-(`-D NAME=VALUE`, cached) and launches the entry through contract.launch.EntrySignature, which type-checks every
-value against the declared parameter list.
+A kernel module (gate.py, permute.py, ...) states its kernel with `cuda_entry` (a contract.launch.TextKernel, the
+descriptor ptx_impl's modules use too) and keeps only the shape logic; `launch` compiles the file with NVRTC for the
+given compile-time constants (`-D NAME=VALUE`, cached) and launches the entry through
+contract.launch.EntrySignature, which type-checks every value against the declared parameter list.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-from contract.launch import EntrySignature, ceil_div
+from contract.launch import TextKernel, ceil_div
 from contract.launch import check_array as _check_array
 from contract.launch import reject_params as _reject_params
 from contract.launch import require as _require
@@ -32,40 +31,12 @@ def reject_params(kernel: str, params: Mapping) -> None:
     _reject_params(f"cpp {kernel}", params)
 
 
-@dataclass(frozen=True)
-class CppKernel:
-    """An extern "C" __global__ entry of cpp_impl/kernels/<file> and its parameter list.
-
-    params: (name, type) in order; type is one of ".ptr" (a DeviceArray), ".u32", ".s32", ".u64", ".f32".
-    defines: default compile-time constants (-D NAME=VALUE), overridable per launch.
-    """
-
-    file: str
-    entry: str
-    params: tuple[tuple[str, str], ...]
-    defines: tuple[tuple[str, int], ...] = ()
-
-    @property
-    def signature(self) -> EntrySignature:
-        return EntrySignature(self.entry, self.params)
-
-    @property
-    def ptx(self) -> str:
-        return self.source()
-
-    def source(self, **defines: int) -> str:
-        """The PTX NVRTC makes of the file with these constants (missing ones take their defaults)."""
-        merged = dict(self.defines)
-        unknown = sorted(set(defines) - set(merged))
-        require(self.entry, not unknown, "compile-time constants", unknown, f"a subset of {sorted(merged)}")
-        merged.update({k: int(v) for k, v in defines.items()})
-        return compile_file(self.file, tuple(sorted(merged.items())))
-
-    def launch(self, backend, grid, block, values: Mapping, shared_bytes: int = 0, tag: str = "",
-               defines: Mapping[str, int] | None = None):
-        """Compile (cached) and launch on `backend`; returns its LaunchRecord."""
-        return self.signature.launch(backend, self.source(**(defines or {})), grid, block, values,
-                                     shared_bytes=shared_bytes, tag=tag)
+def cuda_entry(file: str, entry: str, params: tuple[tuple[str, str], ...],
+               defines: tuple[tuple[str, int], ...] = ()) -> TextKernel:
+    """The descriptor (contract.launch.TextKernel) of an extern "C" __global__ entry of cpp_impl/kernels/<file>:
+    its PTX is NVRTC's (compile_file, cached) for the compile-time constants (-D NAME=VALUE; `defines` their
+    defaults, overridable per launch with `constants=`)."""
+    return TextKernel(file, entry, params, make_ptx=compile_file, language="cpp", constants=defines)
 
 
 STREAM_BLOCK = 256       # threads per CTA of the streaming kernels (permute, swiglu, combine): __launch_bounds__(256)

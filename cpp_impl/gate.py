@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from cpp_impl.descriptor import CppKernel, ceil_div, check_array, reject_params, require
+from cpp_impl.descriptor import ceil_div, check_array, cuda_entry, reject_params, require
 
-KERNEL = CppKernel(
+KERNEL = cuda_entry(
     file="gate.cu",
     entry="cpp_gate",
     params=(("logits", ".ptr"), ("bias", ".ptr"), ("topk_ids", ".ptr"), ("topk_w", ".ptr"),
@@ -47,4 +47,4 @@ def run(backend, args, preset, **params):
     values = {"logits": args["logits"], "bias": args["bias"], "topk_ids": args["topk_ids"], "topk_w": args["topk_w"],
               "t": T, "e": E, "k": K, "g": preset.G, "tg": preset.TG, "gs": E // preset.G,
               "route_scale": float(preset.route_scale)}
-    return [KERNEL.launch(backend, grid, block, values, smem, defines={"NJ": ceil_div(E, 32)})]
+    return [KERNEL.launch(backend, grid, block, values, smem, constants={"NJ": ceil_div(E, 32)})]

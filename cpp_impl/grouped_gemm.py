@@ -17,7 +17,7 @@ import numpy as np
 
 from contract.device import LiveRows
 from contract.errors import InputError
-from cpp_impl.descriptor import CppKernel, check_array, require
+from cpp_impl.descriptor import check_array, cuda_entry, require
 
 KERNEL = "grouped_gemm"
 ENTRY = "grouped_gemm_bf16"
@@ -26,7 +26,7 @@ BK = 32  # K depth of one staged slab
 SKEW = 8  # bf16 of padding per shared slab row (the .cu's LDS = BK + SKEW)
 MAX_GRID_Y = 65535  # CUDA's limit on gridDim.y (row tiles run along y)
 STATIC_SHARED_LIMIT = 48 * 1024  # static __shared__ per block
-DESCRIPTOR = CppKernel(
+DESCRIPTOR = cuda_entry(
     file="grouped_gemm.cu",
     entry=ENTRY,
     params=(("a", ".ptr"), ("w", ".ptr"), ("block_expert", ".ptr"), ("total_padded", ".ptr"), ("c", ".ptr"),
@@ -194,5 +194,5 @@ def run(backend, args: dict, preset, **params) -> list:
     values["total_padded"] = LiveRows.of(args["total_padded"], s.P_max // cfg.grid[1],
                                            args["block_expert"])
     record = DESCRIPTOR.launch(backend, cfg.grid, cfg.block, values, shared_bytes=cfg.shared_bytes,
-                               tag=f"{KERNEL}[{s.N}x{s.Kd}]", defines=cfg.tile.defines)
+                               tag=f"{KERNEL}[{s.N}x{s.Kd}]", constants=cfg.tile.defines)
     return [record]

@@ -19,14 +19,14 @@ import numpy as np
 
 from contract.device import LiveRows
 from contract.errors import InputError
-from cpp_impl.descriptor import CppKernel, check_array, require
+from cpp_impl.descriptor import check_array, cuda_entry, require
 
 KERNEL = "grouped_gemm_fp8"
 NTHREADS = 128
 BK = 32  # K depth of one staged slab (divides the 128-deep scale group)
 GROUP = 128  # K per scale; N per weight block
 MAX_GRID_Y = 65535
-DESCRIPTOR = CppKernel(
+DESCRIPTOR = cuda_entry(
     file="grouped_gemm_fp8.cu",
     entry=KERNEL,
     params=(("a", ".ptr"), ("a_scale", ".ptr"), ("w", ".ptr"), ("w_scale", ".ptr"), ("block_expert", ".ptr"),
@@ -113,7 +113,7 @@ def run(backend, args: dict, preset, **params) -> list:
     values["total_padded"] = LiveRows.of(args["total_padded"], tile.tm, args["block_expert"])
     grid = (N // tile.tn, P_max // tile.tm, 1)
     return [DESCRIPTOR.launch(backend, grid, (NTHREADS, 1, 1), values, tag=f"{KERNEL}[{N}x{Kd}]",
-                              defines=tile.defines)]
+                              constants=tile.defines)]
 
 
 def ptx_modules() -> dict[str, str]:

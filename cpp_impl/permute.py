@@ -4,9 +4,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from cpp_impl.descriptor import CppKernel, check_array, reject_params, require, stream_grid
+from cpp_impl.descriptor import check_array, cuda_entry, reject_params, require, stream_grid
 
-KERNEL = CppKernel(
+KERNEL = cuda_entry(
     file="permute.cu",
     entry="cpp_permute",
     params=(("x", ".ptr"), ("sorted_ids", ".ptr"), ("total_padded", ".ptr"), ("xp", ".ptr"),
@@ -38,7 +38,7 @@ def run(backend, args, preset, **params):
     return [KERNEL.launch(backend, grid, block, values, smem)]
 
 
-WORDS_KERNEL = CppKernel(
+WORDS_KERNEL = cuda_entry(
     file="permute.cu",
     entry="cpp_permute_words",
     params=(("x", ".ptr"), ("sorted_ids", ".ptr"), ("total_padded", ".ptr"), ("xp", ".ptr"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from cpp_impl.descriptor import CppKernel, check_array, reject_params, require, stream_grid
+from cpp_impl.descriptor import check_array, cuda_entry, reject_params, require, stream_grid
 
-KERNEL = CppKernel(
+KERNEL = cuda_entry(
     file="swiglu.cu",
     entry="cpp_swiglu",
     params=(("h", ".ptr"), ("total_padded", ".ptr"), ("a", ".ptr"), ("chunks_per_row", ".u32")),

@@ -23,8 +23,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 
-LAYER_KERNELS = ("gate", "align", "permute", "act_quant", "grouped_gemm", "swiglu", "combine")
-KERNEL_NAMES = (*LAYER_KERNELS, "grouped_gemm_fp8")  # LAYER_KERNELS: the bf16 layer; its fp8 variant adds the FP8 GEMM
+from cuda_impl.names import KERNEL_NAMES, LAYER_KERNELS
+
+__all__ = ["KERNELS", "KERNEL_NAMES", "KERNEL_SOURCES", "IMPLEMENTATION", "LAYER_KERNELS", "SOURCE_MODULES"]
 
 
 class _Sources(Mapping):
@@ -57,8 +58,9 @@ def __getattr__(name):
         globals()["IMPLEMENTATION"] = impl
         return impl
     if name == "SOURCE_MODULES":
-        mods = {k: (importlib.import_module(f"cuda_impl.{k}"),) for k in KERNEL_NAMES}
-        mods["layer"] = tuple(mods[k][0] for k in LAYER_KERNELS)
+        from cuda_impl.static import source_modules
+
+        mods = source_modules()
         globals()["SOURCE_MODULES"] = mods
         return mods
     raise AttributeError(f"module 'cuda_impl' has no attribute {name!r}")

@@ -120,9 +120,9 @@ def sources(preset):
 
 def run(backend, args, preset, pow2_scale: bool = False, **params):
     if "a" not in args:
-        require(False, "act_quant", f"argument 'a' missing; got {sorted(args)}")
+        require("act_quant", False, f"argument 'a' missing; got {sorted(args)}")
     M, N = args["a"].shape
-    require(N % GROUP == 0, "act_quant", f"a has N={N} columns, not a multiple of {GROUP}")
+    require("act_quant", N % GROUP == 0, f"a has N={N} columns, not a multiple of {GROUP}")
     a = view(args["a"], np.uint64, "act_quant", "a")
     q = view(check_shape("act_quant", args, "q", (M, N)), np.uint32, "act_quant", "q")
     scale = check_shape("act_quant", args, "scale", (M, N // GROUP))

@@ -154,8 +154,8 @@ def sources(preset):
 
 def run(backend, args, preset, **params):
     T, K, E, P = preset.T, preset.K, preset.E, preset.P_max
-    require(E <= 1024, "align", f"E={E}; expected at most 1024 experts")
-    require(P % preset.BM == 0, "align", f"P_max={P} is not a multiple of BM={preset.BM}")
+    require("align", E <= 1024, f"E={E}; expected at most 1024 experts")
+    require("align", P % preset.BM == 0, f"P_max={P} is not a multiple of BM={preset.BM}")
     ids = check_shape("align", args, "topk_ids", (T, K))
     inverse = check_shape("align", args, "inverse", (T, K))
     outs = [check_shape("align", args, name, shape) for name, shape in (

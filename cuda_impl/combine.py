@@ -61,7 +61,7 @@ def sources(preset):
 
 def run(backend, args, preset, **params):
     T, H, K, P = preset.T, preset.H, preset.K, preset.P_max
-    require(H % 4 == 0, "combine", f"H={H} is not a multiple of 4 (rows move as 8-byte words)")
+    require("combine", H % 4 == 0, f"H={H} is not a multiple of 4 (rows move as 8-byte words)")
     y = view(check_shape("combine", args, "y", (P, H)), np.uint64, "combine", "y")
     w = check_shape("combine", args, "topk_w", (T, K))
     inv = check_shape("combine", args, "inverse", (T, K))

@@ -74,18 +74,18 @@ def comm_combine(recv, w, slot, out):
 
 
 def _check_ctas(ctas) -> int:
-    require(isinstance(ctas, int) and not isinstance(ctas, bool) and 1 <= ctas <= MAX_CTAS, "comm",
+    require("comm", isinstance(ctas, int) and not isinstance(ctas, bool) and 1 <= ctas <= MAX_CTAS,
             f"ctas = {ctas!r}; expected an integer in 1..{MAX_CTAS} (the SMs given to communication)")
     return int(ctas)
 
 
 def _arg(kernel: str, args: dict, name: str):
-    require(name in args, kernel, f"argument {name!r} missing; got {sorted(args)}")
+    require(kernel, name in args, f"argument {name!r} missing; got {sorted(args)}")
     return args[name]
 
 
 def _check_h(kernel: str, arr, name: str) -> int:
-    require(len(arr.shape) == 2 and arr.shape[1] > 0 and arr.shape[1] % 8 == 0, kernel,
+    require(kernel, len(arr.shape) == 2 and arr.shape[1] > 0 and arr.shape[1] % 8 == 0,
             f"{name} has shape {tuple(arr.shape)}; expected [rows, H] with H a positive multiple of 8")
     return int(arr.shape[1])
 
@@ -130,7 +130,7 @@ def combine(backend, args: dict, ctas: int, shared_bytes: int = 0, tag: str = ""
     kernel = "comm combine"
     H = _check_h(kernel, _arg(kernel, args, "recv"), "recv")
     w = _arg(kernel, args, "w")
-    require(len(w.shape) == 2, kernel, f"w has shape {tuple(w.shape)}; expected [T, K]")
+    require(kernel, len(w.shape) == 2, f"w has shape {tuple(w.shape)}; expected [T, K]")
     T, K = w.shape
     check_shape(kernel, args, "slot", (T, K))
     check_shape(kernel, args, "out", (T, H))
@@ -143,6 +143,6 @@ def combine(backend, args: dict, ctas: int, shared_bytes: int = 0, tag: str = ""
 
 def run(backend, args: dict, preset=None, op: str = "dispatch", ctas: int = 20, shared_bytes: int = 0):
     """The implementation-module entry: `op` is "dispatch" or "combine"; returns [LaunchRecord]."""
-    require(op in OPS, "comm", f"op = {op!r}; expected one of {', '.join(OPS)}")
+    require("comm", op in OPS, f"op = {op!r}; expected one of {', '.join(OPS)}")
     launcher = dispatch if op == "dispatch" else combine
     return [launcher(backend, args, ctas, shared_bytes=shared_bytes)]

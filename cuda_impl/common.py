@@ -46,8 +46,9 @@ def view(array: DeviceArray, dtype, kernel: str, name: str) -> DeviceArray:
     return dataclasses.replace(array, shape=(*array.shape[:-1], last // dtype.itemsize), dtype=dtype)
 
 
-def require(ok: bool, kernel: str, message: str) -> None:
-    """Raise InputError('<kernel>: <message>') unless ok (the message names the bad value and what was expected)."""
+def require(kernel: str, ok: bool, message: str) -> None:
+    """Raise InputError('<kernel>: <message>') unless ok (the message names the bad value and what was expected);
+    the kernel first, as contract.launch.require."""
     if not ok:
         raise InputError(f"{kernel}: {message}")
 

@@ -130,14 +130,14 @@ def launch_config(preset) -> Launch:
 
 def validate(preset) -> None:
     E, G, K, TG = preset.E, preset.G, preset.K, preset.TG
-    require(E % G == 0, "gate", f"E={E} is not a multiple of G={G}")
+    require("gate", E % G == 0, f"E={E} is not a multiple of G={G}")
     epg = E // G
-    require(2 <= epg <= 32 and epg & (epg - 1) == 0, "gate", f"E/G={epg}; expected a power of two in [2, 32] "
+    require("gate", 2 <= epg <= 32 and epg & (epg - 1) == 0, f"E/G={epg}; expected a power of two in [2, 32] "
             f"(a group must fit a warp segment)")
-    require(E <= 32 or E % 32 == 0, "gate", f"E={E}; expected E <= 32 or a multiple of 32")
-    require(E <= 32 * 32, "gate", f"E={E}; expected at most 1024 experts (one bit per expert slot of a lane)")
-    require(1 <= K <= 32 and K <= TG * epg, "gate", f"K={K}; expected 1 <= K <= min(32, TG*E/G={TG * epg})")
-    require(1 <= TG <= G, "gate", f"TG={TG}; expected 1 <= TG <= G={G}")
+    require("gate", E <= 32 or E % 32 == 0, f"E={E}; expected E <= 32 or a multiple of 32")
+    require("gate", E <= 32 * 32, f"E={E}; expected at most 1024 experts (one bit per expert slot of a lane)")
+    require("gate", 1 <= K <= 32 and K <= TG * epg, f"K={K}; expected 1 <= K <= min(32, TG*E/G={TG * epg})")
+    require("gate", 1 <= TG <= G, f"TG={TG}; expected 1 <= TG <= G={G}")
 
 
 def sources(preset):

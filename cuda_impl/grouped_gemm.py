@@ -179,7 +179,7 @@ def tile_for(preset, tile: Tile | None = None) -> Tile:
     if tile is not None:
         return tile
     if preset.BM not in TILES:
-        require(False, "grouped_gemm", f"no tile shape for BM={preset.BM}; known BMs: {sorted(TILES)}")
+        require("grouped_gemm", False, f"no tile shape for BM={preset.BM}; known BMs: {sorted(TILES)}")
     return TILES[preset.BM]
 
 
@@ -199,14 +199,14 @@ def sources(preset, tile: Tile | None = None):
 def validate(preset, Kd: int, N: int, tile: Tile | None = None) -> None:
     t = tile_for(preset, tile)
     BM = preset.BM
-    require(BM % t.TM == 0 and t.BN % t.TN == 0 and t.TM % 4 == 0 and t.TN % 4 == 0 and t.BK % 4 == 0, "grouped_gemm",
+    require("grouped_gemm", BM % t.TM == 0 and t.BN % t.TN == 0 and t.TM % 4 == 0 and t.TN % 4 == 0 and t.BK % 4 == 0,
             f"tile {t} does not divide BM={BM} x BN={t.BN} into TM x TN micro-tiles with TM, TN, BK multiples of 4")
     threads = (BM // t.TM) * (t.BN // t.TN)
-    require(threads <= 1024, "grouped_gemm", f"tile {t} with BM={BM} needs {threads} threads; expected <= 1024")
-    require(Kd % t.BK == 0, "grouped_gemm", f"Kd={Kd} is not a multiple of the K chunk BK={t.BK}")
-    require(N % t.BN == 0, "grouped_gemm", f"N={N} is not a multiple of the column tile BN={t.BN}")
+    require("grouped_gemm", threads <= 1024, f"tile {t} with BM={BM} needs {threads} threads; expected <= 1024")
+    require("grouped_gemm", Kd % t.BK == 0, f"Kd={Kd} is not a multiple of the K chunk BK={t.BK}")
+    require("grouped_gemm", N % t.BN == 0, f"N={N} is not a multiple of the column tile BN={t.BN}")
     q = t.BK // 4
-    require((BM * q) % threads == 0 and (t.BN * q) % threads == 0, "grouped_gemm",
+    require("grouped_gemm", (BM * q) % threads == 0 and (t.BN * q) % threads == 0,
             f"tile {t} with BM={BM}: {BM * q} + {t.BN * q} tile words do not split evenly over {threads} threads")
 
 
@@ -215,10 +215,10 @@ def run(backend, args, preset, **params):
     P = preset.P_max
     for name in ("a", "w"):
         if name not in args:
-            require(False, "grouped_gemm", f"argument {name!r} missing; got {sorted(args)}")
+            require("grouped_gemm", False, f"argument {name!r} missing; got {sorted(args)}")
     Kd = args["a"].shape[1]
     E, N, Kw = args["w"].shape
-    require(Kw == Kd and E == preset.E, "grouped_gemm",
+    require("grouped_gemm", Kw == Kd and E == preset.E,
             f"w has shape {args['w'].shape}; expected ({preset.E}, N, {Kd})")
     tile = params.get("tile")
     validate(preset, Kd, N, tile)

@@ -123,7 +123,7 @@ def tile_for(preset, tile: Tile | None = None) -> Tile:
     """The tile for `preset` (TILES[BM]) unless an explicit `tile` is given."""
     if tile is not None:
         return tile
-    require(preset.BM in TILES, KERNEL, f"no tile shape for BM={preset.BM}; known BMs: {sorted(TILES)}")
+    require(KERNEL, preset.BM in TILES, f"no tile shape for BM={preset.BM}; known BMs: {sorted(TILES)}")
     return TILES[preset.BM]
 
 
@@ -144,15 +144,15 @@ def validate(preset, Kd: int, N: int, tile: Tile | None = None) -> None:
     """Check the sizes against the kernel's assumptions (InputError naming the value and what was expected)."""
     t = tile_for(preset, tile)
     BM = preset.BM
-    require(BM % t.TM == 0 and t.BN % t.TN == 0, KERNEL, f"tile {t} does not divide BM={BM} x BN={t.BN}")
-    require(SCALE_GROUP % t.BN == 0 and SCALE_GROUP % t.BK == 0 and t.BK % 4 == 0, KERNEL,
+    require(KERNEL, BM % t.TM == 0 and t.BN % t.TN == 0, f"tile {t} does not divide BM={BM} x BN={t.BN}")
+    require(KERNEL, SCALE_GROUP % t.BN == 0 and SCALE_GROUP % t.BK == 0 and t.BK % 4 == 0,
             f"tile {t}: BN and BK must divide {SCALE_GROUP} (one scale per chunk and column tile), BK a multiple of 4")
     threads = (BM // t.TM) * (t.BN // t.TN)
-    require(threads <= 1024, KERNEL, f"tile {t} with BM={BM} needs {threads} threads; expected <= 1024")
-    require(Kd % SCALE_GROUP == 0 and N % SCALE_GROUP == 0, KERNEL,
+    require(KERNEL, threads <= 1024, f"tile {t} with BM={BM} needs {threads} threads; expected <= 1024")
+    require(KERNEL, Kd % SCALE_GROUP == 0 and N % SCALE_GROUP == 0,
             f"Kd={Kd}, N={N}; expected multiples of {SCALE_GROUP} (the scale groups)")
     q = t.BK // 4
-    require((BM * q) % threads == 0 and (t.BN * q) % threads == 0, KERNEL,
+    require(KERNEL, (BM * q) % threads == 0 and (t.BN * q) % threads == 0,
             f"tile {t} with BM={BM}: {BM * q} + {t.BN * q} tile words do not split evenly over {threads} threads")
 
 
@@ -160,14 +160,14 @@ def run(backend, args, preset, **params):
     """c = FP8 grouped GEMM of (a, a_scale) with (w, w_scale) per block_expert. params: tag, tile (a Tile)."""
     P = preset.P_max
     for name in ("a", "w"):
-        require(name in args, KERNEL, f"argument {name!r} missing; got {sorted(args)}")
+        require(KERNEL, name in args, f"argument {name!r} missing; got {sorted(args)}")
     Kd = args["a"].shape[1]
     E, N, Kw = args["w"].shape
-    require(Kw == Kd and E == preset.E, KERNEL, f"w has shape {args['w'].shape}; expected ({preset.E}, N, {Kd})")
+    require(KERNEL, Kw == Kd and E == preset.E, f"w has shape {args['w'].shape}; expected ({preset.E}, N, {Kd})")
     tile = params.get("tile")
     validate(preset, Kd, N, tile)
     for name in ("a", "w"):
-        require(np.dtype(args[name].dtype).itemsize == 1, KERNEL,
+        require(KERNEL, np.dtype(args[name].dtype).itemsize == 1,
                 f"{name} has dtype {np.dtype(args[name].dtype)}; expected float8_e4m3fn")
     a = view(check_shape(KERNEL, args, "a", (P, Kd)), np.uint32, KERNEL, "a")
     a_scale = check_shape(KERNEL, args, "a_scale", (P, Kd // SCALE_GROUP))

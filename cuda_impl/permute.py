@@ -64,13 +64,13 @@ def _gather(backend, args, preset, kernel: str, word, signature, tag: str):
     T, K, P = preset.T, preset.K, preset.P_max
     if "x" not in args:
         raise InputError(f"{kernel}: argument 'x' missing; got {sorted(args)}")
-    require(len(args["x"].shape) == 2, kernel, f"x has shape {tuple(args['x'].shape)}; expected a [T, columns] array")
+    require(kernel, len(args["x"].shape) == 2, f"x has shape {tuple(args['x'].shape)}; expected a [T, columns] array")
     cols = args["x"].shape[1]
     x = view(check_shape(kernel, args, "x", (T, cols)), word, kernel, "x")
     sorted_ids = check_shape(kernel, args, "sorted_ids", (P,))
     total = check_shape(kernel, args, "total_padded", (1,))
     xp = view(check_shape(kernel, args, "xp", (P, cols)), word, kernel, "xp")
-    require(np.dtype(args["xp"].dtype) == np.dtype(args["x"].dtype), kernel,
+    require(kernel, np.dtype(args["xp"].dtype) == np.dtype(args["x"].dtype),
             f"xp has dtype {np.dtype(args['xp'].dtype)}; expected x's {np.dtype(args['x'].dtype)}")
     cfg = launch_config(preset, x.shape[1])
     fn = make_kernel(cfg.block[0], K, uint64 if word == np.uint64 else uint32)
@@ -87,6 +87,6 @@ def run(backend, args, preset, **params):
 def run_scales(backend, args, preset, **params):
     """The fp8 layer's gather of the 1x128 scales (f32 [T, H/128]) into args["xp"], as 4-byte words."""
     if "x" in args:
-        require(np.dtype(args["x"].dtype) == np.float32, "permute_scales",
+        require("permute_scales", np.dtype(args["x"].dtype) == np.float32,
                 f"x has dtype {np.dtype(args['x'].dtype)}; expected float32 (the 1x128 scales)")
     return _gather(backend, args, preset, "permute_scales", np.uint32, SIGNATURE_WORDS, "permute_scales")

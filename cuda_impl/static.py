@@ -10,10 +10,22 @@ from contract.errors import UnknownNameError
 DEFAULT_PRESET = "dsv3-prefill"
 
 
+def source_modules() -> dict:
+    """{kernel: (its module,)}, and "layer": every module of the bf16 layer (imported now)."""
+    import importlib
+
+    from cuda_impl.names import KERNEL_NAMES, LAYER_KERNELS
+
+    mods = {k: (importlib.import_module(f"cuda_impl.{k}"),) for k in KERNEL_NAMES}
+    mods["layer"] = tuple(mods[k][0] for k in LAYER_KERNELS)
+    return mods
+
+
 def kernel_sources(kernel: str, preset=DEFAULT_PRESET) -> list:
     """[(pyfunc, signature)] compiled for `kernel` at `preset` ("layer" lists every kernel of the layer)."""
     from contract.presets import get_preset
-    from cuda_impl import SOURCE_MODULES
+
+    SOURCE_MODULES = source_modules()  # noqa: N806 - the package's table of the same name
 
     if kernel not in SOURCE_MODULES:
         raise UnknownNameError("cuda kernel", kernel, SOURCE_MODULES)

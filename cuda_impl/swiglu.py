@@ -62,7 +62,7 @@ def sources(preset):
 
 def run(backend, args, preset, **params):
     P, I2 = preset.P_max, 2 * preset.I
-    require(preset.I % 4 == 0, "swiglu", f"I={preset.I} is not a multiple of 4 (rows move as 8-byte words)")
+    require("swiglu", preset.I % 4 == 0, f"I={preset.I} is not a multiple of 4 (rows move as 8-byte words)")
     h = view(check_shape("swiglu", args, "h", (P, I2)), np.uint64, "swiglu", "h")
     total = check_shape("swiglu", args, "total_padded", (1,))
     a = view(check_shape("swiglu", args, "a", (P, preset.I)), np.uint64, "swiglu", "a")

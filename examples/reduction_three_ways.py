@@ -115,8 +115,8 @@ def main(backend="sim", cases=None):
                             min_bytes=lambda inputs: inputs["x"].nbytes + 4, flops=lambda inputs: inputs["x"].size)
     print(result)
     for impl in result.impls:
-        print(f"{impl}: {result.static(impl)['totals'].get('registers_max')} registers, "
-              f"{result.static(impl)['totals'].get('sass_instructions')} SASS instructions")
+        totals = result.static(impl).totals
+        print(f"{impl}: {totals.registers_max} registers, {totals.sass_instructions} SASS instructions")
     return result
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.implementations import row_slot
+from harness.run_records import MeasuredTiming, Row, StaticTotals, Sweep, Throughput
 
 FORMATS = ("csv", "parquet")
 COUNTER_PREFIX = "counter:"
@@ -27,94 +28,83 @@ DEFAULT_CANDIDATE, DEFAULT_BASELINE = "ptx", "numba"
 RUNG_BELOW = "rung_below"  # the baseline name of a rung's verdict against the rung below it
 
 
-def _doc(run) -> dict:
-    """A run.json document (an older schema upgraded, on a copy) from a document, a RunFile / Result (`.doc`), or a
-    run folder path."""
-    if isinstance(run, dict):
-        return _current(run)
-    if hasattr(run, "doc") and isinstance(run.doc, dict):
-        return _current(run.doc)
-    if isinstance(run, (str, Path)):
-        from harness.results import RunFile
+def _sweep(run) -> Sweep:
+    """The typed records of a run: a Sweep, a run.json document (an older schema upgraded, on a copy), a RunFile /
+    Result / dashboard Run (`.sweep`), or a run folder path."""
+    from harness.dashboard.data import as_sweep
+    from harness.results import RunFile
 
-        return RunFile.load(run).doc
+    if isinstance(run, Sweep):
+        return run
+    if isinstance(run, dict):
+        return as_sweep(run)
+    if isinstance(run, (str, Path)):
+        return RunFile.load(run).sweep
+    sweep = getattr(run, "sweep", None)
+    if isinstance(sweep, Sweep):
+        return sweep
     raise InputError(f"run = {type(run).__name__}; expected a run.json document, a RunFile or a run folder path")
 
 
-def _current(doc: dict) -> dict:
-    """`doc` at the current schema (schema-1 runs name the Numba path "cuda": upgraded on a deep copy)."""
-    import copy
-
-    from harness.run_schema import READABLE_VERSIONS, SCHEMA_VERSION, upgrade
-
-    version = doc.get("schema_version")
-    if version == SCHEMA_VERSION or version not in READABLE_VERSIONS:
-        return doc
-    return upgrade(copy.deepcopy(doc))
+def _time_columns(row: Row) -> dict:
+    timing = row.timing
+    if isinstance(timing, MeasuredTiming):
+        return {"basis": "measured", "time_us": timing.time_us, "time_ci_lo_us": timing.device.ci_lo_us,
+                "time_ci_hi_us": timing.device.ci_hi_us, "samples": timing.device.n, "sim_wall_s": None}
+    t = None if timing is None else timing.time_us
+    return {"basis": None if timing is None else "modelled", "time_us": t, "time_ci_lo_us": t, "time_ci_hi_us": t,
+            "samples": None, "sim_wall_s": None if timing is None else timing.sim_wall_s}
 
 
-def _d(value) -> dict:
-    return value if isinstance(value, dict) else {}
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _num(value):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _time_columns(row: dict) -> dict:
-    timing = _d(row.get("timing"))
-    if timing.get("basis") == "modelled" or (timing.get("basis") is None and "modelled_us" in timing):
-        t = _num(timing.get("modelled_us"))
-        return {"basis": "modelled", "time_us": t, "time_ci_lo_us": t, "time_ci_hi_us": t, "samples": None,
-                "sim_wall_s": _num(timing.get("sim_wall_s"))}
-    device = _d(timing.get("device"))
-    return {"basis": timing.get("basis"), "time_us": _num(device.get("median_us")),
-            "time_ci_lo_us": _num(device.get("ci_lo_us")), "time_ci_hi_us": _num(device.get("ci_hi_us")),
-            "samples": _num(device.get("n")), "sim_wall_s": None}
-
-
-def _counter_columns(row: dict) -> dict:
+def _counter_columns(row: Row) -> dict:
     out = {}
-    for name, value in _d(_d(row.get("sim_counters")).get("total")).items():
+    total = row.sim_counters.total if row.sim_counters is not None else {}
+    for name, value in total.items():
         if isinstance(value, dict):
-            out.update({f"{COUNTER_PREFIX}{name}.{k}": v for k, v in value.items() if _num(v) is not None})
-        elif _num(value) is not None:
+            out.update({f"{COUNTER_PREFIX}{name}.{k}": v for k, v in value.items() if _is_number(v)})
+        elif _is_number(value):
             out[f"{COUNTER_PREFIX}{name}"] = value
     return out
 
 
-def _verdict_columns(doc: dict) -> dict[tuple, dict]:
+def _verdict_columns(sweep: Sweep) -> dict[tuple, dict]:
     """{(label, impl, preset, skew) of the candidate: its verdict columns} over every verdict of the run."""
     out: dict[tuple, dict] = {}
-    for v in doc.get("verdicts", []):
-        cand = v.get("impl") or DEFAULT_CANDIDATE
-        base = v.get("baseline") or v.get("ptx_over") or DEFAULT_BASELINE
-        if isinstance(v.get("baseline_rung"), dict) and isinstance(v.get("rung"), dict):
-            base = RUNG_BELOW
-        label = f"{v.get('kernel')}[{v.get('variant')}]" if v.get("variant") else v.get("kernel")
-        cols = out.setdefault((label, cand, v.get("preset"), v.get("skew")), {})
-        cols.update({f"speedup_vs_{base}": _num(v.get("speedup")), f"ci_lo_vs_{base}": _num(v.get("ci_lo")),
-                     f"ci_hi_vs_{base}": _num(v.get("ci_hi")), f"verdict_vs_{base}": v.get("verdict")})
+    for v in sweep.verdicts:
+        cand = v.impl or DEFAULT_CANDIDATE
+        base = RUNG_BELOW if v.baseline_rung is not None and v.rung is not None else (v.baseline or
+                                                                                       DEFAULT_BASELINE)
+        cols = out.setdefault((v.label, cand, v.preset, v.skew), {})
+        cols.update({f"speedup_vs_{base}": v.speedup, f"ci_lo_vs_{base}": v.ci_lo,
+                     f"ci_hi_vs_{base}": v.ci_hi, f"verdict_vs_{base}": v.verdict})
     return out
 
 
-def row_record(row: dict) -> dict:
+def row_record(row: Row) -> dict:
     """The table columns of one run.json row (verdict columns apart)."""
-    label = f"{row.get('kernel')}[{row.get('variant')}]" if row.get("variant") else row.get("kernel")
-    correctness = _d(row.get("correctness"))
-    totals = _d(_d(row.get("static")).get("totals"))
-    tp = _d(row.get("throughput"))
-    rung = _d(row.get("rung"))
-    return {"key": row.get("key"), "kernel": row.get("kernel"), "variant": row.get("variant"), "label": label,
-            "impl": row.get("impl"), "rung": _num(rung.get("number")), "rung_name": rung.get("name"),
-            "slot": row_slot(row) if row else None, "preset": row.get("preset"), "skew": row.get("skew"),
-            "seed": row.get("seed"),
-            "backend": row.get("backend"), "status": row.get("status"), "reason": row.get("reason"),
-            "check_ok": correctness.get("ok"), "check_message": correctness.get("message"),
+    correctness = row.correctness
+    totals = row.static.totals if row.static is not None else StaticTotals()
+    tp = row.throughput or Throughput()
+    rung = row.rung
+    return {"key": row.key, "kernel": row.kernel, "variant": row.variant, "label": row.label,
+            "impl": row.impl, "rung": None if rung is None else rung.number,
+            "rung_name": None if rung is None else rung.name, "slot": row_slot(row), "preset": row.preset,
+            "skew": row.skew, "seed": row.seed, "backend": row.backend, "status": row.status, "reason": row.reason,
+            "check_ok": None if correctness is None else correctness.ok,
+            "check_message": None if correctness is None else correctness.message,
             **_time_columns(row),
-            **{k: _num(tp.get(k)) for k in THROUGHPUT},
-            **{k: _num(totals.get(k)) for k in STATIC_TOTALS},
+            **{k: getattr(tp, k) for k in THROUGHPUT},
+            **{k: getattr(totals, k) for k in STATIC_TOTALS},
             **_counter_columns(row)}
+
+
+COLUMNS = ("key", "kernel", "variant", "label", "impl", "rung", "rung_name", "slot", "preset", "skew", "seed",
+           "backend", "status", "reason", "check_ok", "check_message", "basis", "time_us", "time_ci_lo_us",
+           "time_ci_hi_us", "samples", "sim_wall_s", *THROUGHPUT, *STATIC_TOTALS)
 
 
 def run_to_dataframe(run):
@@ -129,16 +119,16 @@ def run_to_dataframe(run):
     """
     import pandas as pd
 
-    doc = _doc(run)
-    verdicts = _verdict_columns(doc)
+    sweep = _sweep(run)
+    verdicts = _verdict_columns(sweep)
     records = []
-    for row in doc.get("rows", []):
+    for row in sweep.rows:
         record = row_record(row)
         record.update(verdicts.get((record["label"], record["slot"], record["preset"], record["skew"]), {}))
         records.append(record)
     frame = pd.DataFrame.from_records(records)
     if not records:
-        frame = pd.DataFrame(columns=list(row_record({}).keys()))
+        frame = pd.DataFrame(columns=list(COLUMNS))
     return frame
 
 

@@ -83,13 +83,13 @@ def is_rung_slot(name) -> bool:
     return isinstance(name, str) and split_slot(name)[1] is not None
 
 
-def row_slot(row: dict) -> str:
-    """What stands for a run.json row in its cell: the implementation ("ptx"), or for the row of a ladder's lower
-    rung (`rung` with top false) its slot ("ptx.r1")."""
-    impl = canonical_impl(row.get("impl"))
-    rung = row.get("rung")
-    if isinstance(rung, dict) and isinstance(rung.get("number"), int) and rung.get("top") is False:
-        return f"{impl}{RUNG_MARK}{rung['number']}"
+def row_slot(row) -> str:
+    """What stands for a run.json row (a harness.run_records.Row) in its cell: the implementation ("ptx"), or for the
+    row of a ladder's lower rung its slot ("ptx.r1")."""
+    rung = row.rung
+    impl = canonical_impl(row.impl)
+    if rung is not None and not rung.top:
+        return f"{impl}{RUNG_MARK}{rung.number}"
     return str(impl)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from harness.backends.kinds import backend_kind
 from harness.errors import InputError
 
 _WORKER_BACKENDS: dict = {}  # per worker process: (backend name, sanitizers) -> backend
@@ -42,7 +43,7 @@ def parallel_option(workers: int | None, scheduler: str | None, backend_name: st
         return None
     if workers is not None and workers < 0:
         raise InputError(f"--workers {workers}: expected a number of worker processes >= 1, or 0 for one per core")
-    if backend_name != "sim":
+    if not backend_kind(backend_name).parallel_rows:
         raise InputError(f"--workers/--scheduler with --backend {backend_name}: rows on a GPU are timed one at a "
                          f"time (parallel rows would share the GPU and disturb each other's timing); expected "
                          f"--backend sim, or drop --workers/--scheduler")
@@ -68,8 +69,9 @@ def _worker_backend(settings):
 
 def row_task(settings, item, impls: list[str], memory_share: int) -> tuple[list[tuple[str, dict]], list[dict]]:
     """Run on a worker: the rows of `impls` (slots) of one cell and the NVTX ranges they recorded."""
+    from harness.cell import run_cell
     from harness.nvtx_ranges import RangeRecorder
-    from harness.runner import device_spec_for, run_cell
+    from harness.throughput import device_spec_for
 
     recorder = RangeRecorder()
     spec = device_spec_for(settings.backend, None, settings.model_device)
@@ -96,12 +98,13 @@ def _open_client(parallel: ParallelSettings):
 
 
 def _lost_rows(settings, item, impls, exc: BaseException) -> list[tuple[str, dict]]:
-    from harness.runner import _plain_row, item_seed
+    from harness.contract_row import plain_row
+    from harness.sweep_plan import item_seed
 
     seed = item_seed(settings.seed, item)
     why = (f"the Dask worker running this row failed ({type(exc).__name__}: {exc}); it was retried and did not "
            f"finish; `ptxmoe compare --resume` runs it again")
-    return [(impl, _plain_row(settings, item, impl, seed, "error", why)) for impl in impls]
+    return [(impl, plain_row(settings, item, impl, seed, "error", why)) for impl in impls]
 
 
 def _own_rss() -> int:
@@ -135,7 +138,7 @@ def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: P
     submitted at once, each checking its own worker's free memory."""
     from dask.distributed import as_completed
 
-    from harness.runner import record_row, row_need, set_verdicts
+    from harness.cell import record_row, row_need, set_verdicts
 
     client, cluster = _open_client(parallel)
     futures: dict = {}

@@ -20,7 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from harness.backends.kinds import backend_kind
 from harness.errors import PtxmoeError
+from harness.run_records import Row, Sweep
 from harness.run_schema import READABLE_VERSIONS, SCHEMA_VERSION, upgrade
 
 RUN_FILE = "run.json"
@@ -151,7 +153,7 @@ def collect_environment(backend_name: str, model_device: str = "H200 SXM") -> di
     status = _git("status", "--porcelain", "--untracked-files=no")
     return {
         "backend": backend_name,
-        "gpu": _gpu_environment() if backend_name == "gpu" else {"visible": False, "name": None},
+        "gpu": {"visible": False, "name": None} if backend_kind(backend_name).simulated else _gpu_environment(),
         "model_device": {"name": model_device, "specs": device_spec_dict(model_device)},
         "packages": _package_versions(),
         "toolchain": _toolchain_versions(),
@@ -200,13 +202,45 @@ def check_doc(doc, path) -> None:
                 raise ResultsError(f"{path}: {name}[{i}] is {found}; expected an object with a string 'key'")
 
 
+def records_of(doc: dict, path) -> Sweep:
+    """The typed records of a run document (ResultsError naming the file and the field when one is of the wrong
+    type)."""
+    from harness.json_records import RecordError
+
+    try:
+        return Sweep.from_document(doc, f"{path}:")
+    except RecordError as exc:
+        raise ResultsError(str(exc)) from None
+
+
+def typed_row(row) -> Row:
+    """A row the runner made (JSON-able data) as its typed record (ResultsError naming the bad field)."""
+    from harness.json_records import RecordError
+
+    if isinstance(row, Row):
+        return row
+    try:
+        return Row.from_json(jsonable(row), f"row {row.get('key') if isinstance(row, dict) else row!r}:")
+    except RecordError as exc:
+        raise ResultsError(str(exc)) from None
+
+
 # ------------------------------------------------------------------------------------------------------ the file
 class RunFile:
     """One run's document; `add_row`/`set_verdict`/`save` rewrite run.json atomically."""
 
-    def __init__(self, run_dir: Path, doc: dict):
+    def __init__(self, run_dir: Path, doc: dict, sweep: Sweep | None = None):
         self.run_dir = Path(run_dir)
-        self.doc = doc
+        self.doc = doc  # the document being written (JSON data)
+        self._sweep = sweep
+
+    @property
+    def sweep(self) -> Sweep:
+        """The document's typed records (harness.run_records): built once when the file is read (`load` checks every
+        field), else from the document as it is now."""
+        if self._sweep is None:
+            return records_of(self.doc, self.path)
+        return self._sweep
 
     @property
     def path(self) -> Path:
@@ -244,7 +278,8 @@ class RunFile:
         except (OSError, ValueError) as exc:
             raise ResultsError(f"{path} is not readable JSON: {exc}") from exc
         check_doc(doc, path)
-        return cls(run_dir, upgrade(doc))
+        doc = upgrade(doc)
+        return cls(run_dir, doc, records_of(doc, path))
 
     def save(self) -> Path:
         """Rewrite run.json atomically, readable by others (0644).

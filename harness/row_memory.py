@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from harness.backends.kinds import backend_kind
+
 SAMPLED_KERNELS = ("grouped_gemm", "grouped_gemm_fp8", "layer")  # rows whose GEMM launches --sample samples
 
 
@@ -22,7 +24,7 @@ def estimate_row_memory(kernel: str, preset, variant: str | None = None, backend
 
     from contract.footprint import estimate_memory
 
-    if backend != "sim":
+    if not backend_kind(backend).simulated:
         return replace(estimate_memory(kernel, preset, variant or "up", lazy=False), sim_bytes=0)
     # NOTE: sample_blocks as sample_ctas is an upper bound: the footprint counts one routing block (BM rows and one
     # expert's weights) per sampled CTA, and a sampled grid row is one routing block
@@ -131,7 +133,7 @@ def memory_skip_reason(kernel: str, preset: str, variant: str | None, backend: s
     if need.total_bytes <= available:
         return None
     parts = f"host {gib(need.host_bytes)}" + (f" + simulated {gib(need.sim_bytes)}" if need.sim_bytes else "")
-    if backend == "sim":
+    if backend_kind(backend).simulated:
         sampling = "--sample auto (big GEMMs simulate a few routing blocks), " if sample_blocks is None and \
             kernel in SAMPLED_KERNELS else ""
         helps = f"{sampling}a smaller --preset, fewer --workers, or leave the kernel out with --kernels"

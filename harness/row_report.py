@@ -1,6 +1,8 @@
 """What a row reports about itself: its run.json `sampling` and `launches` records, and its one-line progress status."""
 from __future__ import annotations
 
+from harness.run_records import MeasuredTiming, ModelledTiming, Row, Sampling
+
 
 def sampling_summary(records, check_errors: dict, policy) -> dict:
     """run.json's row["sampling"]: the policy, whether any launch ran a subset of its CTAs, the smallest simulated
@@ -27,40 +29,42 @@ def _launch_summary(records) -> list[dict]:
              "shared_bytes": r.shared_bytes, "host_seconds": r.host_seconds} for r in records]
 
 
-def _sampling_text(sampling: dict | None) -> str:
+def _sampling_text(sampling: Sampling | None) -> str:
     """", sampled: 0.33% of CTAs, check covers 0.33% of the output" for a sampled row, "" for a full one."""
-    if not sampling or not sampling.get("sampled"):
+    if sampling is None or not sampling.sampled:
         return ""
-    coverage = sampling.get("coverage")
-    stages = sampling.get("stages")
-    if stages:  # a layer: its outputs' coverage is the least covered stage's (0 when combine had no whole token)
-        names = len(stages["checked"]) + len(stages["not_covered"])
-        missing = f"; not covered: {', '.join(stages['not_covered'])}" if stages["not_covered"] else ""
-        return (f", sampled: {sampling['simulated_fraction']:.2%} of CTAs, checked stage by stage: "
-                f"{len(stages['checked'])} of {names} stages, the sampled ones on >= "
-                f"{stages['least_checked_coverage']:.2%} of their output{missing}")
-    return (f", sampled: {sampling['simulated_fraction']:.2%} of CTAs"
+    coverage = sampling.coverage
+    stages = sampling.stages
+    if stages is not None:  # a layer: its outputs' coverage is the least covered stage's (0: no whole token)
+        names = len(stages.checked) + len(stages.not_covered)
+        missing = f"; not covered: {', '.join(stages.not_covered)}" if stages.not_covered else ""
+        return (f", sampled: {sampling.simulated_fraction:.2%} of CTAs, checked stage by stage: "
+                f"{len(stages.checked)} of {names} stages, the sampled ones on >= "
+                f"{stages.least_checked_coverage:.2%} of their output{missing}")
+    return (f", sampled: {sampling.simulated_fraction:.2%} of CTAs"
             + (f", check covers {coverage:.2%} of the output" if coverage is not None else ""))
 
 
-def _row_status(row: dict) -> str:
-    if row["status"] == "missing":
-        return f"MISSING ({row['reason']})"
-    if row["status"] == "error":
-        return f"ERROR ({row['reason'][:200]})"
-    if row["status"] == "skipped":
-        return f"SKIPPED ({row['reason'][:300]})"
-    text = "ok" if row["status"] == "ok" else f"FAILED ({(row.get('reason') or row['correctness']['message'])[:200]})"
-    timing = row.get("timing") or {}
-    if timing.get("basis") == "modelled":
-        t = timing.get("modelled_us")
+def _row_status(row: Row) -> str:
+    """The progress line's word on a finished row: its status, why when not ok, and its time."""
+    why = row.why or ""
+    if row.status == "missing":
+        return f"MISSING ({why})"
+    if row.status == "error":
+        return f"ERROR ({why[:200]})"
+    if row.status == "skipped":
+        return f"SKIPPED ({why[:300]})"
+    text = "ok" if row.status == "ok" else f"FAILED ({why[:200]})"
+    timing = row.timing
+    if isinstance(timing, ModelledTiming):
+        t = timing.modelled_us
         # three significant digits: the model's error is several per cent (run.json keeps the full numbers)
-        text += f", modelled {t:.3g} us" if t else f", no modelled time ({timing.get('error')})"
-        if t and timing.get("interval_us") and timing.get("launch_us") is not None:
-            lo, hi = timing["interval_us"]
-            text += f" [{lo:.3g}, {hi:.3g}] + launch {timing['launch_us']:.2g} us"
-        text += f", sim wall {timing.get('sim_wall_s', 0):.1f}s"
-        text += _sampling_text(row.get("sampling"))
-    elif timing.get("device"):
-        text += f", median {timing['device']['median_us']:.2f} us (n={timing['device']['n']})"
+        text += f", modelled {t:.3g} us" if t else f", no modelled time ({timing.error})"
+        if t and timing.interval_us and timing.launch_us is not None:
+            lo, hi = timing.interval_us
+            text += f" [{lo:.3g}, {hi:.3g}] + launch {timing.launch_us:.2g} us"
+        text += f", sim wall {timing.sim_wall_s or 0:.1f}s"
+        text += _sampling_text(row.sampling)
+    elif isinstance(timing, MeasuredTiming):
+        text += f", median {timing.device.median_us:.2f} us (n={timing.device.n})"
     return text

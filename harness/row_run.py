@@ -1,235 +1,190 @@
-"""One row of the sweep: one implementation (or one rung of a ladder) of one cell run, checked, analysed and timed.
+"""One row, the one way: one implementation of one cell (CLI) or case (ptxmoe.compare) in named phases.
 
-Fresh seeded inputs (keyed and lazy on sim where they are big), poisoned outputs, one run inside an NVTX range, the
-kernels.md check (on exactly what ran when big GEMM launches were sampled: harness.sampling), static facts of the PTX
-it launched, then timing (sim: the ptxsim timing model, "modelled"; gpu: CUDA events with L2 flush, "measured") and
-achieved throughput; with --sanitize, the sanitizers' findings.
+    build        the implementation's launcher (compiling what it needs: NVRTC, Numba, a PTX text check)
+    draw inputs  the caller draws a cell's inputs once for all its rows (RowJob.draw_inputs; same seed, same values)
+    place        device copies of the inputs and poisoned outputs
+    launch       one run inside an NVTX range: the checked run
+    check        the outputs read back and judged (kernels.md's check, or the user's)
+    time         the backend times the row (Backend.time_row: modelled on sim, measured on gpu)
+    record       launches, static facts, counts, throughput, stages, sanitizer findings and the status
+
+What differs between the CLI and the API is a RowJob (harness.contract_row.ContractRow: a registered implementation
+of a contract kernel; ptxmoe.compare's UserRow: the user's kernel, make_inputs and check). One row fails alone: an
+exception in any phase (a build error, a ptxsim fault, a toolchain refusal) makes that row an "error" row with its
+message, and the caller goes on with the next row. Only KeyboardInterrupt escapes.
 """
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-import numpy as np
+from harness.backends.base import Backend, DeviceArray
+from harness.errors import TooSlowToSimulate
+from harness.nvtx_ranges import RangeRecorder
+from harness.timing.row_timing import RowTiming
 
-from harness.gemm_work import gemm_work
-from harness.implementations import split_slot
-from harness.nvtx_ranges import RangeRecorder, range_name
-from harness.row_report import _launch_summary, sampling_summary
-from harness.stages import stage_names, stage_times
-from harness.sweep_plan import CompareSettings, Item
-from harness.throughput import throughput
+Launcher = Callable[[Backend, dict], object]  # launches the implementation once on device arguments
 
 
-def _alloc(backend, spec, inputs: dict, preset):
-    """Device copies of the inputs (lazy tensors stay lazy on backends that take them) and poisoned outputs."""
-    from contract.kernels import POISON_BYTE
-    from harness.verify import to_device
+class RowJob(Protocol):
+    """What one row of a sweep or of ptxmoe.compare is: the parts of the pipeline that are not the same."""
 
-    args = {name: to_device(backend, arr) for name, arr in inputs.items()}
-    out_specs = spec.output_specs(preset, inputs)
-    for out in out_specs:
-        args[out.name] = backend.empty(out.shape, out.dtype, fill_byte=POISON_BYTE)
-    return args, out_specs
+    head: dict  # the row's identity fields (key, kernel, variant, impl, preset, skew, seed, backend, ...)
+    kernel: str  # for throughput's peak (harness.throughput.PEAK_FLOPS_KIND)
+    variant: str | None
 
+    def build(self, backend: Backend, inputs: dict) -> Launcher:
+        """The implementation's launcher for these inputs."""
 
-def draw_inputs(backend, item: Item, seed: int) -> dict:
-    """A cell's inputs: keyed lazy tensors for the big ones when the backend takes them (contract.footprint
-    .wants_lazy: the dsv3 GEMM weights are 14 GiB), else NumPy arrays; the same values either way."""
-    from contract.footprint import wants_lazy
-    from contract.kernels import get_kernel
-    from contract.presets import get_preset
+    def begin(self, backend: Backend) -> None:
+        """Set the backend up for this row (e.g. its sample policy)."""
 
-    preset = get_preset(item.preset)
-    lazy = bool(getattr(backend, "lazy_inputs", False)) and _wants_lazy(wants_lazy, item)
-    return get_kernel(item.kernel).make_inputs(preset, item.skew, seed, lazy=lazy, **item.params)
+    def place(self, backend: Backend, inputs: dict) -> tuple[dict, tuple[str, ...]]:
+        """(device arguments, the names of the outputs to read back)."""
 
+    def check(self, backend: Backend, outputs: dict, inputs: dict, records: list) -> dict:
+        """{ok, message, errors} of the outputs."""
 
-def _wants_lazy(wants_lazy, item: Item) -> bool:
-    from contract.errors import UnknownNameError
+    def counts(self, inputs: dict) -> tuple[int | None, int | None]:
+        """(fewest bytes moved, useful FLOPs), None where unknown."""
 
-    try:
-        return wants_lazy(item.kernel, item.preset, item.variant or "up")
-    except UnknownNameError:  # a kernel without a size table: drawn whole
-        return False
+    def annotate(self, row: dict, backend: Backend, inputs: dict, records: list) -> None:
+        """Add the job's own fields (gemm_work, sampling, model_estimate...) to the row."""
+
+    def stages(self, records: list, timing: dict) -> tuple[list[str], dict[str, float]]:
+        """(each launch's stage, µs per stage)."""
 
 
-def sample_policy(settings: CompareSettings):
-    """The row's harness.sampling.SamplePolicy on sim (None on gpu)."""
-    from harness.sampling import parse_sample
+@dataclass(frozen=True)
+class RowSettings:
+    """What every row of a run shares: static facts wanted, and how rows are timed."""
 
-    return parse_sample(settings.sample) if settings.backend == "sim" else None
-
-
-def _row_sample_policy(settings: CompareSettings, preset):
-    policy = sample_policy(settings)
-    return policy.for_preset(preset) if policy is not None else None
-
-
-def _l2_bytes(spec) -> int:
-    try:
-        from cuda.bindings import driver
-
-        err, value = driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 0)
-        if err == driver.CUresult.CUDA_SUCCESS and value > 0:
-            return int(value)
-    except Exception:  # noqa: BLE001 - fall back to the modelled spec
-        pass
-    return int(getattr(spec, "l2_bytes", 50 * 2**20))
-
-
-def run_row(backend, settings: CompareSettings, item: Item, impl: str, run: Callable, seed: int,
-            recorder: RangeRecorder, device_spec, inputs: dict | None = None) -> dict:
-    """Run, check, analyse and time one implementation of one cell; returns its run.json row.
-
-    `inputs` (host arrays from spec.make_inputs with this seed) may be passed to share one draw between the paths.
-    """
-    from contract.kernels import get_kernel
-    from contract.presets import get_preset
-
-    preset = get_preset(item.preset)
-    spec = get_kernel(item.kernel)
-    params = item.params
-    run_params = {k: v for k, v in params.items() if k != "variant"}
-    row: dict[str, Any] = {**row_head(settings, item, impl, seed), "params": params}
-    t_row = time.perf_counter()
-    if inputs is None:
-        inputs = draw_inputs(backend, item, seed)
-    policy = _row_sample_policy(settings, preset)
-    if hasattr(backend, "sample"):
-        backend.sample = policy
-    if hasattr(backend, "captured_workspace"):  # the layer's intermediates, for its stage-by-stage sampled check
-        backend.captured_workspace = {} if item.kernel == "layer" and policy is not None and not policy.off else None
-    backend.records.clear()
-    backend.sources.clear()
-    args, out_specs = _alloc(backend, spec, inputs, preset)
-    extra_sets: list[dict] = []
-    try:
-        name = range_name(item.label, impl, item.preset, item.skew)
-        with recorder.range(name, key=row["key"], phase="check"):
-            records = list(run(backend, args, preset, **run_params) or backend.records)
-            backend.synchronize()
-        outputs = {o.name: backend.to_host(args[o.name]) for o in out_specs}
-        check = _check(backend, spec, item, outputs, inputs, preset, records, run_params)
-        row["correctness"] = {"ok": bool(check.ok), "message": check.message, "errors": check.errors}
-        row["sampling"] = sampling_summary(records, check.errors, policy)
-        row["launches"] = _launch_summary(records)
-        # NOTE: on gpu, launched_sources compiles the Numba kernels to PTX again: only when static facts are wanted
-        sources = backend.launched_sources() if settings.static or settings.backend == "sim" else {}
-        row["static"] = _static_quietly(backend, settings, sources)
-        row["min_bytes"], row["flops"] = int(spec.min_bytes(inputs, preset)), int(spec.flops(inputs, preset))
-        row["gemm_work"] = gemm_work(item.kernel, inputs, preset)
-        if settings.backend == "sim":
-            from harness.timing.sim import metrics_dict, model_row, sum_metrics
-
-            timing = model_row(records, sources, settings.model_device)
-            per_launch = [{"name": r.name, "metrics": metrics_dict(r.stats)} for r in records]
-            row["sim_counters"] = {"total": sum_metrics([p["metrics"] for p in per_launch]), "launches": per_launch}
-            time_us = timing["modelled_us"]
-        else:
-            from harness.timing.gpu import rotation_count, time_gpu
-
-            l2 = _l2_bytes(device_spec)
-            input_bytes = sum(int(a.nbytes) for a in inputs.values())  # NOTE: gpu inputs are never lazy
-            for _ in range(rotation_count(input_bytes, l2, settings.timing.max_rotation) - 1):
-                copy = {n: backend.to_device(np.ascontiguousarray(a)) for n, a in inputs.items()}
-                extra_sets.append({**args, **copy})
-            with recorder.range(name, key=row["key"], phase="timing"):
-                timing = time_gpu(backend, lambda a: run(backend, a, preset, **run_params), [args, *extra_sets],
-                                  l2, settings.timing)
-            row["sim_counters"] = None
-            time_us = timing["device"]["median_us"]
-            row["model_estimate"] = None
-            if settings.model_estimate:
-                from harness.timing.model_estimate import model_estimate
-
-                row["model_estimate"] = model_estimate(run, inputs, preset, run_params, spec,
-                                                       getattr(device_spec, "name", None) or settings.model_device,
-                                                       sample=settings.sample)
-        row["timing"] = timing
-        row["launch_stages"] = stage_names([r.name for r in records])
-        row["stages_us"] = stage_times(timing)
-        row["throughput"] = throughput(item.kernel, row["min_bytes"], row["flops"], time_us, device_spec,
-                                       item.variant)
-        row["nsight"] = []
-        row["status"] = "ok" if check.ok else "failed"
-        if settings.sanitize:
-            row["sanitizer"] = _sanitizer_result(backend, settings, records)
-            if row["sanitizer"]["findings"]:
-                row["status"] = "failed"
-                row["reason"] = row["sanitizer"]["summary"]
-    finally:
-        for a in args.values():
-            backend.free(a)
-        for s in extra_sets:
-            for n in inputs:
-                backend.free(s[n])
-        if getattr(backend, "captured_workspace", None) is not None:
-            backend.captured_workspace = None
-        if hasattr(backend, "reset_memory"):
-            backend.reset_memory()  # sim: ptxsim never reuses freed memory; a fresh device per row
-    row["elapsed_s"] = time.perf_counter() - t_row
-    return row
-
-
-def _check(backend, spec, item: Item, outputs: dict, inputs: dict, preset, records, run_params: dict):
-    """The kernels.md check: on exactly the simulated subset when a launch was sampled; a sampled layer stage by
-    stage on its captured intermediates (harness.verify.check_layer_stages)."""
-    from harness.verify import check_layer_stages, was_sampled
-
-    sampled = was_sampled(records)
-    captured = getattr(backend, "captured_workspace", None)
-    if item.kernel == "layer" and sampled and captured:
-        backend.captured_workspace = None
-        return check_layer_stages(outputs, inputs, captured, preset)
-    return spec.check(outputs, inputs, preset, sampled=sampled, **run_params)
+    static: bool = True
+    timing: RowTiming = RowTiming()
 
 
 SHOW_FINDINGS = 10  # sanitizer findings printed per row (run.json keeps them all, up to ptxsim's MAX_REPORTS)
 
 
-def _sanitizer_result(backend, settings: CompareSettings, records) -> dict:
-    """{tools, findings, summary} of a row run under --sanitize (findings: harness.backends.sim.finding_dict)."""
+def run_row(backend: Backend, job: RowJob, inputs: dict, settings: RowSettings, recorder: RangeRecorder,
+            device_spec, fatal: tuple[type[BaseException], ...] = ()) -> dict:
+    """Run, check, analyse and time one implementation on `inputs`; returns its run.json row, an "error" row (the
+    exception's type and message, a traceback, static facts where they could be had) when a phase raised, or a
+    "skipped" one when sim cannot sample a launch (TooSlowToSimulate). Exceptions of the `fatal` types (the caller's
+    own code misbehaving, not the implementation) and KeyboardInterrupt are raised."""
+    row: dict[str, Any] = dict(job.head)
+    t0 = time.perf_counter()
+    try:
+        _phases(backend, job, inputs, settings, recorder, device_spec, row)
+    except KeyboardInterrupt:
+        raise
+    except fatal:
+        raise
+    except TooSlowToSimulate as exc:  # a launch sim cannot sample (harness.sampling): the reason, not an error
+        row = {**job.head, "status": "skipped", "reason": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - one broken implementation fails its own row, not the run
+        row = error_row(job.head, exc, backend, settings.static)
+    row["elapsed_s"] = time.perf_counter() - t0
+    return row
+
+
+def _phases(backend: Backend, job: RowJob, inputs: dict, settings: RowSettings, recorder: RangeRecorder,
+            device_spec, row: dict) -> None:
+    launcher = job.build(backend, inputs)  # build
+    job.begin(backend)
+    backend.records.clear()
+    backend.sources.clear()
+    args, wanted = job.place(backend, inputs)  # place
+    try:
+        with recorder.range(row["key"], key=row["key"], phase="check"):  # launch
+            returned = launcher(backend, args)
+            records = list(returned) if isinstance(returned, list) and returned else list(backend.records)
+            backend.synchronize()
+        outputs = {name: backend.to_host(args[name]) for name in wanted}  # check
+        row["correctness"] = job.check(backend, outputs, inputs, records)
+        row["launches"] = [{"name": r.name, "impl": r.impl, "grid": list(r.grid), "block": list(r.block),
+                            "shared_bytes": r.shared_bytes, "host_seconds": r.host_seconds} for r in records]
+        row["static"] = static_quietly(backend, settings.static)
+        row["min_bytes"], row["flops"] = job.counts(inputs)
+        job.annotate(row, backend, inputs, records)
+        with recorder.range(row["key"], key=row["key"], phase="timing"):  # time
+            times = backend.time_row(lambda a: launcher(backend, a), args, inputs, records, settings.timing)
+        _record(backend, job, row, records, times, device_spec)  # record
+    finally:
+        for value in args.values():
+            if isinstance(value, DeviceArray):  # scalars pass by value
+                backend.free(value)
+        backend.captured_workspace = None
+        backend.reset_memory()  # sim: ptxsim never reuses freed memory; a fresh device per row
+
+
+def _record(backend: Backend, job: RowJob, row: dict, records: list, times, device_spec) -> None:
+    from harness.throughput import throughput
+
+    row["timing"], row["sim_counters"] = times.timing, times.sim_counters
+    row["launch_stages"], row["stages_us"] = job.stages(records, times.timing)
+    counted = row["min_bytes"] is not None or row["flops"] is not None
+    row["throughput"] = (throughput(job.kernel, row["min_bytes"] or 0, row["flops"] or 0, times.time_us,
+                                    device_spec, job.variant) if counted else None)
+    row["nsight"] = []
+    ok = bool(row["correctness"]["ok"])
+    row["status"] = "ok" if ok else "failed"
+    if not ok:
+        row["reason"] = row["correctness"]["message"]
+    if backend.sanitize:
+        row["sanitizer"] = sanitizer_result(backend, records)
+        if row["sanitizer"]["findings"]:
+            row["status"], row["reason"] = "failed", row["sanitizer"]["summary"]
+
+
+def error_row(head: dict, exc: BaseException, backend: Backend | None, static: bool) -> dict:
+    """The row of an implementation that raised: its type and message, a traceback, the static facts of what it
+    launched (ptxas often says more than the simulator) and, on a GPU, the sticky CUDA error that ends the sweep."""
+    from harness.backends.cuda_api import error_code, is_sticky
+
+    row = {**head, "status": "error", "reason": f"{type(exc).__name__}: {exc}",
+           "traceback": traceback.format_exc(limit=8)[-4000:]}
+    row["static"] = static_quietly(backend, static) if backend is not None else None
+    row["sticky_cuda_error"] = error_code(exc) if is_sticky(exc) else None
+    return row
+
+
+def sanitizer_result(backend: Backend, records) -> dict:
+    """{tools, findings, summary} of a row run under sanitizers (findings: harness.backends.sim.finding_dict)."""
     findings = backend.sanitizer_findings(records)
     summary = None
     if findings:
         first = findings[0]
         summary = (f"{len(findings)} sanitizer finding(s); first: {first['text']}"
                    + (f" [launch {first['launch']}]" if first["launch"] != first["kernel"] else ""))
-    return {"tools": list(settings.sanitize), "findings": findings, "summary": summary}
+    return {"tools": list(backend.sanitize), "findings": findings, "summary": summary}
 
 
-def _static_quietly(backend, settings: CompareSettings, sources: dict | None = None) -> dict | None:
-    """Static facts of what a row launched (also for erroring rows: ptxas often says more than the simulator);
-    a failure to get them is recorded as {"error": ...}, never fatal to the row."""
-    if not settings.static:
+def static_quietly(backend: Backend, wanted: bool) -> dict | None:
+    """Static facts of what a row launched (also for erroring rows); a failure to get them is recorded as
+    {"error": ...}, never fatal to the row. NOTE: on gpu, launched_sources compiles the Numba kernels to PTX again:
+    only when static facts are wanted."""
+    if not wanted:
         return None
+    from harness.static import static_facts
+
     try:
-        return _static(backend.launched_sources() if sources is None else sources)
+        return static_facts(backend.launched_sources())
     except Exception as exc:  # noqa: BLE001 - static facts are an extra, not the row's outcome
         return {"error": f"{type(exc).__name__}: {exc}", "kernels": {}, "totals": {}}
 
 
-def _static(sources: dict) -> dict:
-    from harness.static import static_facts
-
-    return static_facts(sources)
-
-
-def row_head(settings: CompareSettings, item: Item, slot: str, seed: int) -> dict:
-    """The fields that name a row: key, kernel, variant, impl, preset, skew, seed, backend, and for a laddered
-    kernel's rows `rung` ({number, name, of, top}); `slot` is an implementation or a lower rung's slot ("ptx.r1",
-    whose row has impl "ptx")."""
-    head: dict[str, Any] = {"key": item.key(slot), "kernel": item.kernel, "variant": item.variant,
-                            "impl": split_slot(slot)[0], "preset": item.preset, "skew": item.skew, "seed": seed,
-                            "backend": settings.backend}
-    rung = item.rung(slot)
-    if rung is not None:
-        head["rung"] = rung
-    return head
-
-
-def _plain_row(settings: CompareSettings, item: Item, impl: str, seed: int, status: str, reason: str) -> dict:
-    """A row that did not run (missing, skipped) or broke before it had results (error)."""
-    return {**row_head(settings, item, impl, seed), "status": status, "reason": reason}
+def launch_name_stages(records: list, timing: dict) -> tuple[list[str], dict[str, float]]:
+    """Stages by launch name: each launch its own stage, µs summed per name (modelled, or the per-launch events of
+    one extra measured run)."""
+    if timing.get("basis") == "modelled":
+        pairs = [(x["name"], x["modelled_s"] * 1e6) for x in timing.get("launches", []) if x.get("modelled_s")]
+    else:
+        pairs = [(name, us) for name, us in timing.get("launch_us", [])]
+    out: dict[str, float] = {}
+    for name, us in pairs:
+        out[name] = out.get(name, 0.0) + us
+    return [r.name for r in records], out

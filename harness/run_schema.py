@@ -1,5 +1,8 @@
 """run.json schema versions and the upgrade of older documents to the current one (docs/run-json.md).
 
+Version 3: `settings.device_profile` (the --device-profile the timing model used, or null), and the document is read
+as typed records (harness.run_records), every field checked.
+
 Version 2 (three implementations): the Numba path is `numba` (version 1 called it `cuda`), and each cell has one
 verdict per pair of implementations (`"<kernel[variant]>/<preset>/<skew>/<impl>-vs-<baseline>"`, with `pair`,
 `impl`, `baseline`, `headline`) instead of one PTX-over-Numba verdict keyed by the cell. Version 1 documents are
@@ -7,8 +10,8 @@ upgraded in memory when loaded, so old run folders still build dashboards and re
 """
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 
 
 def upgrade(doc: dict) -> dict:
@@ -19,7 +22,19 @@ def upgrade(doc: dict) -> dict:
     if doc.get("schema_version") == 1:
         _v1_to_v2(doc)
     _layer_variant(doc)
+    if doc.get("schema_version") == 2:
+        _v2_to_v3(doc)
     return doc
+
+
+def _v2_to_v3(doc: dict) -> None:
+    """Version 3 records the device profile the timing model ran with (`settings.device_profile`); a version-2 run
+    could only have had one through PTXMOE_DEVICE_PROFILE, which it did not record: read as none."""
+    settings = doc.get("settings")
+    if isinstance(settings, dict):
+        settings.setdefault("device_profile", None)
+    doc.setdefault("upgraded_from", 2)
+    doc["schema_version"] = 3
 
 
 # NOTE: the layer got its variants (bf16, fp8: kernels.md "The layer") within version 2; a layer row, verdict, range

@@ -1,9 +1,11 @@
 """Which launches a sim row simulates in part (ptxsim's sampled simulation), chosen per launch from its grid.
 
 `--sample auto|off|N`. A grouped GEMM at DeepSeek-V3's shapes is ~20k CTAs of a K=7168 loop: hours whole on two
-cores. So a big tensor-core launch (a launch whose name says GEMM, with more than `min_ctas` CTAs) simulates a few
-waves and its counters are extrapolated; every other launch runs whole, so tiny/small rows and the elementwise kernels
-are checked on every element. auto: AUTO_WAVES; off: every CTA of every launch.
+cores. So a big launch whose grid stands for routing blocks (its parameters declare it: a LiveRows for grid rows of
+routing blocks, a WorkItems for a persistent kernel's items; contract.device.grid_meaning), with more than `min_ctas`
+CTAs, simulates a few waves and its counters are extrapolated; every other launch (a plain grid) runs whole, so
+tiny/small rows and the elementwise kernels are checked on every element. auto: AUTO_WAVES; off: every CTA of every
+launch.
 
 NOTE: every GEMM path launches grid (column tiles, row tiles): a grid row is BM rows of one routing block (or a
 token tile of one) times every column tile, so a sampled row yields whole output rows. The sampled unit is a run of
@@ -42,9 +44,11 @@ as the grid's concurrent items do. A persistent kernel without WorkItems is stil
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
+from contract.device import GridMeaning
 from harness.errors import InputError
 
 # runs of one expert's routing blocks per sampled launch under auto (plus the dead tail's middle: module docstring)
@@ -58,6 +62,77 @@ AUTO_MIN_CTAS = 4096  # launches up to this many CTAs run whole (small's GEMMs a
 # only considered where its part has no smaller one
 RATIO_TOLERANCE = 0.1
 SEGMENT_EXPERTS = 3
+
+
+class ItemWindow(NamedTuple):
+    """Items [begin, end) of a persistent launch run as one ptxsim phase; `wave` its index for the L2 model's ageing
+    (work_windows: systematic windows, each standing for the launch's share)."""
+
+    wave: int
+    begin: int
+    end: int
+
+
+class WeightedWindow(NamedTuple):
+    """An ItemWindow of a stratified sample (stratified_windows): `weight` is its stratum's items over the items its
+    windows run."""
+
+    wave: int
+    begin: int
+    end: int
+    weight: float
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """How ptxsim runs one launch, as one value from here through the sim backend: every CTA (the default), a
+    systematic sample (`sample_ctas` of waves of `wave_ctas`), strata (`sample_ranges`: (first CTA, end CTA,
+    weight)), or a persistent launch's item windows as phases (`phases`: each phase's flattened parameters, with
+    `phase_waves`, `phase_grids`, `phase_weights` and `represents`, the share of the items they run); `budget`
+    raises ptxsim's runaway budget for a sampled launch. `ptxsim_options` is the one translation into ptxsim's
+    launch keywords."""
+
+    sample_ctas: int | None = None
+    wave_ctas: int | None = None
+    sample_ranges: tuple[tuple[int, int, float], ...] = ()
+    phases: tuple[tuple, ...] = ()
+    phase_waves: tuple[int, ...] = ()
+    phase_grids: tuple[tuple[int, int, int], ...] = ()
+    phase_weights: tuple[float, ...] = ()
+    represents: float = 1.0
+    items: int = 0  # items the phases run
+    budget: int | None = None
+
+    @property
+    def whole(self) -> bool:
+        """Every CTA runs."""
+        return self.sample_ctas is None and not self.sample_ranges and not self.phases
+
+    def simulated_ctas(self, grid: tuple[int, int, int]) -> int:
+        """CTAs of `grid` this plan simulates (a phased plan: the items it runs)."""
+        if self.phases:
+            return self.items
+        if self.sample_ranges:
+            return sum(b - a for a, b, _ in self.sample_ranges)
+        return self.sample_ctas if self.sample_ctas is not None else grid[0] * grid[1] * grid[2]
+
+    def ptxsim_options(self) -> dict:
+        """ptxsim.Device.launch keywords of this plan ({} for a whole launch)."""
+        out: dict = {}
+        if self.phases:
+            out.update(phases=list(self.phases), phase_waves=list(self.phase_waves),
+                       phase_grids=list(self.phase_grids), represents=self.represents,
+                       phase_weights=list(self.phase_weights))
+        elif self.sample_ranges:
+            out.update(sample_ranges=list(self.sample_ranges), wave_ctas=self.wave_ctas)
+        elif self.sample_ctas is not None:
+            out.update(sample_ctas=self.sample_ctas, wave_ctas=self.wave_ctas)
+        if self.budget is not None:
+            out["budget"] = self.budget
+        return out
+
+
+WHOLE = LaunchPlan()
 
 
 @dataclass(frozen=True)
@@ -84,19 +159,21 @@ class SamplePolicy:
         once per block and extrapolate that: 2-3x the minimum bytes at small and dsv3-prefill)."""
         return replace(self, rows_per_wave=max(1, round(preset.n_blocks / preset.E)), routing_blocks=preset.n_blocks)
 
-    def launch_options(self, name: str, grid: tuple[int, int, int], row_experts=None) -> dict:
-        """ptxsim launch options of one launch: {} = every CTA; with `row_experts` (each grid row's expert, -1 from
-        the first row past total_padded on: read from the launch's LiveRows, harness.backends.sim) a stratified
-        sample (sample_ranges, wave_ctas); else sample_ctas and wave_ctas (systematic)."""
+    def launch_plan(self, meaning: GridMeaning, grid: tuple[int, int, int], row_experts=None,
+                    name: str = "launch") -> LaunchPlan:
+        """The LaunchPlan of one launch whose grid means `meaning` (contract.device.grid_meaning): WHOLE = every CTA
+        (a plain grid always); with `row_experts` (each grid row's expert, -1 from the first row past total_padded
+        on: read from the launch's LiveRows, harness.backends.sim) a stratified sample (sample_ranges, wave_ctas);
+        else sample_ctas and wave_ctas (systematic). `name` is for messages only."""
         ncta = grid[0] * grid[1] * grid[2]
-        if self.waves is None or "gemm" not in name.lower():
-            return {}
+        if self.waves is None or meaning != "rows":  # NOTE: "items" are sampled by work_windows, or run whole
+            return WHOLE
         if grid[1] * grid[2] == 1 and ncta < self.routing_blocks \
                 and self.routing_blocks > self.min_ctas // 32:
-            # NOTE: a persistent GEMM (one CTA per SM, each looping over (row block, column tile) items) has no grid
-            # rows to sample, and each CTA's loop spans the whole problem: at DeepSeek-V3's sizes that is hours. One
-            # that passes its item range as a WorkItems is sampled by work_windows instead (the sim backend asks
-            # that first); this is a persistent kernel that does not
+            # NOTE: a grid declared as routing-block rows that is one CTA per SM is a persistent GEMM in fact (each
+            # CTA looping over (row block, column tile) items): it has no grid rows to sample, and each CTA's loop
+            # spans the whole problem: at DeepSeek-V3's sizes that is hours. One that passes its item range as a
+            # WorkItems is sampled by work_windows instead (the sim backend asks that first); this one does not
             from harness.errors import TooSlowToSimulate
 
             raise TooSlowToSimulate(
@@ -105,23 +182,23 @@ class SamplePolicy:
                 f"windows), and simulating it whole at this size takes hours: skipped; run it on a GPU (--backend "
                 f"gpu), at a smaller preset (tiny, small), or whole with --sample off")
         if ncta <= self.min_ctas:
-            return {}
+            return WHOLE
         if row_experts is not None:
             return self._strata(grid, row_experts)
         rows = (self.unmarked_waves or self.waves) * self.rows_per_wave
         if rows >= grid[1] * grid[2]:
-            return {}
-        return {"sample_ctas": grid[0] * rows, "wave_ctas": grid[0] * self.rows_per_wave}
+            return WHOLE
+        return LaunchPlan(sample_ctas=grid[0] * rows, wave_ctas=grid[0] * self.rows_per_wave)
 
-    def _strata(self, grid: tuple[int, int, int], row_experts) -> dict:
+    def _strata(self, grid: tuple[int, int, int], row_experts) -> LaunchPlan:
         """The stratified sample of a grid whose rows have experts `row_experts` (-1: past total_padded): `waves`
         runs of one expert's rows (the middles of equal parts of the runs), standing for every live row, and
-        rows_per_wave rows from the middle of the tail, standing for it; {} when that would be every row."""
+        rows_per_wave rows from the middle of the tail, standing for it; WHOLE when that would be every row."""
         width, rows = grid[0], grid[1] * grid[2]
-        picks = [(a * width, b * width, x) for a, b, x in self.row_strata(row_experts, rows)]
+        picks = tuple((a * width, b * width, x) for a, b, x in self.row_strata(row_experts, rows))
         if sum(b - a for a, b, _ in picks) >= width * rows:
-            return {}
-        return {"sample_ranges": picks, "wave_ctas": width * self.rows_per_wave}
+            return WHOLE
+        return LaunchPlan(sample_ranges=picks, wave_ctas=width * self.rows_per_wave)
 
     def row_strata(self, experts, rows: int, align: int = 1) -> list[tuple[int, int, float]]:
         """(first row, end row, weight) of the stratified sample of `rows` rows (grid rows or routing blocks) whose
@@ -148,15 +225,9 @@ class SamplePolicy:
             picks.append((first, end, (rows - live) / (end - first)))
         return picks
 
-    def simulated_ctas(self, options: dict, grid: tuple[int, int, int]) -> int:
-        """CTAs a launch with ptxsim `options` (launch_options) simulates."""
-        if "sample_ranges" in options:
-            return sum(b - a for a, b, _ in options["sample_ranges"])
-        return options.get("sample_ctas", grid[0] * grid[1] * grid[2])
-
-    def work_windows(self, name: str, items) -> tuple[tuple[int, int, int], ...]:
+    def work_windows(self, items) -> tuple[ItemWindow, ...]:
         """The item windows a persistent launch with `items` (contract.device.WorkItems) simulates, as (wave, item
-        begin, item end), ascending; () = every item (sampling off, not a GEMM, or `items.count` <= min_ctas).
+        begin, item end), ascending; () = every item (sampling off, or `items.count` <= min_ctas).
 
         A window is the items of the routing blocks grid-row sampling would simulate for the same preset (the middle
         wave of each of `waves` equal strata of the blocks, `rows_per_wave` blocks a wave), widened to whole groups
@@ -165,7 +236,7 @@ class SamplePolicy:
         """
         from ptxsim.launch import plan_waves
 
-        if self.waves is None or "gemm" not in name.lower() or items.count <= self.min_ctas:
+        if self.waves is None or items.count <= self.min_ctas:
             return ()
         rows = self.rows_per_wave
         # NOTE: the items' routing blocks past total_padded are not known here (a WorkItems has no LiveRows), so the
@@ -173,17 +244,17 @@ class SamplePolicy:
         plan = plan_waves(items.blocks, (self.unmarked_waves or self.waves) * rows, rows)
         if len(plan.waves) == plan.total_waves:
             return ()
-        windows: list[tuple[int, int, int]] = []
+        windows: list[ItemWindow] = []
         for wave in plan.waves:
             begin, end = items.items_of(wave * rows, min(items.blocks, (wave + 1) * rows))
-            begin = max(begin, windows[-1][2]) if windows else begin  # a widened window may reach into the last
+            begin = max(begin, windows[-1].end) if windows else begin  # a widened window may reach into the last
             if end > begin:
-                windows.append((int(wave), begin, end))
+                windows.append(ItemWindow(int(wave), begin, end))
         if sum(end - begin for _, begin, end in windows) >= items.count:
             return ()
         return tuple(windows)
 
-    def stratified_windows(self, name: str, items, block_experts) -> tuple[tuple[int, int, int, float], ...]:
+    def stratified_windows(self, items, block_experts) -> tuple[WeightedWindow, ...]:
         """work_windows for a persistent launch whose routing blocks have experts `block_experts` (-1 from the first
         block past total_padded on: its LiveRows): (wave, item begin, item end, weight), ascending; () = every item.
 
@@ -192,7 +263,7 @@ class SamplePolicy:
         tail's are the two strata, each window weighing its stratum's items over the items its windows run. `wave`
         is the window's first block over rows_per_wave, for the L2 model's ageing.
         """
-        if self.waves is None or "gemm" not in name.lower() or items.count <= self.min_ctas:
+        if self.waves is None or items.count <= self.min_ctas:
             return ()
         experts = np.asarray(block_experts, np.int64).reshape(-1)[: items.blocks]
         live = int(np.argmax(experts < 0)) if (experts < 0).any() else items.blocks
@@ -209,33 +280,32 @@ class SamplePolicy:
         if not strata[False] and boundary < items.count:  # a tail inside the chosen window's clipped-off group
             strata[False].append((boundary // items.items_per_group * items.blocks_per_group // self.rows_per_wave,
                                   boundary, min(items.count, boundary + items.items_per_group)))
-        windows: list[tuple[int, int, int, float]] = []
+        windows: list[WeightedWindow] = []
         for is_live, picked in strata.items():
             held = sum(end - begin for _, begin, end in picked)
             total = boundary if is_live else items.count - boundary
             for wave, begin, end in picked:
-                wave = max(wave, windows[-1][0] + 1 if windows else 0)
-                windows.append((wave, begin, end, total / held))
+                wave = max(wave, windows[-1].wave + 1 if windows else 0)
+                windows.append(WeightedWindow(wave, begin, end, total / held))
         if sum(end - begin for _, begin, end, _ in windows) >= items.count:
             return ()
         return tuple(windows)
 
-    def sampled_fraction(self, grid: tuple[int, int, int], name: str = "gemm", items=None,
+    def sampled_fraction(self, grid: tuple[int, int, int], meaning: GridMeaning = "rows", items=None,
                          experts=None) -> float:
-        """The fraction of `grid`'s CTAs a launch named `name` (with `experts` per grid row, launch_options)
-        simulates under this policy; for a persistent launch with `items` (contract.device.WorkItems; `experts` per
-        routing block), the fraction of its items."""
+        """The fraction of `grid`'s CTAs a launch whose grid means `meaning` (with `experts` per grid row,
+        launch_options) simulates under this policy; for a persistent launch with `items` (contract.device.WorkItems;
+        `experts` per routing block), the fraction of its items."""
         from harness.errors import TooSlowToSimulate
 
         if items is not None:
-            windows = self.work_windows(name, items) if experts is None else \
-                self.stratified_windows(name, items, experts)
+            windows = self.work_windows(items) if experts is None else self.stratified_windows(items, experts)
             return 1.0 if not windows else sum(w[2] - w[1] for w in windows) / items.count
         try:
-            opts = self.launch_options(name, grid, experts)
+            plan = self.launch_plan(meaning, grid, experts)
         except TooSlowToSimulate:
             return 0.0
-        return 1.0 if not opts else min(1.0, self.simulated_ctas(opts, grid) / (grid[0] * grid[1] * grid[2]))
+        return 1.0 if plan.whole else min(1.0, plan.simulated_ctas(grid) / (grid[0] * grid[1] * grid[2]))
 
     def live_blocks_bound(self) -> int | None:
         """A bound, in routing blocks, on the weights a sampled GEMM launch touches, for estimates made before the

@@ -77,13 +77,23 @@ class CompareSettings:
     model_estimate: bool = True  # gpu only: also record the timing model's estimate (sampled ptxsim run)
     sample: str = "auto"  # sim only: --sample auto|off|N (harness.sampling)
     memory_limit: int | None = None  # --memory-limit: bytes the rows running at once may take (None: the free memory)
+    device_profile: str | None = None  # --device-profile: the timing model's constants from this calibrated profile
+
+    def row_settings(self, l2_fallback_bytes: int | None = None):
+        """What every row of the sweep shares (harness.row_run.RowSettings): static facts, how rows are timed."""
+        from harness.row_run import RowSettings
+        from harness.timing.row_timing import DEFAULT_L2_BYTES, RowTiming
+
+        timing = RowTiming(model_device=self.model_device, device_profile=self.device_profile, gpu=self.timing,
+                           l2_fallback_bytes=l2_fallback_bytes or DEFAULT_L2_BYTES)
+        return RowSettings(static=self.static, timing=timing)
 
     def as_dict(self) -> dict:
         return {"backend": self.backend, "presets": list(self.presets), "skews": list(self.skews),
                 "kernels": list(self.kernels), "seed": self.seed, "impls": list(self.impls), "static": self.static,
                 "timing": vars(self.timing).copy(), "model_device": self.model_device,
                 "sanitize": list(self.sanitize), "model_estimate": self.model_estimate, "sample": self.sample,
-                "memory_limit": self.memory_limit}
+                "memory_limit": self.memory_limit, "device_profile": self.device_profile}
 
 
 def plan(settings: CompareSettings) -> list[Item]:

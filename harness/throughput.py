@@ -15,10 +15,15 @@ def peak_flops_kind(kernel: str, variant: str | None = None) -> str:
 
 
 def device_spec_for(backend_name: str, gpu_name: str | None, model_device: str):
+    """The ptxsim.model DeviceSpec peaks are taken from: the GPU measured on, else the model device (None when the
+    model does not know it)."""
+    from harness.backends.kinds import backend_kind
+
     try:
         from ptxsim.model.devices import get_device
 
-        return get_device(gpu_name if backend_name == "gpu" and gpu_name else model_device)
+        measured = not backend_kind(backend_name).simulated
+        return get_device(gpu_name if measured and gpu_name else model_device)
     except Exception:  # noqa: BLE001 - an unknown GPU has no peaks; throughput is still reported
         return None
 

@@ -5,17 +5,35 @@ from __future__ import annotations
 from typing import Any
 
 from harness.implementations import Pair, pairs_of
+from harness.run_records import MeasuredTiming, ModelledTiming, Row
 from harness.sweep_plan import Item
 
 
-def _verdict(item: Item, pair: Pair, rows: dict[str, dict], basis: str) -> dict:
+def timed_verdict(base: Row, impl: Row, basis: str) -> dict | str:
+    """The one verdict rule: {speedup, ci_lo, ci_hi, verdict, basis} of `impl` over `base` (speedup = base time /
+    impl time), from their modelled times (the model's validated error as the band) or their measured samples
+    (bootstrap 95 %); or why there is none (a str). Both rows have run ok."""
+    from harness.timing import stats
+
+    a, b = base.timing, impl.timing
+    if basis == "modelled":
+        if not isinstance(a, ModelledTiming) or not isinstance(b, ModelledTiming) or not a.time_us or not b.time_us:
+            errors = [t.error for t in (a, b) if isinstance(t, ModelledTiming) and t.error]
+            return "no modelled time: " + (errors[0] if errors else "?")
+        bands = [t.model_error.relative for t in (a, b) if t.model_error is not None]
+        return stats.compare_modelled(a.time_us, b.time_us, max(bands) if bands else None).as_dict()
+    if not isinstance(a, MeasuredTiming) or not isinstance(b, MeasuredTiming):
+        return "no measured time"
+    return stats.compare(a.device_time_us, b.device_time_us, basis="measured").as_dict()
+
+
+def _verdict(item: Item, pair: Pair, rows: dict[str, Row], basis: str) -> dict:
     """One pair's verdict of one cell: speedup = baseline time / impl time, its interval and the call, or a reason.
 
     `rows` maps row slots (implementations, lower rungs "ptx.r1") to rows; a pair whose side is a rung of a laddered
     kernel gets `rung` / `baseline_rung` records ({number, name, of, top}).
     """
     from harness.implementations import HEADLINE_PAIR
-    from harness.timing import stats
 
     out: dict[str, Any] = {
         "key": item.pair_key(pair), "cell": item.verdict_key, "kernel": item.kernel, "variant": item.variant,
@@ -29,21 +47,16 @@ def _verdict(item: Item, pair: Pair, rows: dict[str, dict], basis: str) -> dict:
     if not base or not impl:
         out["reason"] = "a path has no row"
         return out
-    bad = [(slot, r) for slot, r in ((pair.baseline, base), (pair.impl, impl)) if r.get("status") != "ok"]
+    bad = [(slot, r) for slot, r in ((pair.baseline, base), (pair.impl, impl)) if r.status != "ok"]
     if bad:
-        out["reason"] = "no verdict: " + "; ".join(f"{slot} {r.get('status')}" + (f" ({r['reason']})" if
-                                                                                   r.get("reason") else "")
+        out["reason"] = "no verdict: " + "; ".join(f"{slot} {r.status}" + (f" ({r.reason})" if r.reason else "")
                                                    for slot, r in bad)
         return out
-    if basis == "modelled":
-        a, b = base["timing"].get("modelled_us"), impl["timing"].get("modelled_us")
-        if not a or not b:
-            out["reason"] = "no modelled time: " + (base["timing"].get("error") or impl["timing"].get("error") or "?")
-            return out
-        v = stats.compare_modelled(a, b, stats.modelled_band(base["timing"], impl["timing"]))
+    judged = timed_verdict(base, impl, basis)
+    if isinstance(judged, str):
+        out["reason"] = judged
     else:
-        v = stats.compare(base["timing"]["device_time_us"], impl["timing"]["device_time_us"], basis="measured")
-    out.update(v.as_dict())
+        out.update(judged)
     return out
 
 

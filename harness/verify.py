@@ -21,7 +21,7 @@ from contract.presets import Preset, get_preset
 
 def to_device(backend, array):
     """A device copy of an input: lazy tensors stay lazy where the backend supports it, else are materialised."""
-    if isinstance(array, np.ndarray) or not getattr(backend, "lazy_inputs", False):
+    if isinstance(array, np.ndarray) or not backend.lazy_inputs:
         return backend.to_device(np.ascontiguousarray(array))
     return backend.to_device(array)
 
@@ -42,8 +42,7 @@ def run_kernel(run: Callable, backend, kernel: str, preset: Preset | str, skew: 
     spec = get_kernel(kernel)
     if inputs is None:
         if lazy is None:
-            lazy = bool(getattr(backend, "lazy_inputs", False)) and wants_lazy(kernel, preset,
-                                                                               params.get("variant", "up"))
+            lazy = backend.lazy_inputs and wants_lazy(kernel, preset, params.get("variant", "up"))
         inputs = spec.make_inputs(preset, skew, seed, lazy=lazy, **params)
     args = {name: to_device(backend, arr) for name, arr in inputs.items()}
     out_specs = spec.output_specs(preset, inputs)

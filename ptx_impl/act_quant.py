@@ -4,9 +4,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from ptx_impl.descriptor import PtxKernel, ceil_div, check_array, reject_params, require
+from ptx_impl.descriptor import ceil_div, check_array, ptx_entry, reject_params, require
 
-KERNEL = PtxKernel(
+KERNEL = ptx_entry(
     file="act_quant.ptx",
     entry="ptx_act_quant",
     params=(("a", ".ptr"), ("q", ".ptr"), ("scale", ".ptr"), ("n_groups", ".u32"), ("pow2", ".u32"),

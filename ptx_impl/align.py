@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptx_impl.descriptor import PtxKernel, check_array, reject_params, require
+from ptx_impl.descriptor import check_array, ptx_entry, reject_params, require
 
-KERNEL = PtxKernel(
+KERNEL = ptx_entry(
     file="align.ptx",
     entry="ptx_align",
     params=(("topk_ids", ".ptr"), ("counts", ".ptr"), ("offsets", ".ptr"), ("total_padded", ".ptr"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from ptx_impl.descriptor import PtxKernel, check_array, reject_params, require, stream_grid
+from ptx_impl.descriptor import check_array, ptx_entry, reject_params, require, stream_grid
 
-KERNEL = PtxKernel(
+KERNEL = ptx_entry(
     file="combine.ptx",
     entry="ptx_combine",
     params=(("y", ".ptr"), ("topk_w", ".ptr"), ("inverse", ".ptr"), ("out", ".ptr"),
@@ -38,4 +38,4 @@ def run(backend, args, preset, **params):
     grid, block, smem = launch_config(T, H)
     values = {"y": args["y"], "topk_w": args["topk_w"], "inverse": args["inverse"], "out": args["out"],
               "n_chunks": T * H // VECTOR, "chunks_per_row": H // VECTOR, "k": K}
-    return [KERNEL.launch(backend, grid, block, values, smem, consts={"K": K})]
+    return [KERNEL.launch(backend, grid, block, values, smem, constants={"K": K})]

@@ -19,7 +19,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from ptx_impl.descriptor import PtxKernel, check_array, require
+from contract.launch import TextKernel
+from ptx_impl.descriptor import check_array, ptx_entry, require
 
 BLOCK = 512  # threads per CTA (16 warps), as on the Numba path
 MAX_CTAS = 132
@@ -29,7 +30,7 @@ OPS = ("dispatch", "combine")
 _ENTRY_SUFFIX = {"plain": "plain", "no_allocate": "noalloc"}
 
 DISPATCH = {
-    loads: PtxKernel(
+    loads: ptx_entry(
         file="comm_dispatch.ptx",
         entry=f"ptx_comm_dispatch_{suffix}",
         params=(("x", ".ptr"), ("src_row", ".ptr"), ("dst_slot", ".ptr"), ("recv", ".ptr"), ("rows", ".u32"),
@@ -38,7 +39,7 @@ DISPATCH = {
     for loads, suffix in _ENTRY_SUFFIX.items()
 }
 COMBINE = {
-    loads: PtxKernel(
+    loads: ptx_entry(
         file="comm_combine.ptx",
         entry=f"ptx_comm_combine_{suffix}",
         params=(("recv", ".ptr"), ("w", ".ptr"), ("slot", ".ptr"), ("out", ".ptr"), ("tokens", ".u32"),
@@ -49,8 +50,8 @@ COMBINE = {
 KERNELS = {"dispatch": DISPATCH, "combine": COMBINE}
 
 
-def kernel_for(op: str, loads: str) -> PtxKernel:
-    """The PtxKernel of `op` ("dispatch" | "combine") with cache policy `loads` ("plain" | "no_allocate")."""
+def kernel_for(op: str, loads: str) -> TextKernel:
+    """The descriptor of `op` ("dispatch" | "combine") with cache policy `loads` ("plain" | "no_allocate")."""
     require("comm", op in OPS, "op", op, f"one of {', '.join(OPS)}")
     require("comm", loads in LOADS, "loads", loads, f"one of {', '.join(LOADS)}")
     return KERNELS[op][loads]

@@ -1,8 +1,9 @@
 """One small descriptor per hand-written PTX kernel: which file, which entry, what it takes, how to launch it.
 
-A kernel module (gate.py, permute.py, ...) states its kernel as a `PtxKernel` and keeps only the shape logic:
-checking its assumptions (`require`), sizing the grid, and calling `PtxKernel.launch`, which type-checks every value
-against the declared PTX parameter list before anything reaches the backend.
+A kernel module (gate.py, permute.py, ...) states its kernel with `ptx_entry` (a contract.launch.TextKernel, the
+descriptor cpp_impl's modules use too) and keeps only the shape logic: checking its assumptions (`require`), sizing
+the grid, and calling its `launch`, which type-checks every value against the declared PTX parameter list before
+anything reaches the backend.
 
 The .ptx files are plain PTX with one optional convenience, an unroll block for short fixed-count repetitions:
 
@@ -12,19 +13,18 @@ The .ptx files are plain PTX with one optional convenience, an unroll block for 
 
 expands to eight copies with `$J` replaced by 0..7 (so the hand-written file stays one copy long and the emitted
 PTX stays deterministic). A bound may also be a named tile constant (`//@unroll J 0 K`) that the kernel module
-supplies per shape (`PtxKernel.source(K=8)`): the kernel is then specialised, e.g. combine issues all K gathers
+supplies per shape (`KERNEL.source(K=8)`): the kernel is then specialised, e.g. combine issues all K gathers
 before the first add. `$J+1`-style arithmetic is not supported on purpose; write a second variable instead.
 """
 from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from contract.errors import InputError
-from contract.launch import EntrySignature, ceil_div  # noqa: F401 - ceil_div is part of this module's API
+from contract.launch import TextKernel, ceil_div  # noqa: F401 - ceil_div is part of this module's API
 from contract.launch import check_array as _check_array
 from contract.launch import reject_params as _reject_params
 from contract.launch import require as _require
@@ -90,45 +90,13 @@ def reject_params(kernel: str, params: Mapping) -> None:
     _reject_params(f"ptx {kernel}", params)
 
 
-@dataclass(frozen=True)
-class PtxKernel:
-    """A hand-written PTX entry point (file + entry) and its parameter list.
-
-    params: (name, type) in PTX order; type is one of ".ptr" (a DeviceArray, passed as its .u64 address), ".u32",
-    ".s32", ".u64", ".f32" (contract.launch.EntrySignature checks them).
-    """
-
-    file: str
-    entry: str
-    params: tuple[tuple[str, str], ...]
-    consts: tuple[tuple[str, int], ...] = ()  # default tile constants (what `ptx` and static analysis use)
-
-    @property
-    def ptx(self) -> str:
-        return self.source()
-
-    @property
-    def signature(self) -> EntrySignature:
-        return EntrySignature(self.entry, self.params)
-
-    def source(self, **consts: int) -> str:
-        """The PTX text specialised for these tile constants (missing ones take their defaults)."""
-        merged = dict(self.consts)
-        unknown = sorted(set(consts) - set(merged))
-        require(self.entry, not unknown, "tile constants", unknown, f"a subset of {sorted(merged)}")
-        merged.update({k: int(v) for k, v in consts.items()})
-        return load_ptx(self.file, tuple(sorted(merged.items())))
-
-    def pack(self, values: Mapping) -> list:
-        """Values by parameter name -> the positional list launch_ptx takes, each checked against its PTX type."""
-        return self.signature.pack(values)
-
-    def launch(self, backend, grid, block, values: Mapping, shared_bytes: int = 0, tag: str = "",
-               consts: Mapping[str, int] | None = None):
-        """Type-check `values` against the parameter list and launch on `backend` (the module specialised for the
-        tile constants `consts`); returns its LaunchRecord."""
-        return self.signature.launch(backend, self.source(**(consts or {})), grid, block, values,
-                                     shared_bytes=shared_bytes, tag=tag)
+def ptx_entry(file: str, entry: str, params: tuple[tuple[str, str], ...],
+              consts: tuple[tuple[str, int], ...] = ()) -> TextKernel:
+    """The descriptor (contract.launch.TextKernel) of a hand-written PTX entry of ptx_impl/kernels/<file>: its PTX
+    is the file with its unroll blocks expanded (load_ptx, cached) for the tile constants (`consts` their defaults,
+    overridable per launch with `constants=`)."""
+    return TextKernel(file, entry, params, make_ptx=load_ptx, language="ptx", constants=consts,
+                      constants_are="tile constants")
 
 
 STREAM_BLOCK = 256       # threads per CTA of the streaming kernels (permute, swiglu, combine)

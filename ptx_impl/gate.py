@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptx_impl.descriptor import PtxKernel, ceil_div, check_array, reject_params, require
+from ptx_impl.descriptor import ceil_div, check_array, ptx_entry, reject_params, require
 
-KERNEL = PtxKernel(
+KERNEL = ptx_entry(
     file="gate.ptx",
     entry="ptx_gate",
     params=(("logits", ".ptr"), ("bias", ".ptr"), ("topk_ids", ".ptr"), ("topk_w", ".ptr"),
@@ -47,4 +47,4 @@ def run(backend, args, preset, **params):
     values = {"logits": args["logits"], "bias": args["bias"], "topk_ids": args["topk_ids"], "topk_w": args["topk_w"],
               "t": T, "e": E, "k": K, "g": preset.G, "tg": preset.TG, "gs": E // preset.G,
               "route_scale": float(preset.route_scale)}
-    return [KERNEL.launch(backend, grid, block, values, smem, consts={"NJ": ceil_div(E, 32)})]
+    return [KERNEL.launch(backend, grid, block, values, smem, constants={"NJ": ceil_div(E, 32)})]

@@ -4,9 +4,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from ptx_impl.descriptor import PtxKernel, check_array, reject_params, require, stream_grid
+from ptx_impl.descriptor import check_array, ptx_entry, reject_params, require, stream_grid
 
-KERNEL = PtxKernel(
+KERNEL = ptx_entry(
     file="permute.ptx",
     entry="ptx_permute",
     params=(("x", ".ptr"), ("sorted_ids", ".ptr"), ("total_padded", ".ptr"), ("xp", ".ptr"),
@@ -38,7 +38,7 @@ def run(backend, args, preset, **params):
     return [KERNEL.launch(backend, grid, block, values, smem)]
 
 
-WORDS_KERNEL = PtxKernel(
+WORDS_KERNEL = ptx_entry(
     file="permute_words.ptx",
     entry="ptx_permute_words",
     params=(("x", ".ptr"), ("sorted_ids", ".ptr"), ("total_padded", ".ptr"), ("xp", ".ptr"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from ptx_impl.descriptor import PtxKernel, check_array, reject_params, require, stream_grid
+from ptx_impl.descriptor import check_array, ptx_entry, reject_params, require, stream_grid
 
-KERNEL = PtxKernel(
+KERNEL = ptx_entry(
     file="swiglu.ptx",
     entry="ptx_swiglu",
     params=(("h", ".ptr"), ("total_padded", ".ptr"), ("a", ".ptr"), ("chunks_per_row", ".u32")),

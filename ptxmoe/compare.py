@@ -1,18 +1,18 @@
 """`compare`: run your implementations of one kernel on one backend, check, analyse and time each, and judge them.
 
-One code path for every backend (tinygrad's small device interface): `harness.backends.select.select_backend` gives
-a sim (ptxsim) or gpu backend; every implementation is launched through its `launch_numba` / `launch_ptx`; times are
-`harness.timing.sim.model_row` ("modelled", sim) or `harness.timing.gpu.time_gpu` ("measured", gpu); verdicts are
-`harness.timing.stats.compare_modelled` / `compare`; static facts `harness.static.static_facts`. The rows and
-verdicts are run.json rows and verdicts (docs/run-json.md), so a result saves as a normal run folder.
+Each row runs through the sweep's own pipeline, harness.row_run.run_row (build, place, launch, check, time, record),
+with a UserRow saying what is the user's: the kernel, make_inputs, check and counts. The backend times the row
+(Backend.time_row: "modelled" on sim, "measured" on gpu), verdicts follow the sweep's rule
+(harness.verdicts.timed_verdict). One implementation that fails to build or to run fails its own row (status
+"error", the message naming it) and the others still run and get verdicts. The rows and verdicts are run.json rows
+and verdicts (docs/run-json.md), so a result saves as a normal run folder.
 """
 from __future__ import annotations
 
 import sys
-import time
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ptxmoe.errors import InputError, KernelError, PtxmoeError
@@ -54,7 +54,7 @@ class Settings:
                 "timing": asdict(self.timing) if self.timing is not None else None,
                 "model_device": self.model_device, "sanitize": [], "model_estimate": False,
                 "source": "ptxmoe.compare", "languages": dict(zip(self.impls, self.languages, strict=True)),
-                "cases": {c.name: dict(c.params) for c in self.cases}}
+                "cases": {c.name: dict(c.params) for c in self.cases}, "device_profile": None}
 
 
 @dataclass
@@ -67,8 +67,8 @@ class _Context:
     flops: Callable | None
     device_spec: Any
     progress: Any
-    recorder: Any = None
-    ranges: list = field(default_factory=list)
+    recorder: Any
+    row_settings: Any  # harness.row_run.RowSettings
 
 
 # ------------------------------------------------------------------------------------------------- validation
@@ -131,6 +131,11 @@ def _draw_inputs(ctx: _Context, case: Case) -> dict:
 
 
 # --------------------------------------------------------------------------------------------------- one row
+class UserCodeError(InputError):
+    """The caller's own check / min_bytes / flops function misbehaved: the whole compare stops (no implementation's
+    row is to blame)."""
+
+
 def _owner(impl: str, kernel) -> str:
     return f"implementation {impl!r} ({type(kernel).__name__} {kernel.title})"
 
@@ -140,33 +145,6 @@ def _upload(backend, inputs: Mapping[str, Any]) -> dict:
 
     return {k: backend.to_device(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) and v.ndim > 0 else v
             for k, v in inputs.items()}
-
-
-def _free(backend, device_args: Mapping[str, Any]) -> None:
-    from contract.device import DeviceArray
-
-    for value in device_args.values():
-        if isinstance(value, DeviceArray):
-            backend.free(value)
-    if hasattr(backend, "reset_memory"):
-        backend.reset_memory()  # sim: ptxsim never reuses freed memory; a fresh device per row
-
-
-def _prepare(impl: str, kernel, inputs):
-    """The kernel's launcher for these inputs (KernelSpecError / BuildError name the implementation)."""
-    return _named(impl, kernel, lambda: kernel.prepare(inputs, _owner(impl, kernel), kernel.title))
-
-
-def _launch_once(ctx: _Context, impl: str, kernel, launcher, device_args) -> list:
-    """One run of the implementation (the checked one); returns its LaunchRecords."""
-    ctx.backend.records.clear()
-    ctx.backend.sources.clear()
-
-    def run():
-        launcher(ctx.backend, device_args)
-        ctx.backend.synchronize()
-    _named(impl, kernel, run)
-    return list(ctx.backend.records)
 
 
 def _named(impl: str, kernel, action: Callable):
@@ -198,168 +176,109 @@ def _run_check(ctx: _Context, impl: str, outputs: dict, inputs: dict) -> dict:
     except (AssertionError, CheckError) as exc:
         return {"ok": False, "message": f"{impl}: {str(exc).strip() or type(exc).__name__}", "errors": {}}
     except Exception as exc:
-        raise InputError(f"check(outputs, inputs) raised {type(exc).__name__} for implementation {impl!r}: {exc}; "
-                         f"a failed check should return False or raise AssertionError") from exc
+        raise UserCodeError(f"check(outputs, inputs) raised {type(exc).__name__} for implementation {impl!r}: "
+                            f"{exc}; a failed check should return False or raise AssertionError") from exc
     if isinstance(verdict, tuple) and len(verdict) == 2:
         ok, message = bool(verdict[0]), str(verdict[1])
     else:
         try:
             ok, message = verdict is None or bool(verdict), ""
         except Exception as exc:  # e.g. an array returned instead of a bool
-            raise InputError(f"check(outputs, inputs) returned {type(verdict).__name__} for implementation {impl!r}; "
-                             f"expected None, a bool or (ok, message)") from exc
+            raise UserCodeError(f"check(outputs, inputs) returned {type(verdict).__name__} for implementation "
+                                f"{impl!r}; expected None, a bool or (ok, message)") from exc
     return {"ok": ok, "message": message or ("ok" if ok else f"{impl}: check returned False"), "errors": {}}
 
 
-def _static(ctx: _Context) -> dict | None:
-    if not ctx.settings.static:
-        return None
-    from harness.static import static_facts
-
-    try:
-        return static_facts(ctx.backend.launched_sources())
-    except Exception as exc:  # noqa: BLE001 - static facts are an extra, not the row's outcome
-        return {"error": f"{type(exc).__name__}: {exc}", "kernels": {}, "totals": {}}
-
-
-def _time(ctx: _Context, launcher, device_args, records) -> tuple[dict, float | None, dict | None]:
-    """(timing dict, time in µs, sim counters) of one implementation: modelled on sim, measured on gpu."""
-    if ctx.settings.backend == "sim":
-        from harness.timing.sim import metrics_dict, model_row, sum_metrics
-
-        timing = model_row(records, ctx.backend.launched_sources(), ctx.settings.model_device)
-        per_launch = [{"name": r.name, "metrics": metrics_dict(r.stats)} for r in records]
-        counters = {"total": sum_metrics([p["metrics"] for p in per_launch]), "launches": per_launch}
-        return timing, timing["modelled_us"], counters
-    from harness.timing.gpu import time_gpu
-
-    def call(args):  # only the backend's launch: everything else was checked once by prepare
-        launcher(ctx.backend, args)
-
-    timing = time_gpu(ctx.backend, call, [device_args], _l2_bytes(ctx.device_spec), ctx.settings.timing)
-    return timing, timing["device"]["median_us"], None
-
-
-def _l2_bytes(spec) -> int:
-    """The visible GPU's L2 size (driver attribute), else the device spec's, else 50 MiB."""
-    fallback = int(getattr(spec, "l2_bytes", 50 * 2**20))
-    try:
-        from cuda.bindings import driver
-
-        err, value = driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 0)
-    except Exception:  # noqa: BLE001 - no driver or no GPU: the spec's size
-        return fallback
-    return int(value) if err == driver.CUresult.CUDA_SUCCESS and value > 0 else fallback
-
-
-def _user_count(ctx: _Context, fn, what: str, inputs) -> int | None:
+def _user_count(fn, what: str, inputs) -> int | None:
     if fn is None:
         return None
     try:
         return int(fn(inputs))
     except Exception as exc:
-        raise InputError(f"{what}(inputs) raised {type(exc).__name__}: {exc}; expected an int") from exc
+        raise UserCodeError(f"{what}(inputs) raised {type(exc).__name__}: {exc}; expected an int") from exc
+
+
+class UserRow:
+    """The RowJob (harness.row_run) of one of the user's implementations on one case: the user's kernel, inputs
+    (every array copied to the device), check and counts; each launch is named after its implementation."""
+
+    def __init__(self, ctx: _Context, case: Case, impl: str, kernel):
+        from harness.results import row_key
+
+        s = ctx.settings
+        self.ctx, self.impl, self.kernel_desc = ctx, impl, kernel
+        self.kernel: str = s.name
+        self.variant: str | None = None
+        self.head = {"key": row_key(s.name, None, impl, case.name, SKEW), "kernel": s.name, "variant": None,
+                     "impl": impl, "language": kernel.language, "preset": case.name, "skew": SKEW, "seed": case.seed,
+                     "backend": s.backend, "params": dict(case.params)}
+
+    def build(self, backend, inputs: dict):
+        """The kernel's launcher for these inputs (KernelSpecError / BuildError name the implementation)."""
+        impl, kernel = self.impl, self.kernel_desc
+        launcher = _named(impl, kernel, lambda: kernel.prepare(inputs, _owner(impl, kernel), kernel.title))
+        return lambda be, args: _named(impl, kernel, lambda: launcher(be, args))
+
+    def begin(self, backend) -> None:
+        """Nothing: a user's backend runs as it was made (its own sampling and sanitizers)."""
+
+    def place(self, backend, inputs: dict) -> tuple[dict, tuple[str, ...]]:
+        from contract.device import DeviceArray
+
+        args = _upload(backend, inputs)
+        outputs = self.ctx.settings.outputs
+        wanted = outputs if outputs is not None else tuple(k for k, v in args.items() if isinstance(v, DeviceArray))
+        return args, tuple(wanted)
+
+    def check(self, backend, outputs: dict, inputs: dict, records: list) -> dict:
+        return _run_check(self.ctx, self.impl, outputs, inputs)
+
+    def counts(self, inputs: dict) -> tuple[int | None, int | None]:
+        return _user_count(self.ctx.min_bytes, "min_bytes", inputs), _user_count(self.ctx.flops, "flops", inputs)
+
+    def annotate(self, row: dict, backend, inputs: dict, records: list) -> None:
+        """Nothing more: a user's kernel has no contract fields (gemm_work, sampling)."""
+
+    def stages(self, records: list, timing: dict) -> tuple[list[str], dict[str, float]]:
+        from harness.row_run import launch_name_stages
+
+        return launch_name_stages(records, timing)
 
 
 def run_row(ctx: _Context, case: Case, impl: str, kernel, inputs: dict) -> dict:
-    """Run, check, analyse and time one implementation on one case; returns its run.json row."""
-    from harness.results import row_key
+    """Run, check, analyse and time one implementation on one case (harness.row_run.run_row, the sweep's own
+    pipeline); returns its run.json row: an "error" row with the message when the implementation fails to build or
+    to run. A misbehaving check / min_bytes / flops function of the caller raises (UserCodeError)."""
+    from harness import row_run
 
-    s = ctx.settings
-    row = {"key": row_key(s.name, None, impl, case.name, SKEW), "kernel": s.name, "variant": None, "impl": impl,
-           "language": kernel.language, "preset": case.name, "skew": SKEW, "seed": case.seed, "backend": s.backend,
-           "params": dict(case.params)}
-    t0 = time.perf_counter()
-    launcher = _prepare(impl, kernel, inputs)
-    device_args = _upload(ctx.backend, inputs)
-    try:
-        with ctx.recorder.range(row["key"], key=row["key"], phase="check"):
-            records = _launch_once(ctx, impl, kernel, launcher, device_args)
-        wanted = s.outputs if s.outputs is not None else [k for k, v in device_args.items() if hasattr(v, "addr")]
-        row["correctness"] = _run_check(ctx, impl, {k: ctx.backend.to_host(device_args[k]) for k in wanted}, inputs)
-        _analyse(ctx, row, records, inputs)
-        with ctx.recorder.range(row["key"], key=row["key"], phase="timing"):
-            row["timing"], time_us, row["sim_counters"] = _time(ctx, launcher, device_args, records)
-    finally:
-        _free(ctx.backend, device_args)
-    _close(ctx, row, records, time_us)
-    row["elapsed_s"] = time.perf_counter() - t0
+    row = row_run.run_row(ctx.backend, UserRow(ctx, case, impl, kernel), inputs, ctx.row_settings, ctx.recorder,
+                          ctx.device_spec, fatal=(UserCodeError,))
     return row
-
-
-def _analyse(ctx: _Context, row: dict, records, inputs: dict) -> None:
-    """The row's launches, static facts and the user's byte / FLOP counts."""
-    row["launches"] = [{"name": r.name, "impl": row["impl"], "grid": list(r.grid), "block": list(r.block),
-                        "shared_bytes": r.shared_bytes, "host_seconds": r.host_seconds} for r in records]
-    row["static"] = _static(ctx)
-    row["min_bytes"] = _user_count(ctx, ctx.min_bytes, "min_bytes", inputs)
-    row["flops"] = _user_count(ctx, ctx.flops, "flops", inputs)
-
-
-def _close(ctx: _Context, row: dict, records, time_us: float | None) -> None:
-    """Stages, throughput and the row's status (a failed check or a sanitizer finding fails it)."""
-    from harness.runner import throughput
-
-    row["launch_stages"] = [r.name for r in records]
-    row["stages_us"] = _stages(row["timing"])
-    counted = row["min_bytes"] is not None or row["flops"] is not None
-    row["throughput"] = (throughput(row["kernel"], row["min_bytes"] or 0, row["flops"] or 0, time_us,
-                                    ctx.device_spec) if counted else None)
-    row["nsight"] = []
-    row["status"] = "ok" if row["correctness"]["ok"] else "failed"
-    if not row["correctness"]["ok"]:
-        row["reason"] = row["correctness"]["message"]
-    if getattr(ctx.backend, "sanitize", ()):
-        row["sanitizer"] = _sanitizer(ctx.backend, records)
-        if row["sanitizer"]["findings"]:
-            row["status"], row["reason"] = "failed", row["sanitizer"]["summary"]
-
-
-def _sanitizer(backend, records) -> dict:
-    """{tools, findings, summary} of a row run on a SimBackend with sanitizers on (as `ptxmoe compare --sanitize`)."""
-    findings = backend.sanitizer_findings(records)
-    summary = f"{len(findings)} sanitizer finding(s); first: {findings[0]['text']}" if findings else None
-    return {"tools": list(backend.sanitize), "findings": findings, "summary": summary}
-
-
-def _stages(timing: dict) -> dict[str, float]:
-    """µs per launch name (modelled or from the per-launch events of one extra run)."""
-    if timing.get("basis") == "modelled":
-        pairs = [(x["name"], x["modelled_s"] * 1e6) for x in timing.get("launches", []) if x.get("modelled_s")]
-    else:
-        pairs = [(name, us) for name, us in timing.get("launch_us", [])]
-    out: dict[str, float] = {}
-    for name, us in pairs:
-        out[name] = out.get(name, 0.0) + us
-    return out
 
 
 # ----------------------------------------------------------------------------------------------------- verdicts
 def verdict(name: str, case: str, baseline: dict, candidate: dict, basis: str) -> dict:
     """The run.json verdict of `candidate` over `baseline` in one case: speedup = baseline time / candidate time
     (> 1: the candidate is faster) with its interval (measured: bootstrap 95 %; modelled: the model's validated
-    error)."""
-    from harness.timing import stats
+    error): the sweep's verdict rule (harness.verdicts.timed_verdict)."""
+    from harness.results import typed_row
+    from harness.verdicts import timed_verdict
 
     base, cand = baseline["impl"], candidate["impl"]
     out = {"key": f"{name}/{case}/{SKEW}/{cand}-vs-{base}", "kernel": name, "variant": None, "preset": case,
            "skew": SKEW, "basis": basis, "speedup": None, "ci_lo": None, "ci_hi": None, "verdict": None,
            "reason": None, "impl": cand, "baseline": base, "pair": f"{cand}-vs-{base}"}
-    bad = [r["impl"] for r in (baseline, candidate) if r.get("status") != "ok"]
+    bad = [r for r in (baseline, candidate) if r.get("status") != "ok"]
     if bad:
-        out["reason"] = f"no verdict: {' and '.join(bad)} failed the check"
+        out["reason"] = "no verdict: " + "; ".join(f"{r['impl']} {r['status']}" + (f" ({r['reason']})" if
+                                                                                      r.get("reason") else "")
+                                                   for r in bad)
         return out
-    if basis == "modelled":
-        a, b = baseline["timing"].get("modelled_us"), candidate["timing"].get("modelled_us")
-        if not a or not b:
-            why = baseline["timing"].get("error") or candidate["timing"].get("error") or "no modelled time"
-            out["reason"] = f"no verdict: {why}"
-            return out
-        v = stats.compare_modelled(a, b, stats.modelled_band(baseline["timing"], candidate["timing"]))
+    judged = timed_verdict(typed_row(baseline), typed_row(candidate), basis)
+    if isinstance(judged, str):
+        out["reason"] = f"no verdict: {judged}"
     else:
-        v = stats.compare(baseline["timing"]["device_time_us"], candidate["timing"]["device_time_us"],
-                          basis="measured")
-    out.update(v.as_dict())
+        out.update(judged)
     return out
 
 
@@ -395,17 +314,21 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         progress: a text stream for one line per row (default silent).
     Returns:
         A ptxmoe.Result.
+        An implementation that cannot be built or run (KernelSpecError, BuildError with NVRTC's log, KernelError)
+        does not raise: its row has status "error" and the message as its reason; the others still run.
     Raises:
-        InputError / KernelSpecError: bad arguments, inputs or kernel descriptions (the implementation is named).
-        BuildError: CUDA C++ that NVRTC rejects (its log included). KernelError: an implementation failed to run.
+        InputError: bad arguments or inputs; UserCodeError (an InputError): `check`, `min_bytes` or `flops` crashed
+            or returned the wrong type.
         UnknownNameError: an unknown backend; PtxmoeError: backend "gpu" with no GPU visible.
     """
     from harness.backends.base import Backend
     from harness.backends.select import select_backend
     from harness.nvtx_ranges import RangeRecorder
     from harness.results import utc_now
-    from harness.runner import device_spec_for
+    from harness.row_run import RowSettings
+    from harness.throughput import device_spec_for
     from harness.timing.gpu import GpuTimingSettings
+    from harness.timing.row_timing import DEFAULT_L2_BYTES, RowTiming
     from ptxmoe.result import Result
 
     _check_kernels(kernels)
@@ -420,12 +343,15 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
     settings = Settings(name=name, backend=be.name, impls=tuple(kernels),
                         languages=tuple(k.language for k in kernels.values()), cases=_cases(name, cases, seed),
                         seed=int(seed), static=bool(static), model_device=model_device,
-                        timing=(timing or GpuTimingSettings()) if be.name == "gpu" else None,
+                        timing=None if be.kind.simulated else (timing or GpuTimingSettings()),
                         outputs=None if outputs is None else tuple(outputs))
-    gpu_name = _gpu_name() if be.name == "gpu" else None
-    ctx = _Context(settings, be, make_inputs, check, min_bytes, flops,
-                   device_spec_for(be.name, gpu_name, model_device), progress, RangeRecorder())
-    basis = "modelled" if be.name == "sim" else "measured"
+    gpu_name = None if be.kind.simulated else _gpu_name()
+    spec = device_spec_for(be.name, gpu_name, model_device)
+    row_timing = RowTiming(model_device=model_device, gpu=settings.timing or GpuTimingSettings(),
+                           l2_fallback_bytes=getattr(spec, "l2_bytes", None) or DEFAULT_L2_BYTES)
+    ctx = _Context(settings, be, make_inputs, check, min_bytes, flops, spec, progress, RangeRecorder(),
+                   RowSettings(static=settings.static, timing=row_timing))
+    basis = be.kind.basis
     rows, verdicts = [], []
     for case in settings.cases:
         inputs = _draw_inputs(ctx, case)
@@ -447,11 +373,17 @@ def _gpu_name() -> str | None:
 
 
 def _say(ctx: _Context, row: dict) -> None:
+    from harness.results import typed_row
+    from harness.run_records import ModelledTiming
+
     if ctx.progress is None:
         return
-    t = row["timing"]
-    value = t.get("modelled_us") if t.get("basis") == "modelled" else (t.get("device") or {}).get("median_us")
-    shown = f"{value:.3f} us {t.get('basis')}" if value is not None else f"no time ({t.get('error')})"
+    typed = typed_row(row)
+    if typed.timing is not None and typed.time_us is not None:
+        shown = f"{typed.time_us:.3f} us {typed.timing.basis}"
+    else:
+        error = typed.timing.error if isinstance(typed.timing, ModelledTiming) else None
+        shown = f"no time ({error or typed.reason})"
     print(f"{row['key']}: {row['status']}, {shown}", file=ctx.progress or sys.stderr, flush=True)
 
 

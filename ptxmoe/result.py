@@ -7,10 +7,16 @@ events). Speedups are baseline time / candidate time: above 1 the candidate is f
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ptxmoe.errors import InputError, PtxmoeError
+
+if TYPE_CHECKING:  # NOTE: `import ptxmoe` stays cheap: harness is imported when a Result is first read
+    from harness.run_records import Row, StaticFacts, Sweep
+    from harness.run_records import Verdict as VerdictRecord
 
 
 @dataclass(frozen=True)
@@ -37,62 +43,62 @@ class Verdict:
         return f"{head}: {self.verdict}, {self.speedup:.3f}x [{self.ci_lo:.3f}, {self.ci_hi:.3f}] ({self.basis})"
 
 
-def _verdict_of(v: dict) -> Verdict:
-    return Verdict(case=v["preset"], kernel=_label(v), skew=v.get("skew"), candidate=v.get("impl") or "ptx",
-                   baseline=v.get("baseline") or v.get("ptx_over") or "numba", speedup=v.get("speedup"),
-                   ci_lo=v.get("ci_lo"), ci_hi=v.get("ci_hi"), verdict=v.get("verdict"), basis=v.get("basis"),
-                   reason=v.get("reason"))
-
-
-def row_time_us(row: dict) -> float | None:
-    """A row's time: the modelled time (sim) or the median of the measured samples (gpu)."""
-    timing = row.get("timing") or {}
-    if timing.get("basis") == "modelled":
-        return timing.get("modelled_us")
-    return (timing.get("device") or {}).get("median_us")
+def _verdict_of(v: VerdictRecord) -> Verdict:
+    return Verdict(case=v.preset, kernel=v.label, skew=v.skew, candidate=v.impl or "ptx",
+                   baseline=v.baseline or "numba", speedup=v.speedup, ci_lo=v.ci_lo, ci_hi=v.ci_hi,
+                   verdict=v.verdict, basis=v.basis, reason=v.reason)
 
 
 @dataclass(frozen=True)
 class Result:
-    """What `compare` found; `doc` is the run.json document."""
+    """What `compare` found; `doc` is the run.json document, `sweep` its typed records (harness.run_records)."""
 
     doc: dict
     run_dir: Path | None = None
+    records: Sweep | None = field(default=None, compare=False, repr=False)  # when the reader built them already
+
+    @cached_property
+    def sweep(self) -> Sweep:
+        if self.records is not None:
+            return self.records
+        from harness.results import records_of
+
+        return records_of(self.doc, self.run_dir or "ptxmoe.Result")
 
     # identity ---------------------------------------------------------------------------------------------
     @property
     def backend(self) -> str:
-        return str(self.doc.get("settings", {}).get("backend"))
+        return self.sweep.backend
 
     @property
     def basis(self) -> str:
         """"modelled" (sim backend) or "measured" (gpu)."""
-        return "modelled" if self.backend == "sim" else "measured"
+        return self.sweep.basis
 
     @property
     def impls(self) -> list[str]:
-        return _unique(r["impl"] for r in self.doc.get("rows", []))
+        return _unique(r.impl for r in self.sweep.rows)
 
     @property
     def cases(self) -> list[str]:
-        return _unique(r["preset"] for r in self.doc.get("rows", []))
+        return _unique(r.preset for r in self.sweep.rows)
 
     @property
     def kernels(self) -> list[str]:
         """Kernel labels ("saxpy", "grouped_gemm[up]") in run order."""
-        return _unique(_label(r) for r in self.doc.get("rows", []))
+        return _unique(r.label for r in self.sweep.rows)
 
     @property
     def skews(self) -> list[str]:
-        return _unique(r.get("skew") for r in self.doc.get("rows", []))
+        return _unique(r.skew for r in self.sweep.rows)
 
     @property
-    def rows(self) -> list[dict]:
-        return list(self.doc.get("rows", []))
+    def rows(self) -> list[Row]:
+        return list(self.sweep.rows)
 
     @property
     def verdicts(self) -> list[Verdict]:
-        return [_verdict_of(v) for v in self.doc.get("verdicts", [])]
+        return [_verdict_of(v) for v in self.sweep.verdicts]
 
     # lookups ----------------------------------------------------------------------------------------------
     def _case(self, case: str | None) -> str:
@@ -105,12 +111,12 @@ class Result:
             raise InputError(f"case {case!r} not in this result; it has {', '.join(cases)}")
         return case
 
-    def row(self, impl: str, case: str | None = None, *, kernel: str | None = None, skew: str | None = None) -> dict:
-        """The run.json row of one implementation in one case (the only case when there is one). `kernel`
-        ("grouped_gemm[up]") and `skew` pick among several, as in runs of `ptxmoe compare`."""
+    def row(self, impl: str, case: str | None = None, *, kernel: str | None = None, skew: str | None = None) -> Row:
+        """The run.json row (a harness.run_records.Row) of one implementation in one case (the only case when there
+        is one). `kernel` ("grouped_gemm[up]") and `skew` pick among several, as in runs of `ptxmoe compare`."""
         case = self._case(case)
-        found = [r for r in self.doc.get("rows", []) if r.get("impl") == impl and r.get("preset") == case
-                 and kernel in (None, _label(r)) and skew in (None, r.get("skew"))]
+        found = [r for r in self.sweep.rows if r.impl == impl and r.preset == case
+                 and kernel in (None, r.label) and skew in (None, r.skew)]
         if len(found) != 1:
             raise InputError(f"{len(found)} rows match impl={impl!r}, case={case!r}, kernel={kernel!r}, skew={skew!r}"
                              f"; this result has implementations {', '.join(self.impls)}, kernels "
@@ -119,19 +125,20 @@ class Result:
 
     def time_us(self, impl: str, case: str | None = None, **where) -> float | None:
         """Modelled (sim) or median measured (gpu) time in µs; None when it could not be had."""
-        return row_time_us(self.row(impl, case, **where))
+        return self.row(impl, case, **where).time_us
 
     def ok(self, impl: str, case: str | None = None, **where) -> bool:
         """Whether the implementation passed the check."""
-        return self.row(impl, case, **where).get("status") == "ok"
+        return self.row(impl, case, **where).status == "ok"
 
     def counters(self, impl: str, case: str | None = None, **where) -> dict:
         """ptxsim's counters summed over the launches (ncu metric names; sim backend only, {} on gpu)."""
-        return dict(((self.row(impl, case, **where).get("sim_counters") or {}).get("total")) or {})
+        counters = self.row(impl, case, **where).sim_counters
+        return dict(counters.total) if counters is not None else {}
 
-    def static(self, impl: str, case: str | None = None, **where) -> dict:
-        """Static facts: {kernels: {launch: {resources, ptx_histogram, sass_histogram...}}, totals: {...}}."""
-        return dict(self.row(impl, case, **where).get("static") or {})
+    def static(self, impl: str, case: str | None = None, **where) -> StaticFacts | None:
+        """Static facts (harness.run_records.StaticFacts: kernels by launch name, totals), None when not collected."""
+        return self.row(impl, case, **where).static
 
     def verdict(self, candidate: str | None = None, baseline: str | None = None, case: str | None = None, *,
                 kernel: str | None = None, skew: str | None = None) -> Verdict:
@@ -176,12 +183,7 @@ def load(run_dir) -> Result:
     from harness.results import RunFile
 
     run = RunFile.load(run_dir)
-    return Result(run.doc, run.run_dir)
-
-
-def _label(record: dict) -> str:
-    """"kernel[variant]" of a row or verdict, or the kernel alone."""
-    return f"{record.get('kernel')}[{record.get('variant')}]" if record.get("variant") else str(record.get("kernel"))
+    return Result(run.doc, run.run_dir, run.sweep)
 
 
 def _unique(values) -> list:
@@ -198,15 +200,15 @@ def _fmt(value, spec: str = ".3f") -> str:
 
 def summary(result: Result) -> str:
     """A readable summary: one line per row (status, time with its basis), then one per verdict."""
-    doc = result.doc
-    kernels = ", ".join(_unique(r.get("kernel") for r in doc.get("rows", [])))
+    rows = result.sweep.rows
+    kernels = ", ".join(_unique(r.kernel for r in rows))
     unit = "modelled by ptxsim" if result.basis == "modelled" else "measured, median"
-    lines = [f"<ptxmoe.Result {kernels} on {result.backend}: {len(doc.get('rows', []))} rows, times {unit}>"]
-    width = max([len(str(r.get("impl"))) for r in doc.get("rows", [])] + [4])
-    for r in doc.get("rows", []):
-        reason = f"  {r.get('reason')}" if r.get("status") != "ok" and r.get("reason") else ""
-        lines.append(f"  {r.get('kernel')} [{r.get('preset')}] {str(r.get('impl')).ljust(width)}  "
-                     f"{str(r.get('status')).ljust(6)}  {_fmt(row_time_us(r)):>10} us{reason}")
+    lines = [f"<ptxmoe.Result {kernels} on {result.backend}: {len(rows)} rows, times {unit}>"]
+    width = max([len(r.impl) for r in rows] + [4])
+    for r in rows:
+        reason = f"  {r.reason}" if r.status != "ok" and r.reason else ""
+        lines.append(f"  {r.kernel} [{r.preset}] {r.impl.ljust(width)}  "
+                     f"{r.status.ljust(6)}  {_fmt(r.time_us):>10} us{reason}")
     for v in result.verdicts:
         lines.append(f"  {v}")
     return "\n".join(lines)

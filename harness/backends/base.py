@@ -8,11 +8,17 @@ on a GPU; PTX text (hand-written or NVRTC's) is loaded once per text.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from contract.device import DeviceArray, LaunchArg, LaunchRecord, WorkItems
+from harness.backends.kinds import BackendKind, backend_kind
+
+if TYPE_CHECKING:
+    from harness.sampling import SamplePolicy
+    from harness.timing.row_timing import RowTimes, RowTiming
 
 __all__ = ["Backend", "DeviceArray", "LaunchArg", "LaunchRecord", "WorkItems", "flatten_work_items"]
 
@@ -26,9 +32,63 @@ def flatten_work_items(params: Sequence[LaunchArg]) -> list:
 
 
 class Backend:
-    """What a backend provides. Subclasses: harness.backends.sim.SimBackend, harness.backends.gpu.GpuBackend."""
+    """What a backend provides: every member the runner (harness.row_run) uses is declared here, so the runner never
+    asks whether a backend has one. Subclasses: harness.backends.sim.SimBackend, harness.backends.gpu.GpuBackend."""
 
     name: str = "abstract"
+    records: list[LaunchRecord]  # the launches since the runner last cleared it
+    sources: dict  # launch name -> what it launched (for static facts)
+    lazy_inputs: bool = False  # takes lazy input tensors (contract.generators.KeyedNormal), filled when touched
+    sanitize: tuple[str, ...] = ()  # the ptxsim sanitizers every launch runs under (simulating backends)
+    sample: SamplePolicy | None = None  # which launches run sampled (simulating backends; set by the runner per row)
+    # a dict: every workspace freed is copied here (the layer's intermediates, for its stage-by-stage sampled check)
+    captured_workspace: dict | None = None
+
+    @property
+    def kind(self) -> BackendKind:
+        """What this backend is (harness.backends.kinds): modelled or measured times, simulating or not."""
+        return backend_kind(self.name)
+
+    def sample_policy(self, text: str | None) -> SamplePolicy | None:
+        """The --sample policy (harness.sampling.parse_sample of `text`, "auto" when None) on a simulating backend;
+        None where every CTA always runs."""
+        if not self.kind.simulated:
+            return None
+        from harness.sampling import parse_sample
+
+        return parse_sample(text or "auto")
+
+    def max_dynamic_shared(self) -> int | None:
+        """The most dynamic shared memory one block may opt into on this device; None where it cannot be read."""
+        return None
+
+    def reset_memory(self) -> None:
+        """Start the next row on empty device memory (a simulated heap is dropped; a GPU's memory is Numba's)."""
+
+    def sanitizer_findings(self, records=None) -> list[dict]:
+        """Every sanitizer finding of `records` (default: the launches so far), run.json dicts in launch order."""
+        return []
+
+    def launched_sources(self) -> dict:
+        """{launch name: what it launched} since the records were last cleared (harness.static reads it)."""
+        return {}
+
+    def time_row(self, call: Callable[[dict], object], args: dict, inputs: dict, records: list,
+                 timing: RowTiming) -> RowTimes:
+        """Time one row: `call(args)` launches the implementation once (no synchronisation), `records` are the
+        launches of its checked run, `inputs` its host inputs (a measuring backend rotates copies of them).
+
+        A simulating backend's launches already ran: the ptxsim timing model times `records` (nothing runs again),
+        and the simulator's counters come with it. A measuring backend overrides this (GpuBackend: CUDA events)."""
+        if not self.kind.simulated:
+            raise NotImplementedError(f"{type(self).__name__} ({self.name}) measures times but has no time_row")
+        from harness.timing.row_timing import RowTimes
+        from harness.timing.sim import metrics_dict, model_row, sum_metrics
+
+        modelled = model_row(records, self.launched_sources(), timing.model_device, timing.device_profile)
+        per_launch = [{"name": r.name, "metrics": metrics_dict(r.stats)} for r in records]
+        counters = {"total": sum_metrics([p["metrics"] for p in per_launch]), "launches": per_launch}
+        return RowTimes(modelled, modelled["modelled_us"], counters)
 
     def to_device(self, host: np.ndarray) -> DeviceArray:
         raise NotImplementedError

@@ -364,6 +364,35 @@ class GpuBackend(Backend):
         self.records.append(record)
         return record
 
+    def l2_bytes(self, fallback: int) -> int:
+        """The device's L2 size from the driver, else `fallback` (the device spec's)."""
+        driver = cuda_api.driver()
+        try:
+            value = _check(driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+                                                       self._device()), "cuDeviceGetAttribute(L2_CACHE_SIZE)")
+        except Exception:  # noqa: BLE001 - a driver (or a fake) that cannot say: the spec's size
+            return int(fallback)
+        return int(value) if isinstance(value, int) and value > 0 else int(fallback)
+
+    def time_row(self, call, args: dict, inputs: dict, records: list, timing):
+        """CUDA-event samples of `call` (harness.timing.gpu.time_gpu: L2 flushed, stream held, warm-up, stopping
+        rule), rotating over copies of the array inputs while they fit in L2 twice over."""
+        from harness.timing.gpu import rotation_count, time_gpu
+        from harness.timing.row_timing import RowTimes
+
+        l2 = self.l2_bytes(timing.l2_fallback_bytes)
+        arrays = {n: a for n, a in inputs.items() if isinstance(a, np.ndarray) and a.ndim > 0}
+        input_bytes = sum(int(a.nbytes) for a in arrays.values())
+        extra = [{**args, **{n: self.to_device(np.ascontiguousarray(a)) for n, a in arrays.items()}}
+                 for _ in range(rotation_count(input_bytes, l2, timing.gpu.max_rotation) - 1)]
+        try:
+            measured = time_gpu(self, call, [args, *extra], l2, timing.gpu)
+        finally:
+            for arg_set in extra:
+                for name in arrays:
+                    self.free(arg_set[name])
+        return RowTimes(measured, measured["device"]["median_us"], None)
+
     def launched_sources(self) -> dict[str, tuple[str, str]]:
         """{launch name: (PTX text, entry)}; Numba kernels are compiled to PTX with compile_ptx (cc 9.0) here."""
         out = {}

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from contract.device import LiveRows, TensorMapArg
+from contract.device import GridMeaning, LiveRows, TensorMapArg, grid_meaning
 from harness.backends import numba_abi
 from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord, WorkItems, flatten_work_items
 from harness.errors import InputError, PtxmoeError, UnknownNameError
+from harness.sampling import WHOLE, ItemWindow, LaunchPlan, WeightedWindow
 
 LAUNCH_TIME_LIMIT_S = 1800.0
 RESET_COLLECT_BYTES = 64 << 20  # a dropped simulated heap this big is collected at once (SimBackend.reset_memory)
@@ -308,7 +310,8 @@ class SimBackend(Backend):
         return experts
 
     def _launch(self, ptx: str, entry: str, grid, block, flat_params, shared_bytes: int, impl: str, tag: str,
-                phased: dict | None = None, row_experts: np.ndarray | None = None):
+                phased: LaunchPlan | None = None, row_experts: np.ndarray | None = None,
+                meaning: GridMeaning = "plain"):
         kernel = self.module(ptx).kernel(entry)
         g, b = dim3(grid, "grid"), dim3(block, "block")
         self.sources[tag] = (ptx, entry)  # before launching: static facts are useful even when the launch fails
@@ -320,22 +323,18 @@ class SimBackend(Backend):
         extra.update(wave_shape(ptx, entry, b, int(shared_bytes)))
         if self.wave_ctas is not None:
             extra["wave_ctas"] = int(self.wave_ctas)
+        plan = WHOLE
         if phased is not None:  # a persistent launch's item windows: each phase one wave, on its own grid
+            extra.pop("wave_ctas", None)
+            plan = phased
+        elif self.sample_ctas is None and self.sample is not None:
+            plan = self.sample.launch_plan(meaning, g, row_experts, name=tag)
+        if not plan.whole:
             from ptxsim.config import CONFIG
 
-            extra.pop("wave_ctas", None)
-            extra.update({k: phased[k] for k in ("phases", "phase_waves", "phase_grids", "represents",
-                                                 "phase_weights")})
             # NOTE: an item is a grid path's CTA (one tile of one routing block), so it gets a CTA's budget
-            extra["budget"] = max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * phased["items"])
-        elif self.sample_ctas is None and self.sample is not None:
-            options = self.sample.launch_options(tag, g, row_experts)
-            if options:
-                from ptxsim.config import CONFIG
-
-                options["budget"] = max(int(CONFIG.budget),
-                                        SAMPLED_BUDGET_PER_CTA * self.sample.simulated_ctas(options, g))
-            extra.update(options)
+            plan = replace(plan, budget=max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * plan.simulated_ctas(g)))
+        extra.update(plan.ptxsim_options())
         args = None if phased is not None else list(flat_params)
         stats = self.device.launch(kernel, g, b, args, shared_bytes=int(shared_bytes), **extra)
         seconds = time.perf_counter() - t0
@@ -363,34 +362,36 @@ class SimBackend(Backend):
             raise InputError(f"{tag}: {len(items)} WorkItems parameters; a persistent kernel has one item range")
         g = dim3(grid, "grid")
         experts = self.row_experts(params, tag, items[0].blocks if items else g[1] * g[2])
-        windows, weights = (), None
+        windows: tuple[ItemWindow | WeightedWindow, ...] = ()
+        weights: list[float] | None = None
         if items and self.sample_ctas is None and self.sample is not None:
             if experts is None:
-                windows = self.sample.work_windows(tag, items[0])
+                windows = self.sample.work_windows(items[0])
             else:  # runs of one expert's blocks and the tail past total_padded as strata, each window weighted
-                windows = self.sample.stratified_windows(tag, items[0], experts)
-                weights = [w[3] for w in windows]
+                weighted = self.sample.stratified_windows(items[0], experts)
+                windows, weights = weighted, [float(w.weight) for w in weighted]
         if not windows:
             return self._launch(ptx, entry, grid, block, ptx_params(flatten_work_items(params)), shared_bytes, "ptx",
-                                tag, row_experts=None if items else experts)
+                                tag, row_experts=None if items else experts, meaning=grid_meaning(params))
         kernel = self.module(ptx).kernel(entry)
-        ran = sum(w[2] - w[1] for w in windows)
+        ran = sum(w.end - w.begin for w in windows)
         if weights is None:
             weights = [items[0].count / ran] * len(windows)
         # NOTE: a window runs one CTA (cluster) an item, so it sets up once per item, where the device's CTAs set up
         # once each for count / grid items: a last phase of no items on the smallest grid counts one CTA's setup
         # (and exit), weighted so that the launch has its grid's setups, not its items'
         # (G - sum(weight x CTAs of each window)) / CTAs of that phase, a negative weight at every real size
-        spans = [(w[1], w[2]) for w in windows] + [(items[0].count, items[0].count)]
+        spans = [(w.begin, w.end) for w in windows] + [(items[0].count, items[0].count)]
         grids = [phase_grid(g, end - begin, kernel) for begin, end in spans[:-1]] + [phase_grid(g, 1, kernel)]
         ctas = [q[0] * q[1] * q[2] for q in grids]
         setup_weight = (g[0] * g[1] * g[2] - sum(x * n for x, n in zip(weights, ctas, strict=False))) / ctas[-1]
         phases = [ptx_params([q for p in params for q in ((np.uint32(begin), np.uint32(end))
                                                           if isinstance(p, WorkItems) else (p,))])
                   for begin, end in spans]
-        phased = {"phases": phases, "phase_waves": [w[0] for w in windows] + [windows[-1][0] + 1],
-                  "phase_grids": grids, "represents": ran / items[0].count, "items": ran,
-                  "phase_weights": list(weights) + [setup_weight]}
+        phased = LaunchPlan(phases=tuple(tuple(p) for p in phases),
+                            phase_waves=tuple(w.wave for w in windows) + (windows[-1].wave + 1,),
+                            phase_grids=tuple(grids), represents=ran / items[0].count, items=ran,
+                            phase_weights=(*weights, setup_weight))
         return self._launch(ptx, entry, grid, block, None, shared_bytes, "ptx", tag, phased=phased)
 
     def launch_numba(self, pyfunc, signature, grid, block, args: Sequence[LaunchArg], shared_bytes: int = 0,
@@ -400,4 +401,5 @@ class SimBackend(Backend):
         g = dim3(grid, "grid")
         return self._launch(compiled.ptx, compiled.entry, grid, block, flat, shared_bytes, "numba",
                             tag or compiled.pyname, row_experts=self.row_experts(args, tag or compiled.pyname,
-                                                                                 g[1] * g[2]))
+                                                                                 g[1] * g[2]),
+                            meaning=grid_meaning(args))

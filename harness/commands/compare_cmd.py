@@ -8,9 +8,9 @@ import secrets
 import sys
 from pathlib import Path
 
+from harness.backends.kinds import backend_kind
 from harness.errors import InputError, PtxmoeError
 
-DEFAULT_PRESET = {"sim": "tiny", "gpu": "dsv3-decode"}
 DEFAULT_OUT = Path("profiles")
 
 
@@ -77,20 +77,20 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _use_device_profile(path: str) -> None:
-    """Check the profile now (a bad file is a usage error) and hand it to the model through PTXMOE_DEVICE_PROFILE."""
-    import os
-
+def device_profile_option(path: str | None) -> str | None:
+    """--device-profile checked now (a bad file is a usage error, before the run folder exists) and made absolute:
+    the value the timing model gets (CompareSettings.device_profile, recorded in run.json)."""
     from harness.errors import InputError
-    from harness.timing.sim import PROFILE_ENV
     from ptxsim.model.errors import ModelError
     from ptxsim.model.profile import load_profile
 
+    if not path:
+        return None
     try:
         load_profile(path)
     except ModelError as exc:
         raise InputError(str(exc)) from None
-    os.environ[PROFILE_ENV] = str(Path(path).resolve())
+    return str(Path(path).resolve())
 
 
 def _split(values) -> list[str]:
@@ -145,7 +145,7 @@ def build_settings(args, backend_name: str):
     from harness.runner import CompareSettings
     from harness.timing.gpu import GpuTimingSettings
 
-    presets = _split(args.preset) or [DEFAULT_PRESET[backend_name]]
+    presets = _split(args.preset) or [backend_kind(backend_name).default_preset]
     skews = _split(args.skew) or ["balanced"]
     kernels = _split([args.kernels]) if args.kernels else list(KERNELS)
     for p in presets:
@@ -169,7 +169,8 @@ def build_settings(args, backend_name: str):
     return CompareSettings(backend=backend_name, presets=tuple(presets), skews=tuple(skews), kernels=tuple(kernels),
                            seed=int(seed), impls=impls, static=not args.no_static, timing=timing, sanitize=sanitize,
                            model_estimate=not getattr(args, "no_model_estimate", False), sample=sample,
-                           memory_limit=memory_limit)
+                           memory_limit=memory_limit,
+                           device_profile=device_profile_option(getattr(args, "device_profile", None)))
 
 
 def parse_memory_size(text: str, option: str) -> int:
@@ -193,7 +194,7 @@ def sample_option(value, backend_name: str) -> str:
 
     if value is None:
         return "auto"
-    if backend_name != "sim":
+    if not backend_kind(backend_name).simulated:
         raise InputError(f"--sample {value}: sampling is a simulator option; on gpu every CTA runs (drop --sample, "
                          f"or use --backend sim)")
     return parse_sample(value).text
@@ -206,7 +207,7 @@ def sanitize_option(value, backend_name: str) -> tuple[str, ...]:
 
     if value is None:
         return ()
-    if backend_name != "sim":
+    if not backend_kind(backend_name).simulated:
         raise PtxmoeError(sanitize_on_gpu_message())
     tools = sanitize_tools(value)
     if not tools:
@@ -229,7 +230,8 @@ def settings_from_doc(doc: dict, where="run.json"):
                                model_device=s.get("model_device", "H200 SXM"), sanitize=tuple(s.get("sanitize", ())),
                                model_estimate=bool(s.get("model_estimate", True)),
                                sample=str(s.get("sample", "off")),  # NOTE: runs before --sample never sampled
-                               memory_limit=None if s.get("memory_limit") is None else int(s["memory_limit"]))
+                               memory_limit=None if s.get("memory_limit") is None else int(s["memory_limit"]),
+                               device_profile=s.get("device_profile"))
     except KeyError as exc:
         raise ResultsError(f"{where}: settings has no {exc.args[0]!r}; cannot resume a run whose settings are not "
                            f"recorded") from None
@@ -243,7 +245,8 @@ RESUME_CHECKED = (("--preset", "preset", "presets"), ("--skew", "skew", "skews")
 
 
 def check_resume_options(args, settings, run_dir) -> None:
-    """InputError when --preset/--skew/--kernels/--seed/--backend given with --resume disagree with the run."""
+    """InputError when --preset/--skew/--kernels/--seed/--device-profile/--backend given with --resume disagree with
+    the run."""
     wrong = []
     for option, attr, field_name in RESUME_CHECKED:
         value = getattr(args, attr, None)
@@ -255,6 +258,9 @@ def check_resume_options(args, settings, run_dir) -> None:
             wrong.append(f"{option} {','.join(given)} (the run has {','.join(recorded)})")
     if getattr(args, "seed", None) is not None and args.seed != settings.seed:
         wrong.append(f"--seed {args.seed} (the run has {settings.seed})")
+    profile = device_profile_option(getattr(args, "device_profile", None))
+    if profile is not None and profile != settings.device_profile:
+        wrong.append(f"--device-profile {args.device_profile} (the run has {settings.device_profile or 'none'})")
     backend = getattr(args, "backend", "auto")
     if backend not in (None, "auto") and backend != settings.backend:
         wrong.append(f"--backend {backend} (the run has {settings.backend})")
@@ -343,10 +349,10 @@ def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) ->
         print(f"run.json: {path} (the dashboard is not built yet: harness.dashboard does not exist)")
     from harness.implementations import Pair
 
-    verdicts = [v for v in run_file.doc["verdicts"] if v.get("verdict")]
-    for v in verdicts:  # NOTE: Pair from impl/baseline: a ladder's rung verdicts ("ptx.r1-vs-cpp") are not in PAIRS
-        print(f"  {v['key']}: {Pair(v['impl'], v['baseline']).title} {v['speedup']:.2f}x [{v['ci_lo']:.2f}, "
-              f"{v['ci_hi']:.2f}] {v['verdict']} ({v['basis']})")
+    for v in run_file.sweep.verdicts:  # NOTE: Pair from impl/baseline: rung verdicts ("ptx.r1-vs-cpp") are not PAIRS
+        if v.verdict and v.impl and v.baseline:
+            print(f"  {v.key}: {Pair(v.impl, v.baseline).title} {v.speedup:.2f}x [{v.ci_lo:.2f}, {v.ci_hi:.2f}] "
+                  f"{v.verdict} ({v.basis})")
     if summary["missing"]:
         print(f"missing ({len(summary['missing'])} rows not run because an implementation lacks the kernel):",
               file=sys.stderr)
@@ -368,8 +374,6 @@ def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) ->
 def run(args) -> int:
     from harness.interrupts import sigterm_as_interrupt
 
-    if getattr(args, "device_profile", None):  # checked before the run folder exists: a bad file writes nothing
-        _use_device_profile(args.device_profile)
     locks: list = []
     try:
         with sigterm_as_interrupt():  # `timeout` and CI send SIGTERM: save the run as interrupted, like Ctrl-C

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.backends.kinds import backend_kind
+
 DEFAULT_OUT = Path("profiles")
 
 
@@ -42,7 +44,7 @@ def run(args) -> int:
     from harness.results import jsonable
 
     backend = resolve_backend_name(args.backend)
-    if backend == "sim":
+    if backend_kind(backend).simulated:
         from harness.errors import InputError
         from ptxsim.model import ModelError, get_device
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.backends.kinds import backend_kind
 from harness.commands.compare_cmd import add_compare_options
 from harness.errors import PtxmoeError, ToolchainError
 
@@ -75,7 +76,7 @@ def run(args) -> int:
         print(f"ptxmoe profile: {exc}", file=sys.stderr)
         return 2
     backend = resolve_backend_name(args.backend)
-    if backend != "gpu":
+    if backend_kind(backend).simulated:
         raise PtxmoeError(f"profiling with {args.tool} needs the gpu backend (a visible CUDA GPU); backend resolved "
                           f"to {backend!r}")
     run_id = new_run_id("gpu") + f"-{args.tool}"

@@ -39,11 +39,10 @@ def render(run_dir, vs=None) -> str:
         check_comparable(run, other)
     body, figs, nav = build_sections(run, other)
     ceil = device_ceilings(run)
-    doc = run.doc
+    sweep = run.sweep
     subtitle = (f"{basis_badge(run.basis, ceil['name'] if ceil else None)} &nbsp; backend {esc(run.backend)}, "
-                f"status {esc(doc.get('status'))}, created {esc(doc.get('created_utc'))}, "
-                f"{len(doc.get('rows', []))} rows")
-    names = " vs ".join(impl_name(i) for i in reversed(impls_present(doc))) or "no implementations"
+                f"status {esc(sweep.status)}, created {esc(sweep.created_utc)}, {len(sweep.rows)} rows")
+    names = " vs ".join(impl_name(i) for i in reversed(impls_present(sweep))) or "no implementations"
     title = f"ptxmoe: {names}, run {run.run_id}" + (f" vs {other.run_id}" if other else "")
     return page(title, subtitle, nav, body, figs, get_plotlyjs())
 

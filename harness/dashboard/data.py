@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,19 @@ import numpy as np
 
 from harness.dashboard.errors import DashboardError
 from harness.implementations import HEADLINE_PAIR, IMPL_ORDER, PAIRS, Pair, canonical_impl, row_slot
+from harness.json_records import RecordError
+from harness.run_records import (
+    MeasuredTiming,
+    ModelledTiming,
+    Resources,
+    Row,
+    Rung,
+    Sweep,
+    Throughput,
+    Verdict,
+    kernel_label,
+)
+from harness.run_schema import SCHEMA_VERSION
 
 IMPLS = IMPL_ORDER  # series order: numba, cpp, ptx
 LEGACY_PAIR = "ptx-vs-numba"  # a schema-1 verdict (no `pair` field) compared PTX with Numba
@@ -27,24 +41,29 @@ class Run:
     """One run folder: its run.json document and the Nsight rows imported into it."""
 
     run_dir: Path
-    doc: dict
+    doc: dict  # the run.json document as read (environment and settings for display)
     nsight: tuple[dict, ...] = ()  # label_rows() records of every run_dir/nsight/*.rows.json
     nsight_files: tuple[str, ...] = ()
     nsight_errors: tuple[str, ...] = field(default=())
+    records: Sweep | None = field(default=None, compare=False)  # the typed records when the reader built them
+
+    @cached_property
+    def sweep(self) -> Sweep:
+        """The run's typed records (harness.run_records), built once."""
+        return self.records if self.records is not None else as_sweep(self.doc)
 
     @property
     def run_id(self) -> str:
-        return str(self.doc.get("run_id") or self.run_dir.name)
+        return self.sweep.run_id or self.run_dir.name
 
     @property
     def backend(self) -> str:
-        return str(self.doc.get("settings", {}).get("backend") or self.doc.get("environment", {}).get("backend")
-                   or "?")
+        return self.sweep.backend
 
     @property
     def basis(self) -> str:
         """"modelled" (sim backend: the ptxsim timing model) or "measured" (gpu: CUDA events)."""
-        return "modelled" if self.backend == "sim" else "measured"
+        return self.sweep.basis
 
 
 def load_run(run_dir) -> Run:
@@ -57,7 +76,7 @@ def load_run(run_dir) -> Run:
 
     run_dir = Path(run_dir)
     try:
-        doc = RunFile.load(run_dir).doc
+        run_file = RunFile.load(run_dir)
     except ResultsError as exc:
         raise DashboardError(f"cannot build a dashboard of {run_dir}: {exc}") from None
     records, files, errors = [], [], []
@@ -77,21 +96,34 @@ def load_run(run_dir) -> Run:
             for record in label_rows(table.rows):
                 record["file"] = path.name
                 records.append(record)
-    return Run(run_dir, doc, tuple(records), tuple(files), tuple(errors))
+    return Run(run_dir, run_file.doc, tuple(records), tuple(files), tuple(errors), run_file.sweep)
 
 
 # ------------------------------------------------------------------------------------------------------- helpers
 def label_of(kernel: str, variant) -> str:
-    return f"{kernel}[{variant}]" if variant else str(kernel)
+    return kernel_label(str(kernel), variant)
 
 
-def _dict(value) -> dict:
-    """`value` when it is a dict, else {} (a field missing, null or of another type reads as empty)."""
+def as_sweep(doc) -> Sweep:
+    """The typed records of a run: a Sweep as it is, a run document read (harness.run_records) and upgraded."""
+    if isinstance(doc, Sweep):
+        return doc
+    if isinstance(doc, Run):
+        return doc.sweep
+    if isinstance(doc, dict) and "schema_version" not in doc:  # rows and verdicts alone: a document's parts
+        rows = doc.get("rows") or []
+        backend = next((r.get("backend") for r in rows if isinstance(r, dict) and r.get("backend")), "sim")
+        doc = {"schema_version": SCHEMA_VERSION, "run_id": "", "status": "", "environment": {},
+               "settings": {"backend": backend}, "rows": rows, "verdicts": doc.get("verdicts") or []}
+    try:
+        return Sweep.from_document(doc)
+    except RecordError as exc:
+        raise DashboardError(f"not a run document: {exc}") from None
+
+
+def _table(value) -> dict:
+    """A part of `environment` (a table as recorded: versions, host, GPU, device specs) as a dict, {} when absent."""
     return value if isinstance(value, dict) else {}
-
-
-def _list(value) -> list:
-    return value if isinstance(value, list) else []
 
 
 def _num(value) -> float | None:
@@ -100,22 +132,20 @@ def _num(value) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def rung_of(row: dict) -> dict | None:
-    """The row's rung record ({number, name, of, top}) when it is a rung of a laddered kernel (issue #16), else None."""
-    rung = _dict(row.get("rung"))
-    return rung if isinstance(rung.get("number"), int) else None
+def rung_of(row: Row) -> Rung | None:
+    """The row's rung record when it is a rung of a laddered kernel (issue #16), else None."""
+    return row.rung
 
 
-def is_lower_rung(row: dict) -> bool:
+def is_lower_rung(row: Row) -> bool:
     """True for the extra row of a ladder's lower rung: the plain per-implementation views leave it out (the
     implementation's plain row is its top rung) and the ladder section shows it."""
-    rung = rung_of(row)
-    return rung is not None and rung.get("top") is False
+    return row.is_lower_rung
 
 
-def plain_rows(doc: dict) -> list[Any]:
-    """The rows of `doc` less the lower rungs of ladders: one row per implementation and cell."""
-    return [r for r in doc.get("rows", []) if isinstance(r, dict) and not is_lower_rung(r)]
+def plain_rows(doc) -> tuple[Row, ...]:
+    """The rows of a run less the lower rungs of ladders: one row per implementation and cell."""
+    return as_sweep(doc).plain_rows
 
 
 def geomean(values) -> float:
@@ -123,65 +153,65 @@ def geomean(values) -> float:
     return float(np.exp(np.mean(np.log(x))))
 
 
-def row_time(row: dict) -> dict:
+def row_time(row: Row) -> dict:
     """{time_us, lo_us, hi_us, samples_us, basis, launch_us} of one row: the modelled kernel time with its interval
     from the model's validated error (older runs: the point), or the median of the measured samples with its
     bootstrap interval; launch_us is the modelled launch/gap cost kept apart from the kernel time (None measured)."""
-    timing = _dict(row.get("timing"))
-    if timing.get("basis") == "modelled" or (timing.get("basis") is None and "modelled_us" in timing):
-        t = _num(timing.get("modelled_us"))
-        interval = _list(timing.get("interval_us"))
-        lo, hi = (_num(interval[0]), _num(interval[1])) if len(interval) == 2 else (t, t)
-        return {"time_us": t, "lo_us": lo, "hi_us": hi, "samples_us": [], "basis": "modelled",
-                "launch_us": _num(timing.get("launch_us"))}
-    device = _dict(timing.get("device"))
-    samples = [float(s) for s in _list(timing.get("device_time_us")) if _num(s) is not None]
-    return {"time_us": _num(device.get("median_us")), "lo_us": _num(device.get("ci_lo_us")),
-            "hi_us": _num(device.get("ci_hi_us")), "samples_us": samples, "basis": timing.get("basis", "measured"),
-            "launch_us": None}
+    timing = row.timing
+    if isinstance(timing, ModelledTiming):
+        lo, hi = timing.interval
+        return {"time_us": _num(timing.time_us), "lo_us": _num(lo), "hi_us": _num(hi), "samples_us": [],
+                "basis": "modelled", "launch_us": _num(timing.launch_us)}
+    if isinstance(timing, MeasuredTiming):
+        lo, hi = timing.interval
+        return {"time_us": _num(timing.time_us), "lo_us": _num(lo), "hi_us": _num(hi),
+                "samples_us": [float(s) for s in timing.device_time_us], "basis": "measured", "launch_us": None}
+    return dict(NO_TIME)
+
+
+NO_TIME: dict[str, Any] = {"time_us": None, "lo_us": None, "hi_us": None, "samples_us": [], "basis": None,
+                           "launch_us": None}
 
 
 # ------------------------------------------------------------------------------------------------------ records
-def impls_present(doc: dict) -> list[str]:
+def impls_present(doc) -> list[str]:
     """The implementations with rows in `doc`, in IMPLS order (unknown names after them)."""
-    seen = list(dict.fromkeys(canonical_impl(r.get("impl")) for r in doc.get("rows", []) if isinstance(r, dict)))
+    seen = list(dict.fromkeys(canonical_impl(r.impl) for r in as_sweep(doc).rows))
     return [i for i in IMPLS if i in seen] + [i for i in seen if i not in IMPLS and isinstance(i, str)]
 
 
-def _pair_of(v: dict) -> Pair | None:
+def _pair_of(v: Verdict) -> Pair | None:
     """The verdict's pair: a built-in one by name, else the user's own (runs saved by ptxmoe.compare name their
     implementations: impl/baseline), else the two-path pair of schema-1 runs."""
-    name = v.get("pair")
-    known = next((p for p in PAIRS if p.name == (name or LEGACY_PAIR)), None)
+    known = next((p for p in PAIRS if p.name == (v.pair or LEGACY_PAIR)), None)
     if known is not None:
         return known
-    impl, baseline = v.get("impl"), v.get("baseline")
-    if isinstance(impl, str) and isinstance(baseline, str) and impl and baseline:
-        return Pair(canonical_impl(impl), canonical_impl(baseline))
+    if v.impl and v.baseline:
+        return Pair(canonical_impl(v.impl), canonical_impl(v.baseline))
     return None
 
 
-def pairs_present(doc: dict) -> list[Pair]:
+def pairs_present(doc) -> list[Pair]:
     """The pairs with at least one verdict in `doc`: the built-in ones in PAIRS order (the headline pair first),
     then users' own pairs in the order first met."""
     found: list[Pair] = []
-    for v in doc.get("verdicts", []):
-        pair = _pair_of(v) if isinstance(v, dict) else None
-        if pair is not None and is_ladder_verdict(v):
+    for v in as_sweep(doc).verdicts:
+        pair = _pair_of(v)
+        if pair is not None and v.is_rung_verdict:
             continue  # NOTE: rung verdicts are the ladder section's, not pairs of their own with headlines
         if pair is not None and pair not in found:
             found.append(pair)
     return [p for p in PAIRS if p in found] + [p for p in found if p not in PAIRS]
 
 
-def is_ladder_verdict(v: dict) -> bool:
+def is_ladder_verdict(v: Verdict) -> bool:
     """A rung verdict of a ladder: a lower rung on either side ("ptx.r1-vs-cpp", "ptx-vs-ptx.r4"), told by its
     `rung` / `baseline_rung` records (a user's implementation may have a name like "v.r2"); the top rung's verdicts
     against the other paths are the plain pairs' ("ptx-vs-cpp")."""
-    return bool(_dict(v.get("baseline_rung"))) or _dict(v.get("rung")).get("top") is False
+    return v.is_rung_verdict
 
 
-def headline_pair(doc: dict) -> Pair:
+def headline_pair(doc) -> Pair:
     """The pair the headline is about: PTX vs CUDA C++ when any cell has that verdict, else the first pair that
     has a speedup (a run of two implementations headlines the one pair it has), else the first pair present."""
     verdicts = verdict_records(doc)
@@ -192,95 +222,91 @@ def headline_pair(doc: dict) -> Pair:
     return present[0] if present else HEADLINE_PAIR
 
 
-def gemm_work_records(doc: dict) -> list[dict]:
+def gemm_work_records(doc) -> list[dict]:
     """One record per GEMM cell (grouped_gemm variant or layer, preset, skew): routed vs padded rows and FLOPs.
 
     Every path of a cell computes the same padded rows (one routing), so the first row with `gemm_work` speaks for
     the cell. Rows from runs before gemm_work was recorded are left out.
     """
     out, seen = [], set()
-    for row in doc.get("rows", []):
-        work = _dict(row.get("gemm_work"))
-        cell = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"))
-        if not work or cell in seen:
+    for row in as_sweep(doc).rows:
+        work = row.gemm_work
+        cell = (row.label, row.preset, row.skew)
+        if work is None or cell in seen:
             continue
         seen.add(cell)
-        useful, padded = _num(work.get("useful_flops")), _num(work.get("padded_flops"))
-        out.append({"label": cell[0], "preset": cell[1], "skew": cell[2], "BM": work.get("BM"),
-                    "routed_rows": work.get("routed_rows"), "padded_rows": work.get("padded_rows"),
+        useful, padded = work.useful_flops, work.padded_flops
+        out.append({"label": cell[0], "preset": cell[1], "skew": cell[2], "BM": work.BM,
+                    "routed_rows": work.routed_rows, "padded_rows": work.padded_rows,
                     "useful (GFLOP)": None if useful is None else useful / 1e9,
                     "padded (GFLOP)": None if padded is None else padded / 1e9,
                     "useful (%)": 100.0 * useful / padded if useful is not None and padded else None})
     return out
 
 
-def row_limiter(row: dict) -> str | None:
+def row_limiter(row: Row) -> str | None:
     """The timing model's limiting resources over a row's launches ("dram, issue"), None when not modelled."""
-    limiters = [_dict(_dict(launch).get("estimate")).get("limiter") for launch in
-                _list(_dict(row.get("timing")).get("launches"))]
-    return ", ".join(sorted({str(x) for x in limiters if x})) or None
+    if not isinstance(row.timing, ModelledTiming):
+        return None
+    return ", ".join(sorted({x for launch in row.timing.launches if (x := launch.limiter)})) or None
 
 
-def row_records(doc: dict) -> list[dict]:
-    """One record per row: label, impl, preset, skew, status, time (µs), throughput, limiter, reason."""
-    out = []
-    for row in doc.get("rows", []):
-        rung = rung_of(row) or {}
-        t = row_time(row) if row.get("status") in ("ok", "failed") else {"time_us": None, "lo_us": None,
-                                                                           "hi_us": None, "samples_us": [],
-                                                                           "basis": None, "launch_us": None}
-        tp = _dict(row.get("throughput"))
-        min_bytes, flops = _num(row.get("min_bytes")), _num(row.get("flops"))
-        out.append({
-            "key": row.get("key"), "label": label_of(row.get("kernel"), row.get("variant")),
-            "kernel": row.get("kernel"), "impl": canonical_impl(row.get("impl")), "preset": row.get("preset"),
-            "skew": row.get("skew"), "status": row.get("status"), "slot": row_slot(row),
-            "rung": rung.get("number"), "rung_name": rung.get("name"), "lower_rung": is_lower_rung(row),
-            "reason": row.get("reason") or _dict(row.get("correctness")).get("message") if row.get("status") != "ok"
-            else None,
-            **t, "min_bytes": min_bytes, "flops": flops,
-            "intensity_flop_per_byte": flops / min_bytes if flops and min_bytes else None,
-            "achieved_gbps": _num(tp.get("achieved_gbps")), "achieved_tflops": _num(tp.get("achieved_tflops")),
-            "pct_peak_bandwidth": _num(tp.get("pct_peak_bandwidth")), "pct_peak_flops": _num(tp.get("pct_peak_flops")),
-            "peak_flops_kind": tp.get("peak_flops_kind"),
-            "limiter": row_limiter(row),
-            "sampled_fraction": _num(_dict(row.get("sampling")).get("simulated_fraction"))
-            if _dict(row.get("sampling")).get("sampled") else None,
-            "coverage": _num(_dict(row.get("sampling")).get("coverage")),
-        })
-    return out
+def row_record(row: Row) -> dict:
+    """The dashboard's record of one row: label, impl, preset, skew, status, time (µs), throughput, limiter, reason."""
+    t = row_time(row) if row.ran else dict(NO_TIME)
+    tp = row.throughput or Throughput()
+    rung = row.rung
+    min_bytes, flops = _num(row.min_bytes), _num(row.flops)
+    sampling = row.sampling
+    return {
+        "key": row.key, "label": row.label, "kernel": row.kernel, "impl": canonical_impl(row.impl),
+        "preset": row.preset, "skew": row.skew, "status": row.status, "slot": row_slot(row),
+        "rung": None if rung is None else rung.number, "rung_name": None if rung is None else rung.name,
+        "lower_rung": row.is_lower_rung, "reason": row.why,
+        **t, "min_bytes": min_bytes, "flops": flops,
+        "intensity_flop_per_byte": flops / min_bytes if flops and min_bytes else None,
+        "achieved_gbps": _num(tp.achieved_gbps), "achieved_tflops": _num(tp.achieved_tflops),
+        "pct_peak_bandwidth": _num(tp.pct_peak_bandwidth), "pct_peak_flops": _num(tp.pct_peak_flops),
+        "peak_flops_kind": tp.peak_flops_kind,
+        "limiter": row_limiter(row),
+        "sampled_fraction": _num(sampling.simulated_fraction) if sampling is not None and sampling.sampled else None,
+        "coverage": None if sampling is None else _num(sampling.coverage),
+    }
 
 
-def verdict_records(doc: dict) -> list[dict]:
+def row_records(doc) -> list[dict]:
+    """One record per row (row_record), in run order."""
+    return [row_record(row) for row in as_sweep(doc).rows]
+
+
+def verdict_records(doc) -> list[dict]:
     """One record per (kernel[variant], preset, skew) and pair: the speedup of `impl` over `baseline` (> 1: `impl`
     faster), its interval and the verdict. Verdicts of unknown pairs are left out."""
     out = []
-    for v in doc.get("verdicts", []):
-        pair = _pair_of(v) if isinstance(v, dict) else None
+    for v in as_sweep(doc).verdicts:
+        pair = _pair_of(v)
         if pair is None:
             continue
-        out.append({"key": v.get("key"), "label": label_of(v.get("kernel"), v.get("variant")),
-                    "pair": pair.name, "impl": pair.impl, "baseline": pair.baseline, "title": pair.title,
-                    "headline": pair == HEADLINE_PAIR,
-                    "kernel": v.get("kernel"), "preset": v.get("preset"), "skew": v.get("skew"),
-                    "speedup": _num(v.get("speedup")), "ci_lo": _num(v.get("ci_lo")), "ci_hi": _num(v.get("ci_hi")),
-                    "verdict": v.get("verdict"), "basis": v.get("basis"), "reason": v.get("reason")})
+        out.append({"key": v.key, "label": v.label, "pair": pair.name, "impl": pair.impl,
+                    "baseline": pair.baseline, "title": pair.title, "headline": pair == HEADLINE_PAIR,
+                    "kernel": v.kernel, "preset": v.preset, "skew": v.skew,
+                    "speedup": _num(v.speedup), "ci_lo": _num(v.ci_lo), "ci_hi": _num(v.ci_hi),
+                    "verdict": v.verdict, "basis": v.basis, "reason": v.reason})
     return out
 
 
-def _samples_by_cell(doc: dict) -> dict[tuple[str, str, str], dict[str, list[float]]]:
+def _samples_by_cell(doc) -> dict[tuple, dict[str, list[float]]]:
     cells: dict = {}
     for row in plain_rows(doc):
-        if row.get("status") != "ok":
+        if row.status != "ok":
             continue
         samples = row_time(row)["samples_us"]
         if samples:
-            cell = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"))
-            cells.setdefault(cell, {})[canonical_impl(row.get("impl"))] = samples
+            cells.setdefault((row.label, row.preset, row.skew), {})[canonical_impl(row.impl)] = samples
     return cells
 
 
-def headline(doc: dict, pair: Pair | None = None, resamples: int = HEADLINE_RESAMPLES,
+def headline(doc, pair: Pair | None = None, resamples: int = HEADLINE_RESAMPLES,
              seed: int = HEADLINE_SEED) -> dict:
     """Geometric-mean speedup of one pair (default: headline_pair(doc)) over the kernel cells with a verdict (the
     layer apart).
@@ -296,6 +322,7 @@ def headline(doc: dict, pair: Pair | None = None, resamples: int = HEADLINE_RESA
     """
     from harness.timing.stats import MODELLED_SAME_BAND, verdict_of
 
+    doc = as_sweep(doc)
     pair = pair if pair is not None else headline_pair(doc)
     verdicts = [v for v in verdict_records(doc) if v["pair"] == pair.name]
     done = [v for v in verdicts if v["speedup"] and v["speedup"] > 0 and v["verdict"]]
@@ -342,21 +369,22 @@ def headline(doc: dict, pair: Pair | None = None, resamples: int = HEADLINE_RESA
     return out
 
 
-def pair_headlines(doc: dict) -> list[dict]:
+def pair_headlines(doc) -> list[dict]:
     """headline() of every pair with a verdict in `doc`, in PAIRS order (PTX vs CUDA C++ first)."""
-    return [headline(doc, pair) for pair in pairs_present(doc)]
+    sweep = as_sweep(doc)
+    return [headline(sweep, pair) for pair in pairs_present(sweep)]
 
 
-def stage_records(doc: dict) -> list[dict]:
+def stage_records(doc) -> list[dict]:
     """The end-to-end layer's per-stage times: {impl, preset, skew, stage, time_us, share} per stage."""
     out = []
-    for row in doc.get("rows", []):
-        if row.get("kernel") != LAYER or row.get("status") != "ok":
+    for row in as_sweep(doc).rows:
+        if row.kernel != LAYER or row.status != "ok":
             continue
-        stages = {k: us for k, v in _dict(row.get("stages_us")).items() if (us := _num(v)) is not None}
+        stages = {k: us for k, v in row.stages_us.items() if (us := _num(v)) is not None}
         total = sum(stages.values())
         for stage, us in stages.items():
-            out.append({"impl": canonical_impl(row.get("impl")), "preset": row.get("preset"), "skew": row.get("skew"),
+            out.append({"impl": canonical_impl(row.impl), "preset": row.preset, "skew": row.skew,
                         "stage": stage, "time_us": us, "share": us / total if total else None})
     return out
 
@@ -382,19 +410,24 @@ SIM_COUNTERS = {
 CLASS_PREFIX = "ptxsim__inst_executed_"
 
 
-def sim_counter_records(doc: dict) -> list[dict]:
+def _counters(row: Row) -> dict[str, float | None]:
+    """A row's summed simulator counters that are numbers (sim rows; {} elsewhere)."""
+    total = row.sim_counters.total if row.sim_counters is not None else {}
+    return {k: _num(v) for k, v in total.items() if _num(v) is not None}
+
+
+def sim_counter_records(doc) -> list[dict]:
     """{label, preset, skew, counter, <impl>: value for every impl in IMPLS, ratios {pair name: impl value /
     baseline value}} per cell and counter (sim rows only), limiter included."""
     cells: dict = {}
     for row in plain_rows(doc):
-        counters = _dict(_dict(row.get("sim_counters")).get("total"))
-        if row.get("status") != "ok" or not counters:
+        counters = _counters(row)
+        if row.status != "ok" or not counters:
             continue
-        cell = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"))
-        values = {name: fn({k: _num(v) for k, v in counters.items()}) for name, fn in SIM_COUNTERS.items()}
-        values["limiting resource"] = next(r["limiter"] for r in row_records({"rows": [row]}))
+        values = {name: fn(counters) for name, fn in SIM_COUNTERS.items()}
+        values["limiting resource"] = row_limiter(row)
         values["model components (µs)"] = model_components(row)
-        cells.setdefault(cell, {})[canonical_impl(row.get("impl"))] = values
+        cells.setdefault((row.label, row.preset, row.skew), {})[canonical_impl(row.impl)] = values
     out = []
     for (label, preset, skew), per_impl in cells.items():
         for counter in (*SIM_COUNTERS, "limiting resource", "model components (µs)"):
@@ -416,54 +449,47 @@ def pair_ratios(values: dict) -> dict[str, float | None]:
     return out
 
 
-def model_components(row: dict, top: int = 3) -> str | None:
+def model_components(row: Row, top: int = 3) -> str | None:
     """The timing model's largest bounds summed over a row's launches: "issue 1.44, launch 3, latency 0.4"."""
     sums: dict[str, float] = {}
-    for launch in _list(_dict(row.get("timing")).get("launches")):
-        for key, value in _dict(_dict(launch).get("estimate")).items():
-            name = key.removesuffix(" (us)")
-            if key.endswith(" (us)") and name not in ("time", "kernel", "tail") and _num(value):
-                sums[name] = sums.get(name, 0.0) + float(value)
+    launches = row.timing.launches if isinstance(row.timing, ModelledTiming) else ()
+    for launch in launches:
+        for name, value in launch.components_us().items():
+            if name not in ("time", "kernel", "tail") and _num(value):
+                sums[name] = sums.get(name, 0.0) + value
     best = sorted(sums.items(), key=lambda kv: -kv[1])[:top]
     return ", ".join(f"{k} {v:.3g}" for k, v in best) or None
 
 
-def instruction_mix(doc: dict) -> list[dict]:
+def instruction_mix(doc) -> list[dict]:
     """{label, impl, preset, skew, cls, count} per instruction class the simulator counted (sim rows only)."""
     out = []
     for row in plain_rows(doc):
-        counters = _dict(_dict(row.get("sim_counters")).get("total"))
-        for key, value in counters.items():
-            if key.startswith(CLASS_PREFIX) and _num(value):
-                out.append({"label": label_of(row.get("kernel"), row.get("variant")),
-                            "impl": canonical_impl(row.get("impl")), "preset": row.get("preset"),
-                            "skew": row.get("skew"), "cls": key[len(CLASS_PREFIX):].removesuffix(".sum"),
+        for key, value in _counters(row).items():
+            if key.startswith(CLASS_PREFIX) and value:
+                out.append({"label": row.label, "impl": canonical_impl(row.impl), "preset": row.preset,
+                            "skew": row.skew, "cls": key[len(CLASS_PREFIX):].removesuffix(".sum"),
                             "count": float(value)})
     return out
 
 
-def static_records(doc: dict) -> list[dict]:
+def static_records(doc) -> list[dict]:
     """Static facts per launched PTX entry, once per (label, impl, launch name, digest)."""
     seen, out = set(), []
-    for row in doc.get("rows", []):
-        kernels = _dict(_dict(row.get("static")).get("kernels"))
-        label = label_of(row.get("kernel"), row.get("variant"))
+    for row in as_sweep(doc).rows:
+        kernels = row.static.kernels if row.static is not None else {}
         for launch, facts in kernels.items():
-            facts = facts if isinstance(facts, dict) else {}
-            ident = (label, row_slot(row), launch, facts.get("digest"))
+            ident = (row.label, row_slot(row), launch, facts.digest)
             if ident in seen:
                 continue
             seen.add(ident)
-            res = _dict(facts.get("resources"))
-            sass = {k: v for k, v in _dict(facts.get("sass_histogram")).items() if _num(v) is not None}
-            out.append({"label": label, "impl": ident[1], "launch": launch, "entry": facts.get("entry"),
-                        "digest": facts.get("digest"),
-                        "registers": res.get("registers"), "spills_bytes": res.get("spills"),
-                        "shared_bytes": res.get("shared_bytes"), "ptx_lines": facts.get("ptx_lines"),
-                        "ptx_instructions": sum(v for v in _dict(facts.get("ptx_histogram")).values()
-                                                if _num(v) is not None),
-                        "sass_instructions": sum(sass.values()), "sass_histogram": dict(sass),
-                        "errors": [str(e) for e in _list(facts.get("errors"))]})
+            res = facts.resources or Resources()
+            out.append({"label": row.label, "impl": ident[1], "launch": launch, "entry": facts.entry,
+                        "digest": facts.digest, "registers": res.registers, "spills_bytes": res.spills,
+                        "shared_bytes": res.shared_bytes, "ptx_lines": facts.ptx_lines,
+                        "ptx_instructions": sum(facts.ptx_histogram.values()),
+                        "sass_instructions": sum(facts.sass_histogram.values()),
+                        "sass_histogram": dict(facts.sass_histogram), "errors": list(facts.errors)})
     return out
 
 
@@ -491,14 +517,14 @@ def timeline_records(run: Run) -> tuple[str, list[dict]]:
     else:
         from harness.nsight.table import split_ptxmoe_range
 
-        for r in run.doc.get("nvtx_ranges", []):
-            s, e = r.get("start_perf_ns"), r.get("end_perf_ns")
-            if not isinstance(s, (int, float)) or not isinstance(e, (int, float)):
+        for nvtx in run.sweep.nvtx_ranges:
+            s, e = nvtx.start_perf_ns, nvtx.end_perf_ns
+            if s is None or e is None:
                 continue
-            parts = split_ptxmoe_range(r.get("name", "")) or (None, None, None, None)
-            bars.append({"name": r.get("name", ""), "lane": r.get("name", ""), "start_ms": s / 1e6, "end_ms": e / 1e6,
+            parts = split_ptxmoe_range(nvtx.name) or (None, None, None, None)
+            bars.append({"name": nvtx.name, "lane": nvtx.name, "start_ms": s / 1e6, "end_ms": e / 1e6,
                          "impl": canonical_impl(parts[1]), "preset": parts[2], "skew": parts[3],
-                         "detail": f"phase {r.get('phase', '-')}, depth {r.get('depth', '-')}"})
+                         "detail": f"phase {nvtx.phase or '-'}, depth {nvtx.depth}"})
         source = "harness NVTX ranges (host timestamps)"
     if bars:
         t0 = min(b["start_ms"] for b in bars)
@@ -543,11 +569,12 @@ def nsight_metric_records(run: Run) -> list[dict]:
 def device_ceilings(run: Run) -> dict | None:
     """{name, bandwidth_Bps, fp32_flops, bf16_dense_flops, fp8_dense_flops} of the GPU (gpu runs) or the model
     device (sim)."""
-    env = _dict(run.doc.get("environment"))
-    specs = _dict(env.get("gpu")).get("specs") if run.backend == "gpu" else None
-    specs = _dict(specs or _dict(env.get("model_device")).get("specs"))
-    name = (_dict(env.get("gpu")).get("name") if run.backend == "gpu" else None) or \
-        _dict(env.get("model_device")).get("name")
+    env = _table(run.doc.get("environment"))
+    measured = run.basis == "measured"
+    specs = _table(env.get("gpu")).get("specs") if measured else None
+    specs = _table(specs or _table(env.get("model_device")).get("specs"))
+    name = (_table(env.get("gpu")).get("name") if measured else None) or \
+        _table(env.get("model_device")).get("name")
     if not specs and name:
         from harness.results import device_spec_dict
 
@@ -575,8 +602,8 @@ def environment_records(doc: dict) -> list[tuple[str, str]]:
         else:
             out.append((prefix, "" if value is None else str(value)))
 
-    env = _dict(doc.get("environment"))
-    specs = _dict(_dict(env.get("gpu")).get("specs") or _dict(env.get("model_device")).get("specs"))
+    env = _table(doc.get("environment"))
+    specs = _table(_table(env.get("gpu")).get("specs") or _table(env.get("model_device")).get("specs"))
     walk("", {"run_id": doc.get("run_id"), "status": doc.get("status"), "created_utc": doc.get("created_utc"),
               "finished_utc": doc.get("finished_utc"), "command": " ".join(map(str, doc.get("command") or [])),
               "settings": doc.get("settings", {}), "environment": doc.get("environment", {}),
@@ -588,12 +615,12 @@ DEVICE_SPEC_KEYS = ("name", "sm_count", "boost_clock_hz", "memory_type", "memory
                     "fp32_flops", "bf16_dense_flops", "fp8_dense_flops", "shared_memory_per_sm", "registers_per_sm")
 
 
-def filters(doc: dict) -> dict[str, list[str]]:
+def filters(doc) -> dict[str, list[str]]:
     """The presets and skews present in the rows, in the run's own order."""
     presets: list[str] = []
     skews: list[str] = []
-    for row in doc.get("rows", []):
-        for value, bag in ((row.get("preset"), presets), (row.get("skew"), skews)):
+    for row in as_sweep(doc).rows:
+        for value, bag in ((row.preset, presets), (row.skew, skews)):
             if value is not None and value not in bag:
                 bag.append(value)
     return {"preset": presets, "skew": skews}
@@ -603,12 +630,12 @@ def filters(doc: dict) -> dict[str, list[str]]:
 def compare_runs(a: Run, b: Run) -> list[dict]:
     """Rows present in both runs: {key, label, impl, preset, skew, a_us, b_us, b_over_a, a_speedup, b_speedup};
     the speedups are of run A's headline pair (headline_pair) in each run."""
-    rows_b = {r["key"]: r for r in row_records(b.doc)}
-    pair = headline_pair(a.doc).name
-    verdicts_a = {(v["label"], v["preset"], v["skew"]): v for v in verdict_records(a.doc) if v["pair"] == pair}
-    verdicts_b = {(v["label"], v["preset"], v["skew"]): v for v in verdict_records(b.doc) if v["pair"] == pair}
+    rows_b = {r["key"]: r for r in row_records(b.sweep)}
+    pair = headline_pair(a.sweep).name
+    verdicts_a = {(v["label"], v["preset"], v["skew"]): v for v in verdict_records(a.sweep) if v["pair"] == pair}
+    verdicts_b = {(v["label"], v["preset"], v["skew"]): v for v in verdict_records(b.sweep) if v["pair"] == pair}
     out = []
-    for r in row_records(a.doc):
+    for r in row_records(a.sweep):
         other = rows_b.get(r["key"])
         if other is None:
             continue
@@ -628,7 +655,7 @@ ROW_AXES = (("presets", "preset"), ("kernels", "label"), ("skews", "skew"), ("im
 def run_differences(a: Run, b: Run) -> list[str]:
     """What tells the rows of two runs apart, e.g. ["presets tiny vs dsv3-decode", "kernels gate vs align"]: each
     axis of the row key whose values in the two runs do not overlap at all, else every axis that differs."""
-    rows_a, rows_b = row_records(a.doc), row_records(b.doc)
+    rows_a, rows_b = row_records(a.sweep), row_records(b.sweep)
     disjoint: list[str] = []
     differing: list[str] = []
     for name, key in ROW_AXES:

@@ -35,9 +35,9 @@ def index_records(profiles_dir: Path, warn=warn_stderr) -> list[dict]:
             continue
         try:
             run = load_run(run_dir)
-            h = headline(run.doc)
-            rec.update(run_id=run.run_id, backend=run.backend, status=run.doc.get("status"),
-                       created=run.doc.get("created_utc"), pair=h["title"], geomean=h["geomean"], lo=h["lo"],
+            h = headline(run.sweep)
+            rec.update(run_id=run.run_id, backend=run.backend, status=run.sweep.status,
+                       created=run.sweep.created_utc, pair=h["title"], geomean=h["geomean"], lo=h["lo"],
                        hi=h["hi"], verdict=h["verdict"], counts=h["counts"], basis=run.basis)
         except DashboardError as exc:
             warn(f"index: skipped {run_dir}: {exc}")

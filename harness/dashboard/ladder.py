@@ -6,14 +6,15 @@ gathered per cell, lowest rung first, so the dashboard can say where the gain co
 """
 from __future__ import annotations
 
-from harness.dashboard.data import label_of, plain_rows, row_limiter, row_slot, row_time, rung_of, verdict_records
+from harness.dashboard.data import as_sweep, row_limiter, row_slot, row_time, verdict_records
 from harness.implementations import PAIRS, canonical_impl
+from harness.run_records import Row, Rung
 
 _NO_TIME = {"time_us": None, "lo_us": None, "hi_us": None, "basis": None}
 
 
-def _time(row: dict) -> dict:
-    if row.get("status") not in ("ok", "failed"):
+def _time(row: Row) -> dict:
+    if not row.ran:
         return dict(_NO_TIME)
     t = row_time(row)
     return {k: t[k] for k in _NO_TIME}
@@ -31,7 +32,7 @@ def baselines_of(impl: str) -> list[str]:
     return [p.baseline for p in PAIRS if p.impl == impl]
 
 
-def ladder_cells(doc: dict) -> list[dict]:
+def ladder_cells(doc) -> list[dict]:
     """One record per laddered cell (kernel[variant], preset, skew, implementation), in the run's row order.
 
     Each: {label, preset, skew, impl, basis, rungs: [per rung, lowest first: {number, name, of, top, slot, key,
@@ -39,30 +40,27 @@ def ladder_cells(doc: dict) -> list[dict]:
     rung below: {speedup, ci_lo, ci_hi, verdict, reason}, None for the first rung), vs {baseline impl: speedup record
     or None}}], baselines {impl: {time_us, lo_us, hi_us, basis} of the other paths' rows}}.
     """
-    verdicts = {(v["label"], v["preset"], v["skew"], v["impl"], v["baseline"]): v for v in verdict_records(doc)}
-    cells: dict[tuple, list] = {}
-    for row in doc.get("rows", []):
-        rung = rung_of(row) if isinstance(row, dict) else None
-        if rung is None:
+    sweep = as_sweep(doc)
+    verdicts = {(v["label"], v["preset"], v["skew"], v["impl"], v["baseline"]): v for v in verdict_records(sweep)}
+    cells: dict[tuple, list[tuple[Rung, Row]]] = {}
+    for row in sweep.rows:
+        if row.rung is None:
             continue
-        impl = canonical_impl(row.get("impl"))
-        cell = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"), impl)
-        cells.setdefault(cell, []).append((rung, row))
-    others: dict[tuple, dict] = {}
-    for row in plain_rows(doc):
-        where = (label_of(row.get("kernel"), row.get("variant")), row.get("preset"), row.get("skew"))
-        others.setdefault(where, {})[canonical_impl(row.get("impl"))] = row
+        impl = canonical_impl(row.impl)
+        cells.setdefault((row.label, row.preset, row.skew, impl), []).append((row.rung, row))
+    others: dict[tuple, dict[str, Row]] = {}
+    for row in sweep.plain_rows:
+        others.setdefault((row.label, row.preset, row.skew), {})[canonical_impl(row.impl)] = row
     out = []
     for (label, preset, skew, impl), found in cells.items():
-        found.sort(key=lambda pair: pair[0]["number"])
+        found.sort(key=lambda pair: pair[0].number)
         bases = [b for b in baselines_of(impl) if b in others.get((label, preset, skew), {})]
         rungs = []
         for i, (rung, row) in enumerate(found):
             slot = row_slot(row)
             below = row_slot(found[i - 1][1]) if i else None
-            rungs.append({"number": rung["number"], "name": rung.get("name"), "of": rung.get("of"),
-                          "top": bool(rung.get("top")), "slot": slot, "key": row.get("key"),
-                          "status": row.get("status"), **_time(row), "limiter": row_limiter(row),
+            rungs.append({"number": rung.number, "name": rung.name, "of": rung.of, "top": rung.top, "slot": slot,
+                          "key": row.key, "status": row.status, **_time(row), "limiter": row_limiter(row),
                           "below": _speedup(verdicts.get((label, preset, skew, slot, below))) if below else None,
                           "vs": {b: _speedup(verdicts.get((label, preset, skew, slot, b))) for b in bases}})
         base_rows = others.get((label, preset, skew), {})

@@ -33,7 +33,7 @@ def basis_badge(basis: str, device: str | None) -> str:
 
 def row_status_html(run: data.Run) -> str:
     """Row counts by status, and the failed/error rows named plainly (a fast wrong kernel is no win)."""
-    rows = data.row_records(run.doc)
+    rows = data.row_records(run.sweep)
     counts: dict = {}
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
@@ -81,9 +81,9 @@ def _named(h: dict) -> dict:
 def pairs_table(run: data.Run) -> str:
     """Every pair's geometric-mean speedup and verdict beside the headline (one row per pair with verdicts)."""
     rows, attrs = [], []
-    for h in map(_named, data.pair_headlines(run.doc)):
+    for h in map(_named, data.pair_headlines(run.sweep)):
         counts = h["counts"]
-        rows.append([h["title"] + (" (headline)" if h["pair"] == data.headline_pair(run.doc).name else ""),
+        rows.append([h["title"] + (" (headline)" if h["pair"] == data.headline_pair(run.sweep).name else ""),
                      ratio_text(h["geomean"]), ratio_text(h["lo"]), ratio_text(h["hi"]), badge(h["verdict"]), h["n"],
                      f"{counts['FASTER']} / {counts['SAME']} / {counts['SLOWER']}",
                      _headline_words(h) if h["geomean"] is not None else
@@ -96,7 +96,7 @@ def pairs_table(run: data.Run) -> str:
 
 
 def headline_section(run: data.Run) -> str:
-    h = _named(data.headline(run.doc))
+    h = _named(data.headline(run.sweep))
     ceil = data.device_ceilings(run)
     tag = basis_badge(run.basis, ceil["name"] if ceil else None) + row_status_html(run)
     pairs = pairs_table(run)
@@ -128,7 +128,7 @@ def headline_section(run: data.Run) -> str:
 
 
 def verdict_section(run: data.Run, figs: dict) -> str:
-    vs = data.verdict_records(run.doc)
+    vs = data.verdict_records(run.sweep)
     rows = [[v["label"], v["preset"], v["skew"], v["title"], ratio_text(v["speedup"]), ratio_text(v["ci_lo"]),
              ratio_text(v["ci_hi"]),
              badge(v["verdict"]), v["basis"], v["reason"]] for v in vs]
@@ -139,8 +139,8 @@ def verdict_section(run: data.Run, figs: dict) -> str:
             "contains 1." if run.basis == "modelled" else
             "Speedup of A over B = ratio of median device times (B / A), 95 % bootstrap interval; FASTER / SLOWER "
             "only when the whole interval is above / below 1.")
-    headline = data.headline_pair(run.doc)
-    pairs = sorted(data.pairs_present(run.doc), key=lambda pair: pair != headline)  # the headline pair first
+    headline = data.headline_pair(run.sweep)
+    pairs = sorted(data.pairs_present(run.sweep), key=lambda pair: pair != headline)  # the headline pair first
     # NOTE: the headline pair's figure keeps the id "fig-speedup"; the others are "fig-speedup-<pair>"
     fig_html = "".join(_fig("fig-speedup" if pair == headline else f"fig-speedup-{pair.name}",
                             figures.speedup_bars(vs, run.basis, pair), figs) for pair in pairs) or _EMPTY
@@ -162,7 +162,7 @@ def ladder_section(run: data.Run, figs: dict) -> str:
     the rung below, over CUDA C++ and over Numba; rungs slower than the one below are said plainly."""
     from harness.dashboard.ladder import ladder_cells, slower_rungs
 
-    cells = ladder_cells(run.doc)
+    cells = ladder_cells(run.sweep)
     if not cells:
         return ""
     bases = list(dict.fromkeys(b for c in cells for b in c["baselines"]))
@@ -187,7 +187,7 @@ def ladder_section(run: data.Run, figs: dict) -> str:
 
 
 def timing_section(run: data.Run, figs: dict) -> str:
-    rows = data.row_records(run.doc)
+    rows = data.row_records(run.sweep)
     # NOTE: a wrong answer's time is no result: failed rows stay in the table (with why), out of the chart
     # NOTE: a ladder's lower rungs are in the table and the ladder section; the chart keeps one series per path
     fig = _fig("fig-timing", figures.timing_distributions([r for r in rows if r["status"] == "ok" and
@@ -202,7 +202,7 @@ def timing_section(run: data.Run, figs: dict) -> str:
 
 
 def roofline_section(run: data.Run, figs: dict) -> str:
-    rows = [r for r in data.row_records(run.doc) if r["status"] == "ok" and not r["lower_rung"]]
+    rows = [r for r in data.row_records(run.sweep) if r["status"] == "ok" and not r["lower_rung"]]
     ceil = data.device_ceilings(run)
     body = _fig("fig-roofline", figures.roofline(rows, ceil), figs) + \
         _fig("fig-bandwidth", figures.bandwidth_bars(rows, ceil), figs)
@@ -217,7 +217,7 @@ GEMM_WORK_COLUMNS = ("label", "preset", "skew", "BM", "routed_rows", "padded_row
 
 def gemm_work_section(run: data.Run) -> str:
     """Useful vs padded FLOPs of each GEMM cell: how much tensor-core work the routing block pads away."""
-    recs = data.gemm_work_records(run.doc)
+    recs = data.gemm_work_records(run.sweep)
     if not recs:
         return ""
     rows = [[r[c] for c in GEMM_WORK_COLUMNS] for r in recs]
@@ -229,13 +229,13 @@ def gemm_work_section(run: data.Run) -> str:
 
 
 def stage_section(run: data.Run, figs: dict) -> str:
-    stages = data.stage_records(run.doc)
+    stages = data.stage_records(run.sweep)
     return section("layer", "End-to-end layer: per-stage breakdown",
                    _fig("fig-stages", figures.stage_breakdown(stages, run.basis), figs))
 
 
 def sim_section(run: data.Run, figs: dict) -> str:
-    recs = data.sim_counter_records(run.doc)
+    recs = data.sim_counter_records(run.sweep)
     if not recs:
         return section("sim", "Simulator counters", '<p class="note">No simulator counters (not a sim run).</p>')
     impls, pairs = _side_by_side_columns(recs)
@@ -243,13 +243,13 @@ def sim_section(run: data.Run, figs: dict) -> str:
              *(r["ratios"][p.name] for p in pairs)] for r in recs]
     tbl = table(["kernel", "preset", "skew", "counter", *map(impl_name, impls), *(_ratio_header(p) for p in pairs)],
                 rows, [_cell_attrs(r) for r in recs])
-    fig = _fig("fig-mix", figures.instruction_mix_figure(data.instruction_mix(run.doc)), figs)
+    fig = _fig("fig-mix", figures.instruction_mix_figure(data.instruction_mix(run.sweep)), figs)
     return section("sim", "Simulator counters, side by side", tbl + fig,
                    "ptxsim counters summed over each row's launches; limiting resource from the timing model.")
 
 
 def static_section(run: data.Run, figs: dict) -> str:
-    recs = data.static_records(run.doc)
+    recs = data.static_records(run.sweep)
     if not recs:
         return section("static", "Static facts", '<p class="note">No static analysis in this run.</p>')
     rows = [[r["label"], _impl_name(r["impl"]), r["launch"], r["registers"], r["spills_bytes"], r["shared_bytes"],
@@ -311,8 +311,8 @@ def timeline_section(run: data.Run, figs: dict) -> str:
 def vs_section(run: data.Run, other: data.Run, figs: dict) -> str:
     pairs = data.compare_runs(run, other)
     name_a, name_b = f"{run.run_id} ({run.basis})", f"{other.run_id} ({other.basis})"
-    pair = data.headline_pair(run.doc)  # both runs on the same pair: this run's headline one
-    h_a, h_b = data.headline(run.doc, pair), data.headline(other.doc, pair)
+    pair = data.headline_pair(run.sweep)  # both runs on the same pair: this run's headline one
+    h_a, h_b = data.headline(run.sweep, pair), data.headline(other.sweep, pair)
     summary = table(["run", "backend", "basis", "pair", "geomean speedup", "CI low", "CI high", "verdict"],
                     [[name_a, run.backend, run.basis, h_a["title"], h_a["geomean"], h_a["lo"], h_a["hi"],
                       badge(h_a["verdict"])],
@@ -380,7 +380,7 @@ NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("ladder", "ladder"),
 def build_sections(run: data.Run, other: data.Run | None = None) -> tuple[str, dict, list]:
     """(body HTML, figures {id: JSON}, nav entries present)."""
     figs: dict = {}
-    parts = [headline_section(run), filter_bar(data.filters(run.doc)), verdict_section(run, figs),
+    parts = [headline_section(run), filter_bar(data.filters(run.sweep)), verdict_section(run, figs),
              ladder_section(run, figs), timing_section(run, figs),
              roofline_section(run, figs), gemm_work_section(run), stage_section(run, figs), sim_section(run, figs),
              static_section(run, figs), nsight_section(run), timeline_section(run, figs)]

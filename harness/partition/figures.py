@@ -11,6 +11,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from harness.backends.kinds import KINDS
+
 COLOURS = {"ptx/plain": "#E45756", "ptx/no_allocate": "#4C78A8", "numba/plain": "#54A24B", "cuda/plain": "#54A24B"}
 DASHES = {"step overlapped (us)": "solid", "step back-to-back (us)": "dash", "step unpartitioned (us)": "dot"}
 LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 60, "b": 60}, "height": 420,
@@ -22,7 +24,8 @@ def _t(value) -> str:
 
 
 def _basis(doc: dict) -> str:
-    return "modelled" if doc.get("backend") == "sim" else "measured"
+    kind = KINDS.get(str(doc.get("backend")))
+    return kind.basis if kind is not None else "measured"
 
 
 def _by_policy(doc: dict) -> dict[str, list[dict]]:
@@ -94,7 +97,7 @@ def interference_figure(doc: dict):
                      name=_t(p), marker={"color": COLOURS.get(p, "#777")})
               for p, rows in _by_policy(doc).items()]
     title = f"GEMM slowdown from interference ({_basis(doc)}"
-    title += ", interference constants are model assumptions)" if doc.get("backend") == "sim" else ")"
+    title += ", interference constants are model assumptions)" if _basis(doc) == "modelled" else ")"
     fig = _figure(title, "SMs for communication (N)", "slowdown (%)", traces)
     fig.update_layout(barmode="group")
     return fig

@@ -36,8 +36,8 @@ NOTE = ("measured on this GPU: the SM partition is enforced by reserving the who
 
 def reserve_bytes(backend) -> int:
     """The SM-holding reservation: the device's per-block opt-in shared-memory maximum (RESERVE_BYTES if unknown)."""
-    query = getattr(backend, "max_dynamic_shared", None)
-    return int(query()) if query is not None else RESERVE_BYTES
+    found = backend.max_dynamic_shared()
+    return int(found) if found is not None else RESERVE_BYTES
 
 BLOCKER_PTX = """
 .version 8.4

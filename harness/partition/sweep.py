@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from contract.presets import Preset
+from harness.backends.kinds import KINDS, backend_kind
 from harness.errors import InputError, PtxmoeError
 from harness.partition.counters import DEFAULT_SERIES, SimSizes
 
@@ -46,7 +47,7 @@ class PartitionSettings:
     repeats: int = 5                         # gpu: timed repetitions per point (median)
 
     def __post_init__(self):
-        if self.backend not in ("sim", "gpu"):
+        if self.backend not in KINDS:
             raise InputError(f"PartitionSettings.backend = {self.backend!r}; expected 'sim' or 'gpu' "
                              "(resolve 'auto' first)")
         if not self.sms:
@@ -163,7 +164,7 @@ def run_sweep(settings: PartitionSettings) -> dict:
     from harness.results import utc_now
 
     seed = settings.seed if settings.seed is not None else secrets.randbits(32)
-    if settings.backend == "sim":
+    if backend_kind(settings.backend).simulated:
         rows, about = _sim_rows(settings, seed)
         label = about["label"]
     else:
@@ -175,7 +176,7 @@ def run_sweep(settings: PartitionSettings) -> dict:
         "schema_version": SCHEMA_VERSION, "kind": "partition", "created": utc_now(), "backend": settings.backend,
         "label": label, "seed": seed, "settings": asdict(settings), "rows": rows,
         "schedule": schedule_section(rows, settings.pp, settings.microbatches),
-        ("model" if settings.backend == "sim" else "measurement"): about,
+        ("model" if backend_kind(settings.backend).simulated else "measurement"): about,
     }
 
 

@@ -18,10 +18,12 @@ MAX_INPUT_BYTES = 512 * 2**20
 
 
 def model_estimate(run, inputs: dict, preset, run_params: dict, spec, device: str, sample: str | None = "auto",
-                   sample_ctas: int | None = None, max_input_bytes: int = MAX_INPUT_BYTES) -> dict:
+                   sample_ctas: int | None = None, max_input_bytes: int = MAX_INPUT_BYTES,
+                   profile: str | None = None) -> dict:
     """{basis: "modelled", device, sample (the policy), sample_ctas, modelled_us, launches (each with estimate +
     limiter), limiter (of the row's slowest launch), sim_wall_s, skipped, error}; never raises for a failing
-    simulation. `sample`: the --sample policy text (auto, off, N waves); `sample_ctas` overrides it."""
+    simulation. `sample`: the --sample policy text (auto, off, N waves); `sample_ctas` overrides it; `profile`: the
+    --device-profile file whose constants the model uses (None: its own)."""
     out: dict = {"basis": "modelled", "device": device,
                  "sample": None if sample_ctas is not None else (sample or "auto"),
                  "sample_ctas": None if sample_ctas is None else int(sample_ctas), "modelled_us": None,
@@ -51,7 +53,7 @@ def model_estimate(run, inputs: dict, preset, run_params: dict, spec, device: st
         out["error"] = f"sampled ptxsim run failed: {type(exc).__name__}: {str(exc)[:500]}"
         out["sim_wall_s"] = time.perf_counter() - t0
         return out
-    model = model_row(records, sim.launched_sources(), device)
+    model = model_row(records, sim.launched_sources(), device, profile)
     out.update(modelled_us=model["modelled_us"], launches=model["launches"], error=model["error"],
                sim_wall_s=time.perf_counter() - t0)
     timed = [launch for launch in model["launches"] if launch.get("modelled_s") is not None and launch["estimate"]]

@@ -8,22 +8,19 @@ limiting component (ptxsim.model.validation.limiter_error, from benchmarks/model
 H100 figures). The row's modelled time, launch time and interval are sums over its launches; per-stage times group
 launches by name. Everything is labelled "modelled": it is not a measurement.
 
-A device profile from `ptxmoe calibrate` (env PTXMOE_DEVICE_PROFILE, set by `--device-profile FILE`) replaces the
-model's constants with ones fitted on that GPU.
+A device profile from `ptxmoe calibrate` (`--device-profile FILE`, passed down as a value: RowTiming.device_profile,
+recorded in run.json's settings) replaces the model's constants with ones fitted on that GPU.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, is_dataclass
 
 MODEL_DEVICE = "H200 SXM"
-PROFILE_ENV = "PTXMOE_DEVICE_PROFILE"
 
 
-def profile_constants(device: str) -> dict | None:
-    """The constants of the device profile named by PTXMOE_DEVICE_PROFILE (None when unset); a profile calibrated
-    on another device is refused (ProfileError naming both)."""
-    path = os.environ.get(PROFILE_ENV)
+def profile_constants(device: str, path: str | None) -> dict | None:
+    """The constants of the device profile file `path` (None: none, the model's own); a profile calibrated on
+    another device is refused (ProfileError naming both)."""
     if not path:
         return None
     from ptxsim.model.profile import ProfileError, load_profile
@@ -124,7 +121,8 @@ def refuse_unassembled(name: str, ptx: str) -> None:
                              f"{refused[0][len('ptxas: '):]}")
 
 
-def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_DEVICE) -> dict:
+def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_DEVICE,
+                 profile: str | None = None) -> dict:
     """{name, modelled_s, sim_wall_s, occupancy, estimate, error} for one sim LaunchRecord."""
     out = {"name": record.name, "grid": list(record.grid), "block": list(record.block),
            "shared_bytes": record.shared_bytes, "sim_wall_s": record.host_seconds, "modelled_s": None,
@@ -160,7 +158,7 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
         mix = module_sass_mix(ptx_entry[0], analyse_ptx(ptx_entry[0])) if ptx_entry else None
         out["sass_mix"] = mix
         result = estimate(getattr(record.stats, "metrics", record.stats), spec, occ,
-                          constants=profile_constants(spec.name), sass_mix=mix)
+                          constants=profile_constants(spec.name, profile), sass_mix=mix)
         out["modelled_s"] = _seconds(result)
         if hasattr(result, "kernel_seconds") and hasattr(result, "components"):
             from ptxsim.model.validation import limiter_error
@@ -182,10 +180,10 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
     return out
 
 
-def model_row(records, sources: dict, device: str = MODEL_DEVICE) -> dict:
+def model_row(records, sources: dict, device: str = MODEL_DEVICE, profile: str | None = None) -> dict:
     """Modelled time of one row: {basis, device, modelled_us (kernel time), launch_us, interval_us, model_error
     {relative, basis}, sim_wall_s, stages_us, launches, error}."""
-    launches = [model_launch(r, sources.get(r.name), device) for r in records]
+    launches = [model_launch(r, sources.get(r.name), device, profile) for r in records]
     modelled = [launch["modelled_s"] for launch in launches]
     errors = sorted({launch["error"] for launch in launches if launch["error"]})
     total = sum(modelled) if modelled and all(m is not None for m in modelled) else None

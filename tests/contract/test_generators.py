@@ -162,3 +162,34 @@ def test_drawn_blocks_are_cached_within_a_budget_and_never_shared_writable(monke
     # the e4m3 payload of the same name and seed is another tensor: its own blocks
     q = KeyedE4M3("w_cache", (8, gen.STREAM_BLOCK), 5)
     assert q.elements(0, 16).dtype == E4M3 and len({k[0] for k in gen._block_cache}) == 2
+
+
+def test_every_kernels_inputs_are_what_its_input_specs_declare():
+    """contract.shapes: the inputs make_inputs draws (lazy or not) have exactly the declared names, shapes and dtypes
+    at tiny and small, and an input of another shape or dtype is refused naming it and what was expected."""
+    import numpy as np
+    import pytest
+
+    from contract.errors import InputError
+    from contract.kernels import KERNELS
+    from contract.presets import get_preset
+
+    for preset in (get_preset("tiny"), get_preset("small")):
+        for spec in KERNELS.values():
+            for variant in spec.variants or (None,):
+                params = {"variant": variant} if variant else {}
+                inputs = spec.checked_inputs(preset, "balanced", 3, **params)  # raises on any difference
+                assert set(inputs) == {s.name for s in spec.input_specs(preset, **params)} <= set(spec.inputs)
+    spec, tiny = KERNELS["grouped_gemm"], get_preset("tiny")
+    lazy = spec.checked_inputs(tiny, "balanced", 3, lazy=True, variant="up")
+    assert not isinstance(lazy["w"], np.ndarray)  # checked by its shape and dtype, not drawn
+    bad = dict(spec.make_inputs(tiny, "balanced", 3, variant="up"))
+    bad["w"] = bad["w"][:, :, :128]
+    from contract.shapes import check_args
+
+    with pytest.raises(InputError, match=r"grouped_gemm: input w is bfloat16 of shape \(16, 256, 128\); expected "
+                                         r"bfloat16 of shape \(16, 256, 256\)"):
+        check_args("grouped_gemm", spec.input_specs(tiny, variant="up"), bad)
+    with pytest.raises(InputError, match=r"missing total_padded"):
+        check_args("grouped_gemm", spec.input_specs(tiny, variant="up"), {k: v for k, v in bad.items()
+                                                                            if k != "total_padded"})

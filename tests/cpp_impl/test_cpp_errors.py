@@ -9,7 +9,7 @@ import pytest
 from contract.errors import BuildError, InputError
 from contract.presets import get_preset
 from cpp_impl import act_quant, combine, gate, nvrtc, permute
-from cpp_impl.descriptor import CppKernel
+from cpp_impl.descriptor import cuda_entry
 from harness.backends.base import Backend, DeviceArray
 
 TINY = get_preset("tiny")
@@ -106,6 +106,6 @@ def test_launch_packs_the_entry_signature_and_specialises():
 def test_broken_source_is_a_build_error_with_file_and_line(tmp_path, monkeypatch):
     (tmp_path / "broken.cu").write_text('extern "C" __global__ void cpp_broken(int* p)\n{\n    p[0] = nope;\n}\n')
     monkeypatch.setattr(nvrtc, "KERNEL_DIR", tmp_path)
-    kernel = CppKernel("broken.cu", "cpp_broken", (("p", ".ptr"),))
+    kernel = cuda_entry("broken.cu", "cpp_broken", (("p", ".ptr"),))
     with pytest.raises(BuildError, match=r"broken\.cu\(3\): error: identifier \"nope\" is undefined"):
         kernel.launch(RecordingBackend(), (1, 1, 1), (1, 1, 1), {"p": RecordingBackend().empty((1,), np.int32)})

@@ -21,7 +21,8 @@ def _launch(sample, items=WHOLE, tag="grouped_gemm_fp8[x]"):
     sim = SimBackend(sample=sample)
     a = sim.to_device(np.arange(ITEMS // 4 * 32, dtype=np.uint32))
     out = sim.to_device(np.zeros((ITEMS, 32), np.uint32))
-    record = sim.launch_ptx(STRIDE, "k", GRID, 32, [a, out, items], tag=tag)
+    span = [items] if items is not None else [np.uint32(0), np.uint32(ITEMS)]  # None: as plain parameters
+    record = sim.launch_ptx(STRIDE, "k", GRID, 32, [a, out, *span], tag=tag)
     return record, sim.to_host(out)
 
 
@@ -34,7 +35,7 @@ def test_without_sampling_the_items_are_the_whole_work():
 def test_sampled_windows_run_as_phases_of_the_chosen_blocks():
     policy = SamplePolicy(2, 0, rows_per_wave=2)  # 8 waves of 2 blocks; the middles of 2 strata: waves 2 and 6
     record, out = _launch(policy)
-    windows = policy.work_windows("grouped_gemm_fp8", WorkItems(ITEMS, BLOCKS))
+    windows = policy.work_windows(WorkItems(ITEMS, BLOCKS))
     assert windows == ((2, 16, 24), (6, 48, 56))
     assert np.flatnonzero(out[:, 0]).tolist() == list(range(16, 24)) + list(range(48, 56))
     assert out[16, 0] == 16 // 4 * 32 + 1  # the items ran, and right
@@ -68,8 +69,11 @@ def test_a_window_runs_one_cta_an_item_as_the_whole_launch_runs_consecutive_item
     assert phase_grid((132, 1, 1), 24, pairs) == (48, 1, 1) and phase_grid((132, 1, 1), 99, pairs) == (132, 1, 1)
 
 
-def test_not_a_gemm_or_few_items_runs_whole():
-    assert _launch(SamplePolicy(2, 0, rows_per_wave=2), tag="swiglu")[0].stats.sample_fraction == 1.0
+def test_a_plain_grid_or_few_items_runs_whole():
+    """The item range passed as two plain u32 parameters declares no items (contract.device.grid_meaning): the launch
+    runs whole, whatever its name; so does a WorkItems of no more items than min_ctas."""
+    record, out = _launch(SamplePolicy(2, 0, rows_per_wave=2), items=None)
+    assert record.stats.sample_fraction == 1.0 and np.count_nonzero(out[:, 0]) == ITEMS
     assert _launch(SamplePolicy(2, ITEMS, rows_per_wave=2))[0].stats.sample_fraction == 1.0  # count <= min_ctas
 
 

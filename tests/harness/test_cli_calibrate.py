@@ -78,3 +78,29 @@ def test_calibrate_without_a_gpu_says_what_to_do(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(toolchain, "gpu_visible", lambda: (False, "no CUDA driver"))
     assert main(["calibrate", "--out", str(tmp_path / "p.json")]) == 2
     assert "--measurements" in capsys.readouterr().err
+
+
+def test_device_profile_is_a_value_recorded_in_run_json_and_used_by_the_model(tmp_path, monkeypatch):
+    """--device-profile reaches the timing model as a value (no environment variable), is recorded in run.json's
+    settings (schema 3), and a slower GPU's profile makes the same row's modelled time longer."""
+    import os
+
+    slow = {"dram_read": 1000.0, "l2_copy": 1200.0, "shared_bw": 5.0, "mma_bf16": 100.0, "chase_l1": 80.0,
+            "chase_l2": 600.0, "chase_dram": 1500.0, "fp32_fma": 10.0}
+    meas = tmp_path / "m.json"
+    meas.write_text(json.dumps({"device": "H200 SXM", "measured": slow}))
+    profile = tmp_path / "slow.json"
+    assert main(["calibrate", "--out", str(profile), "--measurements", str(meas)]) == 0
+    environ = dict(os.environ)
+    times = {}
+    for name, extra in (("plain", []), ("profiled", ["--device-profile", str(profile)])):
+        out = tmp_path / name
+        assert main(["compare", "--backend", "sim", "--kernels", "gate", "--preset", "tiny", "--impls", "ptx",
+                     "--no-static", "--no-dashboard", "--out", str(out), *extra]) == 0
+        (run_dir,) = out.iterdir()
+        doc = json.loads((run_dir / "run.json").read_text())
+        assert doc["schema_version"] == 3
+        assert doc["settings"]["device_profile"] == (str(profile.resolve()) if extra else None)
+        times[name] = doc["rows"][0]["timing"]["modelled_us"]
+    assert dict(os.environ) == environ  # nothing handed over through the environment
+    assert times["profiled"] > times["plain"] > 0

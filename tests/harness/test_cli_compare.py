@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import runner
+from harness import cell
 from harness.cli import main
 from tests.harness.test_runner import FakeBackend, fake_run
 
@@ -24,7 +24,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(select, "resolve_backend_name", lambda name: "sim")
     table = {("numba", "gate"): fake_run("gate"), ("ptx", "gate"): fake_run("gate"),
              ("ptx", "align"): fake_run("align", wrong=True)}
-    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (table.get((impl, k)), "" if (impl, k) in table
+    monkeypatch.setattr(cell, "find_run", lambda impl, k: (table.get((impl, k)), "" if (impl, k) in table
                                                               else f"{impl} has no {k} yet"))
 
 

@@ -117,7 +117,7 @@ def test_run_json_is_readable_by_others(tmp_path):
     (('{"schema_version": 1, "run_id": "r", "status": "complete", "settings": {}, "environment": {}, '
       '"rows": {}, "verdicts": []}'), "field 'rows' is an object; expected an array"),
     (('{"schema_version": 1, "run_id": "r", "status": "complete", "settings": {}, "environment": {}, '
-      '"rows": [], "verdicts": []}'), "settings has no 'backend'"),
+      '"rows": [], "verdicts": []}'), "settings.backend is missing; expected a string"),
 ])
 def test_resume_of_json_that_is_no_run(tmp_path, capsys, content, needle):
     run_dir = tmp_path / "r"
@@ -174,7 +174,7 @@ def test_resume_refuses_a_run_in_use(tmp_path, capsys):
 SLOW_DRIVER = textwrap.dedent("""
     import sys, time
     import harness.backends.select as select
-    from harness import runner
+    from harness import cell
     from harness.cli import main
     from tests.harness.test_runner import FakeBackend, fake_run
 
@@ -186,7 +186,7 @@ SLOW_DRIVER = textwrap.dedent("""
 
     select.select_backend = lambda name: FakeBackend()
     select.resolve_backend_name = lambda name: "sim"
-    runner._find_run = lambda impl, kernel: ({"numba": fast, "cpp": fast, "ptx": slow}[impl], "")
+    cell.find_run = lambda impl, kernel: ({"numba": fast, "cpp": fast, "ptx": slow}[impl], "")
     sys.exit(main(sys.argv[1:]))
 """)
 

@@ -11,9 +11,10 @@ NCU_CSV = Path(__file__).resolve().parents[1] / "fixtures" / "nsight" / "ncu_det
 
 
 def _run(tmp_path):
-    run = RunFile.create(tmp_path, "r", {}, {}, command=[])
-    for key in ("gate/ptx/tiny/balanced", "gate/numba/tiny/balanced"):
-        run.add_row({"key": key, "status": "ok", "nsight": []})
+    run = RunFile.create(tmp_path, "r", {"backend": "gpu"}, {}, command=[])
+    for impl in ("ptx", "numba"):
+        run.add_row({"key": f"gate/{impl}/tiny/balanced", "kernel": "gate", "impl": impl, "preset": "tiny",
+                     "skew": "balanced", "status": "ok", "nsight": []})
     return run
 
 

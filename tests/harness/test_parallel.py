@@ -5,7 +5,7 @@ import signal
 
 import pytest
 
-from harness import parallel, runner
+from harness import cell, parallel, runner
 from harness.errors import InputError
 from harness.parallel import ParallelSettings, parallel_option, wants_parallel
 from harness.results import RunFile
@@ -184,7 +184,7 @@ def test_a_local_cluster_runs_rows_whose_estimates_fit_the_memory_limit_together
     from contract.footprint import MemoryEstimate
 
     sizes = {"grouped_gemm": 5 * 10**9, "gate": 10**9}
-    monkeypatch.setattr(runner, "row_need", lambda settings, item: MemoryEstimate(
+    monkeypatch.setattr(cell, "row_need", lambda settings, item: MemoryEstimate(
         item.kernel, item.preset, sizes[item.kernel], 0, 0, 0, False))
     monkeypatch.setattr("contract.footprint.PROCESS_BASE", 0)
     monkeypatch.setattr(parallel, "_own_rss", lambda: 0)
@@ -216,7 +216,7 @@ def test_the_memory_limit_counts_the_process_that_hosts_the_scheduler_and_nannie
     from contract.footprint import MemoryEstimate
 
     sizes = {"grouped_gemm": 5 * 10**9, "gate": 10**9}
-    monkeypatch.setattr(runner, "row_need", lambda settings, item: MemoryEstimate(
+    monkeypatch.setattr(cell, "row_need", lambda settings, item: MemoryEstimate(
         item.kernel, item.preset, sizes[item.kernel], 0, 0, 0, False))
     monkeypatch.setattr("contract.footprint.PROCESS_BASE", 0)
     monkeypatch.setattr(parallel, "_own_rss", lambda: 25 * 10**8)

@@ -17,20 +17,24 @@ def _new(tmp_path, run_id="r1"):
     return RunFile.create(tmp_path, run_id, {"backend": "sim"}, {"backend": "sim"}, command=["ptxmoe", "compare"])
 
 
+def _row(key: str, status: str, **params) -> dict:
+    kernel, impl, preset, skew = key.split("/") if key.count("/") == 3 else (key, "ptx", "tiny", "balanced")
+    return {"key": key, "kernel": kernel, "impl": impl, "preset": preset, "skew": skew, "status": status,
+            "params": params}
+
+
 def test_create_add_row_roundtrip(tmp_path):
     run = _new(tmp_path)
-    run.add_row({"key": "gate/ptx/tiny/balanced", "status": "ok", "x": np.float32(1.5), "a": np.arange(3),
-                 "bad": float("nan"), "t": (1, 2)})
+    run.add_row(_row("gate/ptx/tiny/balanced", "ok", x=np.float32(1.5), a=np.arange(3), bad=float("nan"), t=(1, 2)))
     doc = json.loads((tmp_path / "r1" / "run.json").read_text())
-    assert doc["schema_version"] == results.SCHEMA_VERSION == 2
+    assert doc["schema_version"] == results.SCHEMA_VERSION == 3
     assert doc["status"] == "running" and doc["command"] == ["ptxmoe", "compare"]
-    assert doc["rows"][0] == {"key": "gate/ptx/tiny/balanced", "status": "ok", "x": 1.5, "a": [0, 1, 2],
-                              "bad": None, "t": [1, 2]}
-    run.add_row({"key": "gate/ptx/tiny/balanced", "status": "failed"})  # same key replaces
+    assert doc["rows"][0]["params"] == {"x": 1.5, "a": [0, 1, 2], "bad": None, "t": [1, 2]}
+    run.add_row(_row("gate/ptx/tiny/balanced", "failed"))  # same key replaces
     assert [r["status"] for r in RunFile.load(tmp_path / "r1").doc["rows"]] == ["failed"]
     assert run.is_done("gate/ptx/tiny/balanced") and not run.is_done("gate/numba/tiny/balanced")
     with pytest.raises(ResultsError, match="status 'weird'"):
-        run.add_row({"key": "k", "status": "weird"})
+        run.add_row(_row("k", "weird"))
     with pytest.raises(ResultsError, match="exists already; use --resume"):
         _new(tmp_path)
 
@@ -39,7 +43,7 @@ def test_crash_mid_write_keeps_previous_file(tmp_path, monkeypatch):
     import harness.atomic as atomic
 
     run = _new(tmp_path)
-    run.add_row({"key": "a", "status": "ok"})
+    run.add_row(_row("a", "ok"))
     before = (tmp_path / "r1" / "run.json").read_bytes()
 
     def crash(fd):
@@ -47,7 +51,7 @@ def test_crash_mid_write_keeps_previous_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(atomic.os, "fsync", crash)
     with pytest.raises(ResultsError, match="cannot write .*run.json: disk on fire"):
-        run.add_row({"key": "b", "status": "ok", "big": list(range(10000))})
+        run.add_row(_row("b", "ok", big=list(range(10000))))
     assert (tmp_path / "r1" / "run.json").read_bytes() == before
     assert sorted(p.name for p in (tmp_path / "r1").iterdir()) == ["run.json"]  # no temp file left behind
 
@@ -58,11 +62,12 @@ def test_killed_writer_never_leaves_a_torn_file(tmp_path):
 import sys
 sys.path.insert(0, {os.getcwd()!r})
 from harness.results import RunFile
-run = RunFile.create({str(tmp_path)!r}, "k", {{}}, {{}}, command=[])
+run = RunFile.create({str(tmp_path)!r}, "k", {{"backend": "sim"}}, {{}}, command=[])
 i = 0
 while True:
     i += 1
-    run.add_row({{"key": f"row{{i}}", "status": "ok", "payload": list(range(20000))}})
+    run.add_row({{"key": f"row{{i}}", "kernel": "gate", "impl": "ptx", "preset": "tiny", "status": "ok",
+                 "params": {{"payload": list(range(20000))}}}})
     if i == 2:
         print("ready", flush=True)
 """
@@ -72,7 +77,7 @@ while True:
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
     doc = RunFile.load(tmp_path / "k").doc  # parses: complete old or new version
-    assert len(doc["rows"]) >= 2 and all(len(r["payload"]) == 20000 for r in doc["rows"])
+    assert len(doc["rows"]) >= 2 and all(len(r["params"]["payload"]) == 20000 for r in doc["rows"])
 
 
 def test_load_errors_name_the_problem(tmp_path):

@@ -5,14 +5,22 @@ from harness.results import RunFile
 from harness.run_schema import upgrade
 
 
-def test_schema_1_run_loads_upgraded_and_saves_as_2(tmp_path):
-    """A version-1 run.json (Numba path named "cuda", one PTX-over-Numba verdict per cell) reads as version 2."""
-    v1 = {"schema_version": 1, "run_id": "old", "status": "interrupted", "settings": {"impls": ["cuda", "ptx"]},
+def _nsight(impl: str) -> dict:
+    return {"source": "ncu-csv-raw", "kernel": "gate", "nvtx_range": "", "metric": "m", "value": 1.0, "unit": "",
+            "impl": impl}
+
+
+def test_schema_1_run_loads_upgraded_and_saves_as_3(tmp_path):
+    """A version-1 run.json (Numba path named "cuda", one PTX-over-Numba verdict per cell) reads as version 3 (the
+    version-2 renames, then version 3's recorded device profile: none)."""
+    cell = {"kernel": "gate", "preset": "tiny", "skew": "balanced"}
+    v1 = {"schema_version": 1, "run_id": "old", "status": "interrupted",
+          "settings": {"backend": "sim", "impls": ["cuda", "ptx"]},
           "environment": {}, "missing": ["align/cuda/tiny/balanced: cuda_impl has no align yet"],
-          "rows": [{"key": "gate/cuda/tiny/balanced", "impl": "cuda", "status": "ok",
-                    "launches": [{"name": "gate", "impl": "cuda"}], "nsight": [{"impl": "cuda", "metric": "m"}]},
-                   {"key": "gate/ptx/tiny/balanced", "impl": "ptx", "status": "ok"},
-                   {"key": "gate[cuda]/ptx/tiny/balanced", "impl": "ptx", "status": "ok"}],
+          "rows": [{"key": "gate/cuda/tiny/balanced", "impl": "cuda", "status": "ok", **cell,
+                    "launches": [{"name": "gate", "impl": "cuda"}], "nsight": [_nsight("cuda")]},
+                   {"key": "gate/ptx/tiny/balanced", "impl": "ptx", "status": "ok", **cell},
+                   {"key": "gate[cuda]/ptx/tiny/balanced", "impl": "ptx", "status": "ok", **cell}],
           "verdicts": [{"key": "gate/tiny/balanced", "kernel": "gate", "variant": None, "preset": "tiny",
                         "skew": "balanced", "basis": "modelled", "speedup": 1.5, "ci_lo": 1.5, "ci_hi": 1.5,
                         "verdict": "FASTER", "reason": None, "ptx_over": "cuda"}],
@@ -22,7 +30,8 @@ def test_schema_1_run_loads_upgraded_and_saves_as_2(tmp_path):
     (tmp_path / "old" / "run.json").write_text(json.dumps(v1))
     run = RunFile.load(tmp_path / "old")
     doc = run.doc
-    assert doc["schema_version"] == 2 and doc["upgraded_from"] == 1 and doc["settings"]["impls"] == ["numba", "ptx"]
+    assert doc["schema_version"] == 3 and doc["upgraded_from"] == 1 and doc["settings"]["impls"] == ["numba", "ptx"]
+    assert doc["settings"]["device_profile"] is None and run.sweep.settings.device_profile is None
     assert [(r["key"], r["impl"]) for r in doc["rows"]] == [
         ("gate/numba/tiny/balanced", "numba"), ("gate/ptx/tiny/balanced", "ptx"),
         ("gate[cuda]/ptx/tiny/balanced", "ptx")]  # only the impl field of a key is renamed
@@ -34,8 +43,9 @@ def test_schema_1_run_loads_upgraded_and_saves_as_2(tmp_path):
     assert (v["key"], v["cell"], v["pair"], v["impl"], v["baseline"], v["headline"]) == (
         "gate/tiny/balanced/ptx-vs-numba", "gate/tiny/balanced", "ptx-vs-numba", "ptx", "numba", False)
     assert v["speedup"] == 1.5 and v["verdict"] == "FASTER" and "ptx_over" not in v
-    run.save()  # e.g. on --resume: written back as version 2
-    assert json.loads((tmp_path / "old" / "run.json").read_text())["schema_version"] == 2
+    assert [r.impl for r in run.sweep.rows] == ["numba", "ptx", "ptx"] and run.sweep.verdicts[0].pair == "ptx-vs-numba"
+    run.save()  # e.g. on --resume: written back as version 3
+    assert json.loads((tmp_path / "old" / "run.json").read_text())["schema_version"] == 3
     assert RunFile.load(tmp_path / "old").doc["rows"] == doc["rows"]
 
 

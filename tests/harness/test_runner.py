@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from contract.kernels import get_kernel
-from harness import runner
+from harness import cell, runner
 from harness.backends.base import Backend, DeviceArray, LaunchRecord
-from harness.results import SCHEMA_VERSION, RunFile
+from harness.results import SCHEMA_VERSION, RunFile, typed_row
+from harness.row_report import _row_status
 
 NOP_PTX = """.version 8.0
 .target sm_90
@@ -95,7 +96,7 @@ def _run_file(tmp_path, settings):
 def test_rows_verdicts_and_missing(tmp_path, monkeypatch, seed):
     table = {("numba", "gate"): fake_run("gate", grid=4), ("ptx", "gate"): fake_run("gate", grid=2),
              ("ptx", "align"): fake_run("align", wrong=True)}
-    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (table.get((impl, k)), "" if (impl, k) in table
+    monkeypatch.setattr(cell, "find_run", lambda impl, k: (table.get((impl, k)), "" if (impl, k) in table
                                                               else f"{impl} has no {k}"))
     settings = _settings(["gate", "align"], seed=seed)
     backend = FakeBackend()
@@ -136,7 +137,7 @@ def test_rows_verdicts_and_missing(tmp_path, monkeypatch, seed):
 def test_layer_stage_breakdown(tmp_path, monkeypatch):
     launches = ("ptx_gate", "ptx_align", "permute_k", "grouped_gemm[256x256]", "swiglu", "gemm_bf16", "combine",
                 "act_quant_x", "mystery")
-    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (fake_run(k, stages=launches), ""))
+    monkeypatch.setattr(cell, "find_run", lambda impl, k: (fake_run(k, stages=launches), ""))
     settings = _settings(["layer"], impls=("ptx",))
     run_file = _run_file(tmp_path, settings)
     runner.run_sweep(FakeBackend(), settings, run_file, progress=open("/dev/null", "w"))
@@ -164,7 +165,7 @@ def test_interrupted_run_resumes_skipping_done_rows(tmp_path, monkeypatch):
             return inner(*a, **kw)
         return run, ""
 
-    monkeypatch.setattr(runner, "_find_run", find)
+    monkeypatch.setattr(cell, "find_run", find)
     settings = _settings(["gate", "align", "act_quant"])
     run_file = _run_file(tmp_path, settings)
     with pytest.raises(KeyboardInterrupt):
@@ -188,7 +189,7 @@ def test_kernel_exception_is_an_error_row_and_sweep_goes_on(tmp_path, monkeypatc
     def boom(backend, args, preset, **params):
         raise RuntimeError("ptxsim: unsupported instruction `foo.bar` at PTX line 12")
 
-    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (boom if impl == "ptx" else fake_run(k), ""))
+    monkeypatch.setattr(cell, "find_run", lambda impl, k: (boom if impl == "ptx" else fake_run(k), ""))
     settings = _settings(["gate"])
     run_file = _run_file(tmp_path, settings)
     backend = FakeBackend()
@@ -200,6 +201,27 @@ def test_kernel_exception_is_an_error_row_and_sweep_goes_on(tmp_path, monkeypatc
     assert not run_file.is_done("gate/ptx/tiny/balanced")  # error rows are re-run on --resume
 
 
+def test_a_build_error_fails_its_row_alone_and_the_others_get_their_verdict(tmp_path, monkeypatch):
+    """cpp's NVRTC refuses its source: that row is an error with the compiler's message; numba and ptx run, are
+    checked, and their pair gets a verdict; the pairs with cpp say why they have none."""
+    from contract.errors import BuildError
+
+    def refused(backend, args, preset, **params):
+        raise BuildError("gate.cu(3): error: identifier \"nope\" is undefined")
+
+    monkeypatch.setattr(cell, "find_run", lambda impl, k: (refused if impl == "cpp" else fake_run(k), ""))
+    settings = _settings(["gate"], impls=("numba", "cpp", "ptx"))
+    run_file = _run_file(tmp_path, settings)
+    runner.run_sweep(FakeBackend(), settings, run_file, progress=open("/dev/null", "w"))
+    cpp = run_file.row("gate/cpp/tiny/balanced")
+    assert cpp["status"] == "error" and cpp["reason"].startswith("BuildError: gate.cu(3): error: identifier")
+    assert {run_file.row(f"gate/{i}/tiny/balanced")["status"] for i in ("numba", "ptx")} == {"ok"}
+    verdicts = {v["pair"]: v for v in run_file.doc["verdicts"]}
+    assert verdicts["ptx-vs-numba"]["speedup"] > 0 and verdicts["ptx-vs-numba"]["verdict"] in ("FASTER", "SAME",
+                                                                                               "SLOWER")
+    assert "cpp error (BuildError" in verdicts["ptx-vs-cpp"]["reason"] and verdicts["ptx-vs-cpp"]["speedup"] is None
+
+
 def test_a_launch_too_slow_to_simulate_skips_its_row_with_the_reason(tmp_path, monkeypatch):
     """harness.sampling refuses a persistent GEMM it cannot sample: the row is "skipped" (not an error) with the
     reason, its partner row still runs, and no verdict is claimed for the cell."""
@@ -208,7 +230,7 @@ def test_a_launch_too_slow_to_simulate_skips_its_row_with_the_reason(tmp_path, m
     def persistent(backend, args, preset, **params):
         raise TooSlowToSimulate("grouped_gemm_fp8_ws: a persistent GEMM launch ... run it on a GPU (--backend gpu)")
 
-    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (persistent if impl == "ptx" else fake_run(k), ""))
+    monkeypatch.setattr(cell, "find_run", lambda impl, k: (persistent if impl == "ptx" else fake_run(k), ""))
     settings = _settings(["gate"])
     run_file = _run_file(tmp_path, settings)
     summary = runner.run_sweep(FakeBackend(), settings, run_file, progress=open("/dev/null", "w"))
@@ -216,7 +238,7 @@ def test_a_launch_too_slow_to_simulate_skips_its_row_with_the_reason(tmp_path, m
     assert row["status"] == "skipped" and "--backend gpu" in row["reason"] and "traceback" not in row
     assert run_file.row("gate/numba/tiny/balanced")["status"] == "ok" and summary["failed"] == []
     assert summary["too_big"] and run_file.doc["verdicts"][0]["speedup"] is None
-    assert runner._row_status(row).startswith("SKIPPED (grouped_gemm_fp8_ws: a persistent GEMM")  # not "FAILED"
+    assert _row_status(typed_row(row)).startswith("SKIPPED (grouped_gemm_fp8_ws: a persistent GEMM")  # not "FAILED"
 
 
 def _fake_package(name: str, kernels: dict):
@@ -287,7 +309,7 @@ def test_a_row_too_big_for_memory_is_skipped_with_one_line_and_rerun_on_resume(t
     from harness import row_memory
 
     table = {(impl, k): fake_run(k) for impl in ("numba", "ptx") for k in ("gate", "align")}
-    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (table[(impl, k)], ""))
+    monkeypatch.setattr(cell, "find_run", lambda impl, k: (table[(impl, k)], ""))
     real = row_memory.estimate_row_memory
 
     def estimate(kernel, preset, variant=None, backend="sim", lazy=False, sample_blocks=None):
@@ -315,7 +337,7 @@ def test_a_row_too_big_for_memory_is_skipped_with_one_line_and_rerun_on_resume(t
 
 
 def test_gemm_rows_record_useful_and_padded_flops(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (fake_run(k), ""))
+    monkeypatch.setattr(cell, "find_run", lambda impl, k: (fake_run(k), ""))
     settings = _settings(["grouped_gemm", "gate"], impls=("ptx",))
     run_file = _run_file(tmp_path, settings)
     runner.run_sweep(FakeBackend(), settings, run_file, progress=io.StringIO())
@@ -352,7 +374,7 @@ def test_the_cells_held_inputs_count_as_free_for_its_next_path(tmp_path, monkeyp
     """The second path reuses the inputs the first drew: the memory they hold counts as free for it."""
     from harness import row_memory
 
-    monkeypatch.setattr(runner, "_find_run", lambda impl, k: (fake_run(k), ""))
+    monkeypatch.setattr(cell, "find_run", lambda impl, k: (fake_run(k), ""))
     free = 2**30
     held = get_kernel("gate").make_inputs(_preset("tiny"), "balanced", 0)
     held_bytes = sum(a.nbytes for a in held.values())

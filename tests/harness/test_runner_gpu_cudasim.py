@@ -14,7 +14,7 @@ SCRIPT = r"""
 import json, sys
 import numpy as np
 from numba import cuda
-from harness import runner
+from harness import cell, runner
 from harness.backends.gpu import GpuBackend
 from contract.kernels import get_kernel
 from harness.results import RunFile
@@ -54,8 +54,8 @@ from contract.registry import Implementation
 ptx = types.ModuleType("ptx_impl")
 ptx.IMPLEMENTATION = Implementation("ptx", "stand-in", {"gate": ptx_gate}, ladders={"gate": ("one more", "top")})
 sys.modules["ptx_impl"] = ptx
-find = runner._find_run
-runner._find_run = lambda impl, k: (make_run("gate", ["k_gate"]), "") if impl == "numba" else find(impl, k)
+find = cell.find_run
+cell.find_run = lambda impl, k: (make_run("gate", ["k_gate"]), "") if impl == "numba" else find(impl, k)
 timing = GpuTimingSettings(warmup_runs=1, warmup_s=0, min_samples=4, max_samples=4, host_samples=3, flush_l2=False,
                            block_stream=False)  # NOTE: the CUDA simulator runs no PTX (the blocker)
 settings = runner.CompareSettings(backend="gpu", presets=("tiny",), skews=("balanced",), kernels=("gate",),

@@ -6,7 +6,7 @@ import types
 import pytest
 
 from contract.registry import Implementation
-from harness import runner
+from harness import cell, runner
 from harness.implementations import Ladder, Pair, impl_name, split_slot
 from tests.harness.test_runner import FakeBackend, _run_file, _settings, fake_run
 
@@ -122,7 +122,7 @@ def test_resume_runs_only_the_missing_rung_and_a_broken_rung_is_its_own_error_ro
 
 
 def test_find_run_passes_the_rung_of_a_slot(three_paths):
-    run, why = runner._find_run("ptx.r2", "gate")
+    run, why = cell.find_run("ptx.r2", "gate")
     assert why == "" and run.keywords == {"rung": 2}
-    run, why = runner._find_run("cpp.r1", "align")
+    run, why = cell.find_run("cpp.r1", "align")
     assert run is None and why.startswith("not implemented in cpp")

@@ -5,7 +5,13 @@ import pytest
 
 from contract.generators import KeyedNormal
 from harness import runner
+from harness.cell import find_run
+from harness.contract_row import ContractRow, draw_inputs
 from harness.nvtx_ranges import RangeRecorder
+from harness.results import typed_row
+from harness.row_report import _row_status, _sampling_text, sampling_summary
+from harness.row_run import run_row
+from harness.run_records import Sampling
 
 pytestmark = pytest.mark.sim
 
@@ -16,10 +22,12 @@ def _row(kernel, preset, sample, impl="ptx", variant=None, backend=None):
     settings = runner.CompareSettings(backend="sim", presets=(preset,), skews=("balanced",), kernels=(kernel,),
                                       seed=7, impls=(impl,), static=False, sample=sample)
     item = runner.Item(kernel, variant, preset, "balanced")
-    run, why = runner._find_run(impl, kernel)
+    run, why = find_run(impl, kernel)
     assert run is not None, why
     backend = backend or SimBackend()
-    return runner.run_row(backend, settings, item, impl, run, runner.item_seed(7, item), RangeRecorder(), None)
+    seed = runner.item_seed(7, item)
+    job = ContractRow(settings, item, impl, run, seed, settings.model_device)
+    return run_row(backend, job, draw_inputs(backend, item, seed), settings.row_settings(), RangeRecorder(), None)
 
 
 @pytest.fixture
@@ -44,7 +52,7 @@ def test_a_sampled_gemm_row_is_checked_on_what_ran_and_says_so(sample_small_grid
     assert 0 < s["simulated_fraction"] < 0.2 and 0 < s["coverage"] < 0.3
     assert row["correctness"]["errors"]["sampled"] is True and row["correctness"]["errors"]["blocks_checked"] >= 1
     assert row["timing"]["simulated_fraction"] == pytest.approx(s["simulated_fraction"])
-    status = runner._row_status(row)
+    status = _row_status(typed_row(row))
     assert f"sampled: {s['simulated_fraction']:.2%} of CTAs" in status and "check covers" in status
 
 
@@ -155,7 +163,7 @@ def test_lazy_inputs_give_the_rows_of_materialised_ones(monkeypatch):
     eager = _row("swiglu", "tiny", "auto")
     monkeypatch.setattr(contract.footprint, "LAZY_MIN_BYTES", 0)
     item = runner.Item("swiglu", None, "tiny", "balanced")
-    assert isinstance(runner.draw_inputs(SimBackend(), item, 7)["h"], KeyedNormal)
+    assert isinstance(draw_inputs(SimBackend(), item, 7)["h"], KeyedNormal)
     lazy = _row("swiglu", "tiny", "auto")
     assert lazy["status"] == eager["status"] == "ok"
     assert lazy["sim_counters"] == eager["sim_counters"] and lazy["correctness"] == eager["correctness"]
@@ -195,11 +203,11 @@ def test_a_sampled_layer_reports_its_stages_not_a_zero_coverage():
     stages = {"gate": {"ok": True, "checked": True, "coverage": 1.0},
               "grouped_gemm.up": {"ok": True, "checked": True, "coverage": 0.0173},
               "combine": {"ok": True, "checked": False, "coverage": 0.0}}
-    sampling = runner.sampling_summary([], {"coverage": 0.0, "stages": stages}, None)
+    sampling = sampling_summary([], {"coverage": 0.0, "stages": stages}, None)
     assert sampling["stages"] == {"checked": ["gate", "grouped_gemm.up"], "not_covered": ["combine"],
                                   "least_checked_coverage": 0.0173}
     sampling["sampled"], sampling["simulated_fraction"] = True, 0.0197
-    text = runner._sampling_text(sampling)
+    text = _sampling_text(Sampling.from_json(sampling))
     assert "2 of 3 stages" in text and "1.73%" in text and "not covered: combine" in text and "0.00%" not in text
-    plain = runner.sampling_summary([], {"coverage": 0.25}, None)
+    plain = sampling_summary([], {"coverage": 0.25}, None)
     assert "stages" not in plain and plain["coverage"] == 0.25

@@ -4,6 +4,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from contract.device import LiveRows
 from contract.presets import get_preset
 from harness.errors import InputError
 from harness.sampling import AUTO_MIN_CTAS, AUTO_UNMARKED_WAVES, AUTO_WAVES, SamplePolicy, parse_sample
@@ -24,13 +25,13 @@ def test_a_bad_value_names_itself_and_the_choices(bad):
 
 def test_only_big_gemm_launches_sample_whole_grid_rows():
     policy = SamplePolicy(6, 4096, rows_per_wave=2)
-    assert policy.launch_options("swiglu", (10_000, 1, 1)) == {}  # elementwise kernels run whole
-    assert policy.launch_options("grouped_gemm[512x1024]", (8, 95, 1)) == {}  # small's GEMM: 760 CTAs, whole
-    big = policy.launch_options("grouped_gemm[4096x7168]", (64, 304, 1))
+    assert policy.launch_plan("plain", (10_000, 1, 1)).ptxsim_options() == {}  # elementwise kernels run whole
+    assert policy.launch_plan("rows", (8, 95, 1)).ptxsim_options() == {}  # small's GEMM: 760 CTAs, whole
+    big = policy.launch_plan("rows", (64, 304, 1)).ptxsim_options()
     assert big == {"sample_ctas": 64 * 6 * 2, "wave_ctas": 64 * 2}  # 6 waves of 2 grid rows each
     assert policy.sampled_fraction((64, 304, 1)) == pytest.approx(12 / 304)
-    assert policy.launch_options("gemm", (64, 12, 1)) == {}  # asking for every row runs the grid whole
-    assert SamplePolicy(None).launch_options("gemm", (64, 304, 1)) == {}
+    assert policy.launch_plan("rows", (64, 12, 1)).ptxsim_options() == {}  # asking for every row runs the grid whole
+    assert SamplePolicy(None).launch_plan("rows", (64, 304, 1)).ptxsim_options() == {}
 
 
 def test_waves_hold_about_one_experts_routing_blocks():
@@ -47,7 +48,7 @@ def test_the_layers_up_and_down_gemms_sample_the_same_routing_blocks():
     policy = SamplePolicy(6, 4096).for_preset(get_preset("dsv3-prefill"))
     rows = []
     for gx in (64, 112):
-        opts = policy.launch_options("grouped_gemm", (gx, 764, 1))
+        opts = policy.launch_plan("rows", (gx, 764, 1)).ptxsim_options()
         plan = plan_waves(gx * 764, opts["sample_ctas"], opts["wave_ctas"])
         ctas = [int(c) for _, ids in plan.batches(10_000) for c in ids]
         assert len(ctas) == gx * 18  # 6 waves of 3 whole grid rows
@@ -68,20 +69,21 @@ def test_runs_of_one_expert_and_the_dead_tail_are_separate_strata():
     tail's middle rows_per_wave rows, weighted by the tail's rows over theirs."""
     policy = SamplePolicy(2, 4096, rows_per_wave=3)
     experts = _experts([3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3, 3, 2, 4, 3], 100)  # 72 live
-    opts = policy.launch_options("grouped_gemm", (64, 100, 1), experts)
+    plan = policy.launch_plan("rows", (64, 100, 1), experts)
+    opts = plan.ptxsim_options()
     # mean run 3 rows: runs 7 ([21, 24)) and 19 ([57, 60)), the 3-row runs nearest the middles 6 and 18: 6 rows for
     # 72; the tail's middle 3 of its 28 rows
     assert opts == {"sample_ranges": [(21 * 64, 24 * 64, 12.0), (57 * 64, 60 * 64, 12.0),
                                       (84 * 64, 87 * 64, 28 / 3)], "wave_ctas": 64 * 3}
-    assert policy.simulated_ctas(opts, (64, 100, 1)) == 9 * 64
+    assert plan.simulated_ctas((64, 100, 1)) == 9 * 64
     assert policy.sampled_fraction((64, 100, 1), experts=experts) == pytest.approx(9 / 100)
     # no tail: only runs; nothing live: the tail's rows alone
-    assert policy.launch_options("gemm", (64, 99, 1), _experts([33] * 3, 99))["sample_ranges"] == [
+    assert policy.launch_plan("rows", (64, 99, 1), _experts([33] * 3, 99)).ptxsim_options()["sample_ranges"] == [
         (0, 33 * 64, 1.5), (66 * 64, 99 * 64, 1.5)]
-    assert policy.launch_options("gemm", (64, 99, 1), _experts([], 99))["sample_ranges"] == [(48 * 64, 51 * 64, 33.0)]
+    assert policy.launch_plan("rows", (64, 99, 1), _experts([], 99)).sample_ranges == ((48 * 64, 51 * 64, 33.0),)
     # the same launch without experts: systematic, the unmarked strata (here `waves`: 2)
-    assert policy.launch_options("gemm", (64, 100, 1)) == {"sample_ctas": 64 * 6, "wave_ctas": 64 * 3}
-    assert policy.launch_options("gemm", (64, 9, 1), _experts([3, 2], 9)) == {}  # every row anyway: whole
+    assert policy.launch_plan("rows", (64, 100, 1)).ptxsim_options() == {"sample_ctas": 64 * 6, "wave_ctas": 64 * 3}
+    assert policy.launch_plan("rows", (64, 9, 1), _experts([3, 2], 9)).ptxsim_options() == {}  # every row anyway: whole
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -99,7 +101,8 @@ def test_strata_weights_always_stand_for_the_whole_grid(seed):
         while sum(runs) > rows:
             runs.pop()
         experts = _experts(runs, rows)
-        opts = SamplePolicy(waves, 0, rows_per_wave=per).launch_options("gemm", (width, rows, 1), experts)
+        policy = SamplePolicy(waves, 0, rows_per_wave=per)
+        opts = policy.launch_plan("rows", (width, rows, 1), experts).ptxsim_options()
         if opts:
             plan, weights = _stratified_plan(width * rows, opts["sample_ranges"], opts["wave_ctas"], 1, None)
             assert plan.simulated_ctas < width * rows and all(w >= 1 for w in weights.values())
@@ -126,8 +129,10 @@ def test_a_sampled_launch_gets_a_budget_for_its_ctas(monkeypatch):
     sim = SimBackend(device=Device(), sample=SamplePolicy(6, 4096, rows_per_wave=3))
     monkeypatch.setattr(sim, "module", lambda ptx: type("M", (), {"kernel": lambda self, e: None})())
     monkeypatch.setattr("harness.backends.sim.wave_shape", lambda *a: {})
-    sim.launch_ptx("", "k", (64, 764, 1), 128, [], tag="grouped_gemm")
-    sim.launch_ptx("", "k", (4096, 1, 1), 128, [], tag="swiglu")
+    monkeypatch.setattr(sim, "row_experts", lambda params, tag, rows: None)  # experts unknown: systematic
+    routed = LiveRows((1,), np.dtype(np.int32), 0x1000)  # the launch declares its grid rows routing blocks
+    sim.launch_ptx("", "k", (64, 764, 1), 128, [routed], tag="k")
+    sim.launch_ptx("", "k", (4096, 1, 1), 128, [], tag="k")  # a plain grid: whole
     assert seen[0]["sample_ctas"] == 64 * 18
     assert seen[0]["budget"] == max(CONFIG.budget, 64 * 18 * SAMPLED_BUDGET_PER_CTA) > CONFIG.budget
     assert "budget" not in seen[1] and "sample_ctas" not in seen[1]
@@ -142,19 +147,20 @@ def test_a_persistent_gemm_at_dsv3_is_refused_with_the_reason_not_simulated_for_
     from harness.sampling import parse_sample
 
     auto = parse_sample("auto")
+    decode = auto.for_preset(get_preset("dsv3-decode"))
     with pytest.raises(TooSlowToSimulate, match=r"grouped_gemm_fp8_ws.*132 CTAs.*304 routing blocks.*--backend gpu"):
-        auto.for_preset(get_preset("dsv3-decode")).launch_options("grouped_gemm_fp8_ws[4096x7168]", (132, 1, 1))
-    assert auto.for_preset(get_preset("small")).launch_options("grouped_gemm_fp8_ws", (132, 1, 1)) == {}
-    assert parse_sample("off").for_preset(get_preset("dsv3-decode")).launch_options("gemm_ws", (132, 1, 1)) == {}
-    assert auto.for_preset(get_preset("dsv3-decode")).launch_options("grouped_gemm", (64, 304, 1))["sample_ctas"] > 0
-    assert auto.for_preset(get_preset("dsv3-decode")).launch_options("swiglu", (132, 1, 1)) == {}  # not a GEMM
+        decode.launch_plan("rows", (132, 1, 1), name="grouped_gemm_fp8_ws")
+    assert auto.for_preset(get_preset("small")).launch_plan("rows", (132, 1, 1)).ptxsim_options() == {}
+    assert parse_sample("off").for_preset(get_preset("dsv3-decode")).launch_plan("rows", (132, 1, 1)).whole
+    assert decode.launch_plan("rows", (64, 304, 1)).ptxsim_options()["sample_ctas"] > 0
+    assert decode.launch_plan("plain", (132, 1, 1)).ptxsim_options() == {}  # a plain grid
 
 
 def _grid_rows(policy, blocks: int, cols: int = 64) -> list[int]:
     """The grid rows (routing blocks) grid-row sampling simulates for a (cols, blocks) GEMM grid."""
     from ptxsim.launch import plan_waves
 
-    opts = policy.launch_options("grouped_gemm", (cols, blocks, 1))
+    opts = policy.launch_plan("rows", (cols, blocks, 1)).ptxsim_options()
     plan = plan_waves(cols * blocks, opts["sample_ctas"], opts["wave_ctas"])
     return sorted({int(c) // cols for _, ids in plan.batches(1 << 20) for c in ids})
 
@@ -173,10 +179,10 @@ def test_persistent_windows_are_the_routing_blocks_grid_rows_sample(preset):
     policy = parse_sample("auto").for_preset(p)
     rows = _grid_rows(policy, p.n_blocks)
     for nt in (2 * p.I // 128, p.H // 128):  # up, down
-        windows = policy.work_windows("grouped_gemm_fp8[x]", WorkItems(p.n_blocks * nt, p.n_blocks, 1, nt))
+        windows = policy.work_windows(WorkItems(p.n_blocks * nt, p.n_blocks, 1, nt))
         assert len(windows) == AUTO_UNMARKED_WAVES and _blocks(windows, nt) == rows
         assert all(begin % nt == 0 and end % nt == 0 for _, begin, end in windows)  # whole blocks: every N tile
-        assert policy.sampled_fraction((132, 1, 1), "grouped_gemm_fp8", WorkItems(p.n_blocks * nt, p.n_blocks, 1, nt)
+        assert policy.sampled_fraction((132, 1, 1), "items", WorkItems(p.n_blocks * nt, p.n_blocks, 1, nt)
                                        ) == pytest.approx(len(rows) / p.n_blocks)
     waves = [w for w, _, _ in windows]
     assert waves == sorted(set(waves)) and waves == sorted({r // policy.rows_per_wave for r in rows})
@@ -193,14 +199,14 @@ def test_rung5_pair_windows_widen_to_whole_pairs_without_overlap():
     rows = _grid_rows(policy, p.n_blocks)
     got = []
     for nt in (32, 56):  # up, down
-        windows = policy.work_windows("grouped_gemm_fp8", WorkItems(-(-p.n_blocks // 2) * nt, p.n_blocks, 2, nt))
+        windows = policy.work_windows(WorkItems(-(-p.n_blocks // 2) * nt, p.n_blocks, 2, nt))
         pairs = sorted({i // nt for _, begin, end in windows for i in range(begin, end)})
         assert sorted({2 * q + r for q in pairs for r in (0, 1)}) == sorted({r // 2 * 2 + k for r in rows
                                                                             for k in (0, 1)})
         got.append(pairs)
     assert got[0] == got[1] and len(got[0]) == len(rows)
     # 3-block waves over pairs: waves 4 and 5 both reach pair 7; the second window starts after it
-    windows = SamplePolicy(6, 0, rows_per_wave=3).work_windows("gemm", WorkItems(15, 30, 2, 1))
+    windows = SamplePolicy(6, 0, rows_per_wave=3).work_windows(WorkItems(15, 30, 2, 1))
     assert windows == ((0, 0, 2), (2, 3, 5), (4, 6, 8), (5, 8, 9), (7, 10, 12), (9, 13, 15))
 
 
@@ -209,13 +215,12 @@ def test_persistent_windows_only_where_grid_sampling_would_sample():
 
     auto = parse_sample("auto")
     small = get_preset("small")
-    assert auto.for_preset(small).work_windows("grouped_gemm_fp8", WorkItems(760, 95, 1, 8)) == ()  # <= min_ctas
+    assert auto.for_preset(small).work_windows(WorkItems(760, 95, 1, 8)) == ()  # <= min_ctas
     forced = SamplePolicy(6, 100).for_preset(small)
-    assert len(forced.work_windows("grouped_gemm_fp8", WorkItems(760, 95, 1, 8))) == 6
-    assert forced.work_windows("swiglu", WorkItems(760, 95, 1, 8)) == ()  # not a GEMM
-    assert parse_sample("off").work_windows("gemm", WorkItems(10**6, 304, 1, 8)) == ()
-    assert SamplePolicy(6, 0, rows_per_wave=20).work_windows("gemm", WorkItems(960, 120, 1, 8)) == ()  # every block
-    assert forced.sampled_fraction((132, 1, 1), "gemm", WorkItems(760, 95, 1, 8)) == pytest.approx(18 / 95)
+    assert len(forced.work_windows(WorkItems(760, 95, 1, 8))) == 6
+    assert parse_sample("off").work_windows(WorkItems(10**6, 304, 1, 8)) == ()
+    assert SamplePolicy(6, 0, rows_per_wave=20).work_windows(WorkItems(960, 120, 1, 8)) == ()  # every block
+    assert forced.sampled_fraction((132, 1, 1), "items", WorkItems(760, 95, 1, 8)) == pytest.approx(18 / 95)
 
 
 def test_work_items_map_blocks_to_item_ranges_and_flatten_to_the_whole_work():
@@ -244,7 +249,7 @@ def test_persistent_windows_are_pair_aligned_segments_of_whole_runs():
     policy = parse_sample("auto").for_preset(p)
     experts = _experts([1, 2] * 67 + [1], p.n_blocks)  # 202 live blocks in 135 runs: [0,1) [1,3) [3,4) [4,6) ...
     items = WorkItems(-(-p.n_blocks // 2) * 32, p.n_blocks, 2, 32)
-    windows = policy.stratified_windows("grouped_gemm_fp8", items, experts)
+    windows = policy.stratified_windows(items, experts)
     # aligned segments: runs 4q..4q+2 (3 experts, 4 blocks) and run 4q+3 (1 expert, 2 blocks); mean 1.5 blocks an
     # expert: 2 or 3 experts cannot have it (4 blocks: +33 %; no 2-expert segment), 4 experts in 6 blocks do: the
     # 2-block run 31 [46, 48) near part 0's middle (run 33) and runs 100-102 [150, 154) at part 1's (run 101)
@@ -360,7 +365,7 @@ def test_stratified_windows_stand_for_every_item_once(seed):
         runs = list(rng.integers(1, 5, size=int(rng.integers(0, 200))))
         while sum(runs) > blocks:
             runs.pop()
-        windows = policy.stratified_windows("gemm", items, _experts(runs, blocks))
+        windows = policy.stratified_windows(items, _experts(runs, blocks))
         if not windows:
             continue
         assert sum(x * (e - b) for _, b, e, x in windows) == pytest.approx(items.count, rel=1e-9)
@@ -371,7 +376,8 @@ def test_stratified_windows_stand_for_every_item_once(seed):
 def test_the_sim_backend_reads_total_padded_at_launch_and_samples_strata(monkeypatch):
     """A LiveRows parameter: the backend reads total_padded and block_expert from device memory when the launch comes
     (what align wrote), gives each grid row its block's expert (-1 past total_padded, the straddling row live) and
-    passes the stratified sample; without one, equal slices."""
+    passes the stratified sample; without one the grid is a plain one (contract.device.grid_meaning) and runs whole,
+    whatever the launch is called."""
     from contract.device import LiveRows
     from harness.backends.sim import SimBackend
 
@@ -384,8 +390,21 @@ def test_the_sim_backend_reads_total_padded_at_launch_and_samples_strata(monkeyp
     total = sim.to_device(np.array([16 * 69 + 5], np.int32))  # 70 grid rows of 16 with work (the last in part)
     block_expert = sim.to_device(np.repeat(np.arange(25, dtype=np.int32), 2))  # 50 blocks of 32 rows: 2 grid rows
     sim.launch_ptx("", "k", (64, 100, 1), 128, [LiveRows.of(total, 16, block_expert)], tag="grouped_gemm")
-    sim.launch_ptx("", "k", (64, 100, 1), 128, [total], tag="grouped_gemm")
+    sim.launch_ptx("", "k", (64, 100, 1), 128, [total], tag="grouped_gemm")  # no LiveRows: a plain grid, whole
     experts = np.where(np.arange(100) < 70, np.arange(100) // 4, -1)  # 4 grid rows an expert, 70 live
-    assert seen[0]["sample_ranges"] == policy.launch_options("gemm", (64, 100, 1), experts)["sample_ranges"]
+    assert seen[0]["sample_ranges"] == list(policy.launch_plan("rows", (64, 100, 1), experts).sample_ranges)
     assert seen[0]["wave_ctas"] == 64 * 3 and "sample_ctas" not in seen[0]
-    assert seen[1]["sample_ctas"] == 64 * 6 and "sample_ranges" not in seen[1]
+    assert "sample_ctas" not in seen[1] and "sample_ranges" not in seen[1]  # the name "gemm" decides nothing
+
+
+def test_a_launch_declares_what_its_grid_means_by_its_parameters():
+    """contract.device.grid_meaning: a WorkItems (a persistent kernel's items) before a LiveRows (grid rows of routing
+    blocks); anything else is a plain grid, which sampling never touches."""
+    from contract.device import DeviceArray, WorkItems, grid_meaning
+
+    routed = LiveRows((1,), np.dtype(np.int32), 0x1000)
+    plain = DeviceArray((4,), np.dtype(np.float32), 0x2000)
+    assert grid_meaning([plain, routed]) == "rows"
+    assert grid_meaning([routed, WorkItems(8, 4)]) == "items"
+    assert grid_meaning([plain, np.float32(1)]) == "plain"
+    assert parse_sample("2").for_preset(get_preset("dsv3-decode")).launch_plan("plain", (64, 304, 1)).whole

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from harness import runner
+from harness import cell
 from harness.backends.sim import SimBackend, sanitize_tools
 from harness.cli import main
 from harness.errors import UnknownNameError
@@ -77,7 +77,7 @@ def test_unknown_sanitizer_exits_2(tmp_path, capsys):
 
 def test_finding_fails_the_row_and_is_recorded(tmp_path, capsys, monkeypatch):
     """The real Numba gate, followed by a launch reading past an input: the check passes, memcheck fails the row."""
-    real_find = runner._find_run
+    real_find = cell.find_run
 
     def find(impl, kernel):
         run, why = real_find(impl, kernel)
@@ -95,7 +95,7 @@ def test_finding_fails_the_row_and_is_recorded(tmp_path, capsys, monkeypatch):
 
         return buggy, ""
 
-    monkeypatch.setattr(runner, "_find_run", find)
+    monkeypatch.setattr(cell, "find_run", find)
     code = main(["compare", "--backend", "sim", "--preset", "tiny", "--kernels", "gate", "--impls", "numba,ptx",
                  "--sanitize", "memcheck", "--no-static", "--no-dashboard", "--out", str(tmp_path)])
     captured = capsys.readouterr()

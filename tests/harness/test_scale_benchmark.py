@@ -48,8 +48,12 @@ def test_the_rows_own_rise_is_set_against_the_estimate_without_the_process_base(
     scale = _script()
     gb = 10**9
 
+    from harness.run_records import Row
+
     def row(key, estimated, peak, start):
-        return {"key": key, "memory": {"peak_rss_bytes": peak, "estimated_bytes": estimated, "start_rss_bytes": start}}
+        return Row.from_json({"key": key, "kernel": key, "impl": "ptx", "preset": "dsv3-decode", "status": "ok",
+                              "memory": {"peak_rss_bytes": peak, "estimated_bytes": estimated,
+                                         "start_rss_bytes": start}})
 
     rows = [row("layer", int(1.4 * gb), int(2.5 * gb), int(1.5 * gb)),
             row("gate", PROCESS_BASE + int(0.1 * gb), int(1.7 * gb), int(1.5 * gb)),

@@ -1,12 +1,12 @@
 """Modelled rows: kernel time and launch gap apart, a non-zero interval from the validation's measured error, and a
-device profile (PTXMOE_DEVICE_PROFILE) that changes the constants."""
+device profile (--device-profile, passed as a value) that changes the constants."""
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import ptxsim
-from harness.timing.sim import PROFILE_ENV, model_launch, model_row
+from harness.timing.sim import model_launch, model_row
 from ptxsim.model.microbench import BENCHES
 from ptxsim.model.profile import fit, save_profile
 from ptxsim.model.validation import limiter_error
@@ -48,16 +48,15 @@ def test_row_sums_kernel_launch_and_interval():
     assert row["model_error"]["relative"] == pytest.approx(one["model_error"]["relative"])
 
 
-def test_device_profile_changes_the_model(tmp_path, monkeypatch):
+def test_device_profile_changes_the_model(tmp_path):
     rec, sources = _record()
     base = model_launch(rec, sources["dram_read"], "H100 SXM")["modelled_s"]
     path = tmp_path / "profile.json"
     save_profile(fit("H100 SXM", {"dram_read": 1500.0}), path)     # a GPU that reads at half the default
-    monkeypatch.setenv(PROFILE_ENV, str(path))
-    slow = model_launch(rec, sources["dram_read"], "H100 SXM")["modelled_s"]
+    slow = model_launch(rec, sources["dram_read"], "H100 SXM", profile=str(path))["modelled_s"]
     assert slow == pytest.approx(base * 3015.0 / 1500.0, rel=1e-3)
-    monkeypatch.setenv(PROFILE_ENV, str(tmp_path / "missing.json"))
-    failed = model_launch(rec, sources["dram_read"], "H100 SXM")
+    assert model_row([rec], sources, "H100 SXM", str(path))["modelled_us"] == pytest.approx(slow * 1e6)
+    failed = model_launch(rec, sources["dram_read"], "H100 SXM", profile=str(tmp_path / "missing.json"))
     assert failed["modelled_s"] is None and "cannot read" in failed["error"]
     assert np.isfinite(base)
 

@@ -54,7 +54,7 @@ def test_sampled_windows_pass_the_check_on_what_ran_with_dram_near_the_minimum(r
     items = gemm_fp8_r4.work_items((SMALL.P_max, 0, c.shape[1], SMALL.BM, SMALL.E), rung == 5)
     live_blocks = -(-int(inputs["total_padded"][0]) // SMALL.BM)
     experts = np.where(np.arange(SMALL.n_blocks) < live_blocks, inputs["block_expert"], -1)
-    windows = _forced().stratified_windows(record.name, items, experts)
+    windows = _forced().stratified_windows(items, experts)
     # plus a last phase of no items that counts one CTA's setup (weighted so the launch sets up once a CTA)
     assert record.stats.waves["phases"] == len(windows) + 1 >= 3 and tuple(record.grid)[0] == 132
     # what ran: whole rows of exactly the windows' routing blocks (rung 5: widened to whole pairs)

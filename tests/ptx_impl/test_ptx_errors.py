@@ -11,7 +11,7 @@ from contract.presets import get_preset
 from harness.backends.base import Backend, DeviceArray
 from harness.errors import InputError
 from ptx_impl import act_quant, align, gate
-from ptx_impl.descriptor import PtxKernel
+from ptx_impl.descriptor import ptx_entry
 
 TINY = get_preset("tiny")
 
@@ -94,7 +94,7 @@ def test_align_launch_config_and_shared_memory():
     assert all(isinstance(p, np.uint32) for p in params[7:])
 
 
-KERN = PtxKernel("act_quant.ptx", "ptx_act_quant",
+KERN = ptx_entry("act_quant.ptx", "ptx_act_quant",
                  (("a", ".ptr"), ("q", ".ptr"), ("scale", ".ptr"), ("n_groups", ".u32"), ("pow2", ".u32")))
 
 

@@ -79,21 +79,21 @@ def test_rows_are_checked_timed_counted_and_analysed(three):
     for case, n in (("n=512", 512), ("n=1000", 1000)):
         for impl in ("numba", "ptx"):
             row = three.row(impl, case)
-            assert row["status"] == "ok", row.get("reason")
-            assert row["launches"][0]["grid"] == [-(-n // 128), 1, 1]
-            assert row["timing"]["basis"] == "modelled" and three.time_us(impl, case) > 0
+            assert row.status == "ok", row.reason
+            assert row.launches[0].grid == (-(-n // 128), 1, 1)
+            assert row.timing.basis == "modelled" and three.time_us(impl, case) > 0
             # every thread of the grid ran: the simulator counted one thread per element at least
             assert three.counters(impl, case)["smsp__thread_inst_executed.sum"] >= n
-            assert three.static(impl, case)["totals"]["registers_max"] > 0
-            assert row["throughput"]["min_bytes"] == 3 * 4 * n
-    assert three.row("numba", "n=512")["language"] == "numba" and three.row("ptx", "n=512")["language"] == "ptx"
+            assert three.static(impl, case).totals.registers_max > 0
+            assert row.throughput.min_bytes == 3 * 4 * n
+    assert three.row("numba", "n=512").language == "numba" and three.row("ptx", "n=512").language == "ptx"
 
 
 @pytest.mark.sim
 def test_a_wrong_implementation_fails_its_check_and_gets_no_verdict(three):
     row = three.row("wrong", "n=512")
-    assert row["status"] == "failed" and not three.ok("wrong", "n=512")
-    assert "wrong" in row["reason"] and "Not equal to tolerance" in row["reason"]
+    assert row.status == "failed" and not three.ok("wrong", "n=512")
+    assert "wrong" in row.reason and "Not equal to tolerance" in row.reason
     v = three.verdict("wrong", "numba", case="n=512")
     assert v.verdict is None and v.speedup is None and "wrong" in v.reason
 
@@ -142,12 +142,12 @@ def test_save_then_dashboard_and_export_show_the_users_kernels(three, tmp_path):
     assert "saxpy" in html and "n=1000" in html
     assert main(["export", str(run_dir)]) == 0
     table = pd.read_csv(run_dir / "run.csv")
-    assert list(table["key"]) == [r["key"] for r in three.rows]
+    assert list(table["key"]) == [r.key for r in three.rows]
     loaded = ptxmoe.load(run_dir)
     assert loaded.verdict("ptx", "numba", case="n=512") == three.verdict("ptx", "numba", case="n=512")
 
 
 @pytest.mark.sim
 def test_cases_share_inputs_across_implementations_and_are_reproducible(three):
-    seeds = {(r["preset"], r["impl"]): r["seed"] for r in three.rows}
+    seeds = {(r.preset, r.impl): r.seed for r in three.rows}
     assert seeds[("n=512", "numba")] == seeds[("n=512", "ptx")] != seeds[("n=1000", "numba")]

@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 import ptxmoe
+from harness.run_records import Row
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 
@@ -15,7 +16,7 @@ def test_load_a_cli_run_and_pick_rows_by_kernel_and_skew():
     assert result.kernels == ["gate", "align", "grouped_gemm[up]", "grouped_gemm[down]", "layer[bf16]"]
     assert result.cases == ["tiny"] and result.skews == ["balanced", "imbalanced"] and result.impls == ["numba", "ptx"]
     row = next(r for r in result.doc["rows"] if r["key"] == "grouped_gemm[down]/ptx/tiny/imbalanced")
-    assert result.row("ptx", kernel="grouped_gemm[down]", skew="imbalanced") is row
+    assert result.row("ptx", kernel="grouped_gemm[down]", skew="imbalanced").to_json() == Row.from_json(row).to_json()
     assert result.time_us("ptx", kernel="grouped_gemm[down]", skew="imbalanced") == row["timing"]["modelled_us"]
     assert result.counters("ptx", kernel="grouped_gemm[down]", skew="imbalanced") == row["sim_counters"]["total"]
     with pytest.raises(ptxmoe.InputError, match=r"10 rows match impl='ptx', case='tiny'.*kernels gate, align"):

@@ -43,7 +43,7 @@ def _measured_doc(rng, true_speedups, n=40):
             rows.append({"key": f"k{i}/{impl}/tiny/balanced", "kernel": f"k{i}", "variant": None, "impl": impl,
                          "preset": "tiny", "skew": "balanced", "status": "ok",
                          "timing": {"basis": "measured", "device_time_us": samples,
-                                    "device": {"median_us": float(np.median(samples))}}})
+                                    "device": {"n": n, "median_us": float(np.median(samples))}}})
         verdicts.append({"key": f"k{i}/tiny/balanced", "kernel": f"k{i}", "variant": None, "preset": "tiny",
                          "skew": "balanced", "basis": "measured", "verdict": "SAME", "ci_lo": None, "ci_hi": None,
                          "speedup": float(np.median(rows[-2]["timing"]["device_time_us"])
@@ -168,7 +168,7 @@ def test_failed_and_missing_rows_leave_the_cell_without_a_verdict_and_say_why(tm
     doc = json.loads((run_dir / "run.json").read_text())
     for row in doc["rows"]:
         if row["key"] == "swiglu/ptx/tiny/balanced":
-            row.update(status="failed", correctness={"ok": False, "message": "out: 3 mismatches", "errors": []})
+            row.update(status="failed", correctness={"ok": False, "message": "out: 3 mismatches", "errors": {}})
         if row["key"] == "gate/numba/tiny/imbalanced":
             for k in ("timing", "static", "sim_counters", "throughput", "correctness"):
                 row.pop(k)
@@ -198,19 +198,20 @@ def test_a_real_compare_run_with_one_path_missing(tmp_path):
     doc = json.loads((run_dir / "run.json").read_text())
     h = data.headline(doc)
     assert h["geomean"] is None and len(h["no_verdict"]) == 2
-    rows = {r["key"]: r for r in data.row_records(doc)}
+    rows = {r["key"]: r for r in data.row_records(doc)}  # read upgraded: the keys say numba for cuda
     for raw in doc["rows"]:
+        key = raw["key"].replace("/cuda/", "/numba/")
         if raw["status"] == "ok":
-            assert rows[raw["key"]]["time_us"] == raw["timing"]["modelled_us"] > 0
+            assert rows[key]["time_us"] == raw["timing"]["modelled_us"] > 0
         else:
-            assert raw["status"] == "missing" and rows[raw["key"]]["time_us"] is None
+            assert raw["status"] == "missing" and rows[key]["time_us"] is None
     assert data.sim_counter_records(doc) and data.static_records(doc)
     text = dashboard.build(run_dir).read_text()
     assert "No verdict: no kernel has two paths timed." in text and "MODELLED times" in text
     # a schema-1 file: the Numba rows were "cuda"; loaded, they read as "numba" and the one pair is ptx-vs-numba
     assert doc["schema_version"] == 1 and {r["impl"] for r in doc["rows"]} == {"cuda", "ptx"}
     run = data.load_run(run_dir)
-    assert run.doc["schema_version"] == 2 and {r["impl"] for r in run.doc["rows"]} == {"numba", "ptx"}
+    assert run.doc["schema_version"] == 3 and {r["impl"] for r in run.doc["rows"]} == {"numba", "ptx"}
     assert [p.name for p in data.pairs_present(run.doc)] == ["ptx-vs-numba"]
     assert "gate/numba/tiny/balanced" in text and "gate/cuda/tiny/balanced" not in text
 
@@ -268,8 +269,11 @@ def test_sass_mix_has_one_bar_per_cubin_whose_stack_is_its_instruction_count():
 
 
 def test_records_survive_rows_with_fields_missing_or_null(seed):
-    """A run.json from an older or interrupted run may lack fields: the records skip them instead of raising."""
+    """A run.json from an older or interrupted run may lack fields: the records do without the optional ones, and
+    a required one missing or of the wrong type is a DashboardError naming it, never another exception."""
     import random
+
+    from harness.dashboard.errors import DashboardError
 
     rnd = random.Random(seed)
     src = _doc("sim-real")
@@ -288,6 +292,12 @@ def test_records_survive_rows_with_fields_missing_or_null(seed):
             else:
                 del d[key]
         run = data.Run(RUNS / "sim-real", doc)
+        try:
+            assert run.sweep.rows
+        except DashboardError as exc:
+            assert re.search(r"(rows|verdicts|nvtx_ranges)\[\d+\]\S* .*(is missing|is null|is an?|matches none)",
+                             str(exc)), exc
+            continue
         for fn in (data.row_records, data.verdict_records, data.headline, data.stage_records,
                    data.sim_counter_records, data.instruction_mix, data.static_records, data.environment_records,
                    data.filters):
@@ -364,11 +374,14 @@ def test_a_partition_folder_gets_its_figures_and_an_index_row(tmp_path):
 def test_modelled_row_time_has_the_models_interval_and_the_launch_apart():
     """A modelled row shows its kernel time with the model's error interval and the launch cost beside it, not in it."""
     from harness.dashboard.data import row_time
+    from harness.run_records import Row
 
-    row = {"timing": {"basis": "modelled", "modelled_us": 2.0, "launch_us": 3.0, "interval_us": [1.8, 2.2]}}
+    head = {"key": "gate/ptx/tiny/balanced", "kernel": "gate", "impl": "ptx", "preset": "tiny", "status": "ok"}
+    row = Row.from_json({**head, "timing": {"basis": "modelled", "modelled_us": 2.0, "launch_us": 3.0,
+                                            "interval_us": [1.8, 2.2]}})
     t = row_time(row)
     assert (t["time_us"], t["lo_us"], t["hi_us"], t["launch_us"]) == (2.0, 1.8, 2.2, 3.0)
-    old = row_time({"timing": {"basis": "modelled", "modelled_us": 2.0}})  # runs before the interval existed
+    old = row_time(Row.from_json({**head, "timing": {"basis": "modelled", "modelled_us": 2.0}}))  # before intervals
     assert (old["lo_us"], old["hi_us"], old["launch_us"]) == (2.0, 2.0, None)
 
 

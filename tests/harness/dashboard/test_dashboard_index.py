@@ -24,7 +24,7 @@ def _headline_breaking_on_d(monkeypatch):
     real = index.headline
 
     def headline(doc):
-        if doc.get("run_id") == "d":
+        if doc.run_id == "d":
             raise TypeError("unsupported operand type(s) for /: 'str' and 'float'")
         return real(doc)
 

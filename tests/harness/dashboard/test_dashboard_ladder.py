@@ -16,6 +16,8 @@ from harness import dashboard, runner
 from harness.dashboard import data, figures
 from harness.dashboard.ladder import ladder_cells, slower_rungs
 from harness.implementations import Ladder, Pair
+from harness.run_records import Row
+from harness.verdicts import _verdict, cell_pairs
 
 NAMES = ("mma.sync", "wgmma", "wgmma+TMA")
 RUNG_FACTORS = {1: 3.0, 2: 0.5}  # time of rung n / time of the top rung
@@ -43,8 +45,9 @@ def ladder_doc(name: str = "sim-tiny") -> dict:
     verdicts = []
     for cell in dict.fromkeys((r["kernel"], r["variant"], r["preset"], r["skew"]) for r in rows):
         item = runner.Item(*cell, ladders=(ladder,) if cell[0] == LADDERED else ())
-        by_slot = {data.row_slot(r): r for r in rows if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell}
-        verdicts += [runner._verdict(item, pair, by_slot, basis) for pair in runner.cell_pairs(item, by_slot)]
+        typed = [Row.from_json(r) for r in rows if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell]
+        by_slot = {data.row_slot(r): r for r in typed}
+        verdicts += [_verdict(item, pair, by_slot, basis) for pair in cell_pairs(item, by_slot)]
     doc["verdicts"] = verdicts
     return doc
 
@@ -73,7 +76,8 @@ def test_ladder_cells_give_each_rungs_time_and_three_speedups():
         assert r3["vs"]["cpp"]["speedup"] == pytest.approx(CPP_OVER_PTX)  # the top rung's is the headline verdict
         numba = c["baselines"]["numba"]["time_us"]
         assert r2["vs"]["numba"]["speedup"] == pytest.approx(numba / (0.5 * top))
-        assert all(r["limiter"] == data.row_limiter(r0) for r, r0 in zip(c["rungs"], _rung_rows(doc, c), strict=True))
+        assert all(r["limiter"] == data.row_limiter(Row.from_json(r0))
+                   for r, r0 in zip(c["rungs"], _rung_rows(doc, c), strict=True))
         assert [(r["lo_us"], r["hi_us"]) for r in c["rungs"]] == [
             pytest.approx((0.9 * r["time_us"], 1.1 * r["time_us"])) for r in c["rungs"]]
     slower = slower_rungs(cells)
@@ -130,9 +134,9 @@ def test_a_rung_row_without_a_time_says_why():
         broken.pop(key, None)
     broken.update(status="error", reason="RuntimeError: rung 1 broke")
     item = runner.Item(LADDERED, "up", "tiny", "balanced", (Ladder("ptx", NAMES),))
-    by_slot = {data.row_slot(r): r for r in doc["rows"] if r["key"].split("/", 1)[0] == f"{LADDERED}[up]"
-               and r["skew"] == "balanced"}
-    doc["verdicts"] = [runner._verdict(item, p, by_slot, "modelled") for p in runner.cell_pairs(item, by_slot)]
+    by_slot = {data.row_slot(r): r for r in map(Row.from_json, doc["rows"])
+               if r.key.split("/", 1)[0] == f"{LADDERED}[up]" and r.skew == "balanced"}
+    doc["verdicts"] = [_verdict(item, p, by_slot, "modelled") for p in cell_pairs(item, by_slot)]
     cell = next(c for c in ladder_cells(copy.deepcopy(doc)) if c["label"] == f"{LADDERED}[up]")
     r1, r2, _ = cell["rungs"]
     assert r1["status"] == "error" and r1["time_us"] is None

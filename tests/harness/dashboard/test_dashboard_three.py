@@ -13,6 +13,8 @@ from dashboard_runs import RUNS, copy_run
 from harness import dashboard, runner
 from harness.dashboard import data, figures
 from harness.implementations import PAIRS
+from harness.run_records import Row
+from harness.verdicts import _verdict
 
 CPP_OVER_PTX = 1.5  # the fake CUDA C++ path takes 1.5x the PTX path's time in every cell (beyond the SAME band)
 
@@ -49,8 +51,9 @@ def three_impl_doc(name: str, factor: float = CPP_OVER_PTX) -> dict:
     verdicts = []
     for cell in dict.fromkeys((r["kernel"], r["variant"], r["preset"], r["skew"]) for r in rows):
         item = runner.Item(*cell)
-        by_impl = {r["impl"]: r for r in rows if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell}
-        verdicts += [runner._verdict(item, pair, by_impl, basis) for pair in PAIRS]
+        by_impl = {r["impl"]: Row.from_json(r) for r in rows
+                   if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell}
+        verdicts += [_verdict(item, pair, by_impl, basis) for pair in PAIRS]
     doc["verdicts"] = verdicts
     return doc
 
@@ -142,8 +145,9 @@ def test_three_implementations_with_cpp_missing_everywhere(tmp_path):
     basis = "modelled"
     verdicts = []
     for cell in dict.fromkeys((r["kernel"], r["variant"], r["preset"], r["skew"]) for r in doc["rows"]):
-        by_impl = {r["impl"]: r for r in doc["rows"] if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell}
-        verdicts += [runner._verdict(runner.Item(*cell), pair, by_impl, basis) for pair in PAIRS]
+        by_impl = {r["impl"]: Row.from_json(r) for r in doc["rows"]
+                   if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell}
+        verdicts += [_verdict(runner.Item(*cell), pair, by_impl, basis) for pair in PAIRS]
     doc["verdicts"] = verdicts
     assert data.headline_pair(doc).name == "ptx-vs-numba"
     heads = {h["pair"]: h for h in data.pair_headlines(doc)}

@@ -14,7 +14,7 @@ CHEAP = ("gate", "align", "permute", "act_quant", "combine")  # DeepSeek-V3 deco
 
 def _run_on_fake(kernel: str, impl: str, preset_name: str):
     from harness.backends.gpu import GpuBackend
-    from harness.runner import _alloc
+    from harness.contract_row import alloc as _alloc
 
     preset = get_preset(preset_name)
     spec = get_kernel(kernel)

@@ -16,7 +16,7 @@ QUICK = GpuTimingSettings(warmup_runs=2, warmup_s=0.0, min_samples=6, max_sample
 
 def _call(impl: str, kernel: str = "layer"):
     from harness.backends.gpu import GpuBackend
-    from harness.runner import _alloc
+    from harness.contract_row import alloc as _alloc
 
     preset = get_preset("tiny")
     spec = get_kernel(kernel)

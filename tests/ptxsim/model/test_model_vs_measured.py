@@ -95,7 +95,7 @@ def test_memory_bound_estimates_within_30_percent():
 def _real_estimate(kernel: str, impl: str, seed: int, **kw) -> dict:
     from contract.kernels import get_kernel
     from contract.presets import get_preset
-    from harness.runner import _find_run
+    from harness.cell import find_run as _find_run
     from harness.timing.model_estimate import model_estimate
 
     spec, preset = get_kernel(kernel), get_preset("tiny")

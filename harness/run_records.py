@@ -174,10 +174,12 @@ class MeasuredTiming(Record):
     rotation_sets: int | None = None
     l2_flush_bytes: int | None = None
     clocks_before: JsonTable = field(default_factory=dict)
+    clocks_reference: JsonTable = field(default_factory=dict)  # read after the warm-up: what the screen judges by
     clocks_after: JsonTable = field(default_factory=dict)
     stages_us: Mapping[str, float] = field(default_factory=dict)
     launch_us: tuple[tuple[JsonValue, ...], ...] = ()
     settings: JsonTable = field(default_factory=dict)
+    module_loads: JsonTable = field(default_factory=dict)  # {module: {via, target, jit_target, info_log}}
 
     @property
     def time_us(self) -> float | None:

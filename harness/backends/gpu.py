@@ -393,6 +393,13 @@ class GpuBackend(Backend):
                     self.free(arg_set[name])
         return RowTimes(measured, measured["device"]["median_us"], None)
 
+    def row_module_loads(self) -> dict:
+        """{module: {via, target, jit_target, info_log}} of the PTX modules this row launched (module_logs: how each
+        was loaded, and the JIT's info log, where spills and an ignored setmaxnreg are reported)."""
+        entries = {src[2] for src in self.sources.values() if src and src[0] == "ptx"}
+        return {name: dict(log) for name, log in self.module_logs.items()
+                if set(name.removeprefix("module of ").split(", ")) & entries}
+
     def launched_sources(self) -> dict[str, tuple[str, str]]:
         """{launch name: (PTX text, entry)}; Numba kernels are compiled to PTX with compile_ptx (cc 9.0) here."""
         out = {}

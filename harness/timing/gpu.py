@@ -393,8 +393,8 @@ def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_byt
          samples], "clock_reads", "clock_note", "rotation_sets", "l2_flush_bytes", "clocks_before",
          "clocks_reference" (read after the warm-up: what the clock is judged against), "clocks_after",
          "stages_us": {launch name: µs, from one extra run with per-launch events},
-         "launch_us": [[launch name, µs], ...] in launch order (that same run), "module_loads" (row_module_loads),
-         "settings"}
+         "launch_us": [[launch name, µs], ...] in launch order (that same run), "module_loads"
+         (GpuBackend.row_module_loads), "settings"}
     """
     event_factory = event_factory or _cuda_event
     if flusher is None and settings.flush_l2:
@@ -434,15 +434,6 @@ def time_gpu(backend, call: Callable[[dict], list], arg_sets: list[dict], l2_byt
         "clocks_before": watch.before, "clocks_reference": watch.reference,
         "clocks_after": (clock_reader or read_clocks)(), "stages_us": stages,
         "launch_us": [[name, us] for name, us in launch_us],
-        "module_loads": row_module_loads(backend),
+        "module_loads": backend.row_module_loads(),
         "settings": asdict(settings),
     }
-
-
-def row_module_loads(backend) -> dict:
-    """{module: {via, target, jit_target, info_log}} of the PTX modules this row launched (GpuBackend.module_logs:
-    how each was loaded, and the JIT's info log, where spills and an ignored setmaxnreg are reported)."""
-    logs = getattr(backend, "module_logs", None) or {}
-    entries = {src[2] for src in getattr(backend, "sources", {}).values() if src and src[0] == "ptx"}
-    return {name: dict(log) for name, log in logs.items()
-            if set(name.removeprefix("module of ").split(", ")) & entries}

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP := $(BIN)/python -m pip
 
-.PHONY: demo demo-tiny test install clean-venv lint
+.PHONY: demo demo-tiny test mutations install clean-venv lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,13 @@ demo-tiny: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# Issue 26's mutation suite: single faults of FP8 rungs 2-5 (tests/mutations/table.py) on ptxsim with every sanitizer
+# on; fails unless every mutant is caught, the unmutated rungs run clean and docs/mutations.md matches this run.
+# MUTATION_JOBS worker processes (default: the CPUs); MUTATION_ARGS passes options (--seed, --only, --write-docs).
+MUTATION_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+mutations: $(STAMP)
+	$(BIN)/python -m tests.mutations --jobs $(MUTATION_JOBS) $(MUTATION_ARGS)
 
 # ruff: pycodestyle, pyflakes, bugbear, isort over the whole project; mypy: the public API and the harness
 # (both configured in pyproject.toml).

@@ -29,7 +29,7 @@ from ptxsim.program import (
     Program,
 )
 from ptxsim.ptxtypes import TYPES, is_type, type_bits
-from ptxsim.validate import check_instruction, check_labels, quote
+from ptxsim.validate import check_instruction, label_blocks, quote
 
 _SREG_BASES = {"%tid", "%ntid", "%ctaid", "%nctaid", "%laneid", "%warpid", "%nwarpid", "%smid", "%nsmid", "%gridid",
                "%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi", "%lanemask_eq",
@@ -130,6 +130,7 @@ class Decoder:
         self.shared_off = 0
         self.shared_vars: dict = {}
         self.extern_shared: list = []
+        self.extern_align: dict = {}  # .extern .shared name -> its alignment
         self.local_off = 0
         self.frame_off = 0
         self.func_entry: dict = {}
@@ -156,7 +157,10 @@ class Decoder:
             self._decode_function(f, is_kernel=(f is kernel))
         for ins in self.pending_calls:
             ins.target = self.func_entry[ins.aux["callee"]]
-        dyn = _align_up(self.shared_off, 16)
+        # NOTE: ptxas starts dynamic shared memory at the strictest alignment of the module's .extern .shared
+        # variables, used or not (8 static bytes and `.extern .align 1024` -> "1024 bytes smem"), which swizzled TMA
+        # boxes and wgmma operands rely on
+        dyn = _align_up(self.shared_off, max([16, *self.extern_align.values()]))
         for v in self.extern_shared:
             self.shared_vars[v] = dyn
         self._patch_shared(dyn)
@@ -164,7 +168,8 @@ class Decoder:
                        reg_names=self.reg_names, shared_static=self.shared_off, shared_dyn_offset=dyn,
                        local_bytes=_align_up(self.local_off, 16), frame_bytes=_align_up(self.frame_off, 16),
                        global_syms=sorted(self.global_syms), ntid_hint=kernel.directives.get("reqntid", ()),
-                       maxntid=kernel.directives.get("maxntid", ()))
+                       maxntid=kernel.directives.get("maxntid", ()),
+                       maxnreg=int((kernel.directives.get("maxnreg") or (0,))[0]))
         if prog.param_bytes > MAX_PARAM_BYTES:
             raise DecodeError(f"kernel {name} declares {prog.param_bytes} bytes of parameters; ptxas allows "
                               f"{MAX_PARAM_BYTES}")
@@ -242,6 +247,7 @@ class Decoder:
             return
         if ".extern" in v.linkage or v.count is None:
             self.extern_shared.append(v.name)
+            self.extern_align[v.name] = _natural_align(v)
             self.shared_vars[v.name] = None
             return
         self.shared_off = _align_up(self.shared_off, _natural_align(v))
@@ -262,13 +268,10 @@ class Decoder:
     def _decode_function(self, f: A.Function, is_kernel: bool):
         scopes = _Scopes()
         base_pc = len(self.instrs)
-        labels, pc = {}, base_pc
-        check_labels(f, {})
-        for st in f.body:
-            if isinstance(st, A.Label):
-                labels[st.name] = pc
-            elif isinstance(st, A.Instr):
-                pc += 1
+        labels, parent = label_blocks(f)
+        for block in labels.values():
+            for name in block:
+                block[name] += base_pc
         if is_kernel:
             for p in self.kparams.values():
                 scopes.declare(p.name, ("kparam", p.offset))
@@ -276,13 +279,17 @@ class Decoder:
             pslots, rslots = self.func_frames[f.name]
             for s in pslots + rslots:
                 scopes.declare(s.name, ("fparam", s.offset))
-        ctx = _FnCtx(f, labels, scopes, is_kernel)
+        ctx = _FnCtx(f, labels, parent, scopes, is_kernel)
+        opened = 0
         for st in f.body:
             if isinstance(st, A.Scope):
                 if st.opening:
                     scopes.push()
+                    opened += 1
+                    ctx.enter(opened)
                 else:
                     scopes.pop()
+                    ctx.leave()
             elif isinstance(st, A.RegDecl):
                 for name, count in st.names:
                     payload = ("reg", (f.name, name, id(st)), type_bits(st.type), name, st.type)
@@ -346,8 +353,9 @@ class Decoder:
                 return self._shared_imm(found[1], name)
         if is_sreg(name):
             return Opnd(SREG, name=name)
-        if name in ctx.labels:
-            return Opnd(LABEL, value=ctx.labels[name], name=name)
+        target = ctx.label(name)
+        if target is not None:
+            return Opnd(LABEL, value=target, name=name)
         if name in self.shared_vars:
             return self._shared_imm(name, name)
         if name in self.module_vars:
@@ -449,8 +457,25 @@ def _generic_ok(mod: str, spec) -> bool:
 
 
 class _FnCtx:
-    def __init__(self, f, labels, scopes, is_kernel):
-        self.f, self.labels, self.scopes, self.is_kernel = f, labels, scopes, is_kernel
+    def __init__(self, f, labels, parent, scopes, is_kernel):
+        self.f, self.labels, self.parent, self.scopes, self.is_kernel = f, labels, parent, scopes, is_kernel
+        self.block = 0  # the `{ }` block being decoded (0: the body); blocks are numbered in order of opening
+
+    def enter(self, block: int) -> None:
+        self.block = block
+
+    def leave(self) -> None:
+        self.block = max(self.parent[self.block], 0)
+
+    def label(self, name: str) -> int | None:
+        """pc of label `name` as seen from the current block: its own, else the nearest enclosing block's."""
+        b = self.block
+        while b >= 0:
+            pc = self.labels[b].get(name)
+            if pc is not None:
+                return pc
+            b = self.parent[b]
+        return None
 
 
 def _walk(ops):

@@ -68,6 +68,11 @@ class MemoryFault(PtxSimError):
         super().__init__(message)
 
 
+class RegisterPoolError(PtxSimError):
+    """setmaxnreg without a defined register pool (.maxnreg), or an .inc that would lower / .dec that would raise the
+    warp's register count; names the instruction, line, CTA and thread."""
+
+
 class DeadlockError(PtxSimError):
     """No thread can make progress while some have not exited (barrier never satisfied)."""
 

@@ -8,7 +8,9 @@ import time
 import numpy as np
 
 from ptxsim.errors import DeadlockError, InstructionBudgetExceeded, TimeLimitExceeded
+from ptxsim.regpool import REGPOOL_WAIT
 from ptxsim.state import FULL
+from ptxsim.warpsync import WARP_SYNC_WAIT
 
 EXITED = 1 << 30
 BLOCKED = 1 << 29  # a lane waiting at a barrier holds pc + BLOCKED
@@ -198,6 +200,8 @@ class Scheduler:
         for h in st.hooks:
             h.on_exit(st, la)
         self._release()
+        if st.warp_syncs is not None:  # exited members no longer hold back a bar.warp.sync
+            st.warp_syncs.on_exit(st, la)
         if st.cluster is not None:  # exited threads no longer hold back barrier.cluster
             st.cluster.complete(st)
 
@@ -307,8 +311,10 @@ class Scheduler:
         for _, f, c in list(zip(uk, first, counts, strict=True))[:12]:
             lane = int(waiting[f])
             slot, bid = int(st.slot[lane]), int(self.wait_id[lane])
-            if bid < 0:  # blocked in mbarrier.try_wait / test_wait, or barrier.cluster.wait
+            if bid < 0:  # blocked in mbarrier.try_wait / test_wait, barrier.cluster.wait, bar.warp.sync, setmaxnreg
                 lines.append(st.mbars.deadlock_line(lane, int(c)) if bid == -2 else
+                             st.warp_syncs.deadlock_line(st, lane, int(c)) if bid == WARP_SYNC_WAIT else
+                             st.regpools.deadlock_line(st, lane, int(c)) if bid == REGPOOL_WAIT else
                              st.cluster.deadlock_line(st, lane, int(c)))
                 continue
             p = int(pc[lane] - BLOCKED - 1)

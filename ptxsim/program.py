@@ -83,6 +83,7 @@ class Program:
     global_syms: list  # module variable names (global/const) this kernel references
     ntid_hint: tuple = ()  # .reqntid (the launch's block must be exactly this)
     maxntid: tuple = ()  # .maxntid (the launch's block may hold at most their product of threads)
+    maxnreg: int = 0  # .maxnreg (registers per thread; 0: none): setmaxnreg's register pool (ptxsim/regpool.py)
     lines: dict = field(default_factory=dict)  # pc -> PTX line
     recursive: frozenset = frozenset()  # .func names that can call themselves
     frames: dict = field(default_factory=dict)  # name -> FuncFrame of each recursive .func

@@ -244,6 +244,9 @@ class Synccheck(Sanitizer):
                         len(bad))
 
 
+    def on_partial_warpgroup(self, st, ins, lane, message, count):
+        self.report(st, ins, lane, 0, "warpgroup", message, count)
+
     def on_shfl(self, st, ins, la, src, ok):
         act = np.zeros(st.nlanes, np.bool_)
         act[la] = True

@@ -99,6 +99,8 @@ class ExecState:
             self.cluster = Clusters(self, launch.cluster)
         self.mbars = None  # MbarrierTable, made by the first mbarrier instruction (ptxsim/mbarriers.py)
         self.wgmma = None  # WgmmaQueue: wgmma.mma_async results not yet waited for (ptxsim/ops/wgmma.py)
+        self.warp_syncs = None  # WarpSyncs: threads held at bar.warp.sync (ptxsim/warpsync.py)
+        self.regpools = None  # RegisterPools: setmaxnreg's per-CTA register pools (ptxsim/regpool.py)
         # pending wgmma results whose accumulator registers no other instruction may touch (asynccheck only)
         self.reg_watch = [] if any(getattr(h, "tool", "") == "asynccheck" for h in launch.hooks) else None
         self.hooks = launch.hooks  # counters / sanitizers (objects with on_* methods), may be empty

@@ -22,6 +22,10 @@ FLOAT_DTYPES = (6, 7, 8, 9, 10, 11, 12)
 # the NaN bit pattern of an out-of-bounds element with CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
 NAN_BITS = {2: 0x7FFF, 4: 0x7FFFFFFF, 8: 0x7FFFFFFFFFFFFFFF}
 SWIZZLE_BYTES = {0: 0, 1: 32, 2: 64, 3: 128}  # CUtensorMapSwizzle: NONE, 32B, 64B, 128B
+# swizzle span -> the byte boundary its pattern repeats on (8 x 128-byte rows for 128B, 4 for 64B, 2 for 32B): a
+# swizzled TMA box must start there (CUDA Programming Guide, TMA swizzle modes), and a wgmma descriptor with base
+# offset 0 must start in the pattern's first 128-byte row; an unswizzled box needs 128 bytes
+SWIZZLE_REPEAT = {0: 128, 32: 256, 64: 512, 128: 1024}
 INTERLEAVE_NONE, OOB_FILL_NONE, OOB_FILL_NAN = 0, 0, 1
 MAGIC = 0x50545854  # "TXTP"
 _HEAD = struct.Struct("<IBBBBBB2x Q 5Q 4Q 5H 5B")  # magic, dtype, rank, interleave, swizzle, l2, oob; address;

@@ -1,7 +1,7 @@
 """Reject at load/decode time what ptxas or the driver rejects, instead of running it silently.
 
 Module checks (`check_module`): known `.version` and `.target`, `.const` data within 64 KB.
-Function checks (`check_labels`): no label defined twice.
+Function checks (`label_blocks`): no label defined twice in one `{ }` block.
 Instruction checks (`check_instruction`): the PTX ISA's operand type-checking rules for add, mul, setp, selp, atom,
 shfl, ld/st, cvt, ...: a register must have the instruction type's width (ld/st/cvt may use wider registers, ISA
 "Operand Size Exceeding Instruction-Type Size") and a compatible kind (.b any; .u/.s: .b/.u/.s; .f: .b/.f),
@@ -89,16 +89,37 @@ def check_module(ast) -> None:
                           f"line {biggest.line}); the constant bank holds {CONST_BANK_BYTES} bytes")
 
 
-def check_labels(f, labels_seen: dict) -> None:
-    """Raise DecodeError for a label defined twice in one function body (labels_seen: name -> first line)."""
+def label_blocks(f) -> tuple[dict, dict]:
+    """Labels of a function body by `{ }` block: ({block: {label: pc}}, {block: enclosing block}); block 0 is the body.
+
+    Labels are block-scoped in PTX (ptxas resolves a branch to the label of the innermost enclosing block that defines
+    it; a label of a nested block is invisible outside it), so inlined asm such as CUTLASS's mbarrier wait may define
+    the same label in each copy. Raises DecodeError for a label defined twice in one block, as ptxas does."""
     from ptxsim import ast as A
 
+    labels: dict = {0: {}}
+    parent: dict = {0: -1}
+    first_line: dict = {}
+    stack, pc = [0], 0
     for stmt in f.body:
-        if isinstance(stmt, A.Label):
-            first = labels_seen.setdefault(stmt.name, stmt.line)
-            if first != stmt.line:
-                raise DecodeError(f"line {stmt.line}: label {stmt.name} is already defined at line {first} "
-                                  f"in {f.name}")
+        if isinstance(stmt, A.Scope):
+            if stmt.opening:
+                b = len(parent)
+                parent[b] = stack[-1]
+                labels[b] = {}
+                stack.append(b)
+            elif len(stack) > 1:
+                stack.pop()
+        elif isinstance(stmt, A.Label):
+            here = labels[stack[-1]]
+            if stmt.name in here:
+                raise DecodeError(f"line {stmt.line}: label {stmt.name} is already defined at line "
+                                  f"{first_line[stack[-1], stmt.name]} in the same block of {f.name}")
+            here[stmt.name] = pc
+            first_line[stack[-1], stmt.name] = stmt.line
+        elif isinstance(stmt, A.Instr):
+            pc += 1
+    return labels, parent
 
 
 def check_instruction(ins, reg_types: list) -> None:

@@ -25,10 +25,26 @@ def spec(handler, klass, mods=(), prepare=None, control=False, hints=False) -> S
 
 def build_table() -> dict:
     # bulk, cluster, mbarrier and wgmma: Hopper (sm_90) clusters and asynchronous units
-    from ptxsim.ops import alu, atomic, bulk, cluster, control, convert, fp, mbarrier, memory, sync, tensor, warp, wgmma
+    from ptxsim.ops import (
+        alu,
+        atomic,
+        bulk,
+        cluster,
+        control,
+        convert,
+        fp,
+        mbarrier,
+        memory,
+        setmaxnreg,
+        sync,
+        tensor,
+        warp,
+        wgmma,
+    )
 
     table = {}
-    for family in (alu, fp, convert, memory, atomic, control, sync, warp, tensor, mbarrier, wgmma, cluster):
+    for family in (alu, fp, convert, memory, atomic, control, sync, warp, tensor, mbarrier, wgmma, cluster,
+                   setmaxnreg):
         for name, s in family.OPS.items():
             if name in table:
                 table[name] = _merge(table[name], s, name)

@@ -23,29 +23,44 @@ from ptxsim.ptxtypes import TYPES
 U32, S32, U64 = TYPES["u32"], TYPES["s32"], TYPES["u64"]
 _GB = np.uint64(GLOBAL_BASE)
 BULK_ALIGN = 16  # bytes: addresses and sizes of cp.async.bulk
-TENSOR_SMEM_ALIGN = 128  # bytes: shared-memory box of cp.async.bulk.tensor
 
 
 def _lanes(st, lanes):
     return st.lane_array(lanes)
 
 
-def _global_range(st, ins, addr: np.ndarray, la: np.ndarray, size: int, what: str) -> np.ndarray:
-    """Checked [addr, addr + size) global ranges (16-byte aligned); returns their offsets into the heap."""
-    access.check(st, ins, "global", addr, la, BULK_ALIGN, what)
-    access.check(st, ins, "global", addr + np.uint64(size - BULK_ALIGN), la, BULK_ALIGN, what)
-    return (addr - _GB).astype(np.int64)
+def _in_bounds(*bads) -> np.ndarray | None:
+    """Lanes access.check let through: None when every check passed (it returns a mask only in memcheck's report
+    mode, where the copy then skips the reported lanes instead of touching memory outside the space)."""
+    bad = None
+    for b in bads:
+        if b is not None:
+            bad = b if bad is None else bad | b
+    return None if bad is None else ~bad
 
 
-def _shared_range(st, ins, op, la, size: int, what: str, align: int = BULK_ALIGN) -> tuple:
-    """(offset, base) per lane of a checked shared [offset, offset + size) range (base: the named CTA's)."""
+def _global_range(st, ins, addr: np.ndarray, la: np.ndarray, size: int, what: str) -> tuple:
+    """(offsets into the heap, in-bounds mask or None) of checked [addr, addr + size) global ranges (16-byte
+    aligned)."""
+    first = access.check(st, ins, "global", addr, la, BULK_ALIGN, what)
+    last = access.check(st, ins, "global", addr + np.uint64(size - BULK_ALIGN), la, BULK_ALIGN, what)
+    return (addr - _GB).astype(np.int64), _in_bounds(first, last)
+
+
+def _shared_range(st, ins, op, la, size: int, what: str, align: int = BULK_ALIGN, rule: str = "") -> tuple:
+    """(offset, base, in-bounds mask or None) per lane of a checked shared [offset, offset + size) range (base: the
+    named CTA's); an offset off its `align` boundary is a MemoryFault that names `rule`."""
     off, base = shared_offsets(st, ins, op, la, BULK_ALIGN, what, generic=False)
     bad = off % np.uint64(align) != 0
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise access.fault(st, ins, "shared", int(off[i]), size, int(la[i]), f"misaligned {what}", aligned_to=align)
-    access.check(st, ins, "shared", off + np.uint64(size - BULK_ALIGN), la, BULK_ALIGN, what)
-    return off, base
+        e = access.fault(st, ins, "shared", int(off[i]), size, int(la[i]), f"misaligned {what}", aligned_to=align)
+        if rule:
+            e.args = (f"{e.args[0]} ({rule})",)
+        raise e
+    # NOTE: shared_offsets checked the first 16 bytes; a range whose start is outside also ends outside
+    last = access.check(st, ins, "shared", off + np.uint64(size - BULK_ALIGN), la, BULK_ALIGN, what)
+    return off, base, _in_bounds(last)
 
 
 def _touch_ranges(st, offsets: np.ndarray, size: int) -> None:
@@ -84,13 +99,19 @@ def _targets(st, ins, la, dst_off, dbase, mbar_op, mask_op):
     return out
 
 
-def _land(st, ins, la, dst_off, dbase, data: np.ndarray, mbar_op, mask_op=None) -> None:
-    """Write data [n, size] (row i from lane la[i]) to its destination(s) and complete_tx their mbarriers."""
+def _land(st, ins, la, dst_off, dbase, data: np.ndarray, mbar_op, mask_op=None, ok=None) -> None:
+    """Write data [n, size] (row i from lane la[i]) to its destination(s) and complete_tx their mbarriers.
+    ok: lanes whose destination passed memcheck (None: all); in report mode a reported copy writes nothing but
+    still completes its bytes, so the run goes on to later findings instead of a deadlock."""
     st.mem_writes += 1
     tab = MbarrierTable.of(st)
     row = {int(lane): i for i, lane in enumerate(la)}
+    skip = set() if ok is None else {int(lane) for lane in la[~ok]}
     for lane, phys, bar in _targets(st, ins, la, dst_off, dbase, mbar_op, mask_op):
         d = data[row[lane]][None, :]
+        if lane in skip:
+            tab.complete_copy(ins, bar, lane, d.shape[1], None)
+            continue
         rec = {"lanes": np.array([lane]), "phys": np.array([phys], np.int64), "data": d, "group": np.zeros(1),
                "ins": ins}
         for h in st.hooks:
@@ -105,17 +126,27 @@ def bulk_load(st, ins, lanes):
     size = int(np.asarray(st.read(ins.ops[2], lanes, U32)).reshape(-1)[0])
     if size <= 0 or size % BULK_ALIGN:
         raise unsupported(ins, f"size {size}; expected a positive multiple of {BULK_ALIGN} bytes")
-    dst, dbase = _shared_range(st, ins, ins.ops[0], la, size, "cp.async.bulk destination")
+    dst, dbase, ok = _shared_range(st, ins, ins.ops[0], la, size, "cp.async.bulk destination")
     if ins.aux["src_space"] == "shared":
-        src, sbase = _shared_range(st, ins, ins.ops[1], la, size, "cp.async.bulk source")
+        src, sbase, src_ok = _shared_range(st, ins, ins.ops[1], la, size, "cp.async.bulk source")
         sp = (sbase + src).astype(np.int64)
-        data = st.smem[sp[:, None] + np.arange(size)]
+        read = _bulk_read(st.smem, sp, size, src_ok)
     else:
-        g = _global_range(st, ins, st.address(ins.ops[1], lanes), la, size, "cp.async.bulk source")
-        _hooks_global(st, ins, g, la, size, False)
-        _touch_ranges(st, g, size)
-        data = st.launch.gmem.data[g[:, None] + np.arange(size)]
-    _land(st, ins, la, dst, dbase, data, ins.ops[3], ins.ops[4] if ins.aux["multicast"] else None)
+        g, src_ok = _global_range(st, ins, st.address(ins.ops[1], lanes), la, size, "cp.async.bulk source")
+        keep = slice(None) if src_ok is None else src_ok
+        _hooks_global(st, ins, g[keep], la[keep], size, False)
+        _touch_ranges(st, g[keep], size)
+        read = _bulk_read(st.launch.gmem.data, g, size, src_ok)
+    _land(st, ins, la, dst, dbase, read, ins.ops[3], ins.ops[4] if ins.aux["multicast"] else None, ok)
+
+
+def _bulk_read(mem: np.ndarray, offsets: np.ndarray, size: int, ok) -> np.ndarray:
+    """[n, size] bytes from mem at each offset; zeros for lanes memcheck reported (ok False)."""
+    if ok is None:
+        return mem[offsets[:, None] + np.arange(size)]
+    data = np.zeros((len(offsets), size), np.uint8)
+    data[ok] = mem[offsets[ok][:, None] + np.arange(size)]
+    return data
 
 
 def bulk_store(st, ins, lanes):
@@ -123,8 +154,13 @@ def bulk_store(st, ins, lanes):
     size = int(np.asarray(st.read(ins.ops[2], lanes, U32)).reshape(-1)[0])
     if size <= 0 or size % BULK_ALIGN:
         raise unsupported(ins, f"size {size}; expected a positive multiple of {BULK_ALIGN} bytes")
-    src, sbase = _shared_range(st, ins, ins.ops[1], la, size, "cp.async.bulk source")
-    g = _global_range(st, ins, st.address(ins.ops[0], lanes), la, size, "cp.async.bulk destination")
+    src, sbase, src_ok = _shared_range(st, ins, ins.ops[1], la, size, "cp.async.bulk source")
+    g, dst_ok = _global_range(st, ins, st.address(ins.ops[0], lanes), la, size, "cp.async.bulk destination")
+    ok = _in_bounds(None if src_ok is None else ~src_ok, None if dst_ok is None else ~dst_ok)
+    if ok is not None:  # memcheck's report mode: the reported copies write nothing
+        la, src, sbase, g = la[ok], src[ok], sbase[ok], g[ok]
+        if not la.size:
+            return
     _hooks_global(st, ins, g, la, size, True)
     _touch_ranges(st, g, size)
     st.mem_writes += 1
@@ -195,17 +231,15 @@ def tensor_load(st, ins, lanes):
     for i, lane in enumerate(la):
         sub = la[i:i + 1]
         tm = _tmap(st, ins, ins.aux["tmap"], int(lane))
-        dsts, dbase = _shared_range(st, ins, ins.ops[0], sub, tm.box_bytes, "cp.async.bulk.tensor destination",
-                                    TENSOR_SMEM_ALIGN)
+        dsts, dbase, ok = _shared_range(st, ins, ins.ops[0], sub, tm.box_bytes, "cp.async.bulk.tensor destination",
+                                        *_box_alignment(tm))
         dst = int(dsts[0])
         gaddr, inb = tensormap.box_elements(tm, coords[i])
         vals = np.zeros(gaddr.shape + (tm.esize,), np.uint8)
         if tm.oob_fill == tensormap.OOB_FILL_NAN:
             vals[:] = np.frombuffer(int(tensormap.NAN_BITS[tm.esize]).to_bytes(tm.esize, "little"), np.uint8)
-        rows = gaddr[inb] - GLOBAL_BASE
+        rows, inb = _box_rows(st, ins, int(lane), tm, gaddr, inb, "cp.async.bulk.tensor source")
         if rows.size:
-            access.check(st, ins, "global", rows.astype(np.uint64) + _GB, np.full(rows.size, lane), tm.esize,
-                         "cp.async.bulk.tensor source")
             _hooks_global(st, ins, rows, np.full(rows.size, lane), tm.esize, False)
             st.launch.gmem.touch(rows.astype(np.uint64))  # lazy pages (an element never spans two)
             vals[inb] = st.launch.gmem.data[rows[:, None] + np.arange(tm.esize)]
@@ -213,7 +247,30 @@ def tensor_load(st, ins, lanes):
         offs = _box_layout(tm, dst)
         image = np.zeros(tm.box_bytes, np.uint8)
         image[(offs.reshape(-1) - dst)[:, None] + np.arange(tm.esize)] = vals.reshape(-1, tm.esize)
-        _land(st, ins, sub, dsts, dbase, image[None, :], ins.ops[2], ins.ops[3] if ins.aux["multicast"] else None)
+        _land(st, ins, sub, dsts, dbase, image[None, :], ins.ops[2], ins.ops[3] if ins.aux["multicast"] else None,
+              ok)
+
+
+def _box_rows(st, ins, lane: int, tm, gaddr: np.ndarray, inb: np.ndarray, what: str) -> tuple:
+    """(heap offsets, mask) of the box elements inside the tensor, checked by memcheck; in its report mode the
+    reported elements are dropped from both (a load reads them as zero, a store skips them)."""
+    rows = gaddr[inb] - GLOBAL_BASE
+    if rows.size:
+        bad = access.check(st, ins, "global", rows.astype(np.uint64) + _GB, np.full(rows.size, lane), tm.esize, what)
+        if bad is not None:
+            inb = inb.copy()
+            inb[inb] = ~bad
+            rows = rows[~bad]
+    return rows, inb
+
+
+def _box_alignment(tm) -> tuple:
+    """(alignment, rule) of a tensor copy's shared-memory box: the swizzle pattern's repeat, 128 bytes unswizzled."""
+    align = tensormap.SWIZZLE_REPEAT[tm.swizzle_bytes]
+    if not tm.swizzle_bytes:
+        return align, "a tensor copy's shared-memory box is 128-byte aligned"
+    return align, (f"a {tm.swizzle_bytes}B-swizzled box must start on a {align}-byte boundary, where the swizzle "
+                   "pattern repeats")
 
 
 def tensor_store(st, ins, lanes):
@@ -222,15 +279,15 @@ def tensor_store(st, ins, lanes):
     for i, lane in enumerate(la):
         sub = la[i:i + 1]
         tm = _tmap(st, ins, ins.aux["tmap"], int(lane))
-        srcs, sbase = _shared_range(st, ins, ins.ops[1], sub, tm.box_bytes, "cp.async.bulk.tensor source",
-                                    TENSOR_SMEM_ALIGN)
+        srcs, sbase, ok = _shared_range(st, ins, ins.ops[1], sub, tm.box_bytes, "cp.async.bulk.tensor source",
+                                        *_box_alignment(tm))
+        if ok is not None and not ok[0]:
+            continue  # memcheck's report mode: the reported copy reads and writes nothing
         src = int(srcs[0])
         gaddr, inb = tensormap.box_elements(tm, coords[i])
         offs = _box_layout(tm, src) + int(sbase[0])
-        rows = gaddr[inb] - GLOBAL_BASE  # out-of-bounds elements are not written
-        if rows.size:
-            access.check(st, ins, "global", rows.astype(np.uint64) + _GB, np.full(rows.size, lane), tm.esize,
-                         "cp.async.bulk.tensor destination")
+        rows, inb = _box_rows(st, ins, int(lane), tm, gaddr, inb, "cp.async.bulk.tensor destination")
+        if rows.size:  # out-of-bounds elements are not written
             _hooks_global(st, ins, rows, np.full(rows.size, lane), tm.esize, True)
             st.launch.gmem.touch(rows.astype(np.uint64))
             st.mem_writes += 1

@@ -1,5 +1,5 @@
 """mbarrier (init, inval, arrive, arrive_drop, expect_tx, complete_tx, test_wait, try_wait, .parity,
-pending_count) on .shared::cta / .shared::cluster / generic b64 objects, and setmaxnreg.
+pending_count) on .shared::cta / .shared::cluster / generic b64 objects (setmaxnreg: ops/setmaxnreg.py).
 
 State lives in ptxsim/mbarriers.py. A thread whose test_wait / try_wait finds its phase incomplete blocks until the
 phase completes and then gets true.
@@ -100,10 +100,6 @@ def m_pending(st, ins, lanes):
              U32)
 
 
-def setmaxnreg(st, ins, lanes):
-    """setmaxnreg.{inc,dec}.sync.aligned.u32 n: a register-budget hint; ptxsim's register files are unbounded."""
-
-
 # action -> (handler, operand count(s), index of the [mbarrier] operand, blocks)
 _ACTIONS = {
     "init": (m_init, (2,), 0, False),
@@ -152,20 +148,9 @@ def _prep_mbarrier(ins, dec, ctx):
     ins.klass = "other"
 
 
-def _prep_setmaxnreg(ins, dec, ctx):
-    if len(ins.ops) != 1 or ins.ops[0].kind != IMM:
-        raise DecodeError("setmaxnreg takes one immediate register count")
-    n = int(ins.ops[0].value)
-    if not 24 <= n <= 256 or n % 8:
-        raise DecodeError(f"setmaxnreg count {n}; expected a multiple of 8 in 24 .. 256")
-    if (".inc" in ins.mods) == (".dec" in ins.mods):
-        raise unsupported(ins, "setmaxnreg needs exactly one of .inc, .dec")
-
-
 _MBAR_MODS = tuple("." + a for a in _ACTIONS) + (
     ".parity", ".shared", ".shared::cta", ".shared::cluster", ".release", ".acquire", ".relaxed", ".cta", ".cluster",
     ".noComplete")
 OPS = {
     "mbarrier": spec(m_arrive, "other", _MBAR_MODS, _prep_mbarrier, control=True),
-    "setmaxnreg": spec(setmaxnreg, "other", (".inc", ".dec", ".sync", ".aligned"), _prep_setmaxnreg),
 }

@@ -9,6 +9,7 @@ from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
 from ptxsim.program import IMM, NOT
 from ptxsim.ptxtypes import TYPES
+from ptxsim.warpsync import WarpSyncs
 
 U32 = TYPES["u32"]
 
@@ -41,9 +42,16 @@ def _check_range(st, ins, lanes, bid, cnt):
 
 
 def warp_sync(st, ins, lanes):
-    """bar.warp.sync: the group is converged by construction (lowest-pc scheduling)."""
+    """bar.warp.sync membermask: a convergence point; a thread waits until every non-exited member has executed a
+    bar.warp.sync (ptxsim/warpsync.py). A group holding all its members (the usual case) goes straight on."""
     for h in st.hooks:
         h.on_warp_sync(st, ins, lanes)
+    if isinstance(lanes, slice):
+        return  # every thread of the batch is here
+    op = ins.ops[0]
+    members = (np.full(len(lanes), ins.aux["members"], np.uint64) if op.kind == IMM else
+               np.broadcast_to(np.asarray(st.read(op, lanes, U32)), (len(lanes),)).astype(np.uint64))
+    WarpSyncs.of(st).arrive(st, ins, st.lane_array(lanes), members)
 
 
 def fence(st, ins, lanes):
@@ -53,8 +61,12 @@ def fence(st, ins, lanes):
 def _prep_bar(ins, dec, ctx):
     mods = ins.mods
     if ".warp" in mods:
+        if len(ins.ops) != 1:
+            raise unsupported(ins, f"bar.warp.sync takes one membermask operand, got {len(ins.ops)}")
+        if ins.ops[0].kind == IMM:
+            ins.aux["members"] = int(ins.ops[0].value) & 0xFFFFFFFF
         ins.handler = warp_sync
-        ins.control = False
+        ins.control = True  # it may hold threads (pc + BLOCKED), so it ends the straight-line run
         ins.klass = "warp"
         return
     red = ".red" in mods

@@ -18,7 +18,7 @@ import numpy as np
 
 from ptxsim import access, tensormap
 from ptxsim import numerics as nm
-from ptxsim.errors import DecodeError, PtxSimError
+from ptxsim.errors import DecodeError, MemoryFault, PtxSimError
 from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
 from ptxsim.ops.tensor import _elems, _layout
@@ -102,6 +102,8 @@ def _descriptor_matrix(st, ins, la2, desc: np.ndarray, rows: int, kind: str, mn_
     out = np.zeros((len(la2), rows, K_BYTES // esize))
     for g in range(len(la2)):
         span = SWIZZLE_OF_DESC[int(mode[g])]
+        if span and (int(start[g]) >> 7) & (span // 16 - 1):
+            _misaligned_start(st, ins, int(la2[g, 0]), int(start[g]), span, kind)
         off = start[g] + _offsets(rows, esize, span, int(lbo[g]), int(sbo[g]), mn_major)
         off = tensormap.swizzle_offsets(off, span)
         lead = la2[g, :1]
@@ -113,6 +115,18 @@ def _descriptor_matrix(st, ins, la2, desc: np.ndarray, rows: int, kind: str, mn_
         bits = raw[..., 0].astype(np.uint16) | (raw[..., 1].astype(np.uint16) << 8) if esize == 2 else raw[..., 0]
         out[g] = (nm.half_bits_to_f32(bits, kind) if esize == 2 else nm.fp8_bits_to_f32(bits, kind))
     return out
+
+
+def _misaligned_start(st, ins, lane: int, start: int, span: int, kind: str) -> None:
+    """A swizzled operand whose descriptor (base offset 0) starts past the first 128-byte row of its pattern: the
+    hardware anchors the XOR pattern at the pattern's repeat boundary, so the tile would be read with the wrong
+    pattern. Advancing the start along K inside a row (+32 bytes a k-step, as CUTLASS and DeepGEMM do) is legal."""
+    repeat = tensormap.SWIZZLE_REPEAT[span]
+    e = access.fault(st, ins, "shared", start, K_BYTES, lane, f"misaligned wgmma .{kind} matrix-descriptor start")
+    raise MemoryFault(f"{e.args[0]}: with {span}B swizzle and base offset 0 the matrix must start in the first "
+                      f"128-byte row of a {repeat}-byte swizzle pattern (address % {repeat} < 128; this one is "
+                      f"{start % repeat} bytes past the boundary)", space="shared", addr=start, size=K_BYTES,
+                      cta=e.cta, thread=e.thread, line=ins.line, kernel=st.prog.name)
 
 
 def _sanitize_reads(st, ins, off: np.ndarray, lane: int, esize: int) -> None:
@@ -175,10 +189,15 @@ def mma_async(st, ins, lanes):
     flat = la2.reshape(-1)
     dregs = [o.idx for o in ins.ops[0].items]
     rows, cols = a["d_rows"], a["d_cols"]  # [128, n/2]: element of D each (thread, register) holds
-    cur = np.stack([q.current(st, i, flat) for i in dregs]).reshape(len(dregs), len(la2), WG)
-    c = _unpack_acc(cur, a["f16_acc"]) * scale_d[None, :, None]  # [n/2, G, 128]
-    vals = D[:, rows, cols]  # [G, 128, n/2]
-    res = _pack_acc(np.moveaxis(vals, 2, 0) + c, a["f16_acc"]).reshape(len(dregs), -1)
+    vals = np.moveaxis(D[:, rows, cols], 2, 0)  # [n/2, G, 128]
+    if scale_d.any():
+        cur = np.stack([q.current(st, i, flat) for i in dregs]).reshape(len(dregs), len(la2), WG)
+        # NOTE: scale-d = 0 ignores D (D = A*B), it does not multiply it by 0: NaN / Inf in an uninitialised
+        # accumulator must not reach the result
+        c = _unpack_acc(cur, a["f16_acc"])
+        with np.errstate(invalid="ignore", over="ignore"):
+            vals = np.where(scale_d[None, :, None], vals + c, vals)
+    res = _pack_acc(vals, a["f16_acc"]).reshape(len(dregs), -1)
     order = np.argsort(flat)
     q.pending.append({"la": flat[order], "pos": {r: i for i, r in enumerate(dregs)}, "values": res[:, order],
                       "group": np.full(len(flat), -1, np.int64), "pc": ins.pc, "line": ins.line})

@@ -161,10 +161,9 @@ END:
 
 
 def test_setmaxnreg_fence_proxy_async_and_bad_counts():
+    # setmaxnreg's register pool and warpgroup rules: tests/ptxsim/test_setmaxnreg.py
     out, _ = _run("""
-  setmaxnreg.dec.sync.aligned.u32 40;
   fence.proxy.async.shared::cta;
-  setmaxnreg.inc.sync.aligned.u32 232;
   st.global.u32 [%rd3], %r0;
 """)
     assert out.tolist() == list(range(32))

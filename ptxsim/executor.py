@@ -78,6 +78,8 @@ class Scheduler:
             if m >= BLOCKED:
                 if m >= EXITED:
                     break
+                if st.strict and st.mbars is not None and st.mbars.flush_all():
+                    continue  # strict timing: in-flight bulk copies complete only when nothing else can progress
                 self._deadlock()
             mask = pc == m
             cnt = int(np.count_nonzero(mask))

@@ -2,7 +2,9 @@
 pending_count) on .shared::cta / .shared::cluster / generic b64 objects, and setmaxnreg.
 
 State lives in ptxsim/mbarriers.py. A thread whose test_wait / try_wait finds its phase incomplete blocks until the
-phase completes and then gets true.
+phase completes and then gets true. Under strict timing (st.strict) its first try at each wait (pc, phase) whose
+phase is incomplete returns false instead (a missing retry loop then shows); the next try completes the barrier's
+in-flight bulk copies and, if the phase is still incomplete, blocks.
 # NOTE: blocking is one legal schedule of both instructions (a thread may be delayed for any time); it lets a
 # consumer loop on try_wait while the producer warp, further down the program, runs under lowest-pc scheduling.
 # A phase that can never complete is then a deadlock that names the barrier.
@@ -89,9 +91,29 @@ def m_wait(st, ins, lanes):
     tab = MbarrierTable.of(st)
     token = np.broadcast_to(np.asarray(st.read(ins.ops[2], lanes, U64)), (len(la),)).astype(np.uint64)
     done, want = tab.done(ins, phys, la, token, ins.aux["parity"])
-    st.write(ins.ops[0], lanes, np.ones(len(la), np.bool_), PRED)  # true now, or when the blocked ones resume
+    result = np.ones(len(la), np.bool_)  # true now, or when the blocked ones resume
+    if not done.all() and tab.strict:
+        result = _strict_wait(st, ins, tab, la, phys, token, done, want)
+        done = done | ~result
+    st.write(ins.ops[0], lanes, result, PRED)
     if not done.all():
         tab.block(la[~done], phys[~done], want[~done])
+
+
+def _strict_wait(st, ins, tab, la, phys, token, done, want) -> np.ndarray:
+    """The strict result of a wait whose phase is incomplete for some lanes: false at a lane's first try at this
+    (pc, phase); at a retry the barrier's in-flight copies complete, and the lanes still waiting block (true when
+    they resume). Returns the result per lane; lanes that return false are not blocked."""
+    first = ~done & ((tab.false_pc[la] != ins.pc) | (tab.false_want[la] != want))
+    tab.false_pc[la[first]] = ins.pc
+    tab.false_want[la[first]] = want[first]
+    retry = ~done & ~first
+    if retry.any():
+        for p, _ in tab.groups(phys[retry]):
+            tab.flush(tab.bars[p])
+        now, _ = tab.done(ins, phys[retry], la[retry], token[retry], ins.aux["parity"])
+        done[np.flatnonzero(retry)[now]] = True
+    return ~first
 
 
 def m_pending(st, ins, lanes):

@@ -142,6 +142,7 @@ class Racecheck(Sanitizer):
             self.r_epoch = np.full(nw, -1, np.int64)
             self.epoch = np.zeros(st.nctas, np.int64)
             self.in_flight = np.zeros(nw, np.int64)  # cp.async copies not yet waited for, per word
+            self.flight_line = np.zeros(nw, np.int64)  # PTX line of the newest copy issued into each word
 
     def _async_words(self, rec, sel=None):
         phys = rec["phys"] if sel is None else rec["phys"][sel]
@@ -150,7 +151,9 @@ class Racecheck(Sanitizer):
 
     def on_async_issue(self, st, rec):
         self._init(st)
-        np.add.at(self.in_flight, self._async_words(rec), 1)
+        words = self._async_words(rec)
+        np.add.at(self.in_flight, words, 1)
+        self.flight_line[words] = rec["ins"].line
 
     def on_async_complete(self, st, rec, sel):
         self._init(st)
@@ -184,9 +187,11 @@ class Racecheck(Sanitizer):
         flying = self.in_flight[phys] > 0
         if flying.any():
             i = int(np.flatnonzero(flying)[0])
-            self.report(st, ins, la[i], addr[i], space, f"{'write to' if is_store else 'read of'} a cp.async "
-                        "destination before cp.async.wait_group / wait_all (or, for cp.async.bulk, the mbarrier "
-                        "phase) completed the copy",
+            issued = int(self.flight_line[phys[i]])
+            self.report(st, ins, la[i], addr[i], space, f"{'write to' if is_store else 'read of'} the destination "
+                        f"of the asynchronous copy issued at PTX line {issued} before a waiter observed its completion "
+                        "(cp.async.wait_group / wait_all for cp.async; for cp.async.bulk{.tensor}, an mbarrier "
+                        "try_wait / test_wait that returned true for the phase the copy completes)",
                         int(np.count_nonzero(flying)))
         if is_store:
             raw = (self.w_epoch[phys] == ep) & (self.w_warp[phys] != warp) & (self.w_warp[phys] >= 0)

@@ -114,6 +114,7 @@ class MbarrierTable:
         state = np.zeros(len(phys), np.uint64)
         for p, pos in self.groups(phys):
             bar = self.get(ins, p, int(la[pos[0]]))
+            self._rules(ins, bar, la[pos])
             self._add_tx(ins, bar, int(tx_add[pos].sum()), int(la[pos[0]]))
             n = int(counts[pos].sum())
             if n > bar.pending:
@@ -135,13 +136,16 @@ class MbarrierTable:
         """expect_tx (tx > 0) or complete_tx (tx < 0) without an arrival."""
         for p, pos in self.groups(phys):
             bar = self.get(ins, p, int(la[pos[0]]))
+            self._rules(ins, bar, la[pos])
             self._add_tx(ins, bar, int(tx[pos].sum()), int(la[pos[0]]))
             self._check_tx(ins, bar, int(la[pos[0]]))
             self._maybe_complete(bar)
 
     def start_copy(self, ins, p: int, lane: int, nbytes: int, rec) -> None:
         """Strict: a bulk copy of nbytes for barrier p is issued; it completes when flush() says so."""
-        self.get(ins, p, lane).inflight.append((rec, nbytes, lane, ins))
+        bar = self.get(ins, p, lane)
+        self._rules(ins, bar, np.array([lane]))
+        bar.inflight.append((rec, nbytes, lane, ins))
 
     def flush(self, bar: Mbarrier) -> bool:
         """Strict: complete bar's in-flight copies, oldest first, until its current phase completes (copies issued
@@ -195,6 +199,7 @@ class MbarrierTable:
     def complete_copy(self, ins, p: int, lane: int, nbytes: int, rec) -> None:
         """A bulk copy of nbytes landed: complete_tx on barrier p, and remember rec until the phase completes."""
         bar = self.get(ins, p, lane)
+        self._rules(ins, bar, np.array([lane]))
         if rec is not None:
             bar.copies.append(rec)
         self._add_tx(ins, bar, -nbytes, lane)
@@ -209,6 +214,7 @@ class MbarrierTable:
         want = np.zeros(len(phys), np.int64)
         for p, pos in self.groups(phys):
             bar = self.get(ins, p, int(la[pos[0]]))
+            self._rules(ins, bar, la[pos])
             if parity:
                 # the phase of parity `token` is complete unless it is the current one
                 want[pos] = np.where((token[pos] & 1) == (bar.phase & 1), bar.phase, bar.phase - 1)
@@ -216,8 +222,8 @@ class MbarrierTable:
                 want[pos] = (token[pos] >> np.uint64(32)).astype(np.int64)
             out[pos] = bar.phase > want[pos]
             self._observe(ins, bar, la[pos], want[pos], out[pos])
-            if bar.landing and out[pos].any():
-                self.observe(bar, int(want[pos][out[pos]].max()))
+            if out[pos].any():
+                self._observed(bar, la[pos][out[pos]], int(want[pos][out[pos]].max()))
         return out, want
 
     def _observe(self, ins, bar: Mbarrier, la, want, done) -> None:
@@ -256,8 +262,7 @@ class MbarrierTable:
             seen = self.seen.get(p)
             if seen is not None:
                 seen[rel] = np.maximum(seen[rel], self.wait_phase[rel])
-            if bar.landing:
-                self.observe(bar, int(self.wait_phase[rel].max()))
+            self._observed(bar, rel, int(self.wait_phase[rel].max()))
             from ptxsim.executor import BLOCKED
 
             st.pc[rel] -= BLOCKED
@@ -265,6 +270,22 @@ class MbarrierTable:
             self.wait_phys[rel] = -1
 
     # -- internals -----------------------------------------------------------------------------------------------
+    def _rules(self, ins, bar: Mbarrier, la: np.ndarray) -> None:
+        """asynccheck: the init must be visible to these lanes; a peer CTA's use is a remote access."""
+        rules = self.st.rules
+        if rules is not None:
+            rules.mbar_use(self.st, ins, bar, la)
+            if self.st.cluster is not None:
+                rules.remote_access(self.st, ins, la, np.full(len(la), bar.cta), bar.phys)
+
+    def _observed(self, bar: Mbarrier, la: np.ndarray, want: int) -> None:
+        """Threads la observed phase `want` of bar complete: strict copies land; asynccheck's exit rule notes it."""
+        if bar.landing:
+            self.observe(bar, want)
+        rules = self.st.rules
+        if rules is not None and rules.pending:
+            rules.observed(self.st, bar.cta, bar, want)
+
     def _where(self, ins, lane) -> str:
         st = self.st
         cta, tid = st.where(int(lane))

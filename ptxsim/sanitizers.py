@@ -308,6 +308,23 @@ class Asynccheck(Sanitizer):
     def on_async_hazard(self, st, ins, lane, addr, space, message):
         self.report(st, ins, lane, addr, space, message)
 
+    def on_async_complete(self, st, rec, sel):
+        """A landed copy: bulk copies write through the async proxy, cp.async through the generic one (its issuing
+        thread's write, for the fence.proxy.async rule)."""
+        if st.rules is None:
+            return
+        size = rec["data"].shape[1]
+        words = ((rec["phys"][sel][:, None] + np.arange(0, size, 4)) >> 2)
+        if ".bulk" in rec["ins"].mods:
+            st.rules.async_write(words.reshape(-1))
+        else:
+            lanes = np.repeat(rec["lanes"][sel], words.shape[1])
+            st.rules.generic_write(st, rec["ins"], words.reshape(-1), lanes, rec["ins"].line)
+
+    def on_release(self, st, ready):
+        if st.rules is not None:
+            st.rules.cta_barrier(st, ready.any(axis=1))
+
     def _init(self, st):
         if self._st is not st:  # a new batch of CTAs: shared memory starts afresh
             self._st = st
@@ -318,6 +335,8 @@ class Asynccheck(Sanitizer):
     def on_bulk(self, st, ins, event, lanes, payload):
         self._init(st)
         if event == "read":
+            if st.rules is not None:
+                st.rules.async_read(st, ins, payload, np.asarray(lanes), "cp.async.bulk store (its source)")
             self.stores.append([int(lanes[0]), payload, -1, ins.line])
             np.add.at(self.reading, payload, 1)
             return
@@ -337,14 +356,17 @@ class Asynccheck(Sanitizer):
         self.stores = left
 
     def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
-        if space != "shared" or not is_store:
+        if space != "shared" or not (is_store or ins.klass == "atom") or ins.op == "wgmma":
             return
         self._init(st)
-        if not self.stores:
-            return
         words = (st.smem_base[lanes] + addr).astype(np.int64) >> 2
         if nbytes > 4:
             words = words[:, None] + np.arange(nbytes // 4)
+        if st.rules is not None:
+            la = st.lane_array(lanes)
+            st.rules.generic_write(st, ins, words.reshape(-1), np.repeat(la, words.size // max(len(la), 1)), ins.line)
+        if not self.stores:
+            return
         hit = (self.reading[words] > 0).reshape(len(addr), -1).any(axis=1)
         if hit.any():
             i = int(np.flatnonzero(hit)[0])

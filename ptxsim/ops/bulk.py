@@ -83,6 +83,8 @@ def _targets(st, ins, la, dst_off, dbase, mbar_op, mask_op):
         first = int(st.slot[lane]) - (0 if st.cluster is None else int(st.cluster.rank[st.slot[lane]]))
         for r in range(size):
             if m >> r & 1:
+                if st.cluster is not None:
+                    st.cluster.check_alive(st, ins, np.array([first + r]), np.array([lane]), dst_off[i])
                 base = (first + r) * st.smem_stride
                 out.append((int(lane), base + int(dst_off[i]), base + int(boff[i])))
     return out

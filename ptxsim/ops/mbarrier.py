@@ -44,7 +44,7 @@ def shared_offsets(st, ins, op, lanes, nbytes: int, what: str, generic: bool | N
         addr = addr - _SW
     base = st.smem_base[lanes]
     if st.cluster is not None:
-        base = (st.cluster.target_slot(st, addr, lanes) * st.smem_stride).astype(np.uint64)
+        base = (st.cluster.target_slot(st, addr, lanes, ins) * st.smem_stride).astype(np.uint64)
         addr = addr & np.uint64(OFFSET_MASK)
     access.check(st, ins, "shared", addr, lanes, nbytes, what)
     return addr, base

@@ -154,8 +154,14 @@ class Clusters:
             return
         self.phase[done] += 1
         self.arrived[done] = 0
+        slots = np.flatnonzero(np.isin(self.cluster_of_slot, done))
         if st.rules is not None:
-            st.rules.cluster_complete(st, np.flatnonzero(np.isin(self.cluster_of_slot, done)))
+            st.rules.cluster_complete(st, slots)
+        if st.hooks:
+            wpc = st.padded // 32
+            groups = (slots.reshape(-1, self.size)[:, :, None] * wpc + np.arange(wpc)).reshape(len(done), -1)
+            for h in st.hooks:
+                h.on_sync_groups(st, groups)
         from ptxsim.executor import BLOCKED
 
         w = np.flatnonzero(st.sched.wait_id == CLUSTER_WAIT)

@@ -122,6 +122,8 @@ class MbarrierTable:
                                     f"expected at most its pending count {bar.pending} (a phase error: arriving "
                                     "more often per phase than the count given to mbarrier.init)")
             bar.pending -= n
+            for h in self.st.hooks:
+                h.on_mbar_arrive(self.st, bar, la[pos])
             if drop:
                 bar.expected -= n
             state[pos] = (np.uint64(bar.phase) << np.uint64(32)) | np.uint64(bar.pending)
@@ -207,6 +209,17 @@ class MbarrierTable:
         self._maybe_complete(bar)
 
     # -- waits ---------------------------------------------------------------------------------------------------
+    def wanted(self, ins, phys, la, token, parity: bool) -> np.ndarray:
+        """The phase number each lane's wait names (without observing anything)."""
+        want = np.zeros(len(phys), np.int64)
+        for p, pos in self.groups(phys):
+            bar = self.get(ins, p, int(la[pos[0]]))
+            if parity:
+                want[pos] = np.where((token[pos] & 1) == (bar.phase & 1), bar.phase, bar.phase - 1)
+            else:
+                want[pos] = (token[pos] >> np.uint64(32)).astype(np.int64)
+        return want
+
     def done(self, ins, phys, la, token, parity: bool) -> np.ndarray:
         """Whether the phase named by token (a parity or an opaque state) has completed, per lane, and the phase
         number each lane waits for."""
@@ -282,6 +295,8 @@ class MbarrierTable:
         """Threads la observed phase `want` of bar complete: strict copies land; asynccheck's exit rule notes it."""
         if bar.landing:
             self.observe(bar, want)
+        for h in self.st.hooks:
+            h.on_mbar_observe(self.st, bar, la, want)
         rules = self.st.rules
         if rules is not None and rules.pending:
             rules.observed(self.st, bar.cta, bar, want)
@@ -311,6 +326,8 @@ class MbarrierTable:
         bar.phase += 1
         bar.pending = bar.expected
         bar.complete_clock.append(self.st.clock)
+        for h in self.st.hooks:
+            h.on_mbar_phase(self.st, bar)
         if bar.completed:
             bar.landing.append((bar.phase - 1, bar.completed))
             bar.completed = []

@@ -141,6 +141,9 @@ class Racecheck(Sanitizer):
             self.r_warp = np.full(nw, -1, np.int64)  # -2: read by several warps
             self.r_epoch = np.full(nw, -1, np.int64)
             self.epoch = np.zeros(st.nctas, np.int64)
+            from ptxsim.asyncrace import AsyncOrder
+
+            self.order = AsyncOrder(st, nw)
             self.in_flight = np.zeros(nw, np.int64)  # cp.async copies not yet waited for, per word
             self.flight_line = np.zeros(nw, np.int64)  # PTX line of the newest copy issued into each word
 
@@ -152,8 +155,52 @@ class Racecheck(Sanitizer):
     def on_async_issue(self, st, rec):
         self._init(st)
         words = self._async_words(rec)
+        self._ordered(st, rec, words)
+        busy = self.in_flight[words] > 0
+        if busy.any():  # two asynchronous writes to one word with nothing ordering them
+            i = int(np.flatnonzero(busy)[0])
+            lane = int(rec["lanes"][min(i * len(rec["lanes"]) // len(words), len(rec["lanes"]) - 1)])
+            ins = rec["ins"]
+            self.report(st, ins, lane, (int(words[i]) * 4) % st.smem_stride, "shared",
+                        f"asynchronous copy into shared memory that the copy issued at PTX line "
+                        f"{int(self.flight_line[words[i]])} still has in flight (no waiter observed its completion "
+                        "yet): was the stage refilled before its consumers released it?", int(np.count_nonzero(busy)))
         np.add.at(self.in_flight, words, 1)
         self.flight_line[words] = rec["ins"].line
+
+    def _ordered(self, st, rec, words: np.ndarray) -> None:
+        """An async copy must be ordered after the last read of every word it overwrites (ptxsim/asyncrace.py)."""
+        lanes = rec["lanes"]
+        per = len(words) // max(len(lanes), 1)
+        for j, lane in enumerate(lanes.tolist()):
+            w = words[j * per:(j + 1) * per]
+            bad = self.order.unordered(w, lane >> 5)
+            if bad.size:
+                k = int(w[bad[0]])
+                reader = int(self.order.rd_warp[k])
+                self.report(st, rec["ins"], lane, (k * 4) % st.smem_stride, "shared",
+                            f"asynchronous copy overwrites shared memory that warp {reader % self.order.wpc} of "
+                            f"{'this' if reader // self.order.wpc == st.slot[lane] else 'a peer'} CTA read at PTX line "
+                            f"{int(self.order.rd_line[k])} with nothing ordering the read before the copy (the reader "
+                            "did not release it, by mbarrier.arrive after the read, or this thread did not observe "
+                            "that release through a wait that returned true, or no bar.sync between)", int(bad.size))
+                return
+
+    def on_mbar_arrive(self, st, bar, la):
+        self._init(st)
+        self.order.release(bar.phys, np.unique(np.asarray(la) >> 5))
+
+    def on_mbar_phase(self, st, bar):
+        self._init(st)
+        self.order.phase_complete(bar.phys, bar.phase - 1)
+
+    def on_mbar_observe(self, st, bar, la, phase):
+        self._init(st)
+        self.order.acquire(bar.phys, phase, np.unique(np.asarray(la) >> 5))
+
+    def on_sync_groups(self, st, groups):
+        self._init(st)
+        self.order.join(groups)
 
     def on_async_complete(self, st, rec, sel):
         self._init(st)
@@ -168,7 +215,11 @@ class Racecheck(Sanitizer):
 
     def on_release(self, st, ready):
         self._init(st)
-        self.epoch[ready.any(axis=1)] += 1
+        slots = np.flatnonzero(ready.any(axis=1))
+        self.epoch[slots] += 1
+        if slots.size:
+            wpc = self.order.wpc
+            self.order.join(slots[:, None] * wpc + np.arange(wpc))
 
     def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
         if space != "shared" or ins.klass == "atom":
@@ -183,6 +234,8 @@ class Racecheck(Sanitizer):
             addr = np.repeat(addr, words)
         warp = la >> 5
         ep = self.epoch[st.slot[la]]
+        if not is_store:
+            self.order.read(phys, warp, ins.line)
         kind = None
         flying = self.in_flight[phys] > 0
         if flying.any():

@@ -90,30 +90,33 @@ def m_wait(st, ins, lanes):
     phys = _phys(st, ins, lanes, 1)
     tab = MbarrierTable.of(st)
     token = np.broadcast_to(np.asarray(st.read(ins.ops[2], lanes, U64)), (len(la),)).astype(np.uint64)
-    done, want = tab.done(ins, phys, la, token, ins.aux["parity"])
-    result = np.ones(len(la), np.bool_)  # true now, or when the blocked ones resume
-    if not done.all() and tab.strict:
-        result = _strict_wait(st, ins, tab, la, phys, token, done, want)
-        done = done | ~result
+    if tab.strict:
+        result, done, want = _strict_wait(st, ins, tab, la, phys, token)
+    else:
+        done, want = tab.done(ins, phys, la, token, ins.aux["parity"])
+        result = np.ones(len(la), np.bool_)  # true now, or when the blocked ones resume
     st.write(ins.ops[0], lanes, result, PRED)
     if not done.all():
         tab.block(la[~done], phys[~done], want[~done])
 
 
-def _strict_wait(st, ins, tab, la, phys, token, done, want) -> np.ndarray:
-    """The strict result of a wait whose phase is incomplete for some lanes: false at a lane's first try at this
-    (pc, phase); at a retry the barrier's in-flight copies complete, and the lanes still waiting block (true when
-    they resume). Returns the result per lane; lanes that return false are not blocked."""
-    first = ~done & ((tab.false_pc[la] != ins.pc) | (tab.false_want[la] != want))
+def _strict_wait(st, ins, tab, la, phys, token) -> tuple:
+    """Strict: (result, done, phase waited for) per lane. A lane's first try at this (pc, phase) returns false
+    whether or not the phase is complete (a try_wait may time out, and a phase completed by other threads' arrivals
+    may not be seen yet), so a missing retry loop shows; the thread has then observed nothing. At a retry the
+    barrier's in-flight copies complete; lanes whose phase is still incomplete block (true when they resume)."""
+    want = tab.wanted(ins, phys, la, token, ins.aux["parity"])
+    first = (tab.false_pc[la] != ins.pc) | (tab.false_want[la] != want)
     tab.false_pc[la[first]] = ins.pc
     tab.false_want[la[first]] = want[first]
-    retry = ~done & ~first
+    done = first.copy()  # lanes returning false are not blocked
+    retry = ~first
     if retry.any():
         for p, _ in tab.groups(phys[retry]):
             tab.flush(tab.bars[p])
         now, _ = tab.done(ins, phys[retry], la[retry], token[retry], ins.aux["parity"])
-        done[np.flatnonzero(retry)[now]] = True
-    return ~first
+        done[retry] = now
+    return ~first, done, want
 
 
 def m_pending(st, ins, lanes):

@@ -214,6 +214,11 @@ def commit_group(st, ins, lanes):
 
 def wait_group(st, ins, lanes):
     la = st.lane_array(lanes)
+    if st.hooks and len(la) % WG == 0:  # a warpgroup-collective wait: its four warps synchronise (racecheck)
+        groups = np.unique(la >> 5).reshape(-1, 4) if (len(la) // 32) % 4 == 0 else None
+        if groups is not None:
+            for h in st.hooks:
+                h.on_sync_groups(st, groups)
     q = WgmmaQueue.of(st)
     keep_n = ins.aux["n"]
     left = []

@@ -170,7 +170,9 @@ def _prep_mbarrier(ins, dec, ctx):
     if ".shared::cluster" in ins.mods and action not in ("arrive", "arrive_drop", "expect_tx", "complete_tx"):
         raise unsupported(ins, f"mbarrier.{action} on a .shared::cluster address")
     ins.handler = handler
-    ins.control = blocks
+    # NOTE: an arrival may complete a phase and release waiters at a lower pc; ending the straight-line run there lets
+    # the lowest-pc-first schedule run them next (a producer refilling a stage released early must get to run)
+    ins.control = blocks or action in ("arrive", "arrive_drop", "expect_tx", "complete_tx")
     ins.aux.update(action=action, parity=".parity" in ins.mods, expect_tx=expect and action != "expect_tx",
                    count_op=len(ins.ops) == 3 and not expect and action in ("arrive", "arrive_drop"),
                    drop=action == "arrive_drop", no_complete=".noComplete" in ins.mods)

@@ -71,7 +71,7 @@ class Scheduler:
         budget = self.budget
         deadline = self.deadline
         rounds = 0
-        watch = st.reg_watch  # asynccheck: pending wgmma accumulators (None without the sanitizer)
+        rules = st.rules  # asynccheck's register rules (pending wgmma accumulators, wgmma.fence), None without it
         while True:
             rounds += 1
             if deadline is not None and rounds % CLOCK_CHECK == 0 and time.perf_counter() > deadline:
@@ -80,6 +80,8 @@ class Scheduler:
             if m >= BLOCKED:
                 if m >= EXITED:
                     break
+                if st.strict and st.mbars is not None and st.mbars.flush_all():
+                    continue  # strict timing: in-flight bulk copies complete only when nothing else can progress
                 self._deadlock()
             mask = pc == m
             cnt = int(np.count_nonzero(mask))
@@ -113,10 +115,8 @@ class Scheduler:
                 st.clock += 1
                 if trace:
                     self._trace(ins, active, nact)
-                if watch and nact and ins.op != "wgmma":
-                    from ptxsim.ops.wgmma import check_accumulator_use
-
-                    check_accumulator_use(st, ins, active)
+                if rules is not None and nact and ins.op != "wgmma":
+                    rules.on_instruction(st, ins, active)
                 if ins.control:
                     pc[lanes] = p + 1
                     if nact:
@@ -192,7 +192,7 @@ class Scheduler:
             "PTXSIM_TIME_LIMIT (0 = none)")
 
     # -- exits and barriers --------------------------------------------------------------------------------------
-    def exit(self, lanes):
+    def exit(self, lanes, ins=None):
         st = self.st
         la = st.lane_array(lanes)
         st.pc[la] = EXITED
@@ -204,6 +204,7 @@ class Scheduler:
             st.warp_syncs.on_exit(st, la)
         if st.cluster is not None:  # exited threads no longer hold back barrier.cluster
             st.cluster.complete(st)
+            st.cluster.mark_exited(st, ins, la)
 
     def barrier(self, ins, lanes, bid, cnt, mode, pred):
         st = self.st

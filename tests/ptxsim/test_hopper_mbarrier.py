@@ -186,8 +186,12 @@ def test_asynccheck_reports_a_wait_on_a_phase_the_thread_already_waited_for():
   @!%p1 bra END;
   mbarrier.init.shared.b64 [bar], 1;
   mbarrier.arrive.shared.b64 %rd5, [bar];
+W0:
   mbarrier.try_wait.parity.shared.b64 %p2, [bar], 0;   // round 0: phase 0 complete
+  @!%p2 bra W0;
+W1:
   mbarrier.try_wait.parity.shared.b64 %p2, [bar], PARITY;   // round 1 (phase 1 not arrived yet)
+  @!%p2 bra W1;
   mbarrier.arrive.shared.b64 %rd5, [bar];
 END:
 """

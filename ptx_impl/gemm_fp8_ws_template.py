@@ -386,7 +386,8 @@ def render(cluster: bool, tokens: int) -> str:
           "    shr.u32             %wg, %thr, 7;",
           "    mov.u32             %sbase, smem;",
           f"    add.u32             %sbase, %sbase, {ALIGN - 1};",
-          f"    and.b32             %sbase, %sbase, 0x{-ALIGN & 0xFFFFFFFF:08X};      // aligned up to {ALIGN} (the slack)",
+          f"    and.b32             %sbase, %sbase, 0x{-ALIGN & 0xFFFFFFFF:08X};      "
+          f"// aligned up to {ALIGN} (the slack)",
           f"    add.u32             %sfull, %sbase, {STAGES * stage_bytes(T)};",
           f"    add.u32             %sempty, %sfull, {8 * STAGES};"]
     L += ["    mov.b64             %ptmw, gf_tm_w;             // the tensor maps' generic addresses (nvcc's form)",

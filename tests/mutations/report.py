@@ -24,6 +24,14 @@ lists every mechanism that fired, in the order it fired. A mutant nothing catche
 
 "wants" is the mechanism issue 26 assigns to the fault (item 1: adversarial asynchronous timing; 2: fence and proxy
 rules; 3: setmaxnreg rules; 4: exited cluster peers; 5: alignment).
+
+Left out as legal, so that no rule is asked to fire on correct code: a reader-side `fence.proxy.async` after the
+bar.sync that publishes rung 2's copies (the proxy fence is still on the causality path from the copies to the
+wgmma); deleting only one of rungs 4/5's two fences after the barrier inits (`fence.mbarrier_init` alone is
+CUTLASS's pattern, `fence.proxy.async` alone the CUDA programming guide's TMA example; deleting both is a mutant);
+deleting rung 2's first epilogue bar.sync when the last slab is not in stage 0 (hence 13 slabs, which put it there);
+releasing a stage from one thread per warpgroup after the warpgroup's `wgmma.wait_group` (the rungs' design before
+issue 26; every math warp arriving after its own wait, as DeepGEMM does, is the safer reading, not a proven fault).
 """
 
 

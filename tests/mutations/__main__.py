@@ -54,6 +54,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else int(os.environ.get("PTXMOE_SEED", secrets.randbits(31)))
     chosen = [m for m in MUTATIONS if args.only is None or re.search(args.only, m.name)]
+    if not chosen:
+        print(f"FAIL --only {args.only!r} matches no mutant (names: r<rung>-<fault>, e.g. r4-no-release)")
+        return 1
     rungs = sorted({m.rung for m in chosen}) if args.only else list(RUNGS)
     names = [f"r{r}-clean" for r in rungs] + [m.name for m in chosen]
     print(f"[seed] mutation suite: PTXMOE_SEED={seed} ({len(chosen)} mutants, {len(rungs)} clean runs, "
@@ -72,7 +75,8 @@ def main(argv=None) -> int:
             outcomes[outcome.name] = outcome
             if bad:
                 invalid[outcome.name] = bad
-            print(f"  {outcome.name:34s} {report.caught_text(outcome):40s} {outcome.seconds:6.1f} s  "
+            shown = "clean" if outcome.name.endswith("-clean") and outcome.silent else report.caught_text(outcome)
+            print(f"  {outcome.name:34s} {shown:40s} {outcome.seconds:6.1f} s  "
                   f"seed={outcome.seed}  {outcome.detail[:160]}", flush=True)
     failures = []
     for r in rungs:

@@ -10,7 +10,7 @@ import numpy as np
 from ptxsim.errors import DeadlockError, InstructionBudgetExceeded, TimeLimitExceeded
 from ptxsim.regpool import REGPOOL_WAIT
 from ptxsim.state import FULL
-from ptxsim.warpsync import WARP_SYNC_WAIT
+from ptxsim.warpsync import WARP_SYNC_WAIT, release_stragglers
 
 EXITED = 1 << 30
 BLOCKED = 1 << 29  # a lane waiting at a barrier holds pc + BLOCKED
@@ -43,6 +43,7 @@ class Scheduler:
         self.warp_slot = (np.arange(n // 32) * 32) // st.padded
         self.executed = 0
         self.has_red = any(i.aux.get("red") for i in st.prog.instrs)
+        self.wg_forced = None  # lanes released by warpsync.release_stragglers, to run their warpgroup op as they are
         self.warned = set()
         self.spin_pc, self.spin_cnt, self.spin_iter, self.spin_snap = -1, 0, 0, None
 
@@ -82,6 +83,8 @@ class Scheduler:
                     break
                 if st.strict and st.mbars is not None and st.mbars.flush_all():
                     continue  # strict timing: in-flight bulk copies complete only when nothing else can progress
+                if release_stragglers(st):  # warps waiting for warpgroup mates that cannot come run without them
+                    continue
                 self._deadlock()
             mask = pc == m
             cnt = int(np.count_nonzero(mask))

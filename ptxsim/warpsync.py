@@ -96,3 +96,72 @@ class WarpSyncs:
         missing = [i for i in range(32) if m >> i & 1 and self.members[base + i] == 0 and st.pc[base + i] < EXITED]
         return (f"  CTA {cta}: {count} thread(s) of warp {(lane % st.padded) // 32} held at PTX line {ins.line} "
                 f"(`{ins.text}`), member mask {m:#010x}; lane(s) {missing[:8]} never reach a bar.warp.sync")
+
+
+# -- warpgroup instructions (wgmma.mma_async, setmaxnreg) ------------------------------------------------------------
+WARPGROUP_WAIT = -6  # Scheduler.wait_id of a thread waiting at a warpgroup instruction for the rest of its warpgroup
+WG = 128
+
+
+def gather_warpgroups(st, ins, la: np.ndarray) -> np.ndarray:
+    """The lanes of la that run the warpgroup instruction `ins` now.
+
+    The four warps of a warpgroup are independent: the lowest-pc-first schedule may bring them to a wgmma at
+    different times (one warp detours, or waits at a bar.warp.sync for a straggling lane). The hardware waits for all
+    four; here a warpgroup's early arrivals wait before the instruction (pc + BLOCKED, WARPGROUP_WAIT) and, once the
+    rest arrive, every thread of it is sent back to the instruction to run it together. Lanes already grouped in
+    whole warpgroups (the usual case) run at once. A warp arriving with only some of its running threads is the
+    handler's business (an .aligned instruction in divergent code)."""
+    from ptxsim.executor import BLOCKED, EXITED
+
+    if len(la) % WG == 0 and np.all(st.tlin[la[::WG]] % WG == 0) and np.all(la[WG - 1::WG] - la[::WG] == WG - 1):
+        return la
+    forced = st.sched.wg_forced
+    if forced is not None and forced[la].any():  # released by release_stragglers: run as they are
+        forced[la] = False
+        return la
+    pc = st.pc
+    first = la - st.tlin[la] % WG  # lane of each warpgroup's thread 0
+    starts = np.unique(first)
+    span = starts[:, None] + np.arange(WG)  # [groups, 128] lanes (a short last warpgroup reaches past its CTA)
+    inside = (span < st.nlanes) & (st.slot[np.minimum(span, st.nlanes - 1)] == st.slot[starts][:, None])
+    span_c = np.minimum(span, st.nlanes - 1)
+    here = np.zeros(st.nlanes, np.bool_)
+    here[la] = True
+    held = (st.sched.wait_id[span_c] == WARPGROUP_WAIT) & (pc[span_c] == ins.pc + BLOCKED) & inside
+    gone = (pc[span_c] >= EXITED) | ~inside
+    complete = np.all(here[span_c] | held | gone, axis=1)
+    run = np.zeros(st.nlanes, np.bool_)
+    for g in np.flatnonzero(complete):
+        lanes_g = span_c[g][inside[g]]
+        back = lanes_g[held[g][inside[g]]]
+        if back.size:  # the rest has come: everyone runs the instruction together next round
+            pc[back] = ins.pc
+            st.sched.wait_id[back] = -1
+            arrived = lanes_g[here[lanes_g]]
+            pc[arrived] = ins.pc
+        else:
+            run[lanes_g] = True
+    wait = la[~complete[np.searchsorted(starts, first)]]
+    if wait.size:
+        pc[wait] = ins.pc + BLOCKED
+        st.sched.wait_id[wait] = WARPGROUP_WAIT
+    return la[run[la]]
+
+
+def release_stragglers(st) -> bool:
+    """No thread can progress: the warps waiting at a warpgroup instruction for mates that cannot come (exited,
+    blocked, or gone past it) run it without them, so the instruction's own check reports the partial warpgroup (a
+    synccheck finding for setmaxnreg, an error for wgmma) instead of a deadlock. True if any were released."""
+    from ptxsim.executor import BLOCKED
+
+    sched = st.sched
+    held = np.flatnonzero(sched.wait_id == WARPGROUP_WAIT)
+    if not held.size:
+        return False
+    if sched.wg_forced is None:
+        sched.wg_forced = np.zeros(st.nlanes, np.bool_)
+    st.pc[held] -= BLOCKED
+    sched.wait_id[held] = -1
+    sched.wg_forced[held] = True
+    return True

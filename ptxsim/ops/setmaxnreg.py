@@ -10,10 +10,13 @@ from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
 from ptxsim.program import IMM
 from ptxsim.regpool import WG, RegisterPools
+from ptxsim.warpsync import gather_warpgroups
 
 
 def setmaxnreg(st, ins, lanes):
-    la = st.lane_array(lanes)
+    la = gather_warpgroups(st, ins, st.lane_array(lanes))  # warps arriving apart wait for their warpgroup
+    if not la.size:
+        return
     _check_warpgroups(st, ins, la)
     RegisterPools.of(st, ins, int(la[0])).execute(st, ins, la, ins.aux["n"], ins.aux["inc"])
 

@@ -28,6 +28,7 @@ from ptxsim.ops.common import unsupported
 from ptxsim.ops.tensor import _elems, _layout
 from ptxsim.program import ADDR, IMM, LIST, NOT, PAIR, REG, VEC
 from ptxsim.ptxtypes import TYPES
+from ptxsim.warpsync import gather_warpgroups
 
 U64, PRED = TYPES["u64"], TYPES["pred"]
 WG = 128  # threads of a warpgroup
@@ -187,7 +188,10 @@ def _uniform(st, op, la2, ty):
 
 
 def mma_async(st, ins, lanes):
-    la2 = _warpgroups(st, ins, lanes)
+    la = gather_warpgroups(st, ins, st.lane_array(lanes))  # warps arriving apart wait for their warpgroup
+    if not la.size:
+        return
+    la2 = _warpgroups(st, ins, la)
     a = ins.aux
     n, kind_a, kind_b = a["n"], a["atype"], a["btype"]
     reads = [] if st.strict else None
@@ -373,6 +377,7 @@ def _prep_mma(ins):
     ins.aux.update(n=n, atype=at, btype=bt, f16_acc=dt == "f16", trans_a=bool(trans_a), trans_b=bool(trans_b),
                    a_regs=a_regs, scale_a=scale_a, scale_b=scale_b, d_rows=rows, d_cols=cols, a_layout=layout)
     ins.handler = mma_async
+    ins.control = True  # it may hold early warps until their warpgroup is complete (ptxsim/warpsync.py)
     ins.klass = "tensor"
     ins.aux["class_units"] = n // 8  # per warp (each of the 4 is counted): n/8 m16n8k16 / m16n8k32 MMAs, as mma.sync
 

@@ -123,3 +123,56 @@ LOW:
     line = 1 + src.splitlines().index("  bar.warp.sync -1;")
     with pytest.raises(DeadlockError, match=rf"16 thread\(s\) of warp 0 held at PTX line {line} .*0xffffffff"):
         ptxsim.launch(ptxsim.load_ptx(src).kernel("k"), 1, 32, [np.zeros(1, np.uint32)])
+
+
+_WGMMA_LOOP = HEADER.replace("sm_90", "sm_90a") + """
+.shared .align 1024 .b8 sm[1024];
+.visible .entry k(.param .u64 pout)
+{
+  .reg .pred %p<4>; .reg .b32 %r<16>; .reg .b64 %rd<8>; .reg .f32 %d<4>;
+  ld.param.u64 %rd1, [pout]; mov.u32 %r0, %tid.x; mul.wide.u32 %rd2, %r0, 4; add.s64 %rd3, %rd1, %rd2;
+  mov.u32 %r1, sm; shl.b32 %r2, %r0, 3; add.u32 %r2, %r2, %r1; mov.u32 %r3, 0;
+  st.shared.v2.u32 [%r2], {%r3, %r3};
+  bar.sync 0;
+  mov.b64 %rd5, 17179869192;
+  mov.u32 %r5, 0x3F803F80; mov.u32 %r8, 0;
+  mov.f32 %d0, 0f00000000; mov.f32 %d1, 0f00000000; mov.f32 %d2, 0f00000000; mov.f32 %d3, 0f00000000;
+  setp.lt.u32 %p1, %r0, 2;
+LOOP:
+  bar.warp.sync -1;
+  wgmma.fence.sync.aligned;
+  wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%d0, %d1, %d2, %d3}, {%r5, %r5, %r5, %r5}, %rd5, 1, 1, 1, 0;
+  wgmma.commit_group.sync.aligned;
+  wgmma.wait_group.sync.aligned 0;
+  @%p1 bra DETOUR;
+TAIL:
+  add.u32 %r8, %r8, 1;
+  setp.lt.u32 %p2, %r8, 3;
+  @%p2 bra LOOP;
+  mov.b32 %r9, %d0;
+  st.global.u32 [%rd3], %r9;
+  ret;
+DETOUR:
+  add.u32 %r10, %r10, 1;
+  bra TAIL;
+}
+"""
+
+
+def test_loop_head_syncwarp_before_a_wgmma_no_longer_leaves_it_126_threads():
+    # the issue's case: two lanes of warp 0 detour every iteration; before, the next wgmma.mma_async ran with 126 of
+    # the warpgroup's 128 threads ("needs the 128 threads of each warpgroup converged"); now warp 0 reconverges at
+    # its bar.warp.sync and warps 1..3, there first, wait at the wgmma for it (the hardware waits for all four)
+    out = np.zeros(128, np.uint32)
+    stats = ptxsim.launch(ptxsim.load_ptx(_WGMMA_LOOP).kernel("k"), 1, 128, [out], sanitize="all")
+    assert stats.sanitizer_reports == []
+    assert (out == 0).all()  # B is zero: 0 after every step (the point is that every step ran converged)
+
+
+def test_a_warp_that_skips_the_wgmma_is_still_an_error():
+    # warp 3 branches past the wgmma to the CTA barrier: warps 0..2 wait for it, nothing else can run, so they run
+    # the wgmma without it and its convergence check reports the 96 threads
+    src = _WGMMA_LOOP.replace("LOOP:\n  bar.warp.sync -1;", "setp.ge.u32 %p3, %r0, 96;\n  @%p3 bra SKIP;\nLOOP:")
+    src = src.replace("  mov.b32 %r9, %d0;", "SKIP:\n  bar.sync 0;\n  mov.b32 %r9, %d0;")
+    with pytest.raises(ptxsim.PtxSimError, match=r"needs the 128 threads of each warpgroup converged; .* with 96"):
+        ptxsim.launch(ptxsim.load_ptx(src).kernel("k"), 1, 128, [np.zeros(128, np.uint32)])

@@ -171,7 +171,6 @@ class MbarrierTable:
         """Strict: a thread observed the completion of phase `want`: the copies of phases up to it land."""
         if not bar.landing or bar.landing[0][0] > want:
             return
-        st = self.st
         keep = []
         for phase, recs in bar.landing:
             if phase > want:

@@ -172,10 +172,13 @@ class Racecheck(Sanitizer):
         """An async copy must be ordered after the last read of every word it overwrites (ptxsim/asyncrace.py)."""
         lanes = rec["lanes"]
         per = len(words) // max(len(lanes), 1)
-        for j, lane in enumerate(lanes.tolist()):
-            w = words[j * per:(j + 1) * per]
-            bad = self.order.unordered(w, lane >> 5)
+        word_lane = np.repeat(lanes, per)
+        for warp in np.unique(lanes >> 5).tolist():  # the issuing warp's clock orders its lanes' copies
+            mine = (word_lane >> 5) == warp
+            w = words[mine]
+            bad = self.order.unordered(w, warp)
             if bad.size:
+                lane = int(word_lane[mine][bad[0]])
                 k = int(w[bad[0]])
                 reader = int(self.order.rd_warp[k])
                 self.report(st, rec["ins"], lane, (k * 4) % st.smem_stride, "shared",

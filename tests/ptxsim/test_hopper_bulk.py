@@ -77,7 +77,8 @@ def test_reading_the_destination_before_the_phase_completes_is_a_race():
     src = np.arange(64, dtype=np.uint32)
     body = ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 256, [%r2];\n"
             "  ld.shared.u32 %r9, [%r1];")
-    with pytest.raises(RacecheckError, match=r"copy issued at PTX line 19 before a waiter observed its completion.* at PTX line 20 "):
+    with pytest.raises(RacecheckError,
+                       match=r"copy issued at PTX line 19 before a waiter observed its completion.* at PTX line 20 "):
         _launch(body, "", [src, np.zeros(64, np.uint32), np.zeros(1, np.uint32), bytes(128)], threads=32,
                 sanitize="racecheck")
 

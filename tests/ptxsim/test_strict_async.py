@@ -7,7 +7,9 @@ import pytest
 import ptxsim
 from ptxsim.errors import AsynccheckError, MemoryFault, RacecheckError
 from tests.ptxsim.ptxkit import HEADER
-from tests.ptxsim.test_hopper_wgmma import _desc, _kernel as _wgmma_kernel, _place, _run as _wgmma_run
+from tests.ptxsim.test_hopper_wgmma import _desc, _place
+from tests.ptxsim.test_hopper_wgmma import _kernel as _wgmma_kernel
+from tests.ptxsim.test_hopper_wgmma import _run as _wgmma_run
 
 pytestmark = pytest.mark.sim
 POISON32 = 0xFFFFFFFF

@@ -16,28 +16,11 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
 
-def _assemble(name: str) -> str:
-    """'' when ptxas accepts the mutant (or is not installed), else ptxas's message (the mutant is not valid PTX)."""
-    from harness.errors import PtxmoeError
-    from harness.toolchain import assemble
-    from tests.mutations.suite import MUTATIONS_BY_NAME, mutated_ptx
-
-    try:
-        assemble(mutated_ptx(MUTATIONS_BY_NAME[name]), "sm_90a", name=f"{name}.ptx")
-    except FileNotFoundError:
-        return ""
-    except PtxmoeError as exc:
-        if "not found" in str(exc).lower() and "ptxas" in str(exc).lower():
-            return ""
-        return str(exc)
-    return ""
-
-
 def _task(name: str, seed: int, ptxas: bool):
-    from tests.mutations.suite import run_by_name
+    from tests.mutations.suite import MUTATIONS_BY_NAME, assemble_notes, run_by_name
 
-    invalid = _assemble(name) if ptxas and not name.endswith("-clean") else ""
-    return run_by_name(name, seed), invalid
+    verdict = assemble_notes(MUTATIONS_BY_NAME[name]) if ptxas and not name.endswith("-clean") else ("", ())
+    return run_by_name(name, seed), verdict
 
 
 def main(argv=None) -> int:
@@ -67,12 +50,13 @@ def main(argv=None) -> int:
     for m in chosen:
         mutated_ptx(m)
     t0 = time.perf_counter()
-    outcomes, invalid = {}, {}
+    outcomes, invalid, notes = {}, {}, {}
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(_task, n, (seed + i) % 2**32, not args.no_ptxas): n for i, n in enumerate(names)}
         for fut in as_completed(futures):
-            outcome, bad = fut.result()
+            outcome, (bad, codes) = fut.result()
             outcomes[outcome.name] = outcome
+            notes[outcome.name] = codes
             if bad:
                 invalid[outcome.name] = bad
             shown = "clean" if outcome.name.endswith("-clean") and outcome.silent else report.caught_text(outcome)
@@ -92,7 +76,7 @@ def main(argv=None) -> int:
         if m.name in invalid:
             failures.append(f"{m.name}: ptxas rejects the mutant: {invalid[m.name]}")
     if args.write_docs:
-        report.DOC.write_text(report.render(outcomes, seed))
+        report.DOC.write_text(report.render(outcomes, seed, notes))
         print(f"wrote {report.DOC}")
     elif args.only is None:
         rows = report.read_rows(report.DOC.read_text()) if report.DOC.exists() else {}

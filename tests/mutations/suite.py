@@ -65,6 +65,32 @@ def mutated_ptx(mutation: Mutation) -> str:
     return apply_edits(t.ptx, t.entry, mutation.edits, mutation.name)
 
 
+def assemble_notes(mutation: Mutation) -> tuple[str, tuple[str, ...]]:
+    """ptxas -arch=sm_90a on the mutant: ('', the codes of its info / warning lines, e.g. C7519 where ptxas injects a
+    warpgroup.arrive the PTX lacks) when it assembles, (ptxas's error text, ()) when it does not; ('', ('no ptxas',))
+    without a ptxas."""
+    import re
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from harness.errors import ToolchainError
+    from harness.toolchain import ptxas_path
+
+    try:
+        ptxas = str(ptxas_path())
+    except ToolchainError:
+        return "", ("no ptxas",)
+    with tempfile.TemporaryDirectory(prefix="ptxmoe-mutant-") as tmp:
+        src = Path(tmp) / f"{mutation.name}.ptx"
+        src.write_text(mutated_ptx(mutation))
+        proc = subprocess.run([ptxas, "-arch=sm_90a", str(src), "-o", str(src.with_suffix(".cubin"))],
+                              capture_output=True, text=True, check=False)
+    if proc.returncode:
+        return proc.stderr.strip() or f"ptxas exited with {proc.returncode}", ()
+    return "", tuple(sorted(set(re.findall(r"\((C\d+)\)", proc.stderr + proc.stdout))))
+
+
 def inputs(seed: int) -> dict:
     """Fresh random values for the seed, with the fixed routing layout (BLOCK_EXPERT, TOTAL_PADDED)."""
     from contract.kernels import get_kernel

@@ -1,7 +1,8 @@
 """The mutation table: single faults of the Hopper rungs (2-5) of the PTX FP8 ladder, as data.
 
 Each mutation is a precise edit of one rung's generated PTX (tests.mutations.edits: a regex, its replacement and the
-number of matches it must have) that the hardware punishes by the PTX ISA's rules and that ptxas accepts. The suite
+number of matches it must have) that breaks the PTX ISA's rules and that ptxas accepts (for a missing wgmma.fence or
+wait_group it inserts the synchronisation itself, with an info line: docs/mutations.md). The suite
 (tests.mutations.suite) runs every one on ptxsim with every sanitizer on, at a K that refills every ring stage at least
 twice, on fresh random data; each must be caught by an error, a sanitizer finding, a hang or deadlock report, or a
 failed check against the float64 reference. `wants` says which mechanism the fault should trip (issue 26's items:

@@ -177,3 +177,16 @@ def test_dynamic_shared_memory_starts_at_the_extern_alignment_as_ptxas_lays_it_o
             info = subprocess.run([str(exe), "-arch=sm_90a", "-v", f.name, "-o", "/dev/null"], capture_output=True,
                                   text=True, timeout=60).stderr
         assert f"{align} bytes smem" in info, info
+
+
+def test_out_of_bounds_bulk_store_destination_is_a_memcheck_report_and_writes_nothing():
+    src = np.arange(64, dtype=np.uint32)
+    dev = ptxsim.Device()
+    dst = dev.to_device(np.zeros(16, np.uint32))  # 64 bytes: the store's [dst + 64, dst + 192) is past its end
+    stats = _launch(_BULK.replace("%r3", "%r1"), _EXPECT, [src, np.zeros(64, np.uint32), dst, bytes(128)],
+                    store="cp.async.bulk.global.shared::cta.bulk_group [%rd9+64], [%r1], 128;", device=dev,
+                    sanitize="memcheck", sanitize_report=True)
+    r = stats.sanitizer_reports[0]  # the range's first and last 16 bytes are both outside
+    assert {x.tool for x in stats.sanitizer_reports} == {"memcheck"}
+    assert "cp.async.bulk destination" in r.message and r.space == "global" and r.address == dst.addr + 64
+    assert not dev.read(dst, np.uint32, (16,)).any()

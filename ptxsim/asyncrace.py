@@ -43,6 +43,14 @@ class AsyncOrder:
         self.rd_epoch[words] = self.vc[warps, self.col[warps]]
         self.rd_line[words] = line
 
+    def retired_read(self, words: np.ndarray, warp: int, line: int) -> None:
+        """A wgmma's operand reads last until the wgmma.wait_group that retires it (which joined its warpgroup just
+        before): they count at the joined clock, so a release before the wait does not cover them and one after it,
+        from any warp of the warpgroup, does."""
+        self.rd_warp[words] = warp
+        self.rd_epoch[words] = self.vc[warp, self.col[warp]] - 1
+        self.rd_line[words] = line
+
     def unordered(self, words: np.ndarray, issuer_warp: int) -> np.ndarray:
         """Positions in words whose last read is not ordered before an async write issued by issuer_warp."""
         r = self.rd_warp[words]

@@ -124,10 +124,15 @@ class AsyncRules:
         """fence / membar: fence.proxy.async orders this thread's generic and async-proxy accesses;
         fence.mbarrier_init (or a cluster-scope acq_rel / sc fence) releases its mbarrier inits to the cluster."""
         mods = ins.mods
-        if ".proxy.async" in mods or (".proxy" in mods and any(m.startswith(".async") for m in ins.modlist)):
+        proxy = ".proxy.async" in mods or (".proxy" in mods and any(m.startswith(".async") for m in ins.modlist))
+        # fence.proxy.async.global orders global memory only; no state space (or .shared::*) covers shared memory
+        if proxy and ".global" not in mods:
             self.proxy_fence[st.lane_array(lanes)] = st.clock
-        if ".mbarrier_init" in mods or (".cluster" in mods and ".proxy" not in mods):
+            self.async_inits(st, st.lane_array(lanes))
+        if ".mbarrier_init" in mods or (".cluster" in mods and not proxy):
             self.release_inits(st, st.lane_array(lanes))
+            if ".mbarrier_init" in mods:
+                self.async_inits(st, st.lane_array(lanes))
 
     def _shadow(self):
         if self.gw_clock is None:
@@ -186,6 +191,25 @@ class AsyncRules:
         cl = self.st.cluster
         return 0 if cl is None else int(cl.rank[slot])
 
+    def async_inits(self, st, la: np.ndarray) -> None:
+        """fence.proxy.async / fence.mbarrier_init by the initialising thread: its inits are visible to the async
+        proxy (the bulk copies that complete_tx on them)."""
+        if st.mbars is None:
+            return
+        lanes = set(la.tolist())
+        for bar in st.mbars.bars.values():
+            if bar.init_lane in lanes:
+                bar.async_visible = True
+
+    def mbar_async_use(self, st, ins, bar, lane: int) -> None:
+        """A bulk copy (the async proxy) signals bar: its init must have been fenced for the async proxy."""
+        if bar.async_visible:
+            return
+        self._say(ins, lane, bar.offset, "shared", ("init-async", ins.pc),
+                  f"mbarrier.init rule: a bulk copy signals the mbarrier at shared address {bar.offset:#x} (initialised "
+                  f"at PTX line {bar.line}) but its initialising thread made the init visible to the async proxy "
+                  "neither with fence.proxy.async (shared) nor with fence.mbarrier_init after it")
+
     def release_inits(self, st, la: np.ndarray) -> None:
         if st.mbars is None:
             return
@@ -207,8 +231,7 @@ class AsyncRules:
             self.release_inits(st, la)
 
     def cluster_complete(self, st, slots: np.ndarray) -> None:
-        """barrier.cluster completed for the CTAs in `slots`: inits released before it become visible, and the peers'
-        accesses into these CTAs are complete."""
+        """barrier.cluster completed for the CTAs in `slots`: inits released before it become visible."""
         done = np.zeros(st.nctas, bool)
         done[slots] = True
         if st.mbars is not None:
@@ -216,8 +239,14 @@ class AsyncRules:
                 if done[bar.cta]:
                     bar.visible_cta = True
                     bar.visible_cluster = bar.visible_cluster or bar.released
-        for s in np.flatnonzero(done):
-            self.pending.pop(int(s), None)
+
+    def cluster_waited(self, st, slots: np.ndarray, clock: int) -> None:
+        """Threads of these CTAs passed barrier.cluster.wait on a phase completed at `clock`: the peers' accesses into
+        them before it are complete (an arrive without the wait promises nothing)."""
+        for s in np.unique(slots).tolist():
+            entries = self.pending.get(s)
+            if entries:
+                self.pending[s] = [e for e in entries if e[0] > clock]
 
     # -- clusters ---------------------------------------------------------------------------------------------------
     def remote_access(self, st, ins, la: np.ndarray, target: np.ndarray, bar: int = -1) -> None:

@@ -69,6 +69,7 @@ class Clusters:
         self.cluster_of_slot = self.first_slot // self.size
         ncl = st.nctas // self.size
         self.phase = np.zeros(ncl, np.int64)
+        self.done_clock: list[list[int]] = [[] for _ in range(ncl)]  # st.clock at which each phase completed
         self.arrived = np.zeros(ncl, np.int64)
         self.arrive_phase = np.full(st.nlanes, -1, np.int64)  # barrier.cluster phase each thread arrived in
         self.exited = np.zeros(st.nctas, np.bool_)  # CTAs whose threads have all exited
@@ -141,7 +142,11 @@ class Clusters:
         from ptxsim.executor import BLOCKED
 
         cl = self.cluster_of_slot[st.slot[la]]
-        blocked = la[self.arrive_phase[la] >= self.phase[cl]]
+        passed = self.arrive_phase[la] < self.phase[cl]
+        if st.rules is not None and passed.any():
+            for c in np.unique(cl[passed]).tolist():
+                st.rules.cluster_waited(st, st.slot[la[passed & (cl == c)]], self.done_clock[c][-1])
+        blocked = la[~passed]
         if blocked.size:
             st.pc[blocked] += BLOCKED
             st.sched.wait_id[blocked] = CLUSTER_WAIT
@@ -154,6 +159,8 @@ class Clusters:
             return
         self.phase[done] += 1
         self.arrived[done] = 0
+        for c in done.tolist():
+            self.done_clock[c].append(st.clock)
         slots = np.flatnonzero(np.isin(self.cluster_of_slot, done))
         if st.rules is not None:
             st.rules.cluster_complete(st, slots)
@@ -166,6 +173,8 @@ class Clusters:
 
         w = np.flatnonzero(st.sched.wait_id == CLUSTER_WAIT)
         rel = w[np.isin(self.cluster_of_slot[st.slot[w]], done)]
+        if rel.size and st.rules is not None:
+            st.rules.cluster_waited(st, st.slot[rel], st.clock)
         if rel.size:
             st.pc[rel] -= BLOCKED
             st.sched.wait_id[rel] = -1

@@ -49,6 +49,10 @@ class Hook:
     def on_mbar_observe(self, st, bar, la, phase):
         """Lanes la observed phase `phase` of bar complete (a wait returned true or resumed)."""
 
+    def on_wgmma_retire(self, st, line, lane, phys):
+        """Strict timing: the wgmma.mma_async of PTX line `line` (warpgroup of lane) stopped reading shared bytes
+        phys at the wgmma.wait_group retiring it."""
+
     def on_sync_groups(self, st, groups):
         """The batch warps in each row of groups [g, k] synchronised (barrier.cluster, a warpgroup's wgmma wait)."""
 

@@ -43,6 +43,7 @@ class Mbarrier:
     visible_cta: bool = False  # asynccheck: the init is visible to the other threads of its CTA
     visible_cluster: bool = False  # ... and to the cluster's other CTAs
     released: bool = False  # the init thread fenced (fence.mbarrier_init) or arrived (release) on barrier.cluster
+    async_visible: bool = False  # the init thread fenced it for the async proxy (fence.proxy.async / mbarrier_init)
     complete_clock: list = field(default_factory=list)  # st.clock at which each phase completed
 
     def describe(self) -> str:
@@ -146,7 +147,7 @@ class MbarrierTable:
     def start_copy(self, ins, p: int, lane: int, nbytes: int, rec) -> None:
         """Strict: a bulk copy of nbytes for barrier p is issued; it completes when flush() says so."""
         bar = self.get(ins, p, lane)
-        self._rules(ins, bar, np.array([lane]))
+        self._rules(ins, bar, np.array([lane]), copy=True)
         bar.inflight.append((rec, nbytes, lane, ins))
 
     def flush(self, bar: Mbarrier) -> bool:
@@ -200,7 +201,7 @@ class MbarrierTable:
     def complete_copy(self, ins, p: int, lane: int, nbytes: int, rec) -> None:
         """A bulk copy of nbytes landed: complete_tx on barrier p, and remember rec until the phase completes."""
         bar = self.get(ins, p, lane)
-        self._rules(ins, bar, np.array([lane]))
+        self._rules(ins, bar, np.array([lane]), copy=True)
         if rec is not None:
             bar.copies.append(rec)
         self._add_tx(ins, bar, -nbytes, lane)
@@ -282,11 +283,14 @@ class MbarrierTable:
             self.wait_phys[rel] = -1
 
     # -- internals -----------------------------------------------------------------------------------------------
-    def _rules(self, ins, bar: Mbarrier, la: np.ndarray) -> None:
-        """asynccheck: the init must be visible to these lanes; a peer CTA's use is a remote access."""
+    def _rules(self, ins, bar: Mbarrier, la: np.ndarray, copy: bool = False) -> None:
+        """asynccheck: the init must be visible to these lanes (and to the async proxy, for a bulk copy's
+        complete_tx); a peer CTA's use is a remote access."""
         rules = self.st.rules
         if rules is not None:
             rules.mbar_use(self.st, ins, bar, la)
+            if copy:
+                rules.mbar_async_use(self.st, ins, bar, int(la[0]))
             if self.st.cluster is not None:
                 rules.remote_access(self.st, ins, la, np.full(len(la), bar.cta), bar.phys)
 

@@ -205,6 +205,10 @@ class Racecheck(Sanitizer):
         self._init(st)
         self.order.join(groups)
 
+    def on_wgmma_retire(self, st, line, lane, phys):
+        self._init(st)
+        self.order.retired_read(np.unique(phys >> 2), lane >> 5, line)
+
     def on_async_complete(self, st, rec, sel):
         self._init(st)
         words = self._async_words(rec, sel)

@@ -267,6 +267,8 @@ def _reread(st, ins, rec, sel: np.ndarray, done: np.ndarray) -> None:
     for lead, phys, raw in rec["reads"]:
         if lead not in sel:
             continue
+        for h in st.hooks:
+            h.on_wgmma_retire(st, rec["line"], lead, phys)
         changed = st.smem[phys] != raw
         if not changed.any():
             continue

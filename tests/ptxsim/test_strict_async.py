@@ -33,6 +33,7 @@ BULK = HEADER + """
   mov.u32 %r1, sm; mov.u32 %r2, bar;
   setp.eq.u32 %p1, %r0, 0;
   @%p1 mbarrier.init.shared::cta.b64 [%r2], 1;
+  @%p1 INIT_FENCE
   bar.sync 0;
   @!%p1 bra WAIT;
   mbarrier.arrive.expect_tx.shared::cta.b64 %rd5, [%r2], 256;
@@ -47,8 +48,11 @@ WAIT:
 """
 
 
-def _bulk(retry: bool, **kw):
-    src = BULK.replace("RETRY", "@!%p2 bra WAIT;" if retry else "")
+MBAR_FENCE = "fence.mbarrier_init.release.cluster;"
+
+
+def _bulk(retry: bool, fence=MBAR_FENCE, **kw):
+    src = BULK.replace("RETRY", "@!%p2 bra WAIT;" if retry else "").replace("INIT_FENCE", fence)
     data, out = np.arange(64, dtype=np.uint32) + 5, np.zeros(64, np.uint32)
     stats = ptxsim.launch(ptxsim.load_ptx(src).kernel("k"), 1, 64, [data, out], **kw)
     return src, data, out, stats
@@ -64,7 +68,7 @@ def test_missing_retry_loop_reads_poison_and_racecheck_names_both_lines():
     assert set(out.tolist()) == {POISON32}  # the first try fails, the phase is never observed: no bytes landed
     _, _, out, _ = _bulk(False, strict_async=False)  # the forgiving timing of plain runs hides the fault
     assert np.array_equal(out, np.arange(64, dtype=np.uint32) + 5)
-    src = BULK.replace("RETRY", "")
+    src = BULK.replace("RETRY", "").replace("INIT_FENCE", MBAR_FENCE)
     copy, read = _lines(src, "cp.async.bulk.shared::cluster"), _lines(src, "ld.shared.u32 %r5")
     with pytest.raises(RacecheckError, match=rf"copy issued at PTX line {copy} before a waiter observed.* at PTX "
                                              rf"line {read} "):
@@ -169,6 +173,8 @@ def test_bulk_store_of_generic_writes_needs_fence_proxy_async():
                                               rf"through the generic proxy at PTX line {write} with no "
                                               "fence.proxy.async"):
         _store(fence="", sanitize="asynccheck")
+    with pytest.raises(AsynccheckError, match="with no fence.proxy.async"):  # a fence for global memory only
+        _store(fence="fence.proxy.async.global;", sanitize="asynccheck")
 
 
 # -- wgmma: operands re-read at retire, wgmma.fence, the proxy fence ------------------------------------------------
@@ -228,8 +234,17 @@ def test_wgmma_reading_generic_writes_needs_fence_proxy_async():
 
 
 # -- mbarrier init visibility ----------------------------------------------------------------------------------------
+def test_bulk_copy_signalling_a_barrier_whose_init_the_async_proxy_may_not_see():
+    for fence in (MBAR_FENCE, "fence.proxy.async.shared::cta;", "fence.proxy.async;"):  # either is established
+        assert _bulk(True, fence, sanitize="asynccheck")[3].sanitizer_reports == []
+    for fence in ("", "fence.proxy.async.global;"):  # none, or one for the wrong state space
+        with pytest.raises(AsynccheckError, match=r"a bulk copy signals the mbarrier .* neither with "
+                                                  "fence.proxy.async"):
+            _bulk(True, fence or "bra.uni WAIT0;\nWAIT0:", sanitize="asynccheck")
+
+
 def test_mbarrier_used_by_other_threads_before_a_barrier_after_init():
-    src = BULK.replace("RETRY", "@!%p2 bra WAIT;")
+    src = BULK.replace("RETRY", "@!%p2 bra WAIT;").replace("INIT_FENCE", MBAR_FENCE)
     data, out = np.arange(64, dtype=np.uint32), np.zeros(64, np.uint32)
     unsynced = src.replace("  bar.sync 0;\n", "", 1)
     with pytest.raises(AsynccheckError, match=rf"used by a thread other than the one that initialised it \(PTX line "
@@ -285,8 +300,9 @@ def test_peer_uses_a_barrier_before_its_init_is_visible_to_the_cluster():
             _cluster(init_sync)
 
 
-def test_cta_exiting_with_an_unobserved_remote_arrive_is_a_finding():
-    src, stats = _cluster(exit_sync="", sanitize_report=True)
+@pytest.mark.parametrize("exit_sync", ["", "barrier.cluster.arrive.release;"])  # none, or an arrive without wait
+def test_cta_exiting_with_an_unobserved_remote_arrive_is_a_finding(exit_sync):
+    src, stats = _cluster(exit_sync=exit_sync, sanitize_report=True)
     arrive = _lines(src, "mbarrier.arrive.release.cluster")
     (r,) = [r for r in stats.sanitizer_reports if "exits" in r.message]
     assert f"peer's arrive / complete_tx on its mbarrier (PTX line {arrive}, CTA (0, 0, 0)" in r.message
@@ -326,6 +342,7 @@ RING = HEADER + """
   setp.eq.u32 %p1, %r0, 0;
   @%p1 mbarrier.init.shared::cta.b64 [%r2], 1;
   @%p1 mbarrier.init.shared::cta.b64 [%r3], 1;
+  @%p1 fence.mbarrier_init.release.cluster;
   bar.sync 0;
   setp.lt.u32 %p2, %r0, 32;
   @%p2 bra PRODUCER;

@@ -86,7 +86,8 @@ def main(argv=None) -> int:
                 failures.append(f"{m.name}: docs/mutations.md says {rows.get(m.name, (0, '', 'nothing'))[2]!r}, "
                                 f"this run {got!r} (rerun with --write-docs if the change is right)")
     silent = sum(1 for m in chosen if outcomes[m.name].silent)
-    print(f"{len(chosen)} mutants: {len(chosen) - silent} caught, {silent} silent; "
+    crashed = sum(1 for m in chosen if outcomes[m.name].crash)
+    print(f"{len(chosen)} mutants: {len(chosen) - silent - crashed} caught, {silent} silent, {crashed} crashed; "
           f"{time.perf_counter() - t0:.0f} s; seed {seed}")
     for f in failures:
         print("FAIL " + f)

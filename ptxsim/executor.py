@@ -42,6 +42,7 @@ class Scheduler:
         self.executed = 0
         self.has_red = any(i.aux.get("red") for i in st.prog.instrs)
         self.warned = set()
+        self.released = np.zeros(0, np.int64)
         self.spin_pc, self.spin_cnt, self.spin_iter, self.spin_snap = -1, 0, 0, None
 
     # -- the loop ------------------------------------------------------------------------------------------------
@@ -274,6 +275,7 @@ class Scheduler:
         self.arrived_warps[ready] = 0
         self.expect[ready] = -1
         self.warp_flag &= ~ready[self.warp_slot]
+        self.released = rel  # the threads that waited (bar.sync), for hooks; bar.arrive threads are not among them
         for h in st.hooks:
             h.on_release(st, ready)
 

@@ -85,8 +85,14 @@ class AsyncOrder:
             return
         self.vc[warps] = np.maximum(self.vc[warps], b[phase][None, :])
 
-    def join(self, groups: np.ndarray) -> None:
-        """Warps in each row of `groups` [g, k] synchronise (bar.sync, barrier.cluster, a warpgroup's wgmma wait)."""
+    def join(self, groups: np.ndarray, acquire: np.ndarray | None = None) -> None:
+        """Warps in each row of `groups` [g, k] synchronise (bar.sync, barrier.cluster, a warpgroup's wgmma wait):
+        each releases its clock; the warps `acquire` says (default all; bar.arrive's do not wait) acquire them all."""
         joined = self.vc[groups].max(axis=1)  # [g, cols]
-        self.vc[groups] = joined[:, None, :]
+        if acquire is None:
+            self.vc[groups] = joined[:, None, :]
+        else:
+            takes = acquire[groups]
+            merged = np.maximum(self.vc[groups], joined[:, None, :])
+            self.vc[groups] = np.where(takes[..., None], merged, self.vc[groups])
         self.vc[groups, self.col[groups]] += 1

@@ -29,6 +29,11 @@ _NO_DEST = frozenset(("st", "red", "bar", "barrier", "bra", "call", "ret", "exit
                       "prefetch", "prefetchu", "stmatrix", "wgmma", "setmaxnreg", "griddepcontrol", "elect"))
 
 
+_RULES = {"first": "wgmma.fence", "touch": "wgmma.fence", "proxy": "fence.proxy.async",
+          "init-remote": "mbarrier.init visibility", "init-local": "mbarrier.init visibility",
+          "init-async": "mbarrier.init visibility", "exit": "cluster exit"}
+
+
 def _regs(op):
     if op.kind == REG:
         yield op.idx
@@ -59,12 +64,13 @@ class AsyncRules:
         self.said = set()
 
     def _say(self, ins, lane: int, addr: int, space: str, key, message: str) -> None:
+        """Report once per (rule, PTX instruction or CTA), the message led by the rule's name."""
         if key in self.said:
             return
         self.said.add(key)
         st = self.st
         for h in st.hooks:
-            h.on_async_hazard(st, ins, lane, addr, space, message)
+            h.on_async_hazard(st, ins, lane, addr, space, f"{_RULES[key[0]]} rule: {message}")
 
     # -- wgmma.fence ------------------------------------------------------------------------------------------------
     def on_instruction(self, st, ins, lanes) -> None:
@@ -206,8 +212,8 @@ class AsyncRules:
         if bar.async_visible:
             return
         self._say(ins, lane, bar.offset, "shared", ("init-async", ins.pc),
-                  f"mbarrier.init rule: a bulk copy signals the mbarrier at shared address {bar.offset:#x} (initialised "
-                  f"at PTX line {bar.line}) but its initialising thread made the init visible to the async proxy "
+                  f"a bulk copy signals the mbarrier at shared address {bar.offset:#x} (initialised at PTX line "
+                  f"{bar.line}) but its initialising thread made the init visible to the async proxy "
                   "neither with fence.proxy.async (shared) nor with fence.mbarrier_init after it")
 
     def release_inits(self, st, la: np.ndarray) -> None:

@@ -45,6 +45,7 @@ class Scheduler:
         self.has_red = any(i.aux.get("red") for i in st.prog.instrs)
         self.wg_forced = None  # lanes released by warpsync.release_stragglers, to run their warpgroup op as they are
         self.warned = set()
+        self.released = np.zeros(0, np.int64)
         self.spin_pc, self.spin_cnt, self.spin_iter, self.spin_snap = -1, 0, 0, None
 
     # -- the loop ------------------------------------------------------------------------------------------------
@@ -281,6 +282,7 @@ class Scheduler:
         self.arrived_warps[ready] = 0
         self.expect[ready] = -1
         self.warp_flag &= ~ready[self.warp_slot]
+        self.released = rel  # the threads that waited (bar.sync), for hooks; bar.arrive threads are not among them
         for h in st.hooks:
             h.on_release(st, ready)
 

@@ -226,7 +226,9 @@ class Racecheck(Sanitizer):
         self.epoch[slots] += 1
         if slots.size:
             wpc = self.order.wpc
-            self.order.join(slots[:, None] * wpc + np.arange(wpc))
+            waited = np.zeros(len(self.order.vc), np.bool_)
+            waited[st.sched.released >> 5] = True
+            self.order.join(slots[:, None] * wpc + np.arange(wpc), waited)
 
     def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
         if space != "shared" or ins.klass == "atom":

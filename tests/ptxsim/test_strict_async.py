@@ -391,3 +391,34 @@ def test_refill_racing_the_consumers_read_is_caught():
     with pytest.raises(RacecheckError, match="copy issued at PTX line \\d+ still has in flight"):
         ptxsim.launch(ptxsim.load_ptx(eager).kernel("k"), 1, 64, [np.arange(64, dtype=np.uint32),
                                                                   np.zeros(64, np.uint32)], sanitize="racecheck")
+
+
+def test_copy_after_bar_arrive_races_the_other_warps_reads():
+    # warp 1 reads sm[0], then the CTA barrier; warp 0's thread 0 then overwrites sm[0] with cp.async
+    src = HEADER + """
+.shared .align 16 .b32 sm[4];
+.visible .entry k(.param .u64 psrc)
+{
+  .reg .pred %p<4>; .reg .b32 %r<8>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [psrc]; mov.u32 %r0, %tid.x; mov.u32 %r1, sm;
+  setp.lt.u32 %p1, %r0, 32;
+  @%p1 bra W0;
+  ld.shared.u32 %r5, [%r1];
+  bar.sync 0;
+  ret;
+W0:
+  BAR
+  setp.eq.u32 %p2, %r0, 0;
+  @%p2 cp.async.ca.shared.global [%r1], [%rd1], 4;
+  cp.async.commit_group; cp.async.wait_group 0;
+  ret;
+}
+"""
+    def run(bar):
+        k = ptxsim.load_ptx(src.replace("BAR", bar)).kernel("k")
+        return ptxsim.launch(k, 1, 64, [np.arange(4, dtype=np.uint32)], sanitize="racecheck")
+
+    assert run("bar.sync 0;").sanitizer_reports == []
+    with pytest.raises(RacecheckError, match=rf"overwrites shared memory that warp 1 of this CTA read at PTX line "
+                                             rf"{_lines(src, 'ld.shared.u32 %r5')} "):
+        run("bar.arrive 0, 64;")  # arrives without waiting: the other warps' reads are not ordered before the copy

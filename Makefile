@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP := $(BIN)/python -m pip
 
-.PHONY: demo demo-tiny test install clean-venv lint ptx
+.PHONY: demo demo-tiny test mutations install clean-venv lint ptx
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,13 @@ test: $(STAMP)
 # Regenerate every PTX file a template renders (ptx_impl/generated.py lists them; the test of them compares).
 ptx: $(STAMP)
 	$(BIN)/python -m ptx_impl.generated
+
+# Issue 26's mutation suite: single faults of FP8 rungs 2-5 (tests/mutations/table.py) on ptxsim with every sanitizer
+# on; fails unless every mutant is caught, the unmutated rungs run clean and docs/mutations.md matches this run.
+# MUTATION_JOBS worker processes (default: the CPUs); MUTATION_ARGS passes options (--seed, --only, --write-docs).
+MUTATION_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+mutations: $(STAMP)
+	$(BIN)/python -m tests.mutations --jobs $(MUTATION_JOBS) $(MUTATION_ARGS)
 
 # ruff: pycodestyle, pyflakes, bugbear, isort over the whole project; mypy: the public API and the harness
 # (both configured in pyproject.toml).

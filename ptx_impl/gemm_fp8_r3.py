@@ -4,8 +4,10 @@ Rung 3 of issue #16's ladder: rung 2's tiling, shared-memory image, wgmma k-step
 slabs brought in by the Tensor Memory Accelerator (`cp.async.bulk.tensor.2d` into 128B-swizzled shared memory, the
 exact image wgmma's descriptors read) and the pipeline synchronised by mbarriers instead of cp.async groups and
 bar.sync: a full barrier per stage (one arrival with the stage's bytes as tx-count) and an empty one (one arrival per
-warp once its wgmma of the slab retired). One thread issues all copies, so the other 255 no longer spend issue
-slots and registers on addresses; the producer still shares a warp with the math (warp specialisation is rung 4).
+math warp once its own wgmma.wait_group retired the slab's reads). One thread issues all copies, lane 0 of a ninth
+warp that does no math, so the 256 math threads no longer spend issue slots and registers on addresses and never
+stall on an empty barrier (a producer inside a math warp would hold its warpgroup's next wgmma until the refill);
+register reallocation (setmaxnreg) and a persistent grid are rung 4's.
 
 Tiling: as rung 2 (swap AB; see ptx_impl.gemm_fp8_r2): 128 weight rows as wgmma M over two warpgroups, TT = 16 /
 32 / 64 token rows as wgmma N, the largest dividing BM, one entry each in ptx_impl/kernels/grouped_gemm_fp8_tma.ptx
@@ -34,7 +36,7 @@ KERNEL = "grouped_gemm_fp8"
 RUNG = 3
 PATH = tpl.FILES[RUNG]
 ENTRIES = {tt: tpl.entry_name(RUNG, tt) for tt in tpl.TOKEN_TILES}
-NTHREADS = tpl.NTHREADS
+NTHREADS = tpl.threads(RUNG)  # 2 math warpgroups + the producer warp
 SWIZZLE = 128
 PARAMS: tuple[tuple[str, str], ...] = (
     ("tmap_a", "tmap"), ("a_scale", "u64"), ("tmap_w", "tmap"), ("w_scale", "u64"), ("block_expert", "u64"),

@@ -22,7 +22,8 @@ TOKEN_TILES = (16, 32, 64)  # wgmma N (token rows per CTA); one entry each
 WROWS = 128  # weight rows per CTA = one 128-row weight block (one w_scale per slab); wgmma M = 64 per warpgroup
 SLAB = 128  # K bytes per slab = one scale group = one 128-byte swizzle row
 STAGES = 4
-NTHREADS = 256  # two warpgroups
+NTHREADS = 256  # the math: two warpgroups (rung 2's whole CTA)
+PRODUCER = NTHREADS  # rung 3: thread 256, lane 0 of a ninth warp, issues every TMA copy; the math never waits on empty
 PITCH_C = 272  # staging pitch of the epilogue's bf16 [token][128] tile: 256 + 16 bytes, conflict-free stmatrix
 DESC_HI = 0x4000004000000000  # wgmma descriptor: swizzle 128B (bits 62-63 = 1), SBO 1024 B (bits 32-45 = 64)
 
@@ -36,6 +37,11 @@ def shared_bytes(rung: int, tt: int) -> int:
     """Dynamic shared memory of an entry: the stages, rung 3's 2 x STAGES mbarriers after them, and 1024 bytes of
     slack to align the base for the 128B swizzle."""
     return STAGES * stage_bytes(tt) + (16 * STAGES if rung == 3 else 0) + 1024
+
+
+def threads(rung: int) -> int:
+    """Threads per CTA: the two math warpgroups, plus rung 3's producer warp."""
+    return NTHREADS + (32 if rung == 3 else 0)
 
 
 def entry_name(rung: int, tt: int) -> str:
@@ -57,9 +63,10 @@ HEADER = """{rule}
 // Swap AB: wgmma's M is 64 rows per warpgroup, and a routing block (one expert) has BM = 16, 32 or 64 token rows, so
 //   a 64-token tile would straddle experts. Each CTA computes C^T = W_e x A^T instead: the weight rows are wgmma's M,
 //   the tokens wgmma's N (n16 / n32 / n64: entries _n16 / _n32 / _n64, the largest dividing BM).
-// Grid and tiles: grid = (N / 128, P_max / TT, 1), 256 threads = 2 warpgroups. CTA (x, y) computes the TT x 128
-//   output tile at rows TT*y.., columns 128x..: one expert (TT divides BM) and one 128-row weight block (one w_scale
-//   per slab). Warpgroup wg owns weight rows 64wg..64wg+63: one m64nTTk32 accumulator of TT/2 f32 per thread.
+// Grid and tiles: grid = (N / 128, P_max / TT, 1), {block}. CTA (x, y)
+//   computes the TT x 128 output tile at rows TT*y.., columns 128x..: one expert (TT divides BM) and one 128-row
+//   weight block (one w_scale per slab). Warpgroup wg owns weight rows 64wg..64wg+63: one m64nTTk32 accumulator of
+//   TT/2 f32 per thread.
 // Shared image of a stage (1024-aligned, {stages} stages): 128 weight rows then TT token rows, 128 bytes of K each,
 //   128B-swizzled (16-byte chunk c of row r at chunk c ^ (r % 8)), the canonical K-major layout wgmma reads with
 //   descriptors (SBO 1024 = one 8-row atom; a k32 step moves the start address 32 bytes). e4m3 wgmma needs both
@@ -95,10 +102,13 @@ LOADS = {
 //      viewed as (E*N, Kd) with box 128 x 128, a as (P_max, Kd) with box TT x 128, both 128B-swizzled, so TMA
 //      writes exactly the image wgmma's descriptors read. No box leaves either tensor (the grid stays inside).
 //   2. Pipeline: {stages} stages, each with a full mbarrier (count 1 + the stage's bytes as tx-count) and an empty
-//      one (count 8: lane 0 of every warp arrives once its warpgroup's wgmma of the slab retired). Thread 0 fills
-//      all stages up front (arrive.expect_tx, then two cp.async.bulk.tensor.2d ... complete_tx::bytes); every
-//      thread waits on full[kt % {stages}] with parity (kt / {stages}) % 2; after slab kt, thread 0 waits on
-//      empty[kt % {stages}] and refills the stage with slab kt + {stages}. No bar.sync in the main loop.""",
+//      one (count 8: lane 0 of every math warp arrives once its own wgmma.wait_group retired the slab's reads).
+//      The producer is thread {producer}, lane 0 of a ninth warp that does no math (so no math warp ever stalls on
+//      an empty barrier, and each wgmma runs on a whole, converged warpgroup): it fills all stages up front
+//      (arrive.expect_tx, then two cp.async.bulk.tensor.2d ... complete_tx::bytes), then for slab kt waits on
+//      empty[kt % {stages}] with parity (kt / {stages}) % 2 and refills the stage with slab kt + {stages}; its
+//      other 31 lanes exit at once. The math warps wait on full[kt % {stages}] with parity (kt / {stages}) % 2. No
+//      bar.sync in the main loop; the epilogue's barriers are named barrier 1 over the 256 math threads.""",
 }
 
 TITLES = {
@@ -108,8 +118,9 @@ TITLES = {
 
 
 def _header(rung: int) -> str:
-    loads = LOADS[rung].format(stages=STAGES, ahead=STAGES - 1, wait=STAGES - 2)
-    return HEADER.format(rule=RULE, title=TITLES[rung], stages=STAGES, loads=loads)
+    loads = LOADS[rung].format(stages=STAGES, ahead=STAGES - 1, wait=STAGES - 2, producer=PRODUCER)
+    block = f"{threads(rung)} threads: 2 warpgroups" + (" + 1 producer warp" if rung == 3 else "")
+    return HEADER.format(rule=RULE, title=TITLES[rung], stages=STAGES, loads=loads, block=block)
 
 
 def _signature(rung: int, tt: int) -> list[str]:
@@ -119,7 +130,7 @@ def _signature(rung: int, tt: int) -> list[str]:
               ".param .u64 gf_total_padded", ".param .u64 gf_c", ".param .u32 gf_kd", ".param .u32 gf_n",
               ".param .u32 gf_bm"]
     return ["", f".visible .entry {entry_name(rung, tt)}(", ",\n".join(f"    {p}" for p in params), ")",
-            f".maxntid {NTHREADS}, 1, 1", "{"]
+            f".maxntid {threads(rung)}, 1, 1", "{"]
 
 
 def _decls(rung: int, tt: int) -> list[str]:
@@ -291,11 +302,12 @@ def _pipeline_r2(tt: int) -> list[str]:
 
 
 def _pipeline_r3_setup(tt: int) -> list[str]:
+    """The mbarriers, the split into math warps (on to the main loop) and the producer warp, the math loop's head."""
     sb = stage_bytes(tt)
     L = [f"""
-    // ---- phase 1: mbarriers (thread 0 initialises; fence; bar.sync) --------------------------------------------
+    // ---- phase 1: mbarriers (the producer initialises; fence; bar.sync) ---------------------------------------
     add.u32             %bars, %sbase, {STAGES * sb};            // full[0..3], empty[0..3] after the stages
-    setp.eq.u32         %p_prod, %thr, 0;               // thread 0 is the producer
+    setp.eq.u32         %p_prod, %thr, {PRODUCER};             // lane 0 of warp {PRODUCER // 32} is the producer
     @!%p_prod bra       $L_inited;"""]
     for s in range(STAGES):
         L.append(f"    mbarrier.init.shared::cta.b64 [%bars+{8 * s}], 1;")
@@ -306,17 +318,10 @@ def _pipeline_r3_setup(tt: int) -> list[str]:
           "    bar.sync            0;",
           "    setp.eq.u32         %p_lead, %lane, 0;              // lane 0 arrives on empty[] for its warp",
           "    mad.lo.u32          %rw, %e, %n, %col0;             // TMA row of w viewed as (E*N, Kd)",
-          f"    // ---- phase 2: prologue: thread 0 fills stages 0..{STAGES - 1} (slabs past the end skipped) "
-          + "-" * 11,
-          "    @!%p_prod bra       $L_filled;"]
-    for s in range(STAGES):
-        L += [f"    setp.gt.u32         %p_more, %ktiles, {s};",
-              "    @!%p_more bra       $L_filled;",
-              f"    mov.u32             %kx, {s * SLAB};",
-              f"    add.u32             %bfull, %bars, {8 * s};",
-              f"    add.u32             %dsw, %sbase, {s * sb};"]
-        L += _tma_issue(tt)
-    L += ["$L_filled:", "    mov.u32             %kt, 0;",
+          f"    setp.ge.u32         %p_more, %thr, {NTHREADS};",
+          f"    @%p_more bra        $L_producer;                    // warp {PRODUCER // 32} feeds the ring, "
+          f"warps 0..{NTHREADS // 32 - 1} compute",
+          "    mov.u32             %kt, 0;",
           "$L_slab:",
           f"    and.b32             %stage, %kt, {STAGES - 1};",
           f"    shr.u32             %par, %kt, {STAGES.bit_length() - 1};",
@@ -328,6 +333,44 @@ def _pipeline_r3_setup(tt: int) -> list[str]:
           "    mbarrier.try_wait.parity.shared::cta.b64 %p_ok, [%bfull], %par;",
           "    @!%p_ok bra         $L_wait_full;",
           f"    mul.lo.u32          %soff, %stage, {sb // 16};            // stage offset in descriptor units"]
+    return L
+
+
+def _producer_r3(tt: int) -> list[str]:
+    """The producer warp: lane 0 fills every stage, then refills stage kt % STAGES with slab kt + STAGES once all
+    eight math warps released it (empty[] phase (kt / STAGES) % 2); lanes 1..31 exit at once."""
+    sb = stage_bytes(tt)
+    L = ["    bra.uni             $L_exit;",
+         "",
+         "    // ---- the producer warp: lane 0 issues every TMA copy ----------------------------------------------",
+         "$L_producer:",
+         "    @!%p_prod bra       $L_exit;                        // lanes 1..31: nothing to do",
+         f"    // prologue: stages 0..{STAGES - 1} (slabs past the end skipped)"]
+    for s in range(STAGES):
+        L += [f"    setp.gt.u32         %p_more, %ktiles, {s};",
+              "    @!%p_more bra       $L_exit;",
+              f"    mov.u32             %kx, {s * SLAB};",
+              f"    add.u32             %bfull, %bars, {8 * s};",
+              f"    add.u32             %dsw, %sbase, {s * sb};"]
+        L += _tma_issue(tt)
+    L += ["    mov.u32             %kt, 0;",
+          "$L_refill:",
+          f"    add.u32             %nxt, %kt, {STAGES};",
+          "    setp.lt.u32         %p_more, %nxt, %ktiles;",
+          "    @!%p_more bra       $L_exit;",
+          f"    and.b32             %stage, %kt, {STAGES - 1};",
+          f"    shr.u32             %par, %kt, {STAGES.bit_length() - 1};",
+          "    and.b32             %par, %par, 1;",
+          "    shl.b32             %tmp, %stage, 3;",
+          "    add.u32             %bfull, %bars, %tmp;",
+          f"    add.u32             %bempty, %bfull, {8 * STAGES};",
+          "$L_wait_empty:",
+          "    mbarrier.try_wait.parity.shared::cta.b64 %p_ok, [%bempty], %par;  // slab kt's readers are done",
+          "    @!%p_ok bra         $L_wait_empty;",
+          f"    shl.b32             %kx, %nxt, {SLAB.bit_length() - 1};",
+          f"    mad.lo.u32          %dsw, %stage, {sb}, %sbase;"] + _tma_issue(tt) + [
+          "    add.u32             %kt, %kt, 1;",
+          "    bra.uni             $L_refill;"]
     return L
 
 
@@ -390,19 +433,9 @@ def _loop_end_r2() -> list[str]:
             "    cp.async.wait_group 0;                              // only empty groups remain"]
 
 
-def _release_r3(tt: int) -> list[str]:
-    """After the wait: release the stage (lane 0 per warp), and thread 0 refills it with slab kt + STAGES."""
-    return ["    @%p_lead mbarrier.arrive.shared::cta.b64 %tok, [%bempty];  // this warp is done with the stage",
-            "    @!%p_prod bra       $L_refilled;",
-            f"    add.u32             %nxt, %kt, {STAGES};",
-            "    setp.lt.u32         %p_more, %nxt, %ktiles;",
-            "    @!%p_more bra       $L_refilled;",
-            "$L_wait_empty:",
-            "    mbarrier.try_wait.parity.shared::cta.b64 %p_ok, [%bempty], %par;",
-            "    @!%p_ok bra         $L_wait_empty;",
-            f"    shl.b32             %kx, %nxt, {SLAB.bit_length() - 1};",
-            "    shl.b32             %dsw, %soff, 4;",
-            "    add.u32             %dsw, %dsw, %sbase;"] + _tma_issue(tt) + ["$L_refilled:"]
+def _release_r3() -> list[str]:
+    """After this warp's wgmma.wait_group: its lane 0 releases the stage (the producer refills it after all eight)."""
+    return ["    @%p_lead mbarrier.arrive.shared::cta.b64 %tok, [%bempty];  // this warp is done with the stage"]
 
 
 def _loop_end_r3() -> list[str]:
@@ -411,10 +444,13 @@ def _loop_end_r3() -> list[str]:
             "    @%p_more bra.uni    $L_slab;"]
 
 
-def _epilogue(tt: int) -> list[str]:
+def _epilogue(rung: int, tt: int) -> list[str]:
+    """bf16 pairs, stmatrix.trans into stage 0, coalesced stores (rung 3: the math warps' named barrier 1; rung 2:
+    the CTA's barrier 0, all threads being math)."""
+    bar = f"1, {NTHREADS}" if rung == 3 else "0"
     L = [f"""
     // ---- phase 5: epilogue: bf16 token pairs, stmatrix.trans into C rows (stage 0 reused), coalesced stores ----
-    bar.sync            0;                              // every warpgroup is done reading the stages
+    bar.sync            {bar};{' ' * (31 - len(bar))}// every warpgroup is done reading the stages
     shr.u32             %tmp, %lane, 3;                 // matrix m of this lane's stmatrix row address
     and.b32             %tmp2, %tmp, 1;                 // h = m % 2: weight rows +8
     shr.u32             %tmp, %tmp, 1;                  // m / 2: tokens +8
@@ -434,7 +470,7 @@ def _epilogue(tt: int) -> list[str]:
             L.append(f"    cvt.rn.bf16x2.f32   %pk{m}, %acc{i + 1}, %acc{i};")
         L.append(f"    stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%sst+{k * 16 * PITCH_C}], "
                  "{%pk0, %pk1, %pk2, %pk3};")
-    L.append(f"""    bar.sync            0;
+    L.append(f"""    bar.sync            {bar};
     shr.u32             %tmp, %thr, 4;                  // token row of this thread's 16-byte chunk
     and.b32             %tmp2, %thr, 15;                // chunk: columns 8q..8q+7
     mad.lo.u32          %sst, %tmp, {PITCH_C}, %sbase;
@@ -452,6 +488,8 @@ def _epilogue(tt: int) -> list[str]:
               "    st.global.v4.b32    [%pco], {%v0, %v1, %v2, %v3};"]
         if r + 1 < tt // 16:
             L.append("    add.s64             %pco, %pco, %nrow16;")
+    if rung == 3:
+        L += _producer_r3(tt)
     L += ["$L_exit:", "    ret;", "}"]
     return L
 
@@ -462,8 +500,8 @@ def render_entry(rung: int, tt: int) -> str:
     if rung == 2:
         L += _cp_async_setup(tt) + _pipeline_r2(tt) + _compute(tt) + _promote(tt) + _loop_end_r2()
     else:
-        L += _pipeline_r3_setup(tt) + _compute(tt) + _release_r3(tt) + _promote(tt) + _loop_end_r3()
-    return "\n".join(L + _epilogue(tt))
+        L += _pipeline_r3_setup(tt) + _compute(tt) + _release_r3() + _promote(tt) + _loop_end_r3()
+    return "\n".join(L + _epilogue(rung, tt))
 
 
 def render(rung: int) -> str:

@@ -24,6 +24,8 @@ TOKEN_TILES = (16, 32, 64)  # wgmma N: token rows of a tile
 STAGES = 4  # ring depth (a power of two: stage = it & 3, phase = it >> 2 & 1)
 W_BYTES = 128 * 128  # weight tile of one stage: 128 rows (wgmma M, two consumer warpgroups) x 128 B of K
 THREADS = 384  # warpgroup 0: producer; 1 and 2: consumers
+CONSUMER_WARPS = 8  # each releases a stage (lane 0 arrives on empty[s]) after its own wgmma.wait_group
+ALIGN = 1024  # 128B-swizzle atoms (TMA destinations, wgmma descriptors) start 1024-byte aligned
 # NOTE: setmaxnreg needs the per-thread count at launch fixed (.maxnreg; without it ptxas allocates 39 and the
 # consumers' inc would wait for registers nobody frees): 384 x 168 = 64512 = 128 x 40 (producer) + 256 x 232
 MAXNREG, PRODUCER_REGS, CONSUMER_REGS = 168, 40, 232
@@ -54,22 +56,30 @@ def stage_bytes(tokens: int) -> int:
 
 
 def shared_bytes(tokens: int) -> int:
-    """Dynamic shared memory: the ring, then full[STAGES] and empty[STAGES] mbarriers."""
-    return STAGES * stage_bytes(tokens) + 2 * 8 * STAGES
+    """Dynamic shared memory: the ring, then full[STAGES] and empty[STAGES] mbarriers, and ALIGN bytes of slack: the
+    kernel aligns its base up to ALIGN in code rather than trusting `.extern .align` of the dynamic window."""
+    return STAGES * stage_bytes(tokens) + 2 * 8 * STAGES + ALIGN
+
+
+def empty_count(cluster: bool) -> int:
+    """Arrivals that complete a phase of an empty barrier: every consumer warp of the CTA, and for rung 5 of the peer
+    too (a stage is free only when neither CTA still reads it: the peer's producer multicasts into it)."""
+    return CONSUMER_WARPS * (2 if cluster else 1)
 
 
 def _header(cluster: bool, T: int) -> str:
     rung = "5" if cluster else "4"
     name, sb, shared = entry(cluster, T), stage_bytes(T), shared_bytes(T)
-    pair = """
+    pair = f"""
 //   Cluster pairs (rung 5, .reqnctapercluster 2): pair item p covers token tiles 2p (rank 0) and 2p + 1
 //   (rank 1) at one N tile, item = p x N tiles + N tile; cluster j takes pair items item_begin + j, + clusters, ...
 //   below item_end; both CTAs walk the same items and stages in lockstep. When both tiles are live and of
 //   the same expert, each producer loads weight rows 64*rank.. of the tile and multicasts them (ctaMask 0b11) to
 //   both CTAs; otherwise each live CTA loads its own 128 rows, and a dead one only arrives on its full barrier so
-//   that its consumers still release the stage. Consumers release a stage on their own AND the peer's empty
-//   barrier (4 arrivals a phase), so no producer multicasts into a stage the peer still reads. barrier.cluster
-//   after the barrier inits and before exit: no remote arrival or copy reaches an exited CTA.""" if cluster else ""
+//   that its consumers still release the stage. Each consumer warp releases a stage on its own AND the peer's
+//   empty barrier ({empty_count(True)} arrivals a phase), so no producer multicasts into a stage the peer still reads.
+//   barrier.cluster after the barrier inits and before exit: no remote arrival or copy reaches an exited CTA.""" \
+        if cluster else ""
     w_box = 64 if cluster else 128
     what = ", 2-CTA clusters multicasting the weight tile" if cluster else ""
     rule = "// " + "=" * 108
@@ -98,14 +108,16 @@ def _header(cluster: bool, T: int) -> str:
 //     on full[s], cp.async.bulk.tensor the weight and token tiles (128B swizzle) into stage s, completing full[s].
 //   warpgroups 1, 2, consumers: setmaxnreg.inc {CONSUMER_REGS}; wait on full[s]; 4 x wgmma.mma_async m64n{T}k32 e4m3
 //     (descriptors: SBO 1024, 128B swizzle, +32 B of K a step; the first with scale-d false), commit,
-//     wait_group 0; one thread of each consumer warpgroup arrives on empty[s]; then the promotion.
+//     wait_group 0; lane 0 of each consumer warp arrives on empty[s] ({empty_count(cluster)} arrivals a phase: a warp
+//     releases only after its own wait_group retired its reads, as the per-warp rule asks); then the promotion.
 // Promotion, every 128 of K (one stage = one scale group; DeepSeek-V3 technical report, section 3.3): the stage's
 //   partial sums are multiplied by a_scale[token][g] * w_scale[e][n/128][g] and added into fp32 registers with
 //   fma.rn.f32 on the CUDA cores.
 // Accumulators (wgmma D, thread = warp w of its warpgroup, lane 4g + t): register i is weight row 16w + g +
 //   8(i>>1 & 1) of the warpgroup's 64, token 8(i>>2) + 2t + (i&1), i < {T // 2}; the epilogue stores each as a bf16.
-// Shared memory (dynamic, {shared} B): {STAGES} stages x ({W_BYTES} B weights + {T * 128} B tokens),
-//   then full[{STAGES}] and empty[{STAGES}].
+// Shared memory (dynamic, {shared} B): from the base aligned up to {ALIGN} in code (the window's alignment is
+//   not trusted; {ALIGN} B of slack), {STAGES} stages x ({W_BYTES} B weights + {T * 128} B tokens), then
+//   full[{STAGES}] and empty[{STAGES}].
 {rule}
 .version 8.4
 .target sm_90a
@@ -252,8 +264,7 @@ def _consumer(cluster: bool, T: int) -> list[str]:
          "    and.b32             %warp, %warp, 3;",
          "    shr.u32             %g, %lane, 2;",
          "    and.b32             %t, %lane, 3;",
-         "    and.b32             %tmp, %thr, 127;",
-         "    setp.eq.u32         %p_lead, %tmp, 0;           // the thread that releases stages",
+         "    setp.eq.u32         %p_lead, %lane, 0;          // lane 0 releases stages for its warp",
          "    setp.eq.u32         %p_zero, %wg, 0;            // false here: scale-d of each stage's first wgmma",
          "    setp.ne.u32         %p_one, %wg, 0;             // true",
          "    shl.b32             %tmp, %cw, 13;",
@@ -374,6 +385,9 @@ def render(cluster: bool, tokens: int) -> str:
           "    mov.u32             %thr, %tid.x;",
           "    shr.u32             %wg, %thr, 7;",
           "    mov.u32             %sbase, smem;",
+          f"    add.u32             %sbase, %sbase, {ALIGN - 1};",
+          f"    and.b32             %sbase, %sbase, 0x{-ALIGN & 0xFFFFFFFF:08X};      "
+          f"// aligned up to {ALIGN} (the slack)",
           f"    add.u32             %sfull, %sbase, {STAGES * stage_bytes(T)};",
           f"    add.u32             %sempty, %sfull, {8 * STAGES};"]
     L += ["    mov.b64             %ptmw, gf_tm_w;             // the tensor maps' generic addresses (nvcc's form)",
@@ -410,7 +424,7 @@ def render(cluster: bool, tokens: int) -> str:
     L += ["    setp.eq.u32         %p_lead, %thr, 0;",
           "    @!%p_lead bra       $L_inited;"]
     L += [f"    mbarrier.init.shared::cta.b64 [%sfull+{8 * s}], 1;" for s in range(STAGES)]
-    L += [f"    mbarrier.init.shared::cta.b64 [%sempty+{8 * s}], {4 if cluster else 2};" for s in range(STAGES)]
+    L += [f"    mbarrier.init.shared::cta.b64 [%sempty+{8 * s}], {empty_count(cluster)};" for s in range(STAGES)]
     L += ["    fence.mbarrier_init.release.cluster;",
           "    fence.proxy.async.shared::cta;",
           "$L_inited:"]

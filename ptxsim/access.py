@@ -29,10 +29,10 @@ def regions(st, ins, space, addr, lanes):
         if addr.size:
             lo, hi = addr.min(), addr.max()
             if lo >= _GB and hi < _SW:
-                return [_region(st, "global", addr, lanes)]
+                return [_region(st, "global", addr, lanes, ins)]
             for sp, win in _WINDOWS:  # every lane in one window (a generic wmma or ld of shared memory)
                 if lo >= win and hi < win + _WS:
-                    return [_region(st, sp, addr - win, lanes)]
+                    return [_region(st, sp, addr - win, lanes, ins)]
         in_s = (addr >= _SW) & (addr < _SW + _WS)
         in_l = (addr >= _LW) & (addr < _LW + _WS)
         in_p = (addr >= _PW) & (addr < _PW + _WS)  # kernel parameters (cvta.param), read-only
@@ -42,21 +42,21 @@ def regions(st, ins, space, addr, lanes):
             if mask.any():
                 idx = np.flatnonzero(mask)
                 sub = addr[idx] - win if win is not None else addr[idx]
-                r = _region(st, sp, sub, _lane_sel(lanes, mask))
+                r = _region(st, sp, sub, _lane_sel(lanes, mask), ins)
                 out.append(r[:4] + (idx, r[5]))
         return out
     if space == "const":
         space = "global"
-    return [_region(st, space, addr, lanes)]
+    return [_region(st, space, addr, lanes, ins)]
 
 
-def _region(st, space, addr, lanes):
+def _region(st, space, addr, lanes, ins=None):
     if space == "global":
         st.launch.gmem.touch(addr - _GB)  # lazy buffers: fill the pages this access lands on
         return ("global", st.launch.gmem.data, addr - _GB, lanes, None, addr)
     if space == "shared":
         if st.cluster is not None:  # shared::cluster addresses may name a peer CTA's shared memory
-            return st.cluster.shared_region(st, addr, lanes)
+            return st.cluster.shared_region(st, addr, lanes, ins)
         return ("shared", st.smem, st.smem_base[lanes] + addr, lanes, None, addr)
     if space == "local":
         return ("local", st.lmem, st.lmem_base[lanes] + addr, lanes, None, addr)

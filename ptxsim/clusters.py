@@ -69,8 +69,10 @@ class Clusters:
         self.cluster_of_slot = self.first_slot // self.size
         ncl = st.nctas // self.size
         self.phase = np.zeros(ncl, np.int64)
+        self.done_clock: list[list[int]] = [[] for _ in range(ncl)]  # st.clock at which each phase completed
         self.arrived = np.zeros(ncl, np.int64)
         self.arrive_phase = np.full(st.nlanes, -1, np.int64)  # barrier.cluster phase each thread arrived in
+        self.exited = np.zeros(st.nctas, np.bool_)  # CTAs whose threads have all exited
         sl = st.slot
         per = {"x": (x, c[0], gx), "y": (y, c[1], gy), "z": (z, c[2], gz)}
         st.sregs["%cluster_ctarank"] = self.rank[sl].astype(np.uint32)
@@ -83,8 +85,8 @@ class Clusters:
         st.uniform["%is_explicit_cluster"] = 1
 
     # -- shared::cluster addresses ----------------------------------------------------------------------------------
-    def target_slot(self, st, addr: np.ndarray, lanes) -> np.ndarray:
-        """Batch slot of the CTA each shared::cluster address names."""
+    def target_slot(self, st, addr: np.ndarray, lanes, ins=None) -> np.ndarray:
+        """Batch slot of the CTA each shared::cluster address names; an exited peer's is a MemoryFault."""
         own = st.slot[lanes]
         r = (addr >> np.uint64(RANK_SHIFT)).astype(np.int64)
         if not r.any():
@@ -94,15 +96,43 @@ class Clusters:
             i = int(np.flatnonzero(bad)[0])
             raise MemoryFault(f"shared::cluster address {int(addr[i]):#x} names CTA rank {int(r[i]) - 1}; the "
                               f"cluster has {self.size} CTAs", space="shared", addr=int(addr[i]))
-        return np.where(r > 0, self.first_slot[own] + r - 1, own)
+        slot = np.where(r > 0, self.first_slot[own] + r - 1, own)
+        self.check_alive(st, ins, slot, st.lane_array(lanes), addr)
+        return slot
 
-    def shared_region(self, st, addr, lanes):
+    def check_alive(self, st, ins, slot: np.ndarray, la: np.ndarray, addr) -> None:
+        """An access into the shared memory (or mbarriers) of a CTA that has exited is a MemoryFault."""
+        dead = self.exited[slot]
+        if not dead.any():
+            return
+        i = int(np.flatnonzero(dead)[0])
+        cta, tid = st.where(int(la[i]))
+        where = f" at PTX line {ins.line} (`{ins.text}`)" if ins is not None else ""
+        a = int(np.asarray(addr).reshape(-1)[i if np.size(addr) > 1 else 0])
+        raise MemoryFault(f"access{where} in kernel {st.prog.name}, CTA {cta} thread {tid}, to the shared memory of "
+                          f"cluster CTA rank {int(self.rank[slot[i]])}, which has exited (shared::cluster address "
+                          f"{a:#x}); a CTA must not exit while its peers may still access its shared memory "
+                          "(barrier.cluster before exit)", space="shared", addr=a, cta=cta, thread=tid,
+                          line=0 if ins is None else ins.line, kernel=st.prog.name)
+
+    def mark_exited(self, st, ins, la: np.ndarray) -> None:
+        newly = np.flatnonzero((st.sched.live == 0) & ~self.exited)
+        if newly.size:
+            self.exited[newly] = True
+            if st.rules is not None:
+                st.rules.cta_exit(st, ins, newly, la)
+
+    def shared_region(self, st, addr, lanes, ins=None):
         off = addr & np.uint64(OFFSET_MASK)
-        slot = self.target_slot(st, addr, lanes)
+        slot = self.target_slot(st, addr, lanes, ins)
+        if st.rules is not None and ins is not None:
+            st.rules.remote_access(st, ins, st.lane_array(lanes), slot)
         return ("shared", st.smem, (slot * st.smem_stride).astype(np.uint64) + off, lanes, None, off)
 
     # -- barrier.cluster ------------------------------------------------------------------------------------------
-    def arrive(self, st, la: np.ndarray) -> None:
+    def arrive(self, st, la: np.ndarray, ins=None) -> None:
+        if st.rules is not None and ins is not None:
+            st.rules.cluster_arrive(st, ins, la)
         cl = self.cluster_of_slot[st.slot[la]]
         self.arrive_phase[la] = self.phase[cl]
         self.arrived += np.bincount(cl, minlength=len(self.arrived))
@@ -112,7 +142,11 @@ class Clusters:
         from ptxsim.executor import BLOCKED
 
         cl = self.cluster_of_slot[st.slot[la]]
-        blocked = la[self.arrive_phase[la] >= self.phase[cl]]
+        passed = self.arrive_phase[la] < self.phase[cl]
+        if st.rules is not None and passed.any():
+            for c in np.unique(cl[passed]).tolist():
+                st.rules.cluster_waited(st, st.slot[la[passed & (cl == c)]], self.done_clock[c][-1])
+        blocked = la[~passed]
         if blocked.size:
             st.pc[blocked] += BLOCKED
             st.sched.wait_id[blocked] = CLUSTER_WAIT
@@ -125,10 +159,22 @@ class Clusters:
             return
         self.phase[done] += 1
         self.arrived[done] = 0
+        for c in done.tolist():
+            self.done_clock[c].append(st.clock)
+        slots = np.flatnonzero(np.isin(self.cluster_of_slot, done))
+        if st.rules is not None:
+            st.rules.cluster_complete(st, slots)
+        if st.hooks:
+            wpc = st.padded // 32
+            groups = (slots.reshape(-1, self.size)[:, :, None] * wpc + np.arange(wpc)).reshape(len(done), -1)
+            for h in st.hooks:
+                h.on_sync_groups(st, groups)
         from ptxsim.executor import BLOCKED
 
         w = np.flatnonzero(st.sched.wait_id == CLUSTER_WAIT)
         rel = w[np.isin(self.cluster_of_slot[st.slot[w]], done)]
+        if rel.size and st.rules is not None:
+            st.rules.cluster_waited(st, st.slot[rel], st.clock)
         if rel.size:
             st.pc[rel] -= BLOCKED
             st.sched.wait_id[rel] = -1

@@ -7,6 +7,10 @@ PTXSIM_TIME_LIMIT=<s>   wall-clock seconds one launch may run before TimeLimitEx
 PTXSIM_MAX_CALL_DEPTH=<n>  deepest nesting of .func calls, recursion included (default 256).
 PTXSIM_MAX_GLOBAL=<n>   bytes of eagerly backed simulated global memory (allocations copied in or poisoned, module
                         variables; default 2 GiB). Lazy allocations (pages filled when first touched) do not count.
+PTXSIM_STRICT_ASYNC=1   adversarial timing of asynchronous operations in every launch (it is always on when a launch
+                        has sanitizers): async-copy destinations hold poison until a waiter observes completion,
+                        try_wait / test_wait fail once per wait, bulk stores read and land at their wait_group, wgmma
+                        re-reads its shared operands at retire (ptxsim/README.md, "Strict asynchronous timing").
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ class Config:
     time_limit: float = 60.0
     max_call_depth: int = 256
     max_global: int = 2 << 30
+    strict_async: bool = False
 
 
 def _read() -> Config:
@@ -32,6 +37,7 @@ def _read() -> Config:
         time_limit=float(os.environ.get("PTXSIM_TIME_LIMIT", "60")),
         max_call_depth=int(os.environ.get("PTXSIM_MAX_CALL_DEPTH", "256")),
         max_global=int(float(os.environ.get("PTXSIM_MAX_GLOBAL", str(2 << 30)))),
+        strict_async=os.environ.get("PTXSIM_STRICT_ASYNC", "0") not in ("", "0"),
     )
 
 

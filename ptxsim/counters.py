@@ -40,6 +40,22 @@ class Hook:
     def on_async_hazard(self, st, ins, lane, addr, space, message):
         """Hopper asynchronous-unit misuse (mbarrier tx underflow, early wgmma accumulator read)."""
 
+    def on_mbar_arrive(self, st, bar, la):
+        """Lanes la arrived on mbarrier bar (before the arrival may complete its phase)."""
+
+    def on_mbar_phase(self, st, bar):
+        """mbarrier bar completed phase bar.phase - 1."""
+
+    def on_mbar_observe(self, st, bar, la, phase):
+        """Lanes la observed phase `phase` of bar complete (a wait returned true or resumed)."""
+
+    def on_wgmma_retire(self, st, line, lane, phys):
+        """Strict timing: the wgmma.mma_async of PTX line `line` (warpgroup of lane) stopped reading shared bytes
+        phys at the wgmma.wait_group retiring it."""
+
+    def on_sync_groups(self, st, groups):
+        """The batch warps in each row of groups [g, k] synchronised (barrier.cluster, a warpgroup's wgmma wait)."""
+
     def on_bulk(self, st, ins, event, lanes, payload):
         """cp.async.bulk stores: event "read" (payload: shared words the store reads), "commit", "wait" (payload:
         groups left pending)."""

@@ -48,6 +48,7 @@ class Launch:
     reg_cache: dict = field(default_factory=dict)
     memcheck: object = None  # the Memcheck sanitizer when enabled (access.check reports through it)
     cluster: tuple | None = None  # thread-block cluster shape (ptxsim/clusters.py); None: no clusters
+    strict_async: bool = False  # adversarial timing of asynchronous operations (launch's strict_async)
     serial: int = field(default_factory=lambda: next(_SERIALS))  # unique per launch (per-launch caches key on it)
 
 

@@ -45,6 +45,7 @@ class Scheduler:
         self.has_red = any(i.aux.get("red") for i in st.prog.instrs)
         self.wg_forced = None  # lanes released by warpsync.release_stragglers, to run their warpgroup op as they are
         self.warned = set()
+        self.released = np.zeros(0, np.int64)
         self.spin_pc, self.spin_cnt, self.spin_iter, self.spin_snap = -1, 0, 0, None
 
     # -- the loop ------------------------------------------------------------------------------------------------
@@ -72,7 +73,7 @@ class Scheduler:
         budget = self.budget
         deadline = self.deadline
         rounds = 0
-        watch = st.reg_watch  # asynccheck: pending wgmma accumulators (None without the sanitizer)
+        rules = st.rules  # asynccheck's register rules (pending wgmma accumulators, wgmma.fence), None without it
         while True:
             rounds += 1
             if deadline is not None and rounds % CLOCK_CHECK == 0 and time.perf_counter() > deadline:
@@ -81,6 +82,8 @@ class Scheduler:
             if m >= BLOCKED:
                 if m >= EXITED:
                     break
+                if st.strict and st.mbars is not None and st.mbars.flush_all():
+                    continue  # strict timing: in-flight bulk copies complete only when nothing else can progress
                 if release_stragglers(st):  # warps waiting for warpgroup mates that cannot come run without them
                     continue
                 self._deadlock()
@@ -116,10 +119,8 @@ class Scheduler:
                 st.clock += 1
                 if trace:
                     self._trace(ins, active, nact)
-                if watch and nact and ins.op != "wgmma":
-                    from ptxsim.ops.wgmma import check_accumulator_use
-
-                    check_accumulator_use(st, ins, active)
+                if rules is not None and nact and ins.op != "wgmma":
+                    rules.on_instruction(st, ins, active)
                 if ins.control:
                     pc[lanes] = p + 1
                     if nact:
@@ -195,7 +196,7 @@ class Scheduler:
             "PTXSIM_TIME_LIMIT (0 = none)")
 
     # -- exits and barriers --------------------------------------------------------------------------------------
-    def exit(self, lanes):
+    def exit(self, lanes, ins=None):
         st = self.st
         la = st.lane_array(lanes)
         st.pc[la] = EXITED
@@ -207,6 +208,7 @@ class Scheduler:
             st.warp_syncs.on_exit(st, la)
         if st.cluster is not None:  # exited threads no longer hold back barrier.cluster
             st.cluster.complete(st)
+            st.cluster.mark_exited(st, ins, la)
 
     def barrier(self, ins, lanes, bid, cnt, mode, pred):
         st = self.st
@@ -280,6 +282,7 @@ class Scheduler:
         self.arrived_warps[ready] = 0
         self.expect[ready] = -1
         self.warp_flag &= ~ready[self.warp_slot]
+        self.released = rel  # the threads that waited (bar.sync), for hooks; bar.arrive threads are not among them
         for h in st.hooks:
             h.on_release(st, ready)
 

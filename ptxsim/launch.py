@@ -27,7 +27,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
            max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None,
            wave_ctas: int | None = None, l2_bytes: int | None = None, phases=None, represents: float | None = None,
-           phase_waves=None, phase_grids=None, sample_ranges=None, phase_weights=None):
+           phase_waves=None, phase_grids=None, sample_ranges=None, phase_weights=None, strict_async=None):
     """Run `kernel` over `grid` x `block` threads (or, with `phases`, the whole grid once per parameter list).
 
     Args:
@@ -74,6 +74,12 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
             and extrapolating their setup by 1 / represents would charge the whole launch for CTAs that, in the
             whole launch, all have work. LaunchStats still report `grid` (the launch as the device runs it).
 
+        strict_async: adversarial timing of asynchronous operations (None: on when there are sanitizers or
+            PTXSIM_STRICT_ASYNC=1). Async-copy destinations hold poison (0xFF bytes) until a waiter observes the
+            copy's completion, mbarrier try_wait / test_wait return false once at each wait whose phase is
+            incomplete, bulk copies complete only when a waiter needs them, bulk stores read shared memory and land
+            at their wait_group, and wgmma re-reads its shared-memory operands when wgmma.wait_group retires it.
+
     Returns:
         LaunchStats.
 
@@ -106,6 +112,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     mem = MemCounters(dev.gmem, l2_bytes) if counters else NoCounters()
     L.hooks = ([mem] if counters else []) + sans
     L.memcheck = next((s for s in sans if s.tool == "memcheck"), None)
+    L.strict_async = (bool(sans) or CONFIG.strict_async) if strict_async is None else bool(strict_async)
     from ptxsim.clusters import cluster_shape, cta_order
 
     L.cluster = cluster_shape(kernel, grid, cluster)
@@ -162,6 +169,10 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
                 st.call_stack = None
                 sch = Scheduler(st, counts, limit - executed, CONFIG.trace, deadline, seconds)
                 executed += sch.run()
+                if st.bulk_stores:  # strict timing: stores never waited for land when their CTAs end
+                    from ptxsim.ops.bulk import retire_stores
+
+                    retire_stores(st, None, None)
                 for h in L.hooks:
                     h.on_batch_end(st)
                 if weighted is not None:

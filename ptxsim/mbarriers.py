@@ -4,6 +4,11 @@ blocked in try_wait / test_wait, and the bulk copies whose completion a phase si
 An mbarrier is a 64-bit object in shared memory; ptxsim keeps its state here, keyed by the object's byte index in
 the batch's shared-memory array (CTA base + offset), and leaves the 8 shared bytes untouched.
 The opaque state `mbarrier.arrive` returns is (phase number << 32) | pending count after the arrival.
+
+Strict timing (st.strict, ptxsim/README.md): a bulk copy stays in flight (its destination holds poison, its bytes do
+not count against the tx-count) until a thread waiting on its barrier finds the phase incomplete a second time, or no
+thread could otherwise progress; its bytes land in shared memory only when a thread observes the completed phase
+(a wait that returns true, or a blocked wait that resumes).
 """
 from __future__ import annotations
 
@@ -31,6 +36,15 @@ class Mbarrier:
     phase: int = 0  # number of completed phases; the current (incomplete) phase has parity phase & 1
     line: int = 0  # PTX line of the init
     copies: list = field(default_factory=list)  # async-copy records completed by this phase (for sanitizers)
+    inflight: list = field(default_factory=list)  # strict: (record, bytes, lane, ins) of copies not yet complete
+    completed: list = field(default_factory=list)  # strict: records completed in the current phase
+    landing: list = field(default_factory=list)  # strict: (phase, records) completed, not yet observed
+    init_lane: int = -1  # the lane that initialised it (asynccheck's visibility rules, ptxsim/asyncrules.py)
+    visible_cta: bool = False  # asynccheck: the init is visible to the other threads of its CTA
+    visible_cluster: bool = False  # ... and to the cluster's other CTAs
+    released: bool = False  # the init thread fenced (fence.mbarrier_init) or arrived (release) on barrier.cluster
+    async_visible: bool = False  # the init thread fenced it for the async proxy (fence.proxy.async / mbarrier_init)
+    complete_clock: list = field(default_factory=list)  # st.clock at which each phase completed
 
     def describe(self) -> str:
         return (f"mbarrier at shared address {self.offset:#x} (initialised at PTX line {self.line}): current phase "
@@ -43,7 +57,11 @@ class MbarrierTable:
 
     def __init__(self, st):
         self.st = st
+        self.strict = st.strict
         self.bars: dict[int, Mbarrier] = {}
+        # strict: the wait (pc, phase) at which each lane last got false (the next try at it may block)
+        self.false_pc = np.full(st.nlanes, -1, np.int64)
+        self.false_want = np.full(st.nlanes, -1, np.int64)
         self.wait_phys = np.full(st.nlanes, -1, np.int64)
         self.wait_phase = np.full(st.nlanes, -1, np.int64)  # released when the barrier's phase exceeds this
         self.seen: dict[int, np.ndarray] = {}  # barrier -> per lane, the newest phase the thread saw complete
@@ -82,9 +100,10 @@ class MbarrierTable:
                 raise MbarrierError(f"mbarrier.init at PTX line {ins.line} in kernel {st.prog.name}, CTA {cta} thread "
                                     f"{tid}: count {c}; expected 1 .. {MAX_COUNT}")
             old = self.bars.get(p)
-            if old is not None and old.copies:
-                self.complete_copies(old)
-            self.bars[p] = Mbarrier(p, p % st.smem_stride, p // st.smem_stride, c, c, line=ins.line)
+            if old is not None:
+                self._drain(old)
+            self.bars[p] = Mbarrier(p, p % st.smem_stride, p // st.smem_stride, c, c, line=ins.line,
+                                    init_lane=int(la[pos[-1]]))
             self.seen.pop(p, None)
 
     def inval(self, phys: np.ndarray) -> None:
@@ -96,6 +115,7 @@ class MbarrierTable:
         state = np.zeros(len(phys), np.uint64)
         for p, pos in self.groups(phys):
             bar = self.get(ins, p, int(la[pos[0]]))
+            self._rules(ins, bar, la[pos])
             self._add_tx(ins, bar, int(tx_add[pos].sum()), int(la[pos[0]]))
             n = int(counts[pos].sum())
             if n > bar.pending:
@@ -103,6 +123,8 @@ class MbarrierTable:
                                     f"expected at most its pending count {bar.pending} (a phase error: arriving "
                                     "more often per phase than the count given to mbarrier.init)")
             bar.pending -= n
+            for h in self.st.hooks:
+                h.on_mbar_arrive(self.st, bar, la[pos])
             if drop:
                 bar.expected -= n
             state[pos] = (np.uint64(bar.phase) << np.uint64(32)) | np.uint64(bar.pending)
@@ -117,13 +139,69 @@ class MbarrierTable:
         """expect_tx (tx > 0) or complete_tx (tx < 0) without an arrival."""
         for p, pos in self.groups(phys):
             bar = self.get(ins, p, int(la[pos[0]]))
+            self._rules(ins, bar, la[pos])
             self._add_tx(ins, bar, int(tx[pos].sum()), int(la[pos[0]]))
             self._check_tx(ins, bar, int(la[pos[0]]))
             self._maybe_complete(bar)
 
+    def start_copy(self, ins, p: int, lane: int, nbytes: int, rec) -> None:
+        """Strict: a bulk copy of nbytes for barrier p is issued; it completes when flush() says so."""
+        bar = self.get(ins, p, lane)
+        self._rules(ins, bar, np.array([lane]), copy=True)
+        bar.inflight.append((rec, nbytes, lane, ins))
+
+    def flush(self, bar: Mbarrier) -> bool:
+        """Strict: complete bar's in-flight copies, oldest first, until its current phase completes (copies issued
+        for a later phase stay in flight). Returns whether any completed."""
+        if not bar.inflight:
+            return False
+        start = bar.phase
+        while bar.inflight and bar.phase == start:
+            rec, nbytes, lane, ins = bar.inflight.pop(0)
+            bar.completed.append(rec)
+            self._add_tx(ins, bar, -nbytes, lane)
+            self._check_tx(ins, bar, lane)
+            self._maybe_complete(bar)
+        return True
+
+    def flush_all(self) -> bool:
+        """Strict: no thread can progress; complete in-flight copies (as the hardware eventually does)."""
+        return any([self.flush(bar) for bar in list(self.bars.values())])
+
+    def observe(self, bar: Mbarrier, want: int) -> None:
+        """Strict: a thread observed the completion of phase `want`: the copies of phases up to it land."""
+        if not bar.landing or bar.landing[0][0] > want:
+            return
+        keep = []
+        for phase, recs in bar.landing:
+            if phase > want:
+                keep.append((phase, recs))
+                continue
+            for rec in recs:
+                self._land(rec)
+        bar.landing = keep
+
+    def _land(self, rec) -> None:
+        st = self.st
+        st.mem_writes += 1
+        d = rec["data"]
+        st.smem[rec["phys"][:, None] + np.arange(d.shape[1])] = d
+        sel = np.arange(len(rec["phys"]))
+        for h in st.hooks:
+            h.on_async_complete(st, rec, sel)
+
+    def _drain(self, bar: Mbarrier) -> None:
+        """Land every copy of a barrier that is re-initialised (its bytes arrive regardless)."""
+        if bar.copies:
+            self.complete_copies(bar)
+        for rec in [r for r, *_ in bar.inflight] + bar.completed + [r for _, rs in bar.landing for r in rs]:
+            self._land(rec)
+        bar.inflight, bar.completed, bar.landing = [], [], []
+
     def complete_copy(self, ins, p: int, lane: int, nbytes: int, rec) -> None:
         """A bulk copy of nbytes landed: complete_tx on barrier p, and remember rec until the phase completes."""
         bar = self.get(ins, p, lane)
+        self._rules(ins, bar, np.array([lane]), copy=True)
         if rec is not None:
             bar.copies.append(rec)
         self._add_tx(ins, bar, -nbytes, lane)
@@ -131,6 +209,17 @@ class MbarrierTable:
         self._maybe_complete(bar)
 
     # -- waits ---------------------------------------------------------------------------------------------------
+    def wanted(self, ins, phys, la, token, parity: bool) -> np.ndarray:
+        """The phase number each lane's wait names (without observing anything)."""
+        want = np.zeros(len(phys), np.int64)
+        for p, pos in self.groups(phys):
+            bar = self.get(ins, p, int(la[pos[0]]))
+            if parity:
+                want[pos] = np.where((token[pos] & 1) == (bar.phase & 1), bar.phase, bar.phase - 1)
+            else:
+                want[pos] = (token[pos] >> np.uint64(32)).astype(np.int64)
+        return want
+
     def done(self, ins, phys, la, token, parity: bool) -> np.ndarray:
         """Whether the phase named by token (a parity or an opaque state) has completed, per lane, and the phase
         number each lane waits for."""
@@ -138,6 +227,7 @@ class MbarrierTable:
         want = np.zeros(len(phys), np.int64)
         for p, pos in self.groups(phys):
             bar = self.get(ins, p, int(la[pos[0]]))
+            self._rules(ins, bar, la[pos])
             if parity:
                 # the phase of parity `token` is complete unless it is the current one
                 want[pos] = np.where((token[pos] & 1) == (bar.phase & 1), bar.phase, bar.phase - 1)
@@ -145,6 +235,8 @@ class MbarrierTable:
                 want[pos] = (token[pos] >> np.uint64(32)).astype(np.int64)
             out[pos] = bar.phase > want[pos]
             self._observe(ins, bar, la[pos], want[pos], out[pos])
+            if out[pos].any():
+                self._observed(bar, la[pos][out[pos]], int(want[pos][out[pos]].max()))
         return out, want
 
     def _observe(self, ins, bar: Mbarrier, la, want, done) -> None:
@@ -183,6 +275,7 @@ class MbarrierTable:
             seen = self.seen.get(p)
             if seen is not None:
                 seen[rel] = np.maximum(seen[rel], self.wait_phase[rel])
+            self._observed(bar, rel, int(self.wait_phase[rel].max()))
             from ptxsim.executor import BLOCKED
 
             st.pc[rel] -= BLOCKED
@@ -190,6 +283,27 @@ class MbarrierTable:
             self.wait_phys[rel] = -1
 
     # -- internals -----------------------------------------------------------------------------------------------
+    def _rules(self, ins, bar: Mbarrier, la: np.ndarray, copy: bool = False) -> None:
+        """asynccheck: the init must be visible to these lanes (and to the async proxy, for a bulk copy's
+        complete_tx); a peer CTA's use is a remote access."""
+        rules = self.st.rules
+        if rules is not None:
+            rules.mbar_use(self.st, ins, bar, la)
+            if copy:
+                rules.mbar_async_use(self.st, ins, bar, int(la[0]))
+            if self.st.cluster is not None:
+                rules.remote_access(self.st, ins, la, np.full(len(la), bar.cta), bar.phys)
+
+    def _observed(self, bar: Mbarrier, la: np.ndarray, want: int) -> None:
+        """Threads la observed phase `want` of bar complete: strict copies land; asynccheck's exit rule notes it."""
+        if bar.landing:
+            self.observe(bar, want)
+        for h in self.st.hooks:
+            h.on_mbar_observe(self.st, bar, la, want)
+        rules = self.st.rules
+        if rules is not None and rules.pending:
+            rules.observed(self.st, bar.cta, bar, want)
+
     def _where(self, ins, lane) -> str:
         st = self.st
         cta, tid = st.where(int(lane))
@@ -214,6 +328,12 @@ class MbarrierTable:
             return
         bar.phase += 1
         bar.pending = bar.expected
+        bar.complete_clock.append(self.st.clock)
+        for h in self.st.hooks:
+            h.on_mbar_phase(self.st, bar)
+        if bar.completed:
+            bar.landing.append((bar.phase - 1, bar.completed))
+            bar.completed = []
         if bar.copies:
             self.complete_copies(bar)
         self._release(bar, bar.phys)

@@ -141,7 +141,11 @@ class Racecheck(Sanitizer):
             self.r_warp = np.full(nw, -1, np.int64)  # -2: read by several warps
             self.r_epoch = np.full(nw, -1, np.int64)
             self.epoch = np.zeros(st.nctas, np.int64)
+            from ptxsim.asyncrace import AsyncOrder
+
+            self.order = AsyncOrder(st, nw)
             self.in_flight = np.zeros(nw, np.int64)  # cp.async copies not yet waited for, per word
+            self.flight_line = np.zeros(nw, np.int64)  # PTX line of the newest copy issued into each word
 
     def _async_words(self, rec, sel=None):
         phys = rec["phys"] if sel is None else rec["phys"][sel]
@@ -150,7 +154,60 @@ class Racecheck(Sanitizer):
 
     def on_async_issue(self, st, rec):
         self._init(st)
-        np.add.at(self.in_flight, self._async_words(rec), 1)
+        words = self._async_words(rec)
+        self._ordered(st, rec, words)
+        busy = self.in_flight[words] > 0
+        if busy.any():  # two asynchronous writes to one word with nothing ordering them
+            i = int(np.flatnonzero(busy)[0])
+            lane = int(rec["lanes"][min(i * len(rec["lanes"]) // len(words), len(rec["lanes"]) - 1)])
+            ins = rec["ins"]
+            self.report(st, ins, lane, (int(words[i]) * 4) % st.smem_stride, "shared",
+                        f"asynchronous copy into shared memory that the copy issued at PTX line "
+                        f"{int(self.flight_line[words[i]])} still has in flight (no waiter observed its completion "
+                        "yet): was the stage refilled before its consumers released it?", int(np.count_nonzero(busy)))
+        np.add.at(self.in_flight, words, 1)
+        self.flight_line[words] = rec["ins"].line
+
+    def _ordered(self, st, rec, words: np.ndarray) -> None:
+        """An async copy must be ordered after the last read of every word it overwrites (ptxsim/asyncrace.py)."""
+        lanes = rec["lanes"]
+        per = len(words) // max(len(lanes), 1)
+        word_lane = np.repeat(lanes, per)
+        for warp in np.unique(lanes >> 5).tolist():  # the issuing warp's clock orders its lanes' copies
+            mine = (word_lane >> 5) == warp
+            w = words[mine]
+            bad = self.order.unordered(w, warp)
+            if bad.size:
+                lane = int(word_lane[mine][bad[0]])
+                k = int(w[bad[0]])
+                reader = int(self.order.rd_warp[k])
+                self.report(st, rec["ins"], lane, (k * 4) % st.smem_stride, "shared",
+                            f"asynchronous copy overwrites shared memory that warp {reader % self.order.wpc} of "
+                            f"{'this' if reader // self.order.wpc == st.slot[lane] else 'a peer'} CTA read at PTX line "
+                            f"{int(self.order.rd_line[k])} with nothing ordering the read before the copy (the reader "
+                            "did not release it, by mbarrier.arrive after the read, or this thread did not observe "
+                            "that release through a wait that returned true, or no bar.sync between)", int(bad.size))
+                return
+
+    def on_mbar_arrive(self, st, bar, la):
+        self._init(st)
+        self.order.release(bar.phys, np.unique(np.asarray(la) >> 5))
+
+    def on_mbar_phase(self, st, bar):
+        self._init(st)
+        self.order.phase_complete(bar.phys, bar.phase - 1)
+
+    def on_mbar_observe(self, st, bar, la, phase):
+        self._init(st)
+        self.order.acquire(bar.phys, phase, np.unique(np.asarray(la) >> 5))
+
+    def on_sync_groups(self, st, groups):
+        self._init(st)
+        self.order.join(groups)
+
+    def on_wgmma_retire(self, st, line, lane, phys):
+        self._init(st)
+        self.order.retired_read(np.unique(phys >> 2), lane >> 5, line)
 
     def on_async_complete(self, st, rec, sel):
         self._init(st)
@@ -165,7 +222,13 @@ class Racecheck(Sanitizer):
 
     def on_release(self, st, ready):
         self._init(st)
-        self.epoch[ready.any(axis=1)] += 1
+        slots = np.flatnonzero(ready.any(axis=1))
+        self.epoch[slots] += 1
+        if slots.size:
+            wpc = self.order.wpc
+            waited = np.zeros(len(self.order.vc), np.bool_)
+            waited[st.sched.released >> 5] = True
+            self.order.join(slots[:, None] * wpc + np.arange(wpc), waited)
 
     def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
         if space != "shared" or ins.klass == "atom":
@@ -180,13 +243,17 @@ class Racecheck(Sanitizer):
             addr = np.repeat(addr, words)
         warp = la >> 5
         ep = self.epoch[st.slot[la]]
+        if not is_store:
+            self.order.read(phys, warp, ins.line)
         kind = None
         flying = self.in_flight[phys] > 0
         if flying.any():
             i = int(np.flatnonzero(flying)[0])
-            self.report(st, ins, la[i], addr[i], space, f"{'write to' if is_store else 'read of'} a cp.async "
-                        "destination before cp.async.wait_group / wait_all (or, for cp.async.bulk, the mbarrier "
-                        "phase) completed the copy",
+            issued = int(self.flight_line[phys[i]])
+            self.report(st, ins, la[i], addr[i], space, f"{'write to' if is_store else 'read of'} the destination "
+                        f"of the asynchronous copy issued at PTX line {issued} before a waiter observed its completion "
+                        "(cp.async.wait_group / wait_all for cp.async; for cp.async.bulk{.tensor}, an mbarrier "
+                        "try_wait / test_wait that returned true for the phase the copy completes)",
                         int(np.count_nonzero(flying)))
         if is_store:
             raw = (self.w_epoch[phys] == ep) & (self.w_warp[phys] != warp) & (self.w_warp[phys] >= 0)
@@ -306,6 +373,23 @@ class Asynccheck(Sanitizer):
     def on_async_hazard(self, st, ins, lane, addr, space, message):
         self.report(st, ins, lane, addr, space, message)
 
+    def on_async_complete(self, st, rec, sel):
+        """A landed copy: bulk copies write through the async proxy, cp.async through the generic one (its issuing
+        thread's write, for the fence.proxy.async rule)."""
+        if st.rules is None:
+            return
+        size = rec["data"].shape[1]
+        words = ((rec["phys"][sel][:, None] + np.arange(0, size, 4)) >> 2)
+        if ".bulk" in rec["ins"].mods:
+            st.rules.async_write(words.reshape(-1))
+        else:
+            lanes = np.repeat(rec["lanes"][sel], words.shape[1])
+            st.rules.generic_write(st, rec["ins"], words.reshape(-1), lanes, rec["ins"].line)
+
+    def on_release(self, st, ready):
+        if st.rules is not None:
+            st.rules.cta_barrier(st, ready.any(axis=1))
+
     def _init(self, st):
         if self._st is not st:  # a new batch of CTAs: shared memory starts afresh
             self._st = st
@@ -316,6 +400,8 @@ class Asynccheck(Sanitizer):
     def on_bulk(self, st, ins, event, lanes, payload):
         self._init(st)
         if event == "read":
+            if st.rules is not None:
+                st.rules.async_read(st, ins, payload, np.asarray(lanes), "cp.async.bulk store (its source)")
             self.stores.append([int(lanes[0]), payload, -1, ins.line])
             np.add.at(self.reading, payload, 1)
             return
@@ -335,14 +421,17 @@ class Asynccheck(Sanitizer):
         self.stores = left
 
     def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
-        if space != "shared" or not is_store:
+        if space != "shared" or not (is_store or ins.klass == "atom") or ins.op == "wgmma":
             return
         self._init(st)
-        if not self.stores:
-            return
         words = (st.smem_base[lanes] + addr).astype(np.int64) >> 2
         if nbytes > 4:
             words = words[:, None] + np.arange(nbytes // 4)
+        if st.rules is not None:
+            la = st.lane_array(lanes)
+            st.rules.generic_write(st, ins, words.reshape(-1), np.repeat(la, words.size // max(len(la), 1)), ins.line)
+        if not self.stores:
+            return
         hit = (self.reading[words] > 0).reshape(len(addr), -1).any(axis=1)
         if hit.any():
             i = int(np.flatnonzero(hit)[0])

@@ -5,6 +5,11 @@ import secrets
 import numpy as np
 import pytest
 
+# Strict asynchronous timing in every test's launches (ptxsim/README.md): async-copy destinations poisoned until a
+# waiter observes them, waits that fail once, late bulk stores, wgmma operands re-read at retire. Read when ptxsim is
+# first imported, which is after this file; PTXSIM_STRICT_ASYNC=0 in the environment turns it off.
+os.environ.setdefault("PTXSIM_STRICT_ASYNC", "1")
+
 
 @pytest.fixture
 def seed(request) -> int:

@@ -4,7 +4,10 @@ with out-of-bounds fill and swizzle none / 32B / 64B / 128B, loads (.tile) and s
 
 Each active thread issues its own copy (kernels elect one). A copy's bytes land when it is issued (one legal
 timing); a load's completion is signalled as complete_tx on its mbarrier, and racecheck / initcheck treat the
-destination as in flight until that mbarrier's phase completes.
+destination as in flight until that mbarrier's phase completes. Under strict timing (st.strict) the destination holds
+poison (POISON bytes) from issue until a thread observes the phase that completed the copy (ptxsim/mbarriers.py), and
+a store reads its shared source and writes global memory only when its bulk group is waited for (or at the end of
+the batch, if never).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from ptxsim.ptxtypes import TYPES
 U32, S32, U64 = TYPES["u32"], TYPES["s32"], TYPES["u64"]
 _GB = np.uint64(GLOBAL_BASE)
 BULK_ALIGN = 16  # bytes: addresses and sizes of cp.async.bulk
+POISON = 0xFF  # strict timing: the bytes of an async destination in flight (NaN in every float format)
 
 
 def _lanes(st, lanes):
@@ -94,6 +98,8 @@ def _targets(st, ins, la, dst_off, dbase, mbar_op, mask_op):
         first = int(st.slot[lane]) - (0 if st.cluster is None else int(st.cluster.rank[st.slot[lane]]))
         for r in range(size):
             if m >> r & 1:
+                if st.cluster is not None:
+                    st.cluster.check_alive(st, ins, np.array([first + r]), np.array([lane]), dst_off[i])
                 base = (first + r) * st.smem_stride
                 out.append((int(lane), base + int(dst_off[i]), base + int(boff[i])))
     return out
@@ -116,6 +122,10 @@ def _land(st, ins, la, dst_off, dbase, data: np.ndarray, mbar_op, mask_op=None, 
                "ins": ins}
         for h in st.hooks:
             h.on_async_issue(st, rec)
+        if st.strict:
+            st.smem[phys + np.arange(d.shape[1])] = POISON
+            tab.start_copy(ins, bar, lane, d.shape[1], rec)
+            continue
         st.smem[phys + np.arange(d.shape[1])] = d[0]
         tab.complete_copy(ins, bar, lane, d.shape[1], rec if st.hooks else None)
 
@@ -163,14 +173,46 @@ def bulk_store(st, ins, lanes):
             return
     _hooks_global(st, ins, g, la, size, True)
     _touch_ranges(st, g, size)
-    st.mem_writes += 1
     sp = (sbase + src).astype(np.int64)
     idx = g[:, None] + np.arange(size)
-    st.launch.gmem.data[idx] = st.smem[sp[:, None] + np.arange(size)]
-    if st.launch.track_written:
-        st.launch.gmem.written[idx] = True
+    _store(st, ins, la, idx, sp[:, None] + np.arange(size))
     for i, lane in enumerate(la):
         _source_read(st, ins, int(lane), sp[i] + np.arange(0, size, 4))
+
+
+def _store(st, ins, la, gidx: np.ndarray, sidx: np.ndarray) -> None:
+    """Global bytes gidx [rows, n] take shared bytes sidx (row i stored by lane la[i], or one lane for all): now, or
+    under strict timing when the lane's bulk group is waited for."""
+    if st.strict:
+        la = np.asarray(la, np.int64)
+        lanes = la if len(la) == len(gidx) else np.full(len(gidx), la[0])
+        for lane in np.unique(lanes):
+            m = lanes == lane
+            st.bulk_stores.append({"lane": int(lane), "gidx": gidx[m], "sidx": sidx[m], "group": -1})
+        return
+    _write_global(st, gidx, sidx)
+
+
+def _write_global(st, gidx, sidx) -> None:
+    st.mem_writes += 1
+    st.launch.gmem.data[gidx] = st.smem[sidx]
+    if st.launch.track_written:
+        st.launch.gmem.written[gidx] = True
+
+
+def retire_stores(st, lanes, keep_n: int | None) -> None:
+    """Strict: the bulk stores of `lanes` whose groups a wait_group keep_n retires read shared memory and land now
+    (keep_n None: every pending store, at the end of the batch)."""
+    if not st.bulk_stores:
+        return
+    mine = set(np.asarray(lanes).tolist()) if keep_n is not None else None
+    left = []
+    for s in st.bulk_stores:
+        if mine is None or (s["lane"] in mine and 0 <= s["group"] < st.bulk_committed[s["lane"]] - keep_n):
+            _write_global(st, s["gidx"], s["sidx"])
+        else:
+            left.append(s)
+    st.bulk_stores = left
 
 
 def _source_read(st, ins, lane: int, phys: np.ndarray) -> None:
@@ -183,6 +225,15 @@ def bulk_group(st, ins, lanes):
     """commit_group / wait_group{.read}: the stores completed when they were issued; the sanitizers retire the
     groups' source reads."""
     la = st.lane_array(lanes)
+    if st.strict:
+        if ins.aux["group_op"] == "commit":
+            mine = set(la.tolist())
+            for s in st.bulk_stores:
+                if s["group"] < 0 and s["lane"] in mine:
+                    s["group"] = int(st.bulk_committed[s["lane"]])
+            st.bulk_committed[la] += 1
+        else:
+            retire_stores(st, la, ins.aux.get("n", 0))
     for h in st.hooks:
         h.on_bulk(st, ins, ins.aux["group_op"], la, ins.aux.get("n", 0))
 
@@ -290,11 +341,8 @@ def tensor_store(st, ins, lanes):
         if rows.size:  # out-of-bounds elements are not written
             _hooks_global(st, ins, rows, np.full(rows.size, lane), tm.esize, True)
             st.launch.gmem.touch(rows.astype(np.uint64))
-            st.mem_writes += 1
             idx = rows[:, None] + np.arange(tm.esize)
-            st.launch.gmem.data[idx] = st.smem[offs[inb][:, None] + np.arange(tm.esize)]
-            if st.launch.track_written:
-                st.launch.gmem.written[idx] = True
+            _store(st, ins, np.array([lane]), idx, offs[inb][:, None] + np.arange(tm.esize))
             _source_read(st, ins, int(lane), offs[inb])
 
 

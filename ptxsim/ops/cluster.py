@@ -23,7 +23,7 @@ def _size(st) -> int:
 
 def cluster_arrive(st, ins, lanes):
     if st.cluster is not None:
-        st.cluster.arrive(st, st.lane_array(lanes))
+        st.cluster.arrive(st, st.lane_array(lanes), ins)
 
 
 def cluster_wait(st, ins, lanes):

@@ -15,7 +15,7 @@ def bra(st, ins, lanes):
 
 
 def exit_(st, ins, lanes):
-    st.sched.exit(lanes)
+    st.sched.exit(lanes, ins)
 
 
 def _copy_frame(st, lanes, src_off, dst_off, nbytes):
@@ -103,7 +103,7 @@ def ret(st, ins, lanes):
     d = st.depth[la]
     top = d == 0
     if top.any():
-        st.sched.exit(la[top])
+        st.sched.exit(la[top], ins)
     la = la[~top]
     if la.size == 0:
         return

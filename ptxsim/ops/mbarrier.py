@@ -2,7 +2,9 @@
 pending_count) on .shared::cta / .shared::cluster / generic b64 objects (setmaxnreg: ops/setmaxnreg.py).
 
 State lives in ptxsim/mbarriers.py. A thread whose test_wait / try_wait finds its phase incomplete blocks until the
-phase completes and then gets true.
+phase completes and then gets true. Under strict timing (st.strict) its first try at each wait (pc, phase) whose
+phase is incomplete returns false instead (a missing retry loop then shows); the next try completes the barrier's
+in-flight bulk copies and, if the phase is still incomplete, blocks.
 # NOTE: blocking is one legal schedule of both instructions (a thread may be delayed for any time); it lets a
 # consumer loop on try_wait while the producer warp, further down the program, runs under lowest-pc scheduling.
 # A phase that can never complete is then a deadlock that names the barrier.
@@ -42,7 +44,7 @@ def shared_offsets(st, ins, op, lanes, nbytes: int, what: str, generic: bool | N
         addr = addr - _SW
     base = st.smem_base[lanes]
     if st.cluster is not None:
-        base = (st.cluster.target_slot(st, addr, lanes) * st.smem_stride).astype(np.uint64)
+        base = (st.cluster.target_slot(st, addr, lanes, ins) * st.smem_stride).astype(np.uint64)
         addr = addr & np.uint64(OFFSET_MASK)
     access.check(st, ins, "shared", addr, lanes, nbytes, what)
     return addr, base
@@ -88,10 +90,33 @@ def m_wait(st, ins, lanes):
     phys = _phys(st, ins, lanes, 1)
     tab = MbarrierTable.of(st)
     token = np.broadcast_to(np.asarray(st.read(ins.ops[2], lanes, U64)), (len(la),)).astype(np.uint64)
-    done, want = tab.done(ins, phys, la, token, ins.aux["parity"])
-    st.write(ins.ops[0], lanes, np.ones(len(la), np.bool_), PRED)  # true now, or when the blocked ones resume
+    if tab.strict:
+        result, done, want = _strict_wait(st, ins, tab, la, phys, token)
+    else:
+        done, want = tab.done(ins, phys, la, token, ins.aux["parity"])
+        result = np.ones(len(la), np.bool_)  # true now, or when the blocked ones resume
+    st.write(ins.ops[0], lanes, result, PRED)
     if not done.all():
         tab.block(la[~done], phys[~done], want[~done])
+
+
+def _strict_wait(st, ins, tab, la, phys, token) -> tuple:
+    """Strict: (result, done, phase waited for) per lane. A lane's first try at this (pc, phase) returns false
+    whether or not the phase is complete (a try_wait may time out, and a phase completed by other threads' arrivals
+    may not be seen yet), so a missing retry loop shows; the thread has then observed nothing. At a retry the
+    barrier's in-flight copies complete; lanes whose phase is still incomplete block (true when they resume)."""
+    want = tab.wanted(ins, phys, la, token, ins.aux["parity"])
+    first = (tab.false_pc[la] != ins.pc) | (tab.false_want[la] != want)
+    tab.false_pc[la[first]] = ins.pc
+    tab.false_want[la[first]] = want[first]
+    done = first.copy()  # lanes returning false are not blocked
+    retry = ~first
+    if retry.any():
+        for p, _ in tab.groups(phys[retry]):
+            tab.flush(tab.bars[p])
+        now, _ = tab.done(ins, phys[retry], la[retry], token[retry], ins.aux["parity"])
+        done[retry] = now
+    return ~first, done, want
 
 
 def m_pending(st, ins, lanes):
@@ -141,7 +166,9 @@ def _prep_mbarrier(ins, dec, ctx):
     if ".shared::cluster" in ins.mods and action not in ("arrive", "arrive_drop", "expect_tx", "complete_tx"):
         raise unsupported(ins, f"mbarrier.{action} on a .shared::cluster address")
     ins.handler = handler
-    ins.control = blocks
+    # NOTE: an arrival may complete a phase and release waiters at a lower pc; ending the straight-line run there lets
+    # the lowest-pc-first schedule run them next (a producer refilling a stage released early must get to run)
+    ins.control = blocks or action in ("arrive", "arrive_drop", "expect_tx", "complete_tx")
     ins.aux.update(action=action, parity=".parity" in ins.mods, expect_tx=expect and action != "expect_tx",
                    count_op=len(ins.ops) == 3 and not expect and action in ("arrive", "arrive_drop"),
                    drop=action == "arrive_drop", no_complete=".noComplete" in ins.mods)

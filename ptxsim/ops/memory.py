@@ -173,6 +173,8 @@ def cp_async(st, ins, lanes):
         chunk = access.load(st, ins, "global", src[sub], la[sub], np.uint8, s_)
         data[sub, :s_] = chunk.reshape(len(sub), s_)
     phys = st.smem_base[lanes] + dst
+    if st.strict:  # the destination holds poison until cp.async.wait_group / wait_all lands the copy
+        access.copy_rows(st.smem, phys.astype(np.int64), np.full((n, size), 0xFF, np.uint8))
     rec = {"lanes": st.lane_array(lanes).copy(), "phys": phys.astype(np.int64), "data": data,
            "group": np.full(n, -1, np.int64), "ins": ins, "dst": dst}
     st.async_pending.append(rec)

@@ -55,7 +55,10 @@ def warp_sync(st, ins, lanes):
 
 
 def fence(st, ins, lanes):
-    """membar / fence: ordering is trivially satisfied by sequential simulation."""
+    """membar / fence: ordering is trivially satisfied by sequential simulation; asynccheck's proxy and mbarrier-init
+    rules note them (ptxsim/asyncrules.py)."""
+    if st.rules is not None:
+        st.rules.fence(st, ins, lanes)
 
 
 def _prep_bar(ins, dec, ctx):

@@ -8,6 +8,10 @@ wgmma.wait_group retires its group; a later mma_async on the same registers chai
 hardware's in-order pipeline does). With sanitize="asynccheck", any other instruction naming a pending accumulator
 register before the wait is reported.
 
+Strict timing (st.strict): the hardware may read the shared-memory operands at any time until the wait that retires
+the instruction, so the bytes read at issue are read again at that wait; if they changed (a stage released before
+wgmma.wait_group and refilled, say) the retiring accumulators become NaN and asynccheck reports both PTX lines.
+
 Descriptor layouts: the PTX ISA's canonical K-major and (imm-trans = 1, 16-bit types) MN-major layouts, see
 `_offsets`; swizzled addresses then XOR bits 4.. with bits 7.. (ptxsim/tensormap.swizzle_offsets), the pattern
 cp.async.bulk.tensor writes.
@@ -89,8 +93,10 @@ def _offsets(rows: int, esize: int, span: int, lbo: int, sbo: int, mn_major: boo
     return mb % span + (mb // span) * lbo + (k % 8) * span + (k // 8) * sbo
 
 
-def _descriptor_matrix(st, ins, la2, desc: np.ndarray, rows: int, kind: str, mn_major: bool = False) -> np.ndarray:
-    """[G, rows, k] float64 matrix each warpgroup's descriptor names (rows: M of A or N of B)."""
+def _descriptor_matrix(st, ins, la2, desc: np.ndarray, rows: int, kind: str, mn_major: bool = False,
+                       reads: list | None = None) -> np.ndarray:
+    """[G, rows, k] float64 matrix each warpgroup's descriptor names (rows: M of A or N of B). With `reads` (strict
+    timing), appends (first lane of the warpgroup, shared byte indices, their bytes) per warpgroup."""
     esize = 2 if kind in ("bf16", "f16") else 1
     start = ((desc & np.uint64(0x3FFF)) << np.uint64(4)).astype(np.int64)
     lbo = (((desc >> np.uint64(16)) & np.uint64(0x3FFF)) << np.uint64(4)).astype(np.int64)
@@ -111,8 +117,13 @@ def _descriptor_matrix(st, ins, la2, desc: np.ndarray, rows: int, kind: str, mn_
         access.check(st, ins, "shared", np.array([int(off.min()), int(off.max())], np.uint64), np.repeat(lead, 2),
                      esize, "wgmma matrix-descriptor operand")
         _sanitize_reads(st, ins, off, int(lead[0]), esize)
+        if st.rules is not None:
+            words = np.unique((int(st.smem_base[lead[0]]) + off.reshape(-1)) >> 2)
+            st.rules.async_read(st, ins, words, la2[g], "wgmma.mma_async (matrix descriptor)")
         phys = int(st.smem_base[lead[0]]) + off
         raw = st.smem[phys[..., None] + np.arange(esize)]
+        if reads is not None:
+            reads.append((int(lead[0]), (phys[..., None] + np.arange(esize)).reshape(-1), raw.reshape(-1).copy()))
         bits = raw[..., 0].astype(np.uint16) | (raw[..., 1].astype(np.uint16) << 8) if esize == 2 else raw[..., 0]
         out[g] = (nm.half_bits_to_f32(bits, kind) if esize == 2 else nm.fp8_bits_to_f32(bits, kind))
     return out
@@ -183,9 +194,14 @@ def mma_async(st, ins, lanes):
     la2 = _warpgroups(st, ins, la)
     a = ins.aux
     n, kind_a, kind_b = a["n"], a["atype"], a["btype"]
+    reads = [] if st.strict else None
+    if st.rules is not None:
+        st.rules.wgmma_issue(st, ins, la2)
     A = _register_a(st, ins, la2, kind_a) if a["a_regs"] else \
-        _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[1], la2, U64).astype(np.uint64), 64, kind_a, a["trans_a"])
-    B = _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[2], la2, U64).astype(np.uint64), n, kind_b, a["trans_b"])
+        _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[1], la2, U64).astype(np.uint64), 64, kind_a, a["trans_a"],
+                           reads)
+    B = _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[2], la2, U64).astype(np.uint64), n, kind_b, a["trans_b"],
+                           reads)
     # NOTE: B contiguous first: matmul on the transposed view falls back to NumPy's non-BLAS loop (~100x slower)
     D = np.matmul(A * a["scale_a"], np.ascontiguousarray(np.swapaxes(B * a["scale_b"], 1, 2)))  # [G, 64, n]
     scale_d = _uniform(st, ins.ops[3], la2, PRED).astype(bool)
@@ -204,7 +220,8 @@ def mma_async(st, ins, lanes):
     res = _pack_acc(vals, a["f16_acc"]).reshape(len(dregs), -1)
     order = np.argsort(flat)
     q.pending.append({"la": flat[order], "pos": {r: i for i, r in enumerate(dregs)}, "values": res[:, order],
-                      "group": np.full(len(flat), -1, np.int64), "pc": ins.pc, "line": ins.line})
+                      "group": np.full(len(flat), -1, np.int64), "pc": ins.pc, "line": ins.line, "reads": reads,
+                      "nan": np.uint32(0x7E007E00 if a["f16_acc"] else 0x7FC00000)})
     if st.reg_watch is not None:
         st.reg_watch.append(q.pending[-1])
 
@@ -220,6 +237,11 @@ def commit_group(st, ins, lanes):
 
 def wait_group(st, ins, lanes):
     la = st.lane_array(lanes)
+    if st.hooks and len(la) % WG == 0:  # a warpgroup-collective wait: its four warps synchronise (racecheck)
+        groups = np.unique(la >> 5).reshape(-1, 4) if (len(la) // 32) % 4 == 0 else None
+        if groups is not None:
+            for h in st.hooks:
+                h.on_sync_groups(st, groups)
     q = WgmmaQueue.of(st)
     keep_n = ins.aux["n"]
     left = []
@@ -227,6 +249,8 @@ def wait_group(st, ins, lanes):
         done = np.isin(rec["la"], la) & (rec["group"] >= 0) & (rec["group"] < q.committed[rec["la"]] - keep_n)
         if done.any():
             sel = rec["la"][done]
+            if rec["reads"]:
+                _reread(st, ins, rec, sel, done)
             for r, i in rec["pos"].items():
                 st.regs[r][sel] = rec["values"][i, done]
         if not done.all():
@@ -235,6 +259,29 @@ def wait_group(st, ins, lanes):
     q.pending = left
     if st.reg_watch is not None:
         st.reg_watch[:] = left
+
+
+def _reread(st, ins, rec, sel: np.ndarray, done: np.ndarray) -> None:
+    """Strict: read the retiring warpgroups' shared operands again; where a byte changed since issue, report it and
+    make those warpgroups' results NaN (the hardware may have read either value)."""
+    for lead, phys, raw in rec["reads"]:
+        if lead not in sel:
+            continue
+        for h in st.hooks:
+            h.on_wgmma_retire(st, rec["line"], lead, phys)
+        changed = st.smem[phys] != raw
+        if not changed.any():
+            continue
+        i = int(np.flatnonzero(changed)[0])
+        off = int(phys[i]) % st.smem_stride
+        for h in st.hooks:
+            h.on_async_hazard(st, ins, lead, off, "shared",
+                              f"shared-memory operand of the wgmma.mma_async at PTX line {rec['line']} changed before "
+                              f"this wgmma.wait_group retired it ({int(np.count_nonzero(changed))} byte(s), the first "
+                              f"at shared address {off:#x}: {int(raw[i]):#04x} at issue, {int(st.smem[phys[i]]):#04x} "
+                              "now); was its stage released (mbarrier.arrive on the empty barrier) before the wait?")
+        wg = done & (rec["la"] >= lead) & (rec["la"] < lead + WG)
+        rec["values"][:, wg] = rec["nan"]
 
 
 def _registers(ops):
@@ -268,7 +315,9 @@ def check_accumulator_use(st, ins, lanes) -> None:
 
 
 def fence(st, ins, lanes):
-    """wgmma.fence: orders register accesses before the next mma_async; sequential here."""
+    """wgmma.fence: orders register accesses before the next mma_async; sequential here (asynccheck notes it)."""
+    if st.rules is not None:
+        st.rules.wgmma_fence(st, lanes)
 
 
 # -- decode --------------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ def backend():
 @pytest.mark.parametrize("skew", SKEWS)
 def test_tiny(backend, skew, variant, seed):
     (record,) = check(r3, backend, "tiny", skew, seed, variant)
-    assert record.grid[1] == get_preset("tiny").P_max // 16 and record.block == (256, 1, 1)  # the n16 entry
+    assert record.grid[1] == get_preset("tiny").P_max // 16 and record.block == (288, 1, 1)  # n16; + producer warp
 
 
 @pytest.mark.sim

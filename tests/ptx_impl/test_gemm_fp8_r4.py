@@ -116,9 +116,16 @@ def test_ptx_shape_matches_the_header(tokens):
     assert _count(ptx, r"setmaxnreg\.dec\.sync\.aligned\.u32 40;") == 1
     assert _count(ptx, r"setmaxnreg\.inc\.sync\.aligned\.u32 232;") == 1
     assert _count(ptx, r"mbarrier\.init\.shared::cta\.b64 \[%sfull\+\d+\], 1;") == template.STAGES
-    assert _count(ptx, r"mbarrier\.init\.shared::cta\.b64 \[%sempty\+\d+\], 2;") == template.STAGES
+    # empty: lane 0 of each of the 8 consumer warps, after its own wgmma.wait_group
+    assert _count(ptx, r"mbarrier\.init\.shared::cta\.b64 \[%sempty\+\d+\], 8;") == template.STAGES
+    assert _count(ptx, r"setp\.eq\.u32\s+%p_lead, %lane, 0;") == 1
+    assert re.search(r"wgmma\.wait_group\.sync\.aligned 0;\n\$C_release:\n.*\n\s+@%p_lead mbarrier\.arrive", ptx)
+    # the dynamic base aligned up to 1024 in code, with the slack for it
+    assert re.search(r"mov\.u32\s+%sbase, smem;\n\s+add\.u32\s+%sbase, %sbase, 1023;\n"
+                     r"\s+and\.b32\s+%sbase, %sbase, 0xFFFFFC00;", ptx)
     expect = template.stage_bytes(tokens)
     assert expect == 16384 + 128 * tokens and expect % 1024 == 0  # every tile of the ring 1024-aligned
+    assert template.shared_bytes(tokens) == template.STAGES * expect + 64 + 1024
     assert _count(ptx, rf"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 %tok, \[%bar\], {expect};") == 1
     assert _count(ptx, r"fma\.rn\.f32\s+%acc") == tokens // 2  # promotion: every accumulator, every 128 of K
     assert _count(ptx, r"ld\.global\.nc\.f32") == tokens // 4 + 1  # the token scales + the block's weight scale

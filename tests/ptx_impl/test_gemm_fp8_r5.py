@@ -122,7 +122,7 @@ def test_ptx_shape_matches_the_header(tokens):
     assert count(r"cp\.async\.bulk\.tensor\.2d") == 4  # tokens; the multicast half; the solo pair of halves
     assert count(r"mbarrier\.arrive\.release\.cluster\.shared::cluster\.b64 _, \[%bar\];") == 1  # the peer's empty
     assert count(r"mapa\.shared::cluster\.u32 %rbar, %sempty, %peer;") == 1
-    assert count(r"mbarrier\.init\.shared::cta\.b64 \[%sempty\+\d+\], 4;") == template.STAGES  # 2 WGs x 2 CTAs
+    assert count(r"mbarrier\.init\.shared::cta\.b64 \[%sempty\+\d+\], 16;") == template.STAGES  # 8 warps x 2 CTAs
     assert count(r"barrier\.cluster\.arrive\.release;") == 2  # after the inits, before exit (not .aligned)
     assert count(rf"wgmma\.mma_async\.sync\.aligned\.m64n{tokens}k32\.f32\.e4m3\.e4m3") == 4
     assert count(r"fma\.rn\.f32\s+%acc") == tokens // 2 and count(r"setmaxnreg\.(inc|dec)") == 2

@@ -21,8 +21,9 @@ SRC = HEADER + """
   mov.u32 %r0, %tid.x; mul.wide.u32 %rd3, %r0, 4; add.s64 %rd4, %rd2, %rd3;
   mov.u32 %r1, sm; mov.u32 %r2, bar;
   setp.eq.u32 %p1, %r0, 0;
+  @%p1 mbarrier.init.shared::cta.b64 [%r2], 1;
+  bar.sync 0;
   @!%p1 bra WAIT;
-  mbarrier.init.shared::cta.b64 [%r2], 1;
   fence.proxy.async.shared::cta;
   EXPECT
   COPY
@@ -76,7 +77,8 @@ def test_reading_the_destination_before_the_phase_completes_is_a_race():
     src = np.arange(64, dtype=np.uint32)
     body = ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 256, [%r2];\n"
             "  ld.shared.u32 %r9, [%r1];")
-    with pytest.raises(RacecheckError, match="cp.async.bulk, the mbarrier phase"):
+    with pytest.raises(RacecheckError,
+                       match=r"copy issued at PTX line 19 before a waiter observed its completion.* at PTX line 20 "):
         _launch(body, "", [src, np.zeros(64, np.uint32), np.zeros(1, np.uint32), bytes(128)], threads=32,
                 sanitize="racecheck")
 

@@ -155,7 +155,9 @@ def test_mapa_rank_outside_the_cluster_and_cluster_barrier_deadlock():
   mov.u32 %r4, %cluster_ctarank; setp.eq.u32 %p1, %r4, 0; mov.u32 %r21, bar;
   @%p1 bra BARRIER;
   mbarrier.init.shared::cta.b64 [%r21], 1;
+W:
   mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r21], 0;   // rank 1 blocks here for good
+  @!%p2 bra W;
 BARRIER:
   barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned;
 """

@@ -61,6 +61,7 @@ COPY:
   cvt.u64.u32 %rd3, %r2; add.s64 %rd4, %rd1, %rd3; ld.global.u8 %r3, [%rd4]; st.shared.u8 [%r2], %r3;
   add.u32 %r2, %r2, 128; bra COPY;
 COPIED:
+  fence.proxy.async.shared::cta;  // the generic-proxy stores above, before the async proxy (wgmma) reads them
   bar.sync 0;
   mul.wide.u32 %rd8, %r0, 16; add.s64 %rd8, %rd7, %rd8;
   ld.global.v4.b32 {{%a0, %a1, %a2, %a3}}, [%rd8];

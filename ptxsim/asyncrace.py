@@ -1,0 +1,98 @@
+"""racecheck's ordering of shared-memory reads before asynchronous overwrites: vector clocks over the warps of a
+cluster, carried by mbarrier phases, bar.sync, barrier.cluster and warpgroup-collective wgmma waits.
+
+An asynchronous copy (cp.async.bulk{.tensor}, multicast included, or cp.async) issued into shared memory that a warp
+read last (ld.shared, or a wgmma descriptor operand, counted as the warpgroup's first warp's read) must be ordered
+after that read: the reading warp released it (mbarrier.arrive after the read, or a bar.sync / barrier.cluster) and
+the issuing warp acquired it (observed the completed phase: a try_wait / test_wait returning true, or a blocked wait
+resuming). Otherwise the copy may overwrite data the reader still needs: a stage refilled before its consumers
+released it, a producer that skipped the retry of its empty-barrier wait, or a multicast into a peer whose
+consumers never arrived on the issuer's barrier.
+# NOTE: clocks are per warp, not per thread (a warp's lanes share what one of them acquired): liberal, never a
+# false report from the granularity; a warpgroup's wgmma.wait_group joins its four warps (CUTLASS releases a stage
+# from one thread of the warpgroup, any warp of it).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class AsyncOrder:
+    """Vector clocks of one batch of CTAs: row = warp of the batch, column = warp of its cluster."""
+
+    def __init__(self, st, nwords: int):
+        self.wpc = st.padded // 32  # warps per CTA
+        size = 1 if st.cluster is None else st.cluster.size
+        self.cols = size * self.wpc
+        nw = st.nlanes // 32
+        warp = np.arange(nw)
+        slot = warp // self.wpc
+        first = slot if st.cluster is None else st.cluster.first_slot[slot]
+        self.first_warp = first * self.wpc  # batch warp of column 0 of each warp's cluster
+        self.col = warp - self.first_warp  # each warp's own column
+        self.vc = np.zeros((nw, self.cols), np.int64)
+        self.vc[warp, self.col] = 1  # a warp's reads before its first release are at epoch 1
+        self.rd_warp = np.full(nwords, -1, np.int64)  # last reader of each shared word (batch warp)
+        self.rd_epoch = np.zeros(nwords, np.int64)
+        self.rd_line = np.zeros(nwords, np.int64)
+        self.bars: dict[int, dict] = {}  # barrier byte -> {"acc": clock of this phase's releases, phase: clock}
+
+    # -- reads and asynchronous writes ------------------------------------------------------------------------------
+    def read(self, words: np.ndarray, warps: np.ndarray, line: int) -> None:
+        self.rd_warp[words] = warps
+        self.rd_epoch[words] = self.vc[warps, self.col[warps]]
+        self.rd_line[words] = line
+
+    def retired_read(self, words: np.ndarray, warp: int, line: int) -> None:
+        """A wgmma's operand reads last until the wgmma.wait_group that retires it (which joined its warpgroup just
+        before): they count at the joined clock, so a release before the wait does not cover them and one after it,
+        from any warp of the warpgroup, does."""
+        self.rd_warp[words] = warp
+        self.rd_epoch[words] = self.vc[warp, self.col[warp]] - 1
+        self.rd_line[words] = line
+
+    def unordered(self, words: np.ndarray, issuer_warp: int) -> np.ndarray:
+        """Positions in words whose last read is not ordered before an async write issued by issuer_warp."""
+        r = self.rd_warp[words]
+        has = (r >= 0) & (r != issuer_warp)
+        if not has.any():
+            return np.zeros(0, np.int64)
+        idx = np.flatnonzero(has)
+        rw = r[idx]
+        same_cluster = self.first_warp[rw] == self.first_warp[issuer_warp]
+        seen = self.vc[issuer_warp, self.col[rw]]
+        return idx[same_cluster & (seen < self.rd_epoch[words[idx]])]
+
+    # -- synchronisation --------------------------------------------------------------------------------------------
+    def release(self, bar_phys: int, warps: np.ndarray) -> None:
+        """mbarrier.arrive by these warps: the barrier's current phase carries their clocks."""
+        b = self.bars.setdefault(bar_phys, {"acc": np.zeros(self.cols, np.int64)})
+        b["acc"] = np.maximum(b["acc"], self.vc[warps].max(axis=0))
+        self.vc[warps, self.col[warps]] += 1
+
+    def phase_complete(self, bar_phys: int, phase: int) -> None:
+        b = self.bars.get(bar_phys)
+        if b is None:
+            return
+        b[phase] = b["acc"]
+        b["acc"] = np.zeros(self.cols, np.int64)
+        for old in [k for k in b if k != "acc" and k < phase - 4]:
+            del b[old]  # a wait names the current phase or the one before
+
+    def acquire(self, bar_phys: int, phase: int, warps: np.ndarray) -> None:
+        b = self.bars.get(bar_phys)
+        if b is None or phase not in b:
+            return
+        self.vc[warps] = np.maximum(self.vc[warps], b[phase][None, :])
+
+    def join(self, groups: np.ndarray, acquire: np.ndarray | None = None) -> None:
+        """Warps in each row of `groups` [g, k] synchronise (bar.sync, barrier.cluster, a warpgroup's wgmma wait):
+        each releases its clock; the warps `acquire` says (default all; bar.arrive's do not wait) acquire them all."""
+        joined = self.vc[groups].max(axis=1)  # [g, cols]
+        if acquire is None:
+            self.vc[groups] = joined[:, None, :]
+        else:
+            takes = acquire[groups]
+            merged = np.maximum(self.vc[groups], joined[:, None, :])
+            self.vc[groups] = np.where(takes[..., None], merged, self.vc[groups])
+        self.vc[groups, self.col[groups]] += 1

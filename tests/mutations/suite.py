@@ -1,0 +1,208 @@
+"""Run one rung of the PTX FP8 ladder, unmodified or with one mutation, on ptxsim with every sanitizer on, and say
+what (if anything) caught it.
+
+The shape: Kd = 1664 (13 slabs of 128: every stage of the 4-stage ring is filled at least three times, so refilled at
+least twice, in every item, and the last slab sits in stage 0, which rungs 2 and 3 reuse for the epilogue), N = 128
+(one weight tile), 8 token tiles of 16 rows. The values (tokens, weights, both scales) are fresh random data from the
+seed; the routing layout is fixed so that every path of every rung runs on every seed: rung 5's
+pair items are two multicast pairs (tiles 0, 1 of expert 0 and 4, 5 of expert 3), a pair of two experts (2, 3), and
+a pair whose rank 1 is past total_padded (6, 7: a dead CTA that only arrives on its full barriers); rungs 2 and 3
+see a CTA that exits at once; rungs 4 and 5 run persistent grids whose CTAs walk several items (the ring runs on
+across items).
+"""
+from __future__ import annotations
+
+import functools
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+
+from contract.presets import Preset
+from tests.mutations.edits import apply_edits
+from tests.mutations.table import MUTATIONS, Mutation
+
+KERNEL = "grouped_gemm_fp8"
+PRESET = Preset("mutations-k13", T=32, H=1664, E=4, K=2, G=1, TG=1, I=64, BM=16)  # up: Kd = 1664, N = 128
+VARIANT = "up"
+BLOCK_EXPERT = (0, 0, 1, 2, 3, 3, 3, -1)  # 8 routing blocks of 16 rows = 8 token tiles (P_max = 128)
+TOTAL_PADDED = 7 * 16  # block 7 lies past total_padded: never computed, never written
+SANITIZE = "all"
+TIME_LIMIT_S = 120.0  # a clean run takes about a second; a hang is reported by ptxsim's wall-clock limit
+RUNGS = (2, 3, 4, 5)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one rung launches: its module text, the entry the suite's shape picks, and how to run it."""
+
+    rung: int
+    ptx: str
+    entry: str
+    run: object  # run(backend, args, preset) -> [LaunchRecord]
+
+
+def target(rung: int) -> Target:
+    from ptx_impl import gemm_fp8_r2, gemm_fp8_r3, gemm_fp8_r4, gemm_fp8_r5
+    from ptx_impl import gemm_fp8_ws_template as ws
+
+    tt = PRESET.BM  # BM = 16: the 16-token entries
+    if rung == 2:
+        return Target(2, gemm_fp8_r2.ptx_source(), gemm_fp8_r2.ENTRIES[tt], gemm_fp8_r2.run)
+    if rung == 3:
+        return Target(3, gemm_fp8_r3.ptx_source(), gemm_fp8_r3.ENTRIES[tt], gemm_fp8_r3.run)
+    if rung == 4:  # 2 CTAs walk the 8 items: 4 items x 12 slabs each through one ring
+        return Target(4, gemm_fp8_r4.ptx_source(tt), ws.entry(False, tt), functools.partial(gemm_fp8_r4.run, sms=2))
+    if rung == 5:  # 2 clusters walk the 4 pair items
+        return Target(5, gemm_fp8_r5.ptx_source(tt), ws.entry(True, tt), functools.partial(gemm_fp8_r5.run, sms=4))
+    raise ValueError(f"rung={rung!r}; the mutation suite covers rungs {RUNGS}")
+
+
+def mutated_ptx(mutation: Mutation) -> str:
+    """The mutation's rung module with its edits applied to the launched entry (MutationError if they do not apply
+    exactly as the table says)."""
+    t = target(mutation.rung)
+    return apply_edits(t.ptx, t.entry, mutation.edits, mutation.name)
+
+
+def assemble_notes(mutation: Mutation) -> tuple[str, tuple[str, ...]]:
+    """ptxas -arch=sm_90a on the mutant: ('', the codes of its info / warning lines, e.g. C7519 where ptxas injects a
+    warpgroup.arrive the PTX lacks) when it assembles, (ptxas's error text, ()) when it does not; ('', ('no ptxas',))
+    without a ptxas."""
+    import re
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from harness.errors import ToolchainError
+    from harness.toolchain import ptxas_path
+
+    try:
+        ptxas = str(ptxas_path())
+    except ToolchainError:
+        return "", ("no ptxas",)
+    with tempfile.TemporaryDirectory(prefix="ptxmoe-mutant-") as tmp:
+        src = Path(tmp) / f"{mutation.name}.ptx"
+        src.write_text(mutated_ptx(mutation))
+        proc = subprocess.run([ptxas, "-arch=sm_90a", str(src), "-o", str(src.with_suffix(".cubin"))],
+                              capture_output=True, text=True, check=False)
+    if proc.returncode:
+        return proc.stderr.strip() or f"ptxas exited with {proc.returncode}", ()
+    return "", tuple(sorted(set(re.findall(r"\((C\d+)\)", proc.stderr + proc.stdout))))
+
+
+def inputs(seed: int) -> dict:
+    """Fresh random values for the seed, with the fixed routing layout (BLOCK_EXPERT, TOTAL_PADDED)."""
+    from contract.kernels import get_kernel
+
+    got = get_kernel(KERNEL).make_inputs(PRESET, "balanced", seed, variant=VARIANT)
+    if got["block_expert"].shape != (len(BLOCK_EXPERT),):
+        raise ValueError(f"{PRESET.name}: {got['block_expert'].shape[0]} routing blocks; BLOCK_EXPERT has "
+                         f"{len(BLOCK_EXPERT)}")
+    got["block_expert"] = np.array(BLOCK_EXPERT, np.int32)
+    got["total_padded"] = np.array([TOTAL_PADDED], np.int32)
+    return got
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a run caught: `caught` names the mechanisms that fired, in order (sanitizer tools, `deadlock`, `hang`,
+    `fault`, `mbarrier`, `error:<class>`, `check`); `crash` is a Python exception that is not ptxsim's (a simulator
+    bug, never a catch); `detail` the first message of each."""
+
+    name: str
+    rung: int
+    seed: int
+    caught: tuple[str, ...]
+    detail: str
+    crash: str = ""
+    seconds: float = 0.0
+
+    @property
+    def silent(self) -> bool:
+        return not self.caught and not self.crash
+
+
+def _backend(original: str, replacement: str | None):
+    from harness.backends.sim import SimBackend
+
+    class MutantBackend(SimBackend):
+        """A SimBackend that launches `replacement` wherever the rung launches its own module text."""
+
+        swapped = 0
+
+        def launch_ptx(self, ptx, entry, grid, block, params, shared_bytes=0, tag=""):
+            if replacement is not None and ptx == original:
+                ptx = replacement
+                self.swapped += 1
+            return super().launch_ptx(ptx, entry, grid, block, params, shared_bytes=shared_bytes, tag=tag)
+
+    return MutantBackend(sanitize=SANITIZE, time_limit=TIME_LIMIT_S)
+
+
+def _exception_mechanism(exc: BaseException) -> str:
+    from ptxsim import errors as e
+
+    if isinstance(exc, e.DeadlockError):
+        return "deadlock"
+    if isinstance(exc, e.InstructionBudgetExceeded):  # TimeLimitExceeded too
+        return "hang"
+    if isinstance(exc, e.MemoryFault):
+        return "fault"
+    if isinstance(exc, e.MbarrierError):
+        return "mbarrier"
+    if isinstance(exc, e.SanitizerError):
+        return type(exc).__name__.removesuffix("Error").lower()
+    return f"error:{type(exc).__name__}"
+
+
+def run(rung: int, mutation: Mutation | None, seed: int) -> Outcome:
+    """Run `rung` (mutated by `mutation`, or as committed when None) once on the suite's shape with data from `seed`;
+    never raises for what the run catches."""
+    import time
+
+    from contract.kernels import get_kernel
+    from harness.verify import run_kernel
+    from ptxsim.errors import PtxSimError
+
+    t = target(rung)
+    name = mutation.name if mutation else f"r{rung}-clean"
+    replacement = mutated_ptx(mutation) if mutation else None
+    backend = _backend(t.ptx, replacement)
+    t0 = time.perf_counter()
+    caught: list[str] = []
+    details: list[str] = []
+    crash = ""
+    data = inputs(seed)
+    try:
+        _, outputs, records = run_kernel(t.run, backend, KERNEL, PRESET, "balanced", seed, inputs=data,
+                                         variant=VARIANT)
+    except PtxSimError as exc:
+        caught.append(_exception_mechanism(exc))
+        details.append(str(exc).splitlines()[0][:300])
+        outputs = None
+    except Exception as exc:  # noqa: BLE001 - anything else is a simulator (or harness) crash, reported as such
+        crash = f"{type(exc).__name__}: {str(exc)[:300]}\n{traceback.format_exc(limit=-3)}"
+        outputs = None
+    if replacement is not None and backend.swapped != 1:
+        crash = crash or f"the mutant was launched {backend.swapped} times; expected exactly once"
+    for finding in backend.sanitizer_findings():
+        if finding["tool"] not in caught:
+            caught.append(finding["tool"])
+            details.append(finding["text"].splitlines()[0][:300])
+    if outputs is not None:
+        result = get_kernel(KERNEL).check(outputs, data, PRESET, sampled=False)
+        if not result.ok:
+            caught.append("check")
+            details.append(result.message[:300])
+    return Outcome(name, rung, seed, tuple(caught), " | ".join(details), crash, time.perf_counter() - t0)
+
+
+def run_by_name(name: str, seed: int) -> Outcome:
+    """run() of the mutation called `name`, or of rung N unmutated for `rN-clean` (picklable for worker pools)."""
+    if name.endswith("-clean"):
+        return run(int(name[1:name.index("-")]), None, seed)
+    return run(MUTATIONS_BY_NAME[name].rung, MUTATIONS_BY_NAME[name], seed)
+
+
+MUTATIONS_BY_NAME = {m.name: m for m in MUTATIONS}

@@ -1,0 +1,289 @@
+"""The mutation table: single faults of the Hopper rungs (2-5) of the PTX FP8 ladder, as data.
+
+Each mutation is a precise edit of one rung's generated PTX (tests.mutations.edits: a regex, its replacement and the
+number of matches it must have) that breaks the PTX ISA's rules and that ptxas accepts (for a missing wgmma.fence or
+wait_group it inserts the synchronisation itself, with an info line: docs/mutations.md). The suite
+(tests.mutations.suite) runs every one on ptxsim with every sanitizer on, at a K that refills every ring stage at least
+twice, on fresh random data; each must be caught by an error, a sanitizer finding, a hang or deadlock report, or a
+failed check against the float64 reference. `wants` says which mechanism the fault should trip (issue 26's items:
+1 adversarial async timing, 2 fence and proxy rules, 3 setmaxnreg, 4 exited cluster peers, 5 alignment).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ptx_impl import gemm_fp8_ws_template as ws
+from tests.mutations.edits import Edit, delete, insert_after, move_after, move_before, replace
+
+# fault classes: id -> what goes wrong (the docs table's legend)
+CLASSES = {
+    "wgmma-fence": "wgmma.fence missing or after the first wgmma",
+    "proxy-fence": "fence.proxy.async missing, misplaced or of the wrong state space",
+    "release-early": "a stage released (or refilled) before the wgmma reading it retired",
+    "retry": "the mbarrier.try_wait retry branch dropped",
+    "wait-order": "wgmma issued before the wait for its stage's data",
+    "expect-tx": "arrive.expect_tx byte count 16 bytes off",
+    "parity": "wrong mbarrier phase parity",
+    "cluster-barrier": "barrier.cluster missing after init or before exit",
+    "mbarrier-init": "fence.mbarrier_init missing, or a barrier used before its initialisation is visible",
+    "peer-release": "a cluster stage released on the wrong CTA's empty barrier",
+    "setmaxnreg": "setmaxnreg in part of a warpgroup, beyond the register pool, or without .maxnreg",
+    "alignment": "a 128B-swizzle stage or descriptor off its 1024-byte boundary",
+    "wait-group": "wgmma.wait_group missing, too shallow, or before the commit",
+    "acc-read": "wgmma accumulators read or written before wgmma.wait_group",
+    "barrier-count": "an mbarrier's arrival count, target or arrival wrong",
+    "cta-barrier": "a bar.sync the shared-memory ring or epilogue needs missing",
+    "cp-async-group": "cp.async group accounting wrong (wait depth, commit missing)",
+    "scale-d": "the first wgmma of a stage accumulates instead of overwriting",
+}
+
+# the mechanisms issue 26 assigns (the `wants` column)
+TIMING = "item 1: adversarial async timing"
+FENCES = "item 2: fence/proxy rules"
+REGS = "item 3: setmaxnreg rules"
+PEERS = "item 4: exited cluster peer"
+ALIGN = "item 5: alignment"
+EXISTING = "existing sanitizers / check"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str  # unique: r<rung>-<short>
+    rung: int
+    cls: str  # a key of CLASSES
+    edits: tuple[Edit, ...]
+    wants: str  # the mechanism that should catch it
+    why: str  # the hardware rule it breaks
+
+
+def _m(rung: int, short: str, cls: str, edits, wants: str, why: str) -> Mutation:
+    return Mutation(f"r{rung}-{short}", rung, cls, tuple(edits) if isinstance(edits, (list, tuple)) else (edits,),
+                    wants, why)
+
+
+WAIT0 = r"wgmma\.wait_group\.sync\.aligned 0;"
+ACC_LAST = r"fma\.rn\.f32\s+%acc7,"  # the last promotion fma of the 16-token tile (8 accumulators)
+ALIGN_LINE = r"and\.b32\s+%sbase, %sbase, 0xFFFFFC00;"
+PLUS128 = "    add.u32             %sbase, %sbase, 128;\n"
+DESC_B = replace(r"add\.u32(\s+)%tmp2, %tmp, 1024;", r"add.u32\1%tmp2, %tmp, 1032;")  # token operand + 128 B
+
+
+def _wgmma_common(rung: int) -> list[Mutation]:
+    """Faults of the wgmma issue / retire protocol every Hopper rung shares."""
+    zero, one = ("%p_zd", "%p_acc") if rung < 4 else ("%p_zero", "%p_one")  # scale-d false / true
+    return [
+        _m(rung, "no-wgmma-fence", "wgmma-fence", delete(r"wgmma\.fence\.sync\.aligned;"), FENCES,
+           "wgmma.fence must precede the first wgmma and follow register writes to its accumulators"),
+        _m(rung, "wgmma-fence-late", "wgmma-fence", move_after(r"wgmma\.fence", r"wgmma\.mma_async"), FENCES,
+           "the first wgmma of a stage runs before the fence that orders the promotion's accumulator reads"),
+        _m(rung, "no-wait-group", "wait-group", delete(WAIT0), EXISTING,
+           "accumulators are undefined until wgmma.wait_group retires their group"),
+        _m(rung, "wait-group-1", "wait-group", replace(WAIT0, "wgmma.wait_group.sync.aligned 1;"), EXISTING,
+           "wait_group 1 leaves the newest group (this stage's) in flight"),
+        _m(rung, "wait-before-commit", "wait-group", move_before(WAIT0, r"wgmma\.commit_group"), EXISTING,
+           "a wait before the commit does not cover the uncommitted wgmmas"),
+        _m(rung, "acc-read-before-wait", "acc-read", move_after(WAIT0, ACC_LAST), EXISTING,
+           "the promotion reads the accumulators while the wgmma still writes them"),
+        _m(rung, "acc-write-in-flight", "acc-read",
+           insert_after(r"wgmma\.commit_group", "    mov.f32             %part0, 0f00000000;\n"), EXISTING,
+           "writing an accumulator register of an in-flight wgmma is undefined"),
+        _m(rung, "scale-d-accumulates", "scale-d", replace(rf"(wgmma\.mma_async[^\n]*), {zero}, 1, 1;",
+                                                           rf"\1, {one}, 1, 1;"), EXISTING,
+           "the stage's first wgmma adds the previous stage's partial sums"),
+    ]
+
+
+def _rung2() -> list[Mutation]:
+    ring_bar = r"bar\.sync\s+0;\s+// \.\.\. everyone's"
+    fence = r"fence\.proxy\.async\.shared::cta;"
+    return _wgmma_common(2) + [
+        _m(2, "no-fence-proxy", "proxy-fence", delete(fence), FENCES,
+           "cp.async writes are generic-proxy; wgmma reads through the async proxy: fence.proxy.async between"),
+        _m(2, "fence-proxy-global", "proxy-fence", replace(fence, "fence.proxy.async.global;"), FENCES,
+           "a proxy fence of global memory does not order the shared-memory stage"),
+        _m(2, "fence-proxy-before-wait", "proxy-fence", move_before(fence, r"cp\.async\.wait_group 2;"), FENCES,
+           "a fence before the copies land orders nothing"),
+        _m(2, "cp-wait-after-bar", "wait-order", move_after(r"cp\.async\.wait_group 2;", r"bar\.sync"), TIMING,
+           "each thread waits for its own copies after the barrier: the others' may still be in flight"),
+        _m(2, "cp-wait-3", "wait-order", replace(r"cp\.async\.wait_group 2;", "cp.async.wait_group 3;"), TIMING,
+           "wait_group 3 leaves this slab's copies in flight when the wgmma reads it"),
+        _m(2, "no-cp-wait", "wait-order", delete(r"cp\.async\.wait_group 2;"), TIMING,
+           "the wgmma reads a slab whose copies were never waited for"),
+        _m(2, "no-loop-commit", "cp-async-group", Edit(r"^(\$L_no_issue:\n)[ \t]*cp\.async\.commit_group;\n", r"\1"),
+           TIMING, "uncommitted copies join later groups: wait_group 2 no longer covers the slab"),
+        _m(2, "no-first-commit", "cp-async-group", Edit(r"^(\$L_pro0:\n)[ \t]*cp\.async\.commit_group;\n", r"\1"),
+           TIMING, "slabs 0 and 1 in one group: the first wait_group 2 waits for nothing"),
+        _m(2, "no-ring-bar", "cta-barrier", delete(ring_bar), EXISTING,
+           "other threads' copies of the slab are not known to have landed; the refilled stage may still be read"),
+        _m(2, "ring-bar-arrive", "cta-barrier", replace(r"bar\.sync(\s+)0;(\s+// \.\.\. everyone's)",
+                                                        r"bar.arrive\g<1>0, 256;\2"), EXISTING,
+           "bar.arrive does not wait for the other threads"),
+        _m(2, "refill-before-bar", "release-early", move_after(ring_bar, r"\$L_no_issue:"), TIMING,
+           "the refill overwrites the previous slab's stage before every warpgroup is done with it"),
+        _m(2, "refill-next-stage", "release-early",
+           replace(r"and\.b32(\s+)%stage, %tmp, 3;", r"sub.u32\1%stage, %tmp, 1;\n    and.b32\1%stage, %stage, 3;"),
+           EXISTING, "slab kt + 3 lands in the stage of slab kt + 2, still in flight and not yet read"),
+        _m(2, "refill-current-stage", "release-early",
+           replace(r"and\.b32(\s+)%stage, %tmp, 3;", r"and.b32\1%stage, %kt, 3;"), EXISTING,
+           "the refill overwrites the stage the wgmma is about to read"),
+        _m(2, "misaligned-stage", "alignment", insert_after(ALIGN_LINE, PLUS128), ALIGN,
+           "128B-swizzle operands must start 1024-byte aligned"),
+        _m(2, "misaligned-desc-b", "alignment", DESC_B, ALIGN,
+           "the token operand's descriptor starts 128 bytes off its 1024-byte swizzle atom"),
+        _m(2, "no-epilogue-bar", "cta-barrier", delete(r"bar\.sync\s+[\d, ]+;\s+// every warpgroup is done"), EXISTING,
+           "stmatrix overwrites stage 0 while the other warpgroup may still read it"),
+        _m(2, "no-store-bar", "cta-barrier", Edit(r"^([ \t]*stmatrix[^\n]*\n)[ \t]*bar\.sync\s+0;\n", r"\1"), EXISTING,
+           "the coalesced loads read rows other warps have not stored yet"),
+    ]
+
+
+def _rung3() -> list[Mutation]:
+    full_wait = r"^\$L_wait_full:\n[^\n]*\n[^\n]*\n"
+    arrive = r"@%p_lead mbarrier\.arrive\.shared::cta\.b64 %tok, \[%bempty\];"
+    return _wgmma_common(3) + [
+        _m(3, "release-before-wait", "release-early", move_before(arrive, WAIT0), TIMING,
+           "the producer may refill the stage while the wgmma still reads it (per-warp wait_group rule)"),
+        _m(3, "release-before-wgmma", "release-early", move_before(arrive, r"wgmma\.fence"), TIMING,
+           "the stage is released before the wgmma that reads it is even issued"),
+        _m(3, "no-full-retry", "retry", delete(r"@!%p_ok bra\s+\$L_wait_full;"), TIMING,
+           "try_wait may return false: the consumer would read a stage that has not landed"),
+        _m(3, "no-empty-retry", "retry", delete(r"@!%p_ok bra\s+\$L_wait_empty;"), TIMING,
+           "try_wait may return false: the producer would refill a stage still being read"),
+        _m(3, "wgmma-before-full-wait", "wait-order",
+           Edit(f"({full_wait})((?:[^\n]*\n)*?[ \t]*wgmma\\.commit_group[^\n]*\n)", r"\2\1"), TIMING,
+           "the wgmma reads the stage before its TMA bytes are known to have landed"),
+        _m(3, "expect-tx-plus16", "expect-tx", replace(r"(\[%bfull\]), 18432;", r"\1, 18448;", 5), EXISTING,
+           "the full barrier waits for 16 bytes that never come"),
+        _m(3, "expect-tx-minus16", "expect-tx", replace(r"(\[%bfull\]), 18432;", r"\1, 18416;", 5), EXISTING,
+           "the phase completes 16 bytes early (tx-count underflow)"),
+        _m(3, "parity-full", "parity", [insert_after(r"and\.b32\s+%par, %par, 1;\s+// phase parity",
+                                                     "    xor.b32             %tmp2, %par, 1;\n"),
+                                        replace(r"(\[%bfull\]), %par;", r"\1, %tmp2;")], TIMING,
+           "waiting on the other parity passes at once (the preceding phase), before the stage landed"),
+        _m(3, "parity-empty", "parity", [Edit(r"^(\$L_wait_empty:\n)", "    xor.b32             %tmp2, %par, 1;\n\\1"),
+                                         replace(r"(\[%bempty\]), %par;", r"\1, %tmp2;")], TIMING,
+           "the producer's empty wait passes at once and refills a stage still being read"),
+        _m(3, "no-mbarrier-init-fence", "mbarrier-init", delete(r"fence\.mbarrier_init"), FENCES,
+           "mbarrier.init must be fenced before other threads or the async proxy use the barrier"),
+        _m(3, "no-init-bar", "mbarrier-init", Edit(r"^(\$L_inited:\n)[ \t]*bar\.sync\s+0;\n", r"\1"), EXISTING,
+           "the consumers may wait on barriers thread 0 has not initialised yet"),
+        _m(3, "empty-count-7", "barrier-count", replace(r"(\[%bars\+(?:32|40|48|56)\]), 8;", r"\1, 7;", 4), TIMING,
+           "the empty phase completes one warp early: the refill races the last warp's wgmma"),
+        _m(3, "empty-count-9", "barrier-count", replace(r"(\[%bars\+(?:32|40|48|56)\]), 8;", r"\1, 9;", 4), EXISTING,
+           "the empty phase never completes"),
+        _m(3, "full-count-2", "barrier-count", replace(r"(\[%bars\+(?:0|8|16|24)\]), 1;", r"\1, 2;", 4), EXISTING,
+           "the full phase never completes"),
+        _m(3, "no-empty-wait", "release-early", Edit(r"^\$L_wait_empty:\n[^\n]*\n[^\n]*\n", ""), TIMING,
+           "the producer refills without waiting for the consumers"),
+        _m(3, "empty-wait-on-full", "barrier-count", replace(r"(try_wait[^\n]*)\[%bempty\], %par;",
+                                                             r"\1[%bfull], %par;"), TIMING,
+           "the producer waits on the (completed) full barrier instead of the empty one"),
+        _m(3, "release-on-full", "barrier-count", replace(arrive, "@%p_lead mbarrier.arrive.shared::cta.b64 %tok, "
+                                                                  "[%bfull];"), EXISTING,
+           "arrivals on the full barrier beyond its count; the empty one never completes"),
+        _m(3, "no-release", "barrier-count", delete(arrive), EXISTING, "the empty phase never completes"),
+        _m(3, "misaligned-stage", "alignment", insert_after(ALIGN_LINE, PLUS128), ALIGN,
+           "TMA 128B-swizzle destinations and wgmma descriptors must be 1024-byte aligned"),
+        _m(3, "misaligned-desc-b", "alignment", DESC_B, ALIGN,
+           "the token operand's descriptor starts 128 bytes off its 1024-byte swizzle atom"),
+        _m(3, "no-epilogue-bar", "cta-barrier", delete(r"bar\.sync\s+[\d, ]+;\s+// every warpgroup is done"), EXISTING,
+           "stmatrix overwrites stage 0 while the other warpgroup may still read it"),
+    ]
+
+
+def _rungs45(rung: int) -> list[Mutation]:
+    cluster = rung == 5
+    stage = 18432
+    own_arrive = r"@%p_lead mbarrier\.arrive\.shared::cta\.b64 %tok, \[%bar\];"
+    last_arrive = r"@%p_lead mbarrier\.arrive\.release\.cluster" if cluster else own_arrive
+    c_wait = r"^\$C_wait:\n[^\n]*\n[^\n]*\n"
+    empty = ws.empty_count(cluster)
+    out = _wgmma_common(rung) + [
+        _m(rung, "release-before-wait", "release-early", move_after(WAIT0, last_arrive), TIMING,
+           "the producer may refill the stage while the wgmma still reads it"),
+        _m(rung, "no-full-retry", "retry", delete(r"@!%p_wait bra\s+\$C_wait;"), TIMING,
+           "try_wait may return false: the consumers would read a stage that has not landed"),
+        _m(rung, "no-empty-retry", "retry", delete(r"@!%p_wait bra\s+\$P_wait;"), TIMING,
+           "try_wait may return false: the producer would refill a stage still being read"),
+        _m(rung, "wgmma-before-full-wait", "wait-order",
+           Edit(f"({c_wait})((?:[^\n]*\n)*?[ \t]*wgmma\\.commit_group[^\n]*\n)", r"\2\1"), TIMING,
+           "the wgmma reads the stage before its TMA bytes are known to have landed"),
+        _m(rung, "expect-tx-plus16", "expect-tx", replace(rf"(\[%bar\]), {stage};", rf"\1, {stage + 16};"), EXISTING,
+           "the full barrier waits for 16 bytes that never come"),
+        _m(rung, "expect-tx-minus16", "expect-tx", replace(rf"(\[%bar\]), {stage};", rf"\1, {stage - 16};"), EXISTING,
+           "the phase completes 16 bytes early (tx-count underflow)"),
+        _m(rung, "parity-consumer", "parity",
+           Edit(r"^([ \t]*and\.b32\s+%ph, %ph, 1;\n)([ \t]*mad\.lo\.u32\s+%bar, %stage, 8, %sfull;\n\$C_wait:)",
+                "\\1    xor.b32             %ph, %ph, 1;\n\\2"), TIMING,
+           "waiting on the other parity passes at once (the preceding phase), before the stage landed"),
+        _m(rung, "parity-producer", "parity", delete(r"xor\.b32\s+%ph, %ph, 1;"), EXISTING,
+           "the producer waits for a phase of the empty barrier that cannot complete"),
+        _m(rung, "no-init-fences", "mbarrier-init",
+           Edit(r"^[ \t]*fence\.mbarrier_init[^\n]*\n[ \t]*fence\.proxy\.async[^\n]*\n", ""), FENCES,
+           "the barriers' init is never fenced: TMA's complete_tx (async proxy) may not see it (either fence alone, "
+           "fence.mbarrier_init as CUTLASS or fence.proxy.async as the CUDA guide's TMA example, would do)"),
+        _m(rung, "empty-count-minus1", "barrier-count",
+           replace(rf"(\[%sempty\+\d+\]), {empty};", rf"\1, {empty - 1};", 4), TIMING,
+           "the empty phase completes one arrival early: the refill races a consumer's wgmma"),
+        _m(rung, "full-count-2", "barrier-count", replace(r"(\[%sfull\+\d+\]), 1;", r"\1, 2;", 4), EXISTING,
+           "the full phase never completes"),
+        _m(rung, "no-empty-wait", "release-early", Edit(r"^\$P_wait:\n[^\n]*\n[^\n]*\n", ""), TIMING,
+           "the producer refills without waiting for the consumers"),
+        _m(rung, "empty-wait-on-full", "barrier-count",
+           Edit(r"%sempty;\n\$P_wait:", "%sfull;\n$P_wait:"), TIMING,
+           "the producer waits on a full barrier (which its own TMA completes) instead of the empty one"),
+        _m(rung, "no-release", "barrier-count", delete(own_arrive), EXISTING, "the empty phase never completes"),
+        _m(rung, "setmaxnreg-dec-2of4", "setmaxnreg",
+           replace(r"(setmaxnreg\.dec\.sync\.aligned\.u32 40;)",
+                   r"setp.lt.u32         %p_q, %thr, 64;\n    @%p_q \1"), REGS,
+           "setmaxnreg must be executed by all warps of the warpgroup (here 2 of 4)"),
+        _m(rung, "setmaxnreg-inc-2of4", "setmaxnreg",
+           replace(r"(setmaxnreg\.inc\.sync\.aligned\.u32 232;)",
+                   r"and.b32             %tmp, %thr, 127;\n    setp.lt.u32         %p_q, %tmp, 64;\n    @%p_q \1"),
+           REGS, "setmaxnreg must be executed by all warps of the warpgroup (here 2 of 4)"),
+        _m(rung, "setmaxnreg-inc-256", "setmaxnreg", replace(r"setmaxnreg\.inc\.sync\.aligned\.u32 232;",
+                                                              "setmaxnreg.inc.sync.aligned.u32 256;"), REGS,
+           "2 x 128 x 256 + 128 x 40 registers exceed the CTA's 384 x 168: the inc never completes"),
+        _m(rung, "no-maxnreg", "setmaxnreg", delete(r"\.maxnreg 168"), REGS,
+           "without .maxnreg ptxas allocates fewer registers per thread: the pool cannot supply the inc"),
+        _m(rung, "no-setmaxnreg-dec", "setmaxnreg", delete(r"setmaxnreg\.dec"), REGS,
+           "the producer never frees registers: the consumers' inc waits forever"),
+        _m(rung, "misaligned-stage", "alignment", insert_after(ALIGN_LINE, PLUS128), ALIGN,
+           "TMA 128B-swizzle destinations and wgmma descriptors must be 1024-byte aligned"),
+    ]
+    if not cluster:
+        out += [
+            _m(rung, "no-init-bar", "mbarrier-init", Edit(r"^(\$L_inited:\n)[ \t]*bar\.sync\s+0;\n", r"\1"), EXISTING,
+               "the consumers may wait on barriers thread 0 has not initialised yet"),
+            _m(rung, "release-before-wgmma", "release-early", move_before(own_arrive, r"wgmma\.fence"), TIMING,
+               "the stage is released before the wgmma that reads it is even issued"),
+        ]
+    else:
+        out += [
+            _m(rung, "no-cluster-bar-start", "cluster-barrier",
+               Edit(r"^(\$L_inited:\n)[ \t]*barrier\.cluster\.arrive[^\n]*\n[ \t]*barrier\.cluster\.wait[^\n]*\n",
+                    r"\1"), FENCES,
+               "the peer may arrive on (or multicast into) barriers not yet initialised"),
+            _m(rung, "no-cluster-bar-exit", "cluster-barrier",
+               Edit(r"^(\$L_end:\n)[ \t]*barrier\.cluster\.arrive[^\n]*\n[ \t]*barrier\.cluster\.wait[^\n]*\n",
+                    r"\1"), PEERS, "a CTA exits while its peer may still arrive on its barriers or multicast to it"),
+            _m(rung, "no-cluster-wait-exit", "cluster-barrier",
+               Edit(r"^(\$L_end:\n[ \t]*barrier\.cluster\.arrive[^\n]*\n)[ \t]*barrier\.cluster\.wait[^\n]*\n",
+                    r"\1"), PEERS, "arriving without waiting: the CTA still exits before its peer is done"),
+            _m(rung, "release-own-only", "peer-release",
+               [delete(r"@%p_lead mbarrier\.arrive\.release\.cluster"),
+                replace(rf"(\[%sempty\+\d+\]), {empty};", rf"\1, {empty // 2};", 4)], TIMING,
+               "the peer's producer multicasts into this CTA's stage while its consumers still read it"),
+            _m(rung, "release-mapa-own", "peer-release",
+               replace(r"(mapa\.shared::cluster\.u32 %rbar, %sempty), %peer;", r"\1, %rank;"), TIMING,
+               "both releases go to the own barrier: the peer's multicast races this CTA's readers"),
+            _m(rung, "multicast-mask-1", "expect-tx", replace(r"mov\.u16(\s+)%mask, 3;", r"mov.u16\1%mask, 1;"),
+               EXISTING, "rank 1 never receives its weight half: its full barrier waits forever"),
+            _m(rung, "dead-no-arrive", "barrier-count",
+               delete(r"mbarrier\.arrive\.shared::cta\.b64 %tok, \[%bar\];\s+//"), EXISTING,
+               "a dead tile's consumers wait on a full barrier nobody arrives on"),
+        ]
+    return out
+
+
+MUTATIONS: tuple[Mutation, ...] = tuple(_rung2() + _rung3() + _rungs45(4) + _rungs45(5))

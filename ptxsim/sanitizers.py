@@ -243,7 +243,7 @@ class Racecheck(Sanitizer):
             addr = np.repeat(addr, words)
         warp = la >> 5
         ep = self.epoch[st.slot[la]]
-        if not is_store:
+        if not is_store and ".shared::cluster" not in ins.mods:  # NOTE: a peer's words are not attributed (yet)
             self.order.read(phys, warp, ins.line)
         kind = None
         flying = self.in_flight[phys] > 0
@@ -427,7 +427,7 @@ class Asynccheck(Sanitizer):
         words = (st.smem_base[lanes] + addr).astype(np.int64) >> 2
         if nbytes > 4:
             words = words[:, None] + np.arange(nbytes // 4)
-        if st.rules is not None:
+        if st.rules is not None and ".shared::cluster" not in ins.mods:  # a peer's words are not attributed (yet)
             la = st.lane_array(lanes)
             st.rules.generic_write(st, ins, words.reshape(-1), np.repeat(la, words.size // max(len(la), 1)), ins.line)
         if not self.stores:

@@ -407,10 +407,13 @@ _UNIT_COMPONENT = {"issue": "issue", "fma": "issue", "alu": "issue", "lsu": "iss
 
 def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int | None = None,
                 clock_hz: float | None = None, bandwidth_share: float = 1.0,
-                constants: Mapping[str, float] | None = None) -> Estimate:
+                constants: Mapping[str, float] | None = None,
+                sass_mix: Mapping[str, float] | None = None) -> Estimate:
     """Model v2's estimate of one launch (module docstring). `program` is the decoded kernel (ptxsim Program:
     .instrs), `pc_counts` its per-pc warp-instruction counts over the grid (cycle_trace.per_pc_counts), `metrics`
-    the launch's counters (the cache model's level mix, bytes per request)."""
+    the launch's counters (the cache model's level mix, bytes per request); `sass_mix` the module's SASS factors
+    (sass.py): only its "load_unroll" (else "unroll") is used, to issue self-looping blocks' loads as ptxas unrolled
+    them (cycle_trace.py)."""
     spec, k = _check_args(spec, occ, clock_hz, bandwidth_share, constants)
     sms = check_sm_count(sm_count, spec.sm_count)
     m = _counters(metrics)
@@ -418,7 +421,9 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     clock = float(clock_hz) if clock_hz is not None else spec.under_load_clock_hz
     active = min(sms, grid)
     warps_per_cta = occ.warps_per_block
-    trace = build_trace(program.instrs, pc_counts, grid * warps_per_cta)
+    mix = sass_mix or {}
+    unroll = float(mix.get("load_unroll", mix.get("unroll", 1.0)))
+    trace = build_trace(program.instrs, pc_counts, grid * warps_per_cta, unroll)
     ops = _ops(program.instrs, spec, k)
     mem = _memory(m, spec, k, active, sms, clock, float(bandwidth_share))
     per_sm = math.ceil(grid / active)

@@ -56,8 +56,21 @@ def _repeat(n: float) -> int:
     return int(round(n))
 
 
-def build_trace(instrs, counts, warps_in_grid: float) -> Trace:
-    """One warp's dynamic stream (module docstring). `counts` are per-pc warp-instruction counts over the grid."""
+def _unrolled_body(instrs, body: list[int], unroll: int) -> list[int]:
+    """`unroll` iterations of a self-looping block as ptxas's unrolled loop issues them: the global loads of all of
+    them first, then the rest in order (ptxas hoists the loads of an unrolled streaming loop so they are in flight
+    together; NOTE: an approximation of its schedule, [EST])."""
+    loads = [pc for pc in body if instrs[pc].klass == "ld_global"]
+    rest = [pc for pc in body if instrs[pc].klass != "ld_global"]
+    return loads * unroll + rest * unroll
+
+
+def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0) -> Trace:
+    """One warp's dynamic stream (module docstring). `counts` are per-pc warp-instruction counts over the grid.
+    `unroll`: how many SASS global loads ptxas made of each PTX one (sass.sass_factors' "load_unroll"); from 1.5
+    on, a self-looping block's iterations run in chunks of round(unroll) (or all of them, when fewer) with their
+    global loads hoisted. NOTE: the factor is static and module-wide: it counts the remainder loop's copies too, and
+    stands for every loop of the module."""
     blocks = _blocks(instrs)
     per_warp = [counts[s] / warps_in_grid if s < len(counts) else 0.0 for s, _ in blocks]
     start_of = {s: i for i, (s, _) in enumerate(blocks)}
@@ -70,11 +83,28 @@ def build_trace(instrs, counts, warps_in_grid: float) -> Trace:
     pcs: list[int] = []
     loops: list[Loop] = []
 
+    chunk = int(round(unroll)) if unroll >= 1.5 else 1
+
     def emit_block(b: int, reps: int, weight: float) -> None:
         s, e = blocks[b]
         body = list(range(s, e))
         self_loop = instrs[e - 1].control and instrs[e - 1].target == s
-        if self_loop and reps > cap:
+        if self_loop and chunk > 1 and reps >= 2:
+            size = min(chunk, reps)          # a short loop: all its iterations' loads in flight together
+            chunks, left = divmod(reps, size)
+            unrolled = _unrolled_body(instrs, body, size)
+            if chunks > cap:
+                for i in range(cap):
+                    if i == LOOP_WARMUP:
+                        w_start = len(pcs)
+                    pcs.extend(unrolled)
+                loops.append(Loop(w_start, len(pcs), STEADY_WINDOW, float(chunks - cap), weight))
+            else:
+                for _ in range(chunks):
+                    pcs.extend(unrolled)
+            for _ in range(left):
+                pcs.extend(body)
+        elif self_loop and reps > cap:
             for i in range(cap):
                 if i == LOOP_WARMUP:
                     w_start = len(pcs)

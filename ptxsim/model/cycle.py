@@ -412,7 +412,7 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     """Model v2's estimate of one launch (module docstring). `program` is the decoded kernel (ptxsim Program:
     .instrs), `pc_counts` its per-pc warp-instruction counts over the grid (cycle_trace.per_pc_counts), `metrics`
     the launch's counters (the cache model's level mix, bytes per request); `sass_mix` the module's SASS factors
-    (sass.py): only its "load_unroll" (else "unroll") is used, to issue self-looping blocks' loads as ptxas unrolled
+    (sass.py): only its "load_unroll" is used, to issue self-looping blocks' loads as ptxas unrolled
     them (cycle_trace.py)."""
     spec, k = _check_args(spec, occ, clock_hz, bandwidth_share, constants)
     sms = check_sm_count(sm_count, spec.sm_count)
@@ -422,7 +422,7 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     active = min(sms, grid)
     warps_per_cta = occ.warps_per_block
     mix = sass_mix or {}
-    unroll = float(mix.get("load_unroll", mix.get("unroll", 1.0)))
+    unroll = float(mix.get("load_unroll", 1.0))
     trace = build_trace(program.instrs, pc_counts, grid * warps_per_cta, unroll)
     ops = _ops(program.instrs, spec, k)
     mem = _memory(m, spec, k, active, sms, clock, float(bandwidth_share))

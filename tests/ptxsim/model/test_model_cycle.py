@@ -147,22 +147,25 @@ def test_wgmma_runs_asynchronously_until_wait_group():
     assert t_keep == pytest.approx(64 + 128, abs=2)   # the second starts when the pipe frees, completes 128 later
 
 
-def test_loop_steady_state_multiplied_out_matches_the_full_replay(monkeypatch):
-    from ptxsim.model.microbench import FP32_FMA
+@pytest.mark.parametrize("bench, threads, iters", [("fp32_fma", 256, 40), ("mma_bf16", 128, 64)])
+def test_loop_steady_state_multiplied_out_matches_the_full_replay(monkeypatch, bench, threads, iters):
+    from ptxsim.model.microbench import BENCHES
 
-    kernel = ptxsim.load_ptx(FP32_FMA).kernel("fp32_fma")
+    b = BENCHES[bench]
+    kernel = ptxsim.load_ptx(b.ptx).kernel(b.entry)
     dev = ptxsim.Device()
-    stats = dev.launch(kernel, 1, 256, [dev.alloc(4), np.uint32(12)])
+    stats = dev.launch(kernel, 1, threads, [dev.alloc(64), np.uint32(iters)])
     counts = per_pc_counts(kernel.program, stats.per_line)
-    capped = build_trace(kernel.program.instrs, counts, 8)
-    assert capped.loops and capped.loops[0].extra == 12 - cycle_table.LOOP_WARMUP - cycle_table.STEADY_WINDOW
-    monkeypatch.setattr(cycle_trace, "LOOP_WARMUP", 100)
-    full = build_trace(kernel.program.instrs, counts, 8)
+    warps = threads // 32
+    capped = build_trace(kernel.program.instrs, counts, warps)
+    assert capped.loops and capped.loops[0].extra == iters - cycle_table.LOOP_WARMUP - cycle_table.STEADY_WINDOW
+    monkeypatch.setattr(cycle_trace, "LOOP_WARMUP", 1000)
+    full = build_trace(kernel.program.instrs, counts, warps)
     assert not full.loops and len(full.pcs) > len(capped.pcs)
     ops = cycle._ops(kernel.program.instrs, H100, costs.MODEL_CONSTANTS)
-    t_capped = simulate_sm(capped, ops, _memory(), 1, 8).clocks
-    t_full = simulate_sm(full, ops, _memory(), 1, 8).clocks
-    assert t_capped == pytest.approx(t_full, rel=0.02)
+    t_capped = simulate_sm(capped, ops, _memory(), 4, warps).clocks     # 4 resident CTAs: 4x the warps
+    t_full = simulate_sm(full, ops, _memory(), 4, warps).clocks
+    assert t_capped == pytest.approx(t_full, rel=0.03)
 
 
 def test_cta_slots_are_refilled_and_the_rest_multiplied_out():

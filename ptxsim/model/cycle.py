@@ -130,11 +130,13 @@ def _ops(instrs, spec, k) -> list[_Op]:
                            tuple(src)))
         elif klass in ("ld_shared", "st_shared"):
             out.append(_Op(SHARED, pipe, busy, lat if klass == "ld_shared" else 0.0, tuple(dst), tuple(src)))
-        elif klass == "cp_async":
-            out.append(_Op(ASYNC_COPY, pipe, busy, 0.0, (), tuple(src), 1.0 if ".bulk" in mods else 0.0))
         elif (ins.op == "cp" and ".async" in mods and (".wait_group" in mods or ".wait_all" in mods)) or \
                 (ins.op == "mbarrier" and (".try_wait" in mods or ".test_wait" in mods)):
             out.append(_Op(ASYNC_WAIT, "", 0.0, 0.0, tuple(dst), tuple(src)))
+        elif klass == "cp_async" and ".commit_group" in mods:     # cp.async[.bulk].commit_group: bookkeeping only
+            out.append(_Op(NOP, pipe, busy, 0.0, (), ()))
+        elif klass == "cp_async":
+            out.append(_Op(ASYNC_COPY, pipe, busy, 0.0, (), tuple(src), 1.0 if ".bulk" in mods else 0.0))
         elif klass == "barrier" and ins.op in ("bar", "barrier") and ".arrive" not in mods:
             out.append(_Op(BAR, pipe, busy, 0.0, (), tuple(src)))
         else:
@@ -142,14 +144,16 @@ def _ops(instrs, spec, k) -> list[_Op]:
     return out
 
 
-def _memory(m, spec, k, active, sms, clock, share) -> _Memory:
+def _memory(m, spec, k, active, sms, clock, share, copies: float | None = None) -> _Memory:
+    """`copies`: the launch's copy instructions (cp.async, bulk, TMA; not their commits and waits, which share the
+    cp_async class counter); default the class counter."""
     inst = {name: m[key] for name, key in CLASS_METRICS.items()}
     ld_sectors = m[_L1.format("sectors", "ld")]
     l1_hits = min(m["ptxsim__l1_hit_sectors_global_op_ld.sum"], ld_sectors)
     dram_read = m["dram__bytes_read.sum"]
     loads = inst["ld_global"]
     stores = inst["st_global"] + inst["atom"]
-    copies = inst["cp_async"]
+    copies = inst["cp_async"] if copies is None else copies
     l2_ld_bytes = SECTOR_BYTES * (ld_sectors - l1_hits)
     dram_ld_bytes = min(dram_read, l2_ld_bytes)
     copy_bytes = SECTOR_BYTES * m[CP_ASYNC_SECTORS]
@@ -425,7 +429,8 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     unroll = float(mix.get("load_unroll", 1.0))
     trace = build_trace(program.instrs, pc_counts, grid * warps_per_cta, unroll)
     ops = _ops(program.instrs, spec, k)
-    mem = _memory(m, spec, k, active, sms, clock, float(bandwidth_share))
+    copies = sum(float(pc_counts[pc]) for pc, op in enumerate(ops) if op.kind == ASYNC_COPY and pc < len(pc_counts))
+    mem = _memory(m, spec, k, active, sms, clock, float(bandwidth_share), copies)
     per_sm = math.ceil(grid / active)
     resident = max(1, min(occ.blocks_per_sm, per_sm))
     rounds = per_sm / resident

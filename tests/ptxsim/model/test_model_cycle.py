@@ -260,3 +260,31 @@ def test_scalar_vs_16_byte_row_reduction_within_1_5x():
     rolled = estimate_v2(kernel.program, per_pc_counts(kernel.program, stats.per_line), stats.metrics, H100,
                          occupancy(H100, 256, 32, 0)).kernel_seconds
     assert rolled > 1.3 * reduction_seconds(ROW_SCALAR, "row_scalar", 32, 1024)
+
+
+ASYNC_PTX = HEAD + """
+.visible .entry k(.param .u64 a)
+{
+  .reg .b64 %rd<4>; .reg .b32 %r<4>;
+  .shared .align 16 .b8 buf[64];
+  ld.param.u64 %rd1, [a];
+  mov.u32 %r1, buf;
+  cp.async.ca.shared.global [%r1], [%rd1], 16;
+  cp.async.commit_group;
+  cp.async.wait_group 0;
+  cp.async.bulk.commit_group;
+  cp.async.bulk.wait_group 0;
+  ret;
+}
+"""
+
+
+def test_async_copies_their_commits_and_waits_are_told_apart():
+    program = ptxsim.load_ptx(ASYNC_PTX).kernel("k").program
+    kinds = [op.kind for op in cycle._ops(program.instrs, H100, costs.MODEL_CONSTANTS)]
+    assert kinds[2:7] == [cycle.ASYNC_COPY, cycle.NOP, cycle.ASYNC_WAIT, cycle.NOP, cycle.ASYNC_WAIT]
+    # the wait holds the warp until the copy's bytes have passed the L2 server and the latency has elapsed
+    ops = [_Op(cycle.ASYNC_COPY, "lsu", 4.0, 0.0, (), ()), _Op(cycle.ASYNC_WAIT, "", 0.0, 0.0, (), ()),
+           _Op(ALU, "fma", 1.0, 4.0, (), ())]
+    run = simulate_sm(Trace((0, 1, 2), ()), ops, _memory(copy_l2_bytes=640.0), 1, 1)
+    assert run.clocks == pytest.approx(640 / 64 + 500 + 1, abs=1)

@@ -291,23 +291,30 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
             if edge:
                 spans[i].append(t - stamps[w][i][0])
 
+    def best_of(s: int) -> tuple[float, int]:
+        """(clock, warp) of SMSP s's next issue: the earliest ready warp, ties by loose round-robin from the one
+        after the last issued ([AS] lrr)."""
+        mine = warps_on[s]
+        n_mine = len(mine)
+        best_t, best_w, best_rank = INF, -1, 0
+        for i, w in enumerate(mine):
+            if pos[w] >= n_instr:
+                continue
+            t = max(ready_time(w), slot_free[s])
+            rank = (i - last_rr[s] - 1) % n_mine
+            if t < best_t or (t == best_t and rank < best_rank):
+                best_t, best_w, best_rank = t, w, rank
+        return best_t, best_w
+
+    # Each SMSP's next issue is cached: only its own issues change it, except a barrier release, a CTA taking a
+    # freed slot or a bulk copy (its CTA's waits), after which every SMSP is looked at again.
+    nxt = [best_of(s) for s in range(smsps)]
     while done < n_warps:
-        # the SMSP with the earliest possible issue
-        # (loose round-robin among the warps ready at that clock, from the one after the last issued: [AS] lrr)
-        best_s, best_t, best_w, best_rank = -1, INF, -1, 0
-        for s in range(smsps):
-            mine = warps_on[s]
-            n_mine = len(mine)
-            for i, w in enumerate(mine):
-                if pos[w] >= n_instr:
-                    continue
-                t = max(ready_time(w), slot_free[s])
-                rank = (i - last_rr[s] - 1) % n_mine
-                if t < best_t or (t == best_t and s == best_s and rank < best_rank):
-                    best_t, best_w, best_s, best_rank = t, w, s, rank
-        if best_w < 0:
+        s = min(range(smsps), key=lambda i: nxt[i][0])
+        t, w = nxt[s]
+        if w < 0:
             raise RuntimeError("cycle model: every warp is blocked (a barrier no warp can reach)")
-        w, s, t = best_w, best_s, best_t
+        refresh_all = False
         last_rr[s] = warps_on[s].index(w)
         record_marks(w, t)
         op = ops[pcs[pos[w]]]
@@ -350,6 +357,7 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
             if op.arg:
                 c = w // warps_per_cta
                 cta_async[c] = max(cta_async[c], done_at)
+                refresh_all = True
             else:
                 warp_async[w] = max(warp_async[w], done_at)
         elif kind == BAR:
@@ -365,6 +373,7 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
                 prev_issue[w] = max(prev_issue[w], release - 1.0)
                 bar_arrived[c] = 0
                 bar_time[c] = 0.0
+                refresh_all = True
             else:
                 blocked[w] = True
         pos[w] += 1
@@ -384,7 +393,12 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
                         pos[v], prev_issue[v], regs[v], groups[v] = 0, slot_end[c] - 1.0, {}, []
                         open_group[v], warp_async[v], blocked[v] = 0.0, 0.0, False
                     done -= warps_per_cta
+                    refresh_all = True
             done += 1
+        if refresh_all:
+            nxt = [best_of(i) for i in range(smsps)]
+        else:
+            nxt[s] = best_of(s)
     end = max(max(cta_finish), max(server.free for server in servers.values()))   # stores drain before the end
     if total > to_run:   # the steady time per CTA after the first round, for the CTAs not simulated
         cta_finish.sort()

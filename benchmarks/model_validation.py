@@ -9,6 +9,9 @@ predicted: out of sample) and the error over each; then the PAIRED rows (ptxsim/
 two variants, all predicted) with the geometric RMS of their ratio error, split by same/different limiters, and the
 95% prediction-interval parameters fitted to them (ptxsim/model/intervals.py). Goals (issue 29): predicted paired
 rows <= 10%, predicted absolute rows <= 20%; the figures are printed as they are.
+Model v1 (analytic bounds, timing.py) and v2 (per-SM cycle-approximate schedule, cycle.py) both run (one functional
+simulation per launch, shared) and print side by side; --model picks the version printed in full and recorded as
+`model_version` (the other's errors and ratios go under `other_models`).
 Unless --no-record (or --only), records everything in ptxsim/model/validation.json. Runs in about a minute on
 2 cores (the wgmma benches and the copies most of it).
 """
@@ -27,6 +30,9 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="", help="comma-separated bench names (default: all)")
     parser.add_argument("--no-record", action="store_true", help="do not update ptxsim/model/validation.json")
     parser.add_argument("--device-profile", default=None, help="a device profile from `ptxmoe calibrate`")
+    parser.add_argument("--model", default="v1", choices=("v1", "v2"),
+                        help="the model version whose rows are printed in full and recorded (default v1; the other "
+                             "is run too and printed side by side)")
     args = parser.parse_args(argv)
 
     from harness.static import analyse_ptx  # ptxas registers and SASS mix of each microbenchmark
@@ -36,15 +42,21 @@ def main(argv=None) -> int:
     from ptxsim.model.paired import PAIRS, validate_pairs
     from ptxsim.model.profile import load_profile
     from ptxsim.model.published import PREDICTED
-    from ptxsim.model.validation import error_figure, pair_table, table, validate, write_record
+    from ptxsim.model.validation import error_figure, pair_table, side_by_side, table, validate, write_record
 
     names = [n for n in args.only.split(",") if n]
     bench_names = [n for n in names if n in BENCHES]
     pair_names = [n for n in names if n in {pair.name for pair in PAIRS}]
     try:
         constants = load_profile(args.device_profile).constants if args.device_profile else None
-        rows = validate(constants, bench_names, static_facts=analyse_ptx) if bench_names or not names else []
-        pairs = validate_pairs(constants, pair_names, static_facts=analyse_ptx) if pair_names or not names else []
+        results = {}
+        for version in (args.model, *(v for v in ("v1", "v2") if v != args.model)):
+            rows = validate(constants, bench_names, static_facts=analyse_ptx, model=version) \
+                if bench_names or not names else []
+            pairs = validate_pairs(constants, pair_names, static_facts=analyse_ptx, model=version) \
+                if pair_names or not names else []
+            results[version] = (rows, pairs)
+        rows, pairs = results[args.model]
     except ModelError as exc:
         print(f"model_validation: {exc}", file=sys.stderr)
         return 2
@@ -62,8 +74,13 @@ def main(argv=None) -> int:
                       f"interval r x exp(-b) x/ {math.exp(fit.half_width):.3f}")
             print(f"a modelled 10% effect is decidable at 95% with {len(predicted)} rows when the spread is below "
                   f"{decidable_spread(len(predicted)):.1%}")
+    print()
+    print(f"model versions side by side (v1: analytic bounds, timing.py; v2: per-SM cycle-approximate schedule, "
+          f"cycle.py); rows printed above: {args.model}")
+    print(side_by_side(results))
     if not names and not args.no_record and not args.device_profile:
-        write_record(rows, pairs=pairs)
+        write_record(rows, pairs=pairs, model=args.model,
+                     others={v: r for v, r in results.items() if v != args.model})
     return 0
 
 

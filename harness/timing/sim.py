@@ -10,12 +10,28 @@ launches by name. Everything is labelled "modelled": it is not a measurement.
 
 A device profile from `ptxmoe calibrate` (`--device-profile FILE`, passed down as a value: RowTiming.device_profile,
 recorded in run.json's settings) replaces the model's constants with ones fitted on that GPU.
+
+The model version is v1 (ptxsim.model.timing.estimate, the analytic bounds) unless PTXMOE_TIMING_MODEL=v2 selects
+the cycle-approximate per-SM schedule (ptxsim.model.cycle.estimate_v2, issue 29): opt-in because on the validation
+it improves the predicted paired rows but not the predicted absolute ones (docs/model-validation.md, "Model v2").
+Each launch records `model_version`. NOTE: v2's intervals still use the v1 validation's per-limiter errors.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, is_dataclass
 
 MODEL_DEVICE = "H200 SXM"
+MODEL_ENV = "PTXMOE_TIMING_MODEL"
+MODEL_VERSIONS = ("v1", "v2")
+
+
+def model_version() -> str:
+    """The timing model version PTXMOE_TIMING_MODEL selects ("v1" when unset); ValueError naming it otherwise."""
+    version = os.environ.get(MODEL_ENV, "v1") or "v1"
+    if version not in MODEL_VERSIONS:
+        raise ValueError(f"{MODEL_ENV}={version!r}; expected one of {', '.join(MODEL_VERSIONS)}")
+    return version
 
 
 def profile_constants(device: str, path: str | None) -> dict | None:
@@ -127,7 +143,7 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
     out = {"name": record.name, "grid": list(record.grid), "block": list(record.block),
            "shared_bytes": record.shared_bytes, "sim_wall_s": record.host_seconds, "modelled_s": None,
            "launch_s": None, "interval_s": None, "model_error": None, "sass_mix": None, "occupancy": None,
-           "estimate": None, "error": None,
+           "estimate": None, "error": None, "model_version": None,
            # sampled simulation: the fraction of CTAs simulated (1.0: all), and the waves (ptxsim LaunchStats.waves)
            "simulated_fraction": float(getattr(record.stats, "sample_fraction", 1.0)),
            "waves": dict(getattr(record.stats, "waves", None) or {})}
@@ -157,8 +173,20 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
 
         mix = module_sass_mix(ptx_entry[0], analyse_ptx(ptx_entry[0])) if ptx_entry else None
         out["sass_mix"] = mix
-        result = estimate(getattr(record.stats, "metrics", record.stats), spec, occ,
-                          constants=profile_constants(spec.name, profile), sass_mix=mix)
+        version = model_version()
+        out["model_version"] = version
+        if version == "v2" and ptx_entry is not None and hasattr(record.stats, "per_line"):
+            import ptxsim
+            from ptxsim.model.cycle import estimate_v2
+            from ptxsim.model.cycle_trace import per_pc_counts
+
+            program = ptxsim.load_ptx(ptx_entry[0]).kernel(ptx_entry[1]).program
+            result = estimate_v2(program, per_pc_counts(program, record.stats.per_line), record.stats.metrics, spec,
+                                 occ, constants=profile_constants(spec.name, profile), sass_mix=mix)
+        else:
+            out["model_version"] = "v1"
+            result = estimate(getattr(record.stats, "metrics", record.stats), spec, occ,
+                              constants=profile_constants(spec.name, profile), sass_mix=mix)
         out["modelled_s"] = _seconds(result)
         if hasattr(result, "kernel_seconds") and hasattr(result, "components"):
             from ptxsim.model.validation import limiter_error

@@ -445,13 +445,22 @@ def module_sass_mix(ptx: str, facts: dict | None) -> dict[str, float] | None:
     return mix
 
 
+# Simulated launches of the benches, so that model v1 and v2 (and several devices) share one functional simulation
+# per launch: (bench name, PTX, launch index) -> LaunchStats.
+_STATS_CACHE: dict[tuple[str, str, int], object] = {}
+MODELS = ("v1", "v2")
+
+
 def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, float] | None = None,
-               static_facts: StaticFacts | None = None) -> BenchResult:
+               static_facts: StaticFacts | None = None, model: str = "v1") -> BenchResult:
     """Simulate each launch of `bench` on ptxsim, estimate its time with the model on `device`, derive the quantity.
 
     The quantity is computed from kernel time (the model's launch term excluded), except for `launch_gap`, whose
-    quantity is the launch term itself.
+    quantity is the launch term itself. `model`: "v1" (timing.estimate, the analytic bounds) or "v2"
+    (cycle.estimate_v2, the per-SM cycle-approximate schedule).
     """
+    if model not in MODELS:
+        raise ValueError(f"run_on_sim: model {model!r}; expected one of {', '.join(MODELS)}")
     import ptxsim
     from ptxsim.model.devices import get_device
     from ptxsim.model.occupancy import occupancy
@@ -462,14 +471,25 @@ def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, f
     regs = _registers(bench.ptx, bench.entry, static_facts)
     mix = module_sass_mix(bench.ptx, static_facts(bench.ptx) if static_facts else None)
     times, limiters, kernel_limiters, launch_s = [], [], [], 0.0
-    for launch in bench.launches:
-        dev = ptxsim.Device()
-        # NOTE: one wave of sample_ctas consecutive CTAs: the benches are uniform streams with no reuse between CTAs,
-        # so a device-sized wave (hundreds of CTAs) would cost simulation time and change no counter per CTA.
-        stats = dev.launch(kernel, launch.grid, launch.block, launch.args(dev), sample_ctas=launch.sample_ctas,
-                           wave_ctas=launch.sample_ctas)
+    for index, launch in enumerate(bench.launches):
+        key = (bench.name, bench.ptx, index)
+        stats = _STATS_CACHE.get(key)
+        if stats is None:
+            dev = ptxsim.Device()
+            # NOTE: one wave of sample_ctas consecutive CTAs: the benches are uniform streams with no reuse between
+            # CTAs, so a device-sized wave (hundreds of CTAs) would cost simulation time and change no counter per CTA.
+            stats = dev.launch(kernel, launch.grid, launch.block, launch.args(dev), sample_ctas=launch.sample_ctas,
+                               wave_ctas=launch.sample_ctas)
+            _STATS_CACHE[key] = stats
         occ = occupancy(spec, launch.block, regs, int(stats.metrics.get("launch__shared_mem_per_block_static", 0)))
-        est = estimate(stats.metrics, spec, occ, constants=constants, sass_mix=mix)
+        if model == "v2":
+            from ptxsim.model.cycle import estimate_v2
+            from ptxsim.model.cycle_trace import per_pc_counts
+
+            est = estimate_v2(kernel.program, per_pc_counts(kernel.program, stats.per_line), stats.metrics, spec,
+                              occ, constants=constants, sass_mix=mix)
+        else:
+            est = estimate(stats.metrics, spec, occ, constants=constants, sass_mix=mix)
         times.append(est.kernel_seconds)
         limiters.append(est.limiter)
         kernel_limiters.append(max((name for name in est.components if name not in ("tail", "launch")),

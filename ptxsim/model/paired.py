@@ -143,7 +143,8 @@ def _limiter(result) -> str:
     return "/".join(sorted(set(result.kernel_limiters or result.limiters)))
 
 
-def validate_pairs(constants: Mapping[str, float] | None = None, names=None, static_facts=None) -> list[PairRow]:
+def validate_pairs(constants: Mapping[str, float] | None = None, names=None, static_facts=None,
+                   model: str = "v1") -> list[PairRow]:
     """Run both variants of every pair (or those in `names`) on ptxsim with the model of the pair's device."""
     from ptxsim.model.microbench import run_on_sim
 
@@ -151,7 +152,8 @@ def validate_pairs(constants: Mapping[str, float] | None = None, names=None, sta
 
     def run(variant: str, device: str):
         if (variant, device) not in results:
-            results[variant, device] = run_on_sim(variant_bench(variant), device, constants, static_facts)
+            results[variant, device] = run_on_sim(variant_bench(variant), device, constants, static_facts,
+                                                  model=model)
         return results[variant, device]
 
     rows = []

@@ -70,7 +70,8 @@ def class_counts(sass_histogram: Mapping[str, int]) -> dict[str, int]:
 
 
 def sass_factors(ptx_counts: Mapping[str, int], sass_histogram: Mapping[str, int]) -> dict[str, float]:
-    """{class: factor for ADJUSTED classes, "uniform_per_int": ..., "unroll": ...} (see the module docstring);
+    """{class: factor for ADJUSTED classes, "uniform_per_int": ..., "unroll": ..., "load_unroll": ...} (see the
+    module docstring; load_unroll = SASS / PTX global loads, static counts, when the module has any);
     {} when the module has no reference-class instruction (nothing to compare like for like)."""
     sass = class_counts(sass_histogram)
     ref_ptx = sum(ptx_counts.get(c, 0) for c in REFERENCE)
@@ -81,4 +82,8 @@ def sass_factors(ptx_counts: Mapping[str, int], sass_histogram: Mapping[str, int
     out = {c: sass.get(c, 0) / (unroll * ptx_counts[c]) for c in ADJUSTED if ptx_counts.get(c, 0)}
     out["uniform_per_int"] = sass.get("uniform", 0) / (unroll * ptx_counts["int"]) if ptx_counts.get("int") else 0.0
     out["unroll"] = unroll
+    if ptx_counts.get("ld_global") and sass.get("ld_global"):
+        # how many SASS global loads ptxas made of each PTX one (unrolled loops and their remainders): model v2
+        # issues a self-looping block's loads in chunks of this many (cycle_trace.py)
+        out["load_unroll"] = sass["ld_global"] / ptx_counts["ld_global"]
     return out

@@ -177,7 +177,7 @@ def _check_mix(sass_mix) -> dict[str, float]:
         raise ModelArgumentError(f"estimate: sass_mix must be a mapping of class -> factor, got {sass_mix!r}")
     out = {}
     for key, value in sass_mix.items():
-        if key not in CLASS_METRICS and key not in ("uniform_per_int", "unroll"):
+        if key not in CLASS_METRICS and key not in ("uniform_per_int", "unroll", "load_unroll"):
             raise ModelArgumentError(f"estimate: sass_mix key {key!r} is not an instruction class")
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
             raise ModelArgumentError(f"estimate: sass_mix[{key!r}] = {value!r}; expected a finite number >= 0")

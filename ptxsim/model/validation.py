@@ -53,11 +53,12 @@ class Row:
         return self.ratio is not None and BAND[0] <= self.ratio <= BAND[1]
 
 
-def validate(constants: Mapping[str, float] | None = None, names=None, static_facts=None) -> list[Row]:
+def validate(constants: Mapping[str, float] | None = None, names=None, static_facts=None,
+             model: str = "v1") -> list[Row]:
     """Run the microbenchmarks (all, or `names`) on ptxsim with the model of the device each figure was measured on.
 
     static_facts: ptx -> {"resources", "sass_histogram"} (harness.static.analyse_ptx), as microbench.run_on_sim
-    takes it; the recorded validation was made with it."""
+    takes it; the recorded validation was made with it. model: "v1" (analytic bounds) or "v2" (cycle.py)."""
     from ptxsim.model.microbench import BENCHES, run_on_sim
     from ptxsim.model.published import entries
 
@@ -68,7 +69,7 @@ def validate(constants: Mapping[str, float] | None = None, names=None, static_fa
         results = {}
         for pub in entries(name):
             if pub.device not in results:
-                results[pub.device] = run_on_sim(bench, pub.device, constants, static_facts)
+                results[pub.device] = run_on_sim(bench, pub.device, constants, static_facts, model=model)
             result = results[pub.device]
             ratio = result.quantity / pub.value if pub.value else None
             what = bench.what if pub.device == "H100 SXM" else f"{bench.what}, {pub.device}"
@@ -135,10 +136,46 @@ def pair_summary(pairs: list) -> str:
             f"{error_figure([r for r in predicted if not r.same_limiter]):.1%}")
 
 
-def write_record(rows: list[Row], path: Path = RECORD, pairs: list | None = None) -> None:
+def model_errors(rows: list[Row], pairs: list) -> dict[str, float]:
+    """The headline figures of one model version: absolute rows (all, predicted, fit) and predicted paired rows."""
+    predicted = [row for row in pairs if row.role == PREDICTED]
+    return {"error": error_figure(rows), "error_predicted": error_figure(rows, PREDICTED),
+            "error_fit": error_figure(rows, FIT), "error_pairs_predicted": error_figure(predicted)}
+
+
+def side_by_side(results: dict[str, tuple[list[Row], list]]) -> str:
+    """Model versions side by side: each absolute row's and paired row's modelled / published, then the errors.
+    `results` maps a model version ("v1", "v2") to its (rows, pairs)."""
+    versions = list(results)
+    head = " | ".join(f"{v:>7}" for v in versions)
+    lines = [f"{'row (modelled / published)':<52} | {'role':<9} | {head}"]
+    first_rows, first_pairs = results[versions[0]]
+    for i, row in enumerate(first_rows):
+        if row.ratio is None:
+            continue
+        cells = " | ".join(f"{results[v][0][i].ratio:>7.3f}" for v in versions)
+        tag = row.source.split("]")[0] + "]" if "]" in row.source else row.source
+        lines.append(f"{row.name + ' ' + tag + (' ' + row.device if row.device != 'H100 SXM' else ''):<52} | "
+                     f"{row.role:<9} | {cells}")
+    for i, pair in enumerate(first_pairs):
+        cells = " | ".join(f"{results[v][1][i].error_ratio:>7.3f}" for v in versions)
+        lines.append(f"{'pair ' + pair.name:<52} | {pair.role:<9} | {cells}")
+    errors = {v: model_errors(*results[v]) for v in versions}
+    for key, what in (("error_predicted", "predicted absolute rows (goal <= 20%)"),
+                      ("error_pairs_predicted", "predicted paired rows (goal <= 10%)"),
+                      ("error_fit", "fit absolute rows"), ("error", "all absolute rows")):
+        cells = " | ".join(f"{errors[v][key]:>7.1%}" for v in versions)
+        lines.append(f"{'error: ' + what:<52} | {'':<9} | {cells}")
+    return "\n".join(lines)
+
+
+def write_record(rows: list[Row], path: Path = RECORD, pairs: list | None = None, model: str = "v1",
+                 others: dict[str, tuple[list[Row], list]] | None = None) -> None:
     """Record the rows and their error figures, and the paired rows with the 95% interval parameters fitted to them
     (intervals.py), atomically: a temporary file renamed over the record.
 
+    `model` is the version the rows were modelled with; `others` other versions' (rows, pairs), recorded under
+    "other_models" (their errors and per-row ratios) for comparison.
     "error" stays the figure over every absolute row (the one the sim backend's intervals use today, through
     recorded_error/limiter_error); "error_predicted" is the out-of-sample figure over the predicted rows alone."""
     doc = {"error": error_figure(rows), "error_predicted": error_figure(rows, PREDICTED),
@@ -152,6 +189,12 @@ def write_record(rows: list[Row], path: Path = RECORD, pairs: list | None = None
                    error_pairs_predicted=error_figure(predicted), pair_summary=pair_summary(pairs),
                    intervals={key: asdict(fit) for key, fit in fit_by_limiter(predicted).items()},
                    decidable_spread_10pct=decidable_spread(len(predicted)))
+    doc["model_version"] = model
+    if others:   # the other model versions' figures, for comparison (not what the intervals use)
+        doc["other_models"] = {
+            version: {**model_errors(o_rows, o_pairs), "rows": {f"{r.name} {r.source}": r.ratio for r in o_rows},
+                      "pairs": {p.name: p.error_ratio for p in o_pairs}}
+            for version, (o_rows, o_pairs) in others.items()}
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     tmp.replace(path)

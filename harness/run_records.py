@@ -91,6 +91,7 @@ class ModelledLaunch(Record):
     error: str | None = None
     simulated_fraction: float = 1.0
     waves: Mapping[str, int] = field(default_factory=dict)
+    model_version: str | None = None  # "v1" (analytic bounds) or "v2" (cycle-approximate); absent before issue 29
 
     @property
     def limiter(self) -> str | None:

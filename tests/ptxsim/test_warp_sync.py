@@ -133,6 +133,7 @@ _WGMMA_LOOP = HEADER.replace("sm_90", "sm_90a") + """
   ld.param.u64 %rd1, [pout]; mov.u32 %r0, %tid.x; mul.wide.u32 %rd2, %r0, 4; add.s64 %rd3, %rd1, %rd2;
   mov.u32 %r1, sm; shl.b32 %r2, %r0, 3; add.u32 %r2, %r2, %r1; mov.u32 %r3, 0;
   st.shared.v2.u32 [%r2], {%r3, %r3};
+  fence.proxy.async.shared::cta;  // the generic-proxy writes, made visible to the wgmma's async-proxy reads
   bar.sync 0;
   mov.b64 %rd5, 17179869192;
   mov.u32 %r5, 0x3F803F80; mov.u32 %r8, 0;

@@ -28,8 +28,8 @@ def add_compare_options(parser) -> None:
                              "default balanced)")
     parser.add_argument("--kernels", metavar="LIST", help="comma-separated kernels (default: all and the layer)")
     parser.add_argument("--impls", metavar="LIST",
-                        help="comma-separated implementations: numba, cpp, ptx (default: all; a kernel one of them "
-                             "lacks gets a 'not implemented in <impl>' row)")
+                        help="comma-separated implementations: numba, cpp, triton, ptx (default: all; a kernel one "
+                             "of them lacks gets a 'not implemented in <impl>' row)")
     parser.add_argument("--out", metavar="DIR", default=str(DEFAULT_OUT), help="profiles folder (default profiles/)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run, skipping rows done")
     parser.add_argument("--seed", type=int, help="base seed of the input generators (default: fresh, printed)")
@@ -169,6 +169,8 @@ def build_settings(args, backend_name: str):
     for k in kernels:
         get_kernel(k)
     impls = parse_impls(getattr(args, "impls", None))
+    if not getattr(args, "impls", None):
+        impls = default_impls(impls, kernels)
     seed = args.seed if args.seed is not None else secrets.randbits(32)
     timing = replace(GpuTimingSettings(), budget_s=check_budget(args.budget))
     if getattr(args, "quick_timing", False):
@@ -187,6 +189,20 @@ def build_settings(args, backend_name: str):
                            seed=int(seed), impls=impls, static=not args.no_static, timing=timing, sanitize=sanitize,
                            model_estimate=not getattr(args, "no_model_estimate", False), sample=sample,
                            memory_limit=memory_limit, **extra)
+
+
+def default_impls(impls: tuple[str, ...], kernels) -> tuple[str, ...]:
+    """Without --impls: the implementations that have at least one of the kernels (or whose package does not import,
+    so its rows say why). Triton implements grouped_gemm_fp8 alone: a gate run gets no row of it, a full run gets its
+    'not implemented in triton' rows; --impls names an implementation explicitly either way."""
+    from harness.implementations import implementation_table
+
+    keep = []
+    for impl in impls:
+        table, problem = implementation_table(impl)
+        if problem or set(table) & set(kernels):
+            keep.append(impl)
+    return tuple(keep) or impls
 
 
 def model_device_option(name: str) -> str:

@@ -23,7 +23,10 @@ from contract.errors import BuildError
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 ARCH = "sm_90a"
-KERNELS = {"gemm_bf16_sm90": ("gemm_bf16_sm90.cu", "gemm_bf16_sm90.h")}  # name -> (device source, shared header)
+KERNELS = {  # name -> (device source, shared header)
+    "gemm_bf16_sm90": ("gemm_bf16_sm90.cu", "gemm_bf16_sm90.h"),
+    "gemm_fp8_blockwise_sm90": ("gemm_fp8_blockwise_sm90.cu", "gemm_fp8_blockwise_sm90.h"),
+}
 
 
 @lru_cache(maxsize=1)

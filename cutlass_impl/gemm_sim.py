@@ -1,4 +1,5 @@
-"""CUTLASS's sm90 bf16 GEMM on ptxsim: D = A @ B^T, run unmodified (its NVRTC PTX, its own Params)."""
+"""CUTLASS's sm90 GEMMs on ptxsim, run unmodified (their NVRTC PTX, their own Params): the bf16 GEMM D = A @ B^T and
+the FP8 blockwise-scaled one D = sum over 128-deep k blocks of (A_k @ B_k^T) x SFA[m, k] x SFB[n // 128, k]."""
 from __future__ import annotations
 
 import re
@@ -13,6 +14,7 @@ from contract.errors import BuildError, InputError
 from cutlass_impl.build import load_ptx, shim
 
 NAME = "gemm_bf16_sm90"
+FP8_NAME = "gemm_fp8_blockwise_sm90"
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class HostParams:
     block: tuple[int, int, int]
     shared_bytes: int
     tensor_maps: int
+    extra: str = ""  # the shim's other lines (the FP8 GEMM's scale layout)
 
 
 def _encode_maps(params: bytearray, lines: list[str]) -> int:
@@ -44,18 +47,28 @@ def _encode_maps(params: bytearray, lines: list[str]) -> int:
     return len(lines)
 
 
-def host_params(M: int, N: int, K: int, addrs: tuple[int, int, int, int]) -> HostParams:  # noqa: N803
+def host_params(M: int, N: int, K: int, addrs: tuple[int, ...], name: str = NAME) -> HostParams:  # noqa: N803
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "params.bin"
-        done = subprocess.run([str(shim(NAME)), str(M), str(N), str(K), *(hex(a) for a in addrs), str(out)],
+        done = subprocess.run([str(shim(name)), str(M), str(N), str(K), *(hex(a) for a in addrs), str(out)],
                               capture_output=True, text=True)
         if done.returncode:
-            raise InputError(f"CUTLASS {NAME} {M}x{N}x{K}: {done.stderr.strip() or done.stdout.strip()}")
+            raise InputError(f"CUTLASS {name} {M}x{N}x{K}: {done.stderr.strip() or done.stdout.strip()}")
         params = bytearray(out.read_bytes())
     head = re.search(r"params (\d+) grid (\d+) (\d+) (\d+) block (\d+) (\d+) (\d+) smem (\d+)", done.stdout)
     v = [int(x) for x in head.groups()]
-    maps = _encode_maps(params, [ln for ln in done.stdout.splitlines() if ln.startswith("encode ")])
-    return HostParams(bytes(params), (v[1], v[2], v[3]), (v[4], v[5], v[6]), v[7], maps)
+    lines = done.stdout.splitlines()
+    maps = _encode_maps(params, [ln for ln in lines if ln.startswith("encode ")])
+    extra = "\n".join(ln for ln in lines if not ln.startswith(("encode ", "params ")))
+    return HostParams(bytes(params), (v[1], v[2], v[3]), (v[4], v[5], v[6]), v[7], maps, extra)
+
+
+def _launch(backend, name: str, hp: HostParams, **launch_options):
+    ptx = load_ptx(name)
+    entry = re.search(r"^\.entry (\S+)\(", ptx, re.M).group(1)
+    kernel = backend.module(ptx).kernel(entry)
+    return backend.device.launch(kernel, hp.grid, hp.block, [hp.params], shared_bytes=hp.shared_bytes,
+                                 **launch_options)
 
 
 def run_gemm_bf16(backend, a: np.ndarray, b: np.ndarray, **launch_options):
@@ -70,9 +83,37 @@ def run_gemm_bf16(backend, a: np.ndarray, b: np.ndarray, **launch_options):
     dc = backend.to_device(np.zeros((M, N), bf16))
     dd = backend.empty((M, N), bf16, fill_byte=0xFF)
     hp = host_params(M, N, K, (da.addr, db.addr, dc.addr, dd.addr))
-    ptx = load_ptx(NAME)
-    entry = re.search(r"^\.entry (\S+)\(", ptx, re.M).group(1)
-    kernel = backend.module(ptx).kernel(entry)
-    stats = backend.device.launch(kernel, hp.grid, hp.block, [hp.params], shared_bytes=hp.shared_bytes,
-                                  **launch_options)
+    stats = _launch(backend, NAME, hp, **launch_options)
+    return backend.to_host(dd), stats
+
+
+def run_gemm_fp8_blockwise(backend, a: np.ndarray, b: np.ndarray, sfa: np.ndarray, sfb: np.ndarray,
+                           **launch_options):
+    """D (bf16, M x N) of e4m3 a (M x K) and b (N x K) with DeepSeek-V3's scales sfa (f32 M x K/128: 1 x 128 per row)
+    and sfb (f32 N/128 x K/128: 128 x 128 blocks) on a SimBackend; returns (D, ptxsim launch stats)."""
+    import ml_dtypes
+
+    e4m3, bf16 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.bfloat16)
+    (M, K), (N, Kb) = a.shape, b.shape  # noqa: N806
+    if a.dtype != e4m3 or b.dtype != e4m3 or K != Kb or K % 128 or N % 128:
+        raise InputError(f"CUTLASS {FP8_NAME}: a {a.dtype}{a.shape}, b {b.dtype}{b.shape}; expected e4m3 M x K and "
+                         f"N x K, K and N multiples of 128")
+    if sfa.shape != (M, K // 128) or sfb.shape != (N // 128, K // 128):
+        raise InputError(f"CUTLASS {FP8_NAME}: scales {sfa.shape} and {sfb.shape}; expected {(M, K // 128)} and "
+                         f"{(N // 128, K // 128)}")
+    da, db = backend.to_device(np.ascontiguousarray(a)), backend.to_device(np.ascontiguousarray(b))
+    dc = backend.to_device(np.zeros((M, N), bf16))
+    dd = backend.empty((M, N), bf16, fill_byte=0xFF)
+    # scale buffers as CUTLASS's ScaleConfig lays them out: the shim says the index step of each axis
+    probe = host_params(M, N, K, (da.addr, db.addr, dc.addr, dd.addr, 0, 0), FP8_NAME)
+    sa_n, sa_m, sa_k, sb_n, sb_nb, sb_k = (int(x) for x in re.findall(r"-?\d+", probe.extra))
+    flat_a = np.zeros(sa_n, np.float32)
+    m, kb = np.meshgrid(np.arange(M), np.arange(K // 128), indexing="ij")
+    flat_a[m * sa_m + kb * sa_k] = sfa
+    flat_b = np.zeros(sb_n, np.float32)
+    nb, kb = np.meshgrid(np.arange(N // 128), np.arange(K // 128), indexing="ij")
+    flat_b[nb * sb_nb + kb * sb_k] = sfb
+    dsa, dsb = backend.to_device(flat_a), backend.to_device(flat_b)
+    hp = host_params(M, N, K, (da.addr, db.addr, dc.addr, dd.addr, dsa.addr, dsb.addr), FP8_NAME)
+    stats = _launch(backend, FP8_NAME, hp, **launch_options)
     return backend.to_host(dd), stats

@@ -227,7 +227,7 @@ def cp_async_mbarrier_arrive(st, ins, lanes):
     la = st.lane_array(lanes)
     off, base = shared_offsets(st, ins, ins.ops[0], lanes, 8, "mbarrier object")
     phys = (base + off).astype(np.int64)
-    bar_of = dict(zip(la.tolist(), phys.tolist()))
+    bar_of = dict(zip(la.tolist(), phys.tolist(), strict=True))
     table = MbarrierTable.of(st)
     keep = []
     for rec in st.async_pending:

@@ -13,6 +13,13 @@ time, as contract.kernels declares it, close to but not exactly DeepGEMM's byte 
 
 The published figures are predictions to compare with, not inputs: no constant of the timing model is set from them.
 
+Cost on the simulator: every row simulates K/128 tensor-core steps per CTA, and a shape's groups are long runs of
+one expert (up to 128 grid rows), which `--sample auto` samples whole (harness/sampling.py), so the table's rows take
+minutes each on two cores: the cheapest shape, masked-4x256x7168x2048 (896 CTAs, run whole), took 232 s on the PTX
+top rung and 421 s on triton (this session, machine shared). The whole table (10 shapes x cpp, triton and five
+rungs) is hours: run it with `--workers`, on a bigger machine, or a subset of --shapes and --impls, and print any
+finished run with --from.
+
 Source of the published figures: deepseek-ai/DeepGEMM, README.md, section "Performance", at commit 55ab91f
 ("Update performance", 2025-03-25): "on H800 SXM5 with NVCC 12.8. All speedup metrics are calculated in comparison to
 our internally and carefully optimized implementation based on CUTLASS 3.6." (The README's first version, a6d97a1 of

@@ -35,8 +35,8 @@ def test_committed_ptx_is_the_current_sources_and_cutlass_code():
 def test_cutlass_bf16_gemm_runs_unmodified_on_ptxsim(M, N, K):  # noqa: N803
     import ml_dtypes
 
-    from cutlass_impl.gemm_sim import run_gemm_bf16
     from harness.backends.sim import SimBackend
+    from tests.cutlass_impl.cutlass_sim import run_gemm_bf16
 
     rng = np.random.default_rng(M + N + K)
     bf16 = ml_dtypes.bfloat16
@@ -56,8 +56,8 @@ def test_a_misplaced_tensor_map_is_caught_by_the_comparison(monkeypatch):
     """The check can fail: with A's and B's tensor maps swapped, CUTLASS computes a different product."""
     import ml_dtypes
 
-    from cutlass_impl import gemm_sim
     from harness.backends.sim import SimBackend
+    from tests.cutlass_impl import cutlass_sim as gemm_sim
 
     real = gemm_sim._encode_maps
 
@@ -100,8 +100,8 @@ def test_committed_fp8_ptx_is_the_blockwise_kernel():
 @needs_host
 @pytest.mark.parametrize("M, N, K", [(128, 128, 256), (256, 256, 384)])
 def test_cutlass_fp8_blockwise_gemm_runs_unmodified_on_ptxsim(M, N, K):  # noqa: N803
-    from cutlass_impl.gemm_sim import run_gemm_fp8_blockwise
     from harness.backends.sim import SimBackend
+    from tests.cutlass_impl.cutlass_sim import run_gemm_fp8_blockwise
 
     a, b, sfa, sfb, ref = _fp8_case(M, N, K, M + K)
     d, stats = run_gemm_fp8_blockwise(SimBackend(), a, b, sfa, sfb, sanitize="all")

@@ -67,6 +67,18 @@ def _routing(preset: Preset, skew: str, rng) -> tuple[dict, dict, dict]:
     return g_in, g_out, ref.align(g_out["topk_ids"], preset)
 
 
+def _gemm_blocks(preset: Preset, skew: str, rng) -> dict:
+    """block_expert and total_padded of a GEMM's inputs: the routed presets' from the gate and align; a GEMM shape's
+    (contract.presets.gemm_shape) from its layout, every group's rows in consecutive BM-row blocks (no routing, so
+    no skew)."""
+    check_skew(skew)
+    if not preset.is_gemm_shape:
+        return _routing(preset, skew, rng)[2]
+    per_group = preset.P_max // preset.BM // preset.E
+    return {"block_expert": np.repeat(np.arange(preset.E, dtype=np.int32), per_group),
+            "total_padded": np.array([preset.P_max], np.int32)}
+
+
 def _result(kernel: str, failures: list[str], errors: dict) -> CheckResult:
     if failures:
         return CheckResult(False, kernel, "; ".join(failures), errors)
@@ -224,8 +236,7 @@ def _gemm_dims(preset, variant: str) -> tuple[int, int]:
 
 def _gemm_inputs(preset, skew, seed, variant="up", lazy=False, **_):
     Kd, N = _gemm_dims(preset, variant)
-    rng = np.random.default_rng(seed)
-    _, _, al = _routing(preset, check_skew(skew), rng)
+    al = _gemm_blocks(preset, skew, np.random.default_rng(seed))
     a = keyed_bf16(seed, f"grouped_gemm.{variant}.a", (preset.P_max, Kd), lazy=lazy)
     w = keyed_bf16(seed, f"grouped_gemm.{variant}.w", (preset.E, N, Kd), std=1.0 / np.sqrt(Kd), lazy=lazy)
     return {"a": a, "w": w, "block_expert": al["block_expert"], "total_padded": al["total_padded"]}
@@ -346,8 +357,7 @@ def fp8_weights(seed: int, name: str, E: int, N: int, Kd: int, lazy: bool = Fals
 def _fp8_inputs(preset, skew, seed, variant="up", lazy=False, **_):
     if variant not in ("up", "down"):
         raise UnknownNameError("grouped_gemm_fp8 variant", variant, ("up", "down"))
-    rng = np.random.default_rng(seed)
-    _, _, al = _routing(preset, check_skew(skew), rng)
+    al = _gemm_blocks(preset, skew, np.random.default_rng(seed))
     Kd, N = (preset.H, 2 * preset.I) if variant == "up" else (preset.I, preset.H)
     name = f"grouped_gemm_fp8.{variant}"
     weights = fp8_weights(seed, name, preset.E, N, Kd, lazy=lazy)

@@ -1,9 +1,10 @@
 """Problem sizes (kernels.md "Shapes and presets") and routing skews."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from contract.errors import UnknownNameError
+from contract.errors import InputError, UnknownNameError
 
 
 @dataclass(frozen=True)
@@ -20,10 +21,25 @@ class Preset:
     I: int  # noqa: E741 - expert intermediate size, named as in kernels.md
     BM: int  # row block of the grouped GEMM (the routing block align pads each expert to; see ROUTING_BLOCK_NOTES)
     route_scale: float = 2.5
+    # A GEMM shape (gemm_shape): "contiguous" or "masked" (DeepGEMM's two MoE layouts), E groups of T rows each
+    # (K = 1: one slot per row); "routed" (every named preset): rows come from the gate's top-K routing.
+    layout: str = "routed"
+
+    @property
+    def is_gemm_shape(self) -> bool:
+        return self.layout != "routed"
+
+    @property
+    def group_rows(self) -> int:
+        """Rows each group of a GEMM shape holds (M of GxMxNxK); routed presets: 0."""
+        return self.T // self.E if self.is_gemm_shape else 0
 
     @property
     def P_max(self) -> int:
-        """Bound on padded rows: T*K + E*(BM-1) rounded up to a multiple of BM."""
+        """Bound on padded rows: T*K + E*(BM-1) rounded up to a multiple of BM; a GEMM shape: its G groups of
+        M rows each rounded up to BM (exactly the rows its layout holds)."""
+        if self.is_gemm_shape:
+            return self.E * -(-self.group_rows // self.BM) * self.BM
         raw = self.T * self.K + self.E * (self.BM - 1)
         return -(-raw // self.BM) * self.BM
 
@@ -70,6 +86,71 @@ ROUTING_BLOCK_NOTES = {
 
 SKEWS = ("balanced", "imbalanced", "extreme")
 
+# --- GEMM shapes (issue 28): DeepGEMM's MoE layouts at any size ------------------------------------------------------
+# A shape GxMxNxK is G groups (experts) of M rows, each multiplied by its own N x K weight: C[g] = A[g] @ W[g]^T.
+# "contiguous": the G groups' rows back to back in one [G*M, K] tensor (DeepGEMM's m_grouped "contiguous" layout,
+# prefill); "masked": a [G, M, K] tensor of which each group's first M rows are valid (DeepGEMM's "masked" layout,
+# decode under CUDA graphs; its published benchmark sets every group's valid rows to M, tests/test_core.py). The
+# project's GEMMs address both through block_expert (one group per BM-row block), so the two layouts run the same
+# kernels; what differs is the name and, in DeepGEMM, the schedule. As a preset the shape is E = G, T = G*M, K = 1,
+# H = K and I = N/2, so the GEMM is the "up" variant (Kd = H, N = 2I); only the GEMM kernels accept it.
+GEMM_LAYOUTS = ("contiguous", "masked")
+GEMM_SHAPE_KERNELS = ("grouped_gemm", "grouped_gemm_fp8")
+_SHAPE_RE = re.compile(r"^(?:(contiguous|masked)[-:])?(\d+)x(\d+)x(\d+)x(\d+)$")
+
+# DeepGEMM README, "Performance" (commit 55ab91f of 2025-03-25, H800 SXM5, NVCC 12.8): the grouped-GEMM rows.
+DEEPGEMM_TABLE = (
+    "contiguous-4x8192x4096x7168", "contiguous-4x8192x7168x2048",
+    "contiguous-8x4096x4096x7168", "contiguous-8x4096x7168x2048",
+    "masked-1x1024x4096x7168", "masked-1x1024x7168x2048",
+    "masked-2x512x4096x7168", "masked-2x512x7168x2048",
+    "masked-4x256x4096x7168", "masked-4x256x7168x2048",
+)
+PRESET_GROUPS = {"deepgemm-table": DEEPGEMM_TABLE}
+
+
+def gemm_shape(G: int, M: int, N: int, K: int, layout: str = "contiguous") -> Preset:  # noqa: N803 - GEMM names
+    """The preset of a GEMM shape GxMxNxK in one of DeepGEMM's MoE layouts (see the note above).
+
+    Raises:
+        InputError: a size not positive, N odd, K not a multiple of 16, or an unknown layout.
+    """
+    if layout not in GEMM_LAYOUTS:
+        raise UnknownNameError("GEMM layout", layout, GEMM_LAYOUTS)
+    sizes = {"G": G, "M": M, "N": N, "K": K}
+    bad = {k: v for k, v in sizes.items() if not isinstance(v, int) or isinstance(v, bool) or v <= 0}
+    if bad:
+        raise InputError(f"GEMM shape {G}x{M}x{N}x{K}: {bad} not positive integers; expected GxMxNxK with G groups "
+                         f"of M rows, N output columns and K the reduction depth")
+    if N % 2 or K % 16:
+        raise InputError(f"GEMM shape {G}x{M}x{N}x{K}: N={N} must be even and K={K} a multiple of 16 (the "
+                         f"tensor-core k step; the kernels' own tiles may ask more, and say so)")
+    # NOTE: the routing block follows the presets' rule (ROUTING_BLOCK_NOTES): 64 rows once a group fills it
+    BM = 64 if M >= 64 else 16
+    return Preset(f"{layout}-{G}x{M}x{N}x{K}", T=G * M, H=K, E=G, K=1, G=1, TG=1, I=N // 2, BM=BM, layout=layout)
+
+
+def parse_gemm_shape(text: str) -> Preset | None:
+    """The preset of "GxMxNxK" (contiguous), "contiguous-GxMxNxK" or "masked-GxMxNxK"; None when text is not one."""
+    match = _SHAPE_RE.match(text.strip().lower()) if isinstance(text, str) else None
+    if match is None:
+        return None
+    layout, *dims = match.groups()
+    G, M, N, K = (int(d) for d in dims)  # noqa: N806
+    return gemm_shape(G, M, N, K, layout or "contiguous")
+
+
+def expand_presets(names) -> list[str]:
+    """Preset names with groups (deepgemm-table) expanded and shapes in their canonical name, each once."""
+    out: list[str] = []
+    for name in names:
+        if name in PRESET_GROUPS:
+            out.extend(PRESET_GROUPS[name])
+        else:
+            shape = parse_gemm_shape(name) if name not in PRESETS else None
+            out.append(shape.name if shape is not None else name)
+    return list(dict.fromkeys(out))
+
 
 def get_preset(name: str | Preset) -> Preset:
     if isinstance(name, Preset):
@@ -77,7 +158,10 @@ def get_preset(name: str | Preset) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise UnknownNameError("preset", name, PRESETS) from None
+        shape = parse_gemm_shape(name)
+        if shape is not None:
+            return shape
+        raise UnknownNameError("preset", name, [*PRESETS, *PRESET_GROUPS, "GxMxNxK", "masked-GxMxNxK"]) from None
 
 
 def check_skew(name: str) -> str:

@@ -15,10 +15,10 @@ from contract.registry import Implementation
 from harness.errors import UnknownNameError
 
 # name -> package, in the order rows are run and series are drawn
-IMPLS = {"numba": "cuda_impl", "cpp": "cpp_impl", "ptx": "ptx_impl"}
+IMPLS = {"numba": "cuda_impl", "cpp": "cpp_impl", "triton": "triton_impl", "ptx": "ptx_impl"}
 IMPL_ORDER = tuple(IMPLS)
 # for people: tables, legends, the headline
-IMPL_NAMES = {"numba": "Numba CUDA", "cpp": "CUDA C++", "ptx": "PTX"}
+IMPL_NAMES = {"numba": "Numba CUDA", "cpp": "CUDA C++", "triton": "Triton", "ptx": "PTX"}
 # names older run.json files (schema 1) used: the Numba path was "cuda"
 LEGACY_IMPL_NAMES = {"cuda": "numba"}
 
@@ -41,8 +41,10 @@ class Pair:
         return f"{impl_name(self.impl)} vs {impl_name(self.baseline)}"
 
 
-# the headline first (PTX vs CUDA C++), the two against Numba beside it
-PAIRS = (Pair("ptx", "cpp"), Pair("ptx", "numba"), Pair("cpp", "numba"))
+# the headline first (PTX vs CUDA C++), the two against Numba beside it; then Triton (issue 28: what vLLM and SGLang
+# run for DeepSeek-V3's FP8 MoE GEMM) against PTX, CUDA C++ and Numba where a cell has its row
+PAIRS = (Pair("ptx", "cpp"), Pair("ptx", "numba"), Pair("cpp", "numba"),
+         Pair("ptx", "triton"), Pair("triton", "cpp"), Pair("triton", "numba"))
 HEADLINE_PAIR = PAIRS[0]
 
 

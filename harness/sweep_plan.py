@@ -100,6 +100,7 @@ def plan(settings: CompareSettings) -> list[Item]:
     """The cells of a sweep in run order (grouped_gemm expands to its up and down variants), each with the ladders
     the implementations asked for register for its kernel."""
     from contract.kernels import get_kernel
+    from contract.presets import get_preset
     from harness.implementations import implementation_ladders
 
     ladders = {impl: implementation_ladders(impl) for impl in settings.impls}
@@ -109,6 +110,8 @@ def plan(settings: CompareSettings) -> list[Item]:
         for skew in dict.fromkeys(settings.skews):
             for kernel in dict.fromkeys(settings.kernels):
                 variants = get_kernel(kernel).variants or (None,)
+                if get_preset(preset).is_gemm_shape:
+                    variants = variants[:1]  # a GEMM shape is its kernel's "up" variant (contract.presets)
                 found = tuple(ladders[i][kernel] for i in settings.impls if kernel in ladders[i])
                 items.extend(Item(kernel, v, preset, skew, found) for v in variants)
     return items

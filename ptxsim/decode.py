@@ -46,6 +46,23 @@ _SPACE_MODS = {".global": "global", ".shared": "shared", ".shared::cta": "shared
                ".const": "const"}
 
 
+def _entry_registers(directives) -> int:
+    """Registers per thread a kernel holds at entry when ptxas can tell: `.maxnreg N`, else the bound `.maxntid` and
+    `.minnctapersm` set together (the 64K-register file over the CTAs' threads, down to the 8-register allocation
+    unit, at most 255: CUTLASS's warp-specialised kernels declare `.maxntid 384` and `.minnctapersm 1`, which ptxas
+    compiles to 168 registers and setmaxnreg then moves); 0 when neither says (setmaxnreg has no pool)."""
+    explicit = directives.get("maxnreg")
+    if explicit:
+        return int(explicit[0])
+    threads, ctas = directives.get("maxntid"), directives.get("minnctapersm")
+    if not threads or not ctas:
+        return 0
+    total = int(ctas[0])
+    for t in threads:
+        total *= int(t)
+    return min(255, 65536 // total // 8 * 8) if total else 0
+
+
 def _align_up(x: int, a: int) -> int:
     return (x + a - 1) // a * a
 
@@ -169,7 +186,7 @@ class Decoder:
                        local_bytes=_align_up(self.local_off, 16), frame_bytes=_align_up(self.frame_off, 16),
                        global_syms=sorted(self.global_syms), ntid_hint=kernel.directives.get("reqntid", ()),
                        maxntid=kernel.directives.get("maxntid", ()),
-                       maxnreg=int((kernel.directives.get("maxnreg") or (0,))[0]))
+                       maxnreg=_entry_registers(kernel.directives))
         if prog.param_bytes > MAX_PARAM_BYTES:
             raise DecodeError(f"kernel {name} declares {prog.param_bytes} bytes of parameters; ptxas allows "
                               f"{MAX_PARAM_BYTES}")

@@ -3,8 +3,9 @@
 The PTX ISA: a pool of available registers is kept per CTA; `setmaxnreg.dec n` releases the executing warp's
 registers above n to it, `setmaxnreg.inc n` takes registers from it and blocks until the pool can supply them; the
 same instruction must be executed by all warps of a warpgroup; .inc must not lower and .dec must not raise the
-warp's current count; the kernel must have a defined per-thread register count (`.maxnreg`; ptxas ignores
-setmaxnreg when it cannot determine the count at entry).
+warp's current count; the kernel must have a defined per-thread register count (`.maxnreg`, or the bound
+`.maxntid` and `.minnctapersm` set together: ptxsim.decode._entry_registers; ptxas ignores setmaxnreg when it
+cannot determine the count at entry).
 
 Model: every warp starts with the kernel's `.maxnreg` (rounded up to the 8-register allocation unit) per thread, so
 the pool holds that many times the CTA's threads and starts empty; a warpgroup's request is granted whole (its
@@ -32,9 +33,10 @@ class RegisterPools:
     def __init__(self, st, ins, lane: int):
         prog = st.prog
         if not prog.maxnreg:
-            raise RegisterPoolError(self._where(st, ins, lane) + ": the kernel has no .maxnreg, so its register "
-                                    "pool is undefined (ptxas ignores setmaxnreg when it cannot determine the "
-                                    "register count at entry); declare .maxnreg N on the kernel")
+            raise RegisterPoolError(self._where(st, ins, lane) + ": the kernel has no .maxnreg (nor .maxntid with "
+                                    ".minnctapersm), so its register pool is undefined (ptxas ignores setmaxnreg "
+                                    "when it cannot determine the register count at entry); declare .maxnreg N on "
+                                    "the kernel")
         self.start = _round_up(prog.maxnreg)
         nwarps = st.nlanes // 32
         self.count = np.full(nwarps, self.start, np.int64)  # registers per thread each warp holds

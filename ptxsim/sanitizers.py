@@ -213,9 +213,9 @@ class Racecheck(Sanitizer):
         self._init(st)
         words = self._async_words(rec, sel)
         np.add.at(self.in_flight, words, -1)
-        if ".bulk" not in rec["ins"].mods:
+        if ".bulk" not in rec["ins"].mods and not rec.get("via_mbarrier"):
             # NOTE: a landed cp.async is the issuing thread's write: another warp may read it only after a barrier
-            # (bulk copies are published by their mbarrier instead)
+            # (bulk copies, and cp.async tracked by cp.async.mbarrier.arrive, are published by their mbarrier)
             lanes = np.repeat(rec["lanes"][sel], len(words) // max(len(sel), 1))
             self.w_warp[words] = lanes >> 5
             self.w_epoch[words] = self.epoch[st.slot[lanes]]

@@ -116,8 +116,10 @@ def encode_tiled(dtype: int, rank: int, global_address: int, global_dim, global_
         if not 1 <= d <= 1 << 32:
             _bad(f"globalDim[{i}]", d, "1 .. 2^32")
     for i, s in enumerate(strides):
-        if s % 16 or not 0 < s < 1 << 40:
-            _bad(f"globalStrides[{i}]", s, "a positive multiple of 16 below 2^40")
+        # NOTE: stride 0 is accepted for a dimension of size 1, where no address uses it: CUTLASS's batched GEMMs
+        # encode their batch mode so when L = 1 (cute make_tma_copy_desc; its asserts allow 0) and run on GPUs
+        if s % 16 or not (0 < s < 1 << 40 or (s == 0 and dims[i + 1] == 1)):
+            _bad(f"globalStrides[{i}]", s, "a positive multiple of 16 below 2^40 (0 only for a dimension of size 1)")
     for i, b in enumerate(box):
         if not 1 <= b <= 256:
             _bad(f"boxDim[{i}]", b, "1 .. 256")

@@ -19,13 +19,17 @@ def add_compare_options(parser) -> None:
     parser.add_argument("--backend", default="auto", help="auto (gpu when one is visible, else sim), sim or gpu")
     parser.add_argument("--preset", action="append", metavar="NAME",
                         help="preset (repeatable or comma-separated); default tiny on sim, dsv3-decode on gpu")
+    parser.add_argument("--shape", action="append", metavar="GxMxNxK",
+                        help="a GEMM shape for grouped_gemm and grouped_gemm_fp8 (repeatable or comma-separated): G "
+                             "groups of M rows times N x K weights, DeepGEMM's contiguous layout; masked-GxMxNxK for "
+                             "its masked layout. --preset deepgemm-table runs DeepGEMM's published MoE shapes")
     parser.add_argument("--skew", action="append", metavar="NAME",
                         help="routing skew: balanced, imbalanced, extreme (repeatable or comma-separated; "
                              "default balanced)")
     parser.add_argument("--kernels", metavar="LIST", help="comma-separated kernels (default: all and the layer)")
     parser.add_argument("--impls", metavar="LIST",
-                        help="comma-separated implementations: numba, cpp, ptx (default: all; a kernel one of them "
-                             "lacks gets a 'not implemented in <impl>' row)")
+                        help="comma-separated implementations: numba, cpp, triton, ptx (default: all; a kernel one "
+                             "of them lacks gets a 'not implemented in <impl>' row)")
     parser.add_argument("--out", metavar="DIR", default=str(DEFAULT_OUT), help="profiles folder (default profiles/)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run, skipping rows done")
     parser.add_argument("--seed", type=int, help="base seed of the input generators (default: fresh, printed)")
@@ -70,6 +74,9 @@ def register(subparsers) -> None:
     parser.add_argument("--no-model-estimate", action="store_true",
                         help="gpu: do not record the timing model's estimate next to each measurement (it costs a "
                              "sampled ptxsim run per row)")
+    parser.add_argument("--model-device", metavar="NAME",
+                        help="sim: the device the timing model prices the rows on: H200 SXM (the default), H100 SXM "
+                             "or H800 SXM (DeepGEMM's published figures are H800's); any spelling get_device accepts")
     parser.add_argument("--device-profile", metavar="FILE",
                         help="sim/model estimates: the timing model's constants from this `ptxmoe calibrate` profile")
     parser.add_argument("--quick-timing", action="store_true",
@@ -140,21 +147,30 @@ def build_settings(args, backend_name: str):
     from dataclasses import replace
 
     from contract.kernels import KERNELS, get_kernel
-    from contract.presets import check_skew, get_preset
+    from contract.presets import GEMM_SHAPE_KERNELS, check_skew, expand_presets, get_preset
     from harness.implementations import parse_impls
     from harness.runner import CompareSettings
     from harness.timing.gpu import GpuTimingSettings
 
-    presets = _split(args.preset) or [backend_kind(backend_name).default_preset]
+    shapes = [_shape_name(s) for s in _split(getattr(args, "shape", None))]
+    presets = expand_presets(_split(args.preset) + shapes) or [backend_kind(backend_name).default_preset]
     skews = _split(args.skew) or ["balanced"]
-    kernels = _split([args.kernels]) if args.kernels else list(KERNELS)
     for p in presets:
         get_preset(p)
+    gemm_only = any(get_preset(p).is_gemm_shape for p in presets)
+    kernels = _split([args.kernels]) if args.kernels else list(GEMM_SHAPE_KERNELS if gemm_only else KERNELS)
+    others = sorted(set(kernels) - set(GEMM_SHAPE_KERNELS)) if gemm_only else []
+    if others:
+        raise InputError(f"--kernels {','.join(kernels)} with GEMM shapes: a shape (--shape, deepgemm-table) runs "
+                         f"only {', '.join(GEMM_SHAPE_KERNELS)}; drop {', '.join(others)} or run the shapes in a "
+                         f"separate compare")
     for s in skews:
         check_skew(s)
     for k in kernels:
         get_kernel(k)
     impls = parse_impls(getattr(args, "impls", None))
+    if not getattr(args, "impls", None):
+        impls = default_impls(impls, kernels)
     seed = args.seed if args.seed is not None else secrets.randbits(32)
     timing = replace(GpuTimingSettings(), budget_s=check_budget(args.budget))
     if getattr(args, "quick_timing", False):
@@ -166,11 +182,50 @@ def build_settings(args, backend_name: str):
     sample = sample_option(getattr(args, "sample", None), backend_name)
     limit = getattr(args, "memory_limit", None)
     memory_limit = None if limit is None else parse_memory_size(limit, "--memory-limit")
+    extra = {}
+    if getattr(args, "model_device", None):
+        extra["model_device"] = model_device_option(args.model_device)
     return CompareSettings(backend=backend_name, presets=tuple(presets), skews=tuple(skews), kernels=tuple(kernels),
                            seed=int(seed), impls=impls, static=not args.no_static, timing=timing, sanitize=sanitize,
                            model_estimate=not getattr(args, "no_model_estimate", False), sample=sample,
                            memory_limit=memory_limit,
-                           device_profile=device_profile_option(getattr(args, "device_profile", None)))
+                           device_profile=device_profile_option(getattr(args, "device_profile", None)), **extra)
+
+
+def default_impls(impls: tuple[str, ...], kernels) -> tuple[str, ...]:
+    """Without --impls: the implementations that have at least one of the kernels (or whose package does not import,
+    so its rows say why). Triton implements grouped_gemm_fp8 alone: a gate run gets no row of it, a full run gets its
+    'not implemented in triton' rows; --impls names an implementation explicitly either way."""
+    from harness.implementations import implementation_table
+
+    keep = []
+    for impl in impls:
+        table, problem = implementation_table(impl)
+        if problem or set(table) & set(kernels):
+            keep.append(impl)
+    return tuple(keep) or impls
+
+
+def model_device_option(name: str) -> str:
+    """--model-device as a canonical device name (ptxsim.model.devices); InputError listing the modelled ones."""
+    from ptxsim.model.devices import get_device
+    from ptxsim.model.errors import UnknownDeviceError
+
+    try:
+        return get_device(name).name
+    except UnknownDeviceError as exc:
+        raise InputError(f"--model-device {name!r}: {exc}") from None
+
+
+def _shape_name(text: str) -> str:
+    """The preset name of one --shape value; InputError naming the value and the forms expected."""
+    from contract.presets import parse_gemm_shape
+
+    shape = parse_gemm_shape(text)
+    if shape is None:
+        raise InputError(f"--shape {text!r}: expected GxMxNxK (four positive integers: G groups of M rows, N output "
+                         f"columns, reduction depth K), optionally prefixed masked- or contiguous-")
+    return shape.name
 
 
 def parse_memory_size(text: str, option: str) -> int:

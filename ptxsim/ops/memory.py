@@ -216,6 +216,43 @@ def cp_async_wait(st, ins, lanes):
     st.async_pending = keep
 
 
+def cp_async_mbarrier_arrive(st, ins, lanes):
+    """cp.async.mbarrier.arrive{.noinc}: an arrive-on the mbarrier, triggered when every cp.async the thread issued
+    before it has completed. Model: those copies land now (a legal schedule: a copy may complete any time after it
+    is issued) and are published by the mbarrier, as bulk copies are: they count as complete (for the sanitizers)
+    when its current phase completes. Without .noinc the pending count is first raised by one, so the two cancel and
+    only the tracking remains; with .noinc the arrive counts against the phase's expected arrivals (as CUTLASS's
+    FP8 blockwise mainloop uses it for its scale copies)."""
+    from ptxsim.mbarriers import MbarrierTable
+    from ptxsim.ops.mbarrier import shared_offsets
+
+    la = st.lane_array(lanes)
+    off, base = shared_offsets(st, ins, ins.ops[0], lanes, 8, "mbarrier object")
+    phys = (base + off).astype(np.int64)
+    bar_of = dict(zip(la.tolist(), phys.tolist(), strict=True))
+    table = MbarrierTable.of(st)
+    keep = []
+    for rec in st.async_pending:
+        done = np.ones(len(rec["lanes"]), np.bool_) & _mine(rec, lanes, la)
+        if done.any():
+            st.mem_writes += 1
+            sel = np.flatnonzero(done)
+            access.copy_rows(st.smem, rec["phys"][sel], rec["data"][sel])
+            bars = np.array([bar_of[int(x)] for x in rec["lanes"][sel]], np.int64)
+            for p in np.unique(bars):
+                rows = sel[bars == p]
+                part = {k: (v[rows] if isinstance(v, np.ndarray) else v) for k, v in rec.items()}
+                part["via_mbarrier"] = True
+                table.get(ins, int(p), int(part["lanes"][0])).copies.append(part)
+        if not done.all():
+            left = ~done
+            keep.append({k: (v[left] if isinstance(v, np.ndarray) else v) for k, v in rec.items()})
+    st.async_pending = keep
+    if ins.aux["noinc"]:
+        n = len(la)
+        table.arrive(ins, phys, la, np.ones(n, np.int64), np.zeros(n, np.int64), False, False)
+
+
 def _prep_cp(ins, dec, ctx):
     need(ins, (3, 4, 5), 0)
     if ins.ops[2].kind != 1:
@@ -240,7 +277,14 @@ def cp_dispatch(st, ins, lanes):
 
 
 def _prep_cp_any(ins, dec, ctx):
-    if ".commit_group" in ins.mods:
+    if ".mbarrier" in ins.mods and ".arrive" in ins.mods:
+        need(ins, 1, 1)
+        if [t.name for t in ins.types] != ["b64"]:
+            raise unsupported(ins, "cp.async.mbarrier.arrive takes a .b64 mbarrier")
+        ins.aux["fn"] = cp_async_mbarrier_arrive
+        ins.aux["noinc"] = ".noinc" in ins.mods
+        ins.klass = "cp_async"
+    elif ".commit_group" in ins.mods:
         ins.aux["fn"] = cp_async_commit
         ins.klass = "cp_async"
     elif ".wait_group" in ins.mods or ".wait_all" in ins.mods:
@@ -253,7 +297,7 @@ def _prep_cp_any(ins, dec, ctx):
 
 _LDMODS = _VEC + _SPACES + (".nc", ".ca", ".cg", ".cs", ".lu", ".cv")
 _CPMODS = (".ca", ".cg", ".shared", ".shared::cta", ".global", ".commit_group", ".wait_group", ".wait_all",
-           ".async", ".L2::64B", ".L2::128B", ".L2::256B", ".L2::cache_hint")
+           ".async", ".L2::64B", ".L2::128B", ".L2::256B", ".L2::cache_hint", ".mbarrier", ".arrive", ".noinc")
 OPS = {
     "ld": spec(ld, "ld_global", _LDMODS, _prep_ld, hints=True),
     "ldu": spec(ld, "ld_global", _LDMODS, _prep_ld, hints=True),

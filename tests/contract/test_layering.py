@@ -8,13 +8,16 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PROJECT_PACKAGES = {"contract", "cuda_impl", "cpp_impl", "ptx_impl", "harness", "ptxsim", "ptxmoe"}
+PROJECT_PACKAGES = {"contract", "cuda_impl", "cpp_impl", "ptx_impl", "triton_impl", "cutlass_impl", "harness", "ptxsim",
+                    "ptxmoe"}
 # package -> the project packages it may import (besides itself)
 ALLOWED = {
     "contract": set(),
     "cuda_impl": {"contract"},
     "cpp_impl": {"contract"},
     "ptx_impl": {"contract"},
+    "triton_impl": {"contract"},
+    "cutlass_impl": {"contract", "cpp_impl"},  # cpp_impl.nvrtc: the project's one NVRTC driver
     "ptxsim": set(),
     "harness": {"contract", "cuda_impl", "cpp_impl", "ptx_impl", "ptxsim"},
     "ptxmoe": {"contract", "cuda_impl", "cpp_impl", "ptx_impl", "harness"},

@@ -104,7 +104,8 @@ def test_real_sim_compare_reduced_kernels(tmp_path, capsys):
     present = {impl: set(implementation_table(impl)[0]) for impl in IMPL_ORDER}
     if not any(k in present[i] for k in kernels for i in present):
         pytest.skip("no path implements gate yet")
-    rc = main(["compare", "--backend", "sim", "--kernels", ",".join(kernels), "--out", str(tmp_path)])
+    rc = main(["compare", "--backend", "sim", "--kernels", ",".join(kernels), "--impls", ",".join(IMPL_ORDER),
+               "--out", str(tmp_path)])  # named: by default an implementation without the kernel has no row
     cap = capsys.readouterr()
     doc = json.loads((_only_run(tmp_path) / "run.json").read_text())
     assert [r["impl"] for r in doc["rows"]] == list(IMPL_ORDER) * len(kernels)

@@ -43,10 +43,11 @@ def test_compare_writes_a_passing_row_per_path_and_rung(tmp_path, capsys):
     from ptx_impl.grouped_gemm_fp8 import rung_names
 
     rows, verdicts, out = _run(tmp_path, capsys)
-    _expect(rows, verdicts, Ladder("ptx", rung_names()), ("numba", "cpp", "ptx"))
+    _expect(rows, verdicts, Ladder("ptx", rung_names()), ("numba", "cpp", "triton", "ptx"))
     work = gemm_work_records({"rows": rows})  # the dashboard's GEMM-work section has the FP8 cells
     assert [w["label"] for w in work] == ["grouped_gemm_fp8[up]", "grouped_gemm_fp8[down]"]
     assert "grouped_gemm_fp8[up]/tiny/balanced/ptx-vs-cpp" in out
+    assert "grouped_gemm_fp8[up]/tiny/balanced/ptx-vs-triton" in out and "triton-vs-cpp" in out
 
 
 def test_a_lower_rung_runs_the_real_ptx_ladder_with_its_rung(tmp_path, capsys, monkeypatch):

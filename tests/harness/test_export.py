@@ -124,7 +124,7 @@ def test_a_ladder_has_a_row_per_rung_with_its_speedups(tmp_path, monkeypatch):
                          "cpp_impl": _package("cpp", {"gate": gate_run("gate", stages=("a", "b"))}),
                          "ptx_impl": _package("ptx", {"gate": _laddered_gate([])}, {"gate": RUNG_NAMES})}.items():
         monkeypatch.setitem(sys.modules, name, module)
-    settings = _settings(["gate"], impls=runner.IMPL_ORDER)
+    settings = _settings(["gate"], impls=("numba", "cpp", "ptx"))  # the three faked packages
     run_file = _run_file(tmp_path, settings)
     runner.run_sweep(FakeBackend(), settings, run_file, progress=io.StringIO())
     frame = run_to_dataframe(run_file).set_index("slot")

@@ -262,7 +262,7 @@ def test_three_implementations_give_three_pairwise_verdicts(tmp_path, monkeypatc
                 "ptx_impl": _fake_package("ptx", {"gate": fake_run("gate"), "align": fake_run("align")})}
     for name, module in packages.items():
         monkeypatch.setitem(sys.modules, name, module)
-    settings = _settings(["gate", "align"], impls=runner.IMPL_ORDER)
+    settings = _settings(["gate", "align"], impls=("numba", "cpp", "ptx"))  # the three faked packages
     run_file = _run_file(tmp_path, settings)
     summary = runner.run_sweep(FakeBackend(), settings, run_file, progress=io.StringIO())
     assert [r["key"] for r in run_file.doc["rows"]] == [

@@ -60,7 +60,7 @@ def test_slots_and_names_of_a_ladder():
 
 
 def test_a_row_per_rung_with_the_same_inputs_and_verdicts_per_rung(tmp_path, three_paths):
-    settings = _settings(["gate"], impls=runner.IMPL_ORDER)
+    settings = _settings(["gate"], impls=("numba", "cpp", "ptx"))  # the three faked packages
     run_file = _run_file(tmp_path, settings)
     runner.run_sweep(FakeBackend(), settings, run_file, progress=io.StringIO())
     keys = [r["key"] for r in run_file.doc["rows"]]

@@ -1,5 +1,6 @@
-"""The FP8 grouped GEMM of all three paths on a real GPU (sm_89+ for PTX rung 1's e4m3 mma.sync): tiny and
-DeepSeek-V3's decode sizes (Kd = 7168: 56 promotions per output, where the 128-wide interval matters), every skew.
+"""The FP8 grouped GEMM of every path (numba, cpp, triton, ptx) on a real GPU (sm_89+ for PTX rung 1's e4m3
+mma.sync): tiny and DeepSeek-V3's decode sizes (Kd = 7168: 56 promotions per output, where the 128-wide interval
+matters), every skew.
 
 Skipped with the reason when no CUDA GPU is visible.
 """
@@ -11,7 +12,7 @@ from contract.presets import SKEWS
 from harness.verify import run_and_check
 
 pytestmark = pytest.mark.gpu
-PACKAGES = {"numba": "cuda_impl", "cpp": "cpp_impl", "ptx": "ptx_impl"}
+PACKAGES = {"numba": "cuda_impl", "cpp": "cpp_impl", "triton": "triton_impl", "ptx": "ptx_impl"}
 
 
 @pytest.fixture(scope="module")

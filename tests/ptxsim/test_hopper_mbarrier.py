@@ -212,3 +212,45 @@ def test_decode_errors_name_the_operand_problem():
         _kernel("  mbarrier.try_wait.parity.shared.b64 %r2, [bar], 0;")
     with pytest.raises(ptxsim.PtxSimError, match="mbarrier.init count 0"):
         _kernel("  mbarrier.init.shared.b64 [bar], 0;")
+
+
+_CP_ARRIVE = """
+  setp.eq.u32 %p1, %r0, 0;
+  @%p1 mbarrier.init.shared.b64 [bar], 32;
+  bar.sync 0;
+  setp.lt.u32 %p2, %r0, 32;
+  @%p2 bra CONS;
+  sub.u32 %r3, %r0, 32; shl.b32 %r4, %r3, 2; mov.u32 %r5, buf; add.u32 %r5, %r5, %r4;
+  cp.async.ca.shared.global [%r5], [%rd3], 4;      // warp 1 copies out[32..63] into buf
+ARRIVE
+  bra END;
+CONS:
+WAIT:
+  mbarrier.try_wait.parity.shared.b64 %p3, [bar], 0;
+  @!%p3 bra WAIT;
+  shl.b32 %r4, %r0, 2; mov.u32 %r5, buf; add.u32 %r5, %r5, %r4;
+  ld.shared.u32 %r6, [%r5];                          // warp 0 reads them once the phase completes
+  st.global.u32 [%rd3], %r6;
+END:
+"""
+
+
+@pytest.mark.parametrize("arrive", [
+    "  cp.async.mbarrier.arrive.noinc.shared::cta.b64 [bar];",  # the copies' arrive is the thread's arrival
+    "  cp.async.mbarrier.arrive.shared.b64 [bar];\n  mbarrier.arrive.shared.b64 %rd5, [bar];",  # +1 then -1, and one
+])
+def test_cp_async_mbarrier_arrive_publishes_the_copies_through_the_barrier(arrive):
+    """cp.async.mbarrier.arrive (CUTLASS's FP8 blockwise mainloop loads its scales so): the consumers see the copies
+    after the phase completes, with no bar.sync between, and no sanitizer objects."""
+    body = _CP_ARRIVE.replace("ARRIVE", arrive)
+    kern = _kernel(body, ".shared .align 8 .b64 bar[2];\n.shared .align 16 .b32 buf[32];")
+    out = np.zeros(64, np.uint32)
+    out[32:] = np.arange(100, 132)
+    stats = ptxsim.launch(kern, 1, 64, [out], sanitize="all")
+    assert stats.sanitizer_reports == []
+    assert out[:32].tolist() == list(range(100, 132))
+
+
+def test_cp_async_mbarrier_arrive_needs_a_b64_barrier():
+    with pytest.raises(UnsupportedInstruction, match=r"\.b64 mbarrier"):
+        _kernel("  cp.async.mbarrier.arrive.noinc.shared.b32 [bar];")

@@ -71,6 +71,16 @@ def test_without_maxnreg_the_pool_is_undefined():
         _run(src)
 
 
+def test_maxntid_and_minnctapersm_set_the_pool_as_ptxas_does():
+    """CUTLASS's warp-specialised kernels declare no .maxnreg but `.maxntid 384` and `.minnctapersm 1`: ptxas gives
+    them 65536 / 384 -> 168 registers at entry (what setmaxnreg then moves), so the same budget adds up."""
+    out, stats = _run(_src(maxnreg=".minnctapersm 1"), sanitize="all")
+    assert stats.sanitizer_reports == [] and out.tolist() == [1] * 128 + [2] * 256
+    # two CTAs per SM halve it: 80 at entry; the consumers' .inc 232 can never be granted
+    with pytest.raises(DeadlockError, match=r"80 -> 232 per thread"):
+        _run(_src(maxnreg=".minnctapersm 2"))
+
+
 def test_dec_in_two_of_four_warps_is_a_synccheck_finding():
     # the producer's .dec guarded to warps 0 and 1 only
     partial = "setp.lt.u32 %p2, %r0, 64;\n  @%p2 " + _DEC

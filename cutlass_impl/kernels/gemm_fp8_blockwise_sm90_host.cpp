@@ -1,0 +1,79 @@
+// Host shim: CUTLASS's own GemmKernel::to_underlying_arguments builds the kernel's Params for device pointers given
+// on the command line; the TMA descriptors are left as markers (descriptor n holds n in its first 8 bytes) and each
+// cuTensorMapEncodeTiled call is printed, so the caller encodes them with its own encoder (ptxsim's on the simulator,
+// the driver's on a GPU) and writes them over the markers.
+// The blockwise scales: SFA (one float per row of A per 128-deep k block) and SFB (one per 128 x 128 block of B) at
+// addrSFA / addrSFB, laid out as CUTLASS's ScaleConfig says; the shim prints the layout's index steps ("sfa" m step,
+// k-block step; "sfb" n-block step, k-block step) so the caller fills them.
+//   usage: gemm_fp8_blockwise_sm90_host M N K addrA addrB addrC addrD addrSFA addrSFB params.bin
+#include "host_prelude.h"
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include "cutlass/util/packed_stride.hpp"
+#include "gemm_fp8_blockwise_sm90.h"
+
+struct EncodeCall { int dtype, rank; uint64_t gaddr, dims[5], strides[5]; uint32_t box[5], estr[5]; int il, sw, l2, oob; };
+static std::vector<EncodeCall> g_calls;
+
+extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank, void* gaddr,
+    const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box, const cuuint32_t* estr,
+    CUtensorMapInterleave il, CUtensorMapSwizzle sw, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  EncodeCall c{};
+  c.dtype = dtype; c.rank = int(rank); c.gaddr = uint64_t(gaddr); c.il = il; c.sw = sw; c.l2 = l2; c.oob = oob;
+  for (unsigned i = 0; i < rank; ++i) {
+    c.dims[i] = dims[i]; c.box[i] = box[i]; c.estr[i] = estr[i];
+    if (i + 1 < rank) c.strides[i] = strides[i];
+  }
+  std::memset(map, 0, sizeof(*map));
+  uint64_t marker = g_calls.size() + 1;
+  std::memcpy(map, &marker, sizeof(marker));
+  g_calls.push_back(c);
+  return CUDA_SUCCESS;
+}
+
+int main(int argc, char** argv) {
+  using namespace ptxmoe_cutlass_fp8;
+  if (argc != 11) {
+    std::fprintf(stderr, "usage: %s M N K addrA addrB addrC addrD addrSFA addrSFB params.bin\n", argv[0]);
+    return 2;
+  }
+  int M = std::atoi(argv[1]), N = std::atoi(argv[2]), K = std::atoi(argv[3]), L = 1;
+  auto addr = [&](int i) { return reinterpret_cast<void*>(std::strtoull(argv[i], nullptr, 0)); };
+  auto sA = cutlass::make_cute_packed_stride(typename GemmKernel::StrideA{}, {M, K, L});
+  auto sB = cutlass::make_cute_packed_stride(typename GemmKernel::StrideB{}, {N, K, L});
+  auto sC = cutlass::make_cute_packed_stride(typename GemmKernel::StrideC{}, {M, N, L});
+  auto sD = cutlass::make_cute_packed_stride(typename GemmKernel::StrideD{}, {M, N, L});
+  auto layout_SFA = ScaleConfig::tile_atom_to_shape_SFA(make_shape(M, N, K, L));
+  auto layout_SFB = ScaleConfig::tile_atom_to_shape_SFB(make_shape(M, N, K, L));
+  cutlass::KernelHardwareInfo hw;
+  hw.device_id = 0;
+  hw.sm_count = 132;
+  typename GemmKernel::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm, {M, N, K, L},
+      {static_cast<ElementA*>(addr(4)), sA, static_cast<ElementB*>(addr(5)), sB,
+       static_cast<float*>(addr(8)), layout_SFA, static_cast<float*>(addr(9)), layout_SFB},
+      {{1.0f, 0.0f}, static_cast<ElementC*>(addr(6)), sC, static_cast<ElementC*>(addr(7)), sD}, hw};
+  if (GemmKernel::can_implement(args) != true) { std::fprintf(stderr, "CUTLASS cannot implement %dx%dx%d\n", M, N, K); return 3; }
+  auto params = GemmKernel::to_underlying_arguments(args, nullptr);
+  dim3 grid = GemmKernel::get_grid_shape(params), block = GemmKernel::get_block_shape();
+  std::printf("params %zu grid %u %u %u block %u %u %u smem %d\n", sizeof(params), grid.x, grid.y, grid.z,
+              block.x, block.y, block.z, int(GemmKernel::SharedStorageSize));
+  std::printf("sfa %d %d %d sfb %d %d %d\n", int(size(filter_zeros(layout_SFA))),
+              int(layout_SFA(make_coord(1, 0, 0))), int(layout_SFA(make_coord(0, 128, 0))),
+              int(size(filter_zeros(layout_SFB))), int(layout_SFB(make_coord(128, 0, 0))),
+              int(layout_SFB(make_coord(0, 128, 0))));
+  FILE* f = std::fopen(argv[10], "wb");
+  if (!f || std::fwrite(&params, sizeof(params), 1, f) != 1) { std::perror(argv[10]); return 4; }
+  std::fclose(f);
+  for (auto& c : g_calls) {
+    std::printf("encode %d %d %llu", c.dtype, c.rank, (unsigned long long)c.gaddr);
+    for (int i = 0; i < c.rank; ++i) std::printf(" %llu", (unsigned long long)c.dims[i]);
+    for (int i = 0; i + 1 < c.rank; ++i) std::printf(" %llu", (unsigned long long)c.strides[i]);
+    for (int i = 0; i < c.rank; ++i) std::printf(" %u", c.box[i]);
+    for (int i = 0; i < c.rank; ++i) std::printf(" %u", c.estr[i]);
+    std::printf(" %d %d %d %d\n", c.il, c.sw, c.l2, c.oob);
+  }
+  return 0;
+}

@@ -8,12 +8,11 @@ import time
 import numpy as np
 
 from ptxsim.errors import DeadlockError, InstructionBudgetExceeded, TimeLimitExceeded
+from ptxsim.lanes import BLOCKED, EXITED
 from ptxsim.regpool import REGPOOL_WAIT
 from ptxsim.state import FULL
 from ptxsim.warpsync import WARP_SYNC_WAIT, release_stragglers
 
-EXITED = 1 << 30
-BLOCKED = 1 << 29  # a lane waiting at a barrier holds pc + BLOCKED
 SPIN_CHECK = 2048  # backward-branch iterations between spin-loop snapshots
 CLOCK_CHECK = 1024  # scheduling rounds between wall-clock checks
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ptxsim import stats as stats_mod
+from ptxsim.buffers import _SERIALS, DeviceMemory, Launch, NumbaArray, _dim3, marshal
 from ptxsim.config import CONFIG
 from ptxsim.counters import MemCounters, NoCounters
-from ptxsim.device import _SERIALS, Device, Launch, NumbaArray, _dim3, marshal
 from ptxsim.errors import LaunchError
 from ptxsim.executor import Scheduler
 from ptxsim.state import ExecState
@@ -23,7 +23,7 @@ REG_FILE_BUDGET = 96 << 20  # bytes of simulated registers per batch
 DEFAULT_WAVE_CTAS = 132
 
 
-def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | None = None, *, sanitize=None,
+def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemory | None = None, *, sanitize=None,
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
            max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None,
            wave_ctas: int | None = None, l2_bytes: int | None = None, phases=None, represents: float | None = None,
@@ -99,7 +99,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     if shared_bytes < 0 or prog.shared_dyn_offset + shared_bytes > MAX_SHARED:
         raise LaunchError(f"shared memory {prog.shared_dyn_offset} static + {shared_bytes} dynamic bytes exceeds "
                           f"{MAX_SHARED} bytes per CTA")
-    dev = device or Device()
+    dev = device or DeviceMemory()
     symaddr = dict(dev.module_symbols(kernel.module))
     runs = _phase_runs(phases, represents, phase_waves, phase_grids, sample_ctas, wave_ctas, args)
     phase_weights = _phase_weights(phase_weights, runs)
@@ -281,7 +281,7 @@ def _phase_grids(phase_grids, n: int, grid: tuple, kernel, cluster) -> list[tupl
     return grids
 
 
-def _phase_launch(first: Launch, kernel, params, dev: Device, grid: tuple) -> Launch:
+def _phase_launch(first: Launch, kernel, params, dev: DeviceMemory, grid: tuple) -> Launch:
     """The launch state of a phase: the launch's, with the phase's grid and parameter buffer (and serial: ld.param
     caches its value per launch serial)."""
     buf, _ = marshal(kernel, params, dev)

@@ -20,6 +20,7 @@ from ptxsim.errors import (
     RacecheckError,
     SynccheckError,
 )
+from ptxsim.lanes import EXITED
 from ptxsim.memory import GLOBAL_BASE
 
 NAMES = ("memcheck", "racecheck", "initcheck", "synccheck", "nc", "asynccheck")
@@ -298,8 +299,6 @@ class Synccheck(Sanitizer):
         la = st.lane_array(lanes)
         w = la >> 5
         present = np.bincount(w, minlength=st.nlanes // 32)
-        from ptxsim.executor import EXITED
-
         alive = np.bincount(np.flatnonzero(st.pc < EXITED) >> 5, minlength=st.nlanes // 32)
         ws = np.unique(w)
         bad = ws[present[ws] < alive[ws]]  # warps with running lanes elsewhere

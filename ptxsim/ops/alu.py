@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxsim.ops import spec
 from ptxsim.ops.common import need, unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.program import IMM, PAIR, REG, SYM, VEC
 from ptxsim.ptxtypes import TYPES
 

@@ -6,9 +6,9 @@ import numpy as np
 
 from ptxsim import access
 from ptxsim import numerics as nm
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
 from ptxsim.ops.fp import _unpack
+from ptxsim.ops.opspec import spec
 from ptxsim.ptxtypes import TYPES
 
 _OPS = (".add", ".and", ".or", ".xor", ".cas", ".exch", ".inc", ".dec", ".min", ".max")

@@ -17,9 +17,9 @@ from ptxsim import access, tensormap
 from ptxsim.errors import DecodeError, MemoryFault, PtxSimError
 from ptxsim.mbarriers import MbarrierTable
 from ptxsim.memory import GLOBAL_BASE, PARAM_WINDOW, WINDOW_SIZE
-from ptxsim.ops import Spec
 from ptxsim.ops.common import unsupported
 from ptxsim.ops.mbarrier import shared_offsets
+from ptxsim.ops.opspec import Spec
 from ptxsim.program import ADDR, IMM, VEC
 from ptxsim.ptxtypes import TYPES
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim.errors import CallDepthExceeded, PtxSimError
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.program import FUNC, IMM, LABEL, LIST, REG
 from ptxsim.ptxtypes import TYPES
 

@@ -6,8 +6,8 @@ import numpy as np
 
 from ptxsim import numerics as nm
 from ptxsim import rounding as rnd
-from ptxsim.ops import spec
 from ptxsim.ops.common import need, unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.ptxtypes import TYPES
 
 _FRND = (".rn", ".rz", ".rm", ".rp", ".rna")

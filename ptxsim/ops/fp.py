@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim import numerics as nm
-from ptxsim.ops import spec
 from ptxsim.ops.common import need, unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.ptxtypes import TYPES
 
 _RND = (".rn", ".rz", ".rm", ".rp")

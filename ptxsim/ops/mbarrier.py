@@ -18,8 +18,8 @@ from ptxsim.clusters import OFFSET_MASK
 from ptxsim.errors import DecodeError, MemoryFault
 from ptxsim.mbarriers import MbarrierTable
 from ptxsim.memory import SHARED_WINDOW
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.program import ADDR, IMM, REG, SINK
 from ptxsim.ptxtypes import TYPES
 

@@ -5,8 +5,8 @@ import numpy as np
 
 from ptxsim import access
 from ptxsim.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
-from ptxsim.ops import spec
 from ptxsim.ops.common import need, unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.program import ADDR, REG, SINK, VEC
 from ptxsim.ptxtypes import TYPES
 

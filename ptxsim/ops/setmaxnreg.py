@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim.errors import DecodeError
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.program import IMM
 from ptxsim.regpool import WG, RegisterPools
 from ptxsim.warpsync import gather_warpgroups

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim.errors import PtxSimError
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.program import IMM, NOT
 from ptxsim.ptxtypes import TYPES
 from ptxsim.warpsync import WarpSyncs

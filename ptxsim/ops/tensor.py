@@ -12,8 +12,8 @@ import numpy as np
 from ptxsim import access
 from ptxsim import numerics as nm
 from ptxsim.errors import DecodeError, MemoryFault, PtxSimError
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.program import ADDR, IMM, REG, VEC
 from ptxsim.ptxtypes import TYPES
 

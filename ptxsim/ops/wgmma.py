@@ -23,8 +23,8 @@ import numpy as np
 from ptxsim import access, tensormap
 from ptxsim import numerics as nm
 from ptxsim.errors import DecodeError, MemoryFault, PtxSimError
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.ops.tensor import _elems, _layout
 from ptxsim.program import ADDR, IMM, LIST, NOT, PAIR, REG, VEC
 from ptxsim.ptxtypes import TYPES

@@ -2,9 +2,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import IntEnum
 
-# operand kinds
-REG, IMM, SREG, SYM, VEC, ADDR, LABEL, PAIR, NOT, SINK, FUNC, LIST = range(12)
+
+class OperandKind(IntEnum):
+    """What a decoded operand is (Opnd.kind). The module-level names below are the same members, for brevity in
+    handlers: `op.kind == REG` is `op.kind == OperandKind.REG`."""
+
+    REG = 0  # a register (idx, bits)
+    IMM = 1  # an immediate (value; sym for a dynamic-shared base resolved at launch)
+    SREG = 2  # a special register (%tid.x, ...)
+    SYM = 3  # a module symbol's address, resolved at run time
+    VEC = 4  # a vector {a, b, ...}
+    ADDR = 5  # a memory operand [base+offset]
+    LABEL = 6  # a branch target
+    PAIR = 7  # p|q
+    NOT = 8  # !p
+    SINK = 9  # _
+    FUNC = 10  # a .func name (call)
+    LIST = 11  # a parenthesised argument list (call)
+
+
+REG, IMM, SREG, SYM, VEC, ADDR, LABEL, PAIR, NOT, SINK, FUNC, LIST = OperandKind
 
 
 class Opnd:

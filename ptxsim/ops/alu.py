@@ -5,7 +5,7 @@ import numpy as np
 
 from ptxsim.ops.common import need, unsupported
 from ptxsim.ops.opspec import spec
-from ptxsim.program import IMM, PAIR, REG, SYM, VEC
+from ptxsim.program import IMM, PAIR, REG, SREG, SYM, VEC
 from ptxsim.ptxtypes import TYPES
 
 M32 = np.uint64(0xFFFFFFFF)
@@ -480,7 +480,7 @@ def mov(st, ins, lanes):
 def _prep_mov(ins, dec, ctx):
     need(ins, 2)
     s = ins.ops[1]
-    if s.kind not in (REG, IMM, VEC) and s.kind != SYM and s.kind != 2:
+    if s.kind not in (REG, IMM, VEC, SYM, SREG):
         raise unsupported(ins, f"cannot move from operand {s!r}")
 
 

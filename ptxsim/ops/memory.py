@@ -7,7 +7,7 @@ from ptxsim import access
 from ptxsim.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from ptxsim.ops.common import need, unsupported
 from ptxsim.ops.opspec import spec
-from ptxsim.program import ADDR, REG, SINK, VEC
+from ptxsim.program import ADDR, IMM, REG, SINK, VEC
 from ptxsim.ptxtypes import TYPES
 
 _VEC = (".v2", ".v4", ".v8")
@@ -218,7 +218,7 @@ def cp_async_wait(st, ins, lanes):
 
 def _prep_cp(ins, dec, ctx):
     need(ins, (3, 4, 5), 0)
-    if ins.ops[2].kind != 1:
+    if ins.ops[2].kind != IMM:
         raise unsupported(ins, "cp-size must be an immediate (4, 8 or 16)")
     size = int(ins.ops[2].value)
     if size not in (4, 8, 16) or (".cg" in ins.mods and size != 16):

@@ -7,7 +7,7 @@ import numpy as np
 from ptxsim.errors import PtxSimError
 from ptxsim.ops.common import unsupported
 from ptxsim.ops.opspec import spec
-from ptxsim.program import IMM, NOT
+from ptxsim.program import IMM, NOT, REG
 from ptxsim.ptxtypes import TYPES
 from ptxsim.warpsync import WarpSyncs
 
@@ -85,7 +85,7 @@ def _prep_bar(ins, dec, ctx):
         ins.aux["redop"] = redop
         ins.aux["dst"] = ops.pop(0)
         ins.aux["pred_op"] = ops.pop()
-        if ins.aux["pred_op"].kind not in (1, 0) and ins.aux["pred_op"].kind != NOT:
+        if ins.aux["pred_op"].kind not in (IMM, REG, NOT):
             raise unsupported(ins, "bar.red's last operand must be a predicate")
     if len(ops) not in (1, 2) and not (mode == "sync" and not ops and ins.op == "barrier"):
         raise unsupported(ins, f"expected barrier id and optional thread count, got {len(ops)} operand(s)")

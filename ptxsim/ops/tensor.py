@@ -43,7 +43,7 @@ def _regs(st, op, la2):
     """[W, 32] uint32 values of each register of `op` (read-only: may be views of the register file)."""
     items = op.items if op.kind == VEC else (op,)
     index = _lane_index(la2)
-    return [st.regs[o.idx][index].reshape(la2.shape).astype(np.uint32, copy=False) if o.kind == 0
+    return [st.regs[o.idx][index].reshape(la2.shape).astype(np.uint32, copy=False) if o.kind == REG
             else np.full(la2.shape, np.uint32(o.value)) for o in items]
 
 
@@ -191,7 +191,7 @@ def _check_fragments(ins, counts):
         items = op.items if op.kind == VEC else (op,)
         if len(items) != n:
             raise unsupported(ins, f"fragment {name} needs {n} register(s), got {len(items)}")
-        bad = [o for o in items if not (o.kind == 0 and o.bits == 32) and not (name == "c" and o.kind == 1)]
+        bad = [o for o in items if not (o.kind == REG and o.bits == 32) and not (name == "c" and o.kind == IMM)]
         if bad:
             raise unsupported(ins, f"fragment {name} needs 32-bit registers, got {bad[0]!r}")
 

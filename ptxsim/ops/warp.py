@@ -5,7 +5,7 @@ import numpy as np
 
 from ptxsim.ops.common import need, unsupported
 from ptxsim.ops.opspec import spec
-from ptxsim.program import PAIR
+from ptxsim.program import PAIR, REG
 from ptxsim.ptxtypes import TYPES
 
 U32, PRED = TYPES["u32"], TYPES["pred"]
@@ -49,7 +49,7 @@ def shfl(st, ins, lanes):
     src = np.where(ok, (la & ~31) + j, la)
     t = ins.types[0]
     a = ins.ops[1]
-    if a.kind == 0:
+    if a.kind == REG:
         val = st.regs[a.idx][src]
         val = val.view(t.dtype) if a.bits == t.bits else val.astype(t.uint).view(t.dtype)
     else:

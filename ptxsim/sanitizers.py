@@ -338,7 +338,7 @@ class NcHazard(Sanitizer):
         if space != "global":
             return
         phys = (addr - np.uint64(GLOBAL_BASE)).astype(np.int64)
-        is_nc = not is_store and ins.aux.get("nc", False)
+        is_nc = not is_store and bool(ins.aux.nc)
         if is_store or ins.klass == "atom":
             hit = np.zeros(phys.shape, bool)
             for k in range(nbytes):

@@ -18,7 +18,7 @@ def setmaxnreg(st, ins, lanes):
     if not la.size:
         return
     _check_warpgroups(st, ins, la)
-    RegisterPools.of(st, ins, int(la[0])).execute(st, ins, la, ins.aux["n"], ins.aux["inc"])
+    RegisterPools.of(st, ins, int(la[0])).execute(st, ins, la, ins.aux.n, ins.aux.inc)
 
 
 def _check_warpgroups(st, ins, la: np.ndarray) -> None:

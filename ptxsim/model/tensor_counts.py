@@ -57,7 +57,7 @@ def _wgmma(ins) -> dict[str, float]:
     if ".commit_group" in mods:
         return {"ptxsim__wgmma_commit.sum": 1.0}
     if ".wait_group" in mods:
-        return {"ptxsim__wgmma_drain.sum" if int((ins.aux.n or 0)) == 0 else "ptxsim__wgmma_wait.sum": 1.0}
+        return {"ptxsim__wgmma_drain.sum" if int(ins.aux.n or 0) == 0 else "ptxsim__wgmma_wait.sum": 1.0}
     return {}
 
 
@@ -73,7 +73,7 @@ def _warp_mma(ins) -> dict[str, float]:
         flops = float(WMMA_FLOPS)
     else:
         atype = names[1] if len(names) > 1 else "f16"
-        flops = float(DEFAULT_FLOPS) * float((ins.aux.class_units or 1))
+        flops = float(DEFAULT_FLOPS) * float(ins.aux.class_units or 1)
     width = "8bit" if atype in EIGHT_BIT else "16bit"
     return {f"ptxsim__mma_flops_{width}.sum": flops, "ptxsim__tensor_warp_inst.sum": 1.0}
 

@@ -233,9 +233,9 @@ def bulk_group(st, ins, lanes):
                     s["group"] = int(st.bulk_committed[s["lane"]])
             st.bulk_committed[la] += 1
         else:
-            retire_stores(st, la, (ins.aux.n or 0))
+            retire_stores(st, la, ins.aux.n or 0)
     for h in st.hooks:
-        h.on_bulk(st, ins, ins.aux.group_op, la, (ins.aux.n or 0))
+        h.on_bulk(st, ins, ins.aux.group_op, la, ins.aux.n or 0)
 
 
 # -- cp.async.bulk.tensor -----------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ import numpy as np
 
 from contract.device import GridMeaning
 from harness.errors import InputError
+from ptxsim.plan import WHOLE, LaunchPlan
 
 # runs of one expert's routing blocks per sampled launch under auto (plus the dead tail's middle: module docstring)
 AUTO_WAVES = 2
@@ -83,56 +84,8 @@ class WeightedWindow(NamedTuple):
     weight: float
 
 
-@dataclass(frozen=True)
-class LaunchPlan:
-    """How ptxsim runs one launch, as one value from here through the sim backend: every CTA (the default), a
-    systematic sample (`sample_ctas` of waves of `wave_ctas`), strata (`sample_ranges`: (first CTA, end CTA,
-    weight)), or a persistent launch's item windows as phases (`phases`: each phase's flattened parameters, with
-    `phase_waves`, `phase_grids`, `phase_weights` and `represents`, the share of the items they run); `budget`
-    raises ptxsim's runaway budget for a sampled launch. `ptxsim_options` is the one translation into ptxsim's
-    launch keywords."""
-
-    sample_ctas: int | None = None
-    wave_ctas: int | None = None
-    sample_ranges: tuple[tuple[int, int, float], ...] = ()
-    phases: tuple[tuple, ...] = ()
-    phase_waves: tuple[int, ...] = ()
-    phase_grids: tuple[tuple[int, int, int], ...] = ()
-    phase_weights: tuple[float, ...] = ()
-    represents: float = 1.0
-    items: int = 0  # items the phases run
-    budget: int | None = None
-
-    @property
-    def whole(self) -> bool:
-        """Every CTA runs."""
-        return self.sample_ctas is None and not self.sample_ranges and not self.phases
-
-    def simulated_ctas(self, grid: tuple[int, int, int]) -> int:
-        """CTAs of `grid` this plan simulates (a phased plan: the items it runs)."""
-        if self.phases:
-            return self.items
-        if self.sample_ranges:
-            return sum(b - a for a, b, _ in self.sample_ranges)
-        return self.sample_ctas if self.sample_ctas is not None else grid[0] * grid[1] * grid[2]
-
-    def ptxsim_options(self) -> dict:
-        """ptxsim.Device.launch keywords of this plan ({} for a whole launch)."""
-        out: dict = {}
-        if self.phases:
-            out.update(phases=list(self.phases), phase_waves=list(self.phase_waves),
-                       phase_grids=list(self.phase_grids), represents=self.represents,
-                       phase_weights=list(self.phase_weights))
-        elif self.sample_ranges:
-            out.update(sample_ranges=list(self.sample_ranges), wave_ctas=self.wave_ctas)
-        elif self.sample_ctas is not None:
-            out.update(sample_ctas=self.sample_ctas, wave_ctas=self.wave_ctas)
-        if self.budget is not None:
-            out["budget"] = self.budget
-        return out
-
-
-WHOLE = LaunchPlan()
+# LaunchPlan, the value this module builds per launch, is ptxsim's (ptxsim/plan.py): the sim backend passes it to
+# ptxsim.launch(plan=...) as it is.
 
 
 @dataclass(frozen=True)

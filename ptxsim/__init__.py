@@ -32,10 +32,12 @@ from ptxsim.errors import (
 )
 from ptxsim.launch import launch
 from ptxsim.module import Kernel, Module, load_ptx
+from ptxsim.plan import LaunchPlan
 from ptxsim.sanitizers import SanitizerReport
 from ptxsim.stats import LaunchStats
 
-__all__ = ["load_ptx", "launch", "Device", "DeviceBuffer", "NumbaArray", "Module", "Kernel", "LaunchStats",
+__all__ = ["load_ptx", "launch", "LaunchPlan", "Device", "DeviceBuffer", "NumbaArray", "Module", "Kernel",
+           "LaunchStats",
            "SanitizerReport", "PtxSimError", "PtxSimWarning", "PtxSyntaxError", "UnsupportedInstruction",
            "DecodeError", "KernelNotFound", "MemoryFault", "DeadlockError", "InstructionBudgetExceeded",
            "ParamTypeError", "LaunchError", "SanitizerError", "MemcheckError", "RacecheckError", "InitcheckError",

@@ -79,7 +79,7 @@ class AsyncRules:
             from ptxsim.ops.wgmma import check_accumulator_use
 
             check_accumulator_use(st, ins, lanes)
-        touched = ins.aux.get("wg_touch")
+        touched = ins.aux.wg_touch
         if touched is None:
             named = set()
             for op in ins.ops:
@@ -87,7 +87,7 @@ class AsyncRules:
             if ins.guard is not None:
                 named.add(ins.guard[0])
             written = set(_regs(ins.ops[0])) if ins.ops and ins.op not in _NO_DEST else set()
-            touched = ins.aux["wg_touch"] = tuple(sorted((named & self.acc) | (written & self.afrag)))
+            touched = ins.aux.wg_touch = tuple(sorted((named & self.acc) | (written & self.afrag)))
         if touched:
             la = st.lane_array(lanes)
             for r in touched:
@@ -106,12 +106,12 @@ class AsyncRules:
                       "wgmma.mma_async with no wgmma.fence before it in this thread (the PTX ISA requires "
                       "wgmma.fence before a warpgroup's first wgmma.mma_async)")
             return
-        regs = ins.aux.get("wg_regs")
+        regs = ins.aux.wg_regs
         if regs is None:
             regs = set(_regs(ins.ops[0]))
             if ins.ops[1].kind == VEC:
                 regs.update(_regs(ins.ops[1]))
-            regs = ins.aux["wg_regs"] = tuple(sorted(regs & self.touch.keys()))
+            regs = ins.aux.wg_regs = tuple(sorted(regs & self.touch.keys()))
         for r in regs:
             bad = self.touch[r][flat] > fenced
             if bad.any():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim.errors import LaunchError, MemoryFault
+from ptxsim.lanes import BLOCKED
 
 RANK_SHIFT = 24
 OFFSET_MASK = (1 << RANK_SHIFT) - 1
@@ -139,8 +140,6 @@ class Clusters:
         self.complete(st)
 
     def wait(self, st, la: np.ndarray) -> None:
-        from ptxsim.executor import BLOCKED
-
         cl = self.cluster_of_slot[st.slot[la]]
         passed = self.arrive_phase[la] < self.phase[cl]
         if st.rules is not None and passed.any():
@@ -169,8 +168,6 @@ class Clusters:
             groups = (slots.reshape(-1, self.size)[:, :, None] * wpc + np.arange(wpc)).reshape(len(done), -1)
             for h in st.hooks:
                 h.on_sync_groups(st, groups)
-        from ptxsim.executor import BLOCKED
-
         w = np.flatnonzero(st.sched.wait_id == CLUSTER_WAIT)
         rel = w[np.isin(self.cluster_of_slot[st.slot[w]], done)]
         if rel.size and st.rules is not None:
@@ -180,8 +177,6 @@ class Clusters:
             st.sched.wait_id[rel] = -1
 
     def deadlock_line(self, st, lane: int, count: int) -> str:
-        from ptxsim.executor import BLOCKED
-
         cl = int(self.cluster_of_slot[st.slot[lane]])
         ins = st.prog.instrs[int(st.pc[lane] - BLOCKED - 1)]
         live = int(st.sched.live[self.cluster_of_slot == cl].sum())

@@ -173,7 +173,7 @@ class Decoder:
             self.func_entry[f.name] = len(self.instrs)
             self._decode_function(f, is_kernel=(f is kernel))
         for ins in self.pending_calls:
-            ins.target = self.func_entry[ins.aux["callee"]]
+            ins.target = self.func_entry[ins.aux.callee]
         # NOTE: ptxas starts dynamic shared memory at the strictest alignment of the module's .extern .shared
         # variables, used or not (8 static bytes and `.extern .align 1024` -> "1024 bytes smem"), which swizzled TMA
         # boxes and wgmma operands rely on
@@ -200,7 +200,7 @@ class Decoder:
         prog.recursive = self._recursive()
         prog.frames = {f: self._frame_of(f) for f in prog.recursive}
         for ins in self.pending_calls:
-            ins.aux["save"] = prog.frames.get(ins.aux["callee"])
+            ins.aux.save = prog.frames.get(ins.aux.callee)
         return prog
 
     def _reachable(self, kernel):

@@ -8,12 +8,11 @@ import time
 import numpy as np
 
 from ptxsim.errors import DeadlockError, InstructionBudgetExceeded, TimeLimitExceeded
+from ptxsim.lanes import BLOCKED, EXITED
 from ptxsim.regpool import REGPOOL_WAIT
 from ptxsim.state import FULL
 from ptxsim.warpsync import WARP_SYNC_WAIT, release_stragglers
 
-EXITED = 1 << 30
-BLOCKED = 1 << 29  # a lane waiting at a barrier holds pc + BLOCKED
 SPIN_CHECK = 2048  # backward-branch iterations between spin-loop snapshots
 CLOCK_CHECK = 1024  # scheduling rounds between wall-clock checks
 
@@ -42,7 +41,7 @@ class Scheduler:
         self.red_val = np.zeros(n, np.bool_)
         self.warp_slot = (np.arange(n // 32) * 32) // st.padded
         self.executed = 0
-        self.has_red = any(i.aux.get("red") for i in st.prog.instrs)
+        self.has_red = any(i.aux.red for i in st.prog.instrs)
         self.wg_forced = None  # lanes released by warpsync.release_stragglers, to run their warpgroup op as they are
         self.warned = set()
         self.released = np.zeros(0, np.int64)
@@ -291,7 +290,7 @@ class Scheduler:
         bar_pc = st.pc[rel] - BLOCKED - 1
         for p in np.unique(bar_pc):
             ins = st.prog.instrs[int(p)]
-            if not ins.aux.get("red"):
+            if not ins.aux.red:
                 continue
             sub = rel[bar_pc == p]
             key = st.slot[sub] * 16 + self.wait_id[sub]
@@ -300,12 +299,12 @@ class Scheduler:
             tot = np.bincount(inv).astype(np.int64)
             from ptxsim.ptxtypes import TYPES
 
-            op = ins.aux["redop"]
+            op = ins.aux.redop
             if op == ".popc":
-                st.write(ins.aux["dst"], sub, ones[inv].astype(np.uint32), TYPES["u32"])
+                st.write(ins.aux.dst, sub, ones[inv].astype(np.uint32), TYPES["u32"])
             else:
                 r = (ones == tot) if op == ".and" else (ones > 0)
-                st.write(ins.aux["dst"], sub, r[inv], TYPES["pred"])
+                st.write(ins.aux.dst, sub, r[inv], TYPES["pred"])
 
     def _deadlock(self):
         st = self.st

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ptxsim import stats as stats_mod
+from ptxsim.buffers import _SERIALS, DeviceMemory, Launch, NumbaArray, _dim3, marshal
 from ptxsim.config import CONFIG
 from ptxsim.counters import MemCounters, NoCounters
-from ptxsim.device import _SERIALS, Device, Launch, NumbaArray, _dim3, marshal
 from ptxsim.errors import LaunchError
 from ptxsim.executor import Scheduler
+from ptxsim.plan import LaunchPlan
 from ptxsim.state import ExecState
 
 MAX_SHARED = 227 * 1024
@@ -23,11 +24,12 @@ REG_FILE_BUDGET = 96 << 20  # bytes of simulated registers per batch
 DEFAULT_WAVE_CTAS = 132
 
 
-def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | None = None, *, sanitize=None,
+def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemory | None = None, *, sanitize=None,
            sanitize_report: bool = False, sample_ctas: int | None = None, budget: int | None = None,
            max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None,
            wave_ctas: int | None = None, l2_bytes: int | None = None, phases=None, represents: float | None = None,
-           phase_waves=None, phase_grids=None, sample_ranges=None, phase_weights=None, strict_async=None):
+           phase_waves=None, phase_grids=None, sample_ranges=None, phase_weights=None, strict_async=None,
+           plan: LaunchPlan | None = None):
     """Run `kernel` over `grid` x `block` threads (or, with `phases`, the whole grid once per parameter list).
 
     Args:
@@ -79,6 +81,9 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
             copy's completion, mbarrier try_wait / test_wait return false once at each wait whose phase is
             incomplete, bulk copies complete only when a waiter needs them, bulk stores read shared memory and land
             at their wait_group, and wgmma re-reads its shared-memory operands when wgmma.wait_group retires it.
+        plan: the sampling as one value (ptxsim.plan.LaunchPlan): its fields are the keywords sample_ctas, wave_ctas,
+            sample_ranges, phases, phase_waves, phase_grids, phase_weights, represents and budget, which must then
+            not be passed as well.
 
     Returns:
         LaunchStats.
@@ -88,6 +93,19 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
         TimeLimitExceeded, ResourceLimitError, SanitizerError.
     """
     t0 = time.perf_counter()
+    if plan is not None:
+        given = {"sample_ctas": sample_ctas, "wave_ctas": wave_ctas, "budget": budget, "sample_ranges": sample_ranges,
+                 "phases": phases, "phase_waves": phase_waves, "phase_grids": phase_grids,
+                 "phase_weights": phase_weights, "represents": represents}
+        twice = sorted(name for name, v in given.items() if v is not None)
+        if not isinstance(plan, LaunchPlan) or twice:
+            raise LaunchError(f"plan={plan!r:.100}: expected a ptxsim.plan.LaunchPlan and none of the keywords it "
+                              f"sets" + (f" (also given: {', '.join(twice)})" if twice else ""))
+        opts = plan.ptxsim_options()
+        sample_ctas, wave_ctas, budget = opts.get("sample_ctas"), opts.get("wave_ctas"), opts.get("budget")
+        sample_ranges, phases, phase_waves = opts.get("sample_ranges"), opts.get("phases"), opts.get("phase_waves")
+        phase_grids, phase_weights = opts.get("phase_grids"), opts.get("phase_weights")
+        represents = opts.get("represents")
     grid, block = _dim3(grid, "grid"), _dim3(block, "block")
     prog = kernel.program
     _check_shape(prog, grid, block)
@@ -99,7 +117,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: Device | No
     if shared_bytes < 0 or prog.shared_dyn_offset + shared_bytes > MAX_SHARED:
         raise LaunchError(f"shared memory {prog.shared_dyn_offset} static + {shared_bytes} dynamic bytes exceeds "
                           f"{MAX_SHARED} bytes per CTA")
-    dev = device or Device()
+    dev = device or DeviceMemory()
     symaddr = dict(dev.module_symbols(kernel.module))
     runs = _phase_runs(phases, represents, phase_waves, phase_grids, sample_ctas, wave_ctas, args)
     phase_weights = _phase_weights(phase_weights, runs)
@@ -281,7 +299,7 @@ def _phase_grids(phase_grids, n: int, grid: tuple, kernel, cluster) -> list[tupl
     return grids
 
 
-def _phase_launch(first: Launch, kernel, params, dev: Device, grid: tuple) -> Launch:
+def _phase_launch(first: Launch, kernel, params, dev: DeviceMemory, grid: tuple) -> Launch:
     """The launch state of a phase: the launch's, with the phase's grid and parameter buffer (and serial: ld.param
     caches its value per launch serial)."""
     buf, _ = marshal(kernel, params, dev)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ptxsim.errors import MbarrierError
+from ptxsim.lanes import BLOCKED
 
 MAX_COUNT = (1 << 20) - 1  # arrival counts are 1 .. 2^20 - 1 (PTX ISA, mbarrier.init)
 TX_LIMIT = (1 << 20) - 1  # tx-count range is [-(2^20 - 1), 2^20 - 1]
@@ -257,8 +258,6 @@ class MbarrierTable:
         seen[la[done]] = np.maximum(seen[la[done]], want[done])
 
     def block(self, la: np.ndarray, phys: np.ndarray, want: np.ndarray) -> None:
-        from ptxsim.executor import BLOCKED
-
         st = self.st
         st.pc[la] += BLOCKED
         st.sched.wait_id[la] = MBAR_WAIT
@@ -276,8 +275,6 @@ class MbarrierTable:
             if seen is not None:
                 seen[rel] = np.maximum(seen[rel], self.wait_phase[rel])
             self._observed(bar, rel, int(self.wait_phase[rel].max()))
-            from ptxsim.executor import BLOCKED
-
             st.pc[rel] -= BLOCKED
             sched.wait_id[rel] = -1
             self.wait_phys[rel] = -1
@@ -350,8 +347,6 @@ class MbarrierTable:
         st = self.st
         p = int(self.wait_phys[lane])
         bar = self.bars.get(p)
-        from ptxsim.executor import BLOCKED
-
         ins = st.prog.instrs[int(st.pc[lane] - BLOCKED - 1)]
         cta, _ = st.where(lane)
         what = bar.describe() if bar is not None else f"mbarrier at byte {p} (invalidated)"

@@ -2,9 +2,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import IntEnum
 
-# operand kinds
-REG, IMM, SREG, SYM, VEC, ADDR, LABEL, PAIR, NOT, SINK, FUNC, LIST = range(12)
+
+class OperandKind(IntEnum):
+    """What a decoded operand is (Opnd.kind). The module-level names below are the same members, for brevity in
+    handlers: `op.kind == REG` is `op.kind == OperandKind.REG`."""
+
+    REG = 0  # a register (idx, bits)
+    IMM = 1  # an immediate (value; sym for a dynamic-shared base resolved at launch)
+    SREG = 2  # a special register (%tid.x, ...)
+    SYM = 3  # a module symbol's address, resolved at run time
+    VEC = 4  # a vector {a, b, ...}
+    ADDR = 5  # a memory operand [base+offset]
+    LABEL = 6  # a branch target
+    PAIR = 7  # p|q
+    NOT = 8  # !p
+    SINK = 9  # _
+    FUNC = 10  # a .func name (call)
+    LIST = 11  # a parenthesised argument list (call)
+
+
+REG, IMM, SREG, SYM, VEC, ADDR, LABEL, PAIR, NOT, SINK, FUNC, LIST = OperandKind
 
 
 class Opnd:
@@ -25,6 +44,92 @@ class Opnd:
                 LABEL: lambda: f"@{self.value}"}.get(self.kind, lambda: f"<{self.kind}:{self.items}>")()
 
 
+@dataclass(slots=True, eq=False)
+class Decoded:
+    """What decode works out once for an instruction (Ins.aux), as named attributes: each family's `prepare` sets the
+    ones its handlers read (None: not worked out for this instruction). Slots, so a misspelt name fails at decode
+    instead of making a new key, and a handler's read is an attribute load, not a string lookup."""
+
+    # shared by several families
+    mode: str | None = None  # rounding / shuffle / vote / reduction mode (".rn", ".bfly", ".all", ...)
+    n: int | None = None  # wait_group depth, wgmma N, setmaxnreg count
+    space: str | None = None  # state space of a memory instruction ("global", "shared", "" generic, ...)
+    op: str | None = None  # atomic / redux / vote operation
+    class_units: int | None = None  # counter units one instruction stands for (None: 1)
+    action: str | None = None  # mbarrier / wmma action
+    count_op: object = None  # barrier thread-count operand (Opnd) or, for mbarrier.arrive, whether it has one (bool)
+    # alu
+    cmp: str | None = None  # setp comparison
+    combine: object = None  # setp / set: the boolean combination with the predicate operand (.and/.or/.xor)
+    # sync (bar, barrier, bar.warp.sync, vote-likes)
+    red: bool | None = None  # bar.red
+    redop: str | None = None
+    dst: object = None  # bar.red's destination operand (Opnd)
+    pred_op: object = None  # bar.red's predicate operand (Opnd)
+    has_id: bool | None = None
+    members: int | None = None  # bar.warp.sync's immediate member mask
+    # memory (ld/st/cp.async/prefetch/cvta)
+    regs: object = None  # the data operands (list of Opnd)
+    nc: bool | None = None  # ld.global.nc
+    noinc: bool | None = None  # cp.async.mbarrier.arrive.noinc: the arrive counts against the expected arrivals
+    generic: bool | None = None  # generic addressing
+    uniform: bool | None = None  # ld.param of one value for every lane
+    kparam_value: tuple | None = None  # (launch serial, value): a uniform ld.param's value, cached per launch
+    to: bool | None = None  # cvta.to
+    size: int | None = None  # cp.async copy size
+    wait_all: bool | None = None  # cp.async.wait_all
+    fn: object = None  # the cp.async variant's handler
+    # convert
+    packed: object = None
+    # tensor (mma / wmma / ldmatrix)
+    gather: tuple | None = None
+    x: int | None = None  # ldmatrix .x1/.x2/.x4
+    trans: bool | None = None
+    frag: object = None  # a wmma fragment shape
+    frags: object = None
+    satfinite: bool | None = None
+    # wgmma
+    regs_named: frozenset | None = None
+    atype: str | None = None
+    btype: str | None = None
+    f16_acc: bool | None = None
+    trans_a: bool | None = None
+    trans_b: bool | None = None
+    a_regs: bool | None = None  # A from registers
+    scale_a: int | None = None
+    scale_b: int | None = None
+    d_rows: object = None
+    d_cols: object = None
+    a_layout: object = None
+    # asynccheck's per-instruction caches (ptxsim/asyncrules.py)
+    wg_touch: tuple | None = None
+    wg_regs: tuple | None = None
+    # mbarrier
+    parity: bool | None = None
+    expect_tx: bool | None = None
+    drop: bool | None = None
+    no_complete: bool | None = None
+    # bulk (cp.async.bulk{.tensor}, cp.async.bulk.commit/wait_group)
+    group_op: str | None = None  # "commit" or "wait"
+    multicast: bool | None = None
+    src_space: str | None = None
+    rank: int | None = None
+    tmap: object = None  # the tensor-map operand (Opnd)
+    coords: tuple | None = None
+    # setmaxnreg
+    inc: bool | None = None
+    # control (call)
+    args: object = None  # [(kind, src, dst, nbytes)]
+    rets: object = None
+    callee: str | None = None
+    save: object = None  # FuncFrame of a recursive callee
+
+    def update(self, **fields) -> None:
+        """Set several fields at once (at decode)."""
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+
 class Ins:
     """One decoded instruction: everything the hot loop needs, resolved ahead of time."""
 
@@ -39,7 +144,7 @@ class Ins:
         self.klass = "other"
         self.control = False
         self.target = -1
-        self.aux = {}
+        self.aux = Decoded()
         self.space = ""
         self.func = ""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim.errors import RegisterPoolError
+from ptxsim.lanes import BLOCKED
 
 REGPOOL_WAIT = -5  # Scheduler.wait_id of a thread blocked in setmaxnreg.inc (bar.sync ids are 0..15)
 ALLOC_UNIT = 8  # registers per thread: the allocation granularity (256 per warp)
@@ -77,8 +78,6 @@ class RegisterPools:
         self.want[warps] = n
         for w in warps:
             self.ins_of[int(w)] = ins
-        from ptxsim.executor import BLOCKED
-
         blocked = np.repeat(warps, 32) * 32 + np.tile(np.arange(32), len(warps))
         blocked = blocked[np.isin(blocked, la)]
         st.pc[blocked] += BLOCKED
@@ -87,8 +86,6 @@ class RegisterPools:
 
     def _grant(self, st, slots: np.ndarray) -> None:
         """Grant the blocked requests of these CTAs, warpgroup by warpgroup in order, while the pool suffices."""
-        from ptxsim.executor import BLOCKED
-
         wpc = st.padded // 32  # warps per CTA
         for s in slots.tolist():
             first = s * wpc

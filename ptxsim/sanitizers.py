@@ -20,6 +20,7 @@ from ptxsim.errors import (
     RacecheckError,
     SynccheckError,
 )
+from ptxsim.lanes import EXITED
 from ptxsim.memory import GLOBAL_BASE
 
 NAMES = ("memcheck", "racecheck", "initcheck", "synccheck", "nc", "asynccheck")
@@ -298,8 +299,6 @@ class Synccheck(Sanitizer):
         la = st.lane_array(lanes)
         w = la >> 5
         present = np.bincount(w, minlength=st.nlanes // 32)
-        from ptxsim.executor import EXITED
-
         alive = np.bincount(np.flatnonzero(st.pc < EXITED) >> 5, minlength=st.nlanes // 32)
         ws = np.unique(w)
         bad = ws[present[ws] < alive[ws]]  # warps with running lanes elsewhere
@@ -339,7 +338,7 @@ class NcHazard(Sanitizer):
         if space != "global":
             return
         phys = (addr - np.uint64(GLOBAL_BASE)).astype(np.int64)
-        is_nc = not is_store and ins.aux.get("nc", False)
+        is_nc = not is_store and bool(ins.aux.nc)
         if is_store or ins.klass == "atom":
             hit = np.zeros(phys.shape, bool)
             for k in range(nbytes):

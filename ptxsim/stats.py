@@ -80,7 +80,7 @@ def _metrics(prog, counts, mem, launch, scale):
                       for i in prog.instrs], np.int64)
     # NOTE: per-class counts are in units of the class's base instruction: a wmma.mma m16n16k16 is two m16n8k16
     # tensor instructions (two HMMA.16816 in SASS, 8192 FLOP), which the timing model's tensor bound relies on.
-    units = np.array([i.aux.get("class_units", 1) for i in prog.instrs], np.float64)
+    units = np.array([i.aux.class_units or 1 for i in prog.instrs], np.float64)
     wk = np.bincount(klass, weights=wc * units, minlength=len(CLASSES))
     tk = np.bincount(klass, weights=tc * units, minlength=len(CLASSES))
     W, T = float(wc.sum()) * scale, float(tc.sum()) * scale

@@ -124,7 +124,7 @@ def label_blocks(f) -> tuple[dict, dict]:
 
 def check_instruction(ins, reg_types: list) -> None:
     """Operand types of one decoded instruction (reg_types: declared type name per register index)."""
-    if ins.op == "st" and ins.aux.get("space") == "kparam":
+    if ins.op == "st" and ins.aux.space == "kparam":
         raise DecodeError(f"line {ins.line}: `{quote(ins.text)}` stores to the kernel parameter space; kernel "
                           ".param variables are read-only (copy the value to a register or .local first)")
     if ins.op == "cvt" and len(ins.types) == 2 and len(ins.ops) == 2:

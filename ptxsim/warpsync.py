@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ptxsim.lanes import BLOCKED, EXITED
+
 WARP_SYNC_WAIT = -4  # Scheduler.wait_id of a thread held at bar.warp.sync (bar.sync ids are 0..15)
 _BIT = np.left_shift(np.uint64(1), np.arange(32, dtype=np.uint64))
 
@@ -35,8 +37,6 @@ class WarpSyncs:
 
     def arrive(self, st, ins, la: np.ndarray, members: np.ndarray) -> None:
         """Lanes la execute bar.warp.sync with their member masks (uint64, one per lane; pc already past it)."""
-        from ptxsim.executor import BLOCKED, EXITED
-
         w = la >> 5
         warps = np.unique(w)
         here = np.zeros(st.nlanes, np.bool_)
@@ -59,8 +59,6 @@ class WarpSyncs:
 
     def release(self, st, warps: np.ndarray, arriving: np.ndarray | None = None) -> None:
         """Release the held threads of `warps` whose members have all arrived (held, `arriving` now, or exited)."""
-        from ptxsim.executor import BLOCKED, EXITED
-
         if not self.held or not warps.size:
             return
         lanes = (warps[:, None] * 32 + np.arange(32)).reshape(-1)
@@ -87,8 +85,6 @@ class WarpSyncs:
             self.release(st, np.unique(la >> 5))
 
     def deadlock_line(self, st, lane: int, count: int) -> str:
-        from ptxsim.executor import BLOCKED, EXITED
-
         ins = st.prog.instrs[int(st.pc[lane] - BLOCKED - 1)]
         cta, _ = st.where(lane)
         m = int(self.members[lane])
@@ -112,8 +108,6 @@ def gather_warpgroups(st, ins, la: np.ndarray) -> np.ndarray:
     rest arrive, every thread of it is sent back to the instruction to run it together. Lanes already grouped in
     whole warpgroups (the usual case) run at once. A warp arriving with only some of its running threads is the
     handler's business (an .aligned instruction in divergent code)."""
-    from ptxsim.executor import BLOCKED, EXITED
-
     if len(la) % WG == 0 and np.all(st.tlin[la[::WG]] % WG == 0) and np.all(la[WG - 1::WG] - la[::WG] == WG - 1):
         return la
     forced = st.sched.wg_forced
@@ -153,8 +147,6 @@ def release_stragglers(st) -> bool:
     """No thread can progress: the warps waiting at a warpgroup instruction for mates that cannot come (exited,
     blocked, or gone past it) run it without them, so the instruction's own check reports the partial warpgroup (a
     synccheck finding for setmaxnreg, an error for wgmma) instead of a deadlock. True if any were released."""
-    from ptxsim.executor import BLOCKED
-
     sched = st.sched
     held = np.flatnonzero(sched.wait_id == WARPGROUP_WAIT)
     if not held.size:

@@ -318,14 +318,12 @@ class SimBackend(Backend):
         t0 = time.perf_counter()
         extra = {"sanitize": set(self.sanitize), "sanitize_report": True} if self.sanitize else {}
         extra["time_limit"] = self.time_limit
-        if self.sample_ctas is not None:
-            extra["sample_ctas"] = int(self.sample_ctas)
-        extra.update(wave_shape(ptx, entry, b, int(shared_bytes)))
-        if self.wave_ctas is not None:
-            extra["wave_ctas"] = int(self.wave_ctas)
+        shape = wave_shape(ptx, entry, b, int(shared_bytes))
+        if "l2_bytes" in shape:
+            extra["l2_bytes"] = shape["l2_bytes"]
+        wave = int(self.wave_ctas) if self.wave_ctas is not None else shape.get("wave_ctas")
         plan = WHOLE
         if phased is not None:  # a persistent launch's item windows: each phase one wave, on its own grid
-            extra.pop("wave_ctas", None)
             plan = phased
         elif self.sample_ctas is None and self.sample is not None:
             plan = self.sample.launch_plan(meaning, g, row_experts, name=tag)
@@ -334,9 +332,12 @@ class SimBackend(Backend):
 
             # NOTE: an item is a grid path's CTA (one tile of one routing block), so it gets a CTA's budget
             plan = replace(plan, budget=max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * plan.simulated_ctas(g)))
-        extra.update(plan.ptxsim_options())
+        if self.sample_ctas is not None:  # a fixed systematic sample (the backend's sample_ctas), as before
+            plan = replace(plan, sample_ctas=int(self.sample_ctas))
+        if phased is None and plan.wave_ctas is None and wave is not None:  # phases are waves of their own
+            plan = replace(plan, wave_ctas=wave)
         args = None if phased is not None else list(flat_params)
-        stats = self.device.launch(kernel, g, b, args, shared_bytes=int(shared_bytes), **extra)
+        stats = self.device.launch(kernel, g, b, args, shared_bytes=int(shared_bytes), plan=plan, **extra)
         seconds = time.perf_counter() - t0
         record = LaunchRecord(tag, impl, g, b, int(shared_bytes), seconds, stats)
         self.records.append(record)

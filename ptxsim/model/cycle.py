@@ -112,7 +112,7 @@ def _ops(instrs, spec, k) -> list[_Op]:
             elif ".commit_group" in mods:
                 out.append(_Op(COMMIT, "", 0.0, 0.0, (), ()))
             elif ".wait_group" in mods:
-                out.append(_Op(WAIT_WG, "", 0.0, 0.0, (), (), float(ins.aux.get("n", 0))))
+                out.append(_Op(WAIT_WG, "", 0.0, 0.0, (), (), float(ins.aux.n or 0)))
             else:
                 out.append(_Op(NOP, "", 0.0, 0.0, (), ()))
         elif klass == "tensor":

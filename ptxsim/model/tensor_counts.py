@@ -48,16 +48,16 @@ def _wgmma(ins) -> dict[str, float]:
     mods = ins.mods
     if ".mma_async" in mods:
         aux = ins.aux
-        n, atype = int(aux["n"]), aux["atype"]
+        n, atype = int(aux.n), aux.atype
         width = "8bit" if atype in EIGHT_BIT else "16bit"
         k = WGMMA_K_BYTES if width == "8bit" else WGMMA_K_BYTES // 2
-        shared = n * WGMMA_K_BYTES + (0 if aux.get("a_regs") else WGMMA_M * WGMMA_K_BYTES)
+        shared = n * WGMMA_K_BYTES + (0 if aux.a_regs else WGMMA_M * WGMMA_K_BYTES)
         return {f"ptxsim__wgmma_flops_{width}.sum": 2.0 * WGMMA_M * n * k, "ptxsim__wgmma_inst.sum": 1.0,
                 "ptxsim__wgmma_shared_bytes.sum": float(shared)}
     if ".commit_group" in mods:
         return {"ptxsim__wgmma_commit.sum": 1.0}
     if ".wait_group" in mods:
-        return {"ptxsim__wgmma_drain.sum" if int(ins.aux.get("n", 0)) == 0 else "ptxsim__wgmma_wait.sum": 1.0}
+        return {"ptxsim__wgmma_drain.sum" if int(ins.aux.n or 0) == 0 else "ptxsim__wgmma_wait.sum": 1.0}
     return {}
 
 
@@ -73,7 +73,7 @@ def _warp_mma(ins) -> dict[str, float]:
         flops = float(WMMA_FLOPS)
     else:
         atype = names[1] if len(names) > 1 else "f16"
-        flops = float(DEFAULT_FLOPS) * float(ins.aux.get("class_units", 1))
+        flops = float(DEFAULT_FLOPS) * float(ins.aux.class_units or 1)
     width = "8bit" if atype in EIGHT_BIT else "16bit"
     return {f"ptxsim__mma_flops_{width}.sum": flops, "ptxsim__tensor_warp_inst.sum": 1.0}
 

@@ -1,26 +1,12 @@
 """Handler families and the one table opcode -> Spec(handler, class, modifiers, prepare, control).
 
 Every handler has the signature `handler(state, ins, lanes) -> None` and works on whole lane vectors.
-Timing-model costs are not semantics and live apart, in ptxsim/model/.
+Timing-model costs are not semantics and live apart, in ptxsim/model/. The entry type lives in ptxsim/ops/opspec.py
+(families import it from there: this package imports every family).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
-
-@dataclass(frozen=True)
-class Spec:
-    handler: Callable
-    klass: str  # instruction class for counters (int, fp32, fp64, fp16, sfu, tensor, convert, ld_global, ...)
-    mods: frozenset  # accepted non-type modifiers
-    prepare: Callable | None = None  # prepare(ins, decoder, ctx): validate and pre-compute at decode time
-    control: bool = False  # handler sets the pc of its lanes itself
-    hints: bool = False  # accepts cache/eviction/memory-order hint modifiers
-
-
-def spec(handler, klass, mods=(), prepare=None, control=False, hints=False) -> Spec:
-    return Spec(handler, klass, frozenset(mods), prepare, control, hints)
+from ptxsim.ops.opspec import Spec
 
 
 def build_table() -> dict:

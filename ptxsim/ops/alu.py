@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxsim.ops import spec
 from ptxsim.ops.common import need, unsupported
-from ptxsim.program import IMM, PAIR, REG, SYM, VEC
+from ptxsim.ops.opspec import spec
+from ptxsim.program import IMM, PAIR, REG, SREG, SYM, VEC
 from ptxsim.ptxtypes import TYPES
 
 M32 = np.uint64(0xFFFFFFFF)
@@ -374,7 +374,7 @@ _BOOL = {".and": np.logical_and, ".or": np.logical_or, ".xor": np.logical_xor}
 
 def compare(ins, a, b, t):
     """Comparison named by the instruction's compare modifier (integer or float semantics)."""
-    cmp = ins.aux["cmp"]
+    cmp = ins.aux.cmp
     if t.kind == "f":
         from ptxsim.ops.fp import fcompare
 
@@ -388,8 +388,8 @@ def _prep_setp(ins, dec, ctx):
     cmps = [m for m in ins.modlist if m in _ICMP or m in _FCMP_NAMES]
     if len(cmps) != 1:
         raise unsupported(ins, "expected exactly one comparison operator")
-    ins.aux["cmp"] = cmps[0]
-    ins.aux["bool"] = next((_BOOL[m] for m in ins.modlist if m in _BOOL), None)
+    ins.aux.cmp = cmps[0]
+    ins.aux.combine = next((_BOOL[m] for m in ins.modlist if m in _BOOL), None)
     need(ins, (3, 4), (1, 2))
 
 
@@ -401,7 +401,7 @@ def setp(st, ins, lanes):
     a, b = st.read(ins.ops[1], lanes, t), st.read(ins.ops[2], lanes, t)
     r = np.asarray(compare(ins, a, b, t))
     pt = TYPES["pred"]
-    comb = ins.aux["bool"]
+    comb = ins.aux.combine
     d = ins.ops[0]
     if comb is not None:
         c = np.asarray(st.read(ins.ops[3], lanes, pt))
@@ -420,8 +420,8 @@ def set_(st, ins, lanes):
     dt, t = ins.types[0], ins.types[-1]
     a, b = st.read(ins.ops[1], lanes, t), st.read(ins.ops[2], lanes, t)
     r = np.asarray(compare(ins, a, b, t))
-    if ins.aux["bool"] is not None:
-        r = ins.aux["bool"](r, np.asarray(st.read(ins.ops[3], lanes, TYPES["pred"])))
+    if ins.aux.combine is not None:
+        r = ins.aux.combine(r, np.asarray(st.read(ins.ops[3], lanes, TYPES["pred"])))
     n = st.count(lanes)
     r = np.broadcast_to(r, (n,))
     if dt.kind == "f":
@@ -480,7 +480,7 @@ def mov(st, ins, lanes):
 def _prep_mov(ins, dec, ctx):
     need(ins, 2)
     s = ins.ops[1]
-    if s.kind not in (REG, IMM, VEC) and s.kind != SYM and s.kind != 2:
+    if s.kind not in (REG, IMM, VEC, SYM, SREG):
         raise unsupported(ins, f"cannot move from operand {s!r}")
 
 

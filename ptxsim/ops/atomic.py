@@ -6,9 +6,9 @@ import numpy as np
 
 from ptxsim import access
 from ptxsim import numerics as nm
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
 from ptxsim.ops.fp import _unpack
+from ptxsim.ops.opspec import spec
 from ptxsim.ptxtypes import TYPES
 
 _OPS = (".add", ".and", ".or", ".xor", ".cas", ".exch", ".inc", ".dec", ".min", ".max")
@@ -75,7 +75,7 @@ def _int_add(view, idx, b, t):
 
 def _atomic(st, ins, lanes, want_old):
     t = ins.types[0]
-    op = ins.aux["op"]
+    op = ins.aux.op
     n = st.count(lanes)
     aop = ins.ops[1] if want_old else ins.ops[0]
     bi = 2 if want_old else 1
@@ -159,7 +159,7 @@ def _prep(ins, dec, ctx):
     if len(ops) != 1 or len(ins.types) != 1:
         raise unsupported(ins, "expected one operation (.add .min .max .and .or .xor .exch .cas .inc .dec) and "
                           "one type")
-    ins.aux["op"] = ops[0]
+    ins.aux.op = ops[0]
     t = ins.types[0]
     if ops[0] in (".inc", ".dec") and t.name != "u32":
         raise unsupported(ins, ".inc/.dec are .u32 only")

@@ -17,9 +17,9 @@ from ptxsim import access, tensormap
 from ptxsim.errors import DecodeError, MemoryFault, PtxSimError
 from ptxsim.mbarriers import MbarrierTable
 from ptxsim.memory import GLOBAL_BASE, PARAM_WINDOW, WINDOW_SIZE
-from ptxsim.ops import Spec
 from ptxsim.ops.common import unsupported
 from ptxsim.ops.mbarrier import shared_offsets
+from ptxsim.ops.opspec import Spec
 from ptxsim.program import ADDR, IMM, VEC
 from ptxsim.ptxtypes import TYPES
 
@@ -137,7 +137,7 @@ def bulk_load(st, ins, lanes):
     if size <= 0 or size % BULK_ALIGN:
         raise unsupported(ins, f"size {size}; expected a positive multiple of {BULK_ALIGN} bytes")
     dst, dbase, ok = _shared_range(st, ins, ins.ops[0], la, size, "cp.async.bulk destination")
-    if ins.aux["src_space"] == "shared":
+    if ins.aux.src_space == "shared":
         src, sbase, src_ok = _shared_range(st, ins, ins.ops[1], la, size, "cp.async.bulk source")
         sp = (sbase + src).astype(np.int64)
         read = _bulk_read(st.smem, sp, size, src_ok)
@@ -147,7 +147,7 @@ def bulk_load(st, ins, lanes):
         _hooks_global(st, ins, g[keep], la[keep], size, False)
         _touch_ranges(st, g[keep], size)
         read = _bulk_read(st.launch.gmem.data, g, size, src_ok)
-    _land(st, ins, la, dst, dbase, read, ins.ops[3], ins.ops[4] if ins.aux["multicast"] else None, ok)
+    _land(st, ins, la, dst, dbase, read, ins.ops[3], ins.ops[4] if ins.aux.multicast else None, ok)
 
 
 def _bulk_read(mem: np.ndarray, offsets: np.ndarray, size: int, ok) -> np.ndarray:
@@ -226,16 +226,16 @@ def bulk_group(st, ins, lanes):
     groups' source reads."""
     la = st.lane_array(lanes)
     if st.strict:
-        if ins.aux["group_op"] == "commit":
+        if ins.aux.group_op == "commit":
             mine = set(la.tolist())
             for s in st.bulk_stores:
                 if s["group"] < 0 and s["lane"] in mine:
                     s["group"] = int(st.bulk_committed[s["lane"]])
             st.bulk_committed[la] += 1
         else:
-            retire_stores(st, la, ins.aux.get("n", 0))
+            retire_stores(st, la, ins.aux.n or 0)
     for h in st.hooks:
-        h.on_bulk(st, ins, ins.aux["group_op"], la, ins.aux.get("n", 0))
+        h.on_bulk(st, ins, ins.aux.group_op, la, ins.aux.n or 0)
 
 
 # -- cp.async.bulk.tensor -----------------------------------------------------------------------------------------
@@ -256,8 +256,8 @@ def _tmap(st, ins, op, lane) -> tensormap.TensorMap:
                               space="global", addr=a, size=tensormap.SIZE, line=ins.line, kernel=st.prog.name)
         raw = st.launch.gmem.read_bytes(a, tensormap.SIZE)
     tm = tensormap.decode(raw, where)
-    if tm.rank != ins.aux["rank"]:
-        raise unsupported(ins, f"the tensor map has rank {tm.rank}; the instruction is .{ins.aux['rank']}d")
+    if tm.rank != ins.aux.rank:
+        raise unsupported(ins, f"the tensor map has rank {tm.rank}; the instruction is .{ins.aux.rank}d")
     if tm.swizzle and tm.box[0] * tm.esize != tm.swizzle_bytes:
         raise unsupported(ins, f"a swizzled box row of {tm.box[0] * tm.esize} bytes (ptxsim needs the row to fill "
                                f"the {tm.swizzle_bytes}-byte swizzle span)")
@@ -265,7 +265,7 @@ def _tmap(st, ins, op, lane) -> tensormap.TensorMap:
 
 
 def _coords(st, ins, lanes) -> np.ndarray:
-    items = ins.aux["coords"]
+    items = ins.aux.coords
     n = st.count(lanes)
     return np.stack([np.broadcast_to(np.asarray(st.read(c, lanes, S32)), (n,)).astype(np.int64) for c in items], 1)
 
@@ -281,7 +281,7 @@ def tensor_load(st, ins, lanes):
     coords = _coords(st, ins, lanes)
     for i, lane in enumerate(la):
         sub = la[i:i + 1]
-        tm = _tmap(st, ins, ins.aux["tmap"], int(lane))
+        tm = _tmap(st, ins, ins.aux.tmap, int(lane))
         dsts, dbase, ok = _shared_range(st, ins, ins.ops[0], sub, tm.box_bytes, "cp.async.bulk.tensor destination",
                                         *_box_alignment(tm))
         dst = int(dsts[0])
@@ -298,7 +298,7 @@ def tensor_load(st, ins, lanes):
         offs = _box_layout(tm, dst)
         image = np.zeros(tm.box_bytes, np.uint8)
         image[(offs.reshape(-1) - dst)[:, None] + np.arange(tm.esize)] = vals.reshape(-1, tm.esize)
-        _land(st, ins, sub, dsts, dbase, image[None, :], ins.ops[2], ins.ops[3] if ins.aux["multicast"] else None,
+        _land(st, ins, sub, dsts, dbase, image[None, :], ins.ops[2], ins.ops[3] if ins.aux.multicast else None,
               ok)
 
 
@@ -329,7 +329,7 @@ def tensor_store(st, ins, lanes):
     coords = _coords(st, ins, lanes)
     for i, lane in enumerate(la):
         sub = la[i:i + 1]
-        tm = _tmap(st, ins, ins.aux["tmap"], int(lane))
+        tm = _tmap(st, ins, ins.aux.tmap, int(lane))
         srcs, sbase, ok = _shared_range(st, ins, ins.ops[1], sub, tm.box_bytes, "cp.async.bulk.tensor source",
                                         *_box_alignment(tm))
         if ok is not None and not ok[0]:
@@ -356,24 +356,24 @@ def _prep_bulk(ins, dec, ctx):
         if ".wait_group" in mods and (len(ins.ops) != 1 or ins.ops[0].kind != IMM):
             raise DecodeError("cp.async.bulk.wait_group takes one immediate group count")
         ins.handler, ins.klass = bulk_group, "cp_async"
-        ins.aux["group_op"] = "commit" if ".commit_group" in mods else "wait"
-        ins.aux["n"] = int(ins.ops[0].value) if ins.ops else 0
+        ins.aux.group_op = "commit" if ".commit_group" in mods else "wait"
+        ins.aux.n = int(ins.ops[0].value) if ins.ops else 0
         return
     spaces = [_SPACE[m] for m in ins.modlist if m in _SPACE]
     if len(spaces) != 2:
         raise unsupported(ins, "cp.async.bulk names .dst then .src state spaces")
     dst, src = spaces
-    ins.aux["multicast"] = ".multicast::cluster" in mods
+    ins.aux.multicast = ".multicast::cluster" in mods
     if any(m.startswith((".im2col", ".tile::")) for m in ins.modlist):
         raise unsupported(ins, "im2col / gather tensor load modes (only .tile)")
-    ins.aux["src_space"] = src
+    ins.aux.src_space = src
     ins.klass = "cp_async"
     to_shared = dst == "shared"
     if to_shared and ".mbarrier::complete_tx::bytes" not in mods:
         raise unsupported(ins, "a copy into shared memory completes through .mbarrier::complete_tx::bytes")
     if not to_shared and (src != "shared" or ".bulk_group" not in mods):
         raise unsupported(ins, "a copy to global memory reads .shared::cta and completes through .bulk_group")
-    if ins.aux["multicast"] and (not to_shared or len(ins.ops) < (4 if ".tensor" in mods else 5)):
+    if ins.aux.multicast and (not to_shared or len(ins.ops) < (4 if ".tensor" in mods else 5)):
         raise DecodeError(".multicast::cluster copies into shared memory and takes a ctaMask operand after [mbar]")
     if ".tensor" in mods:
         _prep_tensor(ins, to_shared)

@@ -8,8 +8,8 @@ import numpy as np
 from ptxsim.clusters import OFFSET_MASK, RANK_SHIFT
 from ptxsim.errors import DecodeError, PtxSimError
 from ptxsim.memory import SHARED_WINDOW
-from ptxsim.ops import Spec, spec
 from ptxsim.ops.common import unsupported
+from ptxsim.ops.opspec import Spec, spec
 from ptxsim.program import REG
 from ptxsim.ptxtypes import TYPES
 

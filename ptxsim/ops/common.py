@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim.errors import DecodeError, UnsupportedInstruction
-from ptxsim.ops import Spec
+from ptxsim.ops.opspec import Spec
 
 FLOAT_KINDS = ("f",)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim.errors import CallDepthExceeded, PtxSimError
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.program import FUNC, IMM, LABEL, LIST, REG
 from ptxsim.ptxtypes import TYPES
 
@@ -27,10 +27,10 @@ def _copy_frame(st, lanes, src_off, dst_off, nbytes):
 def call(st, ins, lanes):
     la = st.lane_array(lanes)
     _push(st, ins, la)
-    frame = ins.aux.get("save")
+    frame = ins.aux.save
     if frame is not None:  # a recursive callee: this activation's registers and frame are saved until it returns
         _save(st, frame, la)
-    for kind, src, dst, nbytes in ins.aux["args"]:
+    for kind, src, dst, nbytes in ins.aux.args:
         if kind == "param":
             _copy_frame(st, la, src, dst, nbytes)
         else:  # register or immediate argument: store its value into the callee's param slot
@@ -112,14 +112,14 @@ def ret(st, ins, lanes):
         sub = la[sites == site]
         cins = st.prog.instrs[site]
         results = []  # read every return value before a recursive callee's frame is restored over it
-        for kind, src, dst, nbytes in cins.aux["rets"]:
+        for kind, src, dst, nbytes in cins.aux.rets:
             if kind == "param":
                 base = st.fmem_base[sub].astype(np.int64)
                 results.append((kind, dst, st.fmem[(base + src)[:, None] + np.arange(nbytes)], nbytes))
             else:
                 base = st.fmem_base[sub].astype(np.int64) + src
                 results.append((kind, dst, st.fmem[base[:, None] + np.arange(nbytes)], nbytes))
-        frame = cins.aux.get("save")
+        frame = cins.aux.save
         if frame is not None:
             _restore(st, frame, sub)
         for kind, dst, raw, nbytes in results:
@@ -175,9 +175,9 @@ def _prep_call(ins, dec, ctx):
                 raise unsupported(ins, f"call operand {o!r} is not a .param variable, register or immediate")
         return out
 
-    ins.aux["args"] = conv(args_l, pslots, False)
-    ins.aux["rets"] = conv(rets_l, rslots, True)
-    ins.aux["callee"] = callee
+    ins.aux.args = conv(args_l, pslots, False)
+    ins.aux.rets = conv(rets_l, rslots, True)
+    ins.aux.callee = callee
     dec.pending_calls.append(ins)
 
 

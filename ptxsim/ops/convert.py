@@ -6,8 +6,8 @@ import numpy as np
 
 from ptxsim import numerics as nm
 from ptxsim import rounding as rnd
-from ptxsim.ops import spec
 from ptxsim.ops.common import need, unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.ptxtypes import TYPES
 
 _FRND = (".rn", ".rz", ".rm", ".rp", ".rna")
@@ -72,10 +72,10 @@ def _float_to_float(x64, s, d, mode, ftz):
 def cvt(st, ins, lanes):
     d, s = ins.types[0], ins.types[1]
     n = st.count(lanes)
-    if ins.aux.get("packed"):
+    if ins.aux.packed:
         return _cvt_packed(st, ins, lanes, d, s, n)
     v = np.broadcast_to(np.asarray(st.read(ins.ops[1], lanes, s)), (n,))
-    mode = ins.aux["mode"]
+    mode = ins.aux.mode
     ftz = ".ftz" in ins.mods
     sat = ".sat" in ins.mods
     if _is_f(s):
@@ -166,8 +166,8 @@ def _cvt_packed(st, ins, lanes, d, s, n):
         a = np.broadcast_to(np.asarray(st.read(ins.ops[1], lanes, f32)), (n,))
         b = np.broadcast_to(np.asarray(st.read(ins.ops[2], lanes, f32)), (n,))
         hk = d.name[:-2]
-        hi = _half_from_f32(a, hk, ins.aux["mode"], relu, satf)
-        lo = _half_from_f32(b, hk, ins.aux["mode"], relu, satf)
+        hi = _half_from_f32(a, hk, ins.aux.mode, relu, satf)
+        lo = _half_from_f32(b, hk, ins.aux.mode, relu, satf)
         st.write(ins.ops[0], lanes, ((hi.astype(np.uint32) << np.uint32(16)) | lo.astype(np.uint32)), TYPES["b32"])
         return
     raise unsupported(ins, f"packed conversion .{d.name}.{s.name} not supported")
@@ -189,7 +189,7 @@ def _prep(ins, dec, ctx):
     if "tf32" in (d.name, s.name) or d.kind == "packed" and d.name in ("s4", "u4"):
         raise unsupported(ins, f"conversions with .{d.name if d.kind == 'packed' else s.name} are not supported")
     packed = d.name in _FP8 or s.name in _FP8 or d.name in ("bf16x2", "f16x2")
-    ins.aux["packed"] = packed
+    ins.aux.packed = packed
     if packed and d.name in ("bf16x2", "f16x2") and s.name == "f32" and len(ins.ops) != 3:
         raise unsupported(ins, "needs two f32 sources (d, a, b)")
     if d.name in _FP8 and s.name == "f32" and (".satfinite" not in ins.mods or len(ins.ops) != 3):
@@ -197,19 +197,19 @@ def _prep(ins, dec, ctx):
     modes = [m for m in ins.modlist if m in _FRND or m in _IRND]
     if len(modes) > 1:
         raise unsupported(ins, f"conflicting rounding modifiers {modes}")
-    ins.aux["mode"] = modes[0] if modes else ""
+    ins.aux.mode = modes[0] if modes else ""
     if not packed and len(ins.ops) != 2:
         raise unsupported(ins, "takes d, a")
     if packed:
-        ins.aux["mode"] = ins.aux["mode"] or ".rn"
+        ins.aux.mode = ins.aux.mode or ".rn"
         ins.klass = "convert"
         return
-    if _is_f(s) and not _is_f(d) and ins.aux["mode"] not in _IRND:
-        if ins.aux["mode"]:
+    if _is_f(s) and not _is_f(d) and ins.aux.mode not in _IRND:
+        if ins.aux.mode:
             raise unsupported(ins, "float -> int needs an integer rounding .rni .rzi .rmi .rpi")
-        ins.aux["mode"] = ".rzi"
-    if _is_f(d) and ins.aux["mode"] in ("", ".rna"):
-        ins.aux["mode"] = ".rn"
+        ins.aux.mode = ".rzi"
+    if _is_f(d) and ins.aux.mode in ("", ".rna"):
+        ins.aux.mode = ".rn"
     ins.klass = "convert"
 
 

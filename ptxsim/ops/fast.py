@@ -139,8 +139,8 @@ def _shift(ins, generic):
 
 def _setp(ins, generic):
     t = ins.types[-1]
-    cmp = ins.aux.get("cmp")
-    if len(ins.types) != 1 or ins.aux.get("bool") is not None or ins.ops[0].kind != REG or len(ins.ops) != 3:
+    cmp = ins.aux.cmp
+    if len(ins.types) != 1 or ins.aux.combine is not None or ins.ops[0].kind != REG or len(ins.ops) != 3:
         return None
     if t.kind in _INT_KINDS and t.bits in _WIDTHS and ins.mods == {cmp} and cmp in _INT_CMP:
         ufunc, dt = _INT_CMP[cmp], (t.uint if cmp in _UNSIGNED_CMP else t.dtype)
@@ -215,7 +215,7 @@ def _mov(ins, generic):
 def _cvt(ins, generic):
     """Integer -> integer without .sat: truncation, or extension by the source's signedness."""
     d_t, s_t = ins.types
-    if ins.mods or ins.aux.get("packed") or d_t.kind not in _INT_KINDS or s_t.kind not in _INT_KINDS:
+    if ins.mods or ins.aux.packed or d_t.kind not in _INT_KINDS or s_t.kind not in _INT_KINDS:
         return None
     if d_t.bits not in _WIDTHS or s_t.bits not in _WIDTHS:
         return None

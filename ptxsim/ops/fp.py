@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim import numerics as nm
-from ptxsim.ops import spec
 from ptxsim.ops.common import need, unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.ptxtypes import TYPES
 
 _RND = (".rn", ".rz", ".rm", ".rp")
@@ -181,7 +181,7 @@ def _f64_then_f32(fn):
 
 def _sqrt(a, ins):
     r = np.sqrt(a)
-    mode = ins.aux.get("mode", ".rn")
+    mode = (ins.aux.mode if ins.aux.mode is not None else ".rn")
     if mode == ".rn":
         return r
     # directed: compare r*r with a exactly (an f32 square is exact in f64)
@@ -191,7 +191,7 @@ def _sqrt(a, ins):
 
 def _rcp(a, ins):
     r = np.asarray(1, a.dtype) / a
-    mode = ins.aux.get("mode", ".rn")
+    mode = (ins.aux.mode if ins.aux.mode is not None else ".rn")
     if mode == ".rn":
         return r
     # directed: the sign of 1 - r*a (exact in f64 for f32 operands) times the sign of a
@@ -305,7 +305,7 @@ def _prep_sfu(nops, rounding=False):
             raise unsupported(ins, f"directed rounding {modes[0]} is not supported for .f64 {ins.op}")
         if rounding and not modes and ".approx" not in ins.mods:
             raise unsupported(ins, f"{ins.op} needs .approx or a rounding modifier (.rn .rz .rm .rp)")
-        ins.aux["mode"] = modes[0] if modes else ".rn"
+        ins.aux.mode = modes[0] if modes else ".rn"
     return prep
 
 

@@ -18,8 +18,8 @@ from ptxsim.clusters import OFFSET_MASK
 from ptxsim.errors import DecodeError, MemoryFault
 from ptxsim.mbarriers import MbarrierTable
 from ptxsim.memory import SHARED_WINDOW
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.program import ADDR, IMM, REG, SINK
 from ptxsim.ptxtypes import TYPES
 
@@ -70,17 +70,17 @@ def m_inval(st, ins, lanes):
 def m_arrive(st, ins, lanes):
     n = st.count(lanes)
     a = ins.aux
-    count = _u(st, ins.ops[2], lanes) if a["count_op"] else np.ones(n, np.int64)
-    tx = _u(st, ins.ops[2], lanes) if a["expect_tx"] else np.zeros(n, np.int64)
-    if a["expect_tx"]:
+    count = _u(st, ins.ops[2], lanes) if a.count_op else np.ones(n, np.int64)
+    tx = _u(st, ins.ops[2], lanes) if a.expect_tx else np.zeros(n, np.int64)
+    if a.expect_tx:
         count = np.ones(n, np.int64)
-    state = MbarrierTable.of(st).arrive(ins, _phys(st, ins, lanes, 1), st.lane_array(lanes), count, tx, a["drop"],
-                                        a["no_complete"])
+    state = MbarrierTable.of(st).arrive(ins, _phys(st, ins, lanes, 1), st.lane_array(lanes), count, tx, a.drop,
+                                        a.no_complete)
     st.write(ins.ops[0], lanes, state, U64)
 
 
 def m_tx(st, ins, lanes):
-    sign = 1 if ins.aux["action"] == "expect_tx" else -1
+    sign = 1 if ins.aux.action == "expect_tx" else -1
     MbarrierTable.of(st).add_tx(ins, _phys(st, ins, lanes, 0), st.lane_array(lanes),
                                 sign * _u(st, ins.ops[1], lanes))
 
@@ -93,7 +93,7 @@ def m_wait(st, ins, lanes):
     if tab.strict:
         result, done, want = _strict_wait(st, ins, tab, la, phys, token)
     else:
-        done, want = tab.done(ins, phys, la, token, ins.aux["parity"])
+        done, want = tab.done(ins, phys, la, token, ins.aux.parity)
         result = np.ones(len(la), np.bool_)  # true now, or when the blocked ones resume
     st.write(ins.ops[0], lanes, result, PRED)
     if not done.all():
@@ -105,7 +105,7 @@ def _strict_wait(st, ins, tab, la, phys, token) -> tuple:
     whether or not the phase is complete (a try_wait may time out, and a phase completed by other threads' arrivals
     may not be seen yet), so a missing retry loop shows; the thread has then observed nothing. At a retry the
     barrier's in-flight copies complete; lanes whose phase is still incomplete block (true when they resume)."""
-    want = tab.wanted(ins, phys, la, token, ins.aux["parity"])
+    want = tab.wanted(ins, phys, la, token, ins.aux.parity)
     first = (tab.false_pc[la] != ins.pc) | (tab.false_want[la] != want)
     tab.false_pc[la[first]] = ins.pc
     tab.false_want[la[first]] = want[first]
@@ -114,7 +114,7 @@ def _strict_wait(st, ins, tab, la, phys, token) -> tuple:
     if retry.any():
         for p, _ in tab.groups(phys[retry]):
             tab.flush(tab.bars[p])
-        now, _ = tab.done(ins, phys[retry], la[retry], token[retry], ins.aux["parity"])
+        now, _ = tab.done(ins, phys[retry], la[retry], token[retry], ins.aux.parity)
         done[retry] = now
     return ~first, done, want
 

@@ -5,9 +5,9 @@ import numpy as np
 
 from ptxsim import access
 from ptxsim.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
-from ptxsim.ops import spec
 from ptxsim.ops.common import need, unsupported
-from ptxsim.program import ADDR, REG, SINK, VEC
+from ptxsim.ops.opspec import spec
+from ptxsim.program import ADDR, IMM, REG, SINK, VEC
 from ptxsim.ptxtypes import TYPES
 
 _VEC = (".v2", ".v4", ".v8")
@@ -35,22 +35,22 @@ def _dst_list(op):
 
 def ld(st, ins, lanes):
     t = ins.types[0]
-    dsts = ins.aux["regs"]
-    if ins.aux["uniform"]:  # a kernel param: load once per launch, broadcast
-        cached = ins.aux.get("kparam_value")
+    dsts = ins.aux.regs
+    if ins.aux.uniform:  # a kernel param: load once per launch, broadcast
+        cached = ins.aux.kparam_value
         if cached is not None and cached[0] == st.launch.serial:
             v = cached[1]
         else:
             one = np.zeros(1, np.int64)
             addr = _addr(st, ins, one, ins.ops[1])
-            v = access.load(st, ins, ins.aux["space"], addr, one, t.dtype, len(dsts))
-            ins.aux["kparam_value"] = (st.launch.serial, v)
+            v = access.load(st, ins, ins.aux.space, addr, one, t.dtype, len(dsts))
+            ins.aux.kparam_value = (st.launch.serial, v)
         for k, d in enumerate(dsts):
             if d.kind != SINK:
                 st.write(d, lanes, v.reshape(-1)[k], t)
         return
     addr = _addr(st, ins, lanes, ins.ops[1])
-    vals = access.load(st, ins, ins.aux["space"], addr, lanes, t.dtype if t.bits <= 64 else np.uint64,
+    vals = access.load(st, ins, ins.aux.space, addr, lanes, t.dtype if t.bits <= 64 else np.uint64,
                        len(dsts) * (2 if t.bits == 128 else 1))
     if len(dsts) == 1 and t.bits <= 64:
         st.write(dsts[0], lanes, vals, t)
@@ -64,17 +64,17 @@ def ld(st, ins, lanes):
 
 def st_(st, ins, lanes):
     t = ins.types[0]
-    srcs = ins.aux["regs"]
+    srcs = ins.aux.regs
     addr = _addr(st, ins, lanes, ins.ops[0])
     n = st.count(lanes)
     if len(srcs) == 1:
         v = np.broadcast_to(np.asarray(st.read(srcs[0], lanes, t)), (n,))
-        access.store(st, ins, ins.aux["space"], addr, lanes, v, t.dtype)
+        access.store(st, ins, ins.aux.space, addr, lanes, v, t.dtype)
         return
     v = np.empty((n, len(srcs)), t.dtype)
     for k, s in enumerate(srcs):
         v[:, k] = st.read(s, lanes, t)
-    access.store(st, ins, ins.aux["space"], addr, lanes, v, t.dtype, len(srcs))
+    access.store(st, ins, ins.aux.space, addr, lanes, v, t.dtype, len(srcs))
 
 
 def _prep_ld(ins, dec, ctx):
@@ -87,10 +87,10 @@ def _prep_ld(ins, dec, ctx):
     nvec = next((int(m[2:]) for m in ins.modlist if m in _VEC), 1)
     if nvec != len(regs):
         raise unsupported(ins, f"vector width {nvec} but {len(regs)} register(s) given")
-    ins.aux["regs"] = regs
+    ins.aux.regs = regs
     sp = _space(ins, a)
-    ins.aux["space"] = sp
-    ins.aux["nc"] = ".nc" in ins.mods
+    ins.aux.space = sp
+    ins.aux.nc = ".nc" in ins.mods
     base = {"kparam": "param", "fparam": "param", "": "global", "const": "const"}.get(sp, sp)
     kind = "ld" if ins.op in ("ld", "ldu") else "st"
     if kind == "ld" and base == "param":
@@ -101,8 +101,8 @@ def _prep_ld(ins, dec, ctx):
         ins.klass = "other"
     else:
         ins.klass = f"{kind}_{base}"
-    ins.aux["generic"] = sp == ""
-    ins.aux["uniform"] = ins.op != "st" and sp == "kparam" and a.base is None and t_bits(ins) <= 64
+    ins.aux.generic = sp == ""
+    ins.aux.uniform = ins.op != "st" and sp == "kparam" and a.base is None and t_bits(ins) <= 64
 
 
 def t_bits(ins):
@@ -122,7 +122,7 @@ def prefetch(st, ins, lanes):
 def cvta(st, ins, lanes):
     t = ins.types[0]
     a = np.asarray(st.read(ins.ops[1], lanes, t)).astype(np.uint64)
-    sp, to = ins.aux["space"], ins.aux["to"]
+    sp, to = ins.aux.space, ins.aux.to
     win = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}.get(sp, 0)
     r = a - np.uint64(win) if to else a + np.uint64(win)
     n = st.count(lanes)
@@ -131,10 +131,10 @@ def cvta(st, ins, lanes):
 
 def _prep_cvta(ins, dec, ctx):
     need(ins, 2, 1)
-    ins.aux["to"] = ".to" in ins.mods
+    ins.aux.to = ".to" in ins.mods
     if ins.space not in ("shared", "local", "global", "const", "param"):
         raise unsupported(ins, f"cvta for state space {ins.space or '(none)'} is not supported")
-    ins.aux["space"] = ins.space
+    ins.aux.space = ins.space
 
 
 def isspacep(st, ins, lanes):
@@ -150,7 +150,7 @@ def isspacep(st, ins, lanes):
 # -- cp.async ---------------------------------------------------------------------------------------------------
 def cp_async(st, ins, lanes):
     n = st.count(lanes)
-    size = ins.aux["size"]
+    size = ins.aux.size
     dst = st.address(ins.ops[0], lanes)
     src = st.address(ins.ops[1], lanes)
     srcsize = np.full(n, size, np.int64)
@@ -197,9 +197,9 @@ def cp_async_commit(st, ins, lanes):
 
 def cp_async_wait(st, ins, lanes):
     la = st.lane_array(lanes)
-    if ins.aux["all"]:
+    if ins.aux.wait_all:
         cp_async_commit(st, ins, lanes)
-    keep_n = ins.aux["n"]
+    keep_n = ins.aux.n
     keep = []
     for rec in st.async_pending:
         done = (rec["group"] >= 0) & (rec["group"] < st.async_committed[rec["lanes"]] - keep_n)
@@ -248,32 +248,32 @@ def cp_async_mbarrier_arrive(st, ins, lanes):
             left = ~done
             keep.append({k: (v[left] if isinstance(v, np.ndarray) else v) for k, v in rec.items()})
     st.async_pending = keep
-    if ins.aux["noinc"]:
+    if ins.aux.noinc:
         n = len(la)
         table.arrive(ins, phys, la, np.ones(n, np.int64), np.zeros(n, np.int64), False, False)
 
 
 def _prep_cp(ins, dec, ctx):
     need(ins, (3, 4, 5), 0)
-    if ins.ops[2].kind != 1:
+    if ins.ops[2].kind != IMM:
         raise unsupported(ins, "cp-size must be an immediate (4, 8 or 16)")
     size = int(ins.ops[2].value)
     if size not in (4, 8, 16) or (".cg" in ins.mods and size != 16):
         raise unsupported(ins, f"cp-size {size} (expected 4, 8 or 16; .cg needs 16)")
     if ".bulk" in ins.mods or ".tensor" in ins.mods:
         raise unsupported(ins, "bulk / tensor copies are not supported")
-    ins.aux["size"] = size
+    ins.aux.size = size
     ins.klass = "cp_async"
 
 
 def _prep_wait(ins, dec, ctx):
-    ins.aux["all"] = ins.op == "cp.async.wait_all" or ".wait_all" in ins.mods
-    ins.aux["n"] = int(ins.ops[0].value) if ins.ops else 0
+    ins.aux.wait_all = ins.op == "cp.async.wait_all" or ".wait_all" in ins.mods
+    ins.aux.n = int(ins.ops[0].value) if ins.ops else 0
     ins.klass = "cp_async"
 
 
 def cp_dispatch(st, ins, lanes):
-    ins.aux["fn"](st, ins, lanes)
+    ins.aux.fn(st, ins, lanes)
 
 
 def _prep_cp_any(ins, dec, ctx):
@@ -281,17 +281,17 @@ def _prep_cp_any(ins, dec, ctx):
         need(ins, 1, 1)
         if [t.name for t in ins.types] != ["b64"]:
             raise unsupported(ins, "cp.async.mbarrier.arrive takes a .b64 mbarrier")
-        ins.aux["fn"] = cp_async_mbarrier_arrive
-        ins.aux["noinc"] = ".noinc" in ins.mods
+        ins.aux.fn = cp_async_mbarrier_arrive
+        ins.aux.noinc = ".noinc" in ins.mods
         ins.klass = "cp_async"
     elif ".commit_group" in ins.mods:
-        ins.aux["fn"] = cp_async_commit
+        ins.aux.fn = cp_async_commit
         ins.klass = "cp_async"
     elif ".wait_group" in ins.mods or ".wait_all" in ins.mods:
-        ins.aux["fn"] = cp_async_wait
+        ins.aux.fn = cp_async_wait
         _prep_wait(ins, dec, ctx)
     else:
-        ins.aux["fn"] = cp_async
+        ins.aux.fn = cp_async
         _prep_cp(ins, dec, ctx)
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim.errors import DecodeError
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.program import IMM
 from ptxsim.regpool import WG, RegisterPools
 from ptxsim.warpsync import gather_warpgroups
@@ -18,7 +18,7 @@ def setmaxnreg(st, ins, lanes):
     if not la.size:
         return
     _check_warpgroups(st, ins, la)
-    RegisterPools.of(st, ins, int(la[0])).execute(st, ins, la, ins.aux["n"], ins.aux["inc"])
+    RegisterPools.of(st, ins, int(la[0])).execute(st, ins, la, ins.aux.n, ins.aux.inc)
 
 
 def _check_warpgroups(st, ins, la: np.ndarray) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ptxsim.errors import PtxSimError
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
-from ptxsim.program import IMM, NOT
+from ptxsim.ops.opspec import spec
+from ptxsim.program import IMM, NOT, REG
 from ptxsim.ptxtypes import TYPES
 from ptxsim.warpsync import WarpSyncs
 
@@ -17,15 +17,15 @@ U32 = TYPES["u32"]
 def bar(st, ins, lanes):
     n = st.count(lanes)
     bid = np.broadcast_to(np.asarray(st.read(ins.ops[0], lanes, U32)), (n,)).astype(np.int64) \
-        if ins.aux["has_id"] else np.zeros(n, np.int64)
+        if ins.aux.has_id else np.zeros(n, np.int64)
     cnt = None
-    if ins.aux["count_op"] is not None:
-        cnt = np.broadcast_to(np.asarray(st.read(ins.aux["count_op"], lanes, U32)), (n,)).astype(np.int64)
+    if ins.aux.count_op is not None:
+        cnt = np.broadcast_to(np.asarray(st.read(ins.aux.count_op, lanes, U32)), (n,)).astype(np.int64)
     _check_range(st, ins, lanes, bid, cnt)
     pred = None
-    if ins.aux["red"]:
-        pred = np.broadcast_to(np.asarray(st.read(ins.aux["pred_op"], lanes, TYPES["pred"])), (n,))
-    st.sched.barrier(ins, lanes, bid, cnt, ins.aux["mode"], pred)
+    if ins.aux.red:
+        pred = np.broadcast_to(np.asarray(st.read(ins.aux.pred_op, lanes, TYPES["pred"])), (n,))
+    st.sched.barrier(ins, lanes, bid, cnt, ins.aux.mode, pred)
 
 
 def _check_range(st, ins, lanes, bid, cnt):
@@ -49,7 +49,7 @@ def warp_sync(st, ins, lanes):
     if isinstance(lanes, slice):
         return  # every thread of the batch is here
     op = ins.ops[0]
-    members = (np.full(len(lanes), ins.aux["members"], np.uint64) if op.kind == IMM else
+    members = (np.full(len(lanes), ins.aux.members, np.uint64) if op.kind == IMM else
                np.broadcast_to(np.asarray(st.read(op, lanes, U32)), (len(lanes),)).astype(np.uint64))
     WarpSyncs.of(st).arrive(st, ins, st.lane_array(lanes), members)
 
@@ -67,7 +67,7 @@ def _prep_bar(ins, dec, ctx):
         if len(ins.ops) != 1:
             raise unsupported(ins, f"bar.warp.sync takes one membermask operand, got {len(ins.ops)}")
         if ins.ops[0].kind == IMM:
-            ins.aux["members"] = int(ins.ops[0].value) & 0xFFFFFFFF
+            ins.aux.members = int(ins.ops[0].value) & 0xFFFFFFFF
         ins.handler = warp_sync
         ins.control = True  # it may hold threads (pc + BLOCKED), so it ends the straight-line run
         ins.klass = "warp"
@@ -75,31 +75,31 @@ def _prep_bar(ins, dec, ctx):
     red = ".red" in mods
     mode = "arrive" if ".arrive" in mods else "red" if red else "sync"
     ops = list(ins.ops)
-    ins.aux["red"] = red
-    ins.aux["mode"] = mode
+    ins.aux.red = red
+    ins.aux.mode = mode
     if red:
         # bar.red.popc.u32 d, a{, b}, {!}c ; bar.red.and.pred p, a{, b}, {!}c
         redop = next((m for m in (".popc", ".and", ".or") if m in mods), None)
         if redop is None:
             raise unsupported(ins, "bar.red needs .popc, .and or .or")
-        ins.aux["redop"] = redop
-        ins.aux["dst"] = ops.pop(0)
-        ins.aux["pred_op"] = ops.pop()
-        if ins.aux["pred_op"].kind not in (1, 0) and ins.aux["pred_op"].kind != NOT:
+        ins.aux.redop = redop
+        ins.aux.dst = ops.pop(0)
+        ins.aux.pred_op = ops.pop()
+        if ins.aux.pred_op.kind not in (IMM, REG, NOT):
             raise unsupported(ins, "bar.red's last operand must be a predicate")
     if len(ops) not in (1, 2) and not (mode == "sync" and not ops and ins.op == "barrier"):
         raise unsupported(ins, f"expected barrier id and optional thread count, got {len(ops)} operand(s)")
-    ins.aux["has_id"] = len(ops) >= 1
+    ins.aux.has_id = len(ops) >= 1
     # NOTE: the thread count is optional, so ops may be shorter than the names (strict=False)
     for what, op in zip(("barrier id", "thread count"), ops, strict=False):
         if op.kind == IMM and op.name != "int":
             raise unsupported(ins, f"{what} {op.value!r} is not an integer")
     if ops and ops[0].kind == IMM and not 0 <= int(ops[0].value) < 16:
         raise unsupported(ins, f"barrier id {ops[0].value} out of range 0..15")
-    ins.aux["count_op"] = ops[1] if len(ops) == 2 else None
+    ins.aux.count_op = ops[1] if len(ops) == 2 else None
     ins.ops = tuple(ops)  # barrier id first, then the optional thread count
-    if ins.aux["count_op"] is not None and ins.aux["count_op"].kind == IMM and int(ins.aux["count_op"].value) % 32:
-        raise unsupported(ins, f"barrier thread count {ins.aux['count_op'].value} is not a multiple of 32")
+    if ins.aux.count_op is not None and ins.aux.count_op.kind == IMM and int(ins.aux.count_op.value) % 32:
+        raise unsupported(ins, f"barrier thread count {ins.aux.count_op.value} is not a multiple of 32")
     ins.klass = "barrier"
 
 

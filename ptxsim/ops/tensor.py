@@ -12,8 +12,8 @@ import numpy as np
 from ptxsim import access
 from ptxsim import numerics as nm
 from ptxsim.errors import DecodeError, MemoryFault, PtxSimError
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.program import ADDR, IMM, REG, VEC
 from ptxsim.ptxtypes import TYPES
 
@@ -43,7 +43,7 @@ def _regs(st, op, la2):
     """[W, 32] uint32 values of each register of `op` (read-only: may be views of the register file)."""
     items = op.items if op.kind == VEC else (op,)
     index = _lane_index(la2)
-    return [st.regs[o.idx][index].reshape(la2.shape).astype(np.uint32, copy=False) if o.kind == 0
+    return [st.regs[o.idx][index].reshape(la2.shape).astype(np.uint32, copy=False) if o.kind == REG
             else np.full(la2.shape, np.uint32(o.value)) for o in items]
 
 
@@ -141,7 +141,7 @@ def mma(st, ins, lanes):
     w = la2.shape[0]
     dt, at, bt, ct = ins.types
     kind = at.name
-    gather_a, gather_b, k = ins.aux["gather"]
+    gather_a, gather_b, k = ins.aux.gather
     A = _matrix(_regs(st, ins.ops[1], la2), kind, gather_a, (16, k))
     B = _matrix(_regs(st, ins.ops[2], la2), bt.name, gather_b, (k, 8))
     if ct.name == "f32":
@@ -176,7 +176,7 @@ def _prep_mma(ins, dec, ctx):
         raise unsupported(ins, "bf16 inputs accumulate in f32 only")
     _check_fragments(ins, _FRAGS[shape] + ((4, 4) if dt.name == "f32" else (2, 2)))
     ra, ca, rb, cb, k = _layout(shape[1:], at.name)
-    ins.aux["gather"] = (_gather(ra, ca, k, ra.shape[1]), _gather(rb, cb, 8, rb.shape[1]), k)
+    ins.aux.gather = (_gather(ra, ca, k, ra.shape[1]), _gather(rb, cb, 8, rb.shape[1]), k)
     ins.klass = "tensor"
 
 
@@ -191,14 +191,14 @@ def _check_fragments(ins, counts):
         items = op.items if op.kind == VEC else (op,)
         if len(items) != n:
             raise unsupported(ins, f"fragment {name} needs {n} register(s), got {len(items)}")
-        bad = [o for o in items if not (o.kind == 0 and o.bits == 32) and not (name == "c" and o.kind == 1)]
+        bad = [o for o in items if not (o.kind == REG and o.bits == 32) and not (name == "c" and o.kind == IMM)]
         if bad:
             raise unsupported(ins, f"fragment {name} needs 32-bit registers, got {bad[0]!r}")
 
 
 # -- ldmatrix / stmatrix ----------------------------------------------------------------------------------------
 def _nmat(ins):
-    return {".x1": 1, ".x2": 2, ".x4": 4}[ins.aux["x"]]
+    return {".x1": 1, ".x2": 2, ".x4": 4}[ins.aux.x]
 
 
 def ldmatrix(st, ins, lanes):
@@ -210,7 +210,7 @@ def ldmatrix(st, ins, lanes):
     space = "shared" if ins.space else ""
     flat = _lane_index(la2)
     dregs = ins.ops[0].items if ins.ops[0].kind == VEC else (ins.ops[0],)
-    if not ins.aux["trans"]:
+    if not ins.aux.trans:
         # NOTE: lane 4g + t gets the b32 pair (row g, columns 2t, 2t + 1) of each matrix: the rows read as four words
         # are every lane's register in lane order (rows are 16-byte aligned, which access.check enforces)
         words = access.load(st, ins, space, raddr, rows_from, np.uint32, 4).reshape(la2.shape[0], q, 32)
@@ -235,7 +235,7 @@ def stmatrix(st, ins, lanes):
         r = st.regs[s.idx][la2].astype(np.uint32)
         M[:, i, _G, 2 * _T] = (r & np.uint32(0xFFFF)).astype(np.uint16)
         M[:, i, _G, 2 * _T + 1] = (r >> np.uint32(16)).astype(np.uint16)
-    if ins.aux["trans"]:
+    if ins.aux.trans:
         M = np.swapaxes(M, 2, 3)
     rows_from = la2[:, : 8 * q].reshape(-1)
     raddr = addr[:, : 8 * q].reshape(-1)
@@ -248,8 +248,8 @@ def _prep_ldm(ins, dec, ctx):
     x = [m for m in ins.modlist if m in (".x1", ".x2", ".x4")]
     if len(x) != 1 or not ins.types or ins.types[0].name != "b16":
         raise unsupported(ins, "expected .x1/.x2/.x4 and .b16")
-    ins.aux["x"] = x[0]
-    ins.aux["trans"] = ".trans" in ins.mods
+    ins.aux.x = x[0]
+    ins.aux.trans = ".trans" in ins.mods
     regs = ins.ops[0 if ins.op == "ldmatrix" else 1]
     n = len(regs.items) if regs.kind == VEC else 1
     if n != {".x1": 1, ".x2": 2, ".x4": 4}[x[0]]:
@@ -360,7 +360,7 @@ def _wmma_accesses(st, ins, la2, frag: WmmaFrag, addr_op, stride_op) -> list:
     if mis.size:
         space = ins.space or "generic"
         cta, tid = st.where(int(flat[mis[0]]))
-        raise MemoryFault(f"misaligned wmma.{ins.aux['action']}.{frag.matrix} base of a 16x16 .{frag.etype} tile in "
+        raise MemoryFault(f"misaligned wmma.{ins.aux.action}.{frag.matrix} base of a 16x16 .{frag.etype} tile in "
                           f"kernel {st.prog.name} at PTX line {ins.line} (`{ins.text}`), CTA {cta} thread {tid}: "
                           f"{space} address {int(base[mis[0]]):#x}; expected {WMMA_ALIGN}-byte alignment",
                           space=space, addr=int(base[mis[0]]), size=256 * frag.esize, line=ins.line,
@@ -379,7 +379,7 @@ def _wmma_accesses(st, ins, la2, frag: WmmaFrag, addr_op, stride_op) -> list:
 
 def wmma_load(st, ins, lanes):
     la2 = _warps(st, ins, lanes)
-    frag: WmmaFrag = ins.aux["frag"]
+    frag: WmmaFrag = ins.aux.frag
     flat = la2.reshape(-1)
     accesses = _wmma_accesses(st, ins, la2, frag, ins.ops[1], ins.ops[2] if len(ins.ops) > 2 else None)
     dtype = np.uint32 if frag.esize == 4 else np.uint16
@@ -393,7 +393,7 @@ def wmma_load(st, ins, lanes):
 
 def wmma_store(st, ins, lanes):
     la2 = _warps(st, ins, lanes)
-    frag: WmmaFrag = ins.aux["frag"]
+    frag: WmmaFrag = ins.aux.frag
     flat = la2.reshape(-1)
     accesses = _wmma_accesses(st, ins, la2, frag, ins.ops[0], ins.ops[2] if len(ins.ops) > 2 else None)
     bits = _wmma_bits(_regs(st, ins.ops[1], la2), frag)
@@ -411,7 +411,7 @@ def _wmma_matrix(st, op, la2, frag: WmmaFrag) -> np.ndarray:
 
 def wmma_mma(st, ins, lanes):
     la2 = _warps(st, ins, lanes)
-    fd, fa, fb, fc = ins.aux["frags"]
+    fd, fa, fb, fc = ins.aux.frags
     D = _wmma_matrix(st, ins.ops[1], la2, fa) @ _wmma_matrix(st, ins.ops[2], la2, fb)
     D += _wmma_matrix(st, ins.ops[3], la2, fc)
     vals = D.reshape(-1, 256)[:, fd.scatter].reshape(la2.shape + (8,))  # each lane's elements of D
@@ -420,7 +420,7 @@ def wmma_mma(st, ins, lanes):
     else:
         with np.errstate(all="ignore"):
             h = vals.astype(np.float16)
-        if ins.aux["satfinite"]:
+        if ins.aux.satfinite:
             h = np.where(np.isinf(h), np.copysign(np.float16(65504), h), h).astype(np.float16)
         bits = h.view(np.uint16).astype(np.uint32)
     flat = la2.reshape(-1)  # every input is read: the outputs may overwrite them now
@@ -457,7 +457,7 @@ def _prep_wmma_mem(ins, action: str) -> None:
     if len(ins.ops) == 3 and ins.ops[2].kind not in (REG, IMM):
         raise DecodeError(f"wmma.{action}: the stride must be a register or an immediate")
     _check_fragment(ins, regs_op, frag, "destination" if action == "load" else "source")
-    ins.aux["frag"] = frag
+    ins.aux.frag = frag
     kind, where = ("ld" if action == "load" else "st"), (ins.space or "global")
     ins.klass = f"{kind}_{where}" if where in ("shared", "global") else "other"
 
@@ -481,17 +481,17 @@ def _prep_wmma_mma(ins) -> None:
         raise DecodeError(f"wmma.mma takes 4 operands (d, a, b, c); got {len(ins.ops)}")
     for op, frag, what in zip(ins.ops, frags, ("d", "a", "b", "c"), strict=True):
         _check_fragment(ins, op, frag, f"operand {what}")
-    ins.aux["frags"] = frags
-    ins.aux["satfinite"] = ".satfinite" in ins.mods
+    ins.aux.frags = frags
+    ins.aux.satfinite = ".satfinite" in ins.mods
     ins.klass = "tensor"
-    ins.aux["class_units"] = 2  # two m16n8k16 MMAs (8192 FLOP): ptxsim__inst_executed_tensor counts those
+    ins.aux.class_units = 2  # two m16n8k16 MMAs (8192 FLOP): ptxsim__inst_executed_tensor counts those
 
 
 _WMMA_HANDLERS = {"load": wmma_load, "store": wmma_store, "mma": wmma_mma}
 
 
 def wmma(st, ins, lanes):
-    _WMMA_HANDLERS[ins.aux["action"]](st, ins, lanes)
+    _WMMA_HANDLERS[ins.aux.action](st, ins, lanes)
 
 
 def _prep_wmma(ins, dec, ctx):
@@ -500,7 +500,7 @@ def _prep_wmma(ins, dec, ctx):
         raise unsupported(ins, "wmma needs exactly one of .load, .store, .mma")
     if ".m16n16k16" not in ins.mods or ".sync" not in ins.mods or ".aligned" not in ins.mods:
         raise unsupported(ins, "only wmma.*.sync.aligned m16n16k16 is supported")
-    ins.aux["action"] = actions[0]
+    ins.aux.action = actions[0]
     if actions[0] == "mma":
         _prep_wmma_mma(ins)
     else:

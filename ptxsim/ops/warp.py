@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxsim.ops import spec
 from ptxsim.ops.common import need, unsupported
-from ptxsim.program import PAIR
+from ptxsim.ops.opspec import spec
+from ptxsim.program import PAIR, REG
 from ptxsim.ptxtypes import TYPES
 
 U32, PRED = TYPES["u32"], TYPES["pred"]
@@ -33,7 +33,7 @@ def shfl(st, ins, lanes):
     cval = c & 31
     max_lane = (lid & segmask) | (cval & ~segmask)
     min_lane = lid & segmask
-    mode = ins.aux["mode"]
+    mode = ins.aux.mode
     if mode == ".up":
         j = lid - b
         ok = j >= max_lane
@@ -49,7 +49,7 @@ def shfl(st, ins, lanes):
     src = np.where(ok, (la & ~31) + j, la)
     t = ins.types[0]
     a = ins.ops[1]
-    if a.kind == 0:
+    if a.kind == REG:
         val = st.regs[a.idx][src]
         val = val.view(t.dtype) if a.bits == t.bits else val.astype(t.uint).view(t.dtype)
     else:
@@ -73,7 +73,7 @@ def vote(st, ins, lanes):
     n = len(la)
     p = _pred(st, ins, lanes, n)
     starts, seg = _segments(la)
-    mode = ins.aux["mode"]
+    mode = ins.aux.mode
     if mode == ".ballot":
         bits = p.astype(np.uint64) << (la & 31).astype(np.uint64)
         r = np.bitwise_or.reduceat(bits, starts)[seg].astype(np.uint32)
@@ -126,7 +126,7 @@ def redux(st, ins, lanes):
     seg = np.empty(n, np.int64)
     seg[order] = np.cumsum(first) - 1
     vs = v[order]
-    op = ins.aux["op"]
+    op = ins.aux.op
     if op == ".add":
         r = (np.add.reduceat(vs.astype(np.int64), starts) & 0xFFFFFFFF).astype(np.uint32).view(t.dtype)
     else:
@@ -152,7 +152,7 @@ def match(st, ins, lanes):
     starts, seg = _segments(la)
     present = np.bitwise_or.reduceat(np.uint64(1) << (la & 31).astype(np.uint64), starts)[seg]
     d = ins.ops[0]
-    if ins.aux["mode"] == ".any":
+    if ins.aux.mode == ".any":
         st.write(d, lanes, mask.astype(np.uint32), U32)
         return
     same = mask == present
@@ -170,7 +170,7 @@ def _prep_mode(modes, nops):
         found = [m for m in ins.modlist if m in modes]
         if len(found) != 1:
             raise unsupported(ins, f"expected one of {' '.join(modes)}")
-        ins.aux["mode"] = ins.aux["op"] = found[0]
+        ins.aux.mode = ins.aux.op = found[0]
         need(ins, nops, (0, 1))
         ins.klass = "warp"
     return prep

@@ -23,8 +23,8 @@ import numpy as np
 from ptxsim import access, tensormap
 from ptxsim import numerics as nm
 from ptxsim.errors import DecodeError, MemoryFault, PtxSimError
-from ptxsim.ops import spec
 from ptxsim.ops.common import unsupported
+from ptxsim.ops.opspec import spec
 from ptxsim.ops.tensor import _elems, _layout
 from ptxsim.program import ADDR, IMM, LIST, NOT, PAIR, REG, VEC
 from ptxsim.ptxtypes import TYPES
@@ -154,7 +154,7 @@ def _sanitize_reads(st, ins, off: np.ndarray, lane: int, esize: int) -> None:
 def _register_a(st, ins, la2, kind: str) -> np.ndarray:
     """[G, 64, k] A from each warp's 4 registers (the mma.sync m16n8k16 / m16n8k32 A layout, warp w rows 16w..)."""
     per = 2 if kind in ("bf16", "f16") else 4
-    ra, ca, *_ = ins.aux["a_layout"]
+    ra, ca, *_ = ins.aux.a_layout
     items = ins.ops[1].items
     la3 = la2.reshape(-1, 32)  # [G * 4 warps, 32]
     regs = [st.regs[o.idx][la3].astype(np.uint32) for o in items]
@@ -193,35 +193,35 @@ def mma_async(st, ins, lanes):
         return
     la2 = _warpgroups(st, ins, la)
     a = ins.aux
-    n, kind_a, kind_b = a["n"], a["atype"], a["btype"]
+    n, kind_a, kind_b = a.n, a.atype, a.btype
     reads = [] if st.strict else None
     if st.rules is not None:
         st.rules.wgmma_issue(st, ins, la2)
-    A = _register_a(st, ins, la2, kind_a) if a["a_regs"] else \
-        _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[1], la2, U64).astype(np.uint64), 64, kind_a, a["trans_a"],
+    A = _register_a(st, ins, la2, kind_a) if a.a_regs else \
+        _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[1], la2, U64).astype(np.uint64), 64, kind_a, a.trans_a,
                            reads)
-    B = _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[2], la2, U64).astype(np.uint64), n, kind_b, a["trans_b"],
+    B = _descriptor_matrix(st, ins, la2, _uniform(st, ins.ops[2], la2, U64).astype(np.uint64), n, kind_b, a.trans_b,
                            reads)
     # NOTE: B contiguous first: matmul on the transposed view falls back to NumPy's non-BLAS loop (~100x slower)
-    D = np.matmul(A * a["scale_a"], np.ascontiguousarray(np.swapaxes(B * a["scale_b"], 1, 2)))  # [G, 64, n]
+    D = np.matmul(A * a.scale_a, np.ascontiguousarray(np.swapaxes(B * a.scale_b, 1, 2)))  # [G, 64, n]
     scale_d = _uniform(st, ins.ops[3], la2, PRED).astype(bool)
     q = WgmmaQueue.of(st)
     flat = la2.reshape(-1)
     dregs = [o.idx for o in ins.ops[0].items]
-    rows, cols = a["d_rows"], a["d_cols"]  # [128, n/2]: element of D each (thread, register) holds
+    rows, cols = a.d_rows, a.d_cols  # [128, n/2]: element of D each (thread, register) holds
     vals = np.moveaxis(D[:, rows, cols], 2, 0)  # [n/2, G, 128]
     if scale_d.any():
         cur = np.stack([q.current(st, i, flat) for i in dregs]).reshape(len(dregs), len(la2), WG)
         # NOTE: scale-d = 0 ignores D (D = A*B), it does not multiply it by 0: NaN / Inf in an uninitialised
         # accumulator must not reach the result
-        c = _unpack_acc(cur, a["f16_acc"])
+        c = _unpack_acc(cur, a.f16_acc)
         with np.errstate(invalid="ignore", over="ignore"):
             vals = np.where(scale_d[None, :, None], vals + c, vals)
-    res = _pack_acc(vals, a["f16_acc"]).reshape(len(dregs), -1)
+    res = _pack_acc(vals, a.f16_acc).reshape(len(dregs), -1)
     order = np.argsort(flat)
     q.pending.append({"la": flat[order], "pos": {r: i for i, r in enumerate(dregs)}, "values": res[:, order],
                       "group": np.full(len(flat), -1, np.int64), "pc": ins.pc, "line": ins.line, "reads": reads,
-                      "nan": np.uint32(0x7E007E00 if a["f16_acc"] else 0x7FC00000)})
+                      "nan": np.uint32(0x7E007E00 if a.f16_acc else 0x7FC00000)})
     if st.reg_watch is not None:
         st.reg_watch.append(q.pending[-1])
 
@@ -243,7 +243,7 @@ def wait_group(st, ins, lanes):
             for h in st.hooks:
                 h.on_sync_groups(st, groups)
     q = WgmmaQueue.of(st)
-    keep_n = ins.aux["n"]
+    keep_n = ins.aux.n
     left = []
     for rec in q.pending:
         done = np.isin(rec["la"], la) & (rec["group"] >= 0) & (rec["group"] < q.committed[rec["la"]] - keep_n)
@@ -296,9 +296,9 @@ def _registers(ops):
 
 def check_accumulator_use(st, ins, lanes) -> None:
     """asynccheck: report an instruction naming an accumulator register a pending mma_async has yet to write."""
-    used = ins.aux.get("regs_named")
+    used = ins.aux.regs_named
     if used is None:
-        used = ins.aux["regs_named"] = frozenset(_registers(ins.ops))
+        used = ins.aux.regs_named = frozenset(_registers(ins.ops))
     la = None
     for rec in st.reg_watch:
         common = used & rec["pos"].keys()
@@ -381,7 +381,7 @@ def _prep_mma(ins):
     ins.handler = mma_async
     ins.control = True  # it may hold early warps until their warpgroup is complete (ptxsim/warpsync.py)
     ins.klass = "tensor"
-    ins.aux["class_units"] = n // 8  # per warp (each of the 4 is counted): n/8 m16n8k16 / m16n8k32 MMAs, as mma.sync
+    ins.aux.class_units = n // 8  # per warp (each of the 4 is counted): n/8 m16n8k16 / m16n8k32 MMAs, as mma.sync
 
 
 def _prep_wgmma(ins, dec, ctx):
@@ -397,7 +397,7 @@ def _prep_wgmma(ins, dec, ctx):
     elif ".wait_group" in ins.mods:
         if len(ins.ops) != 1 or ins.ops[0].kind != IMM:
             raise DecodeError("wgmma.wait_group takes one immediate group count")
-        ins.aux["n"] = int(ins.ops[0].value)
+        ins.aux.n = int(ins.ops[0].value)
         ins.handler = wait_group
     else:
         raise unsupported(ins, "wgmma needs one of .mma_async, .fence, .commit_group, .wait_group")

@@ -122,9 +122,10 @@ def test_a_sampled_launch_gets_a_budget_for_its_ctas(monkeypatch):
 
     seen = []
 
-    class Device:  # records the launch options the backend passes
-        def launch(self, kernel, grid, block, params, shared_bytes=0, **kw):
-            seen.append(kw)
+    class Device:  # records the launch plan the backend passes
+        def launch(self, kernel, grid, block, params, shared_bytes=0, plan=None, **kw):
+            assert not {"sample_ctas", "budget", "wave_ctas"} & kw.keys()  # the sampling travels as the one plan
+            seen.append(plan)
 
     sim = SimBackend(device=Device(), sample=SamplePolicy(6, 4096, rows_per_wave=3))
     monkeypatch.setattr(sim, "module", lambda ptx: type("M", (), {"kernel": lambda self, e: None})())
@@ -133,9 +134,9 @@ def test_a_sampled_launch_gets_a_budget_for_its_ctas(monkeypatch):
     routed = LiveRows((1,), np.dtype(np.int32), 0x1000)  # the launch declares its grid rows routing blocks
     sim.launch_ptx("", "k", (64, 764, 1), 128, [routed], tag="k")
     sim.launch_ptx("", "k", (4096, 1, 1), 128, [], tag="k")  # a plain grid: whole
-    assert seen[0]["sample_ctas"] == 64 * 18
-    assert seen[0]["budget"] == max(CONFIG.budget, 64 * 18 * SAMPLED_BUDGET_PER_CTA) > CONFIG.budget
-    assert "budget" not in seen[1] and "sample_ctas" not in seen[1]
+    assert seen[0].sample_ctas == 64 * 18
+    assert seen[0].budget == max(CONFIG.budget, 64 * 18 * SAMPLED_BUDGET_PER_CTA) > CONFIG.budget
+    assert seen[1].budget is None and seen[1].sample_ctas is None and seen[1].whole
 
 
 def test_a_persistent_gemm_at_dsv3_is_refused_with_the_reason_not_simulated_for_hours():
@@ -384,7 +385,8 @@ def test_the_sim_backend_reads_total_padded_at_launch_and_samples_strata(monkeyp
     seen = []
     policy = SamplePolicy(2, 4096, rows_per_wave=3)
     sim = SimBackend(sample=policy)
-    monkeypatch.setattr(sim.device, "launch", lambda kernel, grid, block, params, shared_bytes=0, **kw: seen.append(kw))
+    monkeypatch.setattr(sim.device, "launch", lambda kernel, grid, block, params, shared_bytes=0, plan=None, **kw:
+                        seen.append(plan))
     monkeypatch.setattr(sim, "module", lambda ptx: type("M", (), {"kernel": lambda self, e: None})())
     monkeypatch.setattr("harness.backends.sim.wave_shape", lambda *a: {})
     total = sim.to_device(np.array([16 * 69 + 5], np.int32))  # 70 grid rows of 16 with work (the last in part)
@@ -392,9 +394,9 @@ def test_the_sim_backend_reads_total_padded_at_launch_and_samples_strata(monkeyp
     sim.launch_ptx("", "k", (64, 100, 1), 128, [LiveRows.of(total, 16, block_expert)], tag="grouped_gemm")
     sim.launch_ptx("", "k", (64, 100, 1), 128, [total], tag="grouped_gemm")  # no LiveRows: a plain grid, whole
     experts = np.where(np.arange(100) < 70, np.arange(100) // 4, -1)  # 4 grid rows an expert, 70 live
-    assert seen[0]["sample_ranges"] == list(policy.launch_plan("rows", (64, 100, 1), experts).sample_ranges)
-    assert seen[0]["wave_ctas"] == 64 * 3 and "sample_ctas" not in seen[0]
-    assert "sample_ctas" not in seen[1] and "sample_ranges" not in seen[1]  # the name "gemm" decides nothing
+    assert seen[0].sample_ranges == policy.launch_plan("rows", (64, 100, 1), experts).sample_ranges
+    assert seen[0].wave_ctas == 64 * 3 and seen[0].sample_ctas is None
+    assert seen[1].whole  # the name "gemm" decides nothing
 
 
 def test_a_launch_declares_what_its_grid_means_by_its_parameters():

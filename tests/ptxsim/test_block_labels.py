@@ -48,7 +48,7 @@ def test_inlined_wait_twice_loads_and_each_branch_goes_to_its_own_block():
     # before block scoping: DecodeError "label LAB_WAIT is already defined"
     k = ptxsim.load_ptx(_SRC).kernel("k")
     bras = [i for i in k.program.instrs if i.op == "bra"]
-    waits = [i.pc for i in k.program.instrs if i.op == "mbarrier" and i.aux["action"] == "try_wait"]
+    waits = [i.pc for i in k.program.instrs if i.op == "mbarrier" and i.aux.action == "try_wait"]
     assert len(bras) == 4 and len(waits) == 2
     # each copy's `bra LAB_WAIT` goes back to its own try_wait, its `@P1 bra DONE` to just after its own block
     assert [b.target for b in bras] == [waits[0] + 3, waits[0], waits[1] + 3, waits[1]]

@@ -123,3 +123,21 @@ def test_stratified_ranges_need_not_be_whole_waves():
     for k in ("smsp__inst_executed.sum", "dram__bytes_write.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"):
         assert s.metrics[k] == pytest.approx(full.metrics[k], rel=1e-12), k
     assert s.simulated_ctas == 16 and s.waves["simulated_waves"] == 2
+
+
+def test_a_plan_value_runs_what_its_keywords_run():
+    """launch(plan=LaunchPlan(...)) is the keywords of the same names, for a systematic and a stratified sample."""
+    stratified = {"sample_ranges": ((16, 24, 5.0), (48, 56, 3.0)), "wave_ctas": 8}
+    for fields in ({"sample_ctas": 16, "wave_ctas": 8}, stratified):
+        by_kw_out, by_plan_out = np.zeros(GRID * 32, np.uint32), np.zeros(GRID * 32, np.uint32)
+        by_kw = _run_tailed(by_kw_out, **{k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()})
+        by_plan = _run_tailed(by_plan_out, plan=ptxsim.LaunchPlan(**fields))
+        assert by_plan.metrics == by_kw.metrics and by_plan.waves == by_kw.waves, fields
+        assert np.array_equal(by_plan_out, by_kw_out) and by_plan_out.any()
+
+
+def test_a_plan_and_a_keyword_it_sets_are_refused_together():
+    with pytest.raises(ptxsim.LaunchError, match="also given: wave_ctas"):
+        _run(np.zeros(GRID * 32, np.uint32), plan=ptxsim.LaunchPlan(sample_ctas=16), wave_ctas=8)
+    with pytest.raises(ptxsim.LaunchError, match="expected a ptxsim.plan.LaunchPlan"):
+        _run(np.zeros(GRID * 32, np.uint32), plan={"sample_ctas": 16})

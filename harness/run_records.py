@@ -405,6 +405,7 @@ class Row(Record):
     memory: RowMemory | None = None
     traceback: str | None = None
     sticky_cuda_error: str | None = None
+    unwritten: Mapping[str, float] | None = None  # ptxmoe.compare on sim: per array, fraction never stored to
 
     @property
     def label(self) -> str:

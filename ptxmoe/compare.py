@@ -45,6 +45,7 @@ class Settings:
     model_device: str = "H200 SXM"
     timing: Any = None  # harness.timing.gpu.GpuTimingSettings on gpu
     outputs: tuple[str, ...] | None = None
+    allow_unwritten: bool | tuple[str, ...] = False
 
     def as_dict(self) -> dict:
         from dataclasses import asdict
@@ -189,6 +190,29 @@ def _run_check(ctx: _Context, impl: str, outputs: dict, inputs: dict) -> dict:
     return {"ok": ok, "message": message or ("ok" if ok else f"{impl}: check returned False"), "errors": {}}
 
 
+def unwritten_problem(fractions: Mapping[str, float], declared: tuple[str, ...] | None,
+                      allow: bool | tuple[str, ...]) -> str | None:
+    """Why a row's outputs fail for elements its kernel never stored to, or None. `fractions`: {array: fraction of
+    its elements never written}. Declared outputs must be written whole; with no `outputs` declared, every array is
+    read back, the ones never touched count as inputs, and a kernel that wrote to none of them at all fails. Arrays
+    in `allow` (all with True) may stay partly unwritten."""
+    if not fractions or allow is True:
+        return None
+    allowed = set(allow or ())
+    if declared is None:
+        judged = {n: f for n, f in fractions.items() if f < 1.0}
+        if not judged:
+            return (f"wrote nothing: every element of {', '.join(fractions)} was never written (a kernel that stores "
+                    f"nothing, or to the wrong place); pass allow_unwritten=True if intended")
+    else:
+        judged = {n: fractions[n] for n in declared if n in fractions}
+    bad = {n: f for n, f in judged.items() if f > 0.0 and n not in allowed}
+    if not bad:
+        return None
+    return ("; ".join(f"output {n}: {100 * f:.3g}% of its elements never written" for n, f in bad.items())
+            + " (a grid too small, or a missing store?); pass allow_unwritten=[name, ...] if intended")
+
+
 def _user_count(fn, what: str, inputs) -> int | None:
     if fn is None:
         return None
@@ -209,6 +233,8 @@ class UserRow:
         self.ctx, self.impl, self.kernel_desc = ctx, impl, kernel
         self.kernel: str = s.name
         self.variant: str | None = None
+        self.watched: dict = {}
+        self.unwritten: dict[str, float] | None = None
         self.head = {"key": row_key(s.name, None, impl, case.name, SKEW), "kernel": s.name, "variant": None,
                      "impl": impl, "language": kernel.language, "preset": case.name, "skew": SKEW, "seed": case.seed,
                      "backend": s.backend, "params": dict(case.params)}
@@ -223,21 +249,37 @@ class UserRow:
         """Nothing: a user's backend runs as it was made (its own sampling and sanitizers)."""
 
     def place(self, backend, inputs: dict) -> tuple[dict, tuple[str, ...]]:
+        """Device copies of the inputs; every array read back is watched for the elements no store reaches (sim:
+        they start as never written in ptxsim's shadow; gpu: not watched)."""
         from contract.device import DeviceArray
 
         args = _upload(backend, inputs)
         outputs = self.ctx.settings.outputs
         wanted = outputs if outputs is not None else tuple(k for k, v in args.items() if isinstance(v, DeviceArray))
+        self.watched = {n: args[n] for n in wanted} if backend.watch_writes([args[n] for n in wanted]) else {}
         return args, tuple(wanted)
 
     def check(self, backend, outputs: dict, inputs: dict, records: list) -> dict:
-        return _run_check(self.ctx, self.impl, outputs, inputs)
+        """The user's check, and (sim) the never-written rule (unwritten_problem), with or without a check."""
+        judged = _run_check(self.ctx, self.impl, outputs, inputs)
+        fractions = {n: backend.unwritten_fraction(a) for n, a in self.watched.items()}
+        self.unwritten = {n: f for n, f in fractions.items() if f is not None} if self.watched else None
+        s = self.ctx.settings
+        problem = unwritten_problem(self.unwritten or {}, s.outputs, s.allow_unwritten)
+        if problem is not None:
+            shown = f"{self.impl}: {problem}"
+            if not judged["ok"]:
+                shown += f"; and the check failed: {judged['message']}"
+            judged = {"ok": False, "message": shown, "errors": {}}
+        return judged
 
     def counts(self, inputs: dict) -> tuple[int | None, int | None]:
         return _user_count(self.ctx.min_bytes, "min_bytes", inputs), _user_count(self.ctx.flops, "flops", inputs)
 
     def annotate(self, row: dict, backend, inputs: dict, records: list) -> None:
-        """Nothing more: a user's kernel has no contract fields (gemm_work, sampling)."""
+        """The fraction of each read-back array never written (sim; None where stores are not watched); a user's
+        kernel has no contract fields (gemm_work, sampling)."""
+        row["unwritten"] = self.unwritten
 
     def stages(self, records: list, timing: dict) -> tuple[list[str], dict[str, float]]:
         from harness.row_run import launch_name_stages
@@ -291,7 +333,8 @@ def verdicts_of(name: str, case: str, rows: list[dict], basis: str) -> list[dict
 def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callable | None = None,
             outputs=None, name: str = "kernel", cases: Mapping[str, Mapping] | None = None,
             backend: str = "auto", seed: int = 0, static: bool = True, model_device: str = "H200 SXM",
-            timing=None, min_bytes: Callable | None = None, flops: Callable | None = None, progress=None):
+            timing=None, min_bytes: Callable | None = None, flops: Callable | None = None, progress=None,
+            allow_unwritten=False):
     """Run each implementation on the same inputs, check it, and time it; judge each pair.
 
     Args:
@@ -312,6 +355,10 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         timing: harness.timing.gpu.GpuTimingSettings for the gpu backend (warm-up, stopping rule, budget).
         min_bytes, flops: optional functions of the inputs for achieved GB/s and TFLOP/s.
         progress: a text stream for one line per row (default silent).
+        allow_unwritten: on sim every array read back starts as never written and each row records the fraction of
+            its elements no store reached (`row.unwritten`); a declared output (or, with no `outputs`, any array the
+            kernel wrote to part of) left partly unwritten fails the row, as does a kernel that wrote nothing, with
+            or without a check. True allows it everywhere, a list of names for those arrays only.
     Returns:
         A ptxmoe.Result.
         An implementation that cannot be built or run (KernelSpecError, BuildError with NVRTC's log, KernelError)
@@ -344,7 +391,8 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
                         languages=tuple(k.language for k in kernels.values()), cases=_cases(name, cases, seed),
                         seed=int(seed), static=bool(static), model_device=model_device,
                         timing=None if be.kind.simulated else (timing or GpuTimingSettings()),
-                        outputs=None if outputs is None else tuple(outputs))
+                        outputs=None if outputs is None else tuple(outputs),
+                        allow_unwritten=_allowed_unwritten(allow_unwritten))
     gpu_name = None if be.kind.simulated else _gpu_name()
     spec = device_spec_for(be.name, gpu_name, model_device)
     row_timing = RowTiming(model_device=model_device, gpu=settings.timing or GpuTimingSettings(),
@@ -363,6 +411,14 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         rows += case_rows
         verdicts += verdicts_of(name, case.name, case_rows, basis)
     return Result(_document(settings, rows, verdicts, ctx.recorder.drain(), started))
+
+
+def _allowed_unwritten(value) -> bool | tuple[str, ...]:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"allow_unwritten = {value!r}: expected True, False or a list of array names")
+    return tuple(value)
 
 
 def _gpu_name() -> str | None:

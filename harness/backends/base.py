@@ -100,6 +100,15 @@ class Backend:
     def to_host(self, array: DeviceArray) -> np.ndarray:
         raise NotImplementedError
 
+    def watch_writes(self, arrays: Sequence[DeviceArray]) -> bool:
+        """Start counting which bytes of `arrays` the next launches store to (each array starts as never written);
+        False when this backend cannot (a GPU: stores are not observed), and then `unwritten_fraction` says None."""
+        return False
+
+    def unwritten_fraction(self, array: DeviceArray) -> float | None:
+        """The fraction of `array`'s elements no launch stored to since `watch_writes`; None when not watched."""
+        return None
+
     def free(self, array: DeviceArray) -> None:
         raise NotImplementedError
 

@@ -220,6 +220,34 @@ class SimBackend(Backend):
     def free(self, array: DeviceArray) -> None:
         self.device.free(self._buffer(array))
 
+    _track_written = False  # set by watch_writes until reset_memory: launches keep the written shadow
+
+    def watch_writes(self, arrays: Sequence[DeviceArray]) -> bool:
+        """Mark `arrays` never written in ptxsim's per-byte shadow and have later launches update it on every global
+        store (Backend.watch_writes). NOTE: the shadow is initcheck's: under initcheck the arrays stay as copied in
+        (marking an in/out array unwritten would report its first read), so nothing is watched."""
+        if "initcheck" in self.sanitize:
+            return False
+        from ptxsim.memory import GLOBAL_BASE
+
+        for array in arrays:
+            if array.nbytes:
+                self.device.gmem.mark_written(self._buffer(array).addr - GLOBAL_BASE, array.nbytes, False)
+        self._track_written = True
+        return True
+
+    def unwritten_fraction(self, array: DeviceArray) -> float | None:
+        if not self._track_written:
+            return None
+        if not array.nbytes:
+            return 0.0
+        from ptxsim.memory import GLOBAL_BASE
+
+        off = self._buffer(array).addr - GLOBAL_BASE
+        itemsize = np.dtype(array.dtype).itemsize
+        shadow = np.asarray(self.device.gmem.written[off: off + array.nbytes]).reshape(-1, itemsize)
+        return 1.0 - float(np.count_nonzero(shadow.any(axis=1))) / shadow.shape[0]
+
     def tensor_map(self, array: DeviceArray, box, swizzle: int = 128, shape=None, oob_fill: str = "zero"
                    ) -> TensorMapArg:
         """A tiled tensor map over `array` (contract.device.KernelBackend.tensor_map), encoded by ptxsim's host
@@ -255,6 +283,7 @@ class SimBackend(Backend):
         RESET_COLLECT_BYTES or more is collected here, at once (a small one is left to Python: a collection costs
         ~0.1 s, a tiny row about as much)."""
         dropped = getattr(getattr(self.device, "gmem", None), "top", 0)
+        self._track_written = False
         self.device = type(self.device)()
         if dropped >= RESET_COLLECT_BYTES:
             import gc
@@ -318,6 +347,8 @@ class SimBackend(Backend):
         t0 = time.perf_counter()
         extra = {"sanitize": set(self.sanitize), "sanitize_report": True} if self.sanitize else {}
         extra["time_limit"] = self.time_limit
+        if self._track_written:
+            extra["track_written"] = True
         if self.sample_ctas is not None:
             extra["sample_ctas"] = int(self.sample_ctas)
         extra.update(wave_shape(ptx, entry, b, int(shared_bytes)))

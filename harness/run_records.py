@@ -406,6 +406,7 @@ class Row(Record):
     traceback: str | None = None
     sticky_cuda_error: str | None = None
     unwritten: Mapping[str, float] | None = None  # ptxmoe.compare on sim: per array, fraction never stored to
+    arg_types: str | None = None  # ptxmoe.compare: how the array arguments' dtypes were checked, or that they weren't
 
     @property
     def label(self) -> str:

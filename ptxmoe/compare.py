@@ -234,6 +234,7 @@ class UserRow:
         self.kernel: str = s.name
         self.variant: str | None = None
         self.watched: dict = {}
+        self.arg_types: str | None = None
         self.unwritten: dict[str, float] | None = None
         self.head = {"key": row_key(s.name, None, impl, case.name, SKEW), "kernel": s.name, "variant": None,
                      "impl": impl, "language": kernel.language, "preset": case.name, "skew": SKEW, "seed": case.seed,
@@ -243,6 +244,7 @@ class UserRow:
         """The kernel's launcher for these inputs (KernelSpecError / BuildError name the implementation)."""
         impl, kernel = self.impl, self.kernel_desc
         launcher = _named(impl, kernel, lambda: kernel.prepare(inputs, _owner(impl, kernel), kernel.title))
+        self.arg_types = getattr(launcher, "arg_types", None)
         return lambda be, args: _named(impl, kernel, lambda: launcher(be, args))
 
     def begin(self, backend) -> None:
@@ -280,6 +282,7 @@ class UserRow:
         """The fraction of each read-back array never written (sim; None where stores are not watched); a user's
         kernel has no contract fields (gemm_work, sampling)."""
         row["unwritten"] = self.unwritten
+        row["arg_types"] = self.arg_types
 
     def stages(self, records: list, timing: dict) -> tuple[list[str], dict[str, float]]:
         from harness.row_run import launch_name_stages

@@ -207,6 +207,8 @@ def summary(result: Result) -> str:
     width = max([len(r.impl) for r in rows] + [4])
     for r in rows:
         reason = f"  {r.reason}" if r.status != "ok" and r.reason else ""
+        if r.arg_types and "unchecked" in r.arg_types:
+            reason += "  (" + r.arg_types[r.arg_types.index("argument types unchecked"):] + ")"
         lines.append(f"  {r.kernel} [{r.preset}] {r.impl.ljust(width)}  "
                      f"{r.status.ljust(6)}  {_fmt(r.time_us):>10} us{reason}")
     for v in result.verdicts:

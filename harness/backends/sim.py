@@ -338,12 +338,24 @@ class SimBackend(Backend):
         experts[row_tokens >= max(total, 0)] = -1
         return experts
 
+    def _kernel(self, ptx: str, entry: str):
+        """The entry of the parsed module; PTX ptxsim cannot parse or decode is named invalid (ptxas refuses it too)
+        or a simulator gap (ptxas accepts it): harness.ptx_verdict."""
+        from ptxsim.errors import DecodeError, PtxSyntaxError, UnsupportedInstruction
+
+        try:
+            return self.module(ptx).kernel(entry)
+        except (PtxSyntaxError, UnsupportedInstruction, DecodeError) as exc:
+            from harness.ptx_verdict import classify_refusal
+
+            raise classify_refusal(ptx, exc) from exc
+
     def _launch(self, ptx: str, entry: str, grid, block, flat_params, shared_bytes: int, impl: str, tag: str,
                 phased: LaunchPlan | None = None, row_experts: np.ndarray | None = None,
                 meaning: GridMeaning = "plain"):
-        kernel = self.module(ptx).kernel(entry)
+        self.sources[tag] = (ptx, entry)  # before loading: static facts are useful even when the launch fails
+        kernel = self._kernel(ptx, entry)
         g, b = dim3(grid, "grid"), dim3(block, "block")
-        self.sources[tag] = (ptx, entry)  # before launching: static facts are useful even when the launch fails
         t0 = time.perf_counter()
         extra = {"sanitize": set(self.sanitize), "sanitize_report": True} if self.sanitize else {}
         extra["time_limit"] = self.time_limit
@@ -404,7 +416,7 @@ class SimBackend(Backend):
         if not windows:
             return self._launch(ptx, entry, grid, block, ptx_params(flatten_work_items(params)), shared_bytes, "ptx",
                                 tag, row_experts=None if items else experts, meaning=grid_meaning(params))
-        kernel = self.module(ptx).kernel(entry)
+        kernel = self._kernel(ptx, entry)
         ran = sum(w.end - w.begin for w in windows)
         if weights is None:
             weights = [items[0].count / ran] * len(windows)

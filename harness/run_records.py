@@ -505,6 +505,7 @@ class SweepSettings(Record):
     sample: str | None = None
     memory_limit: int | None = None
     source: str | None = None
+    baseline: str | None = None  # ptxmoe.compare(baseline=...): every verdict is against it, and so the headline
     languages: Mapping[str, str] = field(default_factory=dict)
     cases: Mapping[str, JsonTable] = field(default_factory=dict)
 

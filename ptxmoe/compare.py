@@ -46,6 +46,7 @@ class Settings:
     timing: Any = None  # harness.timing.gpu.GpuTimingSettings on gpu
     outputs: tuple[str, ...] | None = None
     allow_unwritten: bool | tuple[str, ...] = False
+    baseline: str | None = None
 
     def as_dict(self) -> dict:
         from dataclasses import asdict
@@ -55,7 +56,8 @@ class Settings:
                 "timing": asdict(self.timing) if self.timing is not None else None,
                 "model_device": self.model_device, "sanitize": [], "model_estimate": False,
                 "source": "ptxmoe.compare", "languages": dict(zip(self.impls, self.languages, strict=True)),
-                "cases": {c.name: dict(c.params) for c in self.cases}, "device_profile": None}
+                "cases": {c.name: dict(c.params) for c in self.cases}, "device_profile": None,
+                "baseline": self.baseline}
 
 
 @dataclass
@@ -327,8 +329,12 @@ def verdict(name: str, case: str, baseline: dict, candidate: dict, basis: str) -
     return out
 
 
-def verdicts_of(name: str, case: str, rows: list[dict], basis: str) -> list[dict]:
-    """Every pair in order: each later implementation against each earlier one (the first is the baseline)."""
+def verdicts_of(name: str, case: str, rows: list[dict], basis: str, baseline: str | None = None) -> list[dict]:
+    """With a `baseline`: every other implementation against it, in order. Without: every pair in order, each later
+    implementation against each earlier one."""
+    if baseline is not None:
+        base = next(r for r in rows if r["impl"] == baseline)
+        return [verdict(name, case, base, r, basis) for r in rows if r is not base]
     return [verdict(name, case, rows[i], rows[j], basis) for i in range(len(rows)) for j in range(i + 1, len(rows))]
 
 
@@ -337,13 +343,15 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
             outputs=None, name: str = "kernel", cases: Mapping[str, Mapping] | None = None,
             backend: str = "auto", seed: int = 0, static: bool = True, model_device: str = "H200 SXM",
             timing=None, min_bytes: Callable | None = None, flops: Callable | None = None, progress=None,
-            allow_unwritten=False):
+            allow_unwritten=False, baseline: str | None = None):
     """Run each implementation on the same inputs, check it, and time it; judge each pair.
 
     Args:
-        kernels: {implementation name: NumbaKernel | CppKernel | PtxKernel}, baseline first.
+        kernels: {implementation name: NumbaKernel | CppKernel | PtxKernel}, in the order rows and pairs are shown.
         make_inputs: `make_inputs(rng, **case_params) -> {argument name: NumPy array or number}` (rng: a seeded
-            numpy Generator). Arrays are copied to the device for each implementation; every array is read back
+            numpy Generator). Arrays are copied to the device for each implementation (a non-contiguous array, e.g.
+            a transposed view or a slice with a step, is copied to a C-contiguous one first: the kernel sees dense
+            row-major data, not the view's strides); every array is read back
             afterwards (or only those named in `outputs`).
         check: `check(outputs, inputs)`: return None/True (correct), False, or (ok, message); or raise
             AssertionError (e.g. numpy.testing.assert_allclose). None: no check.
@@ -355,13 +363,17 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         seed: base seed; each case's seed mixes in its name (every implementation gets the same inputs).
         static: collect static facts (ptxas registers/spills, PTX and SASS instruction histograms).
         model_device: the GPU the sim timing model models.
-        timing: harness.timing.gpu.GpuTimingSettings for the gpu backend (warm-up, stopping rule, budget).
+        timing: harness.timing.gpu.GpuTimingSettings for the gpu backend (warm-up, stopping rule, budget); refused
+            on backend "sim" (times are modelled), warned about and ignored when "auto" chose sim.
         min_bytes, flops: optional functions of the inputs for achieved GB/s and TFLOP/s.
         progress: a text stream for one line per row (default silent).
         allow_unwritten: on sim every array read back starts as never written and each row records the fraction of
             its elements no store reached (`row.unwritten`); a declared output (or, with no `outputs`, any array the
             kernel wrote to part of) left partly unwritten fails the row, as does a kernel that wrote nothing, with
             or without a check. True allows it everywhere, a list of names for those arrays only.
+        baseline: the implementation every other one is judged against (verdicts "<impl> vs <baseline>", and the
+            dashboard's headline); default none: every pair, each later implementation against each earlier one.
+            Pairs are titled with your implementation names as given.
     Returns:
         A ptxmoe.Result.
         An implementation that cannot be built or run (KernelSpecError, BuildError with NVRTC's log, KernelError)
@@ -388,14 +400,25 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         raise InputError(f"make_inputs = {make_inputs!r}: expected a function (rng, **case_params) -> dict")
     if check is not None and not callable(check):
         raise InputError(f"check = {check!r}: expected a function (outputs, inputs) or None")
+    if baseline is not None and baseline not in kernels:
+        raise InputError(f"baseline = {baseline!r}: not one of the implementations ({', '.join(map(str, kernels))})")
     started = utc_now()
     be = backend if isinstance(backend, Backend) else select_backend(backend)
+    if timing is not None and be.kind.simulated:
+        message = (f"timing = {timing!r} is for the gpu backend (measured times); backend {be.name!r} models its times "
+                   f"with ptxsim, so GPU timing settings would change nothing")
+        if backend == "auto":  # the same script on a machine without a GPU: said, not refused
+            import warnings
+
+            warnings.warn(message + "; they are ignored", stacklevel=2)
+        else:
+            raise InputError(message + "; drop timing= or use backend='gpu'")
     settings = Settings(name=name, backend=be.name, impls=tuple(kernels),
                         languages=tuple(k.language for k in kernels.values()), cases=_cases(name, cases, seed),
                         seed=int(seed), static=bool(static), model_device=model_device,
                         timing=None if be.kind.simulated else (timing or GpuTimingSettings()),
                         outputs=None if outputs is None else tuple(outputs),
-                        allow_unwritten=_allowed_unwritten(allow_unwritten))
+                        allow_unwritten=_allowed_unwritten(allow_unwritten), baseline=baseline)
     gpu_name = None if be.kind.simulated else _gpu_name()
     spec = device_spec_for(be.name, gpu_name, model_device)
     row_timing = RowTiming(model_device=model_device, gpu=settings.timing or GpuTimingSettings(),
@@ -412,7 +435,7 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
             case_rows.append(row)
             _say(ctx, row)
         rows += case_rows
-        verdicts += verdicts_of(name, case.name, case_rows, basis)
+        verdicts += verdicts_of(name, case.name, case_rows, basis, settings.baseline)
     return Result(_document(settings, rows, verdicts, ctx.recorder.drain(), started))
 
 

@@ -180,9 +180,16 @@ def impls_present(doc) -> list[str]:
     return [i for i in IMPLS if i in seen] + [i for i in seen if i not in IMPLS and isinstance(i, str)]
 
 
-def _pair_of(v: Verdict) -> Pair | None:
-    """The verdict's pair: a built-in one by name, else the user's own (runs saved by ptxmoe.compare name their
-    implementations: impl/baseline), else the two-path pair of schema-1 runs."""
+def _own_pairs(sweep: Sweep) -> bool:
+    """Whether a run's pairs are a user's (ptxmoe.compare): named, ordered and headlined as the user chose."""
+    return sweep.settings.source == "ptxmoe.compare"
+
+
+def _pair_of(v: Verdict, own: bool = False) -> Pair | None:
+    """The verdict's pair: in a user's run (`own`) the user's two implementations as named; else a built-in one by
+    name, else a pair of impl/baseline, else the two-path pair of schema-1 runs."""
+    if own and v.impl and v.baseline:
+        return Pair(v.impl, v.baseline, own=True)
     known = next((p for p in PAIRS if p.name == (v.pair or LEGACY_PAIR)), None)
     if known is not None:
         return known
@@ -195,12 +202,16 @@ def pairs_present(doc) -> list[Pair]:
     """The pairs with at least one verdict in `doc`: the built-in ones in PAIRS order (the headline pair first),
     then users' own pairs in the order first met."""
     found: list[Pair] = []
-    for v in as_sweep(doc).verdicts:
-        pair = _pair_of(v)
+    sweep = as_sweep(doc)
+    own = _own_pairs(sweep)
+    for v in sweep.verdicts:
+        pair = _pair_of(v, own)
         if pair is not None and v.is_rung_verdict:
             continue  # NOTE: rung verdicts are the ladder section's, not pairs of their own with headlines
         if pair is not None and pair not in found:
             found.append(pair)
+    if own:
+        return found
     return [p for p in PAIRS if p in found] + [p for p in found if p not in PAIRS]
 
 
@@ -216,6 +227,9 @@ def headline_pair(doc) -> Pair:
     has a speedup (a run of two implementations headlines the one pair it has), else the first pair present."""
     verdicts = verdict_records(doc)
     present = pairs_present(doc)
+    chosen = as_sweep(doc).settings.baseline  # compare(baseline=...): the headline is against it
+    if chosen is not None:
+        present = [p for p in present if p.baseline == chosen] + [p for p in present if p.baseline != chosen]
     for pair in present:
         if any(v["pair"] == pair.name and v["speedup"] for v in verdicts):
             return pair
@@ -283,12 +297,14 @@ def verdict_records(doc) -> list[dict]:
     """One record per (kernel[variant], preset, skew) and pair: the speedup of `impl` over `baseline` (> 1: `impl`
     faster), its interval and the verdict. Verdicts of unknown pairs are left out."""
     out = []
-    for v in as_sweep(doc).verdicts:
-        pair = _pair_of(v)
+    sweep = as_sweep(doc)
+    own = _own_pairs(sweep)
+    for v in sweep.verdicts:
+        pair = _pair_of(v, own)
         if pair is None:
             continue
         out.append({"key": v.key, "label": v.label, "pair": pair.name, "impl": pair.impl,
-                    "baseline": pair.baseline, "title": pair.title, "headline": pair == HEADLINE_PAIR,
+                    "baseline": pair.baseline, "title": pair.title, "headline": pair == HEADLINE_PAIR and not own,
                     "kernel": v.kernel, "preset": v.preset, "skew": v.skew,
                     "speedup": _num(v.speedup), "ci_lo": _num(v.ci_lo), "ci_hi": _num(v.ci_hi),
                     "verdict": v.verdict, "basis": v.basis, "reason": v.reason})

@@ -506,6 +506,7 @@ class SweepSettings(Record):
     memory_limit: int | None = None
     source: str | None = None
     baseline: str | None = None  # ptxmoe.compare(baseline=...): every verdict is against it, and so the headline
+    axes: tuple[str, ...] = ()  # ptxmoe.sweep: the size axes, case parameters the dashboard plots time against
     languages: Mapping[str, str] = field(default_factory=dict)
     cases: Mapping[str, JsonTable] = field(default_factory=dict)
 

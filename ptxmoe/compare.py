@@ -47,6 +47,7 @@ class Settings:
     outputs: tuple[str, ...] | None = None
     allow_unwritten: bool | tuple[str, ...] = False
     baseline: str | None = None
+    axes: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         from dataclasses import asdict
@@ -57,7 +58,7 @@ class Settings:
                 "model_device": self.model_device, "sanitize": [], "model_estimate": False,
                 "source": "ptxmoe.compare", "languages": dict(zip(self.impls, self.languages, strict=True)),
                 "cases": {c.name: dict(c.params) for c in self.cases}, "device_profile": None,
-                "baseline": self.baseline}
+                "baseline": self.baseline, "axes": list(self.axes)}
 
 
 @dataclass
@@ -343,7 +344,7 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
             outputs=None, name: str = "kernel", cases: Mapping[str, Mapping] | None = None,
             backend: str = "auto", seed: int = 0, static: bool = True, model_device: str = "H200 SXM",
             timing=None, min_bytes: Callable | None = None, flops: Callable | None = None, progress=None,
-            allow_unwritten=False, baseline: str | None = None):
+            allow_unwritten=False, baseline: str | None = None, axes=()):
     """Run each implementation on the same inputs, check it, and time it; judge each pair.
 
     Args:
@@ -374,6 +375,8 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         baseline: the implementation every other one is judged against (verdicts "<impl> vs <baseline>", and the
             dashboard's headline); default none: every pair, each later implementation against each earlier one.
             Pairs are titled with your implementation names as given.
+        axes: names of case parameters that are size axes (ptxmoe.sweep sets them): each becomes a DataFrame column
+            and the dashboard plots time and throughput against the first.
     Returns:
         A ptxmoe.Result.
         An implementation that cannot be built or run (KernelSpecError, BuildError with NVRTC's log, KernelError)
@@ -418,7 +421,8 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
                         seed=int(seed), static=bool(static), model_device=model_device,
                         timing=None if be.kind.simulated else (timing or GpuTimingSettings()),
                         outputs=None if outputs is None else tuple(outputs),
-                        allow_unwritten=_allowed_unwritten(allow_unwritten), baseline=baseline)
+                        allow_unwritten=_allowed_unwritten(allow_unwritten), baseline=baseline,
+                        axes=tuple(axes))
     gpu_name = None if be.kind.simulated else _gpu_name()
     spec = device_spec_for(be.name, gpu_name, model_device)
     row_timing = RowTiming(model_device=model_device, gpu=settings.timing or GpuTimingSettings(),

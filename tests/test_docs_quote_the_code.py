@@ -35,7 +35,7 @@ extern "C" __global__ void saxpy(float a, const float* x, const float* y, float*
 def api_run():
     text = API.read_text()
     sources = refresh.examples(text)
-    assert list(sources) == ["saxpy", "saxpy-results"]
+    assert list(sources) == ["saxpy", "saxpy-results", "sweep"]
     namespace = {}
     outputs = refresh.run_examples(sources, namespace)
     return text, outputs
@@ -45,9 +45,11 @@ def api_run():
 def test_api_examples_run_and_print_what_the_docs_quote(api_run):
     text, outputs = api_run
     quoted = refresh.quoted_outputs(text)
-    assert set(quoted) == {"saxpy"}
+    assert set(quoted) == {"saxpy", "sweep"}
     assert outputs["saxpy"].startswith("<ptxmoe.Result saxpy on sim: 2 rows")
-    assert quoted["saxpy"] == outputs["saxpy"], f"docs/api.md quotes a stale output; {FIX}"
+    assert outputs["sweep"].split("\n")[0].split() == ["n", "impl", "time_us", "achieved_gbps"]
+    for name in quoted:
+        assert quoted[name] == outputs[name], f"docs/api.md quotes a stale output of {name}; {FIX}"
 
 
 @pytest.mark.sim

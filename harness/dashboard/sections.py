@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from harness.dashboard import data, figures
 from harness.dashboard.html import Raw, badge, esc, figure_div, filter_bar, section, table
+from harness.dashboard.sweep import sweep_section
 from harness.errors import PtxmoeError
 from harness.implementations import PAIRS, impl_name
 
@@ -370,8 +371,8 @@ def environment_section(run: data.Run) -> str:
     return section("environment", "Environment", table(["key", "value"], [[k, v] for k, v in pairs], cls="env"))
 
 
-NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("ladder", "ladder"), ("timing", "timing"),
-       ("roofline", "roofline"),
+NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("sweep", "sweep"), ("ladder", "ladder"),
+       ("timing", "timing"), ("roofline", "roofline"),
        ("gemm", "gemm work"), ("layer", "layer"), ("sim", "sim counters"), ("static", "static"), ("nsight", "nsight"),
        ("timeline", "timeline"), ("partition", "partition"), ("vs", "vs"), ("dualpipe", "dualpipe"),
        ("environment", "environment"))
@@ -381,7 +382,7 @@ def build_sections(run: data.Run, other: data.Run | None = None) -> tuple[str, d
     """(body HTML, figures {id: JSON}, nav entries present)."""
     figs: dict = {}
     parts = [headline_section(run), filter_bar(data.filters(run.sweep)), verdict_section(run, figs),
-             ladder_section(run, figs), timing_section(run, figs),
+             sweep_section(run.sweep, figs, run.basis), ladder_section(run, figs), timing_section(run, figs),
              roofline_section(run, figs), gemm_work_section(run), stage_section(run, figs), sim_section(run, figs),
              static_section(run, figs), nsight_section(run), timeline_section(run, figs)]
     parts.append(partition_section(run, figs))

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ptxmoe.errors import InputError, KernelError, PtxmoeError
+from ptxmoe.footprint import case_estimate
 from ptxmoe.kernels import KERNEL_TYPES
+from ptxmoe.progress import TimeLeft
 
 SKEW = "none"  # user kernels have no routing skew; the run.json field is kept for the dashboard's filters
 DEFAULT_CASE = "default"
@@ -367,7 +369,7 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         timing: harness.timing.gpu.GpuTimingSettings for the gpu backend (warm-up, stopping rule, budget); refused
             on backend "sim" (times are modelled), warned about and ignored when "auto" chose sim.
         min_bytes, flops: optional functions of the inputs for achieved GB/s and TFLOP/s.
-        progress: a text stream for one line per row (default silent).
+        progress: a text stream for one line per row, with rows done and the time left (default silent).
         allow_unwritten: on sim every array read back starts as never written and each row records the fraction of
             its elements no store reached (`row.unwritten`); a declared output (or, with no `outputs`, any array the
             kernel wrote to part of) left partly unwritten fails the row, as does a kernel that wrote nothing, with
@@ -377,6 +379,9 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
             Pairs are titled with your implementation names as given.
         axes: names of case parameters that are size axes (ptxmoe.sweep sets them): each becomes a DataFrame column
             and the dashboard plots time and throughput against the first.
+    Before each row, its memory is estimated (ptxmoe.footprint: the device copies, on sim simulated in this
+    process, and the outputs read back); a row that will not fit in the memory available is skipped with the reason
+    and the estimate (row.memory), never run into the OOM killer.
     Returns:
         A ptxmoe.Result.
         An implementation that cannot be built or run (KernelSpecError, BuildError with NVRTC's log, KernelError)
@@ -431,13 +436,16 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
                    RowSettings(static=settings.static, timing=row_timing))
     basis = be.kind.basis
     rows, verdicts = [], []
-    for case in settings.cases:
+    clock = TimeLeft([c.params for c in settings.cases], len(kernels))
+    for index, case in enumerate(settings.cases):
         inputs = _draw_inputs(ctx, case)
+        need = case_estimate(name, case.name, inputs, settings.outputs, be.kind.simulated)
         case_rows = []
         for impl, kernel in kernels.items():
-            row = run_row(ctx, case, impl, kernel, inputs)
+            row = _fitting_row(ctx, case, impl, kernel, inputs, need)
             case_rows.append(row)
-            _say(ctx, row)
+            clock.row_done(index, float(row.get("elapsed_s") or 0.0))
+            _say(ctx, row, clock.line(index, len(case_rows)))
         rows += case_rows
         verdicts += verdicts_of(name, case.name, case_rows, basis, settings.baseline)
     return Result(_document(settings, rows, verdicts, ctx.recorder.drain(), started))
@@ -458,7 +466,24 @@ def _gpu_name() -> str | None:
     return gpu if ok else None
 
 
-def _say(ctx: _Context, row: dict) -> None:
+def _fitting_row(ctx: _Context, case: Case, impl: str, kernel, inputs: dict, need) -> dict:
+    """run_row, unless the memory estimate made before it (ptxmoe.footprint) says it will not fit: then a skipped
+    row with the reason. Either way the row records the estimate beside the peak it reached."""
+    from harness.row_memory import available_bytes, memory_record, peak_rss_bytes, reset_peak_rss, rss_bytes
+    from ptxmoe.footprint import skip_reason
+
+    reason = skip_reason(need, available_bytes(), ctx.backend.kind.simulated)
+    if reason is not None:
+        row = {**UserRow(ctx, case, impl, kernel).head, "status": "skipped", "reason": reason}
+        row["memory"] = memory_record(need, None, False)
+        return row
+    start, windowed = rss_bytes(), reset_peak_rss()
+    row = run_row(ctx, case, impl, kernel, inputs)
+    row["memory"] = memory_record(need, peak_rss_bytes(), windowed, start)
+    return row
+
+
+def _say(ctx: _Context, row: dict, where: str = "") -> None:
     from harness.results import typed_row
     from harness.run_records import ModelledTiming
 
@@ -470,7 +495,8 @@ def _say(ctx: _Context, row: dict) -> None:
     else:
         error = typed.timing.error if isinstance(typed.timing, ModelledTiming) else None
         shown = f"no time ({error or typed.reason})"
-    print(f"{row['key']}: {row['status']}, {shown}", file=ctx.progress or sys.stderr, flush=True)
+    print(f"{row['key']}: {row['status']}, {shown}" + (f" {where}" if where else ""), file=ctx.progress,
+          flush=True)
 
 
 def _document(settings: Settings, rows: list[dict], verdicts: list[dict], ranges: list[dict], started: str) -> dict:

@@ -19,6 +19,7 @@ from ptxmoe.errors import InputError, KernelError, PtxmoeError
 from ptxmoe.footprint import case_estimate
 from ptxmoe.kernels import KERNEL_TYPES
 from ptxmoe.progress import TimeLeft
+from ptxmoe.tensors import is_tensor, to_numpy
 
 SKEW = "none"  # user kernels have no routing skew; the run.json field is kept for the dashboard's filters
 DEFAULT_CASE = "default"
@@ -121,11 +122,14 @@ def _draw_inputs(ctx: _Context, case: Case) -> dict:
     if not isinstance(inputs, Mapping) or not inputs:
         raise InputError(f"make_inputs for case {case.name!r} returned {type(inputs).__name__}; expected a non-empty "
                          f"dict {{argument name: NumPy array or scalar}}")
+    gpu = not ctx.backend.kind.simulated
+    inputs = {k: to_numpy(f"make_inputs for case {case.name!r}: {k!r}", v, gpu) if is_tensor(v) else v
+              for k, v in inputs.items()}
     for key, value in inputs.items():
         if not isinstance(key, str) or not (isinstance(value, (np.ndarray, np.generic, int, float))
                                             and not isinstance(value, bool)):
             raise InputError(f"make_inputs for case {case.name!r}: {key!r} = {type(value).__name__}; expected str "
-                             f"names and NumPy arrays or numbers")
+                             f"names and arrays (NumPy, torch, CuPy) or numbers")
     # NOTE: a 0-d array is a scalar argument (passed by value), not a one-element buffer
     inputs = {k: v[()] if isinstance(v, np.ndarray) and v.ndim == 0 else v for k, v in inputs.items()}
     outputs = ctx.settings.outputs or ()

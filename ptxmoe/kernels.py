@@ -27,6 +27,8 @@ PTX_SCALAR_TYPES = {
     "f32": "float32", "f64": "float64",
 }
 POINTER_TYPES = ("u64", "b64", "s64")  # a device pointer is a 64-bit .param
+# arrays of a type Numba has none for (ml_dtypes bfloat16, float8_e4m3fn, float8_e5m2) reach a Numba kernel as bits
+BITS_VIEWS = {1: "uint8", 2: "uint16"}
 _ENTRY_RE = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)", re.DOTALL)
 _PARAM_RE = re.compile(r"\.param\s+\.(\w+)\s+(?:\.ptr\s+\S+\s+)?(?:\.align\s+\d+\s+)?([\w$]+)")
 
@@ -94,6 +96,8 @@ def numba_signature(owner: str, names, inputs: Mapping[str, Any]) -> str:
     for name in names:
         value = inputs[name]
         dtype = np.asarray(value).dtype
+        if dtype.kind == "V" and dtype.itemsize in BITS_VIEWS and _is_array(value):
+            dtype = np.dtype(BITS_VIEWS[dtype.itemsize])  # bf16 / fp8 (ml_dtypes): Numba has no type; their bits
         try:
             base = str(from_dtype(dtype))
         except Exception:  # noqa: BLE001 - numba raises NotImplementedError and others for unsupported dtypes
@@ -143,7 +147,8 @@ class NumbaKernel:
         grid, block: launch shape, each an int, a 1-3 tuple, or a function of the inputs returning one.
         shared_bytes: dynamic shared memory (int or function of the inputs).
         args: input names in the function's parameter order; default the function's parameter names.
-        signature: a Numba signature string; default inferred from the inputs (C-contiguous arrays).
+        signature: a Numba signature string; default inferred from the inputs (C-contiguous arrays; a bf16 or fp8
+            array, which Numba has no type for, arrives as its bits: uint16 / uint8).
     """
 
     fn: Callable

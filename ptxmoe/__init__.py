@@ -15,8 +15,9 @@ documents every argument. Importing ptxmoe is cheap: Numba, pandas, plotly and t
 from ptxmoe.compare import compare
 from ptxmoe.errors import BuildError, InputError, KernelError, KernelSpecError, PtxmoeError, UnknownNameError
 from ptxmoe.kernels import CppKernel, NumbaKernel, PtxKernel
+from ptxmoe.profile import profile
 from ptxmoe.result import Result, Verdict, load
 from ptxmoe.sweep import sweep
 
 __all__ = ["BuildError", "CppKernel", "InputError", "KernelError", "KernelSpecError", "NumbaKernel", "PtxKernel",
-           "PtxmoeError", "Result", "UnknownNameError", "Verdict", "compare", "load", "sweep"]
+           "PtxmoeError", "Result", "UnknownNameError", "Verdict", "compare", "load", "profile", "sweep"]

@@ -100,6 +100,30 @@ def test_profile_a_users_script_attaches_ncu_rows_by_nvtx_range(fake_ncu, monkey
     assert "imported (4 metric rows attached, 0 unmatched)" in capsys.readouterr().out
 
 
+def test_the_api_profiles_a_script_and_returns_its_run(fake_ncu, monkeypatch):
+    from pathlib import Path
+
+    import harness.commands.import_cmd as import_cmd
+    import ptxmoe
+    from harness.errors import ToolchainError
+
+    real_import = import_cmd.import_file
+
+    def import_file(path, run_dir):
+        if str(path).endswith(".ncu-rep"):
+            raise ToolchainError("no ncu_report module")
+        return real_import(path, run_dir)
+    monkeypatch.setattr(import_cmd, "import_file", import_file)
+    run = fake_ncu / "api-run"
+    script = fake_ncu / "mine.py"
+    ptx = Path(__file__).resolve().parents[2] / "ptxmoe" / "saxpy.ptx"
+    script.write_text(SCRIPT.format(ptx=str(ptx), run=str(run)))
+    result = ptxmoe.profile(script, run)
+    assert {m.metric for m in result.row("mine").nsight} == {"dram__bytes_read.sum", "gpu__time_duration.sum"}
+    with pytest.raises(ptxmoe.PtxmoeError, match="exited"):
+        ptxmoe.profile(fake_ncu / "missing.py", fake_ncu / "nowhere")
+
+
 def test_script_needs_its_run_folder(fake_ncu, capsys):
     assert main(["profile", "--tool", "ncu", "--script", str(fake_ncu / "x.py")]) != 0
     assert "--script needs --run RUN" in capsys.readouterr().err

@@ -51,6 +51,7 @@ class Settings:
     allow_unwritten: bool | tuple[str, ...] = False
     baseline: str | None = None
     axes: tuple[str, ...] = ()
+    sample_waves: int | None = None
 
     def as_dict(self) -> dict:
         from dataclasses import asdict
@@ -61,7 +62,8 @@ class Settings:
                 "model_device": self.model_device, "sanitize": [], "model_estimate": False,
                 "source": "ptxmoe.compare", "languages": dict(zip(self.impls, self.languages, strict=True)),
                 "cases": {c.name: dict(c.params) for c in self.cases}, "device_profile": None,
-                "baseline": self.baseline, "axes": list(self.axes)}
+                "baseline": self.baseline, "axes": list(self.axes),
+                "sample": None if self.sample_waves is None else f"warm waves {self.sample_waves}"}
 
 
 @dataclass
@@ -271,11 +273,15 @@ class UserRow:
         return args, tuple(wanted)
 
     def check(self, backend, outputs: dict, inputs: dict, records: list) -> dict:
-        """The user's check, and (sim) the never-written rule (unwritten_problem), with or without a check."""
-        judged = _run_check(self.ctx, self.impl, outputs, inputs)
+        """The user's check, and (sim) the never-written rule (unwritten_problem), with or without a check; a
+        sampled run (sample_waves) writes part of its outputs, so it is neither checked nor failed for them."""
+        s = self.ctx.settings
         fractions = {n: backend.unwritten_fraction(a) for n, a in self.watched.items()}
         self.unwritten = {n: f for n, f in fractions.items() if f is not None} if self.watched else None
-        s = self.ctx.settings
+        if s.sample_waves is not None:
+            return {"ok": True, "message": f"not checked: a sampled run (sample_waves={s.sample_waves}) writes part "
+                                           f"of its outputs; check at a size that runs whole", "errors": {}}
+        judged = _run_check(self.ctx, self.impl, outputs, inputs)
         problem = unwritten_problem(self.unwritten or {}, s.outputs, s.allow_unwritten)
         if problem is not None:
             shown = f"{self.impl}: {problem}"
@@ -350,7 +356,7 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
             outputs=None, name: str = "kernel", cases: Mapping[str, Mapping] | None = None,
             backend: str = "auto", seed: int = 0, static: bool = True, model_device: str = "H200 SXM",
             timing=None, min_bytes: Callable | None = None, flops: Callable | None = None, progress=None,
-            allow_unwritten=False, baseline: str | None = None, axes=()):
+            allow_unwritten=False, baseline: str | None = None, axes=(), sample_waves: int | None = None):
     """Run each implementation on the same inputs, check it, and time it; judge each pair.
 
     Args:
@@ -381,6 +387,11 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         baseline: the implementation every other one is judged against (verdicts "<impl> vs <baseline>", and the
             dashboard's headline); default none: every pair, each later implementation against each earlier one.
             Pairs are titled with your implementation names as given.
+        sample_waves: sim only, for big shapes: each launch of more than this many waves simulates its first wave
+            and sample_waves - 1 more spread over the rest (harness.plain_sampling.WarmWaves: the L2 carries what
+            earlier waves loaded, so DRAM traffic keeps its reuse), counters and time extrapolated. A sampled run
+            writes part of its outputs: the check is skipped (check at a size that runs whole) and unwritten
+            elements do not fail the row. None: every CTA.
         axes: names of case parameters that are size axes (ptxmoe.sweep sets them): each becomes a DataFrame column
             and the dashboard plots time and throughput against the first.
     Before each row, its memory is estimated (ptxmoe.footprint: the device copies, on sim simulated in this
@@ -431,7 +442,7 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
                         timing=None if be.kind.simulated else (timing or GpuTimingSettings()),
                         outputs=None if outputs is None else tuple(outputs),
                         allow_unwritten=_allowed_unwritten(allow_unwritten), baseline=baseline,
-                        axes=tuple(axes))
+                        axes=tuple(axes), sample_waves=_sample_waves(sample_waves, be))
     gpu_name = None if be.kind.simulated else _gpu_name()
     spec = device_spec_for(be.name, gpu_name, model_device)
     row_timing = RowTiming(model_device=model_device, gpu=settings.timing or GpuTimingSettings(),
@@ -439,6 +450,20 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
     ctx = _Context(settings, be, make_inputs, check, min_bytes, flops, spec, progress, RangeRecorder(),
                    RowSettings(static=settings.static, timing=row_timing))
     basis = be.kind.basis
+    if settings.sample_waves is not None:
+        from harness.plain_sampling import WarmWaves
+
+        kept_sample, be.sample = be.sample, WarmWaves(settings.sample_waves)
+    try:
+        rows, verdicts = _run_cases(ctx, kernels, name, basis)
+    finally:
+        if settings.sample_waves is not None:
+            be.sample = kept_sample
+    return Result(_document(settings, rows, verdicts, ctx.recorder.drain(), started))
+
+
+def _run_cases(ctx: _Context, kernels: Mapping[str, Any], name: str, basis: str) -> tuple[list, list]:
+    settings, be = ctx.settings, ctx.backend
     rows, verdicts = [], []
     clock = TimeLeft([c.params for c in settings.cases], len(kernels))
     for index, case in enumerate(settings.cases):
@@ -452,7 +477,18 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
             _say(ctx, row, clock.line(index, len(case_rows)))
         rows += case_rows
         verdicts += verdicts_of(name, case.name, case_rows, basis, settings.baseline)
-    return Result(_document(settings, rows, verdicts, ctx.recorder.drain(), started))
+    return rows, verdicts
+
+
+def _sample_waves(value, backend) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise InputError(f"sample_waves = {value!r}: expected an int >= 2 (the first wave and at least one more)")
+    if not backend.kind.simulated:
+        raise InputError(f"sample_waves = {value}: sampling is for the simulator; backend {backend.name!r} runs "
+                         f"every CTA")
+    return value
 
 
 def _allowed_unwritten(value) -> bool | tuple[str, ...]:

@@ -17,6 +17,7 @@ from contract.device import DeviceArray, LaunchArg, LaunchRecord, WorkItems
 from harness.backends.kinds import BackendKind, backend_kind
 
 if TYPE_CHECKING:
+    from harness.plain_sampling import WarmWaves
     from harness.sampling import SamplePolicy
     from harness.timing.row_timing import RowTimes, RowTiming
 
@@ -40,7 +41,7 @@ class Backend:
     sources: dict  # launch name -> what it launched (for static facts)
     lazy_inputs: bool = False  # takes lazy input tensors (contract.generators.KeyedNormal), filled when touched
     sanitize: tuple[str, ...] = ()  # the ptxsim sanitizers every launch runs under (simulating backends)
-    sample: SamplePolicy | None = None  # which launches run sampled (simulating backends; set by the runner per row)
+    sample: SamplePolicy | WarmWaves | None = None  # which launches run sampled (simulating backends; set by the runner per row)
     # a dict: every workspace freed is copied here (the layer's intermediates, for its stage-by-stage sampled check)
     captured_workspace: dict | None = None
 

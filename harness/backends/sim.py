@@ -371,7 +371,9 @@ class SimBackend(Backend):
             extra.pop("wave_ctas", None)
             plan = phased
         elif self.sample_ctas is None and self.sample is not None:
-            plan = self.sample.launch_plan(meaning, g, row_experts, name=tag)
+            wave = extra.get("wave_ctas")
+            plan = self.sample.launch_plan(meaning, g, row_experts, name=tag,
+                                           wave_ctas=wave if isinstance(wave, int) else None)
         if not plan.whole:
             from ptxsim.config import CONFIG
 

@@ -41,7 +41,8 @@ class Backend:
     sources: dict  # launch name -> what it launched (for static facts)
     lazy_inputs: bool = False  # takes lazy input tensors (contract.generators.KeyedNormal), filled when touched
     sanitize: tuple[str, ...] = ()  # the ptxsim sanitizers every launch runs under (simulating backends)
-    sample: SamplePolicy | WarmWaves | None = None  # which launches run sampled (simulating backends; set by the runner per row)
+    # which launches run sampled (simulating backends; set by the runner per row, or by ptxmoe.compare(sample_waves))
+    sample: SamplePolicy | WarmWaves | None = None
     # a dict: every workspace freed is copied here (the layer's intermediates, for its stage-by-stage sampled check)
     captured_workspace: dict | None = None
 

@@ -433,9 +433,10 @@ def _counters(row: Row) -> dict[str, float | None]:
 
 
 def sim_counter_records(doc) -> list[dict]:
-    """{label, preset, skew, counter, <impl>: value for every impl in IMPLS, ratios {pair name: impl value /
-    baseline value}} per cell and counter (sim rows only), limiter included."""
+    """{label, preset, skew, counter, <impl>: value for every impl of table_impls (IMPLS, or a user's run's own),
+    ratios {pair name: impl value / baseline value}} per cell and counter (sim rows only), limiter included."""
     cells: dict = {}
+    impls, pairs = table_impls(doc), table_pairs(doc)
     for row in plain_rows(doc):
         counters = _counters(row)
         if row.status != "ok" or not counters:
@@ -447,16 +448,30 @@ def sim_counter_records(doc) -> list[dict]:
     out = []
     for (label, preset, skew), per_impl in cells.items():
         for counter in (*SIM_COUNTERS, "limiting resource", "model components (µs)"):
-            values = {impl: per_impl.get(impl, {}).get(counter) for impl in IMPLS}
+            values = {impl: per_impl.get(impl, {}).get(counter) for impl in impls}
             out.append({"label": label, "preset": preset, "skew": skew, "counter": counter, **values,
-                        "ratios": pair_ratios(values)})
+                        "ratios": pair_ratios(values, pairs)})
     return out
 
 
-def pair_ratios(values: dict) -> dict[str, float | None]:
+def table_impls(doc) -> list[str]:
+    """The implementations of side-by-side tables: a user's run's own (ptxmoe.compare, in its order), else IMPLS."""
+    sweep = as_sweep(doc)
+    if _own_pairs(sweep):
+        return list(dict.fromkeys([*sweep.settings.impls, *(r.impl for r in sweep.rows)]))
+    return list(IMPLS)
+
+
+def table_pairs(doc) -> list[Pair]:
+    """The pairs of side-by-side tables' ratio columns: a user's run's own pairs, else PAIRS."""
+    sweep = as_sweep(doc)
+    return pairs_present(sweep) if _own_pairs(sweep) else list(PAIRS)
+
+
+def pair_ratios(values: dict, pairs=PAIRS) -> dict[str, float | None]:
     """{pair name: values[impl] / values[baseline]} for every pair (None unless both are non-zero numbers)."""
     out: dict[str, float | None] = {}
-    for pair in PAIRS:
+    for pair in pairs:
         a, b = values.get(pair.baseline), values.get(pair.impl)
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and a:
             out[pair.name] = b / a
@@ -560,12 +575,13 @@ def nsight_metric_records(run: Run) -> list[dict]:
     from harness.nsight.table import short_kernel_name
 
     groups: dict = {}
+    impls, pairs = table_impls(run.sweep), table_pairs(run.sweep)
     for r in run.nsight:
         value = _num(r["value"])
         if value is None or r["metric"] in TIMESTAMP_METRICS:
             continue
         impl: str | None = canonical_impl(r.get("impl"))
-        impl = impl if impl in IMPLS else None
+        impl = impl if impl in impls else None
         key = (r.get("ptxmoe_kernel") or "", r.get("preset") or "", r.get("skew") or "",
                r["nvtx_range"] if not impl else "", short_kernel_name(r["kernel"]) if not impl else "",
                r["metric"], r["unit"], r["source"])
@@ -573,10 +589,10 @@ def nsight_metric_records(run: Run) -> list[dict]:
     out = []
     for (label, preset, skew, rng, kernel, metric, unit, source), per in groups.items():
         mean = {k: float(np.mean(v)) for k, v in per.items()}
-        values = {impl: mean.get(impl) for impl in IMPLS}
+        values = {impl: mean.get(impl) for impl in impls}
         out.append({"label": label, "preset": preset or None, "skew": skew or None, "nvtx_range": rng,
                     "kernel": kernel, "metric": metric, "unit": unit, "source": source,
-                    "n": sum(len(v) for v in per.values()), **values, "ratios": pair_ratios(values),
+                    "n": sum(len(v) for v in per.values()), **values, "ratios": pair_ratios(values, pairs),
                     "value": mean.get("value")})
     return out
 

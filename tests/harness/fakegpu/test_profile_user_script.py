@@ -98,6 +98,8 @@ def test_profile_a_users_script_attaches_ncu_rows_by_nvtx_range(fake_ncu, monkey
     dram = {impl: [m for m in rows[impl]["nsight"] if m["metric"] == "dram__bytes_read.sum"] for impl in rows}
     assert [m["value"] for m in dram["mine"]] == [3072] and [m["value"] for m in dram["theirs"]] == [4096]
     assert "imported (4 metric rows attached, 0 unmatched)" in capsys.readouterr().out
+    page = (run / "dashboard.html").read_text()  # ncu's metrics side by side under the user's names
+    assert "<th>metric</th><th>unit</th><th>mine</th><th>theirs</th><th>theirs / mine</th>" in page
 
 
 def test_the_api_profiles_a_script_and_returns_its_run(fake_ncu, monkeypatch):

@@ -510,9 +510,11 @@ def _fitting_row(ctx: _Context, case: Case, impl: str, kernel, inputs: dict, nee
     """run_row, unless the memory estimate made before it (ptxmoe.footprint) says it will not fit: then a skipped
     row with the reason. Either way the row records the estimate beside the peak it reached."""
     from harness.row_memory import available_bytes, memory_record, peak_rss_bytes, reset_peak_rss, rss_bytes
-    from ptxmoe.footprint import skip_reason
+    from ptxmoe.footprint import device_need, device_skip_reason, skip_reason
 
     reason = skip_reason(need, available_bytes(), ctx.backend.kind.simulated)
+    if reason is None and not ctx.backend.kind.simulated:
+        reason = device_skip_reason(device_need(inputs), ctx.backend.device_free_bytes())
     if reason is not None:
         row = {**UserRow(ctx, case, impl, kernel).head, "status": "skipped", "reason": reason}
         row["memory"] = memory_record(need, None, False)

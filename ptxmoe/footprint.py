@@ -46,3 +46,23 @@ def skip_reason(estimate, available: int | None, simulated: bool) -> str | None:
     helps = "a smaller case, or backend='gpu'" if simulated else "a smaller case"
     return (f"not run: needs about {gib(estimate.total_bytes)} ({parts} + the process's base) and this machine has "
             f"{gib(available)} available; try {helps}")
+
+
+def device_need(inputs: Mapping[str, Any]) -> int:
+    """Device bytes a gpu row needs: a copy of every array, times the timing loop's input rotation (copies of the
+    inputs rotated between samples while they fit in L2: harness.timing.gpu.rotation_count)."""
+    from harness.timing.gpu import rotation_count
+    from harness.timing.row_timing import DEFAULT_L2_BYTES
+
+    arrays = array_bytes(inputs)
+    return arrays * rotation_count(arrays, DEFAULT_L2_BYTES)
+
+
+def device_skip_reason(need: int, free: int | None) -> str | None:
+    """Why a gpu row will not fit in the device memory free now, or None (also when unknown)."""
+    from harness.row_memory import gib
+
+    if free is None or need <= free:
+        return None
+    return (f"not run: needs about {gib(need)} of device memory (a copy of every array, and the timing loop's "
+            f"rotated copies) and the GPU has {gib(free)} free; try a smaller case")

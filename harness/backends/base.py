@@ -102,6 +102,10 @@ class Backend:
     def to_host(self, array: DeviceArray) -> np.ndarray:
         raise NotImplementedError
 
+    def device_free_bytes(self) -> int | None:
+        """Device memory free now (a GPU's; None where the device memory is this process's own: sim)."""
+        return None
+
     def watch_writes(self, arrays: Sequence[DeviceArray]) -> bool:
         """Start counting which bytes of `arrays` the next launches store to (each array starts as never written);
         False when this backend cannot (a GPU: stores are not observed), and then `unwritten_fraction` says None."""

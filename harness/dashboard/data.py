@@ -468,6 +468,30 @@ def table_pairs(doc) -> list[Pair]:
     return pairs_present(sweep) if _own_pairs(sweep) else list(PAIRS)
 
 
+def sim_ncu_records(doc) -> list[dict]:
+    """ptxsim's counters under the ncu metrics the profile captures (harness.nsight.tools.DASHBOARD_NCU_METRICS), in
+    nsight_metric_records' shape (source "ptxsim (modelled)"): a sim run's Nsight table, so a sim and a GPU run of the
+    same kernels read alike."""
+    from harness.nsight.tools import DASHBOARD_NCU_METRICS
+
+    impls, pairs = table_impls(doc), table_pairs(doc)
+    cells: dict = {}
+    for row in plain_rows(doc):
+        counters = _counters(row)
+        if row.status == "ok" and counters:
+            cells.setdefault((row.label, row.preset, row.skew), {})[canonical_impl(row.impl)] = counters
+    out = []
+    for (label, preset, skew), per_impl in cells.items():
+        for metric in DASHBOARD_NCU_METRICS:
+            values = {impl: per_impl.get(impl, {}).get(metric) for impl in impls}
+            if all(v is None for v in values.values()):
+                continue
+            out.append({"label": label, "preset": preset, "skew": skew, "nvtx_range": "", "kernel": "",
+                        "metric": metric, "unit": "", "source": "ptxsim (modelled)", "n": len(per_impl), **values,
+                        "ratios": pair_ratios(values, pairs), "value": None})
+    return out
+
+
 def pair_ratios(values: dict, pairs=PAIRS) -> dict[str, float | None]:
     """{pair name: values[impl] / values[baseline]} for every pair (None unless both are non-zero numbers)."""
     out: dict[str, float | None] = {}

@@ -291,7 +291,7 @@ def _impl_headers(impls: list[str], sweep) -> list[str]:
 
 def nsight_section(run: data.Run) -> str:
     if not run.nsight_files and not run.nsight_errors:
-        return ""
+        return _sim_nsight_section(run) if run.basis == "modelled" else ""
     recs = data.nsight_metric_records(run)
     side = [r for r in recs if any(r.get(i) is not None for i in data.table_impls(run.sweep))]
     impls, pairs = _side_by_side_columns(side, run.sweep)
@@ -311,6 +311,22 @@ def nsight_section(run: data.Run) -> str:
                            [[r["nvtx_range"] or "–", r["kernel"] or "–", r["metric"], r["unit"], r["n"], r["value"],
                              r["source"]] for r in other]))
     return section("nsight", "Nsight metrics", "".join(parts))
+
+
+def _sim_nsight_section(run: data.Run) -> str:
+    """A sim run's Nsight table: ptxsim's counters under the ncu metrics `ptxmoe profile` captures on a GPU."""
+    recs = data.sim_ncu_records(run.sweep)
+    if not recs:
+        return ""
+    impls, pairs = _side_by_side_columns(recs, run.sweep)
+    tbl = table(["kernel", "preset", "skew", "metric", "unit", *_impl_headers(impls, run.sweep),
+                 *(_ratio_header(p) for p in pairs), "source"],
+                [[r["label"], r["preset"], r["skew"], r["metric"], r["unit"], *(r[i] for i in impls),
+                  *(r["ratios"][p.name] for p in pairs), r["source"]] for r in recs],
+                [_cell_attrs(r) for r in recs])
+    return section("nsight", "Nsight metrics (ptxsim's counters, modelled)", tbl,
+                   "A simulated run: ptxsim's counters under the ncu metric names that `ptxmoe profile --tool ncu` "
+                   "captures on a GPU, in the same table.")
 
 
 def timeline_section(run: data.Run, figs: dict) -> str:

@@ -5,7 +5,8 @@ from the same root.
 """
 from contract.errors import CheckError, InputError, PtxmoeError, UnknownNameError
 
-__all__ = ["CheckError", "InputError", "PtxmoeError", "UnknownNameError", "ToolchainError", "TooSlowToSimulate"]
+__all__ = ["CheckError", "InputError", "InvalidPtx", "PtxmoeError", "SimulatorGap", "UnknownNameError",
+           "ToolchainError", "TooSlowToSimulate"]
 
 
 class ToolchainError(PtxmoeError):
@@ -15,3 +16,12 @@ class ToolchainError(PtxmoeError):
 class TooSlowToSimulate(PtxmoeError):
     """A launch the sim backend cannot sample and would simulate whole for hours: its row is skipped with this reason
     (what the launch is, why it cannot be sampled, which flag or backend helps)."""
+
+
+class InvalidPtx(ToolchainError):
+    """PTX the simulator could not load and ptxas refuses too: the text is wrong (a misspelled opcode, a bad
+    operand), not the simulator; the message carries ptxas's verdict with its line."""
+
+
+class SimulatorGap(PtxmoeError):
+    """Valid PTX (ptxas assembles it) that ptxsim does not support yet: the simulator's limit, not the kernel's."""

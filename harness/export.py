@@ -10,6 +10,7 @@ and, on the candidate's row of each verdict, `speedup_vs_<baseline>`, `ci_lo_vs_
 `ci_hi_vs_<baseline>`, `verdict_vs_<baseline>` (speedup = baseline time / this row's time: > 1, this row is faster).
 Rows of a laddered kernel (issue #16) also have `rung` (1-based), `rung_name` and `slot` ("ptx", or "ptx.r1" for a
 lower rung's row); a rung's verdict against the rung below it is `speedup_vs_rung_below` (and its ci/verdict columns).
+A run of `ptxmoe.sweep` has one more column per size axis (`n`, `m`...), after `preset`, holding the row's value.
 """
 from __future__ import annotations
 
@@ -121,9 +122,14 @@ def run_to_dataframe(run):
 
     sweep = _sweep(run)
     verdicts = _verdict_columns(sweep)
+    axes = sweep.settings.axes  # ptxmoe.sweep: each size axis a column, beside the case (preset) it names
     records = []
     for row in sweep.rows:
         record = row_record(row)
+        if axes:
+            at = list(record).index("preset") + 1
+            items = list(record.items())
+            record = dict(items[:at] + [(axis, row.params.get(axis)) for axis in axes] + items[at:])
         record.update(verdicts.get((record["label"], record["slot"], record["preset"], record["skew"]), {}))
         records.append(record)
     frame = pd.DataFrame.from_records(records)

@@ -8,7 +8,7 @@ the seed's question), are here too, so the runner, run.json, the CLI and the das
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, TypeVar
 
 from contract.registry import Implementation
@@ -29,6 +29,7 @@ class Pair:
 
     impl: str
     baseline: str
+    own: bool = field(default=False, compare=False)  # a user's pair (ptxmoe.compare): titled by the user's names
 
     @property
     def name(self) -> str:
@@ -37,7 +38,10 @@ class Pair:
 
     @property
     def title(self) -> str:
-        """"PTX vs CUDA C++"; a lower rung of a ladder reads "PTX rung 2 vs CUDA C++"."""
+        """"PTX vs CUDA C++"; a lower rung of a ladder reads "PTX rung 2 vs CUDA C++"; a user's pair reads as the
+        user named its implementations ("mine vs cpp")."""
+        if self.own:
+            return f"{self.impl} vs {self.baseline}"
         return f"{impl_name(self.impl)} vs {impl_name(self.baseline)}"
 
 

@@ -294,7 +294,7 @@ class RunFile:
         try:
             return atomic_write_text(self.path, text + "\n")
         except OSError as exc:
-            raise ResultsError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+            raise ResultsError(f"cannot write {self.path}: {why_unwritable(self.path.parent, exc)}") from None
 
     # rows ----------------------------------------------------------------------------------------------------
     def row(self, key: str) -> dict | None:
@@ -339,3 +339,38 @@ class RunFile:
 
 def elapsed_since(t0: float) -> float:
     return time.perf_counter() - t0
+
+
+PSEUDO_FILESYSTEMS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+                                "securityfs", "configfs", "bpf", "pstore", "efivarfs", "fusectl", "mqueue"})
+
+
+def _mount_of(path: Path) -> tuple[str, str] | None:
+    """(mount point, filesystem type) holding `path` (Linux /proc/mounts), None where unknown."""
+    try:
+        mounts = [line.split()[1:3] for line in Path("/proc/mounts").read_text().splitlines() if line.strip()]
+    except OSError:
+        return None
+    best = None
+    for point, kind in mounts:
+        point = point.replace("\\040", " ")
+        if (path == Path(point) or Path(point) in path.parents) and (best is None or len(point) > len(best[0])):
+            best = (point, kind)
+    return best
+
+
+def why_unwritable(folder: Path, exc: OSError) -> str:
+    """The real reason a run folder cannot be created or written, beyond the OS's bare "No such file or directory":
+    the nearest existing folder above it is a file, on a pseudo-filesystem (/proc, /sys), or not writable."""
+    folder = Path(folder).absolute()
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("/"))
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    mount = _mount_of(existing)
+    if mount is not None and mount[1] in PSEUDO_FILESYSTEMS:
+        where = f"{existing} is" + ("" if str(existing) == mount[0] else f" on {mount[0]},")
+        return (f"{where} a {mount[1]} pseudo-filesystem (the kernel's view, not a disk), where no folder or file "
+                f"can be created; choose a folder on a disk")
+    if not os.access(existing, os.W_OK):
+        return f"{existing} is not writable by this user ({exc.strerror or exc})"
+    return str(exc.strerror or exc)

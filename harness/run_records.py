@@ -406,6 +406,8 @@ class Row(Record):
     memory: RowMemory | None = None
     traceback: str | None = None
     sticky_cuda_error: str | None = None
+    unwritten: Mapping[str, float] | None = None  # ptxmoe.compare on sim: per array, fraction never stored to
+    arg_types: str | None = None  # ptxmoe.compare: how the array arguments' dtypes were checked, or that they weren't
 
     @property
     def label(self) -> str:
@@ -504,6 +506,8 @@ class SweepSettings(Record):
     sample: str | None = None
     memory_limit: int | None = None
     source: str | None = None
+    baseline: str | None = None  # ptxmoe.compare(baseline=...): every verdict is against it, and so the headline
+    axes: tuple[str, ...] = ()  # ptxmoe.sweep: the size axes, case parameters the dashboard plots time against
     languages: Mapping[str, str] = field(default_factory=dict)
     cases: Mapping[str, JsonTable] = field(default_factory=dict)
 

@@ -113,11 +113,12 @@ class SamplePolicy:
         return replace(self, rows_per_wave=max(1, round(preset.n_blocks / preset.E)), routing_blocks=preset.n_blocks)
 
     def launch_plan(self, meaning: GridMeaning, grid: tuple[int, int, int], row_experts=None,
-                    name: str = "launch") -> LaunchPlan:
+                    name: str = "launch", wave_ctas: int | None = None) -> LaunchPlan:
         """The LaunchPlan of one launch whose grid means `meaning` (contract.device.grid_meaning): WHOLE = every CTA
         (a plain grid always); with `row_experts` (each grid row's expert, -1 from the first row past total_padded
         on: read from the launch's LiveRows, harness.backends.sim) a stratified sample (sample_ranges, wave_ctas);
-        else sample_ctas and wave_ctas (systematic). `name` is for messages only."""
+        else sample_ctas and wave_ctas (systematic). `name` is for messages only; `wave_ctas` (the launch's own
+        wave on the model device) is for policies of plain grids (harness.plain_sampling), unused here."""
         ncta = grid[0] * grid[1] * grid[2]
         if self.waves is None or meaning != "rows":  # NOTE: "items" are sampled by work_windows, or run whole
             return WHOLE

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ptxmoe.errors import InputError, KernelError, PtxmoeError
+from ptxmoe.footprint import case_estimate
 from ptxmoe.kernels import KERNEL_TYPES
+from ptxmoe.progress import TimeLeft
+from ptxmoe.tensors import is_tensor, to_numpy
 
 SKEW = "none"  # user kernels have no routing skew; the run.json field is kept for the dashboard's filters
 DEFAULT_CASE = "default"
@@ -45,6 +48,10 @@ class Settings:
     model_device: str = "H200 SXM"
     timing: Any = None  # harness.timing.gpu.GpuTimingSettings on gpu
     outputs: tuple[str, ...] | None = None
+    allow_unwritten: bool | tuple[str, ...] = False
+    baseline: str | None = None
+    axes: tuple[str, ...] = ()
+    sample_waves: int | None = None
 
     def as_dict(self) -> dict:
         from dataclasses import asdict
@@ -54,7 +61,9 @@ class Settings:
                 "timing": asdict(self.timing) if self.timing is not None else None,
                 "model_device": self.model_device, "sanitize": [], "model_estimate": False,
                 "source": "ptxmoe.compare", "languages": dict(zip(self.impls, self.languages, strict=True)),
-                "cases": {c.name: dict(c.params) for c in self.cases}, "device_profile": None}
+                "cases": {c.name: dict(c.params) for c in self.cases}, "device_profile": None,
+                "baseline": self.baseline, "axes": list(self.axes),
+                "sample": None if self.sample_waves is None else f"warm waves {self.sample_waves}"}
 
 
 @dataclass
@@ -115,11 +124,14 @@ def _draw_inputs(ctx: _Context, case: Case) -> dict:
     if not isinstance(inputs, Mapping) or not inputs:
         raise InputError(f"make_inputs for case {case.name!r} returned {type(inputs).__name__}; expected a non-empty "
                          f"dict {{argument name: NumPy array or scalar}}")
+    gpu = not ctx.backend.kind.simulated
+    inputs = {k: to_numpy(f"make_inputs for case {case.name!r}: {k!r}", v, gpu) if is_tensor(v) else v
+              for k, v in inputs.items()}
     for key, value in inputs.items():
         if not isinstance(key, str) or not (isinstance(value, (np.ndarray, np.generic, int, float))
                                             and not isinstance(value, bool)):
             raise InputError(f"make_inputs for case {case.name!r}: {key!r} = {type(value).__name__}; expected str "
-                             f"names and NumPy arrays or numbers")
+                             f"names and arrays (NumPy, torch, CuPy) or numbers")
     # NOTE: a 0-d array is a scalar argument (passed by value), not a one-element buffer
     inputs = {k: v[()] if isinstance(v, np.ndarray) and v.ndim == 0 else v for k, v in inputs.items()}
     outputs = ctx.settings.outputs or ()
@@ -189,6 +201,29 @@ def _run_check(ctx: _Context, impl: str, outputs: dict, inputs: dict) -> dict:
     return {"ok": ok, "message": message or ("ok" if ok else f"{impl}: check returned False"), "errors": {}}
 
 
+def unwritten_problem(fractions: Mapping[str, float], declared: tuple[str, ...] | None,
+                      allow: bool | tuple[str, ...]) -> str | None:
+    """Why a row's outputs fail for elements its kernel never stored to, or None. `fractions`: {array: fraction of
+    its elements never written}. Declared outputs must be written whole; with no `outputs` declared, every array is
+    read back, the ones never touched count as inputs, and a kernel that wrote to none of them at all fails. Arrays
+    in `allow` (all with True) may stay partly unwritten."""
+    if not fractions or allow is True:
+        return None
+    allowed = set(allow or ())
+    if declared is None:
+        judged = {n: f for n, f in fractions.items() if f < 1.0}
+        if not judged:
+            return (f"wrote nothing: every element of {', '.join(fractions)} was never written (a kernel that stores "
+                    f"nothing, or to the wrong place); pass allow_unwritten=True if intended")
+    else:
+        judged = {n: fractions[n] for n in declared if n in fractions}
+    bad = {n: f for n, f in judged.items() if f > 0.0 and n not in allowed}
+    if not bad:
+        return None
+    return ("; ".join(f"output {n}: {100 * f:.3g}% of its elements never written" for n, f in bad.items())
+            + " (a grid too small, or a missing store?); pass allow_unwritten=[name, ...] if intended")
+
+
 def _user_count(fn, what: str, inputs) -> int | None:
     if fn is None:
         return None
@@ -209,6 +244,9 @@ class UserRow:
         self.ctx, self.impl, self.kernel_desc = ctx, impl, kernel
         self.kernel: str = s.name
         self.variant: str | None = None
+        self.watched: dict = {}
+        self.arg_types: str | None = None
+        self.unwritten: dict[str, float] | None = None
         self.head = {"key": row_key(s.name, None, impl, case.name, SKEW), "kernel": s.name, "variant": None,
                      "impl": impl, "language": kernel.language, "preset": case.name, "skew": SKEW, "seed": case.seed,
                      "backend": s.backend, "params": dict(case.params)}
@@ -217,27 +255,49 @@ class UserRow:
         """The kernel's launcher for these inputs (KernelSpecError / BuildError name the implementation)."""
         impl, kernel = self.impl, self.kernel_desc
         launcher = _named(impl, kernel, lambda: kernel.prepare(inputs, _owner(impl, kernel), kernel.title))
+        self.arg_types = getattr(launcher, "arg_types", None)
         return lambda be, args: _named(impl, kernel, lambda: launcher(be, args))
 
     def begin(self, backend) -> None:
         """Nothing: a user's backend runs as it was made (its own sampling and sanitizers)."""
 
     def place(self, backend, inputs: dict) -> tuple[dict, tuple[str, ...]]:
+        """Device copies of the inputs; every array read back is watched for the elements no store reaches (sim:
+        they start as never written in ptxsim's shadow; gpu: not watched)."""
         from contract.device import DeviceArray
 
         args = _upload(backend, inputs)
         outputs = self.ctx.settings.outputs
         wanted = outputs if outputs is not None else tuple(k for k, v in args.items() if isinstance(v, DeviceArray))
+        self.watched = {n: args[n] for n in wanted} if backend.watch_writes([args[n] for n in wanted]) else {}
         return args, tuple(wanted)
 
     def check(self, backend, outputs: dict, inputs: dict, records: list) -> dict:
-        return _run_check(self.ctx, self.impl, outputs, inputs)
+        """The user's check, and (sim) the never-written rule (unwritten_problem), with or without a check; a
+        sampled run (sample_waves) writes part of its outputs, so it is neither checked nor failed for them."""
+        s = self.ctx.settings
+        fractions = {n: backend.unwritten_fraction(a) for n, a in self.watched.items()}
+        self.unwritten = {n: f for n, f in fractions.items() if f is not None} if self.watched else None
+        if s.sample_waves is not None:
+            return {"ok": True, "message": f"not checked: a sampled run (sample_waves={s.sample_waves}) writes part "
+                                           f"of its outputs; check at a size that runs whole", "errors": {}}
+        judged = _run_check(self.ctx, self.impl, outputs, inputs)
+        problem = unwritten_problem(self.unwritten or {}, s.outputs, s.allow_unwritten)
+        if problem is not None:
+            shown = f"{self.impl}: {problem}"
+            if not judged["ok"]:
+                shown += f"; and the check failed: {judged['message']}"
+            judged = {"ok": False, "message": shown, "errors": {}}
+        return judged
 
     def counts(self, inputs: dict) -> tuple[int | None, int | None]:
         return _user_count(self.ctx.min_bytes, "min_bytes", inputs), _user_count(self.ctx.flops, "flops", inputs)
 
     def annotate(self, row: dict, backend, inputs: dict, records: list) -> None:
-        """Nothing more: a user's kernel has no contract fields (gemm_work, sampling)."""
+        """The fraction of each read-back array never written (sim; None where stores are not watched); a user's
+        kernel has no contract fields (gemm_work, sampling)."""
+        row["unwritten"] = self.unwritten
+        row["arg_types"] = self.arg_types
 
     def stages(self, records: list, timing: dict) -> tuple[list[str], dict[str, float]]:
         from harness.row_run import launch_name_stages
@@ -282,8 +342,12 @@ def verdict(name: str, case: str, baseline: dict, candidate: dict, basis: str) -
     return out
 
 
-def verdicts_of(name: str, case: str, rows: list[dict], basis: str) -> list[dict]:
-    """Every pair in order: each later implementation against each earlier one (the first is the baseline)."""
+def verdicts_of(name: str, case: str, rows: list[dict], basis: str, baseline: str | None = None) -> list[dict]:
+    """With a `baseline`: every other implementation against it, in order. Without: every pair in order, each later
+    implementation against each earlier one."""
+    if baseline is not None:
+        base = next(r for r in rows if r["impl"] == baseline)
+        return [verdict(name, case, base, r, basis) for r in rows if r is not base]
     return [verdict(name, case, rows[i], rows[j], basis) for i in range(len(rows)) for j in range(i + 1, len(rows))]
 
 
@@ -291,13 +355,16 @@ def verdicts_of(name: str, case: str, rows: list[dict], basis: str) -> list[dict
 def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callable | None = None,
             outputs=None, name: str = "kernel", cases: Mapping[str, Mapping] | None = None,
             backend: str = "auto", seed: int = 0, static: bool = True, model_device: str = "H200 SXM",
-            timing=None, min_bytes: Callable | None = None, flops: Callable | None = None, progress=None):
+            timing=None, min_bytes: Callable | None = None, flops: Callable | None = None, progress=None,
+            allow_unwritten=False, baseline: str | None = None, axes=(), sample_waves: int | None = None):
     """Run each implementation on the same inputs, check it, and time it; judge each pair.
 
     Args:
-        kernels: {implementation name: NumbaKernel | CppKernel | PtxKernel}, baseline first.
+        kernels: {implementation name: NumbaKernel | CppKernel | PtxKernel}, in the order rows and pairs are shown.
         make_inputs: `make_inputs(rng, **case_params) -> {argument name: NumPy array or number}` (rng: a seeded
-            numpy Generator). Arrays are copied to the device for each implementation; every array is read back
+            numpy Generator). Arrays are copied to the device for each implementation (a non-contiguous array, e.g.
+            a transposed view or a slice with a step, is copied to a C-contiguous one first: the kernel sees dense
+            row-major data, not the view's strides); every array is read back
             afterwards (or only those named in `outputs`).
         check: `check(outputs, inputs)`: return None/True (correct), False, or (ok, message); or raise
             AssertionError (e.g. numpy.testing.assert_allclose). None: no check.
@@ -309,9 +376,27 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         seed: base seed; each case's seed mixes in its name (every implementation gets the same inputs).
         static: collect static facts (ptxas registers/spills, PTX and SASS instruction histograms).
         model_device: the GPU the sim timing model models.
-        timing: harness.timing.gpu.GpuTimingSettings for the gpu backend (warm-up, stopping rule, budget).
+        timing: harness.timing.gpu.GpuTimingSettings for the gpu backend (warm-up, stopping rule, budget); refused
+            on backend "sim" (times are modelled), warned about and ignored when "auto" chose sim.
         min_bytes, flops: optional functions of the inputs for achieved GB/s and TFLOP/s.
-        progress: a text stream for one line per row (default silent).
+        progress: a text stream for one line per row, with rows done and the time left (default silent).
+        allow_unwritten: on sim every array read back starts as never written and each row records the fraction of
+            its elements no store reached (`row.unwritten`); a declared output (or, with no `outputs`, any array the
+            kernel wrote to part of) left partly unwritten fails the row, as does a kernel that wrote nothing, with
+            or without a check. True allows it everywhere, a list of names for those arrays only.
+        baseline: the implementation every other one is judged against (verdicts "<impl> vs <baseline>", and the
+            dashboard's headline); default none: every pair, each later implementation against each earlier one.
+            Pairs are titled with your implementation names as given.
+        sample_waves: sim only, for big shapes: each launch of more than this many waves simulates its first wave
+            and sample_waves - 1 more spread over the rest (harness.plain_sampling.WarmWaves: the L2 carries what
+            earlier waves loaded, so DRAM traffic keeps its reuse), counters and time extrapolated. A sampled run
+            writes part of its outputs: the check is skipped (check at a size that runs whole) and unwritten
+            elements do not fail the row. None: every CTA.
+        axes: names of case parameters that are size axes (ptxmoe.sweep sets them): each becomes a DataFrame column
+            and the dashboard plots time and throughput against the first.
+    Before each row, its memory is estimated (ptxmoe.footprint: the device copies, on sim simulated in this
+    process, and the outputs read back); a row that will not fit in the memory available is skipped with the reason
+    and the estimate (row.memory), never run into the OOM killer.
     Returns:
         A ptxmoe.Result.
         An implementation that cannot be built or run (KernelSpecError, BuildError with NVRTC's log, KernelError)
@@ -338,13 +423,26 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
         raise InputError(f"make_inputs = {make_inputs!r}: expected a function (rng, **case_params) -> dict")
     if check is not None and not callable(check):
         raise InputError(f"check = {check!r}: expected a function (outputs, inputs) or None")
+    if baseline is not None and baseline not in kernels:
+        raise InputError(f"baseline = {baseline!r}: not one of the implementations ({', '.join(map(str, kernels))})")
     started = utc_now()
     be = backend if isinstance(backend, Backend) else select_backend(backend)
+    if timing is not None and be.kind.simulated:
+        message = (f"timing = {timing!r} is for the gpu backend (measured times); backend {be.name!r} models its times "
+                   f"with ptxsim, so GPU timing settings would change nothing")
+        if backend == "auto":  # the same script on a machine without a GPU: said, not refused
+            import warnings
+
+            warnings.warn(message + "; they are ignored", stacklevel=2)
+        else:
+            raise InputError(message + "; drop timing= or use backend='gpu'")
     settings = Settings(name=name, backend=be.name, impls=tuple(kernels),
                         languages=tuple(k.language for k in kernels.values()), cases=_cases(name, cases, seed),
                         seed=int(seed), static=bool(static), model_device=model_device,
                         timing=None if be.kind.simulated else (timing or GpuTimingSettings()),
-                        outputs=None if outputs is None else tuple(outputs))
+                        outputs=None if outputs is None else tuple(outputs),
+                        allow_unwritten=_allowed_unwritten(allow_unwritten), baseline=baseline,
+                        axes=tuple(axes), sample_waves=_sample_waves(sample_waves, be))
     gpu_name = None if be.kind.simulated else _gpu_name()
     spec = device_spec_for(be.name, gpu_name, model_device)
     row_timing = RowTiming(model_device=model_device, gpu=settings.timing or GpuTimingSettings(),
@@ -352,17 +450,53 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
     ctx = _Context(settings, be, make_inputs, check, min_bytes, flops, spec, progress, RangeRecorder(),
                    RowSettings(static=settings.static, timing=row_timing))
     basis = be.kind.basis
+    if settings.sample_waves is not None:
+        from harness.plain_sampling import WarmWaves
+
+        kept_sample, be.sample = be.sample, WarmWaves(settings.sample_waves)
+    try:
+        rows, verdicts = _run_cases(ctx, kernels, name, basis)
+    finally:
+        if settings.sample_waves is not None:
+            be.sample = kept_sample
+    return Result(_document(settings, rows, verdicts, ctx.recorder.drain(), started))
+
+
+def _run_cases(ctx: _Context, kernels: Mapping[str, Any], name: str, basis: str) -> tuple[list, list]:
+    settings, be = ctx.settings, ctx.backend
     rows, verdicts = [], []
-    for case in settings.cases:
+    clock = TimeLeft([c.params for c in settings.cases], len(kernels))
+    for index, case in enumerate(settings.cases):
         inputs = _draw_inputs(ctx, case)
+        need = case_estimate(name, case.name, inputs, settings.outputs, be.kind.simulated)
         case_rows = []
         for impl, kernel in kernels.items():
-            row = run_row(ctx, case, impl, kernel, inputs)
+            row = _fitting_row(ctx, case, impl, kernel, inputs, need)
             case_rows.append(row)
-            _say(ctx, row)
+            clock.row_done(index, float(row.get("elapsed_s") or 0.0))
+            _say(ctx, row, clock.line(index, len(case_rows)))
         rows += case_rows
-        verdicts += verdicts_of(name, case.name, case_rows, basis)
-    return Result(_document(settings, rows, verdicts, ctx.recorder.drain(), started))
+        verdicts += verdicts_of(name, case.name, case_rows, basis, settings.baseline)
+    return rows, verdicts
+
+
+def _sample_waves(value, backend) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise InputError(f"sample_waves = {value!r}: expected an int >= 2 (the first wave and at least one more)")
+    if not backend.kind.simulated:
+        raise InputError(f"sample_waves = {value}: sampling is for the simulator; backend {backend.name!r} runs "
+                         f"every CTA")
+    return value
+
+
+def _allowed_unwritten(value) -> bool | tuple[str, ...]:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"allow_unwritten = {value!r}: expected True, False or a list of array names")
+    return tuple(value)
 
 
 def _gpu_name() -> str | None:
@@ -372,7 +506,26 @@ def _gpu_name() -> str | None:
     return gpu if ok else None
 
 
-def _say(ctx: _Context, row: dict) -> None:
+def _fitting_row(ctx: _Context, case: Case, impl: str, kernel, inputs: dict, need) -> dict:
+    """run_row, unless the memory estimate made before it (ptxmoe.footprint) says it will not fit: then a skipped
+    row with the reason. Either way the row records the estimate beside the peak it reached."""
+    from harness.row_memory import available_bytes, memory_record, peak_rss_bytes, reset_peak_rss, rss_bytes
+    from ptxmoe.footprint import device_need, device_skip_reason, skip_reason
+
+    reason = skip_reason(need, available_bytes(), ctx.backend.kind.simulated)
+    if reason is None and not ctx.backend.kind.simulated:
+        reason = device_skip_reason(device_need(inputs), ctx.backend.device_free_bytes())
+    if reason is not None:
+        row = {**UserRow(ctx, case, impl, kernel).head, "status": "skipped", "reason": reason}
+        row["memory"] = memory_record(need, None, False)
+        return row
+    start, windowed = rss_bytes(), reset_peak_rss()
+    row = run_row(ctx, case, impl, kernel, inputs)
+    row["memory"] = memory_record(need, peak_rss_bytes(), windowed, start)
+    return row
+
+
+def _say(ctx: _Context, row: dict, where: str = "") -> None:
     from harness.results import typed_row
     from harness.run_records import ModelledTiming
 
@@ -384,7 +537,8 @@ def _say(ctx: _Context, row: dict) -> None:
     else:
         error = typed.timing.error if isinstance(typed.timing, ModelledTiming) else None
         shown = f"no time ({error or typed.reason})"
-    print(f"{row['key']}: {row['status']}, {shown}", file=ctx.progress or sys.stderr, flush=True)
+    print(f"{row['key']}: {row['status']}, {shown}" + (f" {where}" if where else ""), file=ctx.progress,
+          flush=True)
 
 
 def _document(settings: Settings, rows: list[dict], verdicts: list[dict], ranges: list[dict], started: str) -> dict:

@@ -27,6 +27,8 @@ PTX_SCALAR_TYPES = {
     "f32": "float32", "f64": "float64",
 }
 POINTER_TYPES = ("u64", "b64", "s64")  # a device pointer is a 64-bit .param
+# arrays of a type Numba has none for (ml_dtypes bfloat16, float8_e4m3fn, float8_e5m2) reach a Numba kernel as bits
+BITS_VIEWS = {1: "uint8", 2: "uint16"}
 _ENTRY_RE = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)", re.DOTALL)
 _PARAM_RE = re.compile(r"\.param\s+\.(\w+)\s+(?:\.ptr\s+\S+\s+)?(?:\.align\s+\d+\s+)?([\w$]+)")
 
@@ -94,6 +96,8 @@ def numba_signature(owner: str, names, inputs: Mapping[str, Any]) -> str:
     for name in names:
         value = inputs[name]
         dtype = np.asarray(value).dtype
+        if dtype.kind == "V" and dtype.itemsize in BITS_VIEWS and _is_array(value):
+            dtype = np.dtype(BITS_VIEWS[dtype.itemsize])  # bf16 / fp8 (ml_dtypes): Numba has no type; their bits
         try:
             base = str(from_dtype(dtype))
         except Exception:  # noqa: BLE001 - numba raises NotImplementedError and others for unsupported dtypes
@@ -107,6 +111,33 @@ def numba_signature(owner: str, names, inputs: Mapping[str, Any]) -> str:
     return f"void({', '.join(parts)})"
 
 
+def check_numba_signature(owner: str, signature: str, names, inputs: Mapping[str, Any]) -> str:
+    """Each array argument's dtype against a declared Numba signature (NOTE: the launch itself checks only the
+    itemsize: a float32 signature runs an int32 array as bits)."""
+    import numpy as np
+    from numba.core import sigutils, types
+    from numba.np import numpy_support
+
+    try:
+        arg_types, _ = sigutils.normalize_signature(signature)
+    except Exception as exc:  # noqa: BLE001 - Numba raises TypeError and its own errors for a bad signature string
+        raise KernelSpecError(f"{owner}: signature {signature!r} is not a Numba signature: {exc}") from None
+    if len(arg_types) != len(names):
+        raise KernelSpecError(f"{owner}: signature {signature!r} has {len(arg_types)} arguments; {len(names)} given "
+                              f"({', '.join(names)})")
+    checked = []
+    for name, declared in zip(names, arg_types, strict=True):
+        value = inputs[name]
+        if not isinstance(declared, types.Array) or not _is_array(value):
+            continue
+        want = np.dtype(numpy_support.as_dtype(declared.dtype))
+        if np.dtype(value.dtype) != want:
+            raise KernelSpecError(f"{owner}: argument {name} is a {value.dtype} array; Numba's signature "
+                                  f"{signature!r} says {want}")
+        checked.append(name)
+    return f"argument types checked against Numba's signature: {', '.join(checked) or 'no arrays'}"
+
+
 @dataclass(frozen=True)
 class NumbaKernel:
     """A Numba CUDA kernel: a plain Python function or a `@cuda.jit` one (its Python function is used).
@@ -116,7 +147,8 @@ class NumbaKernel:
         grid, block: launch shape, each an int, a 1-3 tuple, or a function of the inputs returning one.
         shared_bytes: dynamic shared memory (int or function of the inputs).
         args: input names in the function's parameter order; default the function's parameter names.
-        signature: a Numba signature string; default inferred from the inputs (C-contiguous arrays).
+        signature: a Numba signature string; default inferred from the inputs (C-contiguous arrays; a bf16 or fp8
+            array, which Numba has no type for, arrives as its bits: uint16 / uint8).
     """
 
     fn: Callable
@@ -154,12 +186,18 @@ class NumbaKernel:
             raise KernelSpecError(f"{owner}: fn = {self.fn!r}; expected a Python function or a @cuda.jit kernel")
         names = self.arg_names(owner, inputs)
         grid, block, shared = launch_shape(owner, self, inputs)
-        signature = self.signature or numba_signature(owner, names, inputs)
+        if self.signature is None:
+            signature = numba_signature(owner, names, inputs)
+            arg_types = "argument types: Numba compiles the kernel for the inputs' dtypes"
+        else:
+            signature = self.signature
+            arg_types = check_numba_signature(owner, signature, names, inputs)
         pyfunc = self.pyfunc
 
         def launcher(backend, device_args):
             return backend.launch_numba(pyfunc, signature, grid, block, [device_args[n] for n in names],
                                         shared_bytes=shared, tag=tag)
+        launcher.arg_types = arg_types  # type: ignore[attr-defined]
         return launcher
 
     def launch(self, backend, device_args: Mapping[str, Any], inputs: Mapping[str, Any], owner: str, tag: str):
@@ -215,17 +253,95 @@ def _cast_scalar(where: str, value, target):
     return target.type(int(value))
 
 
+def _dtype_name(dtype) -> str:
+    import numpy as np
+
+    return np.dtype(dtype).name
+
+
+def declared_dtypes(owner: str, declared: Mapping[str, Any] | None, names, inputs: Mapping[str, Any]) -> list[str]:
+    """The arrays whose dtype a declared signature ({argument: dtype}) fixes, each checked against its input."""
+    import numpy as np
+
+    if declared is None:
+        return []
+    unknown = [n for n in declared if n not in names]
+    if unknown:
+        raise KernelSpecError(f"{owner}: dtypes= names {', '.join(map(str, unknown))}, not among the arguments "
+                              f"({', '.join(names)})")
+    checked = []
+    for name, want in declared.items():
+        value = inputs[name]
+        if not _is_array(value):
+            continue
+        try:
+            want = np.dtype(want)
+        except TypeError:
+            raise KernelSpecError(f"{owner}: dtypes[{name!r}] = {want!r} is not a NumPy dtype") from None
+        if np.dtype(value.dtype) != want:
+            raise KernelSpecError(f"{owner}: argument {name} is a {value.dtype} array; the declared signature "
+                                  f"(dtypes=) says {want}")
+        checked.append(name)
+    return checked
+
+
+def check_pointer_types(owner: str, ptx: str, entry: str, names, inputs: Mapping[str, Any],
+                        declared: Mapping[str, Any] | None = None) -> str:
+    """Check each array argument's dtype before launch: against the declared signature (`dtypes`) when given, else
+    against the element type the PTX's loads and stores through its pointer name (harness.pointer_types). Raises
+    KernelSpecError naming the argument, the dtype given and the type expected; returns what was checked and what
+    could not be (\"argument types unchecked: ...\")."""
+    from harness.pointer_types import expected_element, pointer_accesses
+
+    by_declared = declared_dtypes(owner, declared, names, inputs)
+    params = entry_body_params(ptx, entry)
+    accesses = pointer_accesses(ptx, entry) or {}
+    by_flow, unchecked = [], []
+    for name, param in zip(names, params, strict=False):
+        value = inputs[name]
+        if not _is_array(value) or name in by_declared:
+            continue
+        expected = expected_element(accesses.get(param, []))
+        if expected is None:
+            unchecked.append(name)
+            continue
+        if not expected.matches(value.dtype):
+            raise KernelSpecError(f"{owner}: argument {name} is a {_dtype_name(value.dtype)} array, but the kernel "
+                                  f"uses it as {expected}; pass {expected.dtype or 'an integer array of that width'}"
+                                  f" (or declare dtypes= if the PTX moves it as another type on purpose)")
+        by_flow.append(name)
+    parts = []
+    if by_declared:
+        parts.append(f"argument types checked against the declared signature: {', '.join(by_declared)}")
+    if by_flow:
+        parts.append(f"argument types checked against the PTX's loads and stores: {', '.join(by_flow)}")
+    if unchecked:
+        parts.append(f"argument types unchecked: {', '.join(unchecked)} (no typed load or store reaches them)")
+    return "; ".join(parts) or "no array arguments"
+
+
+def entry_body_params(ptx: str, entry: str) -> list[str]:
+    """The .param names of `entry`, in order."""
+    from harness.pointer_types import entry_body
+
+    found = entry_body(ptx, entry)
+    return found[0] if found is not None else []
+
+
 def ptx_launcher(kernel, ptx: str, inputs: Mapping[str, Any], owner: str, tag: str) -> Launcher:
-    """The launcher of a PTX entry: parameters checked and scalars cast once; arrays taken from device_args."""
+    """The launcher of a PTX entry: parameters checked and scalars cast once, array dtypes checked
+    (check_pointer_types; the launcher's `arg_types` says what was); arrays taken from device_args."""
     names = ordered_args(owner, kernel.args, inputs)
     grid, block, shared = launch_shape(owner, kernel, inputs)
     planned = pack_ptx_params(owner, kernel.entry, ptx, names, inputs)
+    arg_types = check_pointer_types(owner, ptx, kernel.entry, names, inputs, kernel.dtypes)
     pointers = [_is_array(inputs[n]) for n in names]
     entry = kernel.entry
 
     def launcher(backend, device_args):
         params = [device_args[n] if ptr else value for n, ptr, value in zip(names, pointers, planned, strict=True)]
         return backend.launch_ptx(ptx, entry, grid, block, params, shared_bytes=shared, tag=tag)
+    launcher.arg_types = arg_types  # type: ignore[attr-defined]
     return launcher
 
 
@@ -238,6 +354,8 @@ class PtxKernel:
         entry: the .entry name.
         grid, block, shared_bytes: as for NumbaKernel.
         args: input names in .param order; default every input in the order make_inputs returned them.
+        dtypes: a declared signature, {argument name: NumPy dtype}, checked before launch; arrays not named in it
+            are checked against the element type the PTX loads and stores through their pointer.
     """
 
     text: str
@@ -247,6 +365,7 @@ class PtxKernel:
     block: Geometry
     shared_bytes: Geometry = 0
     args: tuple[str, ...] | None = None
+    dtypes: Mapping[str, Any] | None = None
 
     language: ClassVar[str] = "ptx"
 
@@ -275,7 +394,8 @@ class CppKernel:
     Args:
         source: the CUDA C++ source; the kernel must be `extern "C" __global__` so its entry name is `entry`.
         entry: the kernel's name.
-        grid, block, shared_bytes, args: as for PtxKernel.
+        grid, block, shared_bytes, args, dtypes: as for PtxKernel (an extern "C" name carries no types: without
+            dtypes, arrays are checked against the loads and stores of the PTX NVRTC makes).
         options: extra NVRTC options, e.g. ("-DTILE=128", "--use_fast_math").
     """
 
@@ -286,6 +406,7 @@ class CppKernel:
     block: Geometry
     shared_bytes: Geometry = 0
     args: tuple[str, ...] | None = None
+    dtypes: Mapping[str, Any] | None = None
     options: tuple[str, ...] = ()
 
     language: ClassVar[str] = "cpp"

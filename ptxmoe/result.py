@@ -19,6 +19,10 @@ if TYPE_CHECKING:  # NOTE: `import ptxmoe` stays cheap: harness is imported when
     from harness.run_records import Verdict as VerdictRecord
 
 
+# files made from a run folder's run.json (dashboard, comparisons, exports): stale once run.json is replaced
+DERIVED_FILES = ("dashboard.html", "dashboard-vs-*.html", "run.csv", "run.parquet")
+
+
 @dataclass(frozen=True)
 class Verdict:
     """One pairwise verdict: `candidate` against `baseline` in one case."""
@@ -162,16 +166,23 @@ class Result:
         return run_to_dataframe(self.doc)
 
     def save(self, run_dir, overwrite: bool = False) -> Path:
-        """Write `run_dir/run.json` atomically (a normal run folder for `ptxmoe dashboard` / `export`).
+        """Write `run_dir/run.json` atomically (a normal run folder for `ptxmoe dashboard` / `export`). With
+        overwrite, what was made from the old run.json (its dashboard.html, run.csv / run.parquet exports) is removed
+        first, so no file in the folder describes another run.
 
         Raises:
-            PtxmoeError: run.json exists there already and overwrite is False.
+            PtxmoeError: run.json exists there already and overwrite is False; ResultsError (a PtxmoeError): the
+                folder cannot be created or written (the message says why: a file in the way, /proc, permissions).
         """
         from harness.results import RUN_FILE, RunFile
 
         run_dir = Path(run_dir)
         if (run_dir / RUN_FILE).exists() and not overwrite:
             raise PtxmoeError(f"{run_dir / RUN_FILE} exists already; pass overwrite=True or another folder")
+        if overwrite and run_dir.is_dir():
+            for pattern in DERIVED_FILES:
+                for stale in run_dir.glob(pattern):
+                    stale.unlink()
         return RunFile(run_dir, self.doc).save()
 
     def __repr__(self) -> str:
@@ -207,6 +218,8 @@ def summary(result: Result) -> str:
     width = max([len(r.impl) for r in rows] + [4])
     for r in rows:
         reason = f"  {r.reason}" if r.status != "ok" and r.reason else ""
+        if r.arg_types and "unchecked" in r.arg_types:
+            reason += "  (" + r.arg_types[r.arg_types.index("argument types unchecked"):] + ")"
         lines.append(f"  {r.kernel} [{r.preset}] {r.impl.ljust(width)}  "
                      f"{r.status.ljust(6)}  {_fmt(r.time_us):>10} us{reason}")
     for v in result.verdicts:

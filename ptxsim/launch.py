@@ -29,7 +29,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
            max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None,
            wave_ctas: int | None = None, l2_bytes: int | None = None, phases=None, represents: float | None = None,
            phase_waves=None, phase_grids=None, sample_ranges=None, phase_weights=None, strict_async=None,
-           plan: LaunchPlan | None = None):
+           plan: LaunchPlan | None = None, track_written: bool = False):
     """Run `kernel` over `grid` x `block` threads (or, with `phases`, the whole grid once per parameter list).
 
     Args:
@@ -75,6 +75,8 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
             kernel's window with fewer items than CTAs runs on that many CTAs: the rest would only set up and exit,
             and extrapolating their setup by 1 / represents would charge the whole launch for CTAs that, in the
             whole launch, all have work. LaunchStats still report `grid` (the launch as the device runs it).
+        track_written: keep the device's per-byte written shadow up to date on global stores even with no sanitizer
+            asking for it (a caller measuring which bytes of an output a launch never wrote).
 
         strict_async: adversarial timing of asynchronous operations (None: on when there are sanitizers or
             PTXSIM_STRICT_ASYNC=1). Async-copy destinations hold poison (0xFF bytes) until a waiter observes the
@@ -126,7 +128,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
 
     sans = make_sanitizers(sanitize, sanitize_report, dev)
     L = Launch(grid, block, int(shared_bytes), dev.gmem, param_buf, symaddr, [],
-               track_written=any(s.needs_written for s in sans))
+               track_written=track_written or any(s.needs_written for s in sans))
     mem = MemCounters(dev.gmem, l2_bytes) if counters else NoCounters()
     L.hooks = ([mem] if counters else []) + sans
     L.memcheck = next((s for s in sans if s.tool == "memcheck"), None)

@@ -17,6 +17,7 @@ from contract.device import DeviceArray, LaunchArg, LaunchRecord, WorkItems
 from harness.backends.kinds import BackendKind, backend_kind
 
 if TYPE_CHECKING:
+    from harness.plain_sampling import WarmWaves
     from harness.sampling import SamplePolicy
     from harness.timing.row_timing import RowTimes, RowTiming
 
@@ -40,7 +41,8 @@ class Backend:
     sources: dict  # launch name -> what it launched (for static facts)
     lazy_inputs: bool = False  # takes lazy input tensors (contract.generators.KeyedNormal), filled when touched
     sanitize: tuple[str, ...] = ()  # the ptxsim sanitizers every launch runs under (simulating backends)
-    sample: SamplePolicy | None = None  # which launches run sampled (simulating backends; set by the runner per row)
+    # which launches run sampled (simulating backends; set by the runner per row, or by ptxmoe.compare(sample_waves))
+    sample: SamplePolicy | WarmWaves | None = None
     # a dict: every workspace freed is copied here (the layer's intermediates, for its stage-by-stage sampled check)
     captured_workspace: dict | None = None
 
@@ -99,6 +101,19 @@ class Backend:
 
     def to_host(self, array: DeviceArray) -> np.ndarray:
         raise NotImplementedError
+
+    def device_free_bytes(self) -> int | None:
+        """Device memory free now (a GPU's; None where the device memory is this process's own: sim)."""
+        return None
+
+    def watch_writes(self, arrays: Sequence[DeviceArray]) -> bool:
+        """Start counting which bytes of `arrays` the next launches store to (each array starts as never written);
+        False when this backend cannot (a GPU: stores are not observed), and then `unwritten_fraction` says None."""
+        return False
+
+    def unwritten_fraction(self, array: DeviceArray) -> float | None:
+        """The fraction of `array`'s elements no launch stored to since `watch_writes`; None when not watched."""
+        return None
 
     def free(self, array: DeviceArray) -> None:
         raise NotImplementedError

@@ -108,6 +108,14 @@ class GpuBackend(Backend):
         addr = int(cai["data"][0]) if cai else 0
         return DeviceArray(tuple(int(d) for d in shape), np.dtype(dtype), addr, handle=dev)
 
+    def device_free_bytes(self) -> int | None:
+        """Free device memory (the CUDA context's cuMemGetInfo through Numba), None when it cannot be asked."""
+        try:
+            free, _total = self._cuda.current_context().get_memory_info()
+        except Exception:  # noqa: BLE001 - an estimate's input: unknown rather than fatal
+            return None
+        return int(free)
+
     def to_device(self, host: np.ndarray) -> DeviceArray:
         host = np.ascontiguousarray(host)
         dev = self._cuda.to_device(host.view(numba_view_dtype(host.dtype)), stream=self.stream)

@@ -220,6 +220,34 @@ class SimBackend(Backend):
     def free(self, array: DeviceArray) -> None:
         self.device.free(self._buffer(array))
 
+    _track_written = False  # set by watch_writes until reset_memory: launches keep the written shadow
+
+    def watch_writes(self, arrays: Sequence[DeviceArray]) -> bool:
+        """Mark `arrays` never written in ptxsim's per-byte shadow and have later launches update it on every global
+        store (Backend.watch_writes). NOTE: the shadow is initcheck's: under initcheck the arrays stay as copied in
+        (marking an in/out array unwritten would report its first read), so nothing is watched."""
+        if "initcheck" in self.sanitize:
+            return False
+        from ptxsim.memory import GLOBAL_BASE
+
+        for array in arrays:
+            if array.nbytes:
+                self.device.gmem.mark_written(self._buffer(array).addr - GLOBAL_BASE, array.nbytes, False)
+        self._track_written = True
+        return True
+
+    def unwritten_fraction(self, array: DeviceArray) -> float | None:
+        if not self._track_written:
+            return None
+        if not array.nbytes:
+            return 0.0
+        from ptxsim.memory import GLOBAL_BASE
+
+        off = self._buffer(array).addr - GLOBAL_BASE
+        itemsize = np.dtype(array.dtype).itemsize
+        shadow = np.asarray(self.device.gmem.written[off: off + array.nbytes]).reshape(-1, itemsize)
+        return 1.0 - float(np.count_nonzero(shadow.any(axis=1))) / shadow.shape[0]
+
     def tensor_map(self, array: DeviceArray, box, swizzle: int = 128, shape=None, oob_fill: str = "zero"
                    ) -> TensorMapArg:
         """A tiled tensor map over `array` (contract.device.KernelBackend.tensor_map), encoded by ptxsim's host
@@ -255,6 +283,7 @@ class SimBackend(Backend):
         RESET_COLLECT_BYTES or more is collected here, at once (a small one is left to Python: a collection costs
         ~0.1 s, a tiny row about as much)."""
         dropped = getattr(getattr(self.device, "gmem", None), "top", 0)
+        self._track_written = False
         self.device = type(self.device)()
         if dropped >= RESET_COLLECT_BYTES:
             import gc
@@ -309,15 +338,29 @@ class SimBackend(Backend):
         experts[row_tokens >= max(total, 0)] = -1
         return experts
 
+    def _kernel(self, ptx: str, entry: str):
+        """The entry of the parsed module; PTX ptxsim cannot parse or decode is named invalid (ptxas refuses it too)
+        or a simulator gap (ptxas accepts it): harness.ptx_verdict."""
+        from ptxsim.errors import DecodeError, PtxSyntaxError, UnsupportedInstruction
+
+        try:
+            return self.module(ptx).kernel(entry)
+        except (PtxSyntaxError, UnsupportedInstruction, DecodeError) as exc:
+            from harness.ptx_verdict import classify_refusal
+
+            raise classify_refusal(ptx, exc) from exc
+
     def _launch(self, ptx: str, entry: str, grid, block, flat_params, shared_bytes: int, impl: str, tag: str,
                 phased: LaunchPlan | None = None, row_experts: np.ndarray | None = None,
                 meaning: GridMeaning = "plain"):
-        kernel = self.module(ptx).kernel(entry)
+        self.sources[tag] = (ptx, entry)  # before loading: static facts are useful even when the launch fails
+        kernel = self._kernel(ptx, entry)
         g, b = dim3(grid, "grid"), dim3(block, "block")
-        self.sources[tag] = (ptx, entry)  # before launching: static facts are useful even when the launch fails
         t0 = time.perf_counter()
         extra = {"sanitize": set(self.sanitize), "sanitize_report": True} if self.sanitize else {}
         extra["time_limit"] = self.time_limit
+        if self._track_written:
+            extra["track_written"] = True
         shape = wave_shape(ptx, entry, b, int(shared_bytes))
         if "l2_bytes" in shape:
             extra["l2_bytes"] = shape["l2_bytes"]
@@ -326,7 +369,7 @@ class SimBackend(Backend):
         if phased is not None:  # a persistent launch's item windows: each phase one wave, on its own grid
             plan = phased
         elif self.sample_ctas is None and self.sample is not None:
-            plan = self.sample.launch_plan(meaning, g, row_experts, name=tag)
+            plan = self.sample.launch_plan(meaning, g, row_experts, name=tag, wave_ctas=wave)
         if not plan.whole:
             from ptxsim.config import CONFIG
 
@@ -374,7 +417,7 @@ class SimBackend(Backend):
         if not windows:
             return self._launch(ptx, entry, grid, block, ptx_params(flatten_work_items(params)), shared_bytes, "ptx",
                                 tag, row_experts=None if items else experts, meaning=grid_meaning(params))
-        kernel = self.module(ptx).kernel(entry)
+        kernel = self._kernel(ptx, entry)
         ran = sum(w.end - w.begin for w in windows)
         if weights is None:
             weights = [items[0].count / ran] * len(windows)

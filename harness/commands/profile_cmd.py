@@ -1,4 +1,6 @@
 """`ptxmoe profile --tool ncu|nsys [compare options]`: re-run the comparison under Nsight, import what it wrote.
+`ptxmoe profile --tool ncu --script my_kernels.py --run RUN`: the same for your own kernels (ptxmoe.compare in a
+script that saves its result into RUN); ncu's rows attach to its rows by their NVTX ranges.
 
 The comparison runs as a child `python -m harness.cli compare ... --run-id ID --quick-timing --no-model-estimate`
 under the tool (command lines from harness.nsight.tools), so the run folder is known in advance; the tool's report is
@@ -32,8 +34,24 @@ def register(subparsers) -> None:
                         help="ncu: profile the first launch of each kernel launch configuration (default; the "
                              "check run of its row) or "
                              "every launch (check, warm-up, sample and stage runs, each replayed per metric pass)")
+    parser.add_argument("--script", metavar="PY", help="profile your own kernels: run this script (which calls "
+                        "ptxmoe.compare or sweep and saves its result with result.save(RUN)) under the tool instead "
+                        "of the built-in comparison; needs --run")
+    parser.add_argument("--run", metavar="RUN", help="with --script: the run folder the script saves to, where "
+                        "the report is imported")
     add_compare_options(parser)
     parser.set_defaults(func=run)
+
+
+def script_run(args) -> tuple[list[str], Path]:
+    """(the app argv, the run folder) of `--script S --run RUN`: the user's script, whose compare labels every
+    launch with the NVTX range of its row ("name/impl/case/none") and saves its run.json into RUN."""
+    if not args.run:
+        raise PtxmoeError("--script needs --run RUN: the folder the script saves its result to (result.save(RUN))")
+    script = Path(args.script)
+    if not script.is_file():
+        raise PtxmoeError(f"--script {script}: no such file")
+    return [sys.executable, str(script)], Path(args.run)
 
 
 def child_argv(args, run_id: str) -> list[str]:
@@ -75,13 +93,16 @@ def run(args) -> int:
     except ToolchainError as exc:
         print(f"ptxmoe profile: {exc}", file=sys.stderr)
         return 2
-    backend = resolve_backend_name(args.backend)
-    if backend_kind(backend).simulated:
-        raise PtxmoeError(f"profiling with {args.tool} needs the gpu backend (a visible CUDA GPU); backend resolved "
-                          f"to {backend!r}")
-    run_id = new_run_id("gpu") + f"-{args.tool}"
-    run_dir = Path(args.out) / run_id
-    app = child_argv(args, run_id)
+    if getattr(args, "script", None):  # the user's own kernels: the script chooses its backend and saves its run
+        app, run_dir = script_run(args)
+    else:
+        backend = resolve_backend_name(args.backend)
+        if backend_kind(backend).simulated:
+            raise PtxmoeError(f"profiling with {args.tool} needs the gpu backend (a visible CUDA GPU); backend "
+                              f"resolved to {backend!r}")
+        run_id = new_run_id("gpu") + f"-{args.tool}"
+        run_dir = Path(args.out) / run_id
+        app = child_argv(args, run_id)
     nsight_dir = run_dir / "nsight"
     nsight_dir.mkdir(parents=True, exist_ok=True)
     if args.tool == "ncu":
@@ -108,6 +129,10 @@ def run(args) -> int:
             return rc
     if not report.exists():
         print(f"ptxmoe profile: {args.tool} wrote no report at {report}", file=sys.stderr)
+        return 1
+    if not (run_dir / "run.json").exists():
+        print(f"ptxmoe profile: no run.json in {run_dir}: the script must save its result there "
+              f"(result.save({str(run_dir)!r}, overwrite=True)); the report is kept at {report}", file=sys.stderr)
         return 1
     try:
         _rows_json, attached, unmatched = import_file(report, run_dir)

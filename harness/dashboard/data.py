@@ -180,9 +180,16 @@ def impls_present(doc) -> list[str]:
     return [i for i in IMPLS if i in seen] + [i for i in seen if i not in IMPLS and isinstance(i, str)]
 
 
-def _pair_of(v: Verdict) -> Pair | None:
-    """The verdict's pair: a built-in one by name, else the user's own (runs saved by ptxmoe.compare name their
-    implementations: impl/baseline), else the two-path pair of schema-1 runs."""
+def _own_pairs(sweep: Sweep) -> bool:
+    """Whether a run's pairs are a user's (ptxmoe.compare): named, ordered and headlined as the user chose."""
+    return sweep.settings.source == "ptxmoe.compare"
+
+
+def _pair_of(v: Verdict, own: bool = False) -> Pair | None:
+    """The verdict's pair: in a user's run (`own`) the user's two implementations as named; else a built-in one by
+    name, else a pair of impl/baseline, else the two-path pair of schema-1 runs."""
+    if own and v.impl and v.baseline:
+        return Pair(v.impl, v.baseline, own=True)
     known = next((p for p in PAIRS if p.name == (v.pair or LEGACY_PAIR)), None)
     if known is not None:
         return known
@@ -195,12 +202,16 @@ def pairs_present(doc) -> list[Pair]:
     """The pairs with at least one verdict in `doc`: the built-in ones in PAIRS order (the headline pair first),
     then users' own pairs in the order first met."""
     found: list[Pair] = []
-    for v in as_sweep(doc).verdicts:
-        pair = _pair_of(v)
+    sweep = as_sweep(doc)
+    own = _own_pairs(sweep)
+    for v in sweep.verdicts:
+        pair = _pair_of(v, own)
         if pair is not None and v.is_rung_verdict:
             continue  # NOTE: rung verdicts are the ladder section's, not pairs of their own with headlines
         if pair is not None and pair not in found:
             found.append(pair)
+    if own:
+        return found
     return [p for p in PAIRS if p in found] + [p for p in found if p not in PAIRS]
 
 
@@ -216,6 +227,9 @@ def headline_pair(doc) -> Pair:
     has a speedup (a run of two implementations headlines the one pair it has), else the first pair present."""
     verdicts = verdict_records(doc)
     present = pairs_present(doc)
+    chosen = as_sweep(doc).settings.baseline  # compare(baseline=...): the headline is against it
+    if chosen is not None:
+        present = [p for p in present if p.baseline == chosen] + [p for p in present if p.baseline != chosen]
     for pair in present:
         if any(v["pair"] == pair.name and v["speedup"] for v in verdicts):
             return pair
@@ -283,12 +297,14 @@ def verdict_records(doc) -> list[dict]:
     """One record per (kernel[variant], preset, skew) and pair: the speedup of `impl` over `baseline` (> 1: `impl`
     faster), its interval and the verdict. Verdicts of unknown pairs are left out."""
     out = []
-    for v in as_sweep(doc).verdicts:
-        pair = _pair_of(v)
+    sweep = as_sweep(doc)
+    own = _own_pairs(sweep)
+    for v in sweep.verdicts:
+        pair = _pair_of(v, own)
         if pair is None:
             continue
         out.append({"key": v.key, "label": v.label, "pair": pair.name, "impl": pair.impl,
-                    "baseline": pair.baseline, "title": pair.title, "headline": pair == HEADLINE_PAIR,
+                    "baseline": pair.baseline, "title": pair.title, "headline": pair == HEADLINE_PAIR and not own,
                     "kernel": v.kernel, "preset": v.preset, "skew": v.skew,
                     "speedup": _num(v.speedup), "ci_lo": _num(v.ci_lo), "ci_hi": _num(v.ci_hi),
                     "verdict": v.verdict, "basis": v.basis, "reason": v.reason})
@@ -417,9 +433,10 @@ def _counters(row: Row) -> dict[str, float | None]:
 
 
 def sim_counter_records(doc) -> list[dict]:
-    """{label, preset, skew, counter, <impl>: value for every impl in IMPLS, ratios {pair name: impl value /
-    baseline value}} per cell and counter (sim rows only), limiter included."""
+    """{label, preset, skew, counter, <impl>: value for every impl of table_impls (IMPLS, or a user's run's own),
+    ratios {pair name: impl value / baseline value}} per cell and counter (sim rows only), limiter included."""
     cells: dict = {}
+    impls, pairs = table_impls(doc), table_pairs(doc)
     for row in plain_rows(doc):
         counters = _counters(row)
         if row.status != "ok" or not counters:
@@ -431,16 +448,54 @@ def sim_counter_records(doc) -> list[dict]:
     out = []
     for (label, preset, skew), per_impl in cells.items():
         for counter in (*SIM_COUNTERS, "limiting resource", "model components (µs)"):
-            values = {impl: per_impl.get(impl, {}).get(counter) for impl in IMPLS}
+            values = {impl: per_impl.get(impl, {}).get(counter) for impl in impls}
             out.append({"label": label, "preset": preset, "skew": skew, "counter": counter, **values,
-                        "ratios": pair_ratios(values)})
+                        "ratios": pair_ratios(values, pairs)})
     return out
 
 
-def pair_ratios(values: dict) -> dict[str, float | None]:
+def table_impls(doc) -> list[str]:
+    """The implementations of side-by-side tables: a user's run's own (ptxmoe.compare, in its order), else IMPLS."""
+    sweep = as_sweep(doc)
+    if _own_pairs(sweep):
+        return list(dict.fromkeys([*sweep.settings.impls, *(r.impl for r in sweep.rows)]))
+    return list(IMPLS)
+
+
+def table_pairs(doc) -> list[Pair]:
+    """The pairs of side-by-side tables' ratio columns: a user's run's own pairs, else PAIRS."""
+    sweep = as_sweep(doc)
+    return pairs_present(sweep) if _own_pairs(sweep) else list(PAIRS)
+
+
+def sim_ncu_records(doc) -> list[dict]:
+    """ptxsim's counters under the ncu metrics the profile captures (harness.nsight.tools.DASHBOARD_NCU_METRICS), in
+    nsight_metric_records' shape (source "ptxsim (modelled)"): a sim run's Nsight table, so a sim and a GPU run of the
+    same kernels read alike."""
+    from harness.nsight.tools import DASHBOARD_NCU_METRICS
+
+    impls, pairs = table_impls(doc), table_pairs(doc)
+    cells: dict = {}
+    for row in plain_rows(doc):
+        counters = _counters(row)
+        if row.status == "ok" and counters:
+            cells.setdefault((row.label, row.preset, row.skew), {})[canonical_impl(row.impl)] = counters
+    out = []
+    for (label, preset, skew), per_impl in cells.items():
+        for metric in DASHBOARD_NCU_METRICS:
+            values = {impl: per_impl.get(impl, {}).get(metric) for impl in impls}
+            if all(v is None for v in values.values()):
+                continue
+            out.append({"label": label, "preset": preset, "skew": skew, "nvtx_range": "", "kernel": "",
+                        "metric": metric, "unit": "", "source": "ptxsim (modelled)", "n": len(per_impl), **values,
+                        "ratios": pair_ratios(values, pairs), "value": None})
+    return out
+
+
+def pair_ratios(values: dict, pairs=PAIRS) -> dict[str, float | None]:
     """{pair name: values[impl] / values[baseline]} for every pair (None unless both are non-zero numbers)."""
     out: dict[str, float | None] = {}
-    for pair in PAIRS:
+    for pair in pairs:
         a, b = values.get(pair.baseline), values.get(pair.impl)
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and a:
             out[pair.name] = b / a
@@ -544,12 +599,13 @@ def nsight_metric_records(run: Run) -> list[dict]:
     from harness.nsight.table import short_kernel_name
 
     groups: dict = {}
+    impls, pairs = table_impls(run.sweep), table_pairs(run.sweep)
     for r in run.nsight:
         value = _num(r["value"])
         if value is None or r["metric"] in TIMESTAMP_METRICS:
             continue
         impl: str | None = canonical_impl(r.get("impl"))
-        impl = impl if impl in IMPLS else None
+        impl = impl if impl in impls else None
         key = (r.get("ptxmoe_kernel") or "", r.get("preset") or "", r.get("skew") or "",
                r["nvtx_range"] if not impl else "", short_kernel_name(r["kernel"]) if not impl else "",
                r["metric"], r["unit"], r["source"])
@@ -557,10 +613,10 @@ def nsight_metric_records(run: Run) -> list[dict]:
     out = []
     for (label, preset, skew, rng, kernel, metric, unit, source), per in groups.items():
         mean = {k: float(np.mean(v)) for k, v in per.items()}
-        values = {impl: mean.get(impl) for impl in IMPLS}
+        values = {impl: mean.get(impl) for impl in impls}
         out.append({"label": label, "preset": preset or None, "skew": skew or None, "nvtx_range": rng,
                     "kernel": kernel, "metric": metric, "unit": unit, "source": source,
-                    "n": sum(len(v) for v in per.values()), **values, "ratios": pair_ratios(values),
+                    "n": sum(len(v) for v in per.values()), **values, "ratios": pair_ratios(values, pairs),
                     "value": mean.get("value")})
     return out
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from harness.dashboard import data, figures
 from harness.dashboard.html import Raw, badge, esc, figure_div, filter_bar, section, table
+from harness.dashboard.sweep import sweep_section
 from harness.errors import PtxmoeError
-from harness.implementations import PAIRS, impl_name
+from harness.implementations import impl_name
 
 _EMPTY = '<p class="note">Nothing to show for this run.</p>'
 
@@ -238,10 +239,11 @@ def sim_section(run: data.Run, figs: dict) -> str:
     recs = data.sim_counter_records(run.sweep)
     if not recs:
         return section("sim", "Simulator counters", '<p class="note">No simulator counters (not a sim run).</p>')
-    impls, pairs = _side_by_side_columns(recs)
+    impls, pairs = _side_by_side_columns(recs, run.sweep)
     rows = [[r["label"], r["preset"], r["skew"], r["counter"], *(r[i] for i in impls),
              *(r["ratios"][p.name] for p in pairs)] for r in recs]
-    tbl = table(["kernel", "preset", "skew", "counter", *map(impl_name, impls), *(_ratio_header(p) for p in pairs)],
+    tbl = table(["kernel", "preset", "skew", "counter", *_impl_headers(impls, run.sweep),
+                 *(_ratio_header(p) for p in pairs)],
                 rows, [_cell_attrs(r) for r in recs])
     fig = _fig("fig-mix", figures.instruction_mix_figure(data.instruction_mix(run.sweep)), figs)
     return section("sim", "Simulator counters, side by side", tbl + fig,
@@ -266,30 +268,39 @@ def _impl_name(impl) -> str:
     return impl_name(impl)
 
 
-def _side_by_side_columns(recs: list[dict]) -> tuple[list[str], list]:
+def _side_by_side_columns(recs: list[dict], sweep) -> tuple[list[str], list]:
     """The implementations with a value in `recs` and the pairs among them: the columns of a side-by-side table, so
-    a two-implementation run (or one whose cpp rows are all missing) shows two columns and one ratio."""
-    present = {i for r in recs for i in data.IMPLS if r.get(i) is not None}
-    impls = [i for i in data.IMPLS if i in present]
-    return impls, [p for p in PAIRS if p.impl in present and p.baseline in present]
+    a two-implementation run (or one whose cpp rows are all missing) shows two columns and one ratio; a user's run
+    (ptxmoe.compare) has its own implementations and pairs (data.table_impls, table_pairs)."""
+    names = data.table_impls(sweep)
+    present = {i for r in recs for i in names if r.get(i) is not None}
+    impls = [i for i in names if i in present]
+    return impls, [p for p in data.table_pairs(sweep) if p.impl in present and p.baseline in present]
 
 
 def _ratio_header(pair) -> str:
+    if pair.own:  # a user's implementations, as they named them
+        return f"{pair.impl} / {pair.baseline}"
     return f"{impl_name(pair.impl)} / {impl_name(pair.baseline)}"
+
+
+def _impl_headers(impls: list[str], sweep) -> list[str]:
+    """Column titles: the built-in paths' names ("CUDA C++"), or a user's run's implementations as named."""
+    return list(impls) if sweep.settings.source == "ptxmoe.compare" else [impl_name(i) for i in impls]
 
 
 def nsight_section(run: data.Run) -> str:
     if not run.nsight_files and not run.nsight_errors:
-        return ""
+        return _sim_nsight_section(run) if run.basis == "modelled" else ""
     recs = data.nsight_metric_records(run)
-    side = [r for r in recs if any(r[i] is not None for i in data.IMPLS)]
-    impls, pairs = _side_by_side_columns(side)
+    side = [r for r in recs if any(r.get(i) is not None for i in data.table_impls(run.sweep))]
+    impls, pairs = _side_by_side_columns(side, run.sweep)
     other = [r for r in recs if r["value"] is not None]
     parts = [f'<p class="note">Imported: {esc(", ".join(run.nsight_files))}</p>']
     for err in run.nsight_errors:
         parts.append(f'<p class="err">{esc(err)}</p>')
     if side:
-        parts.append(table(["kernel", "preset", "skew", "metric", "unit", *map(impl_name, impls),
+        parts.append(table(["kernel", "preset", "skew", "metric", "unit", *_impl_headers(impls, run.sweep),
                             *(_ratio_header(p) for p in pairs), "source"],
                            [[r["label"], r["preset"], r["skew"], r["metric"], r["unit"], *(r[i] for i in impls),
                              *(r["ratios"][p.name] for p in pairs), r["source"]] for r in side],
@@ -300,6 +311,22 @@ def nsight_section(run: data.Run) -> str:
                            [[r["nvtx_range"] or "–", r["kernel"] or "–", r["metric"], r["unit"], r["n"], r["value"],
                              r["source"]] for r in other]))
     return section("nsight", "Nsight metrics", "".join(parts))
+
+
+def _sim_nsight_section(run: data.Run) -> str:
+    """A sim run's Nsight table: ptxsim's counters under the ncu metrics `ptxmoe profile` captures on a GPU."""
+    recs = data.sim_ncu_records(run.sweep)
+    if not recs:
+        return ""
+    impls, pairs = _side_by_side_columns(recs, run.sweep)
+    tbl = table(["kernel", "preset", "skew", "metric", "unit", *_impl_headers(impls, run.sweep),
+                 *(_ratio_header(p) for p in pairs), "source"],
+                [[r["label"], r["preset"], r["skew"], r["metric"], r["unit"], *(r[i] for i in impls),
+                  *(r["ratios"][p.name] for p in pairs), r["source"]] for r in recs],
+                [_cell_attrs(r) for r in recs])
+    return section("nsight", "Nsight metrics (ptxsim's counters, modelled)", tbl,
+                   "A simulated run: ptxsim's counters under the ncu metric names that `ptxmoe profile --tool ncu` "
+                   "captures on a GPU, in the same table.")
 
 
 def timeline_section(run: data.Run, figs: dict) -> str:
@@ -370,8 +397,8 @@ def environment_section(run: data.Run) -> str:
     return section("environment", "Environment", table(["key", "value"], [[k, v] for k, v in pairs], cls="env"))
 
 
-NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("ladder", "ladder"), ("timing", "timing"),
-       ("roofline", "roofline"),
+NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("sweep", "sweep"), ("ladder", "ladder"),
+       ("timing", "timing"), ("roofline", "roofline"),
        ("gemm", "gemm work"), ("layer", "layer"), ("sim", "sim counters"), ("static", "static"), ("nsight", "nsight"),
        ("timeline", "timeline"), ("partition", "partition"), ("vs", "vs"), ("dualpipe", "dualpipe"),
        ("environment", "environment"))
@@ -381,7 +408,7 @@ def build_sections(run: data.Run, other: data.Run | None = None) -> tuple[str, d
     """(body HTML, figures {id: JSON}, nav entries present)."""
     figs: dict = {}
     parts = [headline_section(run), filter_bar(data.filters(run.sweep)), verdict_section(run, figs),
-             ladder_section(run, figs), timing_section(run, figs),
+             sweep_section(run.sweep, figs, run.basis), ladder_section(run, figs), timing_section(run, figs),
              roofline_section(run, figs), gemm_work_section(run), stage_section(run, figs), sim_section(run, figs),
              static_section(run, figs), nsight_section(run), timeline_section(run, figs)]
     parts.append(partition_section(run, figs))

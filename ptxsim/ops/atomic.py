@@ -96,6 +96,10 @@ def _atomic(st, ins, lanes, want_old):
             idx_in = keep if idx_in is None else idx_in[keep]
         for h in st.hooks:
             h.on_access(st, ins, sp, raw, sub, size, True)
+        if sp == "global" and st.launch.track_written:  # an atomic writes its address, as a store does
+            w = st.launch.gmem.written
+            for k in range(size):
+                w[(phys + np.uint64(k)).astype(np.int64)] = True
         sel = slice(None) if idx_in is None else idx_in
         view = buf.view(t.dtype)
         idx = (phys // np.uint64(size)).astype(np.int64)

@@ -22,6 +22,9 @@ class FakeGpu:
     def clocks(self):
         return {"sm_clock_mhz": "1980"}
 
+    def row_module_loads(self) -> dict:
+        return {}  # GpuBackend.row_module_loads: no PTX module loaded by these Python 'kernels'
+
     def release_workspaces(self):
         self.released += 1
 

@@ -18,7 +18,19 @@ def run_example(name: str, argv: list[str], monkeypatch) -> dict:
 
 def test_every_example_is_covered_here():
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == ["analyse_run.py", "reduction_three_ways.py",
-                                                             "saxpy_numba_vs_ptx.py"]
+                                                             "saxpy_numba_vs_ptx.py", "sweep_sizes.py"]
+
+
+@pytest.mark.sim
+def test_sweep_example_writes_its_plot(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    run_example("sweep_sizes.py", ["sim"], monkeypatch)
+    out = capsys.readouterr().out
+    table = [line.split() for line in out.splitlines() if line.strip() and line.split()[0].isdigit()]
+    assert [(int(r[0]), r[1], r[2]) for r in table] == [(n, impl, "ok") for n in (1024, 4096, 16384, 65536)
+                                                        for impl in ("numba", "ptx")]
+    page = (tmp_path / "profiles" / "saxpy-sweep" / "dashboard.html").read_text()
+    assert "Sweep over sizes" in page and '"fig-sweep-time"' in page and '"fig-sweep-gbps"' in page
 
 
 @pytest.mark.sim

@@ -191,6 +191,7 @@ class FakeGpu:
         self.static_shared: dict[int, int] = {}  # module id -> bytes of static (.shared) memory its entries have
         self.module_loads: list[dict] = []  # every load: how (jit/cubin), the JIT target asked for, the result
         self.driver_ptx_version = (9, 0)  # the newest PTX ISA the driver's JIT takes (CUDA 13.0's driver: 9.0)
+        self.free_device_bytes = 140 << 30  # what cuMemGetInfo reports free (an H200's, about)
         self.device_sm = 90  # compute capability of the device (an H200)
         self.sm_count = 132
         self.max_active_clusters = 66  # cuOccupancyMaxActiveClusters of a 2-CTA cluster kernel
@@ -595,7 +596,8 @@ class FakeNumbaCuda:
         self.device = SimpleNamespace(id=0, MULTIPROCESSOR_COUNT=132, name=b"Fake H200")
 
     def current_context(self):
-        return SimpleNamespace(device=self.device)
+        free = self.gpu.free_device_bytes
+        return SimpleNamespace(device=self.device, get_memory_info=lambda: (free, 141 << 30))
 
     def stream(self):
         return FakeStream(self.gpu)

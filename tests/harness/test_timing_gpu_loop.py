@@ -28,9 +28,6 @@ class FakeGpu:
     def release_workspaces(self):
         self.released += 1
 
-    def row_module_loads(self):  # no PTX modules: Python "kernels" advance the clock
-        return {}
-
     def synchronize(self):
         self.syncs += 1
 

@@ -13,6 +13,7 @@ Everything CUDA comes through harness.backends.cuda_api (imported lazily, replac
 from __future__ import annotations
 
 import ctypes
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -114,7 +115,8 @@ class GpuBackend(Backend):
             free, _total = self._cuda.current_context().get_memory_info()
         except Exception:  # noqa: BLE001 - an estimate's input: unknown rather than fatal
             return None
-        return int(free)
+        # NOTE: Numba's CUDA simulator answers float('inf'): no figure, so nothing to skip a row by
+        return int(free) if math.isfinite(free) else None
 
     def to_device(self, host: np.ndarray) -> DeviceArray:
         host = np.ascontiguousarray(host)

@@ -31,19 +31,122 @@ def estimate_row_memory(kernel: str, preset, variant: str | None = None, backend
     return estimate_memory(kernel, preset, variant or "up", lazy=lazy, sample_ctas=sample_blocks)
 
 
-def available_bytes() -> int | None:
-    """Memory this machine can give now (MemAvailable from /proc/meminfo, else free pages), or None if unknown."""
+MEMINFO, SELF_CGROUP, CGROUP_ROOT = "/proc/meminfo", "/proc/self/cgroup", "/sys/fs/cgroup"
+NO_LIMIT = 1 << 60  # cgroup v1 writes "no limit" as a page-rounded 2**63 - 1; any limit above this is none
+
+
+def available_bytes(meminfo: str = MEMINFO, self_cgroup: str = SELF_CGROUP,
+                    cgroup_root: str = CGROUP_ROOT) -> int | None:
+    """Memory this process can be given now, or None if unknown: the machine's (MemAvailable from /proc/meminfo;
+    on kernels before 3.14, which lack it, MemFree + Buffers + Cached + SReclaimable; else free pages), capped by the
+    headroom of any memory cgroup this process is in (a container or VM slice whose limit is below what the machine
+    has free: the OOM killer acts at the cgroup's limit, not the machine's)."""
+    machine = _meminfo_available(meminfo)
+    if machine is None:
+        try:
+            machine = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            machine = None
+    cgroup = cgroup_headroom(self_cgroup, cgroup_root)
+    known = [n for n in (machine, cgroup) if n is not None]
+    return min(known) if known else None
+
+
+def _kb_fields(path: str) -> dict:
+    """The "Name: N kB" lines of a /proc file in bytes, {} if it cannot be read."""
+    out = {}
     try:
-        with open("/proc/meminfo") as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
+                name, _, rest = line.partition(":")
+                words = rest.split()
+                if words:
+                    out[name] = int(words[0]) * 1024
+    except (OSError, ValueError):
+        return {}
+    return out
+
+
+def _meminfo_available(path: str) -> int | None:
+    fields = _kb_fields(path)
+    if "MemAvailable" in fields:
+        return fields["MemAvailable"]
+    if "MemFree" not in fields:
         return None
+    # NOTE: the estimate the kernel made before MemAvailable existed: free pages plus the page cache and reclaimable
+    # slab it can drop (an overestimate by the part of the cache that is dirty or mapped, as `free` showed then)
+    return sum(fields.get(name, 0) for name in ("MemFree", "Buffers", "Cached", "SReclaimable"))
+
+
+def _read_int(path: str) -> int | None:
+    """A cgroup file's one number; None if absent, unreadable or "max" (v2's no limit)."""
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _stat_field(path: str, name: str) -> int:
+    """One "name value" line of a cgroup memory.stat, 0 if absent."""
+    try:
+        with open(path) as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                if key == name:
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _cgroup_dirs(base: str, path: str) -> list:
+    """The directories of a cgroup and its ancestors under the mount `base`, innermost first. A process in a cgroup
+    namespace (most containers) sees its own cgroup as the mount's root, and /proc/self/cgroup may then name a path
+    the mount does not hold: the root alone is read."""
+    parts = [p for p in path.strip().split("/") if p]
+    dirs = [os.path.join(base, *parts[:n]) for n in range(len(parts), -1, -1)]
+    return [d for d in dirs if os.path.isdir(d)]
+
+
+# (limit file, usage file, memory.stat's reclaimable page-cache field) per cgroup version
+CGROUP_FILES = {2: ("memory.max", "memory.current", "inactive_file"),
+                1: ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")}
+
+
+def cgroup_headroom(self_cgroup: str = SELF_CGROUP, cgroup_root: str = CGROUP_ROOT) -> int | None:
+    """The least (limit - usage) over this process's memory cgroup and its ancestors, v2 (memory.max -
+    memory.current) or v1 (memory.limit_in_bytes - memory.usage_in_bytes), usage less its inactive page cache (the
+    kernel reclaims that before it kills); None where no limit is set or nothing can be read."""
+    try:
+        with open(self_cgroup) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    places = []  # (version, mount, path in it)
+    for line in lines:
+        fields = line.split(":", 2)
+        if len(fields) != 3:
+            continue
+        _, controllers, path = fields
+        if controllers == "":  # the v2 unified line "0::/path"; hybrid systems mount it at unified/
+            places += [(2, cgroup_root, path), (2, os.path.join(cgroup_root, "unified"), path)]
+        elif "memory" in controllers.split(","):
+            places.append((1, os.path.join(cgroup_root, controllers), path))
+    rooms = []
+    for version, mount, path in places:
+        limit_file, usage_file, inactive = CGROUP_FILES[version]
+        for d in _cgroup_dirs(mount, path):
+            limit, usage = _read_int(os.path.join(d, limit_file)), _read_int(os.path.join(d, usage_file))
+            if limit is None or usage is None or limit >= NO_LIMIT:
+                continue
+            usage -= min(usage, _stat_field(os.path.join(d, "memory.stat"), inactive))
+            rooms.append(max(0, limit - usage))
+    return min(rooms) if rooms else None
 
 
 # NOTE: Linux resets a process's peak RSS (VmHWM) to its current RSS when "5" is written to /proc/self/clear_refs

@@ -54,8 +54,11 @@ def path(tokens: int, cluster: bool = CLUSTER) -> Path:
 
 
 @functools.cache
-def ptx_source(tokens: int, cluster: bool = CLUSTER) -> str:
-    """The PTX module text of the `tokens`-row tile."""
+def ptx_source(tokens: int, cluster: bool = CLUSTER, wait_bound: int = 0) -> str:
+    """The PTX module text of the `tokens`-row tile: the checked-in file, or with wait_bound > 0 the variant whose
+    mbarrier waits trap after that many failed tries (gemm_fp8_ws_template.render)."""
+    if wait_bound:
+        return template.render(cluster, tokens, wait_bound)
     return path(tokens, cluster).read_text(encoding="utf-8")
 
 
@@ -141,7 +144,8 @@ def launch(backend, args: dict, sizes, grid: int, cluster: bool, weight_rows: in
     values = [tm_w, tm_a] + [args[n] for n, _ in PARAMS[2:7]] + [
         np.uint32(Kd), np.uint32(N), np.uint32(BM), np.uint32(P_max // tokens), work_items(sizes, cluster)]
     values[5] = LiveRows.of(args["total_padded"], BM, args["block_expert"])  # sampled by experts on sim
-    record = backend.launch_ptx(ptx_source(tokens, cluster), template.entry(cluster, tokens), (grid, 1, 1),
+    ptx = ptx_source(tokens, cluster, getattr(backend, "wait_bound", 0))
+    record = backend.launch_ptx(ptx, template.entry(cluster, tokens), (grid, 1, 1),
                                 (template.THREADS, 1, 1), values, shared_bytes=template.shared_bytes(tokens),
                                 tag=f"{KERNEL}[{N}x{Kd}]")
     return [record]

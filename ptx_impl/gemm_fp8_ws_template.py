@@ -204,6 +204,29 @@ def _stage(role: str, bars: str) -> list[str]:
             f"    @!%p_wait bra       ${role}_wait;"]
 
 
+def _bounded(lines: list[str], wait_bound: int) -> list[str]:
+    """`lines` with each try_wait retry loop (a try_wait, then `@!%p_wait bra <its label>`) counted: past
+    `wait_bound` failed tries the thread executes trap, so a phase that never completes ends the launch with an
+    error (cuStreamSynchronize returns CUDA_ERROR_ILLEGAL_INSTRUCTION) instead of hanging the GPU."""
+    out = []
+    for i, line in enumerate(lines):
+        waits = line.startswith("    @!%p_wait bra") and i > 0 and "mbarrier.try_wait" in lines[i - 1]
+        if not waits:
+            out.append(line)
+            continue
+        label = line.split()[-1].rstrip(";")
+        if out[-2] != f"{label}:":
+            raise ValueError(f"the wait loop at {label} does not start at its try_wait; cannot bound it")
+        out.insert(len(out) - 2, "    mov.u32             %spin, 0;")
+        out += [f"    @%p_wait bra        {label}_ok;",
+                "    add.u32             %spin, %spin, 1;",
+                f"    setp.lt.u32         %p_spin, %spin, {wait_bound};",
+                f"    @%p_spin bra        {label};",
+                "    trap;                                       // the bound passed: a phase that never completes",
+                f"{label}_ok:"]
+    return out
+
+
 def _producer(cluster: bool, T: int) -> list[str]:
     tma = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
     L = ["",
@@ -365,13 +388,20 @@ def _consumer(cluster: bool, T: int) -> list[str]:
     return L
 
 
-def render(cluster: bool, tokens: int) -> str:
-    """The complete PTX module of rung 4 (cluster=False) or rung 5 (cluster=True) with `tokens`-row tiles."""
+_PRED_REGS = "    .reg .pred  %p_lead, %p_q, %p_wait, %p_more, %p_zero, %p_one, %p_mc, %p_dead;"
+
+
+def render(cluster: bool, tokens: int, wait_bound: int = 0) -> str:
+    """The complete PTX module of rung 4 (cluster=False) or rung 5 (cluster=True) with `tokens`-row tiles.
+    wait_bound > 0: every mbarrier wait loop traps after that many failed try_waits (_bounded; not in the checked-in
+    files, which are render(cluster, tokens))."""
     if tokens not in TOKEN_TILES:
         raise ValueError(f"tokens={tokens!r}; expected one of {TOKEN_TILES}")
+    if not isinstance(wait_bound, int) or wait_bound < 0:
+        raise ValueError(f"wait_bound={wait_bound!r}; expected an int >= 0 (0: unbounded waits)")
     T = tokens
     L = [_header(cluster, T)]
-    L += ["    .reg .pred  %p_lead, %p_q, %p_wait, %p_more, %p_zero, %p_one, %p_mc, %p_dead;",
+    L += [_PRED_REGS,
           "    .reg .b16   %h, %mask;",
           "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %rtiles, %nt, %nitems, %ktiles, %tp;",
           "    .reg .b32   %first, %step, %item, %it, %kt, %kc, %rt, %rtp, %ct, %row0, %col0, %e, %ep, %wrow;",
@@ -441,6 +471,9 @@ def render(cluster: bool, tokens: int) -> str:
         L += ["    barrier.cluster.arrive.release;             // no remote arrival or copy may reach an exited CTA",
               "    barrier.cluster.wait.acquire;"]
     L += ["    ret;", "}"]
+    if wait_bound:
+        L = _bounded(L, wait_bound)
+        L[L.index(_PRED_REGS)] = _PRED_REGS + "\n    .reg .pred  %p_spin;\n    .reg .b32   %spin;"
     return "\n".join(line for line in L if line != "") + "\n"
 
 

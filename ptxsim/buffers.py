@@ -51,6 +51,7 @@ class Launch:
     memcheck: object = None  # the Memcheck sanitizer when enabled (access.check reports through it)
     cluster: tuple | None = None  # thread-block cluster shape (ptxsim/clusters.py); None: no clusters
     strict_async: bool = False  # adversarial timing of asynchronous operations (launch's strict_async)
+    wait_timeouts: bool = False  # blocked mbarrier waits time out when nothing else can progress (launch's)
     serial: int = field(default_factory=lambda: next(_SERIALS))  # unique per launch (per-launch caches key on it)
 
 

@@ -11,6 +11,9 @@ PTXSIM_STRICT_ASYNC=1   adversarial timing of asynchronous operations in every l
                         has sanitizers): async-copy destinations hold poison until a waiter observes completion,
                         try_wait / test_wait fail once per wait, bulk stores read and land at their wait_group, wgmma
                         re-reads its shared operands at retire (ptxsim/README.md, "Strict asynchronous timing").
+PTXSIM_WAIT_TIMEOUTS=1  when every live thread is blocked, those blocked in mbarrier try_wait / test_wait time out
+                        (get false and go on) instead of the launch ending as a deadlock: a kernel that bounds its wait
+                        loops then reaches its own trap (a loop without a bound spins to the budget or time limit).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ class Config:
     max_call_depth: int = 256
     max_global: int = 2 << 30
     strict_async: bool = False
+    wait_timeouts: bool = False
 
 
 def _read() -> Config:
@@ -38,6 +42,7 @@ def _read() -> Config:
         max_call_depth=int(os.environ.get("PTXSIM_MAX_CALL_DEPTH", "256")),
         max_global=int(float(os.environ.get("PTXSIM_MAX_GLOBAL", str(2 << 30)))),
         strict_async=os.environ.get("PTXSIM_STRICT_ASYNC", "0") not in ("", "0"),
+        wait_timeouts=os.environ.get("PTXSIM_WAIT_TIMEOUTS", "0") not in ("", "0"),
     )
 
 

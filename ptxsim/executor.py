@@ -85,6 +85,8 @@ class Scheduler:
                     continue  # strict timing: in-flight bulk copies complete only when nothing else can progress
                 if release_stragglers(st):  # warps waiting for warpgroup mates that cannot come run without them
                     continue
+                if st.wait_timeouts and st.mbars is not None and st.mbars.time_out_waits():
+                    continue  # blocked try_waits return false: a bounded wait loop counts on to its trap
                 self._deadlock()
             mask = pc == m
             cnt = int(np.count_nonzero(mask))

@@ -29,7 +29,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
            max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None,
            wave_ctas: int | None = None, l2_bytes: int | None = None, phases=None, represents: float | None = None,
            phase_waves=None, phase_grids=None, sample_ranges=None, phase_weights=None, strict_async=None,
-           plan: LaunchPlan | None = None, track_written: bool = False):
+           plan: LaunchPlan | None = None, track_written: bool = False, wait_timeouts: bool | None = None):
     """Run `kernel` over `grid` x `block` threads (or, with `phases`, the whole grid once per parameter list).
 
     Args:
@@ -83,6 +83,9 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
             copy's completion, mbarrier try_wait / test_wait return false once at each wait whose phase is
             incomplete, bulk copies complete only when a waiter needs them, bulk stores read shared memory and land
             at their wait_group, and wgmma re-reads its shared-memory operands when wgmma.wait_group retires it.
+        wait_timeouts: when every live thread is blocked, threads blocked in mbarrier try_wait / test_wait get false
+            and go on (a time-out, legal on hardware) rather than the launch raising a deadlock (None:
+            PTXSIM_WAIT_TIMEOUTS). For kernels that bound their wait loops and trap past the bound.
         plan: the sampling as one value (ptxsim.plan.LaunchPlan): its fields are the keywords sample_ctas, wave_ctas,
             sample_ranges, phases, phase_waves, phase_grids, phase_weights, represents and budget, which must then
             not be passed as well.
@@ -133,6 +136,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
     L.hooks = ([mem] if counters else []) + sans
     L.memcheck = next((s for s in sans if s.tool == "memcheck"), None)
     L.strict_async = (bool(sans) or CONFIG.strict_async) if strict_async is None else bool(strict_async)
+    L.wait_timeouts = CONFIG.wait_timeouts if wait_timeouts is None else bool(wait_timeouts)
     from ptxsim.clusters import cluster_shape, cta_order
 
     L.cluster = cluster_shape(kernel, grid, cluster)

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ptxsim.errors import MbarrierError
-from ptxsim.lanes import BLOCKED
+from ptxsim.lanes import BLOCKED, EXITED
+from ptxsim.ptxtypes import TYPES
 
 MAX_COUNT = (1 << 20) - 1  # arrival counts are 1 .. 2^20 - 1 (PTX ISA, mbarrier.init)
 TX_LIMIT = (1 << 20) - 1  # tx-count range is [-(2^20 - 1), 2^20 - 1]
@@ -342,6 +343,24 @@ class MbarrierTable:
             for h in st.hooks:
                 h.on_async_complete(st, rec, sel)
         bar.copies = []
+
+    def time_out_waits(self) -> bool:
+        """Every thread blocked in try_wait / test_wait resumes with false, as a hardware wait whose time limit
+        passed (launch's wait_timeouts); False if none was blocked on an mbarrier."""
+        st = self.st
+        sched = st.sched
+        lanes = np.flatnonzero((sched.wait_id == MBAR_WAIT) & (st.pc >= BLOCKED) & (st.pc < EXITED))
+        if not lanes.size:
+            return False
+        resume = st.pc[lanes] - BLOCKED
+        for p in np.unique(resume):
+            la = lanes[resume == p]
+            ins = st.prog.instrs[int(p) - 1]
+            st.write(ins.ops[0], la, np.zeros(len(la), np.bool_), TYPES["pred"])
+            st.pc[la] = p
+            sched.wait_id[la] = -1
+            self.wait_phys[la] = -1
+        return True
 
     def deadlock_line(self, lane: int, count: int) -> str:
         st = self.st

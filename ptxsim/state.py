@@ -105,6 +105,7 @@ class ExecState:
         self.reg_watch = [] if any(getattr(h, "tool", "") == "asynccheck" for h in launch.hooks) else None
         self.hooks = launch.hooks  # counters / sanitizers (objects with on_* methods), may be empty
         self.strict = launch.strict_async  # adversarial async timing (launch's strict_async)
+        self.wait_timeouts = launch.wait_timeouts  # blocked mbarrier waits time out at a would-be deadlock
         self.bulk_stores = []  # strict: cp.async.bulk stores not yet retired by their wait_group (ops/bulk.py)
         self.bulk_committed = np.zeros(n, np.int64)  # strict: bulk groups committed per lane
         self.rules = None  # asynccheck's fence / proxy / cluster rules (ptxsim/asyncrules.py), when it is on

@@ -41,6 +41,9 @@ class Backend:
     sources: dict  # launch name -> what it launched (for static facts)
     lazy_inputs: bool = False  # takes lazy input tensors (contract.generators.KeyedNormal), filled when touched
     sanitize: tuple[str, ...] = ()  # the ptxsim sanitizers every launch runs under (simulating backends)
+    # > 0: kernels that spin on mbarrier waits (the persistent FP8 rungs 4, 5) launch their bounded variant, which
+    # traps after this many failed tries instead of hanging (the GPU backend sets it with its sync watchdog)
+    wait_bound: int = 0
     # which launches run sampled (simulating backends; set by the runner per row, or by ptxmoe.compare(sample_waves))
     sample: SamplePolicy | WarmWaves | None = None
     # a dict: every workspace freed is copied here (the layer's intermediates, for its stage-by-stage sampled check)

@@ -177,6 +177,10 @@ def _load_cubin(ptx: str, what: str, target: str, logs: dict | None):
 
 
 SYNC_TIMEOUT_ENV = "PTXMOE_GPU_SYNC_TIMEOUT"
+# failed mbarrier.try_wait tries before a bounded kernel traps (Backend.wait_bound): a try suspends the thread for a
+# system-dependent time (PTX ISA, mbarrier.try_wait), at least tens of ns, so 2**26 tries is over a second; a wait in a
+# working persistent GEMM lasts microseconds
+WAIT_BOUND = 1 << 26
 
 
 def sync_timeout_from_env() -> float | None:

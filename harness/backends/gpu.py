@@ -97,6 +97,9 @@ class GpuBackend(Backend):
         self.module_logs: dict[str, dict] = {}  # module (its entries) -> how it was loaded and the JIT's info log
         self._persistent: dict[tuple, int] = {}  # persistent_ctas answers per launch shape
         self.sync_timeout_s = cuda_api.sync_timeout_from_env()
+        # with the watchdog on, spinning kernels also bound their waits: a trap ends the launch (and frees the GPU for
+        # the next step) where the watchdog can only report it (docs/gpu-check.md)
+        self.wait_bound = cuda_api.WAIT_BOUND if self.sync_timeout_s is not None else 0
         self.load_via = "auto"  # load_ptx_module via: "auto" (JIT; ptxas on a refused .version), "jit", "cubin"
         self.records: list[LaunchRecord] = []
         self.sources: dict[str, tuple] = {}  # launch name -> ("ptx", text, entry) | ("numba", pyfunc, signature)

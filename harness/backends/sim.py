@@ -361,6 +361,8 @@ class SimBackend(Backend):
         extra["time_limit"] = self.time_limit
         if self._track_written:
             extra["track_written"] = True
+        if self.wait_bound:  # the bounded kernels' waits time out as on hardware, so a lost phase ends in their trap
+            extra["wait_timeouts"] = True
         shape = wave_shape(ptx, entry, b, int(shared_bytes))
         if "l2_bytes" in shape:
             extra["l2_bytes"] = shape["l2_bytes"]

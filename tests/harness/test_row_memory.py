@@ -1,5 +1,7 @@
 """harness/row_memory.py: a row's memory (the contract's estimate) known before it runs, and the one line that says
 why a row is skipped."""
+import os
+
 import numpy as np
 
 from contract.footprint import PROCESS_BASE, estimate_memory
@@ -109,3 +111,74 @@ def test_a_refused_reset_or_missing_status_is_no_window(tmp_path, monkeypatch):
     monkeypatch.setattr(row_memory, "CLEAR_REFS", str(tmp_path / "clear_refs"))
     monkeypatch.setattr(row_memory, "STATUS", str(tmp_path / "missing"))
     assert not reset_peak_rss() and peak_rss_bytes() is None
+
+
+def _fake_system(tmp_path, meminfo: str, self_cgroup: str, files: dict):
+    """A /proc/meminfo, a /proc/self/cgroup and a cgroup mount under tmp_path; files maps paths under the mount to
+    their text. Returns available_bytes's three paths."""
+    (tmp_path / "meminfo").write_text(meminfo)
+    (tmp_path / "cgroup").write_text(self_cgroup)
+    root = tmp_path / "sys-fs-cgroup"
+    root.mkdir()
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return str(tmp_path / "meminfo"), str(tmp_path / "cgroup"), str(root)
+
+
+GIB = 2**30
+MEMINFO = f"MemTotal: {64 * GIB // 1024} kB\nMemFree: {10 * GIB // 1024} kB\nMemAvailable: {40 * GIB // 1024} kB\n"
+
+
+def test_a_cgroup_v2_limit_below_memavailable_is_what_the_row_gets(tmp_path):
+    """A container limited to 8 GiB, 3 GiB used (1 GiB of it inactive page cache the kernel drops first), on a
+    machine with 40 GiB available: the row gets 6 GiB, not 40. An ancestor's tighter limit wins."""
+    from harness.row_memory import available_bytes, cgroup_headroom
+
+    paths = _fake_system(tmp_path, MEMINFO, "0::/user.slice/job\n", {
+        "user.slice/job/memory.max": f"{8 * GIB}\n", "user.slice/job/memory.current": f"{3 * GIB}\n",
+        "user.slice/job/memory.stat": f"anon {2 * GIB}\ninactive_file {GIB}\n",
+        "user.slice/memory.max": "max\n", "user.slice/memory.current": f"{30 * GIB}\n"})
+    assert available_bytes(*paths) == 6 * GIB
+    (tmp_path / "sys-fs-cgroup/user.slice/memory.max").write_text(f"{32 * GIB}\n")
+    assert cgroup_headroom(*paths[1:]) == 2 * GIB == available_bytes(*paths)
+
+
+def test_a_cgroup_v1_limit_counts_and_its_no_limit_does_not(tmp_path):
+    """v1: memory.limit_in_bytes - memory.usage_in_bytes; a namespaced container names a path the mount lacks, so
+    the mount's root (its own cgroup) is read. 2**63 rounded to pages is v1's "no limit"."""
+    from harness.row_memory import available_bytes
+
+    paths = _fake_system(tmp_path, MEMINFO, "4:memory:/docker/abc\n0::/\n", {
+        "memory/memory.limit_in_bytes": f"{12 * GIB}\n", "memory/memory.usage_in_bytes": f"{4 * GIB}\n"})
+    assert available_bytes(*paths) == 8 * GIB
+    (tmp_path / "sys-fs-cgroup/memory/memory.limit_in_bytes").write_text("9223372036854771712\n")
+    assert available_bytes(*paths) == 40 * GIB  # no limit: the machine's MemAvailable
+
+
+def test_a_full_cgroup_is_zero_not_negative_and_no_cgroup_leaves_memavailable(tmp_path):
+    from harness.row_memory import available_bytes
+
+    paths = _fake_system(tmp_path, MEMINFO, "0::/\n", {"memory.max": f"{GIB}\n", "memory.current": f"{2 * GIB}\n"})
+    assert available_bytes(*paths) == 0
+    (tmp_path / "bare").mkdir()
+    bare = _fake_system(tmp_path / "bare", MEMINFO, "", {})
+    assert available_bytes(*bare) == 40 * GIB
+    assert available_bytes(paths[0], str(tmp_path / "no-such-file"), paths[2]) == 40 * GIB
+
+
+def test_a_kernel_without_memavailable_counts_free_plus_caches_not_free_pages_alone(tmp_path):
+    """Before Linux 3.14 /proc/meminfo has no MemAvailable: MemFree + Buffers + Cached + SReclaimable."""
+    from harness.row_memory import available_bytes
+
+    old = "MemTotal: 16000000 kB\nMemFree: 1000000 kB\nBuffers: 200000 kB\nCached: 3000000 kB\n" \
+          "SwapCached: 999999 kB\nSReclaimable: 300000 kB\n"
+    paths = _fake_system(tmp_path, old, "", {})
+    assert available_bytes(*paths) == (1000000 + 200000 + 3000000 + 300000) * 1024
+
+
+def test_this_machines_available_memory_is_known_and_below_its_total():
+    from harness.row_memory import available_bytes
+
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert 0 < available_bytes() <= total

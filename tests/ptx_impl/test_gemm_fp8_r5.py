@@ -68,7 +68,7 @@ def test_a_misplaced_multicast_half_is_caught(backend, seed, monkeypatch):
     CTAs: the check must fail, so the multicast path runs at tiny."""
     bad = r5.ptx_source(16).replace("shl.b32             %tmp, %rank, 6;", "shl.b32             %tmp, %peer, 6;")
     assert bad != r5.ptx_source(16)
-    monkeypatch.setattr(r4, "ptx_source", lambda tokens, cluster=False: bad)
+    monkeypatch.setattr(r4, "ptx_source", lambda tokens, cluster=False, wait_bound=0: bad)
     result = _result(backend, "tiny", SKEWS[seed % len(SKEWS)], seed, "up", sms=8)
     assert not result.ok and "normwise relative error" in result.message
 

@@ -10,7 +10,11 @@ pytestmark = pytest.mark.sim
 
 
 def _kernel(body: str, shared: str = ".shared .align 8 .b64 bar[2];"):
-    src = HEADER + f"""
+    return ptxsim.load_ptx(_source(body, shared)).kernel("k")
+
+
+def _source(body: str, shared: str = ".shared .align 8 .b64 bar[2];") -> str:
+    return HEADER + f"""
 {shared}
 .visible .entry k(.param .u64 pout)
 {{
@@ -21,7 +25,6 @@ def _kernel(body: str, shared: str = ".shared .align 8 .b64 bar[2];"):
   ret;
 }}
 """
-    return ptxsim.load_ptx(src).kernel("k")
 
 
 def _run(body, threads=32, **kw):
@@ -254,3 +257,59 @@ def test_cp_async_mbarrier_arrive_publishes_the_copies_through_the_barrier(arriv
 def test_cp_async_mbarrier_arrive_needs_a_b64_barrier():
     with pytest.raises(UnsupportedInstruction, match=r"\.b64 mbarrier"):
         _kernel("  cp.async.mbarrier.arrive.noinc.shared.b32 [bar];")
+
+
+def test_trap_ends_the_launch_naming_line_cta_and_thread():
+    body = """
+  setp.eq.u32 %p1, %r0, 5;
+  @%p1 trap;
+"""
+    line = _trap_line(body)
+    with pytest.raises(ptxsim.PtxSimError, match=rf"trap executed in kernel k at PTX line {line}, CTA \(0, 0, 0\), "
+                                                  r"thread \(5, 0, 0\)"):
+        _run(body, threads=32)
+    _run(body.replace("%r0, 5", "%r0, 99"), threads=32)  # no thread traps: the launch ends normally
+
+
+def _trap_line(body: str) -> int:
+    """The 1-based line of the one trap in _source(body)."""
+    lines = _source(body).splitlines()
+    return next(i for i, text in enumerate(lines, 1) if "trap;" in text)
+
+
+# a wait bounded as ptx_impl/gemm_fp8_ws_template._bounded bounds it: 3 failed tries, then trap
+BOUNDED_WAIT = """
+  setp.eq.u32 %p1, %r0, 0;
+  @!%p1 bra END;
+  mbarrier.init.shared.b64 [bar], 2;
+  mbarrier.arrive.shared.b64 %rd5, [bar];      // 1 of 2 arrivals: the phase never completes
+  mov.u32 %r4, 0;
+WAIT:
+  mbarrier.try_wait.parity.shared.b64 %p2, [bar], 0;
+  @%p2 bra DONE;
+  add.u32 %r4, %r4, 1;
+  setp.lt.u32 %p3, %r4, 3;
+  @%p3 bra WAIT;
+  st.global.u32 [%rd3], %r4;
+  trap;
+DONE:
+  st.global.u32 [%rd3], 77;
+END:
+"""
+
+
+def test_wait_timeouts_let_a_bounded_wait_reach_its_trap_instead_of_a_deadlock():
+    """With wait_timeouts a try_wait blocked when nothing can progress returns false (a hardware time-out): the
+    bounded loop counts 3 failed tries and traps; without it the same launch is the deadlock naming the barrier."""
+    with pytest.raises(DeadlockError, match=r"phase 0 of the mbarrier .*1 of 2 arrival"):
+        _run(BOUNDED_WAIT, threads=32)
+    line = _trap_line(BOUNDED_WAIT)
+    for strict in (False, True):
+        with pytest.raises(ptxsim.PtxSimError, match=rf"trap executed in kernel k at PTX line {line}, CTA \(0, 0, 0\), "
+                                                      r"thread \(0, 0, 0\)"):
+            _run(BOUNDED_WAIT, threads=32, wait_timeouts=True, strict_async=strict)
+
+
+def test_wait_timeouts_change_nothing_when_the_phase_completes():
+    out, _ = _run(BOUNDED_WAIT.replace("[bar], 2;", "[bar], 1;"), threads=32, wait_timeouts=True)
+    assert out[0] == 77

@@ -501,6 +501,7 @@ class SweepSettings(Record):
     timing: JsonTable | None = None
     model_device: str = "H200 SXM"
     device_profile: str | None = None
+    timing_model: str = "v1"  # absent before --timing-model: those runs were all v1
     sanitize: tuple[str, ...] = ()
     model_estimate: bool = False
     sample: str | None = None

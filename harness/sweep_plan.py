@@ -78,13 +78,15 @@ class CompareSettings:
     sample: str = "auto"  # sim only: --sample auto|off|N (harness.sampling)
     memory_limit: int | None = None  # --memory-limit: bytes the rows running at once may take (None: the free memory)
     device_profile: str | None = None  # --device-profile: the timing model's constants from this calibrated profile
+    timing_model: str = "v1"  # --timing-model: v1 (analytic bounds) or v2 (cycle-approximate, opt-in)
 
     def row_settings(self, l2_fallback_bytes: int | None = None):
         """What every row of the sweep shares (harness.row_run.RowSettings): static facts, how rows are timed."""
         from harness.row_run import RowSettings
         from harness.timing.row_timing import DEFAULT_L2_BYTES, RowTiming
 
-        timing = RowTiming(model_device=self.model_device, device_profile=self.device_profile, gpu=self.timing,
+        timing = RowTiming(model_device=self.model_device, device_profile=self.device_profile,
+                           timing_model=self.timing_model, gpu=self.timing,
                            l2_fallback_bytes=l2_fallback_bytes or DEFAULT_L2_BYTES)
         return RowSettings(static=self.static, timing=timing)
 
@@ -93,7 +95,8 @@ class CompareSettings:
                 "kernels": list(self.kernels), "seed": self.seed, "impls": list(self.impls), "static": self.static,
                 "timing": vars(self.timing).copy(), "model_device": self.model_device,
                 "sanitize": list(self.sanitize), "model_estimate": self.model_estimate, "sample": self.sample,
-                "memory_limit": self.memory_limit, "device_profile": self.device_profile}
+                "memory_limit": self.memory_limit, "device_profile": self.device_profile,
+                "timing_model": self.timing_model}
 
 
 def plan(settings: CompareSettings) -> list[Item]:

@@ -90,7 +90,8 @@ class Backend:
         from harness.timing.row_timing import RowTimes
         from harness.timing.sim import metrics_dict, model_row, sum_metrics
 
-        modelled = model_row(records, self.launched_sources(), timing.model_device, timing.device_profile)
+        modelled = model_row(records, self.launched_sources(), timing.model_device, timing.device_profile,
+                            timing.timing_model)
         per_launch = [{"name": r.name, "metrics": metrics_dict(r.stats)} for r in records]
         counters = {"total": sum_metrics([p["metrics"] for p in per_launch]), "launches": per_launch}
         return RowTimes(modelled, modelled["modelled_us"], counters)

@@ -79,6 +79,9 @@ def register(subparsers) -> None:
                              "or H800 SXM (DeepGEMM's published figures are H800's); any spelling get_device accepts")
     parser.add_argument("--device-profile", metavar="FILE",
                         help="sim/model estimates: the timing model's constants from this `ptxmoe calibrate` profile")
+    parser.add_argument("--timing-model", choices=("v1", "v2"),
+                        help="sim: the timing model version: v1, the analytic bounds (default), or v2, the "
+                             "cycle-approximate per-SM schedule (opt-in; docs/model-validation.md compares them)")
     parser.add_argument("--quick-timing", action="store_true",
                         help="one warm-up and one timed sample per row (what `ptxmoe profile` runs under a profiler)")
     parser.set_defaults(func=run)
@@ -189,7 +192,8 @@ def build_settings(args, backend_name: str):
                            seed=int(seed), impls=impls, static=not args.no_static, timing=timing, sanitize=sanitize,
                            model_estimate=not getattr(args, "no_model_estimate", False), sample=sample,
                            memory_limit=memory_limit,
-                           device_profile=device_profile_option(getattr(args, "device_profile", None)), **extra)
+                           device_profile=device_profile_option(getattr(args, "device_profile", None)),
+                           timing_model=getattr(args, "timing_model", None) or "v1", **extra)
 
 
 def default_impls(impls: tuple[str, ...], kernels) -> tuple[str, ...]:
@@ -286,7 +290,8 @@ def settings_from_doc(doc: dict, where="run.json"):
                                model_estimate=bool(s.get("model_estimate", True)),
                                sample=str(s.get("sample", "off")),  # NOTE: runs before --sample never sampled
                                memory_limit=None if s.get("memory_limit") is None else int(s["memory_limit"]),
-                               device_profile=s.get("device_profile"))
+                               device_profile=s.get("device_profile"),
+                               timing_model=str(s.get("timing_model", "v1")))
     except KeyError as exc:
         raise ResultsError(f"{where}: settings has no {exc.args[0]!r}; cannot resume a run whose settings are not "
                            f"recorded") from None
@@ -316,6 +321,9 @@ def check_resume_options(args, settings, run_dir) -> None:
     profile = device_profile_option(getattr(args, "device_profile", None))
     if profile is not None and profile != settings.device_profile:
         wrong.append(f"--device-profile {args.device_profile} (the run has {settings.device_profile or 'none'})")
+    model = getattr(args, "timing_model", None)
+    if model is not None and model != settings.timing_model:
+        wrong.append(f"--timing-model {model} (the run has {settings.timing_model})")
     backend = getattr(args, "backend", "auto")
     if backend not in (None, "auto") and backend != settings.backend:
         wrong.append(f"--backend {backend} (the run has {settings.backend})")

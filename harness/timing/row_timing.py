@@ -12,11 +12,12 @@ DEFAULT_L2_BYTES = 50 * 2**20  # an H100/H200's L2, when neither the driver nor 
 @dataclass(frozen=True)
 class RowTiming:
     """`model_device`: the GPU the ptxsim timing model models; `device_profile`: a `ptxmoe calibrate` profile file
-    whose constants replace the model's (None: the model's own); `gpu`: warm-up, stopping rule, budget, rotation;
-    `l2_fallback_bytes`: the L2 size when the driver cannot say (the device spec's)."""
+    whose constants replace the model's (None: the model's own); `timing_model`: v1 or v2; `gpu`: warm-up, stopping
+    rule, budget, rotation; `l2_fallback_bytes`: the L2 size when the driver cannot say (the device spec's)."""
 
     model_device: str = "H200 SXM"
     device_profile: str | None = None
+    timing_model: str = "v1"  # --timing-model: the ptxsim timing model version (harness.timing.sim.MODEL_VERSIONS)
     gpu: GpuTimingSettings = field(default_factory=GpuTimingSettings)
     l2_fallback_bytes: int = DEFAULT_L2_BYTES
 

@@ -11,26 +11,23 @@ launches by name. Everything is labelled "modelled": it is not a measurement.
 A device profile from `ptxmoe calibrate` (`--device-profile FILE`, passed down as a value: RowTiming.device_profile,
 recorded in run.json's settings) replaces the model's constants with ones fitted on that GPU.
 
-The model version is v1 (ptxsim.model.timing.estimate, the analytic bounds) unless PTXMOE_TIMING_MODEL=v2 selects
+The model version is v1 (ptxsim.model.timing.estimate, the analytic bounds) unless `--timing-model v2` selects
 the cycle-approximate per-SM schedule (ptxsim.model.cycle.estimate_v2, issue 29): opt-in because on the validation
 it improves the predicted paired rows but not the predicted absolute ones (docs/model-validation.md, "Model v2").
 Each launch records `model_version`. NOTE: v2's intervals still use the v1 validation's per-limiter errors.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, is_dataclass
 
 MODEL_DEVICE = "H200 SXM"
-MODEL_ENV = "PTXMOE_TIMING_MODEL"
-MODEL_VERSIONS = ("v1", "v2")
+MODEL_VERSIONS = ("v1", "v2")  # v1: analytic bounds; v2: cycle-approximate per-SM schedule (opt-in)
 
 
-def model_version() -> str:
-    """The timing model version PTXMOE_TIMING_MODEL selects ("v1" when unset); ValueError naming it otherwise."""
-    version = os.environ.get(MODEL_ENV, "v1") or "v1"
+def check_model_version(version: str) -> str:
+    """`version` if it names a timing model version, else ValueError naming it and the versions there are."""
     if version not in MODEL_VERSIONS:
-        raise ValueError(f"{MODEL_ENV}={version!r}; expected one of {', '.join(MODEL_VERSIONS)}")
+        raise ValueError(f"timing model {version!r}; expected one of {', '.join(MODEL_VERSIONS)}")
     return version
 
 
@@ -138,7 +135,7 @@ def refuse_unassembled(name: str, ptx: str) -> None:
 
 
 def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_DEVICE,
-                 profile: str | None = None) -> dict:
+                 profile: str | None = None, model: str = "v1") -> dict:
     """{name, modelled_s, sim_wall_s, occupancy, estimate, error} for one sim LaunchRecord."""
     out = {"name": record.name, "grid": list(record.grid), "block": list(record.block),
            "shared_bytes": record.shared_bytes, "sim_wall_s": record.host_seconds, "modelled_s": None,
@@ -173,7 +170,7 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
 
         mix = module_sass_mix(ptx_entry[0], analyse_ptx(ptx_entry[0])) if ptx_entry else None
         out["sass_mix"] = mix
-        version = model_version()
+        version = check_model_version(model)
         out["model_version"] = version
         if version == "v2" and ptx_entry is not None and hasattr(record.stats, "per_line"):
             import ptxsim
@@ -208,10 +205,11 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
     return out
 
 
-def model_row(records, sources: dict, device: str = MODEL_DEVICE, profile: str | None = None) -> dict:
+def model_row(records, sources: dict, device: str = MODEL_DEVICE, profile: str | None = None,
+              model: str = "v1") -> dict:
     """Modelled time of one row: {basis, device, modelled_us (kernel time), launch_us, interval_us, model_error
     {relative, basis}, sim_wall_s, stages_us, launches, error}."""
-    launches = [model_launch(r, sources.get(r.name), device, profile) for r in records]
+    launches = [model_launch(r, sources.get(r.name), device, profile, model) for r in records]
     modelled = [launch["modelled_s"] for launch in launches]
     errors = sorted({launch["error"] for launch in launches if launch["error"]})
     total = sum(modelled) if modelled and all(m is not None for m in modelled) else None

@@ -105,3 +105,18 @@ def test_device_profile_is_a_value_recorded_in_run_json_and_used_by_the_model(tm
         times[name] = doc["rows"][0]["timing"]["modelled_us"]
     assert dict(os.environ) == environ  # nothing handed over through the environment
     assert times["profiled"] > times["plain"] > 0
+
+
+def test_timing_model_is_a_value_recorded_in_run_json_and_kept_on_resume(tmp_path, capsys):
+    """--timing-model v2 reaches every launch of the sim rows (model_version), is recorded in run.json's settings,
+    and a --resume that asks for another version is refused naming both."""
+    out = tmp_path / "runs"
+    assert main(["compare", "--backend", "sim", "--kernels", "gate", "--preset", "tiny", "--impls", "ptx",
+                 "--no-static", "--no-dashboard", "--timing-model", "v2", "--out", str(out)]) == 0
+    (run_dir,) = out.iterdir()
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert doc["settings"]["timing_model"] == "v2"
+    assert {launch["model_version"] for launch in doc["rows"][0]["timing"]["launches"]} == {"v2"}
+    capsys.readouterr()
+    assert main(["compare", "--resume", str(run_dir), "--timing-model", "v1", "--no-dashboard"]) == 2
+    assert "--timing-model v1 (the run has v2)" in capsys.readouterr().err

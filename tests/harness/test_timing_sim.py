@@ -78,9 +78,7 @@ def test_row_says_what_fraction_was_simulated():
     assert model_row([rec], sources, "H100 SXM")["simulated_fraction"] == pytest.approx(1 / 8)
 
 
-def test_timing_model_version_is_v1_unless_v2_is_asked_for(monkeypatch):
-    from harness.timing.sim import MODEL_ENV
-
+def test_timing_model_version_is_v1_unless_v2_is_asked_for():
     bench = BENCHES["fp32_fma"]
     dev = ptxsim.Device()
     stats = dev.launch(ptxsim.load_ptx(bench.ptx).kernel(bench.entry), 132 * 8, 256, [dev.alloc(4), np.uint32(8)],
@@ -89,9 +87,7 @@ def test_timing_model_version_is_v1_unless_v2_is_asked_for(monkeypatch):
                           host_seconds=0.1, stats=stats)
     sources = {"fp32_fma": (bench.ptx, bench.entry)}
     v1 = model_launch(rec, sources["fp32_fma"], "H100 SXM")
-    monkeypatch.setenv(MODEL_ENV, "v2")
-    v2 = model_launch(rec, sources["fp32_fma"], "H100 SXM")
+    v2 = model_launch(rec, sources["fp32_fma"], "H100 SXM", model="v2")
     assert v1["model_version"] == "v1" and v2["model_version"] == "v2" and v2["error"] is None
     assert v2["modelled_s"] > 0 and v2["modelled_s"] != v1["modelled_s"]
-    monkeypatch.setenv(MODEL_ENV, "v3")
-    assert "PTXMOE_TIMING_MODEL='v3'" in model_launch(rec, sources["fp32_fma"], "H100 SXM")["error"]
+    assert "timing model 'v3'" in model_launch(rec, sources["fp32_fma"], "H100 SXM", model="v3")["error"]

@@ -92,27 +92,22 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0) -> Tr
         if self_loop and chunk > 1 and reps >= 2:
             size = min(chunk, reps)          # a short loop: all its iterations' loads in flight together
             chunks, left = divmod(reps, size)
-            unrolled = _unrolled_body(instrs, body, size)
-            if chunks > cap:
-                for i in range(cap):
-                    if i == LOOP_WARMUP:
-                        w_start = len(pcs)
-                    pcs.extend(unrolled)
-                loops.append(Loop(w_start, len(pcs), STEADY_WINDOW, float(chunks - cap), weight))
-            else:
-                for _ in range(chunks):
-                    pcs.extend(unrolled)
-            for _ in range(left):
-                pcs.extend(body)
-        elif self_loop and reps > cap:
-            for i in range(cap):
-                if i == LOOP_WARMUP:
-                    w_start = len(pcs)
-                pcs.extend(body)
-            loops.append(Loop(w_start, len(pcs), STEADY_WINDOW, float(reps - cap), weight))
+            replay(_unrolled_body(instrs, body, size), chunks, weight)
+            replay(body, left, weight)
+        elif self_loop:
+            replay(body, reps, weight)
         else:
-            for _ in range(reps):
-                pcs.extend(body)
+            pcs.extend(body * reps)
+
+    def replay(unit: list[int], count: int, weight: float) -> None:
+        """`unit` `count` times; past the warm-up and steady window only those are issued, and the rest is a Loop
+        charged at the window's average."""
+        if count <= cap:
+            pcs.extend(unit * count)
+            return
+        w_start = len(pcs) + LOOP_WARMUP * len(unit)
+        pcs.extend(unit * cap)
+        loops.append(Loop(w_start, len(pcs), STEADY_WINDOW, float(count - cap), weight))
 
     b = 0
     while b < len(blocks):

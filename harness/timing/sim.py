@@ -9,7 +9,8 @@ H100 figures). The row's modelled time, launch time and interval are sums over i
 launches by name. Everything is labelled "modelled": it is not a measurement.
 
 A device profile from `ptxmoe calibrate` (`--device-profile FILE`, passed down as a value: RowTiming.device_profile,
-recorded in run.json's settings) replaces the model's constants with ones fitted on that GPU.
+recorded in run.json's settings) replaces the model's constants with ones fitted on that GPU, and its measured
+under-load clock (when it has one) the documented default clock of every bound (profile_spec).
 
 The model version is v1 (ptxsim.model.timing.estimate, the analytic bounds) unless `--timing-model v2` selects
 the cycle-approximate per-SM schedule (ptxsim.model.cycle.estimate_v2, issue 29): opt-in because on the validation
@@ -31,17 +32,27 @@ def check_model_version(version: str) -> str:
     return version
 
 
-def profile_constants(device: str, path: str | None) -> dict | None:
-    """The constants of the device profile file `path` (None: none, the model's own); a profile calibrated on
-    another device is refused (ProfileError naming both)."""
-    if not path:
-        return None
+def _profile(device: str, path: str):
     from ptxsim.model.profile import ProfileError, load_profile
 
     profile = load_profile(path)
     if profile.device != device:
         raise ProfileError(f"device profile {path} was calibrated on {profile.device}, but the model runs as {device}")
-    return dict(profile.constants)
+    return profile
+
+
+def profile_constants(device: str, path: str | None) -> dict | None:
+    """The constants of the device profile file `path` (None: none, the model's own); a profile calibrated on
+    another device is refused (ProfileError naming both)."""
+    return dict(_profile(device, path).constants) if path else None
+
+
+def profile_spec(device: str, path: str | None):
+    """The DeviceSpec the model runs with: `device`, at the under-load clock the profile `path` measured when it has
+    one (every bound uses it), else at the documented default (devices.py [FM])."""
+    from ptxsim.model.devices import get_device
+
+    return _profile(get_device(device).name, path).spec() if path else get_device(device)
 
 
 def kernel_limiter(components: dict) -> str:
@@ -152,10 +163,9 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
         return out
     try:
         from harness.static import resources_of
-        from ptxsim.model.devices import get_device
         from ptxsim.model.occupancy import occupancy_from_resources
 
-        spec = get_device(device)
+        spec = profile_spec(device, profile)
         threads = record.block[0] * record.block[1] * record.block[2]
         resources = resources_of(*ptx_entry) if ptx_entry else None
         occ = occupancy_from_resources(spec, threads, resources, int(record.shared_bytes)) if resources else None

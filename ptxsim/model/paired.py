@@ -171,3 +171,55 @@ def validate_pairs(constants: Mapping[str, float] | None = None, names=None, sta
 def fit_pairs() -> list[PublishedPair]:
     """Pairs marked FIT (none today; a test keeps costs.FITTED_FROM from naming a predicted one)."""
     return [pair for pair in PAIRS if pair.role == FIT]
+
+
+def _gpu_pair_name(pair: PublishedPair) -> str:
+    """The published pair's name without its device suffix ("stream_add_vs_copy_h100" -> "stream_add_vs_copy"):
+    measured on one GPU, the H100 and H200 rows of one experiment are the same two kernels."""
+    for suffix in ("_h100", "_h200", "_h800"):
+        if pair.name.endswith(suffix):
+            return pair.name[: -len(suffix)]
+    return pair.name
+
+
+# The paired variants `ptxmoe calibrate` times on a GPU and a device profile carries ("pairs"): every published pair
+# above, once per distinct (numerator, denominator), named as its published row without a device suffix (the rows of
+# one experiment on H100 and on H200 run the same two kernels; a test checks that they do).
+GPU_PAIRS: dict[str, tuple[str, str]] = {_gpu_pair_name(p): (p.numerator, p.denominator) for p in PAIRS}
+
+
+def measured_pair_rows(spec, measured: Mapping[str, float], constants: Mapping[str, float] | None = None,
+                       static_facts=None, model: str = "v1") -> list[PairRow]:
+    """PairRows of pairs measured on a GPU (a device profile's "pairs": {GPU_PAIRS name: measured ratio}): the ratio
+    the model gives for both variants on `spec` (a DeviceSpec, e.g. DeviceProfile.spec() with its measured clock)
+    beside the measured one, so intervals.fit_by_limiter fits bias and spread on them as on the published rows.
+
+    Raises:
+        ModelArgumentError: a name that is not a GPU pair, or a ratio that is not a finite number > 0.
+    """
+    import math
+
+    from ptxsim.model.errors import ModelArgumentError
+    from ptxsim.model.microbench import run_on_sim
+
+    results: dict[str, object] = {}
+
+    def run(variant: str):
+        if variant not in results:
+            results[variant] = run_on_sim(variant_bench(variant), spec, constants, static_facts, model=model)
+        return results[variant]
+
+    rows = []
+    for name, ratio in measured.items():
+        if name not in GPU_PAIRS:
+            raise ModelArgumentError(f"measured pair {name!r} is not a paired variant; expected one of "
+                                     f"{', '.join(GPU_PAIRS)}")
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not math.isfinite(ratio) or ratio <= 0:
+            raise ModelArgumentError(f"measured pair {name!r} has ratio {ratio!r}; expected a finite number > 0")
+        numerator, denominator = GPU_PAIRS[name]
+        num, den = run(numerator), run(denominator)
+        modelled = num.quantity / den.quantity
+        rows.append(PairRow(name, numerator, denominator, modelled, float(ratio), modelled / float(ratio),
+                            (_limiter(num), _limiter(den)), spec.name, f"measured on {spec.name} (device profile)",
+                            "ptxmoe calibrate: median of the timed launches of each variant", PREDICTED))
+    return rows

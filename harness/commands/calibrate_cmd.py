@@ -11,12 +11,22 @@ one measured quantity (ptxsim/model/profile.py FITS). A measurement file is {ben
 unit} or {"device": ..., "measured": {...}, "ratios": {...}}; the measurements a GPU run took are written with
 `--save-measurements`.
 
-Paired variants (harness/calibrate_pairs.py: bank-conflicted vs padded transpose, wgmma.wait_group 0 vs 1, a copy on
-20 SMs vs all, 4-byte vs 16-byte accesses) are timed too, unless `--no-pairs`; their ratios go into the profile under
-"ratios" ({pair: {ratio, numerator_us, denominator_us, what, sms}}), beside the fitted constants.
+The SM clock under a sustained wgmma load (harness/calibrate_clock.py: d(%clock64) / d(%globaltimer)) is measured
+first, unless `--no-clock`, and goes into the profile's "clock": with the profile, every bound of the model runs at
+it (ptxsim.model.profile.DeviceProfile.spec), and the fractions are fitted against peaks at it.
+
+The paired validation rows' kernels (harness/calibrate_variants.py: ptxsim/model/paired.py GPU_PAIRS) are timed too,
+unless `--no-pairs`; each ratio with its 95% bootstrap interval goes into the profile's "pairs", from which
+ptxsim.model.profile_intervals fits the model's ratio error on this GPU. So do harness/calibrate_pairs.py's GPU-only
+pairs (bank-conflicted vs padded transpose, wgmma.wait_group 0 vs 1, a copy on 20 SMs vs all, 4-byte vs 16-byte
+accesses), under "ratios" ({pair: {ratio, numerator_us, denominator_us, what, sms}}), carried, not used by the model.
+
+The profile (and the --save-measurements file) is rewritten after each phase (clock, microbenchmarks, ratios, pairs),
+so a run cut short by a time limit keeps what it had measured.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import sys
@@ -37,11 +47,13 @@ def register(subparsers) -> None:
     parser.add_argument("--measurements", default=None, help="fit from this JSON file instead of measuring")
     parser.add_argument("--save-measurements", default=None, help="also write the measured quantities here")
     parser.add_argument("--repeat", type=int, default=10, help="timed launches per microbenchmark (median)")
-    parser.add_argument("--no-pairs", action="store_true", help="skip the paired variants (ratios)")
+    parser.add_argument("--no-pairs", action="store_true", help="skip the paired variants (\"pairs\" and \"ratios\")")
+    parser.add_argument("--no-clock", action="store_true", help="skip the under-load clock (the model then keeps the "
+                                                                "documented default clock)")
     parser.set_defaults(func=run)
 
 
-def _read_measurements(path: str) -> tuple[str | None, dict, dict]:
+def _read_measurements(path: str) -> tuple[str | None, dict, dict, dict | None, dict]:
     try:
         doc = json.loads(Path(path).read_text())
     except OSError as exc:
@@ -56,12 +68,21 @@ def _read_measurements(path: str) -> tuple[str | None, dict, dict]:
             raise InputError(f"--measurements {path}: 'measured' must be an object, got {doc['measured']!r}")
         from harness.calibrate_pairs import check_ratios
 
+        from ptxsim.model.profile import MeasuredPair
+        from ptxsim.model.profile_schema import check_clock, check_pair
+
+        where = f"--measurements {path}"
         try:
-            ratios = check_ratios(doc.get("ratios", {}), f"--measurements {path}")
-        except ValueError as exc:
+            ratios = check_ratios(doc.get("ratios", {}), where)
+            check_clock(doc.get("clock"), where)
+            raw = doc.get("pairs") or {}
+            if not isinstance(raw, dict):
+                raise InputError(f"{where}: field 'pairs' = {raw!r}; expected an object of pair -> {{ratio, ci95}}")
+            pairs = {name: MeasuredPair(name, *check_pair(name, entry, where)) for name, entry in raw.items()}
+        except ValueError as exc:  # ProfileError is a ValueError
             raise InputError(str(exc)) from None
-        return doc.get("device"), doc["measured"], ratios
-    return None, doc, {}
+        return doc.get("device"), doc["measured"], ratios, doc.get("clock"), pairs
+    return None, doc, {}, None, {}
 
 
 class _GpuDevice:
@@ -147,7 +168,7 @@ def measure_on_gpu(repeat: int, progress=sys.stdout, backend=None) -> dict[str, 
     from ptxsim.model.microbench import BENCHES
 
     backend = backend or GpuBackend()
-    clock = _sm_clock_hz()
+    clock = _sm_clock_hz(backend)
     out = {}
     for name, bench in BENCHES.items():
         if name == "launch_gap":
@@ -172,19 +193,17 @@ def measure_ratios(backend, repeat: int, progress=None) -> dict[str, dict]:
     return out
 
 
-def _add_ratios(path: Path, ratios: dict) -> None:
-    """The profile at `path` with "ratios" added (atomically; load_profile reads the rest as before)."""
-    doc = json.loads(path.read_text())
-    doc["ratios"] = ratios
+def _write_json(path: Path, doc: dict) -> None:
+    """Atomically (a temporary file, then a rename): a run killed mid-write leaves the previous phase's file."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     tmp.replace(path)
 
 
-def _sm_clock_hz() -> float:
-    from numba import cuda
-
-    return float(cuda.get_current_device().CLOCK_RATE) * 1e3
+def _sm_clock_hz(backend) -> float:
+    """The device's CLOCK_RATE attribute (its maximum SM clock), in Hz: converts seconds to clocks for the benches
+    quoted in clocks when no under-load clock was measured."""
+    return float(backend.context.device.CLOCK_RATE) * 1e3
 
 
 def _gpu_device_name() -> str:
@@ -194,50 +213,99 @@ def _gpu_device_name() -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-def run(args) -> int:
-    from ptxsim.model.errors import ModelError
+class _Calibration:
+    """What a calibration has so far, written out (profile and measurement file) after every phase."""
+
+    def __init__(self, args, device: str):
+        self.args, self.device = args, device
+        self.measured: dict = {}
+        self.ratios: dict = {}
+        self.clock: dict | None = None
+        self.pairs: dict = {}
+        self.skipped: dict = {}
+
+    def profile(self):
+        from ptxsim.model.errors import ModelError
+        from ptxsim.model.profile import fit
+
+        try:
+            profile = fit(self.device, self.measured, self.clock, self.pairs)
+        except ModelError as exc:
+            raise InputError(str(exc)) from None
+        return dataclasses.replace(profile, ratios=dict(self.ratios))
+
+    def write(self):
+        profile = self.profile()
+        _write_json(Path(self.args.out), profile.to_json())
+        if self.args.save_measurements:
+            pairs = {name: pair.to_json() for name, pair in self.pairs.items()}
+            _write_json(Path(self.args.save_measurements), {"device": self.device, "measured": self.measured,
+                                                             "ratios": self.ratios, "clock": self.clock,
+                                                             "pairs": pairs, "pairs_not_measured": self.skipped})
+        return profile
+
+
+def _measure(cal: _Calibration, args) -> None:
+    """The GPU phases, the files rewritten after each."""
+    from harness.backends.gpu import GpuBackend
     from ptxsim.model.microbench import BENCHES
-    from ptxsim.model.profile import fit, save_profile
+
+    backend = GpuBackend()
+    if not args.no_clock:
+        from harness.calibrate_clock import measure_clock
+
+        print("measuring the SM clock under a sustained wgmma load:")
+        cal.clock = measure_clock(backend)
+        print(f"  under-load clock {cal.clock['under_load_hz'] / 1e6:.0f} MHz (launches: "
+              f"{', '.join(f'{hz / 1e6:.0f}' for hz in cal.clock['per_launch_hz'])} MHz)", flush=True)
+        cal.write()
+    print(f"measuring {len(BENCHES)} microbenchmarks on {cal.device} ({args.repeat} timed launches each):")
+    cal.measured = measure_on_gpu(args.repeat, backend=backend)
+    cal.write()
+    if args.no_pairs:
+        return
+    cal.ratios = measure_ratios(backend, args.repeat)
+    cal.write()
+    from harness.calibrate_variants import measure_variant_pairs
+
+    print("measuring the paired validation rows' variants (ratio, 95% bootstrap interval):")
+    clock_hz = cal.clock["under_load_hz"] if cal.clock else _sm_clock_hz(backend)
+    cal.pairs, cal.skipped = measure_variant_pairs(backend, max(args.repeat, 2), clock_hz)
+    cal.write()
+
+
+def run(args) -> int:
+    from ptxsim.model.microbench import BENCHES
 
     if args.repeat < 1:
         raise InputError(f"--repeat must be >= 1, got {args.repeat}")
-    ratios: dict = {}
     if args.measurements:
-        file_device, measured, ratios = _read_measurements(args.measurements)
-        device = args.device or file_device or "H200 SXM"
+        file_device, measured, ratios, clock, pairs = _read_measurements(args.measurements)
+        cal = _Calibration(args, args.device or file_device or "H200 SXM")
+        cal.measured, cal.ratios, cal.clock, cal.pairs = measured, ratios, clock, pairs
     else:
         from harness import toolchain
 
         ok, why = toolchain.gpu_visible()
         if not ok:
             raise PtxmoeError(f"calibrate needs a GPU ({why}); pass --measurements FILE to fit from measured values")
-        device = args.device or _gpu_device_name()
-        from harness.backends.gpu import GpuBackend
-
-        print(f"measuring {len(BENCHES)} microbenchmarks on {device} ({args.repeat} timed launches each):")
-        backend = GpuBackend()
-        measured = measure_on_gpu(args.repeat, backend=backend)
-        if not getattr(args, "no_pairs", False):
-            ratios = measure_ratios(backend, args.repeat)
-    if args.save_measurements:
-        path = Path(args.save_measurements)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"device": device, "measured": measured, "ratios": ratios}, indent=1,
-                                  sort_keys=True) + "\n")
-        tmp.replace(path)
-    try:
-        profile = fit(device, measured)
-        save_profile(profile, args.out)
-    except ModelError as exc:
-        raise InputError(str(exc)) from None
-    if ratios:
-        _add_ratios(Path(args.out), ratios)
+        cal = _Calibration(args, args.device or _gpu_device_name())
+        cal.profile()  # an unknown --device is refused before any measuring
+        _measure(cal, args)
+    profile = cal.write()
+    measured = cal.measured
     print(f"device profile for {profile.device} -> {args.out}")
+    if profile.under_load_clock_hz is not None:
+        print(f"  under-load clock {profile.under_load_clock_hz / 1e6:.0f} MHz (every bound of the model uses it)")
     for key, value in sorted(profile.constants.items()):
         print(f"  {key:<28} {value:.4g}   (from {profile.fitted_from[key]} = {measured[profile.fitted_from[key]]:g} "
               f"{BENCHES[profile.fitted_from[key]].unit})")
-    for name, entry in sorted(ratios.items()):
+    for name, entry in sorted(cal.ratios.items()):
         print(f"  ratio {name:<28} {entry['ratio']:.4g}   ({entry.get('what', '')})")
+    for name, pair in sorted(profile.pairs.items()):
+        print(f"  pair {name:<36} {pair.ratio:.4g}   [{pair.ci95[0]:.4g}, {pair.ci95[1]:.4g}]")
+    for name, why in sorted(cal.skipped.items()):
+        print(f"  pair {name:<36} not measured: {why}")
     unused = sorted(set(BENCHES) - set(measured))
     if unused:
         print(f"  not measured (defaults kept): {', '.join(unused)}")

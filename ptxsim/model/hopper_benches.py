@@ -27,20 +27,33 @@ def _wgmma_line(n: int, kind: str) -> str:
     return f"  wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{types} {{{regs}}}, %rd2, %rd3, 1, {imms};"
 
 
-def _wgmma_kernel(name: str, n: int, kind: str, per_group: int, wait: int) -> str:
+def _wgmma_kernel(name: str, n: int, kind: str, per_group: int, wait: int, clocks: bool = False) -> str:
     """Each warpgroup loops `iters` times: fence, `per_group` chained wgmma on one accumulator, commit, wait_group
-    `wait`; then wait_group 0 and one store (so the accumulator is live)."""
+    `wait`; then wait_group 0 and one store (so the accumulator is live). With `clocks`, a third parameter `clocks`
+    (u64 [grid][4]) gets thread 0's %clock64 and %globaltimer before the loop and after the last wait, per CTA: the
+    SM clock under this load is d(clock64) / d(globaltimer ns) (harness/calibrate_clock.py)."""
     body = "\n".join([_wgmma_line(n, kind)] * per_group)
+    param, regs, start, stop = "", "", "", ""
+    if clocks:
+        param = ", .param .u64 clocks"
+        regs = " .reg .b64 %ck<8>; .reg .pred %pck;"
+        start = "  mov.u64 %ck0, %clock64; mov.u64 %ck1, %globaltimer;\n"
+        stop = """  mov.u64 %ck2, %clock64; mov.u64 %ck3, %globaltimer;
+  ld.param.u64 %ck4, [clocks]; mov.u32 %r10, %ctaid.x; mul.wide.u32 %ck5, %r10, 32; add.s64 %ck4, %ck4, %ck5;
+  mov.u32 %r11, %tid.x; setp.eq.u32 %pck, %r11, 0;
+  @%pck st.global.v2.u64 [%ck4], {%ck0, %ck1};
+  @%pck st.global.v2.u64 [%ck4+16], {%ck2, %ck3};
+"""
     return _HEAD_90A + f"""
-.visible .entry {name}(.param .u64 dst, .param .u32 iters)
+.visible .entry {name}(.param .u64 dst, .param .u32 iters{param})
 {{
-  .reg .pred %p<2>; .reg .b32 %r<16>; .reg .b64 %rd<8>; .reg .f32 %d<{n // 2}>;
+  .reg .pred %p<2>; .reg .b32 %r<16>; .reg .b64 %rd<8>; .reg .f32 %d<{n // 2}>;{regs}
   .shared .align 1024 .b8 sm[{_A_BYTES + n * 32}];
   ld.param.u64 %rd1, [dst]; ld.param.u32 %r9, [iters];
   mov.u32 %r1, sm; cvt.u64.u32 %rd2, %r1; shr.u64 %rd2, %rd2, 4; mov.b64 %rd4, {_DESC_LBO_SBO};
   or.b64 %rd2, %rd2, %rd4; add.s64 %rd3, %rd2, {_A_BYTES >> 4};
   mov.u32 %r7, 0;
-LOOP:
+{start}LOOP:
   wgmma.fence.sync.aligned;
 {body}
   wgmma.commit_group.sync.aligned;
@@ -48,7 +61,7 @@ LOOP:
   add.s32 %r7, %r7, 1; setp.lt.u32 %p1, %r7, %r9;
   @%p1 bra LOOP;
   wgmma.wait_group.sync.aligned 0;
-  st.global.f32 [%rd1], %d0;
+{stop}  st.global.f32 [%rd1], %d0;
   ret;
 }}
 """

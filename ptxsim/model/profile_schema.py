@@ -106,15 +106,16 @@ def check_document(doc, where: str) -> dict:
                                f"{', '.join(MODEL_CONSTANTS)}")
         if not _positive(value):
             raise _bad(where, f"constants.{key}", value, "a finite number > 0")
-    measured, fitted = doc.get("measured") or {}, doc.get("fitted_from") or {}
-    for field, value in (("measured", measured), ("fitted_from", fitted), ("ratios", doc.get("ratios") or {})):
+    # NOTE: absent or null is empty; anything else that is not an object (a list, even an empty one) is refused
+    measured, fitted, ratios, pairs = ({} if doc.get(k) is None else doc[k]
+                                       for k in ("measured", "fitted_from", "ratios", "pairs"))
+    for field, value in (("measured", measured), ("fitted_from", fitted), ("ratios", ratios)):
         if not isinstance(value, dict):
             raise _bad(where, field, value, "an object")
-    pairs = doc.get("pairs") or {}
     if not isinstance(pairs, dict):
         raise _bad(where, "pairs", pairs, "an object of paired variant -> {ratio, ci95, samples}")
     checked = {name: check_pair(name, entry, where) for name, entry in pairs.items()}
     clock = doc.get("clock")
     return {"device": device, "constants": {k: float(v) for k, v in constants.items()}, "measured": measured,
             "fitted_from": fitted, "clock_hz": check_clock(clock, where), "clock": dict(clock or {}),
-            "pairs": checked, "ratios": doc.get("ratios") or {}}
+            "pairs": checked, "ratios": ratios}

@@ -11,7 +11,9 @@ a cubin (cuModuleLoadData) is accepted for its `.text.<entry>` sections. Static 
 opt-in: MAX_DYNAMIC_SHARED_SIZE_BYTES above the opt-in less the static, or a launch whose static plus dynamic
 shared memory passes it, is refused. A sticky error (`gpu.poison(entry, code)`) surfaces at the next synchronisation and
 from then on every call fails with it, like a real CUDA context after an illegal address.
-No kernel computes anything: device memory reads back as zeros.
+No kernel computes anything: device memory reads back as zeros, except what a test makes a kernel "write"
+(`gpu.kernel_writes[entry] = fn(launch values) -> {device address: array}`, e.g. the counters a clock kernel would
+have stored): fake readings for plumbing tests.
 """
 from __future__ import annotations
 
@@ -200,6 +202,8 @@ class FakeGpu:
         self.poisoned: dict[str, CUresult] = {}  # kernel name -> the sticky error its launch causes
         self.hangs: set[str] = set()  # kernel names that never finish (a deadlock): the stream stays busy
         self.hung = False
+        self.kernel_writes: dict = {}  # kernel name -> fn(launch values) -> {device address: array it "stores"}
+        self.memory: dict[int, bytes] = {}  # device address -> bytes a kernel_writes effect stored there
         self.sticky: CUresult | None = None
         self.pending: CUresult | None = None
         self.jit_error: str | None = None
@@ -217,6 +221,8 @@ class FakeGpu:
         self.launches.append({"name": name, "stream": stream, "shared": shared, "values": tuple(values),
                               "grid": grid})
         self.log("launch", name, stream)
+        for addr, array in (self.kernel_writes[name](tuple(values)) if name in self.kernel_writes else {}).items():
+            self.memory[int(addr)] = np.ascontiguousarray(array).tobytes()
         if name in self.poisoned:
             self.pending = self.poisoned[name]
         if name in self.hangs:
@@ -578,7 +584,10 @@ class FakeDeviceArray:
         return FakeDeviceArray(self.gpu, self.shape, dtype, self.addr, owner=False)
 
     def copy_to_host(self, stream=0):
-        return np.zeros(self.shape, self.dtype)
+        out = np.zeros(self.shape, self.dtype)
+        stored = self.gpu.memory.get(self.addr, b"")[:self.nbytes]
+        out.reshape(-1).view(np.uint8)[:len(stored)] = np.frombuffer(stored, np.uint8)
+        return out
 
     def copy_to_device(self, host, stream=0):
         self.gpu.log("copy", self.addr)
@@ -593,7 +602,7 @@ class FakeNumbaCuda:
 
     def __init__(self, gpu: FakeGpu):
         self.gpu = gpu
-        self.device = SimpleNamespace(id=0, MULTIPROCESSOR_COUNT=132, name=b"Fake H200")
+        self.device = SimpleNamespace(id=0, MULTIPROCESSOR_COUNT=132, name=b"Fake H200", CLOCK_RATE=1980000)  # kHz
 
     def current_context(self):
         free = self.gpu.free_device_bytes

@@ -67,7 +67,6 @@ def _read_measurements(path: str) -> tuple[str | None, dict, dict, dict | None, 
         if not isinstance(doc["measured"], dict):
             raise InputError(f"--measurements {path}: 'measured' must be an object, got {doc['measured']!r}")
         from harness.calibrate_pairs import check_ratios
-
         from ptxsim.model.profile import MeasuredPair
         from ptxsim.model.profile_schema import check_clock, check_pair
 

@@ -91,3 +91,22 @@ def test_timing_model_version_is_v1_unless_v2_is_asked_for():
     assert v1["model_version"] == "v1" and v2["model_version"] == "v2" and v2["error"] is None
     assert v2["modelled_s"] > 0 and v2["modelled_s"] != v1["modelled_s"]
     assert "timing model 'v3'" in model_launch(rec, sources["fp32_fma"], "H100 SXM", model="v3")["error"]
+
+
+def test_a_profiles_measured_clock_is_the_clock_of_every_bound(tmp_path):
+    """An FMA-bound kernel's modelled time scales as 1 / clock; a DRAM-bound one's does not (bytes/s)."""
+    bench = BENCHES["fp32_fma"]
+    launch = bench.launches[0]
+    dev = ptxsim.Device()
+    stats = dev.launch(ptxsim.load_ptx(bench.ptx).kernel(bench.entry), launch.grid, launch.block, launch.args(dev),
+                       sample_ctas=8)
+    fma = SimpleNamespace(name="fp32_fma", grid=(launch.grid, 1, 1), block=(launch.block, 1, 1), shared_bytes=0,
+                          host_seconds=0.1, stats=stats)
+    dram, sources = _record()
+    path = tmp_path / "clocked.json"
+    save_profile(fit("H100 SXM", {}, {"under_load_hz": 1.2e9, "method": "fake", "samples": 3}), path)
+    for rec, source, scale in ((fma, (bench.ptx, bench.entry), 1.6 / 1.2), (dram, sources["dram_read"], 1.0)):
+        base = model_launch(rec, source, "H100 SXM")
+        clocked = model_launch(rec, source, "H100 SXM", profile=str(path))
+        assert clocked["error"] is None and base["model_error"]["limiter"] == clocked["model_error"]["limiter"]
+        assert clocked["modelled_s"] == pytest.approx(base["modelled_s"] * scale, rel=1e-6), rec.name

@@ -62,3 +62,29 @@ def test_bad_ratios_in_a_measurement_file_are_usage_errors(tmp_path, capsys, rat
     meas.write_text(json.dumps({"device": "H200 SXM", "measured": MEASURED, "ratios": ratios}))
     assert main(["calibrate", "--out", str(tmp_path / "p.json"), "--measurements", str(meas)]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_every_paired_rows_variant_launches_as_its_bench_and_lands_in_the_profile(fake_gpu, monkeypatch, tmp_path):
+    import io
+
+    from harness.backends.gpu import GpuBackend
+    from harness.calibrate_variants import measure_variant_pairs
+    from harness.commands import calibrate_cmd
+    from ptxsim.model.paired import GPU_PAIRS, variant_bench
+
+    pairs, skipped = measure_variant_pairs(GpuBackend(), 2, 1.6e9, progress=io.StringIO())
+    assert fake_gpu.errors == []  # every launch matched its .entry's parameters (count and sizes)
+    variants = {v for pair in GPU_PAIRS.values() for v in pair}
+    shapes = {(x["name"], x["grid"][0]) for x in fake_gpu.launches}
+    for variant in variants:
+        bench = variant_bench(variant)
+        assert all((bench.entry, launch.grid) in shapes for launch in bench.launches), variant
+    # the fake's event times count queued commands, not work: every copy and STREAM pair is measured (ratios of
+    # equal times: the work ratio), the ILP sweeps' two step counts take the same time and are not measured
+    assert set(pairs) | set(skipped) == set(GPU_PAIRS) and set(skipped) == {n for n in GPU_PAIRS if "ilp" in n}
+    assert pairs["stream_add_vs_copy"].ratio == pytest.approx(1.5)  # three arrays' bytes over two in equal times
+    monkeypatch.setattr(calibrate_cmd, "measure_on_gpu", lambda repeat, backend=None: dict(MEASURED))
+    monkeypatch.setattr(calibrate_cmd, "_gpu_device_name", lambda: "H200 SXM")
+    out = tmp_path / "p.json"
+    assert main(["calibrate", "--out", str(out), "--repeat", "2", "--no-clock"]) == 0
+    assert set(load_profile(out).pairs) == set(pairs)

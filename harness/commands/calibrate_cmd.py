@@ -50,6 +50,8 @@ def register(subparsers) -> None:
     parser.add_argument("--no-pairs", action="store_true", help="skip the paired variants (\"pairs\" and \"ratios\")")
     parser.add_argument("--no-clock", action="store_true", help="skip the under-load clock (the model then keeps the "
                                                                 "documented default clock)")
+    parser.add_argument("--clock-launches", type=int, default=6, help="back-to-back ~80 ms wgmma load launches for "
+                                                                      "the clock (the later half is kept; default 6)")
     parser.set_defaults(func=run)
 
 
@@ -254,7 +256,7 @@ def _measure(cal: _Calibration, args) -> None:
         from harness.calibrate_clock import measure_clock
 
         print("measuring the SM clock under a sustained wgmma load:")
-        cal.clock = measure_clock(backend)
+        cal.clock = measure_clock(backend, launches=args.clock_launches)
         print(f"  under-load clock {cal.clock['under_load_hz'] / 1e6:.0f} MHz (launches: "
               f"{', '.join(f'{hz / 1e6:.0f}' for hz in cal.clock['per_launch_hz'])} MHz)", flush=True)
         cal.write()
@@ -278,6 +280,8 @@ def run(args) -> int:
 
     if args.repeat < 1:
         raise InputError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.clock_launches < 2:
+        raise InputError(f"--clock-launches must be >= 2 (the later half is kept), got {args.clock_launches}")
     if args.measurements:
         file_device, measured, ratios, clock, pairs = _read_measurements(args.measurements)
         cal = _Calibration(args, args.device or file_device or "H200 SXM")

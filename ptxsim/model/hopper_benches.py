@@ -31,13 +31,24 @@ def _wgmma_kernel(name: str, n: int, kind: str, per_group: int, wait: int, clock
     """Each warpgroup loops `iters` times: fence, `per_group` chained wgmma on one accumulator, commit, wait_group
     `wait`; then wait_group 0 and one store (so the accumulator is live). With `clocks`, a third parameter `clocks`
     (u64 [grid][4]) gets thread 0's %clock64 and %globaltimer before the loop and after the last wait, per CTA: the
-    SM clock under this load is d(clock64) / d(globaltimer ns) (harness/calibrate_clock.py)."""
+    SM clock under this load is d(clock64) / d(globaltimer ns) (harness/calibrate_clock.py); the operands are then
+    first filled with random-signed bf16 values in [1, 2) (a hash of the word index), because tensor-core power, and
+    so the clock the power cap allows, depends on how many operand bits toggle (zeros would draw less)."""
     body = "\n".join([_wgmma_line(n, kind)] * per_group)
     param, regs, start, stop = "", "", "", ""
     if clocks:
         param = ", .param .u64 clocks"
         regs = " .reg .b64 %ck<8>; .reg .pred %pck;"
-        start = "  mov.u64 %ck0, %clock64; mov.u64 %ck1, %globaltimer;\n"
+        start = f"""  mov.u32 %r12, %tid.x; mov.u32 %r13, %ntid.x;
+FILL:
+  mul.lo.u32 %r14, %r12, -1640531535; and.b32 %r14, %r14, 0x807F807F; or.b32 %r14, %r14, 0x3F803F80;
+  shl.b32 %r15, %r12, 2; add.u32 %r15, %r15, %r1; st.shared.u32 [%r15], %r14;
+  add.u32 %r12, %r12, %r13; setp.lt.u32 %pck, %r12, {(_A_BYTES + n * 32) // 4};
+  @%pck bra FILL;
+  fence.proxy.async.shared::cta;
+  bar.sync 0;
+  mov.u64 %ck0, %clock64; mov.u64 %ck1, %globaltimer;
+"""
         stop = """  mov.u64 %ck2, %clock64; mov.u64 %ck3, %globaltimer;
   ld.param.u64 %ck4, [clocks]; mov.u32 %r10, %ctaid.x; mul.wide.u32 %ck5, %r10, 32; add.s64 %ck4, %ck4, %ck5;
   mov.u32 %r11, %tid.x; setp.eq.u32 %pck, %r11, 0;

@@ -1,5 +1,6 @@
 """The under-load clock kernel (harness/calibrate_clock.py) assembles without spills, and on ptxsim thread 0 of
-every CTA stores its [clock64, globaltimer] before and after the loop where calibrate reads them (ptxsim's
+every CTA stores its [clock64, globaltimer] before and after the loop where calibrate reads them, after filling
+the wgmma operands with non-zero values (ptxsim's
 globaltimer runs at 32 ns a clock, so the "clock" it gives is 1/32 GHz: the plumbing, not a measurement)."""
 import numpy as np
 import pytest
@@ -20,8 +21,12 @@ def test_every_cta_stores_its_counters_at_its_own_row():
 
     sim = SimBackend()
     grid = 3
-    out = sim.empty((grid * 4,), np.uint64, fill_byte=0)
-    sim.launch_ptx(clock_ptx(), ENTRY, grid, 256, [sim.empty((1,), np.float32), np.uint32(3), out])
+    out, acc = sim.empty((grid * 4,), np.uint64, fill_byte=0), sim.empty((1,), np.float32, fill_byte=0)
+    sim.launch_ptx(clock_ptx(), ENTRY, grid, 256, [acc, np.uint32(3), out])
     rows = sim.to_host(out).reshape(grid, 4)
+    # the operands were filled with +-[1, 2) bf16 values (zeros would draw less power and sum to 0): 3 iterations x
+    # 4 chained wgmma x K = 16 products of magnitude 1-4 each
+    total = float(sim.to_host(acc)[0])
+    assert np.isfinite(total) and 0 < abs(total) <= 3 * 4 * 16 * 4
     assert np.all(rows[:, 2] > rows[:, 0]) and np.all(rows[:, 3] > rows[:, 1])  # every row written, advancing
     assert clock_of_counters(rows) == pytest.approx([1e9 / 32] * grid)

@@ -7,7 +7,8 @@
 #   2. the GPU tests, each module in its own pytest process with its own limit (Hopper modules first; no -x; no
 #      DeepSeek-V3-sized parametrisations: -k "not dsv3");
 #   3. compare grouped_gemm_fp8 at `small` (every rung of the ladder), then the tiny preset (every kernel and path);
-#   4. `ptxmoe calibrate`: the timing model's microbenchmarks and the paired variants' ratios (a device profile);
+#   4. `ptxmoe calibrate`: the under-load clock, the timing model's microbenchmarks, the paired variants' ratios and
+#      the paired rows' variants (a device profile, rewritten after each phase: a cut-short step keeps what it had);
 #   5. compute-sanitizer memcheck, racecheck and synccheck on tiny rows of every path, when it is installed;
 #   6. an ncu profile of a few tiny rows, when ncu is installed.
 # Every step runs in its own process with its own time limit (also capped by the whole check's deadline,

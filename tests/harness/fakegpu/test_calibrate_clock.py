@@ -101,3 +101,8 @@ def test_a_calibration_cut_short_keeps_the_phases_it_finished(fake_gpu, monkeypa
     out = tmp_path / "h200.json"
     assert main(["calibrate", "--out", str(out), "--repeat", "1"]) != 0  # the CLI reports the interrupt
     assert load_profile(out).under_load_clock_hz == pytest.approx(1.61e9, rel=1e-6)  # the clock phase was written
+
+
+def test_too_few_clock_launches_is_a_usage_error(fake_gpu, tmp_path, capsys):
+    assert main(["calibrate", "--out", str(tmp_path / "p.json"), "--clock-launches", "1"]) == 2
+    assert "--clock-launches must be >= 2" in capsys.readouterr().err and fake_gpu.launches == []

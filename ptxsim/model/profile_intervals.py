@@ -13,7 +13,7 @@ ratio says how well the model reproduced ratios on THAT GPU, with the conditions
     fits = profile_fits(load_profile(path), static_facts=harness.static.analyse_ptx, model="v1")
     lo, hi = ratio_interval(modelled_ratio, same_limiter, fits)
 
-Running the variants on ptxsim takes about a minute on two cores for all 19 pairs (cached per profile and model).
+Running the variants on ptxsim takes about 20-30 s on two cores for all 19 pairs (cached per profile and model).
 """
 from __future__ import annotations
 

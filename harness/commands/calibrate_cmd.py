@@ -50,6 +50,9 @@ def register(subparsers) -> None:
     parser.add_argument("--no-pairs", action="store_true", help="skip the paired variants (\"pairs\" and \"ratios\")")
     parser.add_argument("--no-clock", action="store_true", help="skip the under-load clock (the model then keeps the "
                                                                 "documented default clock)")
+    parser.add_argument("--intervals", action="store_true", help="also run the measured pairs' variants on ptxsim "
+                                                                  "(about 30 s) and print the model's ratio error on "
+                                                                  "them: the 95%% intervals a profile gives")
     parser.add_argument("--clock-launches", type=int, default=6, help="back-to-back ~80 ms wgmma load launches for "
                                                                       "the clock (the later half is kept; default 6)")
     parser.set_defaults(func=run)
@@ -312,4 +315,25 @@ def run(args) -> int:
     unused = sorted(set(BENCHES) - set(measured))
     if unused:
         print(f"  not measured (defaults kept): {', '.join(unused)}")
+    if getattr(args, "intervals", False):
+        _print_intervals(profile)
     return 0
+
+
+def _print_intervals(profile) -> None:
+    """The model's ratio for each measured pair beside the measured one, and the 95% interval fits they give."""
+    import math
+
+    from harness.static import analyse_ptx
+    from ptxsim.model.profile_intervals import profile_fits, profile_pair_rows
+
+    if len(profile.pairs) < 2:
+        print(f"  intervals: {len(profile.pairs)} measured pair(s); a spread needs at least 2")
+        return
+    print(f"the model on {profile.device} at {profile.spec().under_load_clock_hz / 1e6:.0f} MHz vs the measured pairs:")
+    for row in profile_pair_rows(profile, static_facts=analyse_ptx):
+        print(f"  {row.name:<36} modelled {row.modelled:8.4g}  measured {row.published:8.4g}  error "
+              f"{row.error_ratio:6.3f}  ({'/'.join(row.limiters)})")
+    for key, fit in profile_fits(profile, static_facts=analyse_ptx).items():
+        print(f"  95% prediction interval, {key} (fitted on {fit.basis}, n = {fit.n}): bias {math.expm1(fit.bias):+.1%}"
+              f", spread {math.expm1(fit.spread):.1%}, interval r x exp(-b) x/ {math.exp(fit.half_width):.3f}")

@@ -151,7 +151,7 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
     out = {"name": record.name, "grid": list(record.grid), "block": list(record.block),
            "shared_bytes": record.shared_bytes, "sim_wall_s": record.host_seconds, "modelled_s": None,
            "launch_s": None, "interval_s": None, "model_error": None, "sass_mix": None, "occupancy": None,
-           "estimate": None, "error": None, "model_version": None, "clock_hz": None,
+           "estimate": None, "error": None, "model_version": None,
            # sampled simulation: the fraction of CTAs simulated (1.0: all), and the waves (ptxsim LaunchStats.waves)
            "simulated_fraction": float(getattr(record.stats, "sample_fraction", 1.0)),
            "waves": dict(getattr(record.stats, "waves", None) or {})}
@@ -166,7 +166,6 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
         from ptxsim.model.occupancy import occupancy_from_resources
 
         spec = profile_spec(device, profile)
-        out["clock_hz"] = spec.under_load_clock_hz  # of every bound: the profile's measured one, or the default
         threads = record.block[0] * record.block[1] * record.block[2]
         resources = resources_of(*ptx_entry) if ptx_entry else None
         occ = occupancy_from_resources(spec, threads, resources, int(record.shared_bytes)) if resources else None

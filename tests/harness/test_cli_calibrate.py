@@ -120,3 +120,23 @@ def test_timing_model_is_a_value_recorded_in_run_json_and_kept_on_resume(tmp_pat
     capsys.readouterr()
     assert main(["compare", "--resume", str(run_dir), "--timing-model", "v1", "--no-dashboard"]) == 2
     assert "--timing-model v1 (the run has v2)" in capsys.readouterr().err
+
+
+def test_intervals_from_a_measurement_files_pairs_are_printed(tmp_path, capsys):
+    """--intervals: the measured pairs (fake readings) beside the model's ratios, and the fits they give."""
+    from ptxsim.model.devices import get_device
+    from ptxsim.model.paired import measured_pair_rows
+
+    names, errors = ("ilp_fma_1_vs_4", "ilp_iadd_1_vs_8", "stream_add_vs_copy"), (1.25, 0.8, 1.0)
+    modelled = {r.name: r.modelled for r in measured_pair_rows(get_device("H200 SXM"), dict.fromkeys(names, 1.0),
+                                                                static_facts=analyse_ptx)}
+    pairs = {n: {"ratio": modelled[n] / e, "ci95": [modelled[n] / e / 1.01, modelled[n] / e * 1.01], "samples": 5}
+             for n, e in zip(names, errors, strict=True)}
+    meas = tmp_path / "m.json"
+    meas.write_text(json.dumps({"device": "H200 SXM", "measured": {"dram_read": 4300.0}, "pairs": pairs}))
+    assert main(["calibrate", "--out", str(tmp_path / "p.json"), "--measurements", str(meas), "--intervals"]) == 0
+    out = capsys.readouterr().out
+    assert "error  1.250" in out and "error  0.800" in out and "error  1.000" in out
+    assert "95% prediction interval, all (fitted on all, n = 3): bias +0.0%" in out  # ln 1.25 + ln 0.8 + ln 1 = 0
+    assert load_profile(tmp_path / "p.json").measured_ratios() == pytest.approx(
+        {n: p["ratio"] for n, p in pairs.items()})

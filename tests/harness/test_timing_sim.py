@@ -110,4 +110,3 @@ def test_a_profiles_measured_clock_is_the_clock_of_every_bound(tmp_path):
         clocked = model_launch(rec, source, "H100 SXM", profile=str(path))
         assert clocked["error"] is None and base["model_error"]["limiter"] == clocked["model_error"]["limiter"]
         assert clocked["modelled_s"] == pytest.approx(base["modelled_s"] * scale, rel=1e-6), rec.name
-        assert (base["clock_hz"], clocked["clock_hz"]) == (1.6e9, 1.2e9)  # run.json says which clock

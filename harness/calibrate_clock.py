@@ -2,8 +2,9 @@
 device, for every bound of the model).
 
 The load is the wgmma throughput kernel of the microbenchmarks (4 chained m64n256k16 BF16 wgmma per group, one group
-in flight; ptxsim/model/hopper_benches.py) on two CTAs of two warpgroups per SM, every SM busy, launched
-`launches` times back to back for about `launches` x 80 ms. Thread 0 of every CTA reads %clock64 (the SM's clock
+in flight; ptxsim/model/hopper_benches.py) on one CTA of two warpgroups per SM (ptxas gives it 154 registers a
+thread: a second CTA would not fit), every SM busy, launched `launches` times back to back for about `launches` x
+80 ms. Thread 0 of every CTA reads %clock64 (the SM's clock
 counter) and %globaltimer (nanoseconds, the same for all SMs) before its loop and after its last wgmma completes, so
 the clock that SM ran at is d(clock64) / d(globaltimer). A launch's clock is the median over its CTAs; the profile's
 clock is the median of the later half of the launches (after the clock has settled under the load: power capping
@@ -22,9 +23,9 @@ import numpy as np
 from harness.errors import PtxmoeError
 
 ENTRY = "clock_under_load"
-CTAS_PER_SM = 2
+CTAS_PER_SM = 1            # 154 registers x 256 threads: one CTA fills an SM's register file past half
 BLOCK = 256                 # two warpgroups
-ITERS = 1 << 16             # ~80 ms at 1.6 GHz: 4 warpgroups x 4 wgmma x 128 clocks per iteration on each SM
+ITERS = 1 << 17             # ~80 ms at 1.6 GHz: 2 warpgroups x 4 wgmma x 128 clocks per iteration on each SM
 LAUNCHES = 6
 METHOD = ("d(%clock64) / d(%globaltimer) per CTA, thread 0, around a sustained wgmma m64n256k16 bf16 loop on "
           f"{CTAS_PER_SM} CTAs x {BLOCK} threads per SM; median over CTAs, then over the later half of the launches")

@@ -5,14 +5,18 @@ globaltimer runs at 32 ns a clock, so the "clock" it gives is 1/32 GHz: the plum
 import numpy as np
 import pytest
 
-from harness.calibrate_clock import ENTRY, clock_of_counters, clock_ptx
+from harness.calibrate_clock import BLOCK, CTAS_PER_SM, ENTRY, clock_of_counters, clock_ptx
 
 
-def test_the_clock_kernel_assembles_without_spills():
+def test_the_clock_kernel_assembles_without_spills_and_its_ctas_fit_one_wave():
     from harness.toolchain import assemble
+    from ptxsim.model.devices import get_device
 
     _, usage = assemble(clock_ptx(), "sm_90a", name=f"{ENTRY}.ptx")
     assert usage[ENTRY].spills == 0
+    # every CTA of the grid resident at once (CTAS_PER_SM per SM): a second wave would leave SMs idle at its end
+    regs = get_device("H200 SXM").registers_per_sm
+    assert usage[ENTRY].registers * BLOCK * CTAS_PER_SM <= regs
 
 
 @pytest.mark.sim

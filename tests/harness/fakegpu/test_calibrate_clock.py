@@ -42,9 +42,9 @@ def test_the_clock_is_the_median_of_the_later_launches_per_cta_medians(fake_gpu)
     assert clock["per_launch_hz"] == pytest.approx(LAUNCH_HZ, rel=1e-6)
     assert clock["under_load_hz"] == pytest.approx(1.61e9, rel=1e-6) and clock["samples"] == 3  # 1.62, 1.60, 1.61
     assert clock["cta_hz_range"] == pytest.approx([1.60e9 * 0.99, 1.98e9 * 1.01], rel=1e-6)
-    assert clock["nvml_sm_clock_mhz"] == [1980.0] * 6 and clock["ctas"] == 200
+    assert clock["nvml_sm_clock_mhz"] == [1980.0] * 6 and clock["ctas"] == 100
     launches = [x for x in fake_gpu.launches if x["name"] == ENTRY]
-    assert len(launches) == 6 and {x["grid"] for x in launches} == {(CTAS_PER_SM * 100, 1, 1)}
+    assert len(launches) == 6 and {x["grid"] for x in launches} == {(100, 1, 1)} and CTAS_PER_SM == 1
     assert all(x["values"][1] == 1234 for x in launches) and fake_gpu.errors == []
     assert any(x["target"] == CUjit_target.CU_TARGET_COMPUTE_90A for x in fake_gpu.module_loads)  # sm_90a wgmma
     assert BLOCK == 256

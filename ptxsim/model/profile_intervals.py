@@ -13,6 +13,8 @@ ratio says how well the model reproduced ratios on THAT GPU, with the conditions
     fits = profile_fits(load_profile(path), static_facts=harness.static.analyse_ptx, model="v1")
     lo, hi = ratio_interval(modelled_ratio, same_limiter, fits)
 
+or, for a run that may or may not have a profile, `fits, basis = fits_for(profile_or_None, published_fits, ...)`.
+
 Running the variants on ptxsim takes about 20-30 s on two cores for all 19 pairs (cached per profile and model).
 """
 from __future__ import annotations
@@ -49,3 +51,15 @@ def profile_fits(profile, static_facts=None, model: str = "v1",
     if key not in _FITS_CACHE:
         _FITS_CACHE[key] = fit_by_limiter(profile_pair_rows(profile, static_facts, model), confidence)
     return _FITS_CACHE[key]
+
+
+def fits_for(profile, published: dict[str, LogRatioFit], static_facts=None,
+             model: str = "v1") -> tuple[dict[str, LogRatioFit], str]:
+    """(fits, basis) for a run: the measured pairs' fits of `profile` (a DeviceProfile, or None) when it has at
+    least 2 measured pairs, else `published` (intervals.fit_by_limiter of the published paired rows, as the caller
+    has them). `basis` says which, for run.json and the dashboard: "measured pairs on <device> (device profile)" or
+    "published pairs"."""
+    if profile is not None and len(profile.pairs) >= 2:
+        return (profile_fits(profile, static_facts, model),
+                f"{len(profile.pairs)} measured pairs on {profile.device} (device profile)")
+    return published, "published pairs"

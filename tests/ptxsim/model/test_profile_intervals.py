@@ -78,3 +78,15 @@ def test_an_unknown_or_bad_measured_pair_is_refused():
         measured_pair_rows(spec, {"warp_drive": 1.0})
     with pytest.raises(ModelArgumentError, match="has ratio 0.0"):
         measured_pair_rows(spec, {"ilp_fma_1_vs_4": 0.0})
+
+
+def test_fits_for_a_run_prefer_the_profiles_measured_pairs():
+    from ptxsim.model.profile_intervals import fits_for
+
+    published = {"all": "published fits"}
+    profile = _profile()
+    fits, basis = fits_for(profile, published)
+    assert fits is profile_fits(profile) and basis == "4 measured pairs on H200 SXM (device profile)"
+    assert fits_for(None, published) == (published, "published pairs")
+    one = _profile(errors=(1.0,), names=("ilp_fma_1_vs_4",))
+    assert fits_for(one, published) == (published, "published pairs")  # one pair has no spread: the published rows

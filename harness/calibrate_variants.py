@@ -49,8 +49,10 @@ def variant_samples(backend, bench, repeat: int, clock_hz: float) -> list[float]
     return [q for q in samples if np.isfinite(q) and q > 0]
 
 
-def measure_variant_pairs(backend, repeat: int, clock_hz: float, names=None, progress=None) -> tuple[dict, dict]:
-    """({pair: profile.MeasuredPair}, {pair: why it was not measured}) for GPU_PAIRS (or `names`)."""
+def measure_variant_pairs(backend, repeat: int, clock_hz: float, names=None, progress=None,
+                          on_pair=None) -> tuple[dict, dict]:
+    """({pair: profile.MeasuredPair}, {pair: why it was not measured}) for GPU_PAIRS (or `names`); `on_pair(pairs,
+    skipped)` after each pair (calibrate rewrites the profile then, so a run cut short keeps the pairs it timed)."""
     from harness.timing.stats import ratio_ci
     from ptxsim.model.paired import GPU_PAIRS, variant_bench
     from ptxsim.model.profile import MeasuredPair
@@ -67,10 +69,12 @@ def measure_variant_pairs(backend, repeat: int, clock_hz: float, names=None, pro
         if len(top) < 2 or len(bottom) < 2:
             skipped[name] = (f"{len(top)} usable samples of {numerator}, {len(bottom)} of {denominator}; "
                              "need >= 2 each (raise --repeat)")
-            continue
-        ratio, lo, hi = ratio_ci(top, bottom, resamples=RESAMPLES, rng=rng)
-        # NOTE: a percentile interval of a ratio of medians need not hold the point estimate with few samples;
-        # widened to hold it, as the profile's schema requires lo <= ratio <= hi
-        pairs[name] = MeasuredPair(name, ratio, (min(lo, ratio), max(hi, ratio)), min(len(top), len(bottom)))
-        print(f"  pair {name:<36} {ratio:10.4g}  [{lo:.4g}, {hi:.4g}]", file=progress or sys.stdout, flush=True)
+        else:
+            ratio, lo, hi = ratio_ci(top, bottom, resamples=RESAMPLES, rng=rng)
+            # NOTE: a percentile interval of a ratio of medians need not hold the point estimate with few samples;
+            # widened to hold it, as the profile's schema requires lo <= ratio <= hi
+            pairs[name] = MeasuredPair(name, ratio, (min(lo, ratio), max(hi, ratio)), min(len(top), len(bottom)))
+            print(f"  pair {name:<36} {ratio:10.4g}  [{lo:.4g}, {hi:.4g}]", file=progress or sys.stdout, flush=True)
+        if on_pair is not None:
+            on_pair(pairs, skipped)
     return pairs, skipped

@@ -274,8 +274,11 @@ def _measure(cal: _Calibration, args) -> None:
 
     print("measuring the paired validation rows' variants (ratio, 95% bootstrap interval):")
     clock_hz = cal.clock["under_load_hz"] if cal.clock else _sm_clock_hz(backend)
-    cal.pairs, cal.skipped = measure_variant_pairs(backend, max(args.repeat, 2), clock_hz)
-    cal.write()
+
+    def keep(pairs: dict, skipped: dict) -> None:
+        cal.pairs, cal.skipped = dict(pairs), dict(skipped)
+        cal.write()
+    measure_variant_pairs(backend, max(args.repeat, 2), clock_hz, on_pair=keep)
 
 
 def run(args) -> int:

@@ -70,3 +70,11 @@ def test_a_pair_without_usable_samples_is_reported_not_measured():
     pairs, skipped = measure_variant_pairs(ScriptedBackend(lambda *a: 5e-6), 4, 1.6e9, names=["ilp_iadd_1_vs_8"],
                                            progress=io.StringIO())
     assert pairs == {} and "0 usable samples of ilp_iadd_1" in skipped["ilp_iadd_1_vs_8"]
+
+
+def test_each_pair_is_handed_on_as_soon_as_it_is_timed():
+    seen = []
+    measure_variant_pairs(ScriptedBackend(_copy_seconds), 3, 1.6e9, progress=io.StringIO(),
+                          names=["hbm_copy_32_vs_132_blocks", "hbm_copy_64_vs_132_blocks"],
+                          on_pair=lambda pairs, skipped: seen.append(sorted(pairs)))
+    assert seen == [["hbm_copy_32_vs_132_blocks"], ["hbm_copy_32_vs_132_blocks", "hbm_copy_64_vs_132_blocks"]]

@@ -106,3 +106,25 @@ def test_a_calibration_cut_short_keeps_the_phases_it_finished(fake_gpu, monkeypa
 def test_too_few_clock_launches_is_a_usage_error(fake_gpu, tmp_path, capsys):
     assert main(["calibrate", "--out", str(tmp_path / "p.json"), "--clock-launches", "1"]) == 2
     assert "--clock-launches must be >= 2" in capsys.readouterr().err and fake_gpu.launches == []
+
+
+def test_a_calibration_cut_short_in_the_pairs_keeps_the_pairs_timed_so_far(fake_gpu, monkeypatch, tmp_path):
+    from harness import calibrate_variants
+    from harness.commands import calibrate_cmd
+    from ptxsim.model.paired import GPU_PAIRS
+    from ptxsim.model.profile import load_profile
+
+    monkeypatch.setattr(calibrate_cmd, "measure_on_gpu", lambda repeat, backend=None: {"dram_read": 4300.0})
+    monkeypatch.setattr(calibrate_cmd, "_gpu_device_name", lambda: "H200 SXM")
+    real, timed = calibrate_variants.variant_samples, []
+
+    def samples(backend, bench, repeat, clock_hz):
+        if len(timed) == 3:  # three variants timed (two pairs: they share copy_v4_132), then the step's time limit
+            raise KeyboardInterrupt
+        timed.append(bench.name)
+        return real(backend, bench, repeat, clock_hz)
+    monkeypatch.setattr(calibrate_variants, "variant_samples", samples)
+    out = tmp_path / "h200.json"
+    assert main(["calibrate", "--out", str(out), "--repeat", "2", "--no-clock"]) != 0
+    assert timed == ["copy_v4_32", "copy_v4_132", "copy_v4_64"]
+    assert set(load_profile(out).pairs) == set(list(GPU_PAIRS)[:2])

@@ -126,5 +126,5 @@ def test_a_calibration_cut_short_in_the_pairs_keeps_the_pairs_timed_so_far(fake_
     monkeypatch.setattr(calibrate_variants, "variant_samples", samples)
     out = tmp_path / "h200.json"
     assert main(["calibrate", "--out", str(out), "--repeat", "2", "--no-clock"]) != 0
-    assert timed == ["copy_v4_32", "copy_v4_132", "copy_v4_64"]
+    assert timed == ["copy_v4_32b_256mb", "copy_v4_132b_256mb", "copy_v4_64b_256mb"]
     assert set(load_profile(out).pairs) == set(list(GPU_PAIRS)[:2])

@@ -21,8 +21,8 @@ ptxsim.model.profile_intervals fits the model's ratio error on this GPU. So do h
 pairs (bank-conflicted vs padded transpose, wgmma.wait_group 0 vs 1, a copy on 20 SMs vs all, 4-byte vs 16-byte
 accesses), under "ratios" ({pair: {ratio, numerator_us, denominator_us, what, sms}}), carried, not used by the model.
 
-The profile (and the --save-measurements file) is rewritten after each phase (clock, microbenchmarks, ratios, pairs),
-so a run cut short by a time limit keeps what it had measured.
+The profile (and the --save-measurements file) is rewritten after each phase (clock, microbenchmarks, ratios) and each
+measured pair, so a run cut short by a time limit keeps what it had measured (docs/calibrate.md).
 """
 from __future__ import annotations
 

@@ -50,11 +50,22 @@ def test_the_clock_is_the_median_of_the_later_launches_per_cta_medians(fake_gpu)
     assert BLOCK == 256
 
 
-def test_counters_that_did_not_advance_are_an_error_naming_the_cta(fake_gpu):
+def test_counters_that_did_not_advance_are_an_error_naming_the_cta(fake_gpu, monkeypatch, tmp_path, capsys):
     from harness.backends.gpu import GpuBackend
+    from harness.commands import calibrate_cmd
+    from ptxsim.model.profile import load_profile
 
     with pytest.raises(PtxmoeError, match="CTA 0 read clock64 0 -> 0 and globaltimer 0 -> 0 ns"):
         measure_clock(GpuBackend(), launches=2, nvml=fake_gpu.nvml)  # the fake stores nothing: zeros
+    # in calibrate, a clock that could not be measured is reported and the rest of the calibration still runs
+    monkeypatch.setattr(calibrate_cmd, "measure_on_gpu", lambda repeat, backend=None: {"dram_read": 4300.0})
+    monkeypatch.setattr(calibrate_cmd, "_gpu_device_name", lambda: "H200 SXM")
+    out, saved = tmp_path / "p.json", tmp_path / "m.json"
+    assert main(["calibrate", "--out", str(out), "--no-pairs", "--save-measurements", str(saved)]) == 0
+    assert "under-load clock not measured (clock_under_load: CTA 0" in capsys.readouterr().out
+    profile = load_profile(out)
+    assert profile.under_load_clock_hz is None and profile.constants["dram_achievable_fraction"] > 0
+    assert "CTA 0" in json.loads(saved.read_text())["not_measured"]["clock"]
 
 
 def test_clock_of_counters_is_clock_ticks_over_nanoseconds():

@@ -53,7 +53,9 @@ class DeviceSpec:
     #                                        bound of the model uses (timing.estimate's default). Measured on H800
     #                                        SXM5 running tensor-bound FlashMLA; assumed the same on H100 and H200
     #                                        SXM (the same GH100 SM configuration and 700 W board power).
-    #                                        `ptxmoe calibrate` reads the clock of the GPU it runs on.
+    #                                        `ptxmoe calibrate` measures it on the GPU it runs on (d(clock64) /
+    #                                        d(globaltimer) under a sustained wgmma load, harness/calibrate_clock.py);
+    #                                        with a profile, DeviceProfile.spec() puts that clock here.
     # --- per-SM execution throughput (results, i.e. lanes, per clock per SM) ------------------------------------
     issue_per_clk_per_sm: int              # [WP] 4 schedulers x 1 warp-instruction per clock
     fp32_lanes_per_sm: float               # [WP]/[PG] 128 FP32 FMA lanes

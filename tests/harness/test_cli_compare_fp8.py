@@ -7,6 +7,7 @@ import pytest
 
 from harness.cli import main
 from harness.implementations import PAIRS, Ladder
+from harness.timing.stats import VERDICTS, verdict_of
 
 pytestmark = pytest.mark.sim
 
@@ -35,7 +36,9 @@ def _expect(rows: list[dict], verdicts: list[dict], ladder: Ladder, impls: tuple
     for variant in ("up", "down"):
         mine = {v["pair"]: v for v in verdicts if v["variant"] == variant}
         assert list(mine) == pairs and len(mine) == len([v for v in verdicts if v["variant"] == variant])
-        assert all(v["verdict"] in ("FASTER", "SAME", "SLOWER") for v in mine.values()), mine
+        assert all(v["verdict"] in VERDICTS and v["verdict"] == verdict_of(v["ci_lo"], v["ci_hi"])
+                   or v["verdict"] == "NOT_MODELLED" for v in mine.values()), mine
+        assert all(v["interval"] == "prediction" and v["confidence"] == 0.95 for v in mine.values()), mine
 
 
 def test_compare_writes_a_passing_row_per_path_and_rung(tmp_path, capsys):
@@ -72,4 +75,6 @@ def test_a_lower_rung_runs_the_real_ptx_ladder_with_its_rung(tmp_path, capsys, m
     assert calls == [None, 1, None, 1]  # per variant: the plain (top) row, then rung 1
     _expect(rows, verdicts, Ladder("ptx", fp8.rung_names()), ("cpp", "ptx"))
     below = next(v for v in verdicts if v["pair"] == "ptx-vs-ptx.r1" and v["variant"] == "up")
-    assert below["verdict"] == "SAME" and below["speedup"] == pytest.approx(1.0)  # the same kernel twice
+    # the same kernel twice: the same PTX, so the same time ([1, 1]), not a modelled guess
+    assert (below["verdict"], below["ci_lo"], below["ci_hi"]) == ("SAME", 1.0, 1.0) and below["speedup"] == 1.0
+    assert below["reason"] == "the same PTX on both sides"

@@ -13,8 +13,8 @@ Model v1 (analytic bounds, timing.py) and v2 (per-SM cycle-approximate schedule,
 simulation per launch, shared) and print side by side; --model picks the version printed in full and recorded as
 `model_version` (the other's errors and ratios go under `other_models`).
 Unless --no-record (or --only), records everything in ptxsim/model/validation.json, and each version's interval fits
-(the rows in speedup orientation, ptxsim/model/interval_table.py) in ptxsim/model/interval_table.json. Runs in about a minute on
-2 cores (the wgmma benches and the copies most of it).
+(the rows in speedup orientation, ptxsim/model/interval_table.py) in ptxsim/model/interval_table.json. Runs in about
+a minute on 2 cores (the wgmma benches and the copies most of it).
 """
 from __future__ import annotations
 

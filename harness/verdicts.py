@@ -9,7 +9,6 @@ from harness.implementations import Pair, pairs_of
 from harness.run_records import MeasuredTiming, ModelledTiming, Row
 from harness.sweep_plan import Item
 
-
 # Relative difference under which two modelled times are the same number (they come from one deterministic model).
 SAME_TIME_REL = 1e-9
 
@@ -88,12 +87,15 @@ def _verdict(item: Item, pair: Pair, rows: dict[str, Row], basis: str) -> dict:
     `rows` maps row slots (implementations, lower rungs "ptx.r1") to rows; a pair whose side is a rung of a laddered
     kernel gets `rung` / `baseline_rung` records ({number, name, of, top}).
     """
-    from harness.implementations import HEADLINE_PAIR
+    from harness.answer import best_cpp
+    from harness.implementations import PTX_SIDE
 
+    # the headline of a cell: PTX (its top rung) against the fastest C++-side row that ran ok there
+    headline = pair.impl == PTX_SIDE and pair.baseline == best_cpp(rows)
     out: dict[str, Any] = {
         "key": item.pair_key(pair), "cell": item.verdict_key, "kernel": item.kernel, "variant": item.variant,
         "preset": item.preset, "skew": item.skew, "pair": pair.name, "impl": pair.impl, "baseline": pair.baseline,
-        "headline": pair == HEADLINE_PAIR, "basis": basis, "speedup": None, "ci_lo": None, "ci_hi": None,
+        "headline": headline, "basis": basis, "speedup": None, "ci_lo": None, "ci_hi": None,
         "verdict": None, "reason": None}
     for field_name, slot in (("rung", pair.impl), ("baseline_rung", pair.baseline)):
         if (rung := item.rung(slot)) is not None:

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from harness.timing.stats import verdict_of
+
 REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = r"""

@@ -14,10 +14,11 @@ SAME_TIME_REL = 1e-9
 
 
 def _digests(row: Row) -> tuple[str, ...]:
-    """The sorted PTX digests of a row's launched kernels (() when its static facts are not recorded)."""
+    """The sorted "<module digest>:<entry>" of a row's launched kernels (() when its static facts are not recorded,
+    or any launch lacks either: then nothing says the code is the same)."""
     kernels = row.static.kernels if row.static is not None else {}
-    digests = [k.digest for k in kernels.values()]
-    return tuple(sorted(d for d in digests if d)) if digests and all(digests) else ()
+    codes = [f"{k.digest}:{k.entry}" if k.digest and k.entry else "" for k in kernels.values()]
+    return tuple(sorted(codes)) if codes and all(codes) else ()
 
 
 def not_modelled(base: Row, impl: Row) -> str | None:

@@ -197,13 +197,11 @@ def answer_section(run: data.Run) -> str:
 
 
 def _error_words() -> str:
-    """The model's one error figure, as the README and docs/api.md quote it (scripts/refresh_docs.py)."""
-    from ptxsim.model.interval_table import error_figures
+    """The model's one error figure and what it can decide, in the words the README and docs/api.md quote
+    (ptxsim.model.interval_table, scripts/refresh_docs.py)."""
+    from ptxsim.model.interval_table import decides_text, error_figure_text
 
-    e = error_figures("v1")
-    return (f"The timing model's error (v1): {e['error_pairs_predicted']:.1%} on predicted paired ratios, "
-            f"{e['error_predicted']:.1%} on predicted absolute figures (geometric RMS); a 10% effect is decidable "
-            f"at 95% with {e['n']} paired rows when the ratio error is below {e['decidable_spread']:.1%}.")
+    return f"The timing model's error: {error_figure_text('v1')}; {decides_text('v1')}."
 
 
 def _speedup_cell(s: dict | None) -> Raw:

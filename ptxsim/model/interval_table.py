@@ -153,3 +153,30 @@ def speedup_interval(speedup: float, same_limiter: bool, fits: Mapping[str, LogR
     sign = (log_r > 0) - (log_r < 0)
     centre = sign * max(abs(log_r) - fit.bias, 0.0)   # NOTE: a correction toward 1 stops at 1, never crosses it
     return math.exp(centre - fit.half_width), math.exp(centre + fit.half_width)
+
+
+def decided_beyond(fit: LogRatioFit) -> float:
+    """The modelled speedup (>= 1) beyond which a fit's interval excludes 1.0: exp(h + b), the centre moved by the
+    bias (speedup_interval) by at least the half-width; 1.0 when every modelled difference is decided."""
+    return max(1.0, math.exp(fit.half_width + fit.bias))
+
+
+def error_figure_text(version: str = "v1", path: Path = TABLE) -> str:
+    """The model's one error figure, in the words the README, docs/api.md and the dashboard all use."""
+    e = error_figures(version, path)
+    return (f"{e['error_pairs_predicted']:.1%} on predicted paired ratios and {e['error_predicted']:.1%} on "
+            f"predicted absolute figures (geometric RMS, timing model {version})")
+
+
+def decides_text(version: str = "v1", path: Path = TABLE) -> str:
+    """What the model can decide today, from its committed fits: the ratio error at which a 10% effect becomes
+    decidable with the rows there are, and the modelled speedups its verdicts can call."""
+    e, fits = error_figures(version, path), fits_for(version, path=path)
+    same, different = fits["same_limiter"], fits["different_limiters"]
+    never_same = all(fit.half_width > math.log1p(EFFECT) for fit in (same, different))
+    return (f"with {e['n']} predicted paired rows, a {EFFECT:.0%} effect becomes decidable at 95% once the "
+            f"paired-ratio error (its spread, the bias taken out) is below {e['decidable_spread']:.1%}; today (model {version}) a modelled verdict "
+            f"is FASTER or SLOWER only beyond {decided_beyond(same):.2f}x when both paths have the same limiter "
+            f"and beyond {decided_beyond(different):.2f}x when they do not, "
+            + ("it is never SAME (no interval is narrower than +-10%), and everything else is UNDECIDED"
+               if never_same else "and SAME only when its interval lies within +-10%"))

@@ -105,6 +105,11 @@ def test_same_time_and_counters_are_not_modelled_unless_the_ptx_is_the_same():
     same = timed_verdict(base, _row("ptx", 10.0, counters=dict(counters), digest="aaa"), "modelled")
     assert (same["verdict"], same["ci_lo"], same["ci_hi"], same["reason"]) == ("SAME", 1.0, 1.0,
                                                                              "the same PTX on both sides")
+    # the same module but another entry is other code
+    other_entry = _row("ptx", 10.0, counters=dict(counters), digest="aaa")
+    other_entry = Row(**{**other_entry.__dict__, "static": StaticFacts(kernels={"k": KernelStatic(entry="k2",
+                                                                                                  digest="aaa")})})
+    assert timed_verdict(base, other_entry, "modelled")["verdict"] == "NOT_MODELLED"
     # the same time but different counters: the model saw different work and gave equal bounds; its interval decides
     differs = _row("ptx", 10.0, counters={**counters, "dram__bytes_read.sum": 8192.0}, digest="bbb")
     assert not_modelled(base, differs) is None

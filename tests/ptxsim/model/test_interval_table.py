@@ -126,3 +126,13 @@ def test_a_missing_version_or_table_names_what_is_wrong(tmp_path):
         it.fits_for("v1", path=tmp_path / "none.json")
     with pytest.raises(ModelArgumentError, match="finite number > 0"):
         it.speedup_interval(0.0, True, it.fits_for("v1"))
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("same", [True, False])
+def test_decided_beyond_is_where_the_interval_just_excludes_one(version, same):
+    fits = it.fits_for(version)
+    edge = it.decided_beyond(fits["same_limiter" if same else "different_limiters"])
+    assert it.speedup_interval(edge * 1.001, same, fits)[0] > 1.0 > it.speedup_interval(edge * 0.999, same, fits)[0]
+    assert it.speedup_interval(1 / (edge * 1.001), same, fits)[1] < 1.0    # and SLOWER, mirrored
+    assert f"{edge:.2f}x" in it.decides_text(version)

@@ -68,7 +68,6 @@ def _cells(sweep: Sweep) -> dict[tuple, dict[str, Row]]:
 
 
 def _verdict(sweep: Sweep, key: tuple, best: str) -> Verdict | None:
-    label, preset, skew = key
     return next((v for v in sweep.verdicts if (v.label, v.preset, v.skew) == key and v.impl == PTX_SIDE
                  and v.baseline == best and v.baseline_rung is None), None)
 
@@ -84,8 +83,8 @@ def answer_rows(sweep: Sweep) -> list[AnswerRow]:
             continue
         ptx = rows.get(PTX_SIDE)
         rung = ptx.rung if ptx is not None else None
-        base = AnswerRow(*key, ptx=PTX_SIDE if ptx is not None else None, cpp_present=present,
-                         ptx_rung=f"rung {rung.number} of {rung.of}" if rung is not None else None)
+        base = AnswerRow(label=key[0], preset=key[1], skew=key[2], ptx=PTX_SIDE if ptx is not None else None,
+                         cpp_present=present, ptx_rung=f"rung {rung.number} of {rung.of}" if rung is not None else None)
         best = best_cpp(rows)
         if ptx is None or ptx.status != "ok" or not ptx.time_us:
             why = "no PTX row" if ptx is None else f"PTX {ptx.status}" + (f" ({ptx.why})" if ptx.why else "")

@@ -175,8 +175,8 @@ def decides_text(version: str = "v1", path: Path = TABLE) -> str:
     same, different = fits["same_limiter"], fits["different_limiters"]
     never_same = all(fit.half_width > math.log1p(EFFECT) for fit in (same, different))
     return (f"with {e['n']} predicted paired rows, a {EFFECT:.0%} effect becomes decidable at 95% once the "
-            f"paired-ratio error (its spread, the bias taken out) is below {e['decidable_spread']:.1%}; today (model {version}) a modelled verdict "
-            f"is FASTER or SLOWER only beyond {decided_beyond(same):.2f}x when both paths have the same limiter "
-            f"and beyond {decided_beyond(different):.2f}x when they do not, "
+            f"paired-ratio error (its spread, the bias taken out) is below {e['decidable_spread']:.1%}; today "
+            f"(model {version}) a modelled verdict is FASTER or SLOWER only beyond {decided_beyond(same):.2f}x "
+            f"when both paths have the same limiter and beyond {decided_beyond(different):.2f}x when they do not, "
             + ("it is never SAME (no interval is narrower than +-10%), and everything else is UNDECIDED"
                if never_same else "and SAME only when its interval lies within +-10%"))

@@ -61,7 +61,7 @@ def row_status_html(run: data.Run) -> str:
 
 
 def ratio_text(value) -> str:
-    """A speedup or interval end as shown: two decimals (the model's error is ~10-20 %, a GPU interval ~1 %: more
+    """A speedup or interval end as shown: two decimals (the model's interval is wide, a GPU interval ~1 %: more
     digits would claim precision nobody has); run.json keeps the full numbers."""
     return "–" if value is None else f"{value:.2f}"
 
@@ -112,7 +112,7 @@ def headline_section(run: data.Run) -> str:
     ceil = data.device_ceilings(run)
     tag = basis_badge(run.basis, ceil["name"] if ceil else None) + row_status_html(run)
     if run.basis == "modelled":
-        tag += f'<p class="note model-error">{esc(_error_words())}</p>'
+        tag += f'<p class="note model-error">{esc(_error_words(run.sweep.settings.timing_model))}</p>'
 
     pairs = pairs_table(run)
     if h["geomean"] is None:
@@ -192,16 +192,17 @@ def answer_section(run: data.Run) -> str:
                  "95% low", "95% high", "verdict", "interval", "PTX limiter", "C++ limiter", "why no ratio"],
                 rows, attrs, cls="answer")
     note = ("Speedup = the best C++ time / the PTX time (&gt; 1: PTX faster); the best C++ present is the fastest of "
-            + ", ".join(impl_name(c) for c in CPP_SIDE) + " that ran ok in the cell. " + _error_words())
+            + ", ".join(impl_name(c) for c in CPP_SIDE) + " that ran ok in the cell. "
+            + (_error_words(run.sweep.settings.timing_model) if run.basis == "modelled" else ""))
     return section("answer", "The answer: hand PTX vs the best C++ present", tbl, note)
 
 
-def _error_words() -> str:
-    """The model's one error figure and what it can decide, in the words the README and docs/api.md quote
-    (ptxsim.model.interval_table, scripts/refresh_docs.py)."""
+def _error_words(version: str = "v1") -> str:
+    """The model's one error figure and what it can decide, in the words the README and docs/api.md quote for v1
+    (ptxsim.model.interval_table, scripts/refresh_docs.py); a run modelled with v2 gets v2's."""
     from ptxsim.model.interval_table import decides_text, error_figure_text
 
-    return f"The timing model's error: {error_figure_text('v1')}; {decides_text('v1')}."
+    return f"The timing model's error: {error_figure_text(version)}; {decides_text(version)}."
 
 
 def _speedup_cell(s: dict | None) -> Raw:

@@ -140,3 +140,4 @@ def test_a_ladder_has_a_row_per_rung_with_its_speedups(tmp_path, monkeypatch):
     # 3 launches against cpp's 2: a modelled 0.67x whose 95% prediction interval also holds 1.0 and a 10% loss
     assert frame.loc["ptx.r1", "verdict_vs_cpp"] == "UNDECIDED"
     assert frame.loc["ptx", "verdict_vs_numba"] == "FASTER"
+    assert frame.loc["ptx", "interval_vs_numba"] == "95% prediction"

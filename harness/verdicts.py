@@ -65,7 +65,7 @@ def timed_verdict(base: Row, impl: Row, basis: str, fits=None) -> dict | str:
         if not isinstance(a, ModelledTiming) or not isinstance(b, ModelledTiming) or not a.time_us or not b.time_us:
             errors = [t.error for t in (a, b) if isinstance(t, ModelledTiming) and t.error]
             return "no modelled time: " + (errors[0] if errors else "?")
-        limiters = (a.limiter or "unknown", b.limiter or "unknown")
+        limiters = (a.limiter or stats.UNKNOWN_LIMITER, b.limiter or stats.UNKNOWN_LIMITER)
         version = a.model_version or b.model_version or "v1"
         if a.model_version and b.model_version and a.model_version != b.model_version:
             return f"modelled with two model versions ({a.model_version} and {b.model_version}): no ratio"

@@ -174,6 +174,9 @@ def compare(baseline_samples, impl_samples, *, basis: str = "measured", resample
     return Verdict(point, lo, hi, verdict_of(lo, hi), basis)
 
 
+UNKNOWN_LIMITER = "unknown"  # a modelled row whose launches name no limiter
+
+
 def compare_modelled(baseline_us: float, impl_us: float, *, limiters: tuple[str, str], model_version: str = "v1",
                      fits=None) -> Verdict:
     """Verdict from one modelled time per path (speedup = baseline / implementation): the 95% prediction interval of
@@ -189,7 +192,7 @@ def compare_modelled(baseline_us: float, impl_us: float, *, limiters: tuple[str,
     if len(limiters) != 2 or not all(isinstance(x, str) and x for x in limiters):
         raise InputError(f"limiters must be two limiter names (baseline's, implementation's); got {limiters!r}")
     fits = fits_for(model_version) if fits is None else fits
-    same = limiters[0] == limiters[1]
+    same = limiters[0] == limiters[1] and UNKNOWN_LIMITER not in limiters  # unknown: the wider, different-limiter fit
     ratio = float(baseline_us / impl_us)
     lo, hi = speedup_interval(ratio, same, fits)
     return Verdict(ratio, lo, hi, verdict_of(lo, hi), "modelled", CONFIDENCE, "prediction", model_version,

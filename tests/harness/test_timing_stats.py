@@ -121,6 +121,8 @@ def test_modelled_verdict_is_the_prediction_interval_of_the_limiter_split():
     w = stats.compare_modelled(12.0, 10.0, limiters=("dram", "issue"), fits=fits)
     assert w.limiter_split == "different_limiters" and w.ci_hi / w.ci_lo > v.ci_hi / v.ci_lo
     assert stats.compare_modelled(10.0, 12.0, limiters=("issue", "issue"), fits=fits).verdict == "SLOWER"
+    unknown = stats.compare_modelled(12.0, 10.0, limiters=("unknown", "unknown"), fits=fits)
+    assert unknown.limiter_split == "different_limiters"       # nothing says the bounds are the same: the wider fit
     assert stats.compare_modelled(10.0, 10.2, limiters=("issue", "issue"), fits=fits).verdict == "SAME"
     # the same modelled 1.2x with a model as wide as today's cannot tell a 10% effect: UNDECIDED, not SAME
     assert stats.compare_modelled(12.0, 10.0, limiters=("dram", "dram"), fits=_fits(0.3)).verdict == "UNDECIDED"

@@ -21,8 +21,9 @@ NOTE: the correction is oriented by the MODELLED direction, which is the publish
 gets the sign wrong (none among the predicted pairs today: it gives 1.0 where it sees no difference).
 
 Measured pairs (the hook for `ptxmoe calibrate`'s measured paired ratios): `fits_for(version, measured=rows)` takes
-rows with `error_ratio` (modelled / measured speedup, faster over slower) and `same_limiter` and fits them instead
-of (mode "replace") or with (mode "augment") the committed predicted rows.
+rows with `error_ratio` (modelled / measured speedup, faster over slower) and `same_limiter` (`measured_pair` builds
+one from a modelled and a measured time ratio) and fits them instead of (mode "replace") or with (mode "augment") the
+committed predicted rows; harness.verdicts.modelled_fits passes them on to the verdicts.
 """
 from __future__ import annotations
 
@@ -74,6 +75,14 @@ def pair_errors(pair_rows: Sequence) -> list[PairError]:
     return [PairError(row.name, oriented_error(row.modelled, row.published, units[row.name]),
                       (str(row.limiters[0]), str(row.limiters[1])), row.same_limiter)
             for row in pair_rows if row.role == PREDICTED]
+
+
+def measured_pair(name: str, modelled_time_ratio: float, measured_time_ratio: float,
+                  limiters: tuple[str, str]) -> PairError:
+    """A paired row measured on a GPU (e.g. by `ptxmoe calibrate`: numerator time / denominator time of two
+    variants, and the model's ratio of the same two on ptxsim), as fits_for(..., measured=[...]) takes it."""
+    return PairError(name, oriented_error(modelled_time_ratio, measured_time_ratio, "s"),
+                     (str(limiters[0]), str(limiters[1])), limiters[0] == limiters[1], "measured")
 
 
 def version_entry(pair_rows: Sequence, errors: Mapping[str, float]) -> dict:

@@ -136,3 +136,13 @@ def test_decided_beyond_is_where_the_interval_just_excludes_one(version, same):
     assert it.speedup_interval(edge * 1.001, same, fits)[0] > 1.0 > it.speedup_interval(edge * 0.999, same, fits)[0]
     assert it.speedup_interval(1 / (edge * 1.001), same, fits)[1] < 1.0    # and SLOWER, mirrored
     assert f"{edge:.2f}x" in it.decides_text(version)
+
+
+def test_a_measured_pair_is_oriented_like_the_published_ones():
+    # the numerator took 2x the denominator's time on the GPU, 1.5x in the model: the faster variant's speedup is
+    # 2.0 measured and 1.5 modelled
+    row = it.measured_pair("copy_20_vs_all_sms", 1.5, 2.0, ("dram", "dram"))
+    assert row.error_ratio == pytest.approx(0.75) and row.same_limiter and row.source == "measured"
+    assert it.measured_pair("x", 1.5, 2.0, ("dram", "issue")).same_limiter is False
+    fits = it.fits_for("v1", [row, it.measured_pair("y", 1.0, 1.1, ("issue", "issue"))])
+    assert fits["same_limiter"].n == 2

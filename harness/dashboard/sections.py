@@ -113,7 +113,9 @@ def headline_section(run: data.Run) -> str:
     tag = basis_badge(run.basis, ceil["name"] if ceil else None) + row_status_html(run)
     if run.basis == "modelled":
         tag += f'<p class="note model-error">{esc(_error_words(run.sweep.settings.timing_model))}</p>'
-
+    best = _best_cpp_words(run)
+    if best:
+        tag += f'<p class="note best-cpp">{esc(best)}</p>'
     pairs = pairs_table(run)
     if h["geomean"] is None:
         reasons = "; ".join(f"{v['label']} {v['preset']}/{v['skew']}: {v['reason']}" for v in h["no_verdict"][:8])
@@ -163,6 +165,20 @@ def verdict_section(run: data.Run, figs: dict) -> str:
     fig_html = "".join(_fig("fig-speedup" if pair == headline else f"fig-speedup-{pair.name}",
                             figures.speedup_bars(vs, run.basis, pair), figs) for pair in pairs) or _EMPTY
     return section("verdicts", "Per-kernel verdicts, every pair", tbl + fig_html, note)
+
+
+def _best_cpp_words(run: data.Run) -> str:
+    """Which C++ path was the best present, in how many cells, when it was not the same one everywhere (the
+    headline is then of the pair most often best; the answer table gives each cell's)."""
+    flagged: dict[str, int] = {}
+    for v in data.verdict_records(run.sweep):
+        if v["headline"]:
+            flagged[v["baseline"]] = flagged.get(v["baseline"], 0) + 1
+    if len(flagged) < 2:
+        return ""
+    return ("The best C++ present differs between cells: " + ", ".join(
+        f"{impl_name(b)} in {n}" for b, n in sorted(flagged.items(), key=lambda kv: -kv[1]))
+        + " cell(s); the headline is PTX vs the one most often best, the answer table above gives every cell's.")
 
 
 def _interval_words(v: dict) -> str:

@@ -170,3 +170,38 @@ def test_three_implementations_with_cpp_missing_everywhere(tmp_path):
     assert "geometric-mean speedup of PTX over Numba CUDA" in body and "rows: 10 missing, 20 ok" in body
     assert "no verdict (10 cell(s) without both paths timed)" in body
     assert "<th>CUDA C++</th>" not in body and "<th>PTX / Numba CUDA</th>" in body
+
+
+def test_the_best_cpp_present_is_chosen_per_cell_and_the_headline_follows_it(tmp_path):
+    """A Triton row faster than CUDA C++ in the gate cells only: those cells' headline verdict and answer are PTX vs
+    Triton, the others' PTX vs CUDA C++; the headline is the pair most often best, and the page says so."""
+    from harness.answer import answer_rows
+    from harness.dashboard.sections import _best_cpp_words
+
+    doc = three_impl_doc("sim-tiny")
+    extra = []
+    for row in doc["rows"]:
+        if row["impl"] == "ptx" and row["kernel"] == "gate":
+            triton = _scaled_cpp_row(row, 1.2)
+            triton["impl"], triton["key"] = "triton", triton["key"].replace("/cpp/", "/triton/", 1)
+            extra.append(triton)
+    doc["rows"] += extra
+    verdicts = []
+    for cell in dict.fromkeys((r["kernel"], r["variant"], r["preset"], r["skew"]) for r in doc["rows"]):
+        by_impl = {r["impl"]: Row.from_json(r) for r in doc["rows"]
+                   if (r["kernel"], r["variant"], r["preset"], r["skew"]) == cell}
+        verdicts += [_verdict(runner.Item(*cell), pair, by_impl, "modelled") for pair in PAIRS
+                     if pair.impl in by_impl and pair.baseline in by_impl]
+    doc["verdicts"] = verdicts
+    heads = {(v["kernel"], v["skew"]): v["pair"] for v in verdicts if v["headline"]}
+    assert {pair for (kernel, _), pair in heads.items() if kernel == "gate"} == {"ptx-vs-triton"}
+    assert {pair for (kernel, _), pair in heads.items() if kernel != "gate"} == {"ptx-vs-cpp"}
+    assert data.headline_pair(doc).name == "ptx-vs-cpp"      # best in more cells
+    sweep = data.as_sweep(doc)
+    answers = {(a.label, a.skew): a for a in answer_rows(sweep)}
+    gate = answers[("gate", "balanced")]
+    assert gate.best_cpp == "triton" and gate.cpp_present == ("cpp", "triton")
+    assert gate.speedup == pytest.approx(1.2)
+    assert all(a.best_cpp == "cpp" for (label, _), a in answers.items() if label != "gate" and a.speedup)
+    words = _best_cpp_words(data.Run(tmp_path, doc, records=sweep))
+    assert words.startswith("The best C++ present differs between cells: CUDA C++ in ") and ", Triton in 2" in words

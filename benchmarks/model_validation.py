@@ -12,8 +12,9 @@ rows <= 10%, predicted absolute rows <= 20%; the figures are printed as they are
 Model v1 (analytic bounds, timing.py) and v2 (per-SM cycle-approximate schedule, cycle.py) both run (one functional
 simulation per launch, shared) and print side by side; --model picks the version printed in full and recorded as
 `model_version` (the other's errors and ratios go under `other_models`).
-Unless --no-record (or --only), records everything in ptxsim/model/validation.json. Runs in about a minute on
-2 cores (the wgmma benches and the copies most of it).
+Unless --no-record (or --only), records everything in ptxsim/model/validation.json, and each version's interval fits
+(the rows in speedup orientation, ptxsim/model/interval_table.py) in ptxsim/model/interval_table.json. Runs in about
+a minute on 2 cores (the wgmma benches and the copies most of it).
 """
 from __future__ import annotations
 
@@ -37,12 +38,21 @@ def main(argv=None) -> int:
 
     from harness.static import analyse_ptx  # ptxas registers and SASS mix of each microbenchmark
     from ptxsim.model.errors import ModelError
+    from ptxsim.model.interval_table import pair_errors, version_entry, write_table
     from ptxsim.model.intervals import decidable_spread, fit_by_limiter
     from ptxsim.model.microbench import BENCHES
     from ptxsim.model.paired import PAIRS, validate_pairs
     from ptxsim.model.profile import load_profile
     from ptxsim.model.published import PREDICTED
-    from ptxsim.model.validation import error_figure, pair_table, side_by_side, table, validate, write_record
+    from ptxsim.model.validation import (
+        error_figure,
+        model_errors,
+        pair_table,
+        side_by_side,
+        table,
+        validate,
+        write_record,
+    )
 
     names = [n for n in args.only.split(",") if n]
     bench_names = [n for n in names if n in BENCHES]
@@ -66,12 +76,13 @@ def main(argv=None) -> int:
     if pairs:
         print()
         print(pair_table(pairs))
-        predicted = [row for row in pairs if row.role == PREDICTED]
+        predicted = pair_errors(pairs)   # speedup orientation, faster over slower (interval_table.py)
         if len(predicted) >= 2:
             for key, fit in fit_by_limiter(predicted).items():
                 print(f"95% prediction interval, {key} (fitted on {fit.basis}, n = {fit.n}): bias "
-                      f"{math.expm1(fit.bias):+.1%}, spread {math.expm1(fit.spread):.1%}, t = {fit.t_quantile:.3f}, "
-                      f"interval r x exp(-b) x/ {math.exp(fit.half_width):.3f}")
+                      f"{math.expm1(fit.bias):+.1%} (> 0: the model exaggerates effects), spread "
+                      f"{math.expm1(fit.spread):.1%}, t = {fit.t_quantile:.3f}, "
+                      f"interval r x/ exp(b) x/ {math.exp(fit.half_width):.3f}")
             print(f"a modelled 10% effect is decidable at 95% with {len(predicted)} rows when the spread is below "
                   f"{decidable_spread(len(predicted)):.1%}")
     print()
@@ -81,6 +92,8 @@ def main(argv=None) -> int:
     if not names and not args.no_record and not args.device_profile:
         write_record(rows, pairs=pairs, model=args.model,
                      others={v: r for v, r in results.items() if v != args.model})
+        write_table({version: version_entry(v_pairs, model_errors(v_rows, v_pairs))
+                     for version, (v_rows, v_pairs) in results.items()})
     return 0
 
 

@@ -7,7 +7,8 @@ to time_us when modelled), `samples`, `sim_wall_s`), throughput (`achieved_gbps,
 pct_peak_bandwidth, pct_peak_flops`), static totals (`registers_max, spills_bytes, shared_bytes_max,
 ptx_instructions, sass_instructions`), one column per simulator counter (`counter:<ncu metric name>`; sim rows),
 and, on the candidate's row of each verdict, `speedup_vs_<baseline>`, `ci_lo_vs_<baseline>`,
-`ci_hi_vs_<baseline>`, `verdict_vs_<baseline>` (speedup = baseline time / this row's time: > 1, this row is faster).
+`ci_hi_vs_<baseline>`, `verdict_vs_<baseline>`, `interval_vs_<baseline>` ("95% bootstrap" measured, "95% prediction"
+modelled) (speedup = baseline time / this row's time: > 1, this row is faster).
 Rows of a laddered kernel (issue #16) also have `rung` (1-based), `rung_name` and `slot` ("ptx", or "ptx.r1" for a
 lower rung's row); a rung's verdict against the rung below it is `speedup_vs_rung_below` (and its ci/verdict columns).
 A run of `ptxmoe.sweep` has one more column per size axis (`n`, `m`...), after `preset`, holding the row's value.
@@ -81,7 +82,8 @@ def _verdict_columns(sweep: Sweep) -> dict[tuple, dict]:
                                                                                        DEFAULT_BASELINE)
         cols = out.setdefault((v.label, cand, v.preset, v.skew), {})
         cols.update({f"speedup_vs_{base}": v.speedup, f"ci_lo_vs_{base}": v.ci_lo,
-                     f"ci_hi_vs_{base}": v.ci_hi, f"verdict_vs_{base}": v.verdict})
+                     f"ci_hi_vs_{base}": v.ci_hi, f"verdict_vs_{base}": v.verdict,
+                     f"interval_vs_{base}": None if v.interval is None else f"{v.confidence:.0%} {v.interval}"})
     return out
 
 

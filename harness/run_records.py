@@ -14,7 +14,7 @@ from typing import Literal
 from harness.json_records import JsonTable, JsonValue, Record, RecordError
 
 RowStatus = Literal["ok", "failed", "missing", "error", "skipped"]
-Call = Literal["FASTER", "SAME", "SLOWER"]
+Call = Literal["FASTER", "SAME", "SLOWER", "UNDECIDED", "NOT_MODELLED"]  # harness.timing.stats.VERDICTS
 
 
 def kernel_label(kernel: str, variant: str | None) -> str:
@@ -127,6 +127,22 @@ class ModelledTiming(Record):
     @property
     def time_us(self) -> float | None:
         return self.modelled_us
+
+    @property
+    def limiter(self) -> str | None:
+        """The row's limiter: the bound that limits the launches carrying most of its modelled time (each launch's
+        kernel limiter, the launch gap apart; summed by limiter), None when no launch says."""
+        by_limiter: dict[str, float] = {}
+        for launch in self.launches:
+            name = (launch.model_error.limiter if launch.model_error is not None else None) or launch.limiter
+            if name:
+                by_limiter[name] = by_limiter.get(name, 0.0) + (launch.modelled_s or 0.0)
+        return max(sorted(by_limiter), key=lambda k: by_limiter[k]) if by_limiter else None
+
+    @property
+    def model_version(self) -> str | None:
+        """The timing model version its launches were modelled with ("v1", "v2"), None when none says."""
+        return next((launch.model_version for launch in self.launches if launch.model_version), None)
 
     @property
     def interval(self) -> tuple[float | None, float | None]:
@@ -462,6 +478,11 @@ class Verdict(Record):
     reason: str | None = None
     rung: Rung | None = None
     baseline_rung: Rung | None = None
+    confidence: float | None = None  # 0.95 (absent before issue 29)
+    interval: str | None = None  # "bootstrap" (measured) or "prediction" (modelled: the model's paired errors)
+    model_version: str | None = None
+    limiters: tuple[str, ...] | None = None  # modelled: (baseline's, impl's) dominant limiter
+    limiter_split: str | None = None  # modelled: "same_limiter" / "different_limiters"
 
     @property
     def label(self) -> str:

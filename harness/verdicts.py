@@ -2,17 +2,62 @@
 (_verdict), modelled on sim, measured on gpu."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from harness.implementations import Pair, pairs_of
 from harness.run_records import MeasuredTiming, ModelledTiming, Row
 from harness.sweep_plan import Item
 
+# Relative difference under which two modelled times are the same number (they come from one deterministic model).
+SAME_TIME_REL = 1e-9
 
-def timed_verdict(base: Row, impl: Row, basis: str) -> dict | str:
-    """The one verdict rule: {speedup, ci_lo, ci_hi, verdict, basis} of `impl` over `base` (speedup = base time /
-    impl time), from their modelled times (the model's validated error as the band) or their measured samples
-    (bootstrap 95 %); or why there is none (a str). Both rows have run ok."""
+
+def _digests(row: Row) -> tuple[str, ...]:
+    """The sorted "<module digest>:<entry>" of a row's launched kernels (() when its static facts are not recorded,
+    or any launch lacks either: then nothing says the code is the same)."""
+    kernels = row.static.kernels if row.static is not None else {}
+    codes = [f"{k.digest}:{k.entry}" if k.digest and k.entry else "" for k in kernels.values()]
+    return tuple(sorted(codes)) if codes and all(codes) else ()
+
+
+def not_modelled(base: Row, impl: Row) -> str | None:
+    """Why two modelled rows cannot be told apart by the model, or None when they can.
+
+    The rule is conservative: the same modelled kernel time (to SAME_TIME_REL) AND the same simulator counters
+    (every ncu-named total equal: instructions by class, bytes at every level, conflicts, barriers...). Then the
+    model saw the same work, and any real difference between the paths lies in what it does not represent
+    (instruction scheduling and latency hiding below its bounds, register allocation, SASS it does not see)."""
+    a, b = base.timing, impl.timing
+    if not isinstance(a, ModelledTiming) or not isinstance(b, ModelledTiming) or not a.time_us or not b.time_us:
+        return None
+    if abs(a.time_us - b.time_us) > SAME_TIME_REL * max(a.time_us, b.time_us):
+        return None
+    counters = [r.sim_counters.total if r.sim_counters is not None else None for r in (base, impl)]
+    if not counters[0] or counters[0] != counters[1]:
+        return None
+    return ("the same modelled time and the same simulator counters: the two paths differ only in what the model "
+            "does not represent")
+
+
+def modelled_fits(model_version: str, measured_pairs=None, mode: str = "replace"):
+    """The interval fits modelled verdicts use: the committed ones of `model_version`, or, given `measured_pairs`
+    (rows with `error_ratio` = modelled / measured speedup, faster over slower, and `same_limiter`; e.g. the paired
+    ratios a device profile from `ptxmoe calibrate` measured), fits of those rows instead of ("replace") or with
+    ("augment") the committed predicted ones. The hook for measured pair rows (ptxsim.model.interval_table.fits_for)."""
+    from ptxsim.model.interval_table import fits_for
+
+    return fits_for(model_version, measured_pairs, mode)
+
+
+def timed_verdict(base: Row, impl: Row, basis: str, fits=None) -> dict | str:
+    """The one verdict rule: {speedup, ci_lo, ci_hi, verdict, basis, confidence, interval, ...} of `impl` over `base`
+    (speedup = base time / impl time) with its 95% interval: from their modelled times the model's prediction
+    interval (ptxsim.model.interval_table; `fits`: modelled_fits(...), default the committed ones of the rows'
+    model version), from their measured samples the bootstrap; or why there is none (a str). Both rows have run ok.
+
+    Modelled pairs the model cannot tell apart (not_modelled) are NOT_MODELLED, or SAME with the interval [1, 1]
+    when both launched the very same PTX (every kernel's digest equal): the same code is the same time."""
     from harness.timing import stats
 
     a, b = base.timing, impl.timing
@@ -20,8 +65,18 @@ def timed_verdict(base: Row, impl: Row, basis: str) -> dict | str:
         if not isinstance(a, ModelledTiming) or not isinstance(b, ModelledTiming) or not a.time_us or not b.time_us:
             errors = [t.error for t in (a, b) if isinstance(t, ModelledTiming) and t.error]
             return "no modelled time: " + (errors[0] if errors else "?")
-        bands = [t.model_error.relative for t in (a, b) if t.model_error is not None]
-        return stats.compare_modelled(a.time_us, b.time_us, max(bands) if bands else None).as_dict()
+        limiters = (a.limiter or stats.UNKNOWN_LIMITER, b.limiter or stats.UNKNOWN_LIMITER)
+        version = a.model_version or b.model_version or "v1"
+        if a.model_version and b.model_version and a.model_version != b.model_version:
+            return f"modelled with two model versions ({a.model_version} and {b.model_version}): no ratio"
+        judged = stats.compare_modelled(a.time_us, b.time_us, limiters=limiters, model_version=version, fits=fits)
+        why = not_modelled(base, impl)
+        if why is not None:
+            same_code = bool(_digests(base)) and _digests(base) == _digests(impl)
+            judged = replace(judged, speedup=1.0, ci_lo=1.0 if same_code else judged.ci_lo,
+                             ci_hi=1.0 if same_code else judged.ci_hi, verdict="SAME" if same_code else "NOT_MODELLED",
+                             reason="the same PTX on both sides" if same_code else why)
+        return judged.as_dict()
     if not isinstance(a, MeasuredTiming) or not isinstance(b, MeasuredTiming):
         return "no measured time"
     return stats.compare(a.device_time_us, b.device_time_us, basis="measured").as_dict()
@@ -33,12 +88,15 @@ def _verdict(item: Item, pair: Pair, rows: dict[str, Row], basis: str) -> dict:
     `rows` maps row slots (implementations, lower rungs "ptx.r1") to rows; a pair whose side is a rung of a laddered
     kernel gets `rung` / `baseline_rung` records ({number, name, of, top}).
     """
-    from harness.implementations import HEADLINE_PAIR
+    from harness.answer import best_cpp
+    from harness.implementations import PTX_SIDE
 
+    # the headline of a cell: PTX (its top rung) against the fastest C++-side row that ran ok there
+    headline = pair.impl == PTX_SIDE and pair.baseline == best_cpp(rows)
     out: dict[str, Any] = {
         "key": item.pair_key(pair), "cell": item.verdict_key, "kernel": item.kernel, "variant": item.variant,
         "preset": item.preset, "skew": item.skew, "pair": pair.name, "impl": pair.impl, "baseline": pair.baseline,
-        "headline": pair == HEADLINE_PAIR, "basis": basis, "speedup": None, "ci_lo": None, "ci_hi": None,
+        "headline": headline, "basis": basis, "speedup": None, "ci_lo": None, "ci_hi": None,
         "verdict": None, "reason": None}
     for field_name, slot in (("rung", pair.impl), ("baseline_rung", pair.baseline)):
         if (rung := item.rung(slot)) is not None:

@@ -35,22 +35,30 @@ class Verdict:
     speedup: float | None
     ci_lo: float | None
     ci_hi: float | None
-    verdict: str | None  # FASTER / SAME / SLOWER (candidate vs baseline), None with a `reason`
+    verdict: str | None  # FASTER / SAME / SLOWER / UNDECIDED / NOT_MODELLED (harness.timing.stats.verdict_of),
+    # None with a `reason`
     basis: str | None
     reason: str | None
+    confidence: float | None = None  # 0.95
+    interval: str | None = None  # "bootstrap" (measured) or "prediction" (modelled: the model's paired errors)
+    model_version: str | None = None  # modelled: the timing model version ("v1", "v2")
 
     def __str__(self) -> str:
         where = self.case if self.skew in (None, "none") else f"{self.case}/{self.skew}"
         head = f"{self.kernel}: {self.candidate} vs {self.baseline} [{where}]"
         if self.verdict is None:
             return f"{head}: {self.reason}"
-        return f"{head}: {self.verdict}, {self.speedup:.3f}x [{self.ci_lo:.3f}, {self.ci_hi:.3f}] ({self.basis})"
+        kind = f"; {self.confidence:.0%} {self.interval}" if self.confidence and self.interval else ""
+        version = f" {self.model_version}" if self.model_version else ""
+        return (f"{head}: {self.verdict}, {self.speedup:.3f}x [{self.ci_lo:.3f}, {self.ci_hi:.3f}] "
+                f"({self.basis}{version}{kind})")
 
 
 def _verdict_of(v: VerdictRecord) -> Verdict:
     return Verdict(case=v.preset, kernel=v.label, skew=v.skew, candidate=v.impl or "ptx",
                    baseline=v.baseline or "numba", speedup=v.speedup, ci_lo=v.ci_lo, ci_hi=v.ci_hi,
-                   verdict=v.verdict, basis=v.basis, reason=v.reason)
+                   verdict=v.verdict, basis=v.basis, reason=v.reason, confidence=v.confidence, interval=v.interval,
+                   model_version=v.model_version)
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,13 @@
 
 Two kinds of quoted text, each between HTML comment markers that do not render:
 
-    <!-- model-error -->25.2%<!-- /model-error -->
-        the model's one error figure, ptxsim/model/validation.json's geometric RMS (ptxsim.model.validation
-        .recorded_error), also the SAME band of modelled verdicts (harness.timing.stats.MODELLED_SAME_BAND);
+    <!-- model-error -->59.8% on predicted paired ratios and ...<!-- /model-error -->
+        the model's one error figure (ptxsim.model.interval_table.error_figure_text: its geometric RMS error on the
+        predicted paired ratios and on the predicted absolute figures, from the committed interval table), the same
+        words the dashboard prints;
+    <!-- model-decides -->with 22 predicted paired rows, a 10% effect ...<!-- /model-decides -->
+        what the model can decide today (interval_table.decides_text: the ratio error at which a 10% effect becomes
+        decidable with the rows there are, and the modelled speedups its 95% intervals can call);
     <!-- output: NAME -->```text ... ```<!-- /output -->
         what the python block NAME (the block right after `<!-- example: NAME -->`) prints when run on the simulator
         in a folder holding tests/ptxmoe/saxpy.ptx (the inputs are drawn with the fixed default seed: the same text
@@ -28,16 +32,24 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = (ROOT / "docs" / "api.md", ROOT / "README.md")
 SAXPY_PTX = ROOT / "tests" / "ptxmoe" / "saxpy.ptx"
 
-FIGURE = re.compile(r"<!-- model-error -->(.*?)<!-- /model-error -->")
+FIGURE = re.compile(r"<!-- model-error -->(.*?)<!-- /model-error -->", re.DOTALL)
+DECIDES = re.compile(r"<!-- model-decides -->(.*?)<!-- /model-decides -->", re.DOTALL)
 EXAMPLE = re.compile(r"<!-- example: ([\w-]+) -->\s*```python\n(.*?)```", re.DOTALL)
 OUTPUT = re.compile(r"(<!-- output: ([\w-]+) -->\s*```text\n)(.*?)(```\s*<!-- /output -->)", re.DOTALL)
 
 
 def model_error_text() -> str:
-    """The model's error figure as the docs quote it ("25.2%")."""
-    from ptxsim.model.validation import recorded_error
+    """The model's one error figure as the docs (and the dashboard) quote it."""
+    from ptxsim.model.interval_table import error_figure_text
 
-    return f"{recorded_error()[0]:.1%}"
+    return error_figure_text("v1")
+
+
+def model_decides_text() -> str:
+    """What the model can decide today, as the docs quote it."""
+    from ptxsim.model.interval_table import decides_text
+
+    return decides_text("v1")
 
 
 def examples(text: str) -> dict[str, str]:
@@ -72,20 +84,23 @@ def run_examples(sources: dict[str, str], namespace: dict | None = None) -> dict
     return outputs
 
 
-def refreshed(text: str, outputs: dict[str, str], figure: str) -> str:
-    """`text` with its model-error figures and example outputs replaced by the code's."""
+def refreshed(text: str, outputs: dict[str, str], figure: str, decides: str = "") -> str:
+    """`text` with its model-error figures, what-the-model-decides statements and example outputs replaced by the
+    code's."""
     text = FIGURE.sub(lambda m: f"<!-- model-error -->{figure}<!-- /model-error -->", text)
+    if decides:
+        text = DECIDES.sub(lambda m: f"<!-- model-decides -->{decides}<!-- /model-decides -->", text)
     return OUTPUT.sub(lambda m: m.group(1) + outputs.get(m.group(2), m.group(3)) + m.group(4), text)
 
 
 def main() -> int:
-    figure = model_error_text()
+    figure, decides = model_error_text(), model_decides_text()
     for doc in DOCS:
         text = doc.read_text()
         # NOTE: only documents that quote outputs run their examples here (README's assumes api.md's names; the
         # docs test runs it after them)
         outputs = run_examples(examples(text)) if quoted_outputs(text) else {}
-        new = refreshed(text, outputs, figure)
+        new = refreshed(text, outputs, figure, decides)
         if new != text:
             doc.write_text(new)
             print(f"rewrote {doc.relative_to(ROOT)}")

@@ -1,5 +1,6 @@
 """Docs that cannot drift (issue 31 item 7): the examples in docs/api.md and README.md run here, what they print is
-the output the docs quote, and the model's error figure the docs quote is the code's (ptxsim/model/validation.json).
+the output the docs quote, and the model's error figure and what it can decide, as the docs quote them, are the code's
+(ptxsim/model/interval_table.json, the same words as the dashboard's).
 A failure names scripts/refresh_docs.py, which rewrites the quoted text from the code."""
 import importlib.util
 import re
@@ -65,15 +66,30 @@ def test_readme_example_runs_with_the_api_examples_names():
 
 
 def test_the_model_error_figure_is_the_codes_and_the_only_one():
-    figure = refresh.model_error_text()
+    figure, decides = refresh.model_error_text(), refresh.model_decides_text()
     for doc in (API, README):
         text = doc.read_text()
         quoted = refresh.FIGURE.findall(text)
         assert quoted and set(quoted) == {figure}, f"{doc.name} quotes {quoted}, the code says {figure}; {FIX}"
-        outside = refresh.FIGURE.sub("", text)
-        # no other error figure for the model (the old "±2 %", "about 23 %")
+        said = refresh.DECIDES.findall(text)
+        assert said and set(said) == {decides}, f"{doc.name} says {said}, the code says {decides}; {FIX}"
+        outside = refresh.DECIDES.sub("", refresh.FIGURE.sub("", text))
+        # no other error figure for the model (the old "±2 %", "about 23 %", "25.2%")
         assert not re.search(r"±\s*\d+(\.\d+)?\s*%", outside)
         assert not re.search(r"(model'?s? error|geometric RMS)[^.]{0,40}\d+(\.\d+)?\s*%", outside)
+
+
+def test_the_error_figure_is_the_interval_tables_and_the_dashboard_prints_it():
+    """One source: the committed interval table's figures, in the words the docs quote and the dashboard prints."""
+    from harness.dashboard.sections import _error_words
+    from ptxsim.model.interval_table import error_figures
+
+    figure, e = refresh.model_error_text(), error_figures("v1")
+    assert f"{e['error_pairs_predicted']:.1%} on predicted paired ratios" in figure
+    assert f"{e['error_predicted']:.1%} on predicted absolute figures" in figure
+    decides = refresh.model_decides_text()
+    assert f"below {e['decidable_spread']:.1%}" in decides and f"with {e['n']} predicted paired rows" in decides
+    assert figure in _error_words() and decides in _error_words()
 
 
 def test_refresh_rewrites_only_the_quoted_parts():
@@ -81,4 +97,6 @@ def test_refresh_rewrites_only_the_quoted_parts():
             "<!-- output: x -->\n```text\nold\n```\n<!-- /output -->\n")
     new = refresh.refreshed(text, {"x": "hi\n"}, "25.0%")
     assert new == text.replace("1%", "25.0%").replace("old\n", "hi\n")
+    said = "x <!-- model-decides -->old words<!-- /model-decides --> y"
+    assert refresh.refreshed(said, {}, "", "new words") == said.replace("old words", "new words")
     assert refresh.run_examples(refresh.examples(text)) == {"x": "hi\n"}

@@ -391,6 +391,11 @@ def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) ->
         print(f"ptxmoe compare: interrupted ({signal_name(exc)}); resume with: ptxmoe compare --resume "
               f"{run_file.run_dir}", file=sys.stderr)
         return exit_code(exc)
+    from harness.answer import answer_rows, answer_text
+
+    answer = answer_text(answer_rows(run_file.sweep))  # the answer first: PTX vs the best C++ present, per cell
+    if answer:
+        print(answer)
     module = None
     if dashboard:
         try:
@@ -414,8 +419,10 @@ def finish(run_file, summary: dict, interrupted=None, dashboard: bool = True) ->
 
     for v in run_file.sweep.verdicts:  # NOTE: Pair from impl/baseline: rung verdicts ("ptx.r1-vs-cpp") are not PAIRS
         if v.verdict and v.impl and v.baseline:
+            kind = f"; {v.confidence:.0%} {v.interval}" if v.confidence and v.interval else ""
+            version = f" {v.model_version}" if v.model_version else ""
             print(f"  {v.key}: {Pair(v.impl, v.baseline).title} {v.speedup:.2f}x [{v.ci_lo:.2f}, {v.ci_hi:.2f}] "
-                  f"{v.verdict} ({v.basis})")
+                  f"{v.verdict} ({v.basis}{version}{kind})")
     if summary["missing"]:
         print(f"missing ({len(summary['missing'])} rows not run because an implementation lacks the kernel):",
               file=sys.stderr)

@@ -223,13 +223,17 @@ def is_ladder_verdict(v: Verdict) -> bool:
 
 
 def headline_pair(doc) -> Pair:
-    """The pair the headline is about: PTX vs CUDA C++ when any cell has that verdict, else the first pair that
-    has a speedup (a run of two implementations headlines the one pair it has), else the first pair present."""
+    """The pair the headline is about: PTX vs the best C++ present (the pair most cells flag as their headline:
+    harness.verdicts), else the first pair that has a speedup (a run of two implementations headlines the one pair
+    it has), else the first pair present."""
     verdicts = verdict_records(doc)
     present = pairs_present(doc)
     chosen = as_sweep(doc).settings.baseline  # compare(baseline=...): the headline is against it
     if chosen is not None:
         present = [p for p in present if p.baseline == chosen] + [p for p in present if p.baseline != chosen]
+    else:
+        flagged = {p.name: sum(1 for v in verdicts if v["headline"] and v["pair"] == p.name) for p in present}
+        present = sorted(present, key=lambda p: -flagged[p.name])  # stable: PAIRS order among equals
     for pair in present:
         if any(v["pair"] == pair.name and v["speedup"] for v in verdicts):
             return pair
@@ -304,10 +308,12 @@ def verdict_records(doc) -> list[dict]:
         if pair is None:
             continue
         out.append({"key": v.key, "label": v.label, "pair": pair.name, "impl": pair.impl,
-                    "baseline": pair.baseline, "title": pair.title, "headline": pair == HEADLINE_PAIR and not own,
+                    "baseline": pair.baseline, "title": pair.title, "headline": v.headline and not own,
                     "kernel": v.kernel, "preset": v.preset, "skew": v.skew,
                     "speedup": _num(v.speedup), "ci_lo": _num(v.ci_lo), "ci_hi": _num(v.ci_hi),
-                    "verdict": v.verdict, "basis": v.basis, "reason": v.reason})
+                    "verdict": v.verdict, "basis": v.basis, "reason": v.reason, "confidence": v.confidence,
+                    "interval": v.interval, "model_version": v.model_version,
+                    "limiters": None if v.limiters is None else " / ".join(v.limiters)})
     return out
 
 
@@ -333,10 +339,11 @@ def headline(doc, pair: Pair | None = None, resamples: int = HEADLINE_RESAMPLES,
     the per-cell interval ends.
 
     Returns:
-        {pair, impl, baseline, title, geomean, lo, hi, interval, n, cells, verdict, counts {FASTER, SAME, SLOWER},
-        slower [labels], layer (the layer's verdict records), basis, no_verdict [records with a reason]}.
+        {pair, impl, baseline, title, geomean, lo, hi, interval, n, cells, verdict, counts {each of
+        harness.timing.stats.VERDICTS}, slower [labels], layer (the layer's verdict records), basis, no_verdict
+        [records with a reason]}.
     """
-    from harness.timing.stats import MODELLED_SAME_BAND, verdict_of
+    from harness.timing.stats import VERDICTS, verdict_of
 
     doc = as_sweep(doc)
     pair = pair if pair is not None else headline_pair(doc)
@@ -344,7 +351,7 @@ def headline(doc, pair: Pair | None = None, resamples: int = HEADLINE_RESAMPLES,
     done = [v for v in verdicts if v["speedup"] and v["speedup"] > 0 and v["verdict"]]
     kernels = [v for v in done if v["kernel"] != LAYER] or [v for v in done]
     basis = next((v["basis"] for v in done if v["basis"]), None)
-    counts = {k: sum(1 for v in done if v["verdict"] == k) for k in ("FASTER", "SAME", "SLOWER")}
+    counts = {k: sum(1 for v in done if v["verdict"] == k) for k in VERDICTS}
     out: dict[str, Any] = {"pair": pair.name, "impl": pair.impl, "baseline": pair.baseline, "title": pair.title,
            "geomean": None, "lo": None, "hi": None, "interval": "none", "n": len(kernels), "cells": kernels,
            "verdict": None, "counts": counts, "slower": [f"{v['label']} {v['preset']}/{v['skew']}" for v in done
@@ -356,13 +363,19 @@ def headline(doc, pair: Pair | None = None, resamples: int = HEADLINE_RESAMPLES,
     point = geomean(v["speedup"] for v in kernels)
     out["geomean"] = point
     if basis == "modelled":
-        from ptxsim.model.validation import recorded_error
-
-        band = MODELLED_SAME_BAND
-        lo, hi = point / (1 + band), point * (1 + band)
-        out.update(lo=lo, hi=hi, verdict=verdict_of(lo, hi), model_error=band,
-                   interval=f"modelled: +-{band:.0%}, the timing model's error against published Hopper figures "
-                            f"({recorded_error()[1]})")
+        if not all(v.get("interval") == "prediction" for v in kernels):
+            out["interval"] = ("none: this run's modelled verdicts predate the 95% prediction interval (issue 29); "
+                               "run it again for one")
+            return out
+        if all(v["ci_lo"] and v["ci_hi"] for v in kernels):
+            # NOTE: the model's errors on the cells are taken as fully correlated (one model, the same two paths):
+            # the geometric means of the cells' interval ends, no narrower for having more cells
+            lo, hi = geomean(v["ci_lo"] for v in kernels), geomean(v["ci_hi"] for v in kernels)
+            versions = sorted({v["model_version"] for v in kernels if v.get("model_version")})
+            out.update(lo=lo, hi=hi, verdict=verdict_of(lo, hi),
+                       interval="modelled: geometric means of the cells' 95% prediction intervals (timing model "
+                                f"{', '.join(versions) or 'v1'}: its errors on published paired ratios, "
+                                "ptxsim/model/interval_table.json)")
         return out
     cells = _samples_by_cell(doc)
     keys = [(v["label"], v["preset"], v["skew"]) for v in kernels]

@@ -96,7 +96,8 @@ h2{font-size:18px;margin:4px 0 10px}
 .headline{font-size:18px;line-height:1.5}.headline .big{font-size:34px;font-weight:700}
 .plain{font-size:18px;font-weight:600;padding:8px 12px;border-radius:4px;margin:8px 0}
 .plain.SLOWER{background:#ffebee;color:#b71c1c}.plain.FASTER{background:#e8f5e9;color:#1b5e20}
-.plain.SAME{background:#eeeeee;color:#333}
+.plain.SAME{background:#eeeeee;color:#333}.plain.UNDECIDED{background:#fff8e1;color:#6d4c00}
+.plain.NOT_MODELLED{background:#f3e5f5;color:#4a148c}
 .modelled{display:inline-block;background:#fff3e0;color:#e65100;border:1px solid #ffb74d;border-radius:4px;
 padding:1px 8px;font-weight:600;font-size:13px}
 .measured{display:inline-block;background:#e3f2fd;color:#0d47a1;border:1px solid #64b5f6;border-radius:4px;
@@ -104,7 +105,7 @@ padding:1px 8px;font-weight:600;font-size:13px}
 table{border-collapse:collapse;font-size:13px;margin:6px 0}th,td{border:1px solid #e0e0e0;padding:3px 8px;
 text-align:left;vertical-align:top}th{background:#f5f5f5}td{font-variant-numeric:tabular-nums}
 .badge{padding:1px 6px;border-radius:3px;font-weight:600;font-size:12px;color:#fff;background:#9e9e9e}
-.b-FASTER{background:#2e7d32}.b-SLOWER{background:#c62828}.b-SAME{background:#757575}
+.b-FASTER{background:#2e7d32}.b-SLOWER{background:#c62828}.b-SAME{background:#757575}.b-UNDECIDED{background:#b28704}.b-NOT_MODELLED{background:#6a1b9a}
 .filters{position:sticky;top:0;background:#fafafa;padding:8px 0;z-index:10;font-size:14px}
 .filters select{margin:0 12px 0 4px}.note{color:#555;font-size:13px;margin:4px 0 8px}
 .fig{width:100%;min-height:300px}nav a{color:#b0bec5;margin-right:12px;font-size:13px}

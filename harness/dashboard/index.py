@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from harness.dashboard.data import DashboardError, headline, load_run
 from harness.dashboard.html import CSS, Raw, badge, esc, table
+from harness.timing.stats import VERDICTS
 
 
 def warn_stderr(message: str) -> None:
@@ -69,10 +70,10 @@ def index_page(profiles_dir: Path, warn=warn_stderr) -> str:
         counts = r["counts"] or {}
         rows.append([Raw(links or esc(r["run_id"])), r["run_id"], r["backend"], r["basis"], r["status"], r["created"],
                      r["pair"], r["geomean"], r["lo"], r["hi"], badge(r["verdict"]),
-                     f"{counts.get('FASTER', 0)} / {counts.get('SAME', 0)} / {counts.get('SLOWER', 0)}"
-                     if counts else None, r["error"]])
+                     " / ".join(str(counts.get(k, 0)) for k in VERDICTS) if counts else None, r["error"]])
     tbl = table(["dashboard", "run", "backend", "basis", "status", "created (UTC)", "headline pair", "geomean speedup",
-                 "CI low", "CI high", "verdict", "faster / same / slower", "problem"], rows)
+                 "CI low", "CI high", "verdict", " / ".join(k.lower().replace("_", " ") for k in VERDICTS), "problem"],
+                rows)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ptxmoe runs</title>"
             f"<style>{CSS}</style></head><body><header><h1>ptxmoe runs</h1><div class=\"sub\">{len(recs)} run(s) in "
             f"{esc(Path(profiles_dir).resolve())}</div></header><main><section>{tbl}</section></main></body></html>\n")

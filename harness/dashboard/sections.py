@@ -9,7 +9,8 @@ from harness.dashboard import data, figures
 from harness.dashboard.html import Raw, badge, esc, figure_div, filter_bar, section, table
 from harness.dashboard.sweep import sweep_section
 from harness.errors import PtxmoeError
-from harness.implementations import impl_name
+from harness.implementations import CPP_SIDE, impl_name
+from harness.timing.stats import VERDICTS
 
 _EMPTY = '<p class="note">Nothing to show for this run.</p>'
 
@@ -60,7 +61,7 @@ def row_status_html(run: data.Run) -> str:
 
 
 def ratio_text(value) -> str:
-    """A speedup or interval end as shown: two decimals (the model's error is ~10-20 %, a GPU interval ~1 %: more
+    """A speedup or interval end as shown: two decimals (the model's interval is wide, a GPU interval ~1 %: more
     digits would claim precision nobody has); run.json keeps the full numbers."""
     return "–" if value is None else f"{value:.2f}"
 
@@ -71,8 +72,17 @@ def _headline_words(h: dict) -> str:
     return {"FASTER": f"{a} is FASTER than {b}: {g:.2f}x on the geometric mean.",
             "SLOWER": f"{a} is SLOWER than {b}: {g:.2f}x on the geometric mean, i.e. {b} is {1 / g:.2f}x faster."
                       + (" Hand-written PTX does not pay off here." if h["impl"] == "ptx" else ""),
-            "SAME": f"{a} and {b} are the SAME within the interval: {g:.2f}x on the geometric mean.",
+            "SAME": f"{a} and {b} are the SAME: {g:.2f}x on the geometric mean, and the 95% interval excludes a "
+                    "10% gain either way.",
+            "UNDECIDED": f"UNDECIDED between {a} and {b}: {g:.2f}x on the geometric mean, but the 95% interval holds "
+                         "both 1.0 and a 10% gain or loss.",
+            "NOT_MODELLED": f"{a} and {b} differ only in what the model does not represent.",
             None: f"Geometric mean {g:.2f}x (no verdict)."}[h["verdict"]]
+
+
+def _counts_text(counts: dict) -> str:
+    """"3 / 0 / 1 / 2 / 0" in harness.timing.stats.VERDICTS order."""
+    return " / ".join(str(counts.get(k, 0)) for k in VERDICTS)
 
 
 def _named(h: dict) -> dict:
@@ -86,20 +96,26 @@ def pairs_table(run: data.Run) -> str:
         counts = h["counts"]
         rows.append([h["title"] + (" (headline)" if h["pair"] == data.headline_pair(run.sweep).name else ""),
                      ratio_text(h["geomean"]), ratio_text(h["lo"]), ratio_text(h["hi"]), badge(h["verdict"]), h["n"],
-                     f"{counts['FASTER']} / {counts['SAME']} / {counts['SLOWER']}",
+                     _counts_text(counts),
                      _headline_words(h) if h["geomean"] is not None else
                      f"no verdict ({len(h['no_verdict'])} cell(s) without both paths timed)"])
         attrs.append({"pair": h["pair"]})
     if not rows:
         return ""
     return table(["pair (speedup of the first over the second)", "geomean speedup", "CI low", "CI high", "verdict",
-                  "kernel cells", "faster / same / slower", "in words"], rows, attrs, cls="pairs")
+                  "kernel cells", " / ".join(k.lower().replace("_", " ") for k in VERDICTS), "in words"], rows,
+                 attrs, cls="pairs")
 
 
 def headline_section(run: data.Run) -> str:
     h = _named(data.headline(run.sweep))
     ceil = data.device_ceilings(run)
     tag = basis_badge(run.basis, ceil["name"] if ceil else None) + row_status_html(run)
+    if run.basis == "modelled":
+        tag += f'<p class="note model-error">{esc(_error_words(run.sweep.settings.timing_model))}</p>'
+    best = _best_cpp_words(run)
+    if best:
+        tag += f'<p class="note best-cpp">{esc(best)}</p>'
     pairs = pairs_table(run)
     if h["geomean"] is None:
         reasons = "; ".join(f"{v['label']} {v['preset']}/{v['skew']}: {v['reason']}" for v in h["no_verdict"][:8])
@@ -123,29 +139,86 @@ def headline_section(run: data.Run) -> str:
             f'{esc(h["impl_name"])} over {esc(h["baseline_name"])} ({esc(run.basis)}; over {h["n"]} kernel cell(s)'
             f'{apart}; interval: {esc(h["interval"])})</div>'
             f'<p class="plain {esc(verdict or "SAME")}">{esc(_headline_words(h))}</p>{slower}'
-            f'<div>cells: {badge("FASTER").html} {counts["FASTER"]} &nbsp; {badge("SAME").html} {counts["SAME"]} '
-            f'&nbsp; {badge("SLOWER").html} {counts["SLOWER"]}{no_verdict}</div>{layer_html}{pairs}</div>')
+            f'<div>cells: {" &nbsp; ".join(f"{badge(k).html} {counts.get(k, 0)}" for k in VERDICTS)}'
+            f'{no_verdict}</div>{layer_html}{pairs}</div>')
     return section("headline", "Headline", body)
 
 
 def verdict_section(run: data.Run, figs: dict) -> str:
     vs = data.verdict_records(run.sweep)
     rows = [[v["label"], v["preset"], v["skew"], v["title"], ratio_text(v["speedup"]), ratio_text(v["ci_lo"]),
-             ratio_text(v["ci_hi"]),
-             badge(v["verdict"]), v["basis"], v["reason"]] for v in vs]
-    tbl = table(["kernel", "preset", "skew", "pair", "speedup (x)", "CI low", "CI high", "verdict", "basis",
-                 "reason"], rows, [{**_cell_attrs(v), "pair": v["pair"]} for v in vs], cls="verdicts")
-    note = ("Speedup of A over B = B's time / A's time (&gt; 1: A faster). Modelled verdicts: the interval is the "
-            "timing model's error against published Hopper figures (docs/model-validation.md); SAME when it "
-            "contains 1." if run.basis == "modelled" else
-            "Speedup of A over B = ratio of median device times (B / A), 95 % bootstrap interval; FASTER / SLOWER "
-            "only when the whole interval is above / below 1.")
+             ratio_text(v["ci_hi"]), badge(v["verdict"]), _interval_words(v), v["limiters"], v["reason"]]
+            for v in vs]
+    tbl = table(["kernel", "preset", "skew", "pair", "speedup (x)", "CI low", "CI high", "verdict", "interval",
+                 "limiters (baseline / impl)", "reason"], rows, [{**_cell_attrs(v), "pair": v["pair"]} for v in vs],
+                cls="verdicts")
+    rule = (" FASTER / SLOWER when the interval excludes 1; SAME when it lies within [1/1.1, 1.1] (no 10% effect "
+            "either way); UNDECIDED when it holds both 1 and a 10% gain or loss.")
+    note = ("Speedup of A over B = B's time / A's time (&gt; 1: A faster). Modelled: the 95% prediction interval of "
+            "the timing model's errors on published paired ratios (bias-corrected, same or different limiters; "
+            "ptxsim/model/interval_table.json); NOT_MODELLED when both paths have the same modelled time and the "
+            "same simulator counters." + rule if run.basis == "modelled" else
+            "Speedup of A over B = ratio of median device times (B / A), 95% bootstrap interval." + rule)
     headline = data.headline_pair(run.sweep)
     pairs = sorted(data.pairs_present(run.sweep), key=lambda pair: pair != headline)  # the headline pair first
     # NOTE: the headline pair's figure keeps the id "fig-speedup"; the others are "fig-speedup-<pair>"
     fig_html = "".join(_fig("fig-speedup" if pair == headline else f"fig-speedup-{pair.name}",
                             figures.speedup_bars(vs, run.basis, pair), figs) for pair in pairs) or _EMPTY
     return section("verdicts", "Per-kernel verdicts, every pair", tbl + fig_html, note)
+
+
+def _best_cpp_words(run: data.Run) -> str:
+    """Which C++ path was the best present, in how many cells, when it was not the same one everywhere (the
+    headline is then of the pair most often best; the answer table gives each cell's)."""
+    flagged: dict[str, int] = {}
+    for v in data.verdict_records(run.sweep):
+        if v["headline"]:
+            flagged[v["baseline"]] = flagged.get(v["baseline"], 0) + 1
+    if len(flagged) < 2:
+        return ""
+    return ("The best C++ present differs between cells: " + ", ".join(
+        f"{impl_name(b)} in {n}" for b, n in sorted(flagged.items(), key=lambda kv: -kv[1]))
+        + " cell(s); the headline is PTX vs the one most often best, the answer table above gives every cell's.")
+
+
+def _interval_words(v: dict) -> str:
+    """"95% prediction, v1" / "95% bootstrap" / "" (a verdict from a run before the confidence was recorded)."""
+    if not v.get("confidence") or not v.get("interval"):
+        return ""
+    return f"{v['confidence']:.0%} {v['interval']}" + (f", {v['model_version']}" if v.get("model_version") else "")
+
+
+def answer_section(run: data.Run) -> str:
+    """The answer first: per kernel cell, hand PTX (its top rung) against the best C++ present, its 95% interval,
+    measured or modelled, the model version and each side's limiter (harness.answer)."""
+    from harness.answer import answer_rows, interval_words
+
+    answers = answer_rows(run.sweep)
+    if not answers:
+        return ""
+    rows, attrs = [], []
+    for a in answers:
+        ptx = "PTX" + (f" ({a.ptx_rung})" if a.ptx_rung else "")
+        rows.append([a.label, a.preset, a.skew, ptx, impl_name(a.best_cpp) if a.best_cpp else "–",
+                     ", ".join(impl_name(c) for c in a.cpp_present) or "–", ratio_text(a.speedup),
+                     ratio_text(a.ci_lo), ratio_text(a.ci_hi), badge(a.verdict), interval_words(a),
+                     a.ptx_limiter, a.cpp_limiter, a.reason])
+        attrs.append({"kernel": a.label, "preset": a.preset, "skew": a.skew})
+    tbl = table(["kernel", "preset", "skew", "PTX", "best C++ present", "C++ rows ok", "speedup of PTX (x)",
+                 "95% low", "95% high", "verdict", "interval", "PTX limiter", "C++ limiter", "why no ratio"],
+                rows, attrs, cls="answer")
+    note = ("Speedup = the best C++ time / the PTX time (&gt; 1: PTX faster); the best C++ present is the fastest of "
+            + ", ".join(impl_name(c) for c in CPP_SIDE) + " that ran ok in the cell. "
+            + (_error_words(run.sweep.settings.timing_model) if run.basis == "modelled" else ""))
+    return section("answer", "The answer: hand PTX vs the best C++ present", tbl, note)
+
+
+def _error_words(version: str = "v1") -> str:
+    """The model's one error figure and what it can decide, in the words the README and docs/api.md quote for v1
+    (ptxsim.model.interval_table, scripts/refresh_docs.py); a run modelled with v2 gets v2's."""
+    from ptxsim.model.interval_table import decides_text, error_figure_text
+
+    return f"The timing model's error: {error_figure_text(version)}; {decides_text(version)}."
 
 
 def _speedup_cell(s: dict | None) -> Raw:
@@ -397,8 +470,8 @@ def environment_section(run: data.Run) -> str:
     return section("environment", "Environment", table(["key", "value"], [[k, v] for k, v in pairs], cls="env"))
 
 
-NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("sweep", "sweep"), ("ladder", "ladder"),
-       ("timing", "timing"), ("roofline", "roofline"),
+NAV = (("answer", "answer"), ("headline", "headline"), ("verdicts", "verdicts"), ("sweep", "sweep"),
+       ("ladder", "ladder"), ("timing", "timing"), ("roofline", "roofline"),
        ("gemm", "gemm work"), ("layer", "layer"), ("sim", "sim counters"), ("static", "static"), ("nsight", "nsight"),
        ("timeline", "timeline"), ("partition", "partition"), ("vs", "vs"), ("dualpipe", "dualpipe"),
        ("environment", "environment"))
@@ -407,7 +480,8 @@ NAV = (("headline", "headline"), ("verdicts", "verdicts"), ("sweep", "sweep"), (
 def build_sections(run: data.Run, other: data.Run | None = None) -> tuple[str, dict, list]:
     """(body HTML, figures {id: JSON}, nav entries present)."""
     figs: dict = {}
-    parts = [headline_section(run), filter_bar(data.filters(run.sweep)), verdict_section(run, figs),
+    parts = [answer_section(run), headline_section(run), filter_bar(data.filters(run.sweep)),
+             verdict_section(run, figs),
              sweep_section(run.sweep, figs, run.basis), ladder_section(run, figs), timing_section(run, figs),
              roofline_section(run, figs), gemm_work_section(run), stage_section(run, figs), sim_section(run, figs),
              static_section(run, figs), nsight_section(run), timeline_section(run, figs)]

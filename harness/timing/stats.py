@@ -16,7 +16,11 @@ DEFAULT_RESAMPLES = 2000
 CONFIDENCE = 0.95
 RSE_TARGET = 0.005  # relative standard error of the mean under which sampling may stop (0.5 %)
 
-VERDICTS = ("FASTER", "SAME", "SLOWER")
+# The calls a verdict makes (verdict_of), and NOT_MODELLED: two modelled paths the model cannot tell apart at all
+# (harness.verdicts.not_modelled). Tallies and colours list them in this order.
+VERDICTS = ("FASTER", "SAME", "SLOWER", "UNDECIDED", "NOT_MODELLED")
+EFFECT = 0.10   # the effect ptxmoe exists to measure: a SAME interval must exclude a 10% gain either way
+SAME_LIMITS = (1.0 / (1.0 + EFFECT), 1.0 + EFFECT)
 
 
 def _as_samples(samples, what: str = "samples") -> np.ndarray:
@@ -85,12 +89,21 @@ def ratio_ci(numerator, denominator, *, resamples: int = DEFAULT_RESAMPLES, conf
 
 
 def verdict_of(lo: float, hi: float) -> str:
-    """FASTER when the speedup interval lies above 1, SLOWER when below, else SAME."""
+    """The call on a speedup's 95% interval [lo, hi] (measured or modelled alike; docs/run-json.md "verdicts"):
+
+    FASTER     lo > 1: the interval excludes 1.0 on the fast side;
+    SLOWER     hi < 1: it excludes 1.0 on the slow side;
+    SAME       1/(1 + EFFECT) <= lo and hi <= 1 + EFFECT: it holds 1.0 and excludes a 10% gain either way;
+    UNDECIDED  otherwise: it holds 1.0 and a 10% gain (or loss) too, so it cannot tell the effect ptxmoe measures
+               from none.
+    """
     if lo > 1.0:
         return "FASTER"
     if hi < 1.0:
         return "SLOWER"
-    return "SAME"
+    if lo >= SAME_LIMITS[0] and hi <= SAME_LIMITS[1]:
+        return "SAME"
+    return "UNDECIDED"
 
 
 @dataclass(frozen=True)
@@ -130,58 +143,57 @@ def summarize(samples, *, resamples: int = DEFAULT_RESAMPLES, rng: np.random.Gen
 
 @dataclass(frozen=True)
 class Verdict:
-    """Speedup of an implementation over its baseline (median ratio, > 1: the implementation faster), its interval
-    and the call."""
+    """Speedup of an implementation over its baseline (median ratio, > 1: the implementation faster), its 95%
+    interval and the call; `interval` says what kind of interval it is, and modelled verdicts add the model version,
+    each side's limiter and the limiter split whose fit gave the interval."""
 
     speedup: float
     ci_lo: float
     ci_hi: float
     verdict: str
     basis: str  # "measured" (GPU event times) or "modelled" (ptxsim timing model)
+    confidence: float = CONFIDENCE
+    interval: str = "bootstrap"  # "bootstrap" (of the medians' ratio) or "prediction" (the model's paired errors)
+    model_version: str | None = None
+    limiters: tuple[str, str] | None = None  # (baseline's, implementation's) dominant limiter, modelled only
+    limiter_split: str | None = None  # "same_limiter" / "different_limiters" (the fit the interval comes from)
+    reason: str | None = None  # why a modelled call is NOT_MODELLED or SAME by identity
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if out["limiters"] is not None:
+            out["limiters"] = list(out["limiters"])
+        return out
 
 
 def compare(baseline_samples, impl_samples, *, basis: str = "measured", resamples: int = DEFAULT_RESAMPLES,
             rng: np.random.Generator | None = None) -> Verdict:
-    """Verdict of one pair for one (kernel, preset, skew) from the baseline's and the implementation's samples."""
+    """Verdict of one pair for one (kernel, preset, skew) from the baseline's and the implementation's samples: the
+    percentile bootstrap 95% interval of the ratio of medians, called by verdict_of."""
     point, lo, hi = ratio_ci(baseline_samples, impl_samples, resamples=resamples, rng=rng)
     return Verdict(point, lo, hi, verdict_of(lo, hi), basis)
 
 
-def _recorded_band() -> float:
-    """The model's overall error figure from its validation against published hardware figures."""
-    from ptxsim.model.validation import recorded_error
-
-    return recorded_error()[0]
+UNKNOWN_LIMITER = "unknown"  # a modelled row whose launches name no limiter
 
 
-# A modelled speedup within this relative band of 1 is SAME: the model's measured error (geometric RMS of the
-# validation ratios, ptxsim/model/validation.json), not a fixed +-2 %. Rows carry their own (per-limiter) error;
-# modelled_band() picks the band for a pair of rows.
-MODELLED_SAME_BAND = _recorded_band()
+def compare_modelled(baseline_us: float, impl_us: float, *, limiters: tuple[str, str], model_version: str = "v1",
+                     fits=None) -> Verdict:
+    """Verdict from one modelled time per path (speedup = baseline / implementation): the 95% prediction interval of
+    the model's paired errors (ptxsim.model.interval_table: bias-corrected, fitted on the rows whose two variants
+    the model put on the same bound or on different ones, as these two paths' `limiters` are), called by verdict_of.
 
+    fits: the {"same_limiter", "different_limiters", ...} fits to use (interval_table.fits_for: e.g. with a device
+    profile's measured pairs); default the committed ones of `model_version`."""
+    from ptxsim.model.interval_table import fits_for, speedup_interval
 
-def modelled_band(*timings: dict) -> float:
-    """The SAME band for modelled rows: the larger of their recorded relative errors (timing["model_error"]), else
-    the overall error figure. NOTE: taking one row's error, not the sum of both, assumes the two paths' errors are
-    correlated (same model, same kernel's work); docs/model-validation.md says so."""
-    errors = [t["model_error"]["relative"] for t in timings
-              if isinstance(t, dict) and isinstance(t.get("model_error"), dict)
-              and isinstance(t["model_error"].get("relative"), (int, float))]
-    return max(errors) if errors else MODELLED_SAME_BAND
-
-
-def compare_modelled(baseline_s: float, impl_s: float, band: float | None = None) -> Verdict:
-    """Verdict from one modelled time per path (speedup = baseline / implementation): the interval is
-    [r / (1 + band), r x (1 + band)] with the model's error as band (default MODELLED_SAME_BAND); SAME when it
-    contains 1."""
-    if not (baseline_s > 0 and impl_s > 0):
-        raise InputError(f"modelled times must be positive; got baseline {baseline_s!r}, implementation {impl_s!r}")
-    band = MODELLED_SAME_BAND if band is None else band
-    if not (isinstance(band, (int, float)) and band >= 0):
-        raise InputError(f"modelled band must be a relative error >= 0, got {band!r}")
-    ratio = float(baseline_s / impl_s)
-    lo, hi = ratio / (1 + band), ratio * (1 + band)
-    return Verdict(ratio, lo, hi, verdict_of(lo, hi), "modelled")
+    if not (baseline_us > 0 and impl_us > 0):
+        raise InputError(f"modelled times must be positive; got baseline {baseline_us!r}, implementation {impl_us!r}")
+    if len(limiters) != 2 or not all(isinstance(x, str) and x for x in limiters):
+        raise InputError(f"limiters must be two limiter names (baseline's, implementation's); got {limiters!r}")
+    fits = fits_for(model_version) if fits is None else fits
+    same = limiters[0] == limiters[1] and UNKNOWN_LIMITER not in limiters  # unknown: the wider, different-limiter fit
+    ratio = float(baseline_us / impl_us)
+    lo, hi = speedup_interval(ratio, same, fits)
+    return Verdict(ratio, lo, hi, verdict_of(lo, hi), "modelled", CONFIDENCE, "prediction", model_version,
+                   (limiters[0], limiters[1]), "same_limiter" if same else "different_limiters")

@@ -171,8 +171,8 @@ def side_by_side(results: dict[str, tuple[list[Row], list]]) -> str:
 
 def write_record(rows: list[Row], path: Path = RECORD, pairs: list | None = None, model: str = "v1",
                  others: dict[str, tuple[list[Row], list]] | None = None) -> None:
-    """Record the rows and their error figures, and the paired rows with the 95% interval parameters fitted to them
-    (intervals.py), atomically: a temporary file renamed over the record.
+    """Record the rows and their error figures, and the paired rows, atomically: a temporary file renamed over the
+    record (the 95% interval fits of the paired rows go to interval_table.json, interval_table.write_table).
 
     `model` is the version the rows were modelled with; `others` other versions' (rows, pairs), recorded under
     "other_models" (their errors and per-row ratios) for comparison.
@@ -181,14 +181,10 @@ def write_record(rows: list[Row], path: Path = RECORD, pairs: list | None = None
     doc = {"error": error_figure(rows), "error_predicted": error_figure(rows, PREDICTED),
            "error_fit": error_figure(rows, FIT), "band": list(BAND), "rows": [asdict(row) for row in rows],
            "summary": summary(rows)}
-    if pairs is not None:
-        from ptxsim.model.intervals import decidable_spread, fit_by_limiter
-
+    if pairs is not None:   # NOTE: the interval fits are interval_table.json's (interval_table.py), per version
         predicted = [row for row in pairs if row.role == PREDICTED]
         doc.update(pairs=[{**asdict(row), "same_limiter": row.same_limiter} for row in pairs],
-                   error_pairs_predicted=error_figure(predicted), pair_summary=pair_summary(pairs),
-                   intervals={key: asdict(fit) for key, fit in fit_by_limiter(predicted).items()},
-                   decidable_spread_10pct=decidable_spread(len(predicted)))
+                   error_pairs_predicted=error_figure(predicted), pair_summary=pair_summary(pairs))
     doc["model_version"] = model
     if others:   # the other model versions' figures, for comparison (not what the intervals use)
         doc["other_models"] = {

@@ -7,6 +7,7 @@ import pytest
 
 from harness.cli import main
 from harness.implementations import PAIRS, Ladder
+from harness.timing.stats import VERDICTS, verdict_of
 
 pytestmark = pytest.mark.sim
 
@@ -35,7 +36,9 @@ def _expect(rows: list[dict], verdicts: list[dict], ladder: Ladder, impls: tuple
     for variant in ("up", "down"):
         mine = {v["pair"]: v for v in verdicts if v["variant"] == variant}
         assert list(mine) == pairs and len(mine) == len([v for v in verdicts if v["variant"] == variant])
-        assert all(v["verdict"] in ("FASTER", "SAME", "SLOWER") for v in mine.values()), mine
+        assert all(v["verdict"] in VERDICTS and v["verdict"] == verdict_of(v["ci_lo"], v["ci_hi"])
+                   or v["verdict"] == "NOT_MODELLED" for v in mine.values()), mine
+        assert all(v["interval"] == "prediction" and v["confidence"] == 0.95 for v in mine.values()), mine
 
 
 def test_compare_writes_a_passing_row_per_path_and_rung(tmp_path, capsys):
@@ -47,6 +50,18 @@ def test_compare_writes_a_passing_row_per_path_and_rung(tmp_path, capsys):
     work = gemm_work_records({"rows": rows})  # the dashboard's GEMM-work section has the FP8 cells
     assert [w["label"] for w in work] == ["grouped_gemm_fp8[up]", "grouped_gemm_fp8[down]"]
     assert "grouped_gemm_fp8[up]/tiny/balanced/ptx-vs-cpp" in out
+    # the answer first: PTX's top rung against the faster of CUDA C++ and Triton, per cell, with its 95% interval
+    lines = out.splitlines()
+    assert lines[0].startswith("ANSWER: hand PTX against the best C++ present"), out[:400]
+    top = Ladder("ptx", rung_names()).top
+    for variant in ("up", "down"):
+        row = next(x for x in lines[2:4] if x.startswith(f"grouped_gemm_fp8[{variant}] tiny/balanced"))
+        by_impl = {r["impl"]: r["timing"]["modelled_us"] for r in rows     # plain rows and PTX's top rung
+                   if r["variant"] == variant and (r.get("rung") or {"top": True})["top"]}
+        best = "CUDA C++" if by_impl["cpp"] <= by_impl["triton"] else "Triton"
+        assert f"PTX (rung {top} of {top}) / {best}" in row and "95% prediction, modelled v1" in row, row
+        assert f"{by_impl['cpp' if best == 'CUDA C++' else 'triton'] / by_impl['ptx']:.2f}x [" in row, row
+    assert out.index("ANSWER") < out.index("grouped_gemm_fp8[up]/tiny/balanced/ptx-vs-cpp")
     assert "grouped_gemm_fp8[up]/tiny/balanced/ptx-vs-triton" in out and "triton-vs-cpp" in out
 
 
@@ -72,4 +87,6 @@ def test_a_lower_rung_runs_the_real_ptx_ladder_with_its_rung(tmp_path, capsys, m
     assert calls == [None, 1, None, 1]  # per variant: the plain (top) row, then rung 1
     _expect(rows, verdicts, Ladder("ptx", fp8.rung_names()), ("cpp", "ptx"))
     below = next(v for v in verdicts if v["pair"] == "ptx-vs-ptx.r1" and v["variant"] == "up")
-    assert below["verdict"] == "SAME" and below["speedup"] == pytest.approx(1.0)  # the same kernel twice
+    # the same kernel twice, run --no-static (no PTX digests to show it is the same code): the same modelled time
+    # and counters, which the model cannot tell apart: NOT_MODELLED, not a SAME the model never measured
+    assert (below["verdict"], below["speedup"]) == ("NOT_MODELLED", 1.0) and "does not represent" in below["reason"]

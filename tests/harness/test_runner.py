@@ -11,6 +11,8 @@ from harness import cell, runner
 from harness.backends.base import Backend, DeviceArray, LaunchRecord
 from harness.results import SCHEMA_VERSION, RunFile, typed_row
 from harness.row_report import _row_status
+from harness.timing.stats import verdict_of
+from ptxsim.model.interval_table import fits_for, speedup_interval
 
 NOP_PTX = """.version 8.0
 .target sm_90
@@ -282,9 +284,19 @@ def test_three_implementations_give_three_pairwise_verdicts(tmp_path, monkeypatc
                                "cpp-vs-numba": ("cpp", "numba")}.items():
         v = verdicts[f"gate/tiny/balanced/{pair}"]
         assert (v["impl"], v["baseline"], v["cell"]) == (impl, base, "gate/tiny/balanced")
-        assert v["speedup"] == pytest.approx(us[base] / us[impl]) and v["verdict"] == "FASTER"
+        assert v["speedup"] == pytest.approx(us[base] / us[impl]) and v["speedup"] > 1
+        # the model's 95% prediction interval (its committed paired errors, same limiter on both sides)
+        assert (v["interval"], v["confidence"], v["model_version"], v["limiter_split"]) == (
+            "prediction", 0.95, "v1", "same_limiter")
+        assert (v["ci_lo"], v["ci_hi"]) == pytest.approx(speedup_interval(v["speedup"], True, fits_for("v1")))
+        assert v["verdict"] == verdict_of(v["ci_lo"], v["ci_hi"]) and v["verdict"] in ("FASTER", "UNDECIDED")
         assert v["headline"] == (pair == "ptx-vs-cpp")
-    assert verdicts["align/tiny/balanced/ptx-vs-numba"]["verdict"] == "SAME"  # same fake work on both
+    # the ptx row launches 1 nop to numba's 3: a 3x modelled difference the model's interval can call
+    assert verdicts["gate/tiny/balanced/ptx-vs-numba"]["verdict"] == "FASTER"
+    # the same fake work, the same PTX on both: the same time, not a modelled guess ([1, 1], SAME)
+    same = verdicts["align/tiny/balanced/ptx-vs-numba"]
+    assert (same["verdict"], same["ci_lo"], same["ci_hi"], same["reason"]) == ("SAME", 1.0, 1.0,
+                                                                              "the same PTX on both sides")
     for pair in ("ptx-vs-cpp", "cpp-vs-numba"):
         v = verdicts[f"align/tiny/balanced/{pair}"]
         assert v["verdict"] is None and "cpp missing (not implemented in cpp" in v["reason"]

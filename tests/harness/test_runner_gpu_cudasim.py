@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.timing.stats import verdict_of
+
 REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = r"""
@@ -95,5 +97,6 @@ def test_gpu_branch_of_the_runner_on_cudasim(tmp_path, seed):
     assert len(rows["gate/ptx.r1/tiny/balanced"]["timing"]["launch_us"]) == 3
     assert [v["pair"] for v in doc["verdicts"]] == ["ptx-vs-numba", "ptx.r1-vs-numba", "ptx-vs-ptx.r1"]
     for verdict in doc["verdicts"]:
-        assert verdict["basis"] == "measured" and verdict["verdict"] in ("FASTER", "SAME", "SLOWER")
+        assert verdict["basis"] == "measured" and verdict["verdict"] == verdict_of(verdict["ci_lo"], verdict["ci_hi"])
+        assert (verdict["interval"], verdict["confidence"]) == ("bootstrap", 0.95)
     assert [r["phase"] for r in doc["nvtx_ranges"] if r["name"] == "gate/ptx/tiny/balanced"] == ["check", "timing"]

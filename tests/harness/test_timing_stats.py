@@ -1,4 +1,7 @@
 """Timing statistics on synthetic samples: bootstrap intervals, the RSE stopping rule, verdicts."""
+import math
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -77,10 +80,20 @@ def test_summary_fields_and_units(rng):
     assert d["median_us"] == s.median and d["n"] == 51 and "rse" in d and "iqr_us" in d
 
 
-def test_verdict_boundaries():
-    assert stats.verdict_of(1.01, 1.2) == "FASTER"
-    assert stats.verdict_of(0.99, 1.2) == "SAME"
-    assert stats.verdict_of(0.5, 0.99) == "SLOWER"
+@pytest.mark.parametrize("lo, hi, call", [
+    (1.01, 1.2, "FASTER"), (0.5, 0.99, "SLOWER"),                  # the interval excludes 1.0
+    (0.99, 1.05, "SAME"), (1 / 1.1, 1.1, "SAME"),                   # holds 1.0, excludes a 10% gain either way
+    (0.99, 1.2, "UNDECIDED"), (0.85, 1.01, "UNDECIDED"),            # holds 1.0 and a 10% gain (or loss)
+    (0.5, 2.0, "UNDECIDED"), (1 / 1.1 - 1e-9, 1.0, "UNDECIDED")])
+def test_verdict_boundaries(lo, hi, call):
+    assert stats.verdict_of(lo, hi) == call
+
+
+def test_a_noisy_measurement_of_no_difference_is_undecided_not_same(rng):
+    """The same rule on measured intervals: 30% noise on 8 samples cannot exclude a 10% effect."""
+    v = stats.compare(_times(rng, 7.0, 8, noise=0.3), _times(rng, 7.0, 8, noise=0.3), resamples=500, rng=rng)
+    assert v.ci_lo < 1 < v.ci_hi and (v.ci_lo < 1 / 1.1 or v.ci_hi > 1.1) and v.verdict == "UNDECIDED"
+    assert v.interval == "bootstrap" and v.confidence == 0.95 and v.model_version is None
 
 
 def test_bad_samples_name_the_problem():
@@ -90,24 +103,40 @@ def test_bad_samples_name_the_problem():
         stats.compare([1.0, np.nan], [1.0, 2.0])
 
 
-def test_modelled_verdict_band():
-    """The band is the model's measured error: an interval [r / (1 + e), r (1 + e)] around the modelled speedup."""
-    assert stats.compare_modelled(12.0, 10.0, band=0.1).verdict == "FASTER"
-    assert stats.compare_modelled(12.0, 10.0, band=0.25).verdict == "SAME"
-    v = stats.compare_modelled(10.0, 10.1, band=0.05)
-    assert v.verdict == "SAME" and v.basis == "modelled" and v.ci_lo < v.speedup < v.ci_hi
-    assert v.ci_hi == pytest.approx(v.speedup * 1.05) and v.ci_lo == pytest.approx(v.speedup / 1.05)
-    assert stats.compare_modelled(10.0, 12.0, band=0.1).verdict == "SLOWER"
-    # default: the recorded validation error, never the old fixed 2 % and never zero width
-    from ptxsim.model.validation import recorded_error
+def _fits(spread, bias=0.0):
+    from ptxsim.model.intervals import fit_log_ratio
 
-    assert stats.MODELLED_SAME_BAND == recorded_error()[0] > 0.02
-    d = stats.compare_modelled(10.0, 10.0)
-    assert d.ci_hi / d.ci_lo == pytest.approx((1 + stats.MODELLED_SAME_BAND) ** 2)
-    # a pair of rows: the larger of their recorded errors
-    assert stats.modelled_band({"model_error": {"relative": 0.1}}, {"model_error": {"relative": 0.3}}) == 0.3
-    assert stats.modelled_band({}, {"model_error": None}) == stats.MODELLED_SAME_BAND
-    with pytest.raises(InputError, match="band"):
-        stats.compare_modelled(1.0, 1.0, band=-1)
+    errors = [math.exp(bias + spread * z) for z in (-1.2, -0.6, 0.0, 0.6, 1.2, -0.3, 0.3)]
+    same, different = fit_log_ratio(errors, basis="same_limiter"), fit_log_ratio(errors * 2, basis="all")
+    return {"same_limiter": same, "different_limiters": replace(different, half_width=3 * different.half_width),
+            "all": different}
+
+
+def test_modelled_verdict_is_the_prediction_interval_of_the_limiter_split():
+    fits = _fits(0.01)
+    v = stats.compare_modelled(12.0, 10.0, limiters=("dram", "dram"), fits=fits)
+    assert v.verdict == "FASTER" and v.basis == "modelled" and v.interval == "prediction" and v.confidence == 0.95
+    assert v.limiter_split == "same_limiter" and v.limiters == ("dram", "dram") and v.model_version == "v1"
+    assert math.log(v.ci_hi / v.ci_lo) == pytest.approx(2 * fits["same_limiter"].half_width)
+    w = stats.compare_modelled(12.0, 10.0, limiters=("dram", "issue"), fits=fits)
+    assert w.limiter_split == "different_limiters" and w.ci_hi / w.ci_lo > v.ci_hi / v.ci_lo
+    assert stats.compare_modelled(10.0, 12.0, limiters=("issue", "issue"), fits=fits).verdict == "SLOWER"
+    unknown = stats.compare_modelled(12.0, 10.0, limiters=("unknown", "unknown"), fits=fits)
+    assert unknown.limiter_split == "different_limiters"       # nothing says the bounds are the same: the wider fit
+    assert stats.compare_modelled(10.0, 10.2, limiters=("issue", "issue"), fits=fits).verdict == "SAME"
+    # the same modelled 1.2x with a model as wide as today's cannot tell a 10% effect: UNDECIDED, not SAME
+    assert stats.compare_modelled(12.0, 10.0, limiters=("dram", "dram"), fits=_fits(0.3)).verdict == "UNDECIDED"
+    assert v.as_dict()["limiters"] == ["dram", "dram"]
+
+
+def test_modelled_verdict_defaults_to_the_committed_fits_of_its_version():
+    from ptxsim.model.interval_table import fits_for, speedup_interval
+
+    for version in ("v1", "v2"):
+        v = stats.compare_modelled(10.0, 10.0, limiters=("dram", "dram"), model_version=version)
+        assert (v.ci_lo, v.ci_hi) == pytest.approx(speedup_interval(1.0, True, fits_for(version)))
+        assert v.model_version == version
+    with pytest.raises(InputError, match="limiters"):
+        stats.compare_modelled(1.0, 1.0, limiters=("dram",))
     with pytest.raises(InputError, match="positive"):
-        stats.compare_modelled(0.0, 1.0)
+        stats.compare_modelled(0.0, 1.0, limiters=("dram", "dram"))

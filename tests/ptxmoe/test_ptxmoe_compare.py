@@ -9,7 +9,7 @@ import pytest
 from numba import cuda
 
 import ptxmoe
-from harness.timing.stats import verdict_of
+from harness.timing.stats import VERDICTS, verdict_of
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -49,8 +49,8 @@ def test_user_script_compares_own_numba_and_ptx_kernels_on_sim():
     proc = _script("sim")
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("VERDICT"))
-    assert "ptx vs numba [default]:" in line and "(modelled)" in line
-    assert any(word in line for word in ("FASTER", "SAME", "SLOWER"))
+    assert "ptx vs numba [default]:" in line and "(modelled v1; 95% prediction)" in line
+    assert any(word in line for word in VERDICTS)
 
 
 @pytest.mark.gpu
@@ -58,7 +58,7 @@ def test_user_script_runs_unchanged_on_a_gpu():
     proc = _script("gpu")
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("VERDICT"))
-    assert "(measured)" in line and any(word in line for word in ("FASTER", "SAME", "SLOWER"))
+    assert "(measured; 95% bootstrap)" in line and any(word in line for word in VERDICTS)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.timing.stats import VERDICTS, verdict_of
+
 REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = r"""
@@ -75,7 +77,9 @@ def test_compare_gpu_branch_on_cudasim(tmp_path, seed):
     v = verdicts[("second", "first")]
     first, second = (np.median(rows[i]["timing"]["device_time_us"]) for i in ("first", "second"))
     assert v["basis"] == "measured" and v["speedup"] == pytest.approx(first / second) and v["ci_lo"] <= v["ci_hi"]
-    assert v["verdict"] in ("FASTER", "SAME", "SLOWER") and "(measured)" in got["verdict"]
+    assert v["verdict"] in VERDICTS and "(measured; 95% bootstrap)" in got["verdict"]
+    assert v["verdict"] == verdict_of(v["ci_lo"], v["ci_hi"])
+    assert (v["interval"], v["confidence"]) == ("bootstrap", 0.95)
     assert verdicts[("wrong", "first")]["verdict"] is None
     saved = json.loads((tmp_path / "run" / "run.json").read_text())
     assert [r["key"] for r in saved["rows"]] == [r["key"] for r in doc["rows"]]

@@ -11,6 +11,7 @@ from harness.cli import main
 from harness.dashboard import data
 from harness.dashboard.html import esc, script_json
 from harness.nsight.importer import import_into_run
+from harness.timing.stats import VERDICTS, verdict_of
 
 
 def _doc(name):
@@ -23,12 +24,19 @@ def test_modelled_headline_is_the_geometric_mean_of_the_kernel_cells():
     h = data.headline(doc)
     assert h["n"] == len(speedups) == 8
     assert h["geomean"] == pytest.approx(np.exp(np.mean(np.log(np.array(speedups, dtype=np.float64)))), rel=1e-12)
-    # the interval is the model's measured error against published hardware, not a zero-width point
-    e = h["model_error"]
-    assert e > 0
-    assert h["lo"] == pytest.approx(h["geomean"] / (1 + e)) and h["hi"] == pytest.approx(h["geomean"] * (1 + e))
-    assert "modelled" in h["interval"] and "published" in h["interval"] and f"{e:.0%}" in h["interval"]
-    assert h["verdict"] == ("FASTER" if h["lo"] > 1 else "SLOWER" if h["hi"] < 1 else "SAME")
+    # this fixture's verdicts predate the 95% prediction interval: no interval is claimed for the headline
+    assert h["lo"] is None and h["verdict"] is None and "predate the 95% prediction interval" in h["interval"]
+    # the same cells with prediction intervals: their ends' geometric means (the model's errors fully correlated
+    # over cells: no narrower for having more of them), never a zero-width point
+    for i, v in enumerate(doc["verdicts"]):
+        v.update(interval="prediction", confidence=0.95, model_version="v1", ci_lo=v["speedup"] / (1.5 + i / 10),
+                 ci_hi=v["speedup"] * (2 + i / 10))
+    h = data.headline(doc)
+    cells = [v for v in doc["verdicts"] if v["kernel"] != "layer" and v["verdict"]]
+    lo, hi = (np.exp(np.mean(np.log([v[end] for v in cells]))) for end in ("ci_lo", "ci_hi"))
+    assert (h["lo"], h["hi"]) == pytest.approx((lo, hi), rel=1e-12) and h["lo"] < h["geomean"] < h["hi"]
+    assert "modelled" in h["interval"] and "95% prediction" in h["interval"] and "published" in h["interval"]
+    assert h["verdict"] == verdict_of(h["lo"], h["hi"]) == "UNDECIDED"
     # swiglu's PTX path is slower in this fixture: the headline must list it
     assert sorted(h["slower"]) == ["swiglu tiny/balanced", "swiglu tiny/imbalanced"]
     assert [v["kernel"] for v in h["layer"]] == ["layer", "layer"]
@@ -242,7 +250,7 @@ def test_real_sim_run_headline_stages_and_counts():
     h = data.headline(doc)
     kernels = [v["speedup"] for v in raw if v["kernel"] != "layer"]
     assert h["geomean"] == pytest.approx(float(np.exp(np.mean(np.log(np.array(kernels, dtype=np.float64))))))
-    assert h["counts"] == {k: sum(v["verdict"] == k for v in raw) for k in ("FASTER", "SAME", "SLOWER")}
+    assert h["counts"] == {k: sum(v["verdict"] == k for v in raw) for k in VERDICTS}
     assert len(h["layer"]) == 2
     for row in doc["rows"]:
         if row["kernel"] == "layer":

@@ -107,15 +107,14 @@ def test_error_figures_by_role():
 
 
 def test_the_recorded_pairs_match_the_model():
-    """Every published pair is in the record, with the interval fits; two cheap pairs (one-warp ILP, and BabelStream
+    """Every published pair is in the record; two cheap pairs (one-warp ILP, and BabelStream
     on H200) reproduce their recorded modelled ratios."""
     from ptxsim.model.paired import validate_pairs
 
     doc = json.loads(RECORD.read_text())
     recorded = {row["name"]: row for row in doc["pairs"]}
     assert set(recorded) == {pair.name for pair in PAIRS}
-    assert set(doc["intervals"]) == {"all", "same_limiter", "different_limiters"}
-    assert doc["intervals"]["all"]["n"] == len(PAIRS) and 0.04 < doc["decidable_spread_10pct"] < 0.05
+    assert all(recorded[name]["role"] == PREDICTED for name in recorded)   # the interval fits: test_interval_table
     for row in validate_pairs(names=["ilp_fma_1_vs_4", "stream_dot_vs_copy_h200"], static_facts=analyse_ptx):
         assert row.modelled == pytest.approx(recorded[row.name]["modelled"], rel=1e-9), \
             f"ptxsim/model/validation.json is stale for pair {row.name}: run python benchmarks/model_validation.py"

@@ -13,7 +13,8 @@ Model v1 (analytic bounds, timing.py) and v2 (per-SM cycle-approximate schedule,
 simulation per launch, shared) and print side by side; --model picks the version printed in full and recorded as
 `model_version` (the other's errors and ratios go under `other_models`).
 Unless --no-record (or --only), records everything in ptxsim/model/validation.json, and each version's interval fits
-(the rows in speedup orientation, ptxsim/model/interval_table.py) in ptxsim/model/interval_table.json. Runs in about
+(the paired rows in speedup orientation, and the fit of the predicted absolute rows' time errors that every modelled
+row's 95% interval uses: ptxsim/model/interval_table.py) in ptxsim/model/interval_table.json. Runs in about
 a minute on 2 cores (the wgmma benches and the copies most of it).
 """
 from __future__ import annotations
@@ -92,7 +93,7 @@ def main(argv=None) -> int:
     if not names and not args.no_record and not args.device_profile:
         write_record(rows, pairs=pairs, model=args.model,
                      others={v: r for v, r in results.items() if v != args.model})
-        write_table({version: version_entry(v_pairs, model_errors(v_rows, v_pairs))
+        write_table({version: version_entry(v_pairs, model_errors(v_rows, v_pairs), v_rows)
                      for version, (v_rows, v_pairs) in results.items()})
     return 0
 

@@ -35,12 +35,17 @@ class AnswerRow:
     confidence: float | None = None
     interval: str | None = None
     model_version: str | None = None
+    interval_basis: str | None = None  # modelled: the rows its 95% interval was fitted on (Verdict.interval_basis)
     ptx_limiter: str | None = None
     cpp_limiter: str | None = None
     reason: str | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+VERDICT_FIELDS = ("speedup", "ci_lo", "ci_hi", "verdict", "basis", "confidence", "interval", "model_version",
+                  "interval_basis")
 
 
 def best_cpp(rows: dict[str, Row]) -> str | None:
@@ -75,6 +80,7 @@ def _verdict(sweep: Sweep, key: tuple, best: str) -> Verdict | None:
 def answer_rows(sweep: Sweep) -> list[AnswerRow]:
     """One AnswerRow per cell that has a PTX row or a C++-side row (cells of neither are not the question's)."""
     from harness.verdicts import timed_verdict
+    from ptxsim.model.errors import ModelError
 
     out = []
     for key, rows in _cells(sweep).items():
@@ -97,17 +103,18 @@ def answer_rows(sweep: Sweep) -> list[AnswerRow]:
         judged: dict | str
         record = _verdict(sweep, key, best)
         if record is not None and record.verdict is not None:
-            judged = {k: getattr(record, k) for k in ("speedup", "ci_lo", "ci_hi", "verdict", "basis", "confidence",
-                                                     "interval", "model_version")}
+            judged = {k: getattr(record, k) for k in VERDICT_FIELDS}
         else:   # a C++-side implementation no verdict pair names yet: the same rule, here
-            judged = timed_verdict(rows[best], ptx, sweep.basis)
+            try:
+                judged = timed_verdict(rows[best], ptx, sweep.basis, sweep.settings.device_profile)
+            except ModelError as exc:   # the run's device profile can no longer be read
+                judged = f"no interval: {exc}"
         fields = {**base.as_dict(), "best_cpp": best, "ptx_limiter": row_limiter(ptx),
                   "cpp_limiter": row_limiter(rows[best])}
         if isinstance(judged, str):
             out.append(AnswerRow(**{**fields, "reason": judged}))
         else:
-            out.append(AnswerRow(**{**fields, **{k: judged.get(k) for k in (
-                "speedup", "ci_lo", "ci_hi", "verdict", "basis", "confidence", "interval", "model_version")}}))
+            out.append(AnswerRow(**{**fields, **{k: judged.get(k) for k in VERDICT_FIELDS}}))
     return out
 
 
@@ -142,4 +149,11 @@ def answer_text(rows: list[AnswerRow]) -> str:
     widths = [max(len(str(x[i])) for x in [head, *lines]) for i in range(len(head) - 1)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
     return "\n".join(["ANSWER: hand PTX against the best C++ present (speedup > 1: PTX faster)",
-                      fmt.format(*head), *(fmt.format(*line) for line in lines)])
+                      fmt.format(*head), *(fmt.format(*line) for line in lines), *interval_basis_lines(rows)])
+
+
+def interval_basis_lines(rows: list[AnswerRow]) -> list[str]:
+    """One line per distinct basis of the modelled rows' 95% prediction intervals ("published paired rows", or a
+    device profile's measured pairs), so the reader knows what the interval was fitted on."""
+    bases = list(dict.fromkeys(a.interval_basis for a in rows if a.interval_basis))
+    return [f"modelled 95% prediction intervals fitted on: {basis}" for basis in bases]

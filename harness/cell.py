@@ -134,7 +134,7 @@ def set_verdicts(run_file: RunFile, settings: CompareSettings, item: Item, rows:
     basis = backend_kind(settings.backend).basis
     typed = {slot: typed_row(row) for slot, row in rows.items()}
     for pair in cell_pairs(item, typed):
-        run_file.set_verdict(_verdict(item, pair, typed, basis), save=False)
+        run_file.set_verdict(_verdict(item, pair, typed, basis, settings.device_profile), save=False)
     run_file.save()
 
 

@@ -62,7 +62,7 @@ def _row_status(row: Row) -> str:
         text += f", modelled {t:.3g} us" if t else f", no modelled time ({timing.error})"
         if t and timing.interval_us and timing.launch_us is not None:
             lo, hi = timing.interval_us
-            text += f" [{lo:.3g}, {hi:.3g}] + launch {timing.launch_us:.2g} us"
+            text += f" (95% [{lo:.3g}, {hi:.3g}]) + launch {timing.launch_us:.2g} us"
         text += f", sim wall {timing.sim_wall_s or 0:.1f}s"
         text += _sampling_text(row.sampling)
     elif isinstance(timing, MeasuredTiming):

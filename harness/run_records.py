@@ -483,6 +483,9 @@ class Verdict(Record):
     model_version: str | None = None
     limiters: tuple[str, ...] | None = None  # modelled: (baseline's, impl's) dominant limiter
     limiter_split: str | None = None  # modelled: "same_limiter" / "different_limiters"
+    # modelled: the rows the prediction interval was fitted on: "published paired rows", or "N measured pairs of
+    # profile <file> (sha256 <digest>)" with a --device-profile that has measured pairs
+    interval_basis: str | None = None
 
     @property
     def label(self) -> str:
@@ -522,6 +525,7 @@ class SweepSettings(Record):
     timing: JsonTable | None = None
     model_device: str = "H200 SXM"
     device_profile: str | None = None
+    device_profile_digest: str | None = None  # sha256 (12 hex) of the profile's content: --resume refuses a change
     timing_model: str = "v1"  # absent before --timing-model: those runs were all v1
     sanitize: tuple[str, ...] = ()
     model_estimate: bool = False

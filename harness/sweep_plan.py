@@ -78,6 +78,7 @@ class CompareSettings:
     sample: str = "auto"  # sim only: --sample auto|off|N (harness.sampling)
     memory_limit: int | None = None  # --memory-limit: bytes the rows running at once may take (None: the free memory)
     device_profile: str | None = None  # --device-profile: the timing model's constants from this calibrated profile
+    device_profile_digest: str | None = None  # its content's sha256 (12 hex): what --resume checks the file against
     timing_model: str = "v1"  # --timing-model: v1 (analytic bounds) or v2 (cycle-approximate, opt-in)
 
     def row_settings(self, l2_fallback_bytes: int | None = None):
@@ -96,6 +97,7 @@ class CompareSettings:
                 "timing": vars(self.timing).copy(), "model_device": self.model_device,
                 "sanitize": list(self.sanitize), "model_estimate": self.model_estimate, "sample": self.sample,
                 "memory_limit": self.memory_limit, "device_profile": self.device_profile,
+                "device_profile_digest": self.device_profile_digest,
                 "timing_model": self.timing_model}
 
 

@@ -40,21 +40,33 @@ def not_modelled(base: Row, impl: Row) -> str | None:
             "does not represent")
 
 
-def modelled_fits(model_version: str, measured_pairs=None, mode: str = "replace"):
-    """The interval fits modelled verdicts use: the committed ones of `model_version`, or, given `measured_pairs`
-    (rows with `error_ratio` = modelled / measured speedup, faster over slower, and `same_limiter`; e.g. the paired
-    ratios a device profile from `ptxmoe calibrate` measured), fits of those rows instead of ("replace") or with
-    ("augment") the committed predicted ones. The hook for measured pair rows (ptxsim.model.interval_table.fits_for)."""
-    from ptxsim.model.interval_table import fits_for
+def interval_fits(device_profile: str | None, model_version: str):
+    """(fits, basis) of a run's modelled verdicts (ptxsim.model.profile_intervals.run_fits): with a device profile
+    file that carries at least 2 measured pairs, the fits of those pairs (the model's ratios on that GPU against the
+    measured ones: about 20 s the first time, then cached in this process); otherwise the committed fits of
+    `model_version` (interval_table.json) and "published paired rows". A run without a profile loads nothing.
 
-    return fits_for(model_version, measured_pairs, mode)
+    Raises:
+        ProfileError: the profile file cannot be read or is malformed (naming the file and the field)."""
+    from pathlib import Path
+
+    from ptxsim.model.profile_intervals import run_fits
+
+    if not device_profile:
+        return run_fits(None, model_version)
+    from harness.static import analyse_ptx
+    from ptxsim.model.profile import load_profile
+
+    return run_fits(load_profile(device_profile), model_version, static_facts=analyse_ptx,
+                    name=Path(device_profile).name)
 
 
-def timed_verdict(base: Row, impl: Row, basis: str, fits=None) -> dict | str:
+def timed_verdict(base: Row, impl: Row, basis: str, device_profile: str | None = None, fits=None) -> dict | str:
     """The one verdict rule: {speedup, ci_lo, ci_hi, verdict, basis, confidence, interval, ...} of `impl` over `base`
     (speedup = base time / impl time) with its 95% interval: from their modelled times the model's prediction
-    interval (ptxsim.model.interval_table; `fits`: modelled_fits(...), default the committed ones of the rows'
-    model version), from their measured samples the bootstrap; or why there is none (a str). Both rows have run ok.
+    interval (ptxsim.model.interval_table) with the fits of interval_fits(device_profile, the rows' model version)
+    and `interval_basis` saying which rows they were fitted on (`fits`: given fits instead, e.g. in tests); from their
+    measured samples the bootstrap; or why there is none (a str). Both rows have run ok.
 
     Modelled pairs the model cannot tell apart (not_modelled) are NOT_MODELLED, or SAME with the interval [1, 1]
     when both launched the very same PTX (every kernel's digest equal): the same code is the same time."""
@@ -69,6 +81,10 @@ def timed_verdict(base: Row, impl: Row, basis: str, fits=None) -> dict | str:
         version = a.model_version or b.model_version or "v1"
         if a.model_version and b.model_version and a.model_version != b.model_version:
             return f"modelled with two model versions ({a.model_version} and {b.model_version}): no ratio"
+        if fits is None:
+            fits, fits_basis = interval_fits(device_profile, version)
+        else:
+            fits_basis = "fits given by the caller"
         judged = stats.compare_modelled(a.time_us, b.time_us, limiters=limiters, model_version=version, fits=fits)
         why = not_modelled(base, impl)
         if why is not None:
@@ -76,14 +92,15 @@ def timed_verdict(base: Row, impl: Row, basis: str, fits=None) -> dict | str:
             judged = replace(judged, speedup=1.0, ci_lo=1.0 if same_code else judged.ci_lo,
                              ci_hi=1.0 if same_code else judged.ci_hi, verdict="SAME" if same_code else "NOT_MODELLED",
                              reason="the same PTX on both sides" if same_code else why)
-        return judged.as_dict()
+        return {**judged.as_dict(), "interval_basis": fits_basis}
     if not isinstance(a, MeasuredTiming) or not isinstance(b, MeasuredTiming):
         return "no measured time"
     return stats.compare(a.device_time_us, b.device_time_us, basis="measured").as_dict()
 
 
-def _verdict(item: Item, pair: Pair, rows: dict[str, Row], basis: str) -> dict:
-    """One pair's verdict of one cell: speedup = baseline time / impl time, its interval and the call, or a reason.
+def _verdict(item: Item, pair: Pair, rows: dict[str, Row], basis: str, device_profile: str | None = None) -> dict:
+    """One pair's verdict of one cell: speedup = baseline time / impl time, its interval and the call, or a reason
+    (`device_profile`: the run's --device-profile, whose measured pairs the modelled intervals use; timed_verdict).
 
     `rows` maps row slots (implementations, lower rungs "ptx.r1") to rows; a pair whose side is a rung of a laddered
     kernel gets `rung` / `baseline_rung` records ({number, name, of, top}).
@@ -110,7 +127,7 @@ def _verdict(item: Item, pair: Pair, rows: dict[str, Row], basis: str) -> dict:
         out["reason"] = "no verdict: " + "; ".join(f"{slot} {r.status}" + (f" ({r.reason})" if r.reason else "")
                                                    for slot, r in bad)
         return out
-    judged = timed_verdict(base, impl, basis)
+    judged = timed_verdict(base, impl, basis, device_profile)
     if isinstance(judged, str):
         out["reason"] = judged
     else:

@@ -52,6 +52,8 @@ class Settings:
     baseline: str | None = None
     axes: tuple[str, ...] = ()
     sample_waves: int | None = None
+    device_profile: str | None = None  # sim: a `ptxmoe calibrate` profile (absolute path) the timing model uses
+    device_profile_digest: str | None = None  # sha256 (12 hex) of its content
 
     def as_dict(self) -> dict:
         from dataclasses import asdict
@@ -61,7 +63,8 @@ class Settings:
                 "timing": asdict(self.timing) if self.timing is not None else None,
                 "model_device": self.model_device, "sanitize": [], "model_estimate": False,
                 "source": "ptxmoe.compare", "languages": dict(zip(self.impls, self.languages, strict=True)),
-                "cases": {c.name: dict(c.params) for c in self.cases}, "device_profile": None,
+                "cases": {c.name: dict(c.params) for c in self.cases}, "device_profile": self.device_profile,
+                "device_profile_digest": self.device_profile_digest,
                 "baseline": self.baseline, "axes": list(self.axes),
                 "sample": None if self.sample_waves is None else f"warm waves {self.sample_waves}"}
 
@@ -317,10 +320,12 @@ def run_row(ctx: _Context, case: Case, impl: str, kernel, inputs: dict) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------------- verdicts
-def verdict(name: str, case: str, baseline: dict, candidate: dict, basis: str) -> dict:
+def verdict(name: str, case: str, baseline: dict, candidate: dict, basis: str,
+            device_profile: str | None = None) -> dict:
     """The run.json verdict of `candidate` over `baseline` in one case: speedup = baseline time / candidate time
-    (> 1: the candidate is faster) with its interval (measured: bootstrap 95 %; modelled: the model's validated
-    error): the sweep's verdict rule (harness.verdicts.timed_verdict)."""
+    (> 1: the candidate is faster) with its 95% interval (measured: bootstrap; modelled: the model's prediction
+    interval, from `device_profile`'s measured pairs when it has them): the sweep's verdict rule
+    (harness.verdicts.timed_verdict)."""
     from harness.results import typed_row
     from harness.verdicts import timed_verdict
 
@@ -334,7 +339,7 @@ def verdict(name: str, case: str, baseline: dict, candidate: dict, basis: str) -
                                                                                       r.get("reason") else "")
                                                    for r in bad)
         return out
-    judged = timed_verdict(typed_row(baseline), typed_row(candidate), basis)
+    judged = timed_verdict(typed_row(baseline), typed_row(candidate), basis, device_profile)
     if isinstance(judged, str):
         out["reason"] = f"no verdict: {judged}"
     else:
@@ -342,13 +347,15 @@ def verdict(name: str, case: str, baseline: dict, candidate: dict, basis: str) -
     return out
 
 
-def verdicts_of(name: str, case: str, rows: list[dict], basis: str, baseline: str | None = None) -> list[dict]:
+def verdicts_of(name: str, case: str, rows: list[dict], basis: str, baseline: str | None = None,
+                device_profile: str | None = None) -> list[dict]:
     """With a `baseline`: every other implementation against it, in order. Without: every pair in order, each later
     implementation against each earlier one."""
     if baseline is not None:
         base = next(r for r in rows if r["impl"] == baseline)
-        return [verdict(name, case, base, r, basis) for r in rows if r is not base]
-    return [verdict(name, case, rows[i], rows[j], basis) for i in range(len(rows)) for j in range(i + 1, len(rows))]
+        return [verdict(name, case, base, r, basis, device_profile) for r in rows if r is not base]
+    return [verdict(name, case, rows[i], rows[j], basis, device_profile) for i in range(len(rows))
+            for j in range(i + 1, len(rows))]
 
 
 # ------------------------------------------------------------------------------------------------------ compare
@@ -356,7 +363,8 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
             outputs=None, name: str = "kernel", cases: Mapping[str, Mapping] | None = None,
             backend: str = "auto", seed: int = 0, static: bool = True, model_device: str = "H200 SXM",
             timing=None, min_bytes: Callable | None = None, flops: Callable | None = None, progress=None,
-            allow_unwritten=False, baseline: str | None = None, axes=(), sample_waves: int | None = None):
+            allow_unwritten=False, baseline: str | None = None, axes=(), sample_waves: int | None = None,
+            device_profile=None):
     """Run each implementation on the same inputs, check it, and time it; judge each pair.
 
     Args:
@@ -394,6 +402,11 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
             elements do not fail the row. None: every CTA.
         axes: names of case parameters that are size axes (ptxmoe.sweep sets them): each becomes a DataFrame column
             and the dashboard plots time and throughput against the first.
+        device_profile: sim only: the path of a `ptxmoe calibrate` profile of the modelled device: the timing model
+            uses its constants and under-load clock, and, when it carries at least 2 measured paired variants, the
+            modelled verdicts' 95% intervals are fitted on those pairs (the model's ratios on that GPU against the
+            measured ones; about 20 s once) instead of the published paired rows. Each verdict's `interval_basis`
+            says which; the path and the profile's digest are recorded in the settings.
     Before each row, its memory is estimated (ptxmoe.footprint: the device copies, on sim simulated in this
     process, and the outputs read back); a row that will not fit in the memory available is skipped with the reason
     and the estimate (row.memory), never run into the OOM killer.
@@ -442,10 +455,12 @@ def compare(kernels: Mapping[str, Any], make_inputs: Callable, *, check: Callabl
                         timing=None if be.kind.simulated else (timing or GpuTimingSettings()),
                         outputs=None if outputs is None else tuple(outputs),
                         allow_unwritten=_allowed_unwritten(allow_unwritten), baseline=baseline,
-                        axes=tuple(axes), sample_waves=_sample_waves(sample_waves, be))
+                        axes=tuple(axes), sample_waves=_sample_waves(sample_waves, be),
+                        **_device_profile(device_profile, be, model_device))
     gpu_name = None if be.kind.simulated else _gpu_name()
     spec = device_spec_for(be.name, gpu_name, model_device)
-    row_timing = RowTiming(model_device=model_device, gpu=settings.timing or GpuTimingSettings(),
+    row_timing = RowTiming(model_device=model_device, device_profile=settings.device_profile,
+                           gpu=settings.timing or GpuTimingSettings(),
                            l2_fallback_bytes=getattr(spec, "l2_bytes", None) or DEFAULT_L2_BYTES)
     ctx = _Context(settings, be, make_inputs, check, min_bytes, flops, spec, progress, RangeRecorder(),
                    RowSettings(static=settings.static, timing=row_timing))
@@ -476,8 +491,33 @@ def _run_cases(ctx: _Context, kernels: Mapping[str, Any], name: str, basis: str)
             clock.row_done(index, float(row.get("elapsed_s") or 0.0))
             _say(ctx, row, clock.line(index, len(case_rows)))
         rows += case_rows
-        verdicts += verdicts_of(name, case.name, case_rows, basis, settings.baseline)
+        verdicts += verdicts_of(name, case.name, case_rows, basis, settings.baseline, settings.device_profile)
     return rows, verdicts
+
+
+def _device_profile(value, backend, model_device: str) -> dict:
+    """{device_profile, device_profile_digest} of compare(device_profile=...): the file checked now (InputError
+    naming the file and the bad field), made absolute; refused off the simulator and for another device."""
+    from pathlib import Path
+
+    from ptxsim.model.devices import get_device
+    from ptxsim.model.errors import ModelError
+    from ptxsim.model.profile import load_profile
+    from ptxsim.model.profile_intervals import profile_digest
+
+    if value is None:
+        return {}
+    if not backend.kind.simulated:
+        raise InputError(f"device_profile = {value!r}: a device profile tunes the sim backend's timing model; backend "
+                         f"{backend.name!r} measures its times")
+    try:
+        profile = load_profile(value)
+        device = get_device(model_device).name
+    except ModelError as exc:
+        raise InputError(f"device_profile: {exc}") from None
+    if profile.device != device:
+        raise InputError(f"device_profile {value}: calibrated on {profile.device}, but model_device is {device}")
+    return {"device_profile": str(Path(value).resolve()), "device_profile_digest": profile_digest(profile)}
 
 
 def _sample_waves(value, backend) -> int | None:

@@ -185,6 +185,9 @@ def build_settings(args, backend_name: str):
     sample = sample_option(getattr(args, "sample", None), backend_name)
     limit = getattr(args, "memory_limit", None)
     memory_limit = None if limit is None else parse_memory_size(limit, "--memory-limit")
+    from harness.timing.sim import profile_digest_of
+
+    profile = device_profile_option(getattr(args, "device_profile", None))
     extra = {}
     if getattr(args, "model_device", None):
         extra["model_device"] = model_device_option(args.model_device)
@@ -192,7 +195,7 @@ def build_settings(args, backend_name: str):
                            seed=int(seed), impls=impls, static=not args.no_static, timing=timing, sanitize=sanitize,
                            model_estimate=not getattr(args, "no_model_estimate", False), sample=sample,
                            memory_limit=memory_limit,
-                           device_profile=device_profile_option(getattr(args, "device_profile", None)),
+                           device_profile=profile, device_profile_digest=profile_digest_of(profile),
                            timing_model=getattr(args, "timing_model", None) or "v1", **extra)
 
 
@@ -291,6 +294,7 @@ def settings_from_doc(doc: dict, where="run.json"):
                                sample=str(s.get("sample", "off")),  # NOTE: runs before --sample never sampled
                                memory_limit=None if s.get("memory_limit") is None else int(s["memory_limit"]),
                                device_profile=s.get("device_profile"),
+                               device_profile_digest=s.get("device_profile_digest"),
                                timing_model=str(s.get("timing_model", "v1")))
     except KeyError as exc:
         raise ResultsError(f"{where}: settings has no {exc.args[0]!r}; cannot resume a run whose settings are not "
@@ -306,7 +310,7 @@ RESUME_CHECKED = (("--preset", "preset", "presets"), ("--skew", "skew", "skews")
 
 def check_resume_options(args, settings, run_dir) -> None:
     """InputError when --preset/--skew/--kernels/--seed/--device-profile/--backend given with --resume disagree with
-    the run."""
+    the run, or when the run's device profile file no longer has the content it had (its recorded digest)."""
     wrong = []
     for option, attr, field_name in RESUME_CHECKED:
         value = getattr(args, attr, None)
@@ -321,6 +325,12 @@ def check_resume_options(args, settings, run_dir) -> None:
     profile = device_profile_option(getattr(args, "device_profile", None))
     if profile is not None and profile != settings.device_profile:
         wrong.append(f"--device-profile {args.device_profile} (the run has {settings.device_profile or 'none'})")
+    elif settings.device_profile and settings.device_profile_digest:
+        now = recorded_profile_digest(settings.device_profile)
+        if now != settings.device_profile_digest:
+            wrong.append(f"the device profile {settings.device_profile} is not the one the run started with (sha256 "
+                         f"{settings.device_profile_digest} recorded, {now} now): its rows and intervals would mix "
+                         f"two profiles")
     model = getattr(args, "timing_model", None)
     if model is not None and model != settings.timing_model:
         wrong.append(f"--timing-model {model} (the run has {settings.timing_model})")
@@ -330,6 +340,18 @@ def check_resume_options(args, settings, run_dir) -> None:
     if wrong:
         raise InputError(f"--resume {run_dir}: {'; '.join(wrong)}; a resumed run keeps the settings in its run.json: "
                          f"drop these options, or start a new run without --resume")
+
+
+def recorded_profile_digest(path: str) -> str:
+    """The digest of the profile file a run recorded, now; InputError naming the file when it can no longer be
+    read (a resumed run's rows must use the same profile)."""
+    from harness.timing.sim import profile_digest_of
+    from ptxsim.model.errors import ModelError
+
+    try:
+        return str(profile_digest_of(path))
+    except ModelError as exc:
+        raise InputError(f"the run's device profile: {exc}; a resumed run needs the profile it started with") from None
 
 
 def _select(select_backend, settings):

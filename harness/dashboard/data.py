@@ -154,9 +154,10 @@ def geomean(values) -> float:
 
 
 def row_time(row: Row) -> dict:
-    """{time_us, lo_us, hi_us, samples_us, basis, launch_us} of one row: the modelled kernel time with its interval
-    from the model's validated error (older runs: the point), or the median of the measured samples with its
-    bootstrap interval; launch_us is the modelled launch/gap cost kept apart from the kernel time (None measured)."""
+    """{time_us, lo_us, hi_us, samples_us, basis, launch_us} of one row: the modelled kernel time with its 95%
+    prediction interval (the predicted absolute validation rows; older runs: the model's error band, or the point),
+    or the median of the measured samples with its bootstrap interval; launch_us is the modelled launch/gap cost
+    kept apart from the kernel time (None measured)."""
     timing = row.timing
     if isinstance(timing, ModelledTiming):
         lo, hi = timing.interval

@@ -155,9 +155,9 @@ def verdict_section(run: data.Run, figs: dict) -> str:
     rule = (" FASTER / SLOWER when the interval excludes 1; SAME when it lies within [1/1.1, 1.1] (no 10% effect "
             "either way); UNDECIDED when it holds both 1 and a 10% gain or loss.")
     note = ("Speedup of A over B = B's time / A's time (&gt; 1: A faster). Modelled: the 95% prediction interval of "
-            "the timing model's errors on published paired ratios (bias-corrected, same or different limiters; "
-            "ptxsim/model/interval_table.json); NOT_MODELLED when both paths have the same modelled time and the "
-            "same simulator counters." + rule if run.basis == "modelled" else
+            "the timing model's errors on paired ratios (bias-corrected, same or different limiters; "
+            "ptxsim/model/interval_table.json), " + interval_basis_words(run) + "; NOT_MODELLED when both paths have "
+            "the same modelled time and the same simulator counters." + rule if run.basis == "modelled" else
             "Speedup of A over B = ratio of median device times (B / A), 95% bootstrap interval." + rule)
     headline = data.headline_pair(run.sweep)
     pairs = sorted(data.pairs_present(run.sweep), key=lambda pair: pair != headline)  # the headline pair first
@@ -179,6 +179,13 @@ def _best_cpp_words(run: data.Run) -> str:
     return ("The best C++ present differs between cells: " + ", ".join(
         f"{impl_name(b)} in {n}" for b, n in sorted(flagged.items(), key=lambda kv: -kv[1]))
         + " cell(s); the headline is PTX vs the one most often best, the answer table above gives every cell's.")
+
+
+def interval_basis_words(run: data.Run) -> str:
+    """What the run's modelled 95% intervals were fitted on (Verdict.interval_basis: "published paired rows", or a
+    device profile's measured pairs), escaped; runs before it was recorded: the published rows."""
+    bases = list(dict.fromkeys(v.interval_basis for v in run.sweep.verdicts if v.interval_basis))
+    return "fitted on " + esc("; ".join(bases) if bases else "published paired rows")
 
 
 def _interval_words(v: dict) -> str:
@@ -209,7 +216,8 @@ def answer_section(run: data.Run) -> str:
                 rows, attrs, cls="answer")
     note = ("Speedup = the best C++ time / the PTX time (&gt; 1: PTX faster); the best C++ present is the fastest of "
             + ", ".join(impl_name(c) for c in CPP_SIDE) + " that ran ok in the cell. "
-            + (_error_words(run.sweep.settings.timing_model) if run.basis == "modelled" else ""))
+            + (_error_words(run.sweep.settings.timing_model) + " Modelled 95% intervals "
+               + interval_basis_words(run) + "." if run.basis == "modelled" else ""))
     return section("answer", "The answer: hand PTX vs the best C++ present", tbl, note)
 
 
@@ -247,7 +255,7 @@ def ladder_section(run: data.Run, figs: dict) -> str:
                          r["status"], r["time_us"], r["lo_us"], r["hi_us"], r["limiter"], _speedup_cell(r["below"]),
                          *(_speedup_cell(r["vs"].get(b)) for b in bases)])
             attrs.append({**_cell_attrs(c), "rung": r["number"]})
-    tbl = table(["kernel", "preset", "skew", "rung", "adds", "status", f"{run.basis} time (µs)", "CI low", "CI high",
+    tbl = table(["kernel", "preset", "skew", "rung", "adds", "status", f"{run.basis} time (µs)", "95% low", "95% high",
                  "limiter (model)", "speedup over the rung below", *(f"speedup over {impl_name(b)}" for b in bases)],
                 rows, attrs, cls="ladder")
     slower = slower_rungs(cells)
@@ -268,7 +276,7 @@ def timing_section(run: data.Run, figs: dict) -> str:
                                                            not r["lower_rung"]], run.basis), figs)
     tbl_rows = [[r["key"], r["status"], r["time_us"], r["lo_us"], r["hi_us"], len(r["samples_us"]) or None,
                  r["launch_us"], r["limiter"], r["reason"]] for r in rows]
-    tbl = table(["row", "status", f"{run.basis} kernel time (µs)", "CI low", "CI high", "samples",
+    tbl = table(["row", "status", f"{run.basis} kernel time (µs)", "95% low", "95% high", "samples",
                  "launch/gap (µs, modelled)", "limiter (model)", "problem"], tbl_rows, [_cell_attrs(r) for r in rows])
     note = ("Kernel time and launch cost are apart: verdicts compare kernel times; the launch/gap column is what each "
             "launch adds on top (what fusing kernels would save)." if run.basis == "modelled" else "")

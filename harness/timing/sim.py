@@ -3,10 +3,11 @@
 For each launch: occupancy from the entry's ptxas resources and the launch shape, then
 `ptxsim.model.estimate(stats.metrics, device_spec, occupancy)`. A launch's `modelled_s` is its kernel time (the
 model's launch gap apart, in `launch_s`: verdicts are on kernel time, the launch cost is shown beside it for fusion
-decisions), with the interval [t / (1 + e), t x (1 + e)]: e is the validation's measured error for the kernel's
-limiting component (ptxsim.model.validation.limiter_error, from benchmarks/model_validation.py against published
-H100 figures). The row's modelled time, launch time and interval are sums over its launches; per-stage times group
-launches by name. Everything is labelled "modelled": it is not a measurement.
+decisions), with its 95% prediction interval [t exp(-b - h), t exp(-b + h)]: b and h from the model version's
+predicted ABSOLUTE validation rows (ptxsim.model.interval_table.time_interval, committed in interval_table.json by
+benchmarks/model_validation.py). The row's modelled time, launch time and interval are sums over its launches (one
+multiplicative interval, so the row's is that of its total); per-stage times group launches by name. Everything is
+labelled "modelled": it is not a measurement.
 
 A device profile from `ptxmoe calibrate` (`--device-profile FILE`, passed down as a value: RowTiming.device_profile,
 recorded in run.json's settings) replaces the model's constants with ones fitted on that GPU, and its measured
@@ -15,7 +16,7 @@ under-load clock (when it has one) the documented default clock of every bound (
 The model version is v1 (ptxsim.model.timing.estimate, the analytic bounds) unless `--timing-model v2` selects
 the cycle-approximate per-SM schedule (ptxsim.model.cycle.estimate_v2, issue 29): opt-in because on the validation
 it improves the predicted paired rows but not the predicted absolute ones (docs/model-validation.md, "Model v2").
-Each launch records `model_version`. NOTE: v2's intervals still use the v1 validation's per-limiter errors.
+Each launch records `model_version`; its interval comes from that version's absolute rows.
 """
 from __future__ import annotations
 
@@ -45,6 +46,15 @@ def profile_constants(device: str, path: str | None) -> dict | None:
     """The constants of the device profile file `path` (None: none, the model's own); a profile calibrated on
     another device is refused (ProfileError naming both)."""
     return dict(_profile(device, path).constants) if path else None
+
+
+def profile_digest_of(path: str | None) -> str | None:
+    """The sha256 (12 hex digits) of the content of the device profile file `path` (None: none): what run.json
+    records beside the path, so --resume refuses a profile that changed (ProfileError when it cannot be read)."""
+    from ptxsim.model.profile import load_profile
+    from ptxsim.model.profile_intervals import profile_digest
+
+    return profile_digest(load_profile(path)) if path else None
 
 
 def profile_spec(device: str, path: str | None):
@@ -145,6 +155,17 @@ def refuse_unassembled(name: str, ptx: str) -> None:
                              f"{refused[0][len('ptxas: '):]}")
 
 
+def time_interval_95(seconds: float, version: str) -> tuple[float, float, str]:
+    """(lo, hi, basis): the 95% prediction interval of a modelled time (interval_table.time_interval) and the words
+    run.json records for it."""
+    from ptxsim.model.interval_table import time_fit
+
+    fit = time_fit(version)
+    lo, hi = fit.interval(seconds) if seconds > 0 else (seconds, seconds)
+    return lo, hi, (f"95% prediction interval of the {fit.n} predicted absolute validation rows "
+                    f"(timing model {version}, ptxsim/model/interval_table.json)")
+
+
 def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_DEVICE,
                  profile: str | None = None, model: str = "v1") -> dict:
     """{name, modelled_s, sim_wall_s, occupancy, estimate, error} for one sim LaunchRecord."""
@@ -196,14 +217,12 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
                               constants=profile_constants(spec.name, profile), sass_mix=mix)
         out["modelled_s"] = _seconds(result)
         if hasattr(result, "kernel_seconds") and hasattr(result, "components"):
-            from ptxsim.model.validation import limiter_error
-
             out["modelled_s"] = float(result.kernel_seconds)
             out["launch_s"] = float(result.components["launch"])
-            limiter = kernel_limiter(dict(result.components))
-            rel, basis = limiter_error(limiter)
-            out["interval_s"] = [out["modelled_s"] / (1 + rel), out["modelled_s"] * (1 + rel)]
-            out["model_error"] = {"relative": rel, "limiter": limiter, "basis": basis}
+            lo, hi, basis = time_interval_95(out["modelled_s"], out["model_version"])
+            out["interval_s"] = [lo, hi]
+            out["model_error"] = {"relative": hi / out["modelled_s"] - 1 if out["modelled_s"] > 0 else 0.0,
+                                  "limiter": kernel_limiter(dict(result.components)), "basis": basis}
         if hasattr(result, "as_row"):
             out["estimate"] = dict(result.as_row())
         elif not isinstance(result, (int, float)):
@@ -217,8 +236,9 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
 
 def model_row(records, sources: dict, device: str = MODEL_DEVICE, profile: str | None = None,
               model: str = "v1") -> dict:
-    """Modelled time of one row: {basis, device, modelled_us (kernel time), launch_us, interval_us, model_error
-    {relative, basis}, sim_wall_s, stages_us, launches, error}."""
+    """Modelled time of one row: {basis, device, modelled_us (kernel time), launch_us, interval_us (its 95% prediction
+    interval), model_error {relative (the interval's upper end as a fraction), basis}, sim_wall_s, stages_us,
+    launches, error}."""
     launches = [model_launch(r, sources.get(r.name), device, profile, model) for r in records]
     modelled = [launch["modelled_s"] for launch in launches]
     errors = sorted({launch["error"] for launch in launches if launch["error"]})
@@ -233,7 +253,7 @@ def model_row(records, sources: dict, device: str = MODEL_DEVICE, profile: str |
             launch_us = sum(launch["launch_s"] for launch in launches) * 1e6
             worst = max(launches, key=lambda launch: launch["model_error"]["relative"])["model_error"]
             model_error = {"relative": (interval[1] / (total * 1e6) - 1) if total > 0 else worst["relative"],
-                           "worst_launch": worst}
+                           "basis": worst["basis"], "worst_launch": worst}
     fractions = [launch["simulated_fraction"] for launch in launches]
     return {"basis": "modelled", "device": device, "modelled_us": None if total is None else total * 1e6,
             "simulated_fraction": min(fractions) if fractions else 1.0,

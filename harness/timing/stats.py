@@ -183,15 +183,15 @@ def compare_modelled(baseline_us: float, impl_us: float, *, limiters: tuple[str,
     the model's paired errors (ptxsim.model.interval_table: bias-corrected, fitted on the rows whose two variants
     the model put on the same bound or on different ones, as these two paths' `limiters` are), called by verdict_of.
 
-    fits: the {"same_limiter", "different_limiters", ...} fits to use (interval_table.fits_for: e.g. with a device
-    profile's measured pairs); default the committed ones of `model_version`."""
-    from ptxsim.model.interval_table import fits_for, speedup_interval
+    fits: the {"same_limiter", "different_limiters", ...} fits to use (profile_intervals.run_fits: e.g. a device
+    profile's measured pairs); default the committed ones of `model_version` (interval_table.version_fits)."""
+    from ptxsim.model.interval_table import speedup_interval, version_fits
 
     if not (baseline_us > 0 and impl_us > 0):
         raise InputError(f"modelled times must be positive; got baseline {baseline_us!r}, implementation {impl_us!r}")
     if len(limiters) != 2 or not all(isinstance(x, str) and x for x in limiters):
         raise InputError(f"limiters must be two limiter names (baseline's, implementation's); got {limiters!r}")
-    fits = fits_for(model_version) if fits is None else fits
+    fits = version_fits(model_version) if fits is None else fits
     same = limiters[0] == limiters[1] and UNKNOWN_LIMITER not in limiters  # unknown: the wider, different-limiter fit
     ratio = float(baseline_us / impl_us)
     lo, hi = speedup_interval(ratio, same, fits)

@@ -188,6 +188,18 @@ def _gpu_pair_name(pair: PublishedPair) -> str:
 GPU_PAIRS: dict[str, tuple[str, str]] = {_gpu_pair_name(p): (p.numerator, p.denominator) for p in PAIRS}
 
 
+def pair_unit(name: str) -> str:
+    """The unit of the quantities a pair's ratio is of (a published pair's name, or its GPU_PAIRS name): what
+    orients its ratio (a time: larger is slower; a throughput: larger is faster)."""
+    from ptxsim.model.errors import ModelArgumentError
+
+    for pair in PAIRS:
+        if name in (pair.name, _gpu_pair_name(pair)):
+            return pair.unit
+    raise ModelArgumentError(f"paired row {name!r} is not a published pair or a GPU pair; expected one of "
+                             f"{', '.join(GPU_PAIRS)}")
+
+
 def measured_pair_rows(spec, measured: Mapping[str, float], constants: Mapping[str, float] | None = None,
                        static_facts=None, model: str = "v1") -> list[PairRow]:
     """PairRows of pairs measured on a GPU (a device profile's "pairs": {GPU_PAIRS name: measured ratio}): the ratio

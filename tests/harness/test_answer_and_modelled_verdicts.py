@@ -18,7 +18,7 @@ from harness.run_records import (
 )
 from harness.timing.stats import verdict_of
 from harness.verdicts import not_modelled, timed_verdict
-from ptxsim.model.interval_table import fits_for, speedup_interval
+from ptxsim.model.interval_table import speedup_interval, version_fits
 
 
 def _row(impl, us, *, status="ok", limiter="dram", version="v1", counters=None, digest=None, label="gate",
@@ -54,7 +54,7 @@ def test_answer_row_is_ptx_against_the_best_cpp_with_the_prediction_interval():
     [a] = answer_rows(sweep)
     assert (a.best_cpp, a.cpp_present, a.ptx) == ("triton", ("cpp", "cutlass", "triton"), "ptx")
     assert a.speedup == pytest.approx(2.0) and (a.ptx_limiter, a.cpp_limiter) == ("tensor", "dram")
-    assert (a.ci_lo, a.ci_hi) == pytest.approx(speedup_interval(2.0, False, fits_for("v1")))   # different limiters
+    assert (a.ci_lo, a.ci_hi) == pytest.approx(speedup_interval(2.0, False, version_fits("v1")))   # different limiters
     assert a.verdict == verdict_of(a.ci_lo, a.ci_hi) and (a.confidence, a.interval, a.model_version) == (
         0.95, "prediction", "v1")
     text = answer_text([a])
@@ -78,7 +78,7 @@ def test_modelled_verdict_uses_the_rows_version_and_limiter_split():
     base, impl = _row("cpp", 12.0, version="v2"), _row("ptx", 10.0, version="v2")
     v = timed_verdict(base, impl, "modelled")
     assert (v["model_version"], v["limiter_split"], v["limiters"]) == ("v2", "same_limiter", ["dram", "dram"])
-    assert (v["ci_lo"], v["ci_hi"]) == pytest.approx(speedup_interval(1.2, True, fits_for("v2")))
+    assert (v["ci_lo"], v["ci_hi"]) == pytest.approx(speedup_interval(1.2, True, version_fits("v2")))
     mixed = timed_verdict(base, _row("ptx", 10.0, version="v1"), "modelled")
     assert isinstance(mixed, str) and "two model versions" in mixed
 
@@ -86,13 +86,14 @@ def test_modelled_verdict_uses_the_rows_version_and_limiter_split():
 def test_measured_pairs_reach_the_verdict_through_the_fits_hook():
     from types import SimpleNamespace
 
-    from harness.verdicts import modelled_fits
-
-    tight = modelled_fits("v1", [SimpleNamespace(error_ratio=e, same_limiter=True) for e in (1.01, 0.99, 1.0, 1.02)]
-                          + [SimpleNamespace(error_ratio=e, same_limiter=False) for e in (1.0, 1.03)])
+    tight = version_fits("v1", [SimpleNamespace(error_ratio=e, same_limiter=True) for e in (1.01, 0.99, 1.0, 1.02)]
+                         + [SimpleNamespace(error_ratio=e, same_limiter=False) for e in (1.0, 1.03)])
     base, impl = _row("cpp", 12.0), _row("ptx", 10.0)
-    assert timed_verdict(base, impl, "modelled")["verdict"] == "UNDECIDED"      # today's paired errors: too wide
-    assert timed_verdict(base, impl, "modelled", fits=tight)["verdict"] == "FASTER"
+    published = timed_verdict(base, impl, "modelled")
+    assert published["verdict"] == "UNDECIDED"      # today's paired errors: too wide
+    assert published["interval_basis"] == "published paired rows"
+    given = timed_verdict(base, impl, "modelled", fits=tight)
+    assert given["verdict"] == "FASTER" and given["interval_basis"] == "fits given by the caller"
 
 
 def test_same_time_and_counters_are_not_modelled_unless_the_ptx_is_the_same():

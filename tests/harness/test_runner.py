@@ -12,7 +12,7 @@ from harness.backends.base import Backend, DeviceArray, LaunchRecord
 from harness.results import SCHEMA_VERSION, RunFile, typed_row
 from harness.row_report import _row_status
 from harness.timing.stats import verdict_of
-from ptxsim.model.interval_table import fits_for, speedup_interval
+from ptxsim.model.interval_table import speedup_interval, version_fits
 
 NOP_PTX = """.version 8.0
 .target sm_90
@@ -288,7 +288,7 @@ def test_three_implementations_give_three_pairwise_verdicts(tmp_path, monkeypatc
         # the model's 95% prediction interval (its committed paired errors, same limiter on both sides)
         assert (v["interval"], v["confidence"], v["model_version"], v["limiter_split"]) == (
             "prediction", 0.95, "v1", "same_limiter")
-        assert (v["ci_lo"], v["ci_hi"]) == pytest.approx(speedup_interval(v["speedup"], True, fits_for("v1")))
+        assert (v["ci_lo"], v["ci_hi"]) == pytest.approx(speedup_interval(v["speedup"], True, version_fits("v1")))
         assert v["verdict"] == verdict_of(v["ci_lo"], v["ci_hi"]) and v["verdict"] in ("FASTER", "UNDECIDED")
         assert v["headline"] == (pair == "ptx-vs-cpp")
     # the ptx row launches 1 nop to numba's 3: a 3x modelled difference the model's interval can call

@@ -1,5 +1,7 @@
-"""Modelled rows: kernel time and launch gap apart, a non-zero interval from the validation's measured error, and a
-device profile (--device-profile, passed as a value) that changes the constants."""
+"""Modelled rows: kernel time and launch gap apart, a 95% prediction interval from the predicted absolute validation
+rows, and a device profile (--device-profile, passed as a value) that changes the constants."""
+import json
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -7,9 +9,10 @@ import pytest
 
 import ptxsim
 from harness.timing.sim import model_launch, model_row
+from ptxsim.model.interval_table import TABLE
+from ptxsim.model.intervals import t_quantile
 from ptxsim.model.microbench import BENCHES
 from ptxsim.model.profile import fit, save_profile
-from ptxsim.model.validation import limiter_error
 
 
 def _record(name="dram_read", grid=132 * 8, block=256):
@@ -30,12 +33,17 @@ def test_launch_carries_kernel_time_launch_gap_and_an_interval():
     assert launch["modelled_s"] == pytest.approx(est["kernel (us)"] * 1e-6)        # kernel time, launch apart
     assert launch["launch_s"] == pytest.approx(est["launch (us)"] * 1e-6) and launch["launch_s"] > 0
     lo, hi = launch["interval_s"]
-    rel, basis = limiter_error("dram")
-    assert launch["model_error"] == {"relative": rel, "limiter": "dram", "basis": basis}
-    assert rel > 0 and lo < launch["modelled_s"] < hi
+    # the 95% prediction interval of the predicted absolute rows' time errors, computed here from the table's rows
+    rows = json.loads(TABLE.read_text())["models"]["v1"]["absolute"]["rows"]
+    logs = np.log([r["time_error"] for r in rows])
+    n, b, s = len(logs), logs.mean(), logs.std(ddof=1)
+    h = t_quantile(0.975, n - 1) * s * math.sqrt(1 + 1 / n)
     modelled = launch["modelled_s"]
-    assert hi == pytest.approx(modelled * (1 + rel)) and lo == pytest.approx(modelled / (1 + rel))
-    assert "dram_read" in basis
+    assert (lo, hi) == pytest.approx((modelled * math.exp(-b - h), modelled * math.exp(-b + h)), rel=1e-9)
+    assert lo < modelled < hi and n >= 10
+    error = launch["model_error"]
+    assert error["limiter"] == "dram" and error["relative"] == pytest.approx(hi / modelled - 1)
+    assert error["basis"].startswith(f"95% prediction interval of the {n} predicted absolute")
 
 
 def test_row_sums_kernel_launch_and_interval():

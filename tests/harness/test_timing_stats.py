@@ -130,11 +130,11 @@ def test_modelled_verdict_is_the_prediction_interval_of_the_limiter_split():
 
 
 def test_modelled_verdict_defaults_to_the_committed_fits_of_its_version():
-    from ptxsim.model.interval_table import fits_for, speedup_interval
+    from ptxsim.model.interval_table import speedup_interval, version_fits
 
     for version in ("v1", "v2"):
         v = stats.compare_modelled(10.0, 10.0, limiters=("dram", "dram"), model_version=version)
-        assert (v.ci_lo, v.ci_hi) == pytest.approx(speedup_interval(1.0, True, fits_for(version)))
+        assert (v.ci_lo, v.ci_hi) == pytest.approx(speedup_interval(1.0, True, version_fits(version)))
         assert v.model_version == version
     with pytest.raises(InputError, match="limiters"):
         stats.compare_modelled(1.0, 1.0, limiters=("dram",))

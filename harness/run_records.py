@@ -146,7 +146,7 @@ class ModelledTiming(Record):
 
     @property
     def interval(self) -> tuple[float | None, float | None]:
-        """(lo, hi) in µs: the model's validated error band, else the point."""
+        """(lo, hi) in µs: the 95% prediction interval (runs before it: the model's error band), else the point."""
         if self.interval_us is not None and len(self.interval_us) == 2:
             return self.interval_us[0], self.interval_us[1]
         return self.modelled_us, self.modelled_us

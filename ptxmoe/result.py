@@ -42,6 +42,8 @@ class Verdict:
     confidence: float | None = None  # 0.95
     interval: str | None = None  # "bootstrap" (measured) or "prediction" (modelled: the model's paired errors)
     model_version: str | None = None  # modelled: the timing model version ("v1", "v2")
+    # modelled: the rows the interval was fitted on ("published paired rows", or a device profile's measured pairs)
+    interval_basis: str | None = None
 
     def __str__(self) -> str:
         where = self.case if self.skew in (None, "none") else f"{self.case}/{self.skew}"
@@ -50,15 +52,16 @@ class Verdict:
             return f"{head}: {self.reason}"
         kind = f"; {self.confidence:.0%} {self.interval}" if self.confidence and self.interval else ""
         version = f" {self.model_version}" if self.model_version else ""
+        fitted = f", fitted on {self.interval_basis}" if self.interval_basis else ""
         return (f"{head}: {self.verdict}, {self.speedup:.3f}x [{self.ci_lo:.3f}, {self.ci_hi:.3f}] "
-                f"({self.basis}{version}{kind})")
+                f"({self.basis}{version}{kind}{fitted})")
 
 
 def _verdict_of(v: VerdictRecord) -> Verdict:
     return Verdict(case=v.preset, kernel=v.label, skew=v.skew, candidate=v.impl or "ptx",
                    baseline=v.baseline or "numba", speedup=v.speedup, ci_lo=v.ci_lo, ci_hi=v.ci_hi,
                    verdict=v.verdict, basis=v.basis, reason=v.reason, confidence=v.confidence, interval=v.interval,
-                   model_version=v.model_version)
+                   model_version=v.model_version, interval_basis=v.interval_basis)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ beside its published measurement, and reduce the ratios to one error figure.
 The error figure is the geometric RMS of the ratios with a published figure,
     e = exp(sqrt(mean(ln(modelled / published)^2))) - 1,
 so a model off by +-15 % on every row has e = 0.15. `benchmarks/model_validation.py` prints the table and records the
-result in ptxsim/model/validation.json; `recorded_error()` reads that record, and the sim backend turns it into each
-modelled time's interval [t / (1 + e), t x (1 + e)] and the SAME band of modelled verdicts.
+result in ptxsim/model/validation.json; `recorded_error()` / `limiter_error()` read that record (the per-limiter
+figures). Modelled row times no longer take their interval from it: theirs is the 95% prediction interval of the
+predicted absolute rows (interval_table.time_interval), and verdicts' that of the paired rows.
 """
 from __future__ import annotations
 

@@ -117,3 +117,27 @@ def test_same_time_and_counters_are_not_modelled_unless_the_ptx_is_the_same():
     assert timed_verdict(base, differs, "modelled")["verdict"] == "UNDECIDED"
     # different times: never NOT_MODELLED
     assert not_modelled(base, _row("ptx", 9.0, counters=dict(counters), digest="bbb")) is None
+
+
+def test_the_interval_basis_reaches_the_answer_table_the_dashboard_and_the_row_line():
+    from types import SimpleNamespace
+
+    from harness.dashboard.sections import interval_basis_words
+    from harness.row_report import _row_status
+    from harness.run_records import Verdict
+
+    measured = "4 measured pairs of profile h200.json (sha256 0123456789ab)"
+    verdict = Verdict(key="gate/tiny/balanced/ptx-vs-cpp", kernel="gate", preset="tiny", skew="balanced", impl="ptx",
+                      baseline="cpp", basis="modelled", speedup=2.0, ci_lo=1.5, ci_hi=2.5, verdict="FASTER",
+                      confidence=0.95, interval="prediction", model_version="v1", interval_basis=measured)
+    sweep = Sweep(schema_version=0, run_id="t", status="complete", settings=SweepSettings(backend="sim"),
+                  environment={}, rows=(_row("cpp", 10.0), _row("ptx", 5.0)), verdicts=(verdict,))
+    [a] = answer_rows(sweep)
+    assert a.interval_basis == measured and (a.ci_lo, a.ci_hi) == (1.5, 2.5)      # the recorded verdict's
+    assert answer_text([a]).endswith(f"modelled 95% prediction intervals fitted on: {measured}")
+    assert interval_basis_words(SimpleNamespace(sweep=sweep)) == f"fitted on {measured}"
+    older = Sweep(**{**sweep.__dict__, "verdicts": ()})
+    assert interval_basis_words(SimpleNamespace(sweep=older)) == "fitted on published paired rows"
+    row = Row(key="gate/ptx/tiny/balanced", kernel="gate", impl="ptx", preset="tiny", status="ok", skew="balanced",
+              timing=ModelledTiming(basis="modelled", modelled_us=1.0, interval_us=(0.56, 1.92), launch_us=2.0))
+    assert "modelled 1 us (95% [0.56, 1.92]) + launch 2 us" in _row_status(row)

@@ -94,3 +94,25 @@ def test_resume_refuses_another_profile_or_a_changed_one(tmp_path, capsys):
     assert main(["compare", "--resume", run_dir, "--no-dashboard"]) == 2
     err = capsys.readouterr().err
     assert "is not the one the run started with" in err and profile_digest(load_profile(profile)) in err
+
+
+def test_no_profile_pays_nothing_and_a_profiles_fits_are_computed_once(tmp_path, monkeypatch):
+    from harness.verdicts import interval_fits
+    from ptxsim.model import paired, profile_intervals
+    from ptxsim.model.interval_table import version_fits
+
+    path = _profile(tmp_path / "p.json")
+    calls = []
+    real = paired.measured_pair_rows
+
+    def counted(*args, **kwargs):
+        calls.append(args[1])
+        return real(*args, **kwargs)
+    monkeypatch.setattr(paired, "measured_pair_rows", counted)
+    monkeypatch.setattr(profile_intervals, "_FITS_CACHE", {})
+    assert interval_fits(None, "v1") == (version_fits("v1"), PUBLISHED_BASIS) and calls == []   # no model run
+    first = interval_fits(str(path), "v1")
+    assert len(calls) == 1 and set(calls[0]) == set(FAST)
+    again = interval_fits(str(path), "v1")
+    assert again[0] is first[0] and len(calls) == 1          # cached: the variants ran once
+    assert interval_fits(str(path), "v2")[0] is not first[0] and len(calls) == 2   # per model version

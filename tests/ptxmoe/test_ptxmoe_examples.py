@@ -38,7 +38,7 @@ def test_saxpy_example(monkeypatch, capsys):
     run_example("saxpy_numba_vs_ptx.py", ["sim"], monkeypatch)
     out = capsys.readouterr().out
     assert "saxpy [default] numba  ok" in out and "saxpy [default] ptx    ok" in out
-    assert "ptx vs numba [default]:" in out and "(modelled v1; 95% prediction)" in out
+    assert "ptx vs numba [default]:" in out and "(modelled v1; 95% prediction, fitted on published paired rows)" in out
 
 
 @pytest.mark.sim

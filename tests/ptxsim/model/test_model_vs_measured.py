@@ -216,8 +216,9 @@ def test_sim_rows_carry_the_estimate_and_its_limiter(tmp_path, seed):
         assert timing["launches"] and all(launch["estimate"]["limiter"] in COMPONENTS for launch in timing["launches"])
         assert timing["modelled_us"] == pytest.approx(sum(launch["modelled_s"] for launch in timing["launches"]) * 1e6)
         assert row["throughput"]["time_us"] == timing["modelled_us"] > 0
-        # kernel time with the launch gap apart, and a non-zero interval from the validation's measured error
+        # kernel time with the launch gap apart, and the 95% prediction interval of the predicted absolute rows
         lo, hi = timing["interval_us"]
         assert lo < timing["modelled_us"] < hi and timing["launch_us"] > 0
         assert timing["model_error"]["relative"] > 0
-        assert "published" in timing["model_error"]["worst_launch"]["basis"]
+        assert "95% prediction interval of the" in timing["model_error"]["basis"]
+        assert "predicted absolute validation rows" in timing["model_error"]["worst_launch"]["basis"]

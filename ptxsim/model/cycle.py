@@ -61,7 +61,7 @@ from ptxsim.model.cycle_ops import (  # noqa: F401 (_Op, _Memory, _ops, _memory:
 from ptxsim.model.cycle_table import BUSY_LIMITER_FRACTION
 from ptxsim.model.cycle_trace import Trace, build_trace
 from ptxsim.model.occupancy import check_sm_count
-from ptxsim.model.timing import CLASS_METRICS, COMPONENTS, Estimate, _check_args, _counters, _grid_blocks  # noqa: F401
+from ptxsim.model.timing import COMPONENTS, Estimate, _check_args, _counters, _grid_blocks
 
 MODEL_VERSION = "v2"
 # CTAs simulated per resident slot before the steady state is multiplied out (the first round fills the SM).

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ptxsim
-from ptxsim.model import costs, cycle, cycle_table, cycle_trace
+from ptxsim.model import costs, cycle, cycle_table, cycle_trace, timing
 from ptxsim.model.cycle import ALU, COMMIT, LOAD, WAIT_WG, WGMMA, _Memory, _Op, estimate_v2, simulate_sm
 from ptxsim.model.cycle_table import LATENCY_CLK
 from ptxsim.model.cycle_trace import Trace, build_trace, per_pc_counts
@@ -112,10 +112,10 @@ def test_littles_law_a_chase_pays_the_latency_per_load():
 
 def test_bandwidth_share_follows_the_active_sms_and_the_l2_per_sm_limit():
     k = dict(costs.MODEL_CONSTANTS)
-    m = {key: 0.0 for key in cycle.CLASS_METRICS.values()} | {
+    m = {key: 0.0 for key in timing.CLASS_METRICS.values()} | {
         "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 0.0, "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": 0.0,
         "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum": 0.0, "ptxsim__l1_hit_sectors_global_op_ld.sum": 0.0,
-        "dram__bytes_read.sum": 0.0, "dram__bytes_write.sum": 0.0, cycle.CP_ASYNC_SECTORS: 0.0,
+        "dram__bytes_read.sum": 0.0, "dram__bytes_write.sum": 0.0, timing.CP_ASYNC_SECTORS: 0.0,
         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": 0.0,
         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": 0.0, "ptxsim__wgmma_shared_bytes.sum": 0.0,
         "ptxsim__wgmma_inst.sum": 0.0}

@@ -199,7 +199,7 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
                 executed += sch.run()
                 if st.mbars is not None:
                     for wait_pc, kinds in st.mbars.wait_kinds.items():
-                        total = mbar_waits.setdefault(wait_pc, [0, 0, 0])
+                        total = mbar_waits.setdefault(wait_pc, [0, 0, 0, 0])
                         for i, n in enumerate(kinds):
                             total[i] += n
                 if st.bulk_stores:  # strict timing: stores never waited for land when their CTAs end

@@ -68,7 +68,7 @@ class MbarrierTable:
         self.wait_phys = np.full(st.nlanes, -1, np.int64)
         self.wait_phase = np.full(st.nlanes, -1, np.int64)  # released when the barrier's phase exceeds this
         self.seen: dict[int, np.ndarray] = {}  # barrier -> per lane, the newest phase the thread saw complete
-        # wait pc -> thread counts [free, tx, arrive] (stats.WarpCounts.mbarrier_waits; timing model v2 only)
+        # wait pc -> thread counts [free, tx, arrive, false] (stats.WarpCounts.mbarrier_waits; timing model v2 only)
         self.wait_kinds: dict[int, list] = {}
 
     @staticmethod
@@ -310,9 +310,12 @@ class MbarrierTable:
         cta, tid = st.where(int(lane))
         return f"{ins.op} at PTX line {ins.line} (`{ins.text}`) in kernel {st.prog.name}, CTA {cta} thread {tid}"
 
-    def note_wait(self, pc: int, phys: np.ndarray, want: np.ndarray) -> None:
-        """Count the waits at pc by kind (stats.WarpCounts): a phase before the first (want < 0) passes free."""
-        kinds = self.wait_kinds.setdefault(pc, [0, 0, 0])
+    def note_wait(self, pc: int, phys: np.ndarray, want: np.ndarray, result: np.ndarray) -> None:
+        """Count the tries at pc by kind (stats.WarpCounts): a phase before the first (want < 0) passes free; a try
+        that returned false (strict) waited on nothing."""
+        kinds = self.wait_kinds.setdefault(pc, [0, 0, 0, 0])
+        kinds[3] += int(np.count_nonzero(~result))
+        phys, want = phys[result], want[result]
         for p, pos in self.groups(phys):
             bar = self.bars.get(p)
             free = int(np.count_nonzero(want[pos] < 0))

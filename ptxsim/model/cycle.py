@@ -59,7 +59,7 @@ from ptxsim.model.cycle_ops import (  # noqa: F401 (_Op, _Memory, _ops, _memory:
     _ops,
 )
 from ptxsim.model.cycle_table import BUSY_LIMITER_FRACTION
-from ptxsim.model.cycle_trace import Trace, build_trace
+from ptxsim.model.cycle_trace import Role, Trace, warp_roles
 from ptxsim.model.occupancy import check_sm_count
 from ptxsim.model.timing import COMPONENTS, Estimate, _check_args, _counters, _grid_blocks
 
@@ -94,25 +94,47 @@ class SMRun:
     clocks: float
     busy: Mapping[str, float]      # busy clocks per unit (issue = the busiest SMSP's issue slots)
     instructions: int
+    forced_waits: int = 0          # mbarrier waits let pass because every warp waited (a replay artefact)
 
 
-def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: int,
+def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: int,
                 smsps: int = 4, total_ctas: int | None = None) -> SMRun:
-    """Run `total_ctas` CTAs (default `ctas`) of `warps_per_cta` warps, each warp executing `trace`, on one SM that
-    holds `ctas` of them at once: a CTA that finishes frees its slot for the next (module docstring). At most
-    CTA_ROUNDS x ctas CTAs are simulated; the rest cost the steady time per CTA of the CTAs after the first round."""
-    pcs = trace.pcs
+    """Run `total_ctas` CTAs (default `ctas`) of `warps_per_cta` warps on one SM that holds `ctas` of them at once: a
+    CTA that finishes frees its slot for the next (module docstring). `trace` is one Trace every warp runs, or the
+    CTA's warp roles (cycle_trace.Role: the slots of the CTA that run each stream, and how many of their
+    arrival-completed mbarrier waits pass free). At most CTA_ROUNDS x ctas CTAs are simulated; the rest cost the
+    steady time per CTA of the CTAs after the first round."""
+    roles = (Role(tuple(range(warps_per_cta)), trace),) if isinstance(trace, Trace) else tuple(trace)
+    role_of = [0] * warps_per_cta
+    for r, role in enumerate(roles):
+        for slot in role.slots:
+            role_of[slot] = r
     total = ctas if total_ctas is None else max(int(total_ctas), 1)
     ctas = min(ctas, total)
     to_run = min(total, CTA_ROUNDS * ctas)
+    n_warps = ctas * warps_per_cta
+    if n_warps == 0 or not any(role.trace.pcs for role in roles):
+        return SMRun(0.0, {}, 0)
+    wpc = warps_per_cta
+    w_role = [role_of[w % wpc] for w in range(n_warps)]
+    w_pcs = [roles[r].trace.pcs for r in w_role]
+    w_len = [len(p) for p in w_pcs]
+    free_of = [getattr(roles[r], "free_waits", 0) for r in w_role]
+    # mbarrier rings: warps that wait on copy-completed barriers and arrive on others release a ring's slots
+    kinds_of = [{ops[pc].kind for pc in role.trace.pcs} for role in roles]
+    tx_waits_of = [sum(1 for pc in role.trace.pcs if ops[pc].kind == MBAR_WAIT and ops[pc].arg == WAIT_TX)
+                   for role in roles]
+    plain_arrives_of = [sum(1 for pc in role.trace.pcs if ops[pc].kind == MBAR_ARRIVE and not ops[pc].arg)
+                        for role in roles]
+    per_release = [max(1, round(plain_arrives_of[r] / tx_waits_of[r])) if tx_waits_of[r] and plain_arrives_of[r]
+                   else 0 for r in range(len(roles))]
+    releasers = [s for s in range(wpc) if per_release[role_of[s]]]
+    producers = [s for s in range(wpc) if ASYNC_COPY in kinds_of[role_of[s]] or MBAR_ARRIVE in kinds_of[role_of[s]]]
+
     started = ctas
     cta_finish: list[float] = []
     slot_done = [0] * ctas
     slot_end = [0.0] * ctas
-    n_warps = ctas * warps_per_cta
-    n_instr = len(pcs)
-    if n_warps == 0 or n_instr == 0:
-        return SMRun(0.0, {}, 0)
     servers = {"dram": _Server(mem.dram_rate), "l2": _Server(mem.l2_rate), "shared": _Server(mem.shared_rate)}
     pipe_free = [dict() for _ in range(smsps)]
     pipe_busy: dict[str, float] = {}
@@ -125,25 +147,63 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
     open_group = [0.0] * n_warps
     warp_async = [0.0] * n_warps                           # non-bulk cp.async completion (per warp)
     cta_async = [0.0] * ctas                                # bulk / TMA completion (per CTA)
-    bar_arrived = [0] * ctas
-    bar_time = [0.0] * ctas
+    full: list[list] = [[] for _ in range(ctas)]           # per CTA: [completion, sealed] of each full slot filled
+    open_tok = [-1] * n_warps                               # the full slot this warp's bulk copies complete
+    tx_k = [0] * n_warps
+    ar_k = [0] * n_warps
+    arrives: list[list] = [[] for _ in range(n_warps)]
+    forced = [False] * n_warps
+    bars: list[dict] = [dict() for _ in range(ctas)]        # per CTA: barrier id -> [warps arrived, latest clock]
     blocked = [False] * n_warps
-    marks = {}
-    for i, loop in enumerate(trace.loops):
-        marks.setdefault(loop.start, []).append((i, 0))
-        marks.setdefault(loop.end, []).append((i, 1))
-    stamps = [[[0.0, 0.0] for _ in trace.loops] for _ in range(n_warps)]
-    finish = [0.0] * n_warps
+    finished = [False] * n_warps
+    n_forced = 0
+    marks = []
+    for role in roles:
+        m: dict = {}
+        for i, loop in enumerate(role.trace.loops):
+            m.setdefault(loop.start, []).append((i, 0))
+            m.setdefault(loop.end, []).append((i, 1))
+        marks.append(m)
+    stamps = [[[0.0, 0.0] for _ in roles[w_role[w]].trace.loops] for w in range(n_warps)]
+    spans: list[list[list[float]]] = [[[] for _ in role.trace.loops] for role in roles]
     smsp_of = [w % smsps for w in range(n_warps)]
     warps_on = [[w for w in range(n_warps) if smsp_of[w] == s] for s in range(smsps)]
     last_rr = [-1] * smsps
     done = 0
 
+    def live(c: int) -> int:
+        return sum(1 for v in range(c * wpc, (c + 1) * wpc) if not finished[v])
+
+    def mbar_ready(w: int, op: _Op, t: float) -> float:
+        if forced[w]:
+            return t
+        c = w // wpc
+        if op.arg == WAIT_TX:
+            k = tx_k[w]
+            toks = full[c]
+            if k < len(toks):
+                return max(t, toks[k][0]) if toks[k][1] else INF
+            alive = [v for v in producers if not finished[c * wpc + v]]
+            return INF if alive else t
+        if op.arg == WAIT_ARRIVE:
+            j = ar_k[w] - free_of[w]
+            if j < 0:
+                return t
+            for slot in releasers:
+                v = c * wpc + slot
+                idx = (j + 1) * per_release[role_of[slot]] - 1
+                if idx < len(arrives[v]):
+                    t = max(t, arrives[v][idx])
+                elif not finished[v]:
+                    return INF
+            return t
+        return max(t, warp_async[w], cta_async[c])
+
     def ready_time(w: int) -> float:
         """Earliest clock warp w's next instruction can issue (INF while blocked)."""
         if blocked[w]:
             return INF
-        op = ops[pcs[pos[w]]]
+        op = ops[w_pcs[w][pos[w]]]
         t = prev_issue[w] + 1.0
         r = regs[w]
         for reg in op.src:
@@ -161,16 +221,17 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
             if len(g) > keep:
                 t = max(t, max(g[: len(g) - keep]))
         elif kind == ASYNC_WAIT:
-            t = max(t, warp_async[w], cta_async[w // warps_per_cta])
+            t = max(t, warp_async[w], cta_async[w // wpc])
+        elif kind == MBAR_WAIT:
+            t = mbar_ready(w, op, t)
         return t
 
-    spans: list[list[float]] = [[] for _ in trace.loops]
-
     def record_marks(w: int, t: float) -> None:
-        for i, edge in marks.get(pos[w], ()):
+        r = w_role[w]
+        for i, edge in marks[r].get(pos[w], ()):
             stamps[w][i][edge] = t
             if edge:
-                spans[i].append(t - stamps[w][i][0])
+                spans[r][i].append(t - stamps[w][i][0])
 
     def best_of(s: int) -> tuple[float, int]:
         """(clock, warp) of SMSP s's next issue: the earliest ready warp, ties by loose round-robin from the one
@@ -179,7 +240,7 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
         n_mine = len(mine)
         best_t, best_w, best_rank = INF, -1, 0
         for i, w in enumerate(mine):
-            if pos[w] >= n_instr:
+            if pos[w] >= w_len[w]:
                 continue
             t = max(ready_time(w), slot_free[s])
             rank = (i - last_rr[s] - 1) % n_mine
@@ -187,18 +248,72 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
                 best_t, best_w, best_rank = t, w, rank
         return best_t, best_w
 
+    def seal(w: int) -> None:
+        if open_tok[w] >= 0:
+            full[w // wpc][open_tok[w]][1] = True
+            open_tok[w] = -1
+
+    def release_barriers(c: int) -> None:
+        """Release CTA c's barriers whose expected warps (its count, or every live warp) have all arrived."""
+        for ident, state in list(bars[c].items()):
+            want = state[2] or live(c)
+            if state[0] >= want:
+                release = state[1] + 1.0
+                for v in state[3]:
+                    blocked[v] = False
+                    prev_issue[v] = max(prev_issue[v], release - 1.0)
+                del bars[c][ident]
+
+    def finish_warp(w: int, t: float) -> None:
+        nonlocal done, started
+        finished[w] = True
+        seal(w)
+        c = w // wpc
+        end_w = max([t] + list(regs[w].values()) + list(groups[w]) + [warp_async[w]])
+        slot_done[c] += 1
+        slot_end[c] = max(slot_end[c], end_w, cta_async[c])
+        done += 1
+        release_barriers(c)
+        if slot_done[c] == wpc:
+            cta_finish.append(slot_end[c])
+            if started < to_run:     # the next CTA takes the slot
+                started += 1
+                slot_done[c] = 0
+                cta_async[c] = 0.0
+                full[c], bars[c] = [], {}
+                for v in range(c * wpc, (c + 1) * wpc):
+                    pos[v], prev_issue[v], regs[v], groups[v] = 0, slot_end[c] - 1.0, {}, []
+                    open_group[v], warp_async[v], blocked[v], finished[v] = 0.0, 0.0, False, False
+                    open_tok[v], tx_k[v], ar_k[v], arrives[v], forced[v] = -1, 0, 0, [], False
+                done -= wpc
+                for v in range(c * wpc, (c + 1) * wpc):
+                    if w_len[v] == 0:
+                        finish_warp(v, slot_end[c])
+
+    for w in range(n_warps):
+        if w_len[w] == 0:
+            finish_warp(w, 0.0)
     # Each SMSP's next issue is cached: only its own issues change it, except a barrier release, a CTA taking a
-    # freed slot or a bulk copy (its CTA's waits), after which every SMSP is looked at again.
+    # freed slot, a bulk copy or an mbarrier event (other warps' waits), after which every SMSP is looked at again.
     nxt = [best_of(s) for s in range(smsps)]
     while done < n_warps:
         s = min(range(smsps), key=lambda i: nxt[i][0])
         t, w = nxt[s]
         if w < 0:
-            raise RuntimeError("cycle model: every warp is blocked (a barrier no warp can reach)")
-        refresh_all = False
+            # every warp waits: on a slot or release the replay never makes (loops capped differently by role, a
+            # count the averaged stream rounded away); the waiting mbarrier waits pass (details' forced_waits)
+            stuck = [v for v in range(n_warps) if not finished[v] and ops[w_pcs[v][pos[v]]].kind == MBAR_WAIT]
+            if not stuck:
+                raise RuntimeError("cycle model: every warp is blocked (a barrier no warp can reach)")
+            for v in stuck:
+                forced[v] = True
+            n_forced += len(stuck)
+            nxt = [best_of(i) for i in range(smsps)]
+            continue
+        refresh_all = open_tok[w] >= 0
         last_rr[s] = warps_on[s].index(w)
         record_marks(w, t)
-        op = ops[pcs[pos[w]]]
+        op = ops[w_pcs[w][pos[w]]]
         slot_free[s] = t + 1.0
         slots_used[s] += 1
         prev_issue[w] = t
@@ -207,6 +322,7 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
             pipe_busy[op.pipe] = pipe_busy.get(op.pipe, 0.0) + op.busy
         kind = op.kind
         r = regs[w]
+        c = w // wpc
         if kind == ALU or kind == MMA:
             for reg in op.dst:
                 r[reg] = t + op.latency
@@ -223,8 +339,7 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
                 r[reg] = max(arrive, t + op.latency)
         elif kind == WGMMA:
             servers["shared"].serve(t, mem.wgmma_shared_wavefronts)
-            start = t
-            open_group[w] = max(open_group[w], start + op.arg)
+            open_group[w] = max(open_group[w], t + op.arg)
         elif kind == COMMIT:
             groups[w].append(max(open_group[w], t))
             open_group[w] = 0.0
@@ -236,46 +351,46 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
             arrive = max(servers["l2"].serve(t, mem.copy_l2_bytes), servers["dram"].serve(t, mem.copy_dram_bytes))
             done_at = arrive + mem.load_latency
             if op.arg:
-                c = w // warps_per_cta
                 cta_async[c] = max(cta_async[c], done_at)
+                if open_tok[w] >= 0:
+                    tok = full[c][open_tok[w]]
+                    tok[0] = max(tok[0], done_at)
                 refresh_all = True
             else:
                 warp_async[w] = max(warp_async[w], done_at)
+        elif kind == MBAR_WAIT:
+            forced[w] = False
+            if op.arg == WAIT_TX:
+                tx_k[w] += 1
+            elif op.arg == WAIT_ARRIVE:
+                ar_k[w] += 1
+        elif kind == MBAR_ARRIVE:
+            for reg in op.dst:
+                r[reg] = t + op.latency
+            if op.arg:       # arrive.expect_tx: a full slot the copies after it complete
+                seal(w)
+                full[c].append([t, False])
+                open_tok[w] = len(full[c]) - 1
+            elif per_release[w_role[w]]:
+                arrives[w].append(t)
+            refresh_all = True
         elif kind == BAR:
-            c = w // warps_per_cta
-            bar_arrived[c] += 1
-            bar_time[c] = max(bar_time[c], t)
-            if bar_arrived[c] == warps_per_cta:
-                release = bar_time[c] + 1.0
-                for v in range(c * warps_per_cta, (c + 1) * warps_per_cta):
-                    if blocked[v]:
-                        blocked[v] = False
-                        prev_issue[v] = max(prev_issue[v], release - 1.0)
-                prev_issue[w] = max(prev_issue[w], release - 1.0)
-                bar_arrived[c] = 0
-                bar_time[c] = 0.0
-                refresh_all = True
-            else:
-                blocked[w] = True
+            ident, count = op.arg if isinstance(op.arg, tuple) else (0, 0)
+            state = bars[c].setdefault(ident, [0, 0.0, count, []])
+            state[0] += 1
+            state[1] = max(state[1], t)
+            state[3].append(w)
+            blocked[w] = True
+            release_barriers(c)
+            refresh_all = True
         pos[w] += 1
-        if pos[w] >= n_instr:
+        if pos[w] >= w_len[w]:
             record_marks(w, t + 1.0)
-            finish[w] = max([t + 1.0] + [v for v in r.values()] + list(groups[w]) + [warp_async[w]])
-            c = w // warps_per_cta
-            slot_done[c] += 1
-            slot_end[c] = max(slot_end[c], finish[w], cta_async[c])
-            if slot_done[c] == warps_per_cta:
-                cta_finish.append(slot_end[c])
-                if started < to_run:     # the next CTA takes the slot
-                    started += 1
-                    slot_done[c] = 0
-                    cta_async[c] = 0.0
-                    for v in range(c * warps_per_cta, (c + 1) * warps_per_cta):
-                        pos[v], prev_issue[v], regs[v], groups[v] = 0, slot_end[c] - 1.0, {}, []
-                        open_group[v], warp_async[v], blocked[v] = 0.0, 0.0, False
-                    done -= warps_per_cta
-                    refresh_all = True
-            done += 1
+            finish_warp(w, t + 1.0)
+            refresh_all = True
+        elif open_tok[w] >= 0 and ops[w_pcs[w][pos[w]]].kind in (MBAR_WAIT, MBAR_ARRIVE, BAR, ASYNC_WAIT, WAIT_WG):
+            seal(w)       # the slot's copies are all issued once the warp reaches its next synchronisation
+            refresh_all = True
         if refresh_all:
             nxt = [best_of(i) for i in range(smsps)]
         else:
@@ -284,11 +399,15 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
     if total > to_run:   # the steady time per CTA after the first round, for the CTAs not simulated
         cta_finish.sort()
         end += (total - to_run) * (cta_finish[-1] - cta_finish[ctas - 1]) / (to_run - ctas)
-    # multiply out the loops' steady state: the mean window time of a warp, once per round of resident CTAs
+    # multiply out the loops' steady state: the mean window time of a warp, once per round of resident CTAs; roles
+    # run side by side, so the longest role's extra time counts
     extra = 0.0
-    for i, loop in enumerate(trace.loops):
-        if spans[i]:
-            extra += loop.weight * loop.extra * (sum(spans[i]) / len(spans[i])) / loop.window
+    for r, role in enumerate(roles):
+        role_extra = 0.0
+        for i, loop in enumerate(role.trace.loops):
+            if spans[r][i]:
+                role_extra += loop.weight * loop.extra * (sum(spans[r][i]) / len(spans[r][i])) / loop.window
+        extra = max(extra, role_extra)
     rounds = total / ctas
     total_clocks = end + extra * rounds
     scale = total_clocks / end if end > 0 else 1.0
@@ -297,7 +416,8 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
         busy[pipe] = clk / max(1, min(smsps, n_warps)) * scale
     for name, server in servers.items():
         busy[name] = server.busy * scale
-    return SMRun(total_clocks, MappingProxyType(busy), started * warps_per_cta * n_instr)
+    instructions = started * sum(len(roles[role_of[s]].trace.pcs) for s in range(wpc))
+    return SMRun(total_clocks, MappingProxyType(busy), instructions, n_forced)
 
 
 _UNIT_COMPONENT = {"issue": "issue", "fma": "issue", "alu": "issue", "lsu": "issue", "cbu": "issue", "xu": "sfu",
@@ -307,12 +427,14 @@ _UNIT_COMPONENT = {"issue": "issue", "fma": "issue", "alu": "issue", "lsu": "iss
 def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int | None = None,
                 clock_hz: float | None = None, bandwidth_share: float = 1.0,
                 constants: Mapping[str, float] | None = None,
-                sass_mix: Mapping[str, float] | None = None) -> Estimate:
+                sass_mix: Mapping[str, float] | None = None, by_warp=None, simulated_ctas: int = 0) -> Estimate:
     """Model v2's estimate of one launch (module docstring). `program` is the decoded kernel (ptxsim Program:
     .instrs), `pc_counts` its per-pc warp-instruction counts over the grid (cycle_trace.per_pc_counts), `metrics`
     the launch's counters (the cache model's level mix, bytes per request); `sass_mix` the module's SASS factors
     (sass.py): only its "load_unroll" is used, to issue self-looping blocks' loads as ptxas unrolled
-    them (cycle_trace.py)."""
+    them (cycle_trace.py). `by_warp` (stats.WarpCounts of the launch) and `simulated_ctas` (the CTAs it sums) give
+    each warp role its own stream and tell mbarrier waits apart (module docstring); without them every warp runs the
+    grid's averaged stream."""
     spec, k = _check_args(spec, occ, clock_hz, bandwidth_share, constants)
     sms = check_sm_count(sm_count, spec.sm_count)
     m = _counters(metrics)
@@ -322,14 +444,16 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     warps_per_cta = occ.warps_per_block
     mix = sass_mix or {}
     unroll = float(mix.get("load_unroll", 1.0))
-    trace = build_trace(program.instrs, pc_counts, grid * warps_per_cta, unroll)
-    ops = _ops(program.instrs, spec, k)
+    waits = getattr(by_warp, "mbarrier_waits", None)
+    roles = warp_roles(program.instrs, pc_counts, grid, warps_per_cta, getattr(by_warp, "counts", None),
+                       simulated_ctas, unroll, waits)
+    ops = _ops(program.instrs, spec, k, waits)
     copies = sum(float(pc_counts[pc]) for pc, op in enumerate(ops) if op.kind == ASYNC_COPY and pc < len(pc_counts))
     mem = _memory(m, spec, k, active, sms, clock, float(bandwidth_share), copies)
     per_sm = math.ceil(grid / active)
     resident = max(1, min(occ.blocks_per_sm, per_sm))
     rounds = per_sm / resident
-    runs = [(1, simulate_sm(trace, ops, mem, resident, warps_per_cta, spec.sub_partitions_per_sm, per_sm))]
+    runs = [(1, simulate_sm(roles, ops, mem, resident, warps_per_cta, spec.sub_partitions_per_sm, per_sm))]
     clocks = sum(n * run.clocks for n, run in runs)
     busy: dict[str, float] = {}
     for n, run in runs:
@@ -350,7 +474,9 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     achieved = {comp: (value / clocks if clocks else 0.0) for comp, value in busy.items()}
     waves = occ.waves(grid, sms)
     details = {"model_version": 2.0, "sm_clocks": clocks, "resident_ctas": float(resident), "rounds": rounds,
-               "trace_instructions": float(len(trace.pcs)), "loops": float(len(trace.loops)),
+               "trace_instructions": float(sum(len(role.trace.pcs) * len(role.slots) for role in roles)),
+               "loops": float(sum(len(role.trace.loops) for role in roles)), "warp_roles": float(len(roles)),
+               "forced_waits": float(sum(run.forced_waits for _, run in runs)),
                "load_latency_clk": mem.load_latency, "dram_bytes_per_clk_per_sm": mem.dram_rate,
                "l2_bytes_per_clk_per_sm": mem.l2_rate, "active_sms": float(active)}
     return Estimate(seconds=kernel + components["launch"], limiter=limiter,

@@ -55,7 +55,8 @@ class _Memory:
 
 
 def _wait_kind(kinds) -> float:
-    """WAIT_TX / WAIT_ARRIVE by the majority of a wait pc's non-free waits (free, tx, arrive); WAIT_ANY unknown."""
+    """WAIT_TX / WAIT_ARRIVE by the majority of a wait pc's non-free waits (free, tx, arrive, false: stats.WarpCounts);
+    WAIT_ANY unknown."""
     if not kinds or kinds[1] + kinds[2] == 0:
         return WAIT_ANY
     return WAIT_TX if kinds[1] >= kinds[2] else WAIT_ARRIVE

@@ -4,7 +4,6 @@ through the ring, so the number of stages changes the time as the ring's latency
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import ptxsim
 from ptxsim.model.cycle import estimate_v2

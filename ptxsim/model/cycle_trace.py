@@ -218,5 +218,8 @@ def warp_roles(instrs, counts, grid_ctas: int, warps_per_cta: int, by_warp=None,
     roles = []
     for slots in groups.values():
         mean = per[slots].mean(axis=0)
-        roles.append(Role(tuple(slots), build_trace(instrs, mean, 1.0, unroll), _free_waits(mean, mbarrier_waits)))
+        # free passes are the ring's first round, once per CTA: counted per simulated CTA, not scaled to the grid's
+        # work per CTA (a sampled persistent CTA runs fewer items than a whole one)
+        free = _free_waits(avg[slots].mean(axis=0), mbarrier_waits)
+        roles.append(Role(tuple(slots), build_trace(instrs, mean, 1.0, unroll), free))
     return tuple(roles)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ptxsim.model.cycle_sched import schedule
 from ptxsim.model.cycle_table import LOOP_WARMUP, STEADY_WINDOW
 from ptxsim.model.stream import _blocks
 
@@ -72,7 +73,7 @@ def _is_wait_spin(instrs, s: int, e: int) -> bool:
                for pc in range(s, e))
 
 
-def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0) -> Trace:
+def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0, reorder: bool = True) -> Trace:
     """One warp's dynamic stream (module docstring). `counts` are per-pc warp-instruction counts over the grid.
     `unroll`: how many SASS global loads ptxas made of each PTX one (sass.sass_factors' "load_unroll"); from 1.5
     on, a self-looping block's iterations run in chunks of round(unroll) (or all of them, when fewer) with their
@@ -81,7 +82,9 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0) -> Tr
     Loops nest: a loop's body blocks run, per iteration, their count over the header's count (spread evenly), and a
     loop inside runs its header's count over the outer header's count per outer iteration; every loop is capped at
     LOOP_WARMUP + STEADY_WINDOW iterations, the rest multiplied out (a Loop whose weight is how many times the
-    enclosing capped loops' simulated iterations stand for)."""
+    enclosing capped loops' simulated iterations stand for).
+    `reorder`: each block outside loops, each self-loop body and each loop iteration with no capped loop inside is
+    issued in the order ptxas schedules it (cycle_sched.py: global loads and their addresses first)."""
     blocks = _blocks(instrs)
     per_warp = [counts[s] / warps_in_grid if s < len(counts) else 0.0 for s, _ in blocks]
     start_of = {s: i for i, (s, _) in enumerate(blocks)}
@@ -95,6 +98,10 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0) -> Tr
     loops: list[Loop] = []
 
     chunk = int(round(unroll)) if unroll >= 1.5 else 1
+    info: dict = {}            # _dest_src per pc, for cycle_sched.schedule
+
+    def ordered(unit: list[int]) -> list[int]:
+        return schedule(instrs, unit, info) if reorder else unit
 
     def emit_block(b: int, reps: int, weight: float) -> None:
         s, e = blocks[b]
@@ -108,9 +115,9 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0) -> Tr
             replay(_unrolled_body(instrs, body, size), chunks, weight)
             replay(body, left, weight)
         elif self_loop:
-            replay(body, reps, weight)
+            replay(ordered(body), reps, weight)
         else:
-            pcs.extend(body * reps)
+            pcs.extend(ordered(body) * reps)
 
     def replay(unit: list[int], count: int, weight: float) -> None:
         """`unit` `count` times; past the warm-up and steady window only those are issued, and the rest is a Loop
@@ -138,6 +145,7 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0) -> Tr
         for it in range(sim_iters):
             if it == LOOP_WARMUP:
                 w_start = len(pcs)
+            it_start, it_loops = len(pcs), len(loops)
             emit_block(h, 1, inner_weight)
             b = h + 1
             while b <= last:
@@ -154,6 +162,8 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0) -> Tr
                     reps = spread(per_warp[b], header, it)
                 emit_block(b, reps, inner_weight)
                 b += 1
+            if len(loops) == it_loops:     # an iteration with no capped loop inside: issued as ptxas orders it
+                pcs[it_start:] = ordered(pcs[it_start:])
         if iters > sim_iters:
             loops.append(Loop(w_start, len(pcs), STEADY_WINDOW, float(iters - sim_iters), weight))
 

@@ -61,6 +61,7 @@ from ptxsim.model.cycle_ops import (  # noqa: F401 (_Op, _Memory, _ops, _memory:
 from ptxsim.model.cycle_table import BUSY_LIMITER_FRACTION
 from ptxsim.model.cycle_trace import Role, Trace, warp_roles
 from ptxsim.model.occupancy import check_sm_count
+from ptxsim.model.sass import loop_unrolls
 from ptxsim.model.timing import COMPONENTS, Estimate, _check_args, _counters, _grid_blocks
 
 MODEL_VERSION = "v2"
@@ -427,14 +428,16 @@ _UNIT_COMPONENT = {"issue": "issue", "fma": "issue", "alu": "issue", "lsu": "iss
 def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int | None = None,
                 clock_hz: float | None = None, bandwidth_share: float = 1.0,
                 constants: Mapping[str, float] | None = None,
-                sass_mix: Mapping[str, float] | None = None, by_warp=None, simulated_ctas: int = 0) -> Estimate:
+                sass_mix: Mapping[str, float] | None = None, by_warp=None, simulated_ctas: int = 0,
+                sass_loops=None) -> Estimate:
     """Model v2's estimate of one launch (module docstring). `program` is the decoded kernel (ptxsim Program:
     .instrs), `pc_counts` its per-pc warp-instruction counts over the grid (cycle_trace.per_pc_counts), `metrics`
     the launch's counters (the cache model's level mix, bytes per request); `sass_mix` the module's SASS factors
     (sass.py): only its "load_unroll" is used, to issue self-looping blocks' loads as ptxas unrolled
     them (cycle_trace.py). `by_warp` (stats.WarpCounts of the launch) and `simulated_ctas` (the CTAs it sums) give
     each warp role its own stream and tell mbarrier waits apart (module docstring); without them every warp runs the
-    grid's averaged stream."""
+    grid's averaged stream. `sass_loops` (the entry's innermost SASS loops, sass.sass_loops) gives each loop ptxas's
+    own unroll (sass.loop_unrolls) in place of the module-wide load_unroll."""
     spec, k = _check_args(spec, occ, clock_hz, bandwidth_share, constants)
     sms = check_sm_count(sm_count, spec.sm_count)
     m = _counters(metrics)
@@ -445,8 +448,9 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     mix = sass_mix or {}
     unroll = float(mix.get("load_unroll", 1.0))
     waits = getattr(by_warp, "mbarrier_waits", None)
+    per_loop = loop_unrolls(program.instrs, sass_loops) if sass_loops else {}
     roles = warp_roles(program.instrs, pc_counts, grid, warps_per_cta, getattr(by_warp, "counts", None),
-                       simulated_ctas, unroll, waits)
+                       simulated_ctas, unroll, waits, per_loop or None)
     ops = _ops(program.instrs, spec, k, waits)
     copies = sum(float(pc_counts[pc]) for pc, op in enumerate(ops) if op.kind == ASYNC_COPY and pc < len(pc_counts))
     mem = _memory(m, spec, k, active, sms, clock, float(bandwidth_share), copies)
@@ -477,6 +481,7 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
                "trace_instructions": float(sum(len(role.trace.pcs) * len(role.slots) for role in roles)),
                "loops": float(sum(len(role.trace.loops) for role in roles)), "warp_roles": float(len(roles)),
                "forced_waits": float(sum(run.forced_waits for _, run in runs)),
+               "sass_loops_matched": float(len(per_loop)),
                "load_latency_clk": mem.load_latency, "dram_bytes_per_clk_per_sm": mem.dram_rate,
                "l2_bytes_per_clk_per_sm": mem.l2_rate, "active_sms": float(active)}
     return Estimate(seconds=kernel + components["launch"], limiter=limiter,

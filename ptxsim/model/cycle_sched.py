@@ -32,7 +32,10 @@ def _is_global_load(ins) -> bool:
 
 
 def _ordered(ins) -> bool:
-    """Keeps its order among the other ordered instructions."""
+    """Keeps its order among the other ordered instructions. A loop's back edge does not: in an unrolled body
+    (iterations scheduled together) ptxas's one pass has no branch between them."""
+    if ins.control and ins.op == "bra" and 0 <= ins.target <= ins.pc:
+        return False
     if ins.op in _ORDERED_OPS or ins.control:
         return True
     if ins.op == "ld" and not _is_global_load(ins):

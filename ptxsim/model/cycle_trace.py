@@ -73,7 +73,8 @@ def _is_wait_spin(instrs, s: int, e: int) -> bool:
                for pc in range(s, e))
 
 
-def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0, reorder: bool = True) -> Trace:
+def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0, reorder: bool = True,
+                loop_unroll: dict | None = None) -> Trace:
     """One warp's dynamic stream (module docstring). `counts` are per-pc warp-instruction counts over the grid.
     `unroll`: how many SASS global loads ptxas made of each PTX one (sass.sass_factors' "load_unroll"); from 1.5
     on, a self-looping block's iterations run in chunks of round(unroll) (or all of them, when fewer) with their
@@ -84,7 +85,11 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0, reord
     LOOP_WARMUP + STEADY_WINDOW iterations, the rest multiplied out (a Loop whose weight is how many times the
     enclosing capped loops' simulated iterations stand for).
     `reorder`: each block outside loops, each self-loop body and each loop iteration with no capped loop inside is
-    issued in the order ptxas schedules it (cycle_sched.py: global loads and their addresses first)."""
+    issued in the order ptxas schedules it (cycle_sched.py: global loads and their addresses first).
+    `loop_unroll` ({loop header pc: iterations ptxas put in one pass}, sass.loop_unrolls, read from the SASS loop
+    that matches) replaces the module-wide `unroll` for that loop: its iterations are issued in chunks of that many,
+    each chunk scheduled as one body (a self-looping block's, or a multi-block loop's iterations with no capped loop
+    inside)."""
     blocks = _blocks(instrs)
     per_warp = [counts[s] / warps_in_grid if s < len(counts) else 0.0 for s, _ in blocks]
     start_of = {s: i for i, (s, _) in enumerate(blocks)}
@@ -103,17 +108,22 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0, reord
     def ordered(unit: list[int]) -> list[int]:
         return schedule(instrs, unit, info) if reorder else unit
 
+    def chunk_of(pc: int) -> int:
+        if loop_unroll:
+            return int(round(loop_unroll[pc])) if pc in loop_unroll else 1
+        return chunk
+
     def emit_block(b: int, reps: int, weight: float) -> None:
         s, e = blocks[b]
         body = list(range(s, e))
         self_loop = instrs[e - 1].control and instrs[e - 1].target == s
         if self_loop and _is_wait_spin(instrs, s, e):
             pcs.extend(body * min(reps, 1))
-        elif self_loop and chunk > 1 and reps >= 2:
-            size = min(chunk, reps)          # a short loop: all its iterations' loads in flight together
+        elif self_loop and chunk_of(s) > 1 and reps >= 2:
+            size = min(chunk_of(s), reps)    # a short loop: all its iterations' loads in flight together
             chunks, left = divmod(reps, size)
-            replay(_unrolled_body(instrs, body, size), chunks, weight)
-            replay(body, left, weight)
+            replay(ordered(body * size) if reorder else _unrolled_body(instrs, body, size), chunks, weight)
+            replay(ordered(body), left, weight)
         elif self_loop:
             replay(ordered(body), reps, weight)
         else:
@@ -142,10 +152,14 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0, reord
         inner_weight = weight * (iters / sim_iters if sim_iters else 0.0)
         header = per_warp[h]
         w_start = len(pcs)
+        size = chunk_of(blocks[h][0])
+        it_start, it_loops, base = 0, 0, 0
         for it in range(sim_iters):
             if it == LOOP_WARMUP:
                 w_start = len(pcs)
-            it_start, it_loops = len(pcs), len(loops)
+                base = it
+            if (it - base) % size == 0:         # a chunk of `size` iterations starts (ptxas's unrolled body)
+                it_start, it_loops = len(pcs), len(loops)
             emit_block(h, 1, inner_weight)
             b = h + 1
             while b <= last:
@@ -162,7 +176,8 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0, reord
                     reps = spread(per_warp[b], header, it)
                 emit_block(b, reps, inner_weight)
                 b += 1
-            if len(loops) == it_loops:     # an iteration with no capped loop inside: issued as ptxas orders it
+            chunk_ends = (it - base) % size == size - 1 or it == sim_iters - 1 or it + 1 == LOOP_WARMUP
+            if chunk_ends and len(loops) == it_loops:   # no capped loop inside: issued as ptxas orders it
                 pcs[it_start:] = ordered(pcs[it_start:])
         if iters > sim_iters:
             loops.append(Loop(w_start, len(pcs), STEADY_WINDOW, float(iters - sim_iters), weight))
@@ -200,7 +215,7 @@ def _free_waits(per_warp, mbarrier_waits) -> int:
 
 
 def warp_roles(instrs, counts, grid_ctas: int, warps_per_cta: int, by_warp=None, simulated_ctas: int = 0,
-               unroll: float = 1.0, mbarrier_waits=None) -> tuple[Role, ...]:
+               unroll: float = 1.0, mbarrier_waits=None, loop_unroll: dict | None = None) -> tuple[Role, ...]:
     """The CTA's warp roles (issue #29 item 1): warps are told apart by which basic blocks they run (at least half a
     time on average: a TMA producer warp, idle warps of its warpgroup, wgmma consumer warps), each role's stream
     built from its warps' mean counts. `by_warp` (int[warps per CTA, pcs], stats.WarpCounts.counts) sums the
@@ -212,7 +227,8 @@ def warp_roles(instrs, counts, grid_ctas: int, warps_per_cta: int, by_warp=None,
     if by_warp is None or simulated_ctas <= 0 or getattr(by_warp, "shape", (0,))[0] != warps_per_cta \
             or by_warp.shape[1] < len(instrs):
         mean = [c / max(grid_ctas * warps_per_cta, 1) for c in counts]
-        return (Role(tuple(range(warps_per_cta)), build_trace(instrs, counts, grid_ctas * warps_per_cta, unroll),
+        return (Role(tuple(range(warps_per_cta)), build_trace(instrs, counts, grid_ctas * warps_per_cta, unroll,
+                                                              loop_unroll=loop_unroll),
                      _free_waits(mean, mbarrier_waits)),)
     avg = np.asarray(by_warp[:, : len(instrs)], np.float64) / simulated_ctas
     target = np.zeros(len(instrs))
@@ -231,5 +247,5 @@ def warp_roles(instrs, counts, grid_ctas: int, warps_per_cta: int, by_warp=None,
         # free passes are the ring's first round, once per CTA: counted per simulated CTA, not scaled to the grid's
         # work per CTA (a sampled persistent CTA runs fewer items than a whole one)
         free = _free_waits(avg[slots].mean(axis=0), mbarrier_waits)
-        roles.append(Role(tuple(slots), build_trace(instrs, mean, 1.0, unroll), free))
+        roles.append(Role(tuple(slots), build_trace(instrs, mean, 1.0, unroll, loop_unroll=loop_unroll), free))
     return tuple(roles)

@@ -122,7 +122,6 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
     w_len = [len(p) for p in w_pcs]
     free_of = [getattr(roles[r], "free_waits", 0) for r in w_role]
     # mbarrier rings: warps that wait on copy-completed barriers and arrive on others release a ring's slots
-    kinds_of = [{ops[pc].kind for pc in role.trace.pcs} for role in roles]
     tx_waits_of = [sum(1 for pc in role.trace.pcs if ops[pc].kind == MBAR_WAIT and ops[pc].arg == WAIT_TX)
                    for role in roles]
     plain_arrives_of = [sum(1 for pc in role.trace.pcs if ops[pc].kind == MBAR_ARRIVE and not ops[pc].arg)
@@ -130,7 +129,10 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
     per_release = [max(1, round(plain_arrives_of[r] / tx_waits_of[r])) if tx_waits_of[r] and plain_arrives_of[r]
                    else 0 for r in range(len(roles))]
     releasers = [s for s in range(wpc) if per_release[role_of[s]]]
-    producers = [s for s in range(wpc) if ASYNC_COPY in kinds_of[role_of[s]] or MBAR_ARRIVE in kinds_of[role_of[s]]]
+    # warps that fill full slots: bulk copies or arrive.expect_tx (a consumer's release arrives fill nothing)
+    fills = [any(ops[pc].arg and ops[pc].kind in (ASYNC_COPY, MBAR_ARRIVE) for pc in set(role.trace.pcs))
+             for role in roles]
+    producers = [s for s in range(wpc) if fills[role_of[s]]]
 
     started = ctas
     cta_finish: list[float] = []

@@ -162,3 +162,27 @@ def test_the_ring_is_bound_by_the_copies_when_the_consumers_have_little_work():
 def test_without_per_warp_counts_the_averaged_stream_still_runs():
     est = ring_estimate(4, 8, k=12, with_roles=False)
     assert est.details["warp_roles"] == 1 and est.kernel_seconds > 0
+
+
+def test_a_wait_for_a_slot_no_producer_will_fill_passes_once_the_producer_is_done():
+    # a synthetic ring: the producer fills one slot (expect_tx + one bulk copy) and ends; the consumer waits twice
+    # (its second wait's slot was filled in iterations the replay capped) and releases. The second wait passes when
+    # the producer has finished, not only when every warp waits (a forced wait); the consumer's own release arrive
+    # does not make it a producer.
+    from ptxsim.model.cycle import (
+        ASYNC_COPY,
+        MBAR_ARRIVE,
+        MBAR_WAIT,
+        WAIT_TX,
+        _Op,
+        simulate_sm,
+    )
+    from ptxsim.model.cycle_trace import Role, Trace
+    from tests.ptxsim.model.test_model_cycle import _memory
+
+    ops = [_Op(MBAR_ARRIVE, "alu", 2.0, 4.0, (), (), 1.0), _Op(ASYNC_COPY, "lsu", 4.0, 0.0, (), (), 1.0),
+           _Op(MBAR_WAIT, "", 0.0, 0.0, (), (), WAIT_TX), _Op(MBAR_ARRIVE, "alu", 2.0, 4.0, (), (), 0.0)]
+    roles = (Role((0,), Trace((0, 1), ())), Role((1,), Trace((2, 2, 3), ())))
+    run = simulate_sm(roles, ops, _memory(copy_l2_bytes=640.0), 1, 2)
+    assert run.forced_waits == 0
+    assert run.clocks >= 640 / 64 + 500          # the first wait still waited for the copy

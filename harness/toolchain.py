@@ -216,16 +216,22 @@ def assemble(ptx: str, arch: str = "sm_90", name: str = "module.ptx") -> tuple[b
         return out.read_bytes(), parse_ptxas_report(proc.stderr + proc.stdout)
 
 
-def sass_histogram(cubin: bytes) -> dict[str, int]:
-    """Count SASS opcodes (with their modifiers, e.g. LDG.E.128, HMMA.16816.F32.BF16) in a cubin via nvdisasm."""
+def sass_listing(cubin: bytes) -> str:
+    """nvdisasm -c text of a cubin (functions, labels, one instruction a line)."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
         proc = subprocess.run([str(nvdisasm_path()), "-c", f.name], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ToolchainError(f"nvdisasm failed: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def sass_histogram(cubin: bytes, listing: str | None = None) -> dict[str, int]:
+    """Count SASS opcodes (with their modifiers, e.g. LDG.E.128, HMMA.16816.F32.BF16) in a cubin via nvdisasm
+    (or in its `listing`, when already read)."""
     counts: dict[str, int] = {}
-    for line in proc.stdout.splitlines():
+    for line in (sass_listing(cubin) if listing is None else listing).splitlines():
         m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)", line)
         if m:
             counts[m.group(1)] = counts.get(m.group(1), 0) + 1

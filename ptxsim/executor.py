@@ -29,6 +29,9 @@ class Scheduler:
         st.pc[~st.valid] = EXITED
         st.sched = self
         self.counts = counts  # {"warp": int64[npc], "thread": int64[npc], "pred_on": int64[npc]}
+        # optional counts["by_warp"]: int64[warps per CTA, npc], warp-instructions per (warp of its CTA, pc) summed
+        # over the batch's CTAs: model v2 tells warp roles (producer / consumer warps) apart by them
+        self.by_warp = counts.get("by_warp")
         self.budget = budget
         self.trace = trace
         nc = st.nctas
@@ -54,11 +57,22 @@ class Scheduler:
         # to the launch's arrays when the batch ends
         npc = len(self.counts["warp"])
         wc, tc, pc_on = [0] * npc, [0] * npc, [0] * npc
+        # per-warp counts as difference arrays over pc ranges: steps of every lane (the common case) in a list,
+        # divergent steps per warp of the CTA in an array; summed up when the batch ends
+        self.full_diff = [0] * (npc + 1)
+        self.warp_diff = None if self.by_warp is None else np.zeros((self.by_warp.shape[0], npc + 1), np.int64)
         try:
             return self._loop(wc, tc, pc_on)
         finally:
             for key, acc in (("warp", wc), ("thread", tc), ("pred_on", pc_on)):
                 self.counts[key] += np.array(acc, np.int64)
+            if self.by_warp is not None:
+                self._add_by_warp(npc)
+
+    def _add_by_warp(self, npc: int) -> None:
+        full = np.cumsum(np.array(self.full_diff[:npc], np.int64))
+        per = np.cumsum(self.warp_diff[:, :npc], axis=1)
+        self.by_warp[:, :npc] += per + full[None, :] * self.st.nctas
 
     def _loop(self, wc, tc, pc_on) -> int:
         st = self.st
@@ -73,6 +87,8 @@ class Scheduler:
         deadline = self.deadline
         rounds = 0
         rules = st.rules  # asynccheck's register rules (pending wgmma accumulators, wgmma.fence), None without it
+        full_diff, warp_diff = self.full_diff, self.warp_diff
+        warps_per_cta = st.padded // 32
         while True:
             rounds += 1
             if deadline is not None and rounds % CLOCK_CHECK == 0 and time.perf_counter() > deadline:
@@ -138,6 +154,15 @@ class Scheduler:
                     break
             if not ins.control:
                 pc[lanes] = p
+            end = p + 1 if ins.control else p
+            if lanes is FULL:
+                full_diff[m] += 1
+                full_diff[end] -= 1
+            elif warp_diff is not None:
+                first = np.flatnonzero(np.concatenate(([True], w[1:] != w[:-1])))
+                per_slot = np.bincount(w[first] % warps_per_cta, minlength=warps_per_cta)
+                warp_diff[:, m] += per_slot
+                warp_diff[:, end] -= per_slot
             executed += nw * (p - m + (1 if ins.control else 0))
             if executed > budget:
                 self._over_budget(ins)

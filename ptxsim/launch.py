@@ -177,6 +177,9 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
     per_batch = max(csize, per_batch // csize * csize)  # whole clusters per batch
     counts = {k: np.zeros(len(prog.instrs) + 1, np.int64) for k in ("warp", "thread", "pred_on")}
     weighted = None if weights is None else {k: np.zeros(len(v), np.float64) for k, v in counts.items()}
+    # warp-instructions per (warp of its CTA, pc) over the simulated CTAs, unweighted (model v2's warp roles)
+    by_warp = np.zeros((padded // 32, len(prog.instrs) + 1), np.int64)
+    mbar_waits: dict = {}
     limit = budget if budget is not None else CONFIG.budget
     seconds = CONFIG.time_limit if time_limit is None else _seconds(time_limit)
     deadline = t0 + seconds if seconds > 0 else None
@@ -191,8 +194,14 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
                 st = ExecState(prog, phase_launch, ids)
                 st.prog_max_depth = prog_depth
                 st.call_stack = None
-                sch = Scheduler(st, counts, limit - executed, CONFIG.trace, deadline, seconds)
+                sch = Scheduler(st, {**counts, "by_warp": by_warp}, limit - executed, CONFIG.trace, deadline,
+                                seconds)
                 executed += sch.run()
+                if st.mbars is not None:
+                    for wait_pc, kinds in st.mbars.wait_kinds.items():
+                        total = mbar_waits.setdefault(wait_pc, [0, 0, 0, 0])
+                        for i, n in enumerate(kinds):
+                            total[i] += n
                 if st.bulk_stores:  # strict timing: stores never waited for land when their CTAs end
                     from ptxsim.ops.bulk import retire_stores
 
@@ -207,11 +216,12 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
         dev.free(db)
     reports = [r for s in sans for r in s.reports]
     wall = time.perf_counter() - t0
+    roles = stats_mod.WarpCounts(by_warp[:, : len(prog.instrs)], {pc: tuple(v) for pc, v in mbar_waits.items()})
     if weighted is not None:
         return stats_mod.build(prog, counts, mem, L, wall, reports=reports, sample_fraction=fraction,
-                               simulated=nrun, waves=plan, weighted=(weighted, mem.weighted_view()))
+                               simulated=nrun, waves=plan, weighted=(weighted, mem.weighted_view()), by_warp=roles)
     return stats_mod.build(prog, counts, mem, L, wall, scale=1.0 / fraction, reports=reports,
-                           sample_fraction=fraction, simulated=nrun, waves=plan)
+                           sample_fraction=fraction, simulated=nrun, waves=plan, by_warp=roles)
 
 
 def _stratified_plan(ncta: int, sample_ranges, wave_ctas, cluster_size: int, order) -> tuple[RangePlan, dict]:

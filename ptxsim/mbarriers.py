@@ -47,6 +47,7 @@ class Mbarrier:
     released: bool = False  # the init thread fenced (fence.mbarrier_init) or arrived (release) on barrier.cluster
     async_visible: bool = False  # the init thread fenced it for the async proxy (fence.proxy.async / mbarrier_init)
     complete_clock: list = field(default_factory=list)  # st.clock at which each phase completed
+    tx_seen: bool = False  # a transaction count was ever expected or completed (a barrier async copies complete)
 
     def describe(self) -> str:
         return (f"mbarrier at shared address {self.offset:#x} (initialised at PTX line {self.line}): current phase "
@@ -67,6 +68,8 @@ class MbarrierTable:
         self.wait_phys = np.full(st.nlanes, -1, np.int64)
         self.wait_phase = np.full(st.nlanes, -1, np.int64)  # released when the barrier's phase exceeds this
         self.seen: dict[int, np.ndarray] = {}  # barrier -> per lane, the newest phase the thread saw complete
+        # wait pc -> thread counts [free, tx, arrive, false] (stats.WarpCounts.mbarrier_waits; timing model v2 only)
+        self.wait_kinds: dict[int, list] = {}
 
     @staticmethod
     def of(st) -> MbarrierTable:
@@ -307,8 +310,22 @@ class MbarrierTable:
         cta, tid = st.where(int(lane))
         return f"{ins.op} at PTX line {ins.line} (`{ins.text}`) in kernel {st.prog.name}, CTA {cta} thread {tid}"
 
+    def note_wait(self, pc: int, phys: np.ndarray, want: np.ndarray, result: np.ndarray) -> None:
+        """Count the tries at pc by kind (stats.WarpCounts): a phase before the first (want < 0) passes free; a try
+        that returned false (strict) waited on nothing."""
+        kinds = self.wait_kinds.setdefault(pc, [0, 0, 0, 0])
+        kinds[3] += int(np.count_nonzero(~result))
+        phys, want = phys[result], want[result]
+        for p, pos in self.groups(phys):
+            bar = self.bars.get(p)
+            free = int(np.count_nonzero(want[pos] < 0))
+            kinds[0] += free
+            kinds[1 if bar is not None and bar.tx_seen else 2] += len(pos) - free
+
     def _add_tx(self, ins, bar: Mbarrier, delta: int, lane: int) -> None:
         bar.tx += delta
+        if delta:
+            bar.tx_seen = True
         if abs(bar.tx) > TX_LIMIT:
             raise MbarrierError(self._where(ins, lane) + f": tx-count {bar.tx} of the {bar.describe()} is outside "
                                 f"[-{TX_LIMIT}, {TX_LIMIT}]")

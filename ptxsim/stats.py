@@ -11,6 +11,18 @@ CLASSES = ("int", "fp32", "fp64", "fp16", "sfu", "tensor", "convert", "ld_global
 
 
 @dataclass(frozen=True)
+class WarpCounts:
+    """What model v2 needs to replay each warp's own stream: `counts` int64[warps per CTA, pcs], warp-instructions
+    per (warp of its CTA, pc) summed over the simulated CTAs (not extrapolated); `mbarrier_waits` per mbarrier
+    test/try_wait pc, thread counts (free, tx, arrive): passes of a phase before the barrier's first (the parity
+    idiom of a ring's empty slots), waits on a barrier completed by async-copy bytes (a full slot), waits on one
+    completed by arrivals only (an empty slot)."""
+
+    counts: np.ndarray
+    mbarrier_waits: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class LaunchStats:
     """What one launch did. `metrics` uses Nsight Compute names; `per_line` maps PTX line -> counters."""
 
@@ -30,6 +42,7 @@ class LaunchStats:
     # plus "phases" for a launch run in phases (each the whole grid on its own parameters; ptxsim.launch.launch).
     simulated_metrics: dict = field(default_factory=dict)
     waves: dict = field(default_factory=dict)
+    by_warp: WarpCounts | None = None
 
     @property
     def thread_instructions_per_second(self) -> float:
@@ -37,7 +50,7 @@ class LaunchStats:
 
 
 def build(prog, counts, mem, launch, wall, scale=1.0, reports=(), sample_fraction=1.0, simulated=0, waves=None,
-          weighted=None):
+          weighted=None, by_warp=None):
     """Assemble LaunchStats from per-pc counts (warp, thread, pred_on) and the memory-counter dict `mem`: `metrics`
     extrapolated by `scale`, or, with `weighted` (a stratified sample's (weighted per-pc counts, weighted memory
     counters)), those as they are; `simulated_metrics` as counted."""
@@ -70,7 +83,7 @@ def build(prog, counts, mem, launch, wall, scale=1.0, reports=(), sample_fractio
                        warp_instructions=round(m["smsp__inst_executed.sum"]), wall_seconds=wall,
                        metrics=m, per_line=per_line, sanitizer_reports=list(reports),
                        sample_fraction=sample_fraction, simulated_ctas=simulated, simulated_metrics=sim,
-                       waves=wave_info)
+                       waves=wave_info, by_warp=by_warp)
 
 
 def _metrics(prog, counts, mem, launch, scale):

@@ -35,157 +35,39 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ptxsim.model.costs import class_cycles
-from ptxsim.model.cycle_table import BUSY_LIMITER_FRACTION, GLOBAL_LOADS, GLOBAL_STORES, LATENCY_CLK
-from ptxsim.model.cycle_trace import Trace, build_trace
-from ptxsim.model.occupancy import check_sm_count
-from ptxsim.model.stream import _dest_src
-from ptxsim.model.tensor_counts import EIGHT_BIT, _type_name, _warp_mma, _wgmma
-from ptxsim.model.timing import (
-    _L1,
-    CLASS_METRICS,
-    COMPONENTS,
-    CP_ASYNC_SECTORS,
-    SECTOR_BYTES,
-    Estimate,
-    _check_args,
-    _counters,
-    _grid_blocks,
+from ptxsim.model.cycle_ops import (  # noqa: F401 (_Op, _Memory, _ops, _memory: the tests' handles)
+    ALU,
+    ASYNC_COPY,
+    ASYNC_WAIT,
+    BAR,
+    COMMIT,
+    LOAD,
+    MBAR_ARRIVE,
+    MBAR_WAIT,
+    MMA,
+    NOP,
+    SHARED,
+    STORE,
+    WAIT_ANY,
+    WAIT_ARRIVE,
+    WAIT_TX,
+    WAIT_WG,
+    WGMMA,
+    _Memory,
+    _memory,
+    _Op,
+    _ops,
 )
+from ptxsim.model.cycle_table import BUSY_LIMITER_FRACTION
+from ptxsim.model.cycle_trace import Role, Trace, warp_roles
+from ptxsim.model.occupancy import check_sm_count
+from ptxsim.model.sass import loop_unrolls
+from ptxsim.model.timing import COMPONENTS, Estimate, _check_args, _counters, _grid_blocks
 
 MODEL_VERSION = "v2"
 # CTAs simulated per resident slot before the steady state is multiplied out (the first round fills the SM).
 CTA_ROUNDS = 3
 INF = float("inf")
-
-# Instruction kinds of the simulation.
-ALU, LOAD, STORE, SHARED, MMA, WGMMA, COMMIT, WAIT_WG, BAR, ASYNC_COPY, ASYNC_WAIT, NOP = range(12)
-
-
-@dataclass(frozen=True)
-class _Op:
-    kind: int
-    pipe: str
-    busy: float        # clocks the op holds its SMSP pipe
-    latency: float     # clocks until its destinations are ready (ALU-like ops)
-    dst: tuple
-    src: tuple
-    arg: float = 0.0   # wait_group N; tensor completion
-
-
-@dataclass(frozen=True)
-class _Memory:
-    """Per-request averages of the launch, and the per-SM server rates (bytes or wavefronts per clock)."""
-
-    load_l2_bytes: float
-    load_dram_bytes: float
-    load_latency: float
-    store_l2_bytes: float
-    store_dram_bytes: float
-    copy_l2_bytes: float
-    copy_dram_bytes: float
-    shared_wavefronts: float
-    dram_rate: float
-    l2_rate: float
-    shared_rate: float
-    wgmma_shared_wavefronts: float
-
-
-def _ops(instrs, spec, k) -> list[_Op]:
-    cycles = class_cycles(spec)
-    out = []
-    for ins in instrs:
-        dst, src = _dest_src(ins)
-        klass = ins.klass
-        pipe, busy = cycles.get(klass, ("alu", 2.0))
-        mods = ins.mods
-        lat = LATENCY_CLK.get(klass, 4.0)
-        if ins.op == "wgmma":
-            if ".mma_async" in mods:
-                per = _wgmma(ins)
-                flops = sum(v for key, v in per.items() if "flops" in key)
-                width = "8bit" if any("8bit" in key for key in per) else "16bit"
-                peak = spec.tensor_fp8_flop_per_clk_per_sm if width == "8bit" else spec.tensor_bf16_flop_per_clk_per_sm
-                pipe_clk = flops / (peak * k["wgmma_fraction_of_peak"])   # the warpgroup's time = each warp's share
-                out.append(_Op(WGMMA, "tensor", pipe_clk, 0.0, (), tuple(src),
-                               max(pipe_clk, k["wgmma_latency_clk"])))
-            elif ".commit_group" in mods:
-                out.append(_Op(COMMIT, "", 0.0, 0.0, (), ()))
-            elif ".wait_group" in mods:
-                out.append(_Op(WAIT_WG, "", 0.0, 0.0, (), (), float(ins.aux.n or 0)))
-            else:
-                out.append(_Op(NOP, "", 0.0, 0.0, (), ()))
-        elif klass == "tensor":
-            per = _warp_mma(ins)
-            flops = sum(v for key, v in per.items() if "flops" in key)
-            names = [_type_name(t) for t in ins.types]
-            eight = len(names) > 1 and names[1] in EIGHT_BIT
-            peak = spec.tensor_fp8_flop_per_clk_per_sm if eight else spec.tensor_bf16_flop_per_clk_per_sm
-            busy = flops / (peak / spec.sub_partitions_per_sm * k["mma_sync_fraction_of_peak"])
-            out.append(_Op(MMA, "tensor", busy, max(lat, busy), tuple(dst), tuple(src)))
-        elif klass in GLOBAL_LOADS:
-            out.append(_Op(LOAD, pipe, busy, 0.0, tuple(dst), tuple(src)))
-        elif klass in GLOBAL_STORES:
-            out.append(_Op(STORE if klass == "st_global" or not dst else LOAD, pipe, busy, 0.0, tuple(dst),
-                           tuple(src)))
-        elif klass in ("ld_shared", "st_shared"):
-            out.append(_Op(SHARED, pipe, busy, lat if klass == "ld_shared" else 0.0, tuple(dst), tuple(src)))
-        elif (ins.op == "cp" and ".async" in mods and (".wait_group" in mods or ".wait_all" in mods)) or \
-                (ins.op == "mbarrier" and (".try_wait" in mods or ".test_wait" in mods)):
-            out.append(_Op(ASYNC_WAIT, "", 0.0, 0.0, tuple(dst), tuple(src)))
-        elif klass == "cp_async" and ".commit_group" in mods:     # cp.async[.bulk].commit_group: bookkeeping only
-            out.append(_Op(NOP, pipe, busy, 0.0, (), ()))
-        elif klass == "cp_async":
-            out.append(_Op(ASYNC_COPY, pipe, busy, 0.0, (), tuple(src), 1.0 if ".bulk" in mods else 0.0))
-        elif klass == "barrier" and ins.op in ("bar", "barrier") and ".arrive" not in mods:
-            out.append(_Op(BAR, pipe, busy, 0.0, (), tuple(src)))
-        else:
-            out.append(_Op(ALU, pipe, busy, lat, tuple(dst), tuple(src)))
-    return out
-
-
-def _memory(m, spec, k, active, sms, clock, share, copies: float | None = None) -> _Memory:
-    """`copies`: the launch's copy instructions (cp.async, bulk, TMA; not their commits and waits, which share the
-    cp_async class counter); default the class counter."""
-    inst = {name: m[key] for name, key in CLASS_METRICS.items()}
-    ld_sectors = m[_L1.format("sectors", "ld")]
-    l1_hits = min(m["ptxsim__l1_hit_sectors_global_op_ld.sum"], ld_sectors)
-    dram_read = m["dram__bytes_read.sum"]
-    loads = inst["ld_global"]
-    stores = inst["st_global"] + inst["atom"]
-    copies = inst["cp_async"] if copies is None else copies
-    l2_ld_bytes = SECTOR_BYTES * (ld_sectors - l1_hits)
-    dram_ld_bytes = min(dram_read, l2_ld_bytes)
-    copy_bytes = SECTOR_BYTES * m[CP_ASYNC_SECTORS]
-    dram_copy = min(max(dram_read - dram_ld_bytes, 0.0), copy_bytes)
-    if ld_sectors:
-        dram_sectors = dram_ld_bytes / SECTOR_BYTES
-        latency_s = (l1_hits * k["l1_latency_s"] + dram_sectors * k["dram_latency_s"]
-                     + (ld_sectors - l1_hits - dram_sectors) * k["l2_latency_s"]) / ld_sectors
-    else:
-        latency_s = k["l2_latency_s"]
-    shared_inst = inst["ld_shared"] + inst["st_shared"]
-    wavefronts = m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] + \
-        m["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"]
-    fill = spec.l1_fill_bytes_per_clk_per_sm
-    dram_rate = min(spec.memory_bandwidth * k["dram_achievable_fraction"] * share / active / clock, fill)
-    l2_rate = min(spec.l2_bytes_per_clk_per_sm * sms * k["l2_achievable_fraction"] / active, fill)
-    wg_inst = m["ptxsim__wgmma_inst.sum"]
-    return _Memory(
-        load_l2_bytes=l2_ld_bytes / loads if loads else 0.0,
-        load_dram_bytes=dram_ld_bytes / loads if loads else 0.0,
-        load_latency=latency_s * clock,
-        store_l2_bytes=SECTOR_BYTES * (m[_L1.format("sectors", "st")] + m[_L1.format("sectors", "atom")]) / stores
-        if stores else 0.0,
-        store_dram_bytes=m["dram__bytes_write.sum"] / stores if stores else 0.0,
-        copy_l2_bytes=copy_bytes / copies if copies else 0.0,
-        copy_dram_bytes=dram_copy / copies if copies else 0.0,
-        shared_wavefronts=wavefronts / shared_inst if shared_inst else 1.0,
-        dram_rate=dram_rate, l2_rate=l2_rate,
-        shared_rate=spec.shared_bytes_per_clk_per_sm / 128.0 * k["shared_achievable_fraction"],
-        wgmma_shared_wavefronts=m["ptxsim__wgmma_shared_bytes.sum"] / 128.0 / wg_inst / 4 if wg_inst else 0.0,
-    )
-
 
 class _Server:
     """A FIFO server of one per-SM resource: `rate` units per clock."""
@@ -213,25 +95,49 @@ class SMRun:
     clocks: float
     busy: Mapping[str, float]      # busy clocks per unit (issue = the busiest SMSP's issue slots)
     instructions: int
+    forced_waits: int = 0          # mbarrier waits let pass because every warp waited (a replay artefact)
 
 
-def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: int,
+def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: int,
                 smsps: int = 4, total_ctas: int | None = None) -> SMRun:
-    """Run `total_ctas` CTAs (default `ctas`) of `warps_per_cta` warps, each warp executing `trace`, on one SM that
-    holds `ctas` of them at once: a CTA that finishes frees its slot for the next (module docstring). At most
-    CTA_ROUNDS x ctas CTAs are simulated; the rest cost the steady time per CTA of the CTAs after the first round."""
-    pcs = trace.pcs
+    """Run `total_ctas` CTAs (default `ctas`) of `warps_per_cta` warps on one SM that holds `ctas` of them at once: a
+    CTA that finishes frees its slot for the next (module docstring). `trace` is one Trace every warp runs, or the
+    CTA's warp roles (cycle_trace.Role: the slots of the CTA that run each stream, and how many of their
+    arrival-completed mbarrier waits pass free). At most CTA_ROUNDS x ctas CTAs are simulated; the rest cost the
+    steady time per CTA of the CTAs after the first round."""
+    roles = (Role(tuple(range(warps_per_cta)), trace),) if isinstance(trace, Trace) else tuple(trace)
+    role_of = [0] * warps_per_cta
+    for r, role in enumerate(roles):
+        for slot in role.slots:
+            role_of[slot] = r
     total = ctas if total_ctas is None else max(int(total_ctas), 1)
     ctas = min(ctas, total)
     to_run = min(total, CTA_ROUNDS * ctas)
+    n_warps = ctas * warps_per_cta
+    if n_warps == 0 or not any(role.trace.pcs for role in roles):
+        return SMRun(0.0, {}, 0)
+    wpc = warps_per_cta
+    w_role = [role_of[w % wpc] for w in range(n_warps)]
+    w_pcs = [roles[r].trace.pcs for r in w_role]
+    w_len = [len(p) for p in w_pcs]
+    free_of = [getattr(roles[r], "free_waits", 0) for r in w_role]
+    # mbarrier rings: warps that wait on copy-completed barriers and arrive on others release a ring's slots
+    tx_waits_of = [sum(1 for pc in role.trace.pcs if ops[pc].kind == MBAR_WAIT and ops[pc].arg == WAIT_TX)
+                   for role in roles]
+    plain_arrives_of = [sum(1 for pc in role.trace.pcs if ops[pc].kind == MBAR_ARRIVE and not ops[pc].arg)
+                        for role in roles]
+    per_release = [max(1, round(plain_arrives_of[r] / tx_waits_of[r])) if tx_waits_of[r] and plain_arrives_of[r]
+                   else 0 for r in range(len(roles))]
+    releasers = [s for s in range(wpc) if per_release[role_of[s]]]
+    # warps that fill full slots: bulk copies or arrive.expect_tx (a consumer's release arrives fill nothing)
+    fills = [any(ops[pc].arg and ops[pc].kind in (ASYNC_COPY, MBAR_ARRIVE) for pc in set(role.trace.pcs))
+             for role in roles]
+    producers = [s for s in range(wpc) if fills[role_of[s]]]
+
     started = ctas
     cta_finish: list[float] = []
     slot_done = [0] * ctas
     slot_end = [0.0] * ctas
-    n_warps = ctas * warps_per_cta
-    n_instr = len(pcs)
-    if n_warps == 0 or n_instr == 0:
-        return SMRun(0.0, {}, 0)
     servers = {"dram": _Server(mem.dram_rate), "l2": _Server(mem.l2_rate), "shared": _Server(mem.shared_rate)}
     pipe_free = [dict() for _ in range(smsps)]
     pipe_busy: dict[str, float] = {}
@@ -244,25 +150,63 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
     open_group = [0.0] * n_warps
     warp_async = [0.0] * n_warps                           # non-bulk cp.async completion (per warp)
     cta_async = [0.0] * ctas                                # bulk / TMA completion (per CTA)
-    bar_arrived = [0] * ctas
-    bar_time = [0.0] * ctas
+    full: list[list] = [[] for _ in range(ctas)]           # per CTA: [completion, sealed] of each full slot filled
+    open_tok = [-1] * n_warps                               # the full slot this warp's bulk copies complete
+    tx_k = [0] * n_warps
+    ar_k = [0] * n_warps
+    arrives: list[list] = [[] for _ in range(n_warps)]
+    forced = [False] * n_warps
+    bars: list[dict] = [dict() for _ in range(ctas)]        # per CTA: barrier id -> [warps arrived, latest clock]
     blocked = [False] * n_warps
-    marks = {}
-    for i, loop in enumerate(trace.loops):
-        marks.setdefault(loop.start, []).append((i, 0))
-        marks.setdefault(loop.end, []).append((i, 1))
-    stamps = [[[0.0, 0.0] for _ in trace.loops] for _ in range(n_warps)]
-    finish = [0.0] * n_warps
+    finished = [False] * n_warps
+    n_forced = 0
+    marks = []
+    for role in roles:
+        m: dict = {}
+        for i, loop in enumerate(role.trace.loops):
+            m.setdefault(loop.start, []).append((i, 0))
+            m.setdefault(loop.end, []).append((i, 1))
+        marks.append(m)
+    stamps = [[[0.0, 0.0] for _ in roles[w_role[w]].trace.loops] for w in range(n_warps)]
+    spans: list[list[list[float]]] = [[[] for _ in role.trace.loops] for role in roles]
     smsp_of = [w % smsps for w in range(n_warps)]
     warps_on = [[w for w in range(n_warps) if smsp_of[w] == s] for s in range(smsps)]
     last_rr = [-1] * smsps
     done = 0
 
+    def live(c: int) -> int:
+        return sum(1 for v in range(c * wpc, (c + 1) * wpc) if not finished[v])
+
+    def mbar_ready(w: int, op: _Op, t: float) -> float:
+        if forced[w]:
+            return t
+        c = w // wpc
+        if op.arg == WAIT_TX:
+            k = tx_k[w]
+            toks = full[c]
+            if k < len(toks):
+                return max(t, toks[k][0]) if toks[k][1] else INF
+            alive = [v for v in producers if not finished[c * wpc + v]]
+            return INF if alive else t
+        if op.arg == WAIT_ARRIVE:
+            j = ar_k[w] - free_of[w]
+            if j < 0:
+                return t
+            for slot in releasers:
+                v = c * wpc + slot
+                idx = (j + 1) * per_release[role_of[slot]] - 1
+                if idx < len(arrives[v]):
+                    t = max(t, arrives[v][idx])
+                elif not finished[v]:
+                    return INF
+            return t
+        return max(t, warp_async[w], cta_async[c])
+
     def ready_time(w: int) -> float:
         """Earliest clock warp w's next instruction can issue (INF while blocked)."""
         if blocked[w]:
             return INF
-        op = ops[pcs[pos[w]]]
+        op = ops[w_pcs[w][pos[w]]]
         t = prev_issue[w] + 1.0
         r = regs[w]
         for reg in op.src:
@@ -280,16 +224,17 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
             if len(g) > keep:
                 t = max(t, max(g[: len(g) - keep]))
         elif kind == ASYNC_WAIT:
-            t = max(t, warp_async[w], cta_async[w // warps_per_cta])
+            t = max(t, warp_async[w], cta_async[w // wpc])
+        elif kind == MBAR_WAIT:
+            t = mbar_ready(w, op, t)
         return t
 
-    spans: list[list[float]] = [[] for _ in trace.loops]
-
     def record_marks(w: int, t: float) -> None:
-        for i, edge in marks.get(pos[w], ()):
+        r = w_role[w]
+        for i, edge in marks[r].get(pos[w], ()):
             stamps[w][i][edge] = t
             if edge:
-                spans[i].append(t - stamps[w][i][0])
+                spans[r][i].append(t - stamps[w][i][0])
 
     def best_of(s: int) -> tuple[float, int]:
         """(clock, warp) of SMSP s's next issue: the earliest ready warp, ties by loose round-robin from the one
@@ -298,7 +243,7 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
         n_mine = len(mine)
         best_t, best_w, best_rank = INF, -1, 0
         for i, w in enumerate(mine):
-            if pos[w] >= n_instr:
+            if pos[w] >= w_len[w]:
                 continue
             t = max(ready_time(w), slot_free[s])
             rank = (i - last_rr[s] - 1) % n_mine
@@ -306,18 +251,72 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
                 best_t, best_w, best_rank = t, w, rank
         return best_t, best_w
 
+    def seal(w: int) -> None:
+        if open_tok[w] >= 0:
+            full[w // wpc][open_tok[w]][1] = True
+            open_tok[w] = -1
+
+    def release_barriers(c: int) -> None:
+        """Release CTA c's barriers whose expected warps (its count, or every live warp) have all arrived."""
+        for ident, state in list(bars[c].items()):
+            want = state[2] or live(c)
+            if state[0] >= want:
+                release = state[1] + 1.0
+                for v in state[3]:
+                    blocked[v] = False
+                    prev_issue[v] = max(prev_issue[v], release - 1.0)
+                del bars[c][ident]
+
+    def finish_warp(w: int, t: float) -> None:
+        nonlocal done, started
+        finished[w] = True
+        seal(w)
+        c = w // wpc
+        end_w = max([t] + list(regs[w].values()) + list(groups[w]) + [warp_async[w]])
+        slot_done[c] += 1
+        slot_end[c] = max(slot_end[c], end_w, cta_async[c])
+        done += 1
+        release_barriers(c)
+        if slot_done[c] == wpc:
+            cta_finish.append(slot_end[c])
+            if started < to_run:     # the next CTA takes the slot
+                started += 1
+                slot_done[c] = 0
+                cta_async[c] = 0.0
+                full[c], bars[c] = [], {}
+                for v in range(c * wpc, (c + 1) * wpc):
+                    pos[v], prev_issue[v], regs[v], groups[v] = 0, slot_end[c] - 1.0, {}, []
+                    open_group[v], warp_async[v], blocked[v], finished[v] = 0.0, 0.0, False, False
+                    open_tok[v], tx_k[v], ar_k[v], arrives[v], forced[v] = -1, 0, 0, [], False
+                done -= wpc
+                for v in range(c * wpc, (c + 1) * wpc):
+                    if w_len[v] == 0:
+                        finish_warp(v, slot_end[c])
+
+    for w in range(n_warps):
+        if w_len[w] == 0:
+            finish_warp(w, 0.0)
     # Each SMSP's next issue is cached: only its own issues change it, except a barrier release, a CTA taking a
-    # freed slot or a bulk copy (its CTA's waits), after which every SMSP is looked at again.
+    # freed slot, a bulk copy or an mbarrier event (other warps' waits), after which every SMSP is looked at again.
     nxt = [best_of(s) for s in range(smsps)]
     while done < n_warps:
         s = min(range(smsps), key=lambda i: nxt[i][0])
         t, w = nxt[s]
         if w < 0:
-            raise RuntimeError("cycle model: every warp is blocked (a barrier no warp can reach)")
-        refresh_all = False
+            # every warp waits: on a slot or release the replay never makes (loops capped differently by role, a
+            # count the averaged stream rounded away); the waiting mbarrier waits pass (details' forced_waits)
+            stuck = [v for v in range(n_warps) if not finished[v] and ops[w_pcs[v][pos[v]]].kind == MBAR_WAIT]
+            if not stuck:
+                raise RuntimeError("cycle model: every warp is blocked (a barrier no warp can reach)")
+            for v in stuck:
+                forced[v] = True
+            n_forced += len(stuck)
+            nxt = [best_of(i) for i in range(smsps)]
+            continue
+        refresh_all = open_tok[w] >= 0
         last_rr[s] = warps_on[s].index(w)
         record_marks(w, t)
-        op = ops[pcs[pos[w]]]
+        op = ops[w_pcs[w][pos[w]]]
         slot_free[s] = t + 1.0
         slots_used[s] += 1
         prev_issue[w] = t
@@ -326,6 +325,7 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
             pipe_busy[op.pipe] = pipe_busy.get(op.pipe, 0.0) + op.busy
         kind = op.kind
         r = regs[w]
+        c = w // wpc
         if kind == ALU or kind == MMA:
             for reg in op.dst:
                 r[reg] = t + op.latency
@@ -342,8 +342,7 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
                 r[reg] = max(arrive, t + op.latency)
         elif kind == WGMMA:
             servers["shared"].serve(t, mem.wgmma_shared_wavefronts)
-            start = t
-            open_group[w] = max(open_group[w], start + op.arg)
+            open_group[w] = max(open_group[w], t + op.arg)
         elif kind == COMMIT:
             groups[w].append(max(open_group[w], t))
             open_group[w] = 0.0
@@ -355,46 +354,46 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
             arrive = max(servers["l2"].serve(t, mem.copy_l2_bytes), servers["dram"].serve(t, mem.copy_dram_bytes))
             done_at = arrive + mem.load_latency
             if op.arg:
-                c = w // warps_per_cta
                 cta_async[c] = max(cta_async[c], done_at)
+                if open_tok[w] >= 0:
+                    tok = full[c][open_tok[w]]
+                    tok[0] = max(tok[0], done_at)
                 refresh_all = True
             else:
                 warp_async[w] = max(warp_async[w], done_at)
+        elif kind == MBAR_WAIT:
+            forced[w] = False
+            if op.arg == WAIT_TX:
+                tx_k[w] += 1
+            elif op.arg == WAIT_ARRIVE:
+                ar_k[w] += 1
+        elif kind == MBAR_ARRIVE:
+            for reg in op.dst:
+                r[reg] = t + op.latency
+            if op.arg:       # arrive.expect_tx: a full slot the copies after it complete
+                seal(w)
+                full[c].append([t, False])
+                open_tok[w] = len(full[c]) - 1
+            elif per_release[w_role[w]]:
+                arrives[w].append(t)
+            refresh_all = True
         elif kind == BAR:
-            c = w // warps_per_cta
-            bar_arrived[c] += 1
-            bar_time[c] = max(bar_time[c], t)
-            if bar_arrived[c] == warps_per_cta:
-                release = bar_time[c] + 1.0
-                for v in range(c * warps_per_cta, (c + 1) * warps_per_cta):
-                    if blocked[v]:
-                        blocked[v] = False
-                        prev_issue[v] = max(prev_issue[v], release - 1.0)
-                prev_issue[w] = max(prev_issue[w], release - 1.0)
-                bar_arrived[c] = 0
-                bar_time[c] = 0.0
-                refresh_all = True
-            else:
-                blocked[w] = True
+            ident, count = op.arg if isinstance(op.arg, tuple) else (0, 0)
+            state = bars[c].setdefault(ident, [0, 0.0, count, []])
+            state[0] += 1
+            state[1] = max(state[1], t)
+            state[3].append(w)
+            blocked[w] = True
+            release_barriers(c)
+            refresh_all = True
         pos[w] += 1
-        if pos[w] >= n_instr:
+        if pos[w] >= w_len[w]:
             record_marks(w, t + 1.0)
-            finish[w] = max([t + 1.0] + [v for v in r.values()] + list(groups[w]) + [warp_async[w]])
-            c = w // warps_per_cta
-            slot_done[c] += 1
-            slot_end[c] = max(slot_end[c], finish[w], cta_async[c])
-            if slot_done[c] == warps_per_cta:
-                cta_finish.append(slot_end[c])
-                if started < to_run:     # the next CTA takes the slot
-                    started += 1
-                    slot_done[c] = 0
-                    cta_async[c] = 0.0
-                    for v in range(c * warps_per_cta, (c + 1) * warps_per_cta):
-                        pos[v], prev_issue[v], regs[v], groups[v] = 0, slot_end[c] - 1.0, {}, []
-                        open_group[v], warp_async[v], blocked[v] = 0.0, 0.0, False
-                    done -= warps_per_cta
-                    refresh_all = True
-            done += 1
+            finish_warp(w, t + 1.0)
+            refresh_all = True
+        elif open_tok[w] >= 0 and ops[w_pcs[w][pos[w]]].kind in (MBAR_WAIT, MBAR_ARRIVE, BAR, ASYNC_WAIT, WAIT_WG):
+            seal(w)       # the slot's copies are all issued once the warp reaches its next synchronisation
+            refresh_all = True
         if refresh_all:
             nxt = [best_of(i) for i in range(smsps)]
         else:
@@ -403,11 +402,15 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
     if total > to_run:   # the steady time per CTA after the first round, for the CTAs not simulated
         cta_finish.sort()
         end += (total - to_run) * (cta_finish[-1] - cta_finish[ctas - 1]) / (to_run - ctas)
-    # multiply out the loops' steady state: the mean window time of a warp, once per round of resident CTAs
+    # multiply out the loops' steady state: the mean window time of a warp, once per round of resident CTAs; roles
+    # run side by side, so the longest role's extra time counts
     extra = 0.0
-    for i, loop in enumerate(trace.loops):
-        if spans[i]:
-            extra += loop.weight * loop.extra * (sum(spans[i]) / len(spans[i])) / loop.window
+    for r, role in enumerate(roles):
+        role_extra = 0.0
+        for i, loop in enumerate(role.trace.loops):
+            if spans[r][i]:
+                role_extra += loop.weight * loop.extra * (sum(spans[r][i]) / len(spans[r][i])) / loop.window
+        extra = max(extra, role_extra)
     rounds = total / ctas
     total_clocks = end + extra * rounds
     scale = total_clocks / end if end > 0 else 1.0
@@ -416,7 +419,8 @@ def simulate_sm(trace: Trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per
         busy[pipe] = clk / max(1, min(smsps, n_warps)) * scale
     for name, server in servers.items():
         busy[name] = server.busy * scale
-    return SMRun(total_clocks, MappingProxyType(busy), started * warps_per_cta * n_instr)
+    instructions = started * sum(len(roles[role_of[s]].trace.pcs) for s in range(wpc))
+    return SMRun(total_clocks, MappingProxyType(busy), instructions, n_forced)
 
 
 _UNIT_COMPONENT = {"issue": "issue", "fma": "issue", "alu": "issue", "lsu": "issue", "cbu": "issue", "xu": "sfu",
@@ -426,12 +430,16 @@ _UNIT_COMPONENT = {"issue": "issue", "fma": "issue", "alu": "issue", "lsu": "iss
 def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int | None = None,
                 clock_hz: float | None = None, bandwidth_share: float = 1.0,
                 constants: Mapping[str, float] | None = None,
-                sass_mix: Mapping[str, float] | None = None) -> Estimate:
+                sass_mix: Mapping[str, float] | None = None, by_warp=None, simulated_ctas: int = 0,
+                sass_loops=None) -> Estimate:
     """Model v2's estimate of one launch (module docstring). `program` is the decoded kernel (ptxsim Program:
     .instrs), `pc_counts` its per-pc warp-instruction counts over the grid (cycle_trace.per_pc_counts), `metrics`
     the launch's counters (the cache model's level mix, bytes per request); `sass_mix` the module's SASS factors
     (sass.py): only its "load_unroll" is used, to issue self-looping blocks' loads as ptxas unrolled
-    them (cycle_trace.py)."""
+    them (cycle_trace.py). `by_warp` (stats.WarpCounts of the launch) and `simulated_ctas` (the CTAs it sums) give
+    each warp role its own stream and tell mbarrier waits apart (module docstring); without them every warp runs the
+    grid's averaged stream. `sass_loops` (the entry's innermost SASS loops, sass.sass_loops) gives each loop ptxas's
+    own unroll (sass.loop_unrolls) in place of the module-wide load_unroll."""
     spec, k = _check_args(spec, occ, clock_hz, bandwidth_share, constants)
     sms = check_sm_count(sm_count, spec.sm_count)
     m = _counters(metrics)
@@ -441,14 +449,17 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     warps_per_cta = occ.warps_per_block
     mix = sass_mix or {}
     unroll = float(mix.get("load_unroll", 1.0))
-    trace = build_trace(program.instrs, pc_counts, grid * warps_per_cta, unroll)
-    ops = _ops(program.instrs, spec, k)
+    waits = getattr(by_warp, "mbarrier_waits", None)
+    per_loop = loop_unrolls(program.instrs, sass_loops) if sass_loops else {}
+    roles = warp_roles(program.instrs, pc_counts, grid, warps_per_cta, getattr(by_warp, "counts", None),
+                       simulated_ctas, unroll, waits, per_loop or None)
+    ops = _ops(program.instrs, spec, k, waits)
     copies = sum(float(pc_counts[pc]) for pc, op in enumerate(ops) if op.kind == ASYNC_COPY and pc < len(pc_counts))
     mem = _memory(m, spec, k, active, sms, clock, float(bandwidth_share), copies)
     per_sm = math.ceil(grid / active)
     resident = max(1, min(occ.blocks_per_sm, per_sm))
     rounds = per_sm / resident
-    runs = [(1, simulate_sm(trace, ops, mem, resident, warps_per_cta, spec.sub_partitions_per_sm, per_sm))]
+    runs = [(1, simulate_sm(roles, ops, mem, resident, warps_per_cta, spec.sub_partitions_per_sm, per_sm))]
     clocks = sum(n * run.clocks for n, run in runs)
     busy: dict[str, float] = {}
     for n, run in runs:
@@ -469,7 +480,10 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     achieved = {comp: (value / clocks if clocks else 0.0) for comp, value in busy.items()}
     waves = occ.waves(grid, sms)
     details = {"model_version": 2.0, "sm_clocks": clocks, "resident_ctas": float(resident), "rounds": rounds,
-               "trace_instructions": float(len(trace.pcs)), "loops": float(len(trace.loops)),
+               "trace_instructions": float(sum(len(role.trace.pcs) * len(role.slots) for role in roles)),
+               "loops": float(sum(len(role.trace.loops) for role in roles)), "warp_roles": float(len(roles)),
+               "forced_waits": float(sum(run.forced_waits for _, run in runs)),
+               "sass_loops_matched": float(len(per_loop)),
                "load_latency_clk": mem.load_latency, "dram_bytes_per_clk_per_sm": mem.dram_rate,
                "l2_bytes_per_clk_per_sm": mem.l2_rate, "active_sms": float(active)}
     return Estimate(seconds=kernel + components["launch"], limiter=limiter,

@@ -487,7 +487,10 @@ def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, f
             from ptxsim.model.cycle_trace import per_pc_counts
 
             est = estimate_v2(kernel.program, per_pc_counts(kernel.program, stats.per_line), stats.metrics, spec,
-                              occ, constants=constants, sass_mix=mix)
+                              occ, constants=constants, sass_mix=mix, by_warp=stats.by_warp,
+                              simulated_ctas=stats.simulated_ctas,
+                              sass_loops=((static_facts(bench.ptx) if static_facts else None) or {})
+                              .get("sass_loops", {}).get(bench.entry))
         else:
             est = estimate(stats.metrics, spec, occ, constants=constants, sass_mix=mix)
         times.append(est.kernel_seconds)

@@ -18,6 +18,7 @@ is charged the module's average), and a module with several entries shares one s
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 REFERENCE = ("fp32", "fp16", "fp64", "sfu", "tensor", "ld_global", "st_global", "ld_shared", "st_shared", "atom",
@@ -87,3 +88,79 @@ def sass_factors(ptx_counts: Mapping[str, int], sass_histogram: Mapping[str, int
         # issues a self-looping block's loads in chunks of this many (cycle_trace.py)
         out["load_unroll"] = sass["ld_global"] / ptx_counts["ld_global"]
     return out
+
+
+# -- loops: how much ptxas unrolled each loop (model v2) ----------------------------------------------------------
+_FUNC = re.compile(r"^\.text\.([A-Za-z_$][\w$]*):\s*$")
+_LABEL = re.compile(r"^(\.L\w+):\s*$")
+_INSTR = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)([^;]*);")
+_TARGET = re.compile(r"`\((\.L\w+)\)")
+
+
+def sass_loops(listing: str) -> dict[str, list[list[int]]]:
+    """nvdisasm -c text -> {function: [[global loads, instructions] of each innermost loop, in address order]}.
+    A loop is a backward branch (BRA to a label at or before it) and the instructions from its label to it;
+    innermost: no other loop lies inside it. Loads are LDG* (LDGSTS is an async copy, not counted)."""
+    out: dict[str, list[list[int]]] = {}
+    func, labels, instrs = None, {}, []
+    pending: list[str] = []
+
+    def close() -> None:
+        if func is None:
+            return
+        loops = []
+        for addr, _op, rest in instrs:
+            m = _TARGET.search(rest)
+            if m and _op.startswith("BRA") and m.group(1) in labels and labels[m.group(1)] <= addr:
+                loops.append((labels[m.group(1)], addr))
+        inner = [(a, b) for a, b in loops if not any((c, d) != (a, b) and a <= c and d <= b for c, d in loops)]
+        out[func] = [[sum(1 for addr, op, _ in instrs if a <= addr <= b and op.startswith("LDG")
+                          and not op.startswith("LDGSTS") and not op.startswith("LDGDEPBAR")),
+                      sum(1 for addr, _, _ in instrs if a <= addr <= b)] for a, b in sorted(inner)]
+
+    for line in listing.splitlines():
+        m = _FUNC.match(line.strip())
+        if m:
+            close()
+            func, labels, instrs, pending = m.group(1), {}, [], []
+            continue
+        m = _LABEL.match(line.strip())
+        if m:
+            pending.append(m.group(1))
+            continue
+        m = _INSTR.match(line)
+        if m and func is not None:
+            addr = int(m.group(1), 16)
+            for name in pending:
+                labels[name] = addr
+            pending = []
+            instrs.append((addr, m.group(2), m.group(3)))
+    close()
+    return out
+
+
+def ptx_loops(instrs) -> list[tuple[int, int]]:
+    """(header pc, global loads) of the PTX program's innermost loops that hold a global load, in program order."""
+    loops = []
+    for ins in instrs:
+        if ins.control and ins.op == "bra" and 0 <= ins.target <= ins.pc:
+            loops.append((ins.target, ins.pc))
+    inner = [(a, b) for a, b in loops if not any((c, d) != (a, b) and a <= c and d <= b for c, d in loops)]
+    out = []
+    for a, b in sorted(inner):
+        loads = sum(1 for pc in range(a, b + 1) if instrs[pc].klass == "ld_global")
+        if loads:
+            out.append((a, loads))
+    return out
+
+
+def loop_unrolls(instrs, loops_of_entry) -> dict[int, float]:
+    """{PTX loop header pc: SASS global loads per PTX one in the matching SASS loop} (how many iterations ptxas put
+    in one pass of the loop it emits). The innermost PTX loops with global loads are matched in order with the
+    innermost SASS loops with LDGs (ptxas keeps the order of loops); {} when their numbers differ (the mapping is
+    then not known: a loop fully unrolled, split or fused) or without a listing."""
+    sass = [loop for loop in (loops_of_entry or ()) if loop[0] > 0]
+    ptx = ptx_loops(instrs)
+    if not sass or len(sass) != len(ptx):
+        return {}
+    return {pc: max(1.0, s[0] / loads) for (pc, loads), s in zip(ptx, sass, strict=True)}

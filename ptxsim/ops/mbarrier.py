@@ -95,6 +95,7 @@ def m_wait(st, ins, lanes):
     else:
         done, want = tab.done(ins, phys, la, token, ins.aux.parity)
         result = np.ones(len(la), np.bool_)  # true now, or when the blocked ones resume
+    tab.note_wait(ins.pc, phys, want, result)
     st.write(ins.ops[0], lanes, result, PRED)
     if not done.all():
         tab.block(la[~done], phys[~done], want[~done])

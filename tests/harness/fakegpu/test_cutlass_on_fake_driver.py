@@ -71,10 +71,9 @@ def test_a_struct_of_the_wrong_size_is_refused_before_the_driver(fake_gpu):
 def test_timed_calls_only_launch_the_plan_made_before_them(fake_gpu):
     """The routing is read (a device-to-host copy and a synchronisation) on the first, unblocked call only: inside a
     timed window, where the stream is held by the blocker, a read would wait forever on a GPU."""
+    from cutlass_impl import IMPLEMENTATION
     from harness.timing.gpu import GpuTimingSettings, time_gpu
     from tests.harness.fakegpu.test_timing import _windows
-
-    from cutlass_impl import IMPLEMENTATION
 
     backend, records, _, preset, call_args = _run(fake_gpu, "grouped_gemm_fp8")
     backend.to_host = None  # from here on, a read of the device fails the test: the plan must be reused

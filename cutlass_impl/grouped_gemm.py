@@ -21,7 +21,8 @@ TMA. The shim's scale layout is checked against the contract's on every launch.)
 
 The configuration: one of CUTLASS's own candidates (cutlass_impl.build.CONFIGS: tile and schedule), chosen per
 shape by the timing model (benchmarks/cutlass_sweep.py) and fixed in kernels/choices.json; a shape not in it gets
-its family's first candidate (CUTLASS's default cooperative 128x128). The launch names say the configuration.
+its family's first candidate (CUTLASS's default cooperative 128x128). The launch names say the configuration and how
+it was chosen ("grouped_gemm[256x256] cutlass cooperative 128x128x64 (swept)"; "(default, not swept)"; "(given)").
 """
 from __future__ import annotations
 
@@ -139,7 +140,9 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
     if params:
         raise InputError(f"cutlass {kernel}: unknown parameter(s) {sorted(params)}; expected 'variant', 'config'")
     P_max, Kd, N, E, BM = _check_args(kernel, args, preset)  # noqa: N806
-    name = config_for(kernel, shape_key(P_max, N, Kd, BM), config)
+    key = shape_key(P_max, N, Kd, BM)
+    name = config_for(kernel, key, config)
+    how = "given" if config is not None else "swept" if key in choices().get(kernel, {}) else "default, not swept"
     ptx, entry = build.load_ptx(name), entry_of(name)
     plan = _plan(kernel, backend, args, P_max, Kd, E, BM)
     a, w, c = args["a"], args["w"], args["c"]
@@ -155,7 +158,7 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
         if plan.scales_t is not None:
             _check_scale_layout(hp.extra, P_max, Kd, N, name)
         records.append(backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes,
-                                          tag=f"{kernel}[{N}x{Kd}] cutlass {build.CONFIGS[name].label}"))
+                                          tag=f"{kernel}[{N}x{Kd}] cutlass {build.CONFIGS[name].label} ({how})"))
     return records
 
 

@@ -83,3 +83,20 @@ def test_leaving_out_an_expert_run_fails_the_check(monkeypatch):
     monkeypatch.setattr(cg, "expert_runs", lambda *a: real(*a)[:-1])
     result, _ = _check("grouped_gemm", "tiny", "down")
     assert not result.ok
+
+
+OTHER_CANDIDATES = [pytest.param(n, marks=[pytest.mark.long] if c.family == "fp8" else [])
+                    for n, c in build.CONFIGS.items() if n not in ("gemm_bf16_sm90", "gemm_fp8_blockwise_sm90")]
+
+
+@needs_host
+@pytest.mark.sim
+@pytest.mark.parametrize("config", OTHER_CANDIDATES)
+def test_every_other_candidate_passes_too(config):
+    """The sweep may choose any candidate: each passes the check sanitizer-clean (tiny, down: the cheapest cell). The
+    FP8 ones take 15-35 s each here: the long tier (PTXMOE_LONG_TESTS=1; they passed when added)."""
+    kernel = "grouped_gemm" if build.CONFIGS[config].family == "bf16" else "grouped_gemm_fp8"
+    result, backend = _check(kernel, "tiny", "down", config=config)
+    assert result.ok, result.message
+    assert backend.sanitizer_findings() == []
+    assert all(build.CONFIGS[config].label in r.name and "(given)" in r.name for r in backend.records)

@@ -67,6 +67,8 @@ class MbarrierTable:
         self.wait_phys = np.full(st.nlanes, -1, np.int64)
         self.wait_phase = np.full(st.nlanes, -1, np.int64)  # released when the barrier's phase exceeds this
         self.seen: dict[int, np.ndarray] = {}  # barrier -> per lane, the newest phase the thread saw complete
+        self.completions = 0  # phases completed so far in the batch (time_out_a_cycle's progress test)
+        self.cycle_timed_out_at = -1  # `completions` when time_out_a_cycle last timed waits out
 
     @staticmethod
     def of(st) -> MbarrierTable:
@@ -325,6 +327,7 @@ class MbarrierTable:
         if bar.pending or bar.tx:
             return
         bar.phase += 1
+        self.completions += 1
         bar.pending = bar.expected
         bar.complete_clock.append(self.st.clock)
         for h in self.st.hooks:
@@ -361,6 +364,22 @@ class MbarrierTable:
             sched.wait_id[la] = -1
             self.wait_phys[la] = -1
         return True
+
+    def time_out_a_cycle(self) -> bool:
+        """When every live thread is blocked and threads wait on two or more mbarriers, the blocked try_waits return
+        false, as a hardware try_wait does when its time limit passes: a wait outside a retry loop (CUTLASS's
+        consumer_try_wait, which fetches the next stage's token before the last one is released) goes on and may
+        release what the other side waits for. Once per progress: when no phase has completed since the last time-out,
+        nothing timed out changed anything, and the launch is the deadlock it reports. One thread alone on one
+        barrier is a deadlock at once (its time-out could free nobody)."""
+        st = self.st
+        lanes = np.flatnonzero((st.sched.wait_id == MBAR_WAIT) & (st.pc >= BLOCKED) & (st.pc < EXITED))
+        if not lanes.size or self.completions == self.cycle_timed_out_at:
+            return False
+        if np.unique(self.wait_phys[lanes]).size < 2:
+            return False
+        self.cycle_timed_out_at = self.completions
+        return self.time_out_waits()
 
     def deadlock_line(self, lane: int, count: int) -> str:
         st = self.st

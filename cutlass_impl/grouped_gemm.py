@@ -33,11 +33,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contract.errors import InputError
+from contract.errors import InputError, TooSlowToSimulate
 from cutlass_impl import build
 from cutlass_impl.params import host_params
 
 FAMILY = {"grouped_gemm": "bf16", "grouped_gemm_fp8": "fp8"}
+SIM_WHOLE_TILE_STEPS = 20_000  # _refuse_hours_on_sim's bound
 CHOICES = build.KERNEL_DIR / "choices.json"
 
 
@@ -145,6 +146,7 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
     how = "given" if config is not None else "swept" if key in choices().get(kernel, {}) else "default, not swept"
     ptx, entry = build.load_ptx(name), entry_of(name)
     plan = _plan(kernel, backend, args, P_max, Kd, E, BM)
+    _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
     a, w, c = args["a"], args["w"], args["c"]
     esize = np.dtype(a.dtype).itemsize
     kb = Kd // 128
@@ -160,6 +162,20 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
         records.append(backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes,
                                           tag=f"{kernel}[{N}x{Kd}] cutlass {build.CONFIGS[name].label} ({how})"))
     return records
+
+
+def _refuse_hours_on_sim(kernel: str, backend, groups, N: int, Kd: int, name: str) -> None:  # noqa: N803
+    """TooSlowToSimulate where the sim backend samples (its `sample` policy set) and these launches would take hours:
+    they are plain grids, which it runs whole. The bound is in tile k-steps (one tile's one K step): `small` has about
+    2,000 (two minutes on the shared machine), dsv3-decode about a million."""
+    config = build.CONFIGS[name]
+    work = sum(-(-g.rows // config.tile_m) * -(-N // config.tile_n) * -(-Kd // config.tile_k) for g in groups)
+    if getattr(backend, "name", "") == "sim" and getattr(backend, "sample", None) is not None \
+            and work > SIM_WHOLE_TILE_STEPS:
+        raise TooSlowToSimulate(
+            f"cutlass {kernel}: {len(groups)} launches of CUTLASS's {config.label} GEMM, {work} tile k-steps in all, "
+            f"are plain grids the simulator runs whole (not sampled): hours at this size: skipped; run it on a GPU "
+            f"(--backend gpu), at tiny or small, or whole with --sample off")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,10 @@ over the modelled time, as contract.kernels declares it, close to but not exactl
 
 The published figures are predictions to compare with, not inputs: no constant of the timing model is set from them.
 
+The cutlass column: its rows say the configuration (benchmarks/cutlass_sweep.py's choice where the shape was swept,
+else CUTLASS's default). At the table's shapes a sampled compare skips them (TooSlowToSimulate: one plain-grid launch
+per group, which the simulator runs whole); `--sample off` runs them whole (hours), a GPU run measures them.
+
 Cost on the simulator: every row simulates K/128 tensor-core steps per CTA, and a shape's groups are long runs of
 one expert (up to 128 grid rows), which `--sample auto` samples whole (harness/sampling.py), so the table's rows take
 minutes each on two cores: the cheapest shape, masked-4x256x7168x2048 (896 CTAs, run whole), took 232 s on the PTX
@@ -137,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated shape presets (GxMxNxK, masked-GxMxNxK) or deepgemm-table")
     parser.add_argument("--impls", default="cpp,ptx",
                         help="implementations (default cpp,ptx: ptx runs every rung; cutlass and triton on request: "
-                             "cutlass's per-expert launches are plain grids, which the simulator runs whole)")
+                             "at the table's shapes cutlass rows are skipped on the simulator, whose sampling cannot "
+                             "cut its per-expert plain grids: --sample off runs them whole, for hours)")
     parser.add_argument("--sample", default="auto", help="the compare's --sample (auto, off or N)")
     parser.add_argument("--out", help="profiles folder for the compare's run (default: a temporary folder)")
     parser.add_argument("--seed", type=int, default=28)

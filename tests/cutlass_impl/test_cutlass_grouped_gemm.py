@@ -85,16 +85,17 @@ def test_leaving_out_an_expert_run_fails_the_check(monkeypatch):
     assert not result.ok
 
 
-OTHER_CANDIDATES = [pytest.param(n, marks=[pytest.mark.long] if c.family == "fp8" else [])
-                    for n, c in build.CONFIGS.items() if n not in ("gemm_bf16_sm90", "gemm_fp8_blockwise_sm90")]
+CHOSEN = {name for table in cg.choices().values() for name in table.values()}
+OTHER_CANDIDATES = [pytest.param(n, marks=[] if n in CHOSEN else [pytest.mark.long])
+                    for n in build.CONFIGS if n not in ("gemm_bf16_sm90", "gemm_fp8_blockwise_sm90")]
 
 
 @needs_host
 @pytest.mark.sim
 @pytest.mark.parametrize("config", OTHER_CANDIDATES)
 def test_every_other_candidate_passes_too(config):
-    """The sweep may choose any candidate: each passes the check sanitizer-clean (tiny, down: the cheapest cell). The
-    FP8 ones take 15-35 s each here: the long tier (PTXMOE_LONG_TESTS=1; they passed when added)."""
+    """The sweep may choose any candidate: each passes the check sanitizer-clean (tiny, down: the cheapest cell).
+    The ones no committed choice uses are in the long tier (PTXMOE_LONG_TESTS=1; all passed when added)."""
     kernel = "grouped_gemm" if build.CONFIGS[config].family == "bf16" else "grouped_gemm_fp8"
     result, backend = _check(kernel, "tiny", "down", config=config)
     assert result.ok, result.message

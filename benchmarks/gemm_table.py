@@ -7,11 +7,16 @@ Runs `ptxmoe compare --backend sim --kernels grouped_gemm_fp8 --model-device h80
 `--preset deepgemm-table`) for the implementations asked (`ptx` brings every rung of its ladder), or reads a run.json
 such a compare wrote (--from), and prints per shape: DeepGEMM's published TFLOPS, GB/s and speedup over DeepSeek's
 CUTLASS 3.6 kernels, the CUTLASS TFLOPS that speedup implies (published / speedup, a derived figure, not a
-measurement), and each implementation's modelled TFLOPS and GB/s with its check status. The FLOPs are 2 x G x M x N x
-K (DeepGEMM's count); the GB/s is the kernel's minimum bytes (FP8 A and W, their scales, bf16 C) over the modelled
-time, as contract.kernels declares it, close to but not exactly DeepGEMM's byte count.
+measurement), and each implementation's modelled TFLOPS and GB/s with its check status (a cutlass row also its
+configuration, and whether benchmarks/cutlass_sweep.py chose it for the shape or it is CUTLASS's default). The FLOPs
+are 2 x G x M x N x K (DeepGEMM's count); the GB/s is the kernel's minimum bytes (FP8 A and W, their scales, bf16 C)
+over the modelled time, as contract.kernels declares it, close to but not exactly DeepGEMM's byte count.
 
 The published figures are predictions to compare with, not inputs: no constant of the timing model is set from them.
+
+The cutlass column: its rows say the configuration (benchmarks/cutlass_sweep.py's choice where the shape was swept,
+else CUTLASS's default). At the table's shapes a sampled compare skips them (TooSlowToSimulate: one plain-grid launch
+per group, which the simulator runs whole); `--sample off` runs them whole (hours), a GPU run measures them.
 
 Cost on the simulator: every row simulates K/128 tensor-core steps per CTA, and a shape's groups are long runs of
 one expert (up to 128 grid rows), which `--sample auto` samples whole (harness/sampling.py), so the table's rows take
@@ -81,11 +86,21 @@ def table_rows(doc: dict) -> list[dict]:
         rung = row.get("rung") or {}
         label = row["impl"] if not rung else f"{row['impl'].split('.')[0]}.r{rung.get('number')}"
         label += " (top)" if rung.get("top") else ""
+        config = cutlass_config(row) if row["impl"] == "cutlass" else None
         rows.append({"shape": row["preset"], "impl": label, "status": row.get("status"),
                      "check": (row.get("correctness") or {}).get("ok"),
                      "tflops": put.get("achieved_tflops"), "gbps": put.get("achieved_gbps"),
-                     "device": timing.get("device"), "sampled": (row.get("sampling") or {}).get("sampled")})
+                     "device": timing.get("device"), "sampled": (row.get("sampling") or {}).get("sampled"),
+                     "config": config})
     return rows
+
+
+def cutlass_config(row: dict) -> str | None:
+    """The configuration a cutlass row ran, from its launch names ("... cutlass cooperative 128x128x128 (swept)"):
+    the best of CUTLASS's candidates where the shape was swept (benchmarks/cutlass_sweep.py), else its default."""
+    names = [launch.get("name", "") for launch in ((row.get("timing") or {}).get("launches") or [])]
+    configs = sorted({name.split(" cutlass ", 1)[1] for name in names if " cutlass " in name})
+    return "; ".join(configs) or None
 
 
 def _num(value, fmt: str) -> str:
@@ -111,6 +126,8 @@ def render(rows: list[dict]) -> str:
                 note += ", sampled"
             if r["device"] and r["device"] != "H800 SXM":
                 note += f", modelled on {r['device']}"
+            if r.get("config"):
+                note += f", {r['config']}"
             lines.append(f"{'' if pub else shape:<30} {r['impl']:<20} {_num(r['tflops'], '8.1f'):>8} "
                          f"{_num(r['gbps'], '8.0f'):>8}  {note}")
         lines.append("")
@@ -122,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from", dest="run_json", metavar="RUN_JSON", help="print the table of this run.json")
     parser.add_argument("--shapes", default="deepgemm-table",
                         help="comma-separated shape presets (GxMxNxK, masked-GxMxNxK) or deepgemm-table")
-    parser.add_argument("--impls", default="cpp,ptx", help="implementations (default cpp,ptx: ptx runs every rung)")
+    parser.add_argument("--impls", default="cpp,ptx",
+                        help="implementations (default cpp,ptx: ptx runs every rung; cutlass and triton on request: "
+                             "at the table's shapes cutlass rows are skipped on the simulator, whose sampling cannot "
+                             "cut its per-expert plain grids: --sample off runs them whole, for hours)")
     parser.add_argument("--sample", default="auto", help="the compare's --sample (auto, off or N)")
     parser.add_argument("--out", help="profiles folder for the compare's run (default: a temporary folder)")
     parser.add_argument("--seed", type=int, default=28)

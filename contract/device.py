@@ -97,6 +97,35 @@ class TensorMapArg:
 
 
 @dataclass(frozen=True)
+class EncodeTiled:
+    """The arguments of one cuTensorMapEncodeTiled call, innermost dimension first, as the driver takes them (strides
+    in bytes, of dimensions 1..rank-1; the enums as their integer codes)."""
+
+    data_type: int
+    rank: int
+    address: int
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    box: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    interleave: int
+    swizzle: int
+    l2_promotion: int
+    oob_fill: int
+
+
+@dataclass(frozen=True)
+class StructArg:
+    """A by-value struct kernel parameter (`.param .align 64 .b8 name[N]`, N = len(raw)), such as the one `Params`
+    struct a CUTLASS kernel takes: its bytes, and the tensor maps inside it, each as the byte offset of its 128-byte
+    slot and the cuTensorMapEncodeTiled call that makes it. The backend encodes them at launch (ptxsim's encoder on
+    sim, the driver's on a GPU) and writes each over its slot."""
+
+    raw: bytes
+    tensor_maps: tuple[tuple[int, EncodeTiled], ...] = ()
+
+
+@dataclass(frozen=True)
 class WorkItems:
     """The item range of a persistent kernel: stands for two `.u32` kernel parameters (item_begin, item_end), its
     CTAs (thread-block clusters, with clusters) taking items item_begin + i, + grid, ... below item_end: any grid
@@ -139,7 +168,7 @@ class WorkItems:
         return np.uint32(0), np.uint32(self.count)
 
 
-LaunchArg = DeviceArray | np.generic | TensorMapArg | WorkItems
+LaunchArg = DeviceArray | np.generic | TensorMapArg | StructArg | WorkItems
 
 # What a launch's grid stands for, as its parameters declare it: "rows" (its grid rows are routing blocks: it passes
 # total_padded as a LiveRows), "items" (a persistent kernel's item range: a WorkItems), or "plain" (CTAs with no

@@ -28,3 +28,9 @@ class InputError(PtxmoeError):
 class BuildError(PtxmoeError):
     """An implementation's source did not build (e.g. NVRTC rejected CUDA C++); the message carries the compiler's
     log with file and line."""
+
+
+class TooSlowToSimulate(PtxmoeError):
+    """A launch the sim backend cannot sample and would simulate whole for hours: its row is skipped with this reason
+    (what the launch is, why it cannot be sampled, which flag or backend helps). Here so an implementation can say
+    it too (cutlass's per-expert launches: plain grids, which the simulator runs whole)."""

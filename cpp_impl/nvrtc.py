@@ -118,7 +118,9 @@ def compile_file(file: str, defines: tuple[tuple[str, int], ...] = (), arch: str
     return compile_source(path.read_text(), name=file, arch=arch, options=options)
 
 
-def _compile(source: str, name: str, arch: str, options: tuple[str, ...]) -> str:
+def _compile(source: str, name: str, arch: str, options: tuple[str, ...], lineinfo: bool = True) -> str:
+    """NVRTC's PTX of `source`; lineinfo=False leaves out -lineinfo (PTX committed to the repository: its `.file`
+    lines would name the compiling checkout's paths)."""
     try:
         from cuda.bindings import nvrtc
     except ImportError as exc:
@@ -127,7 +129,8 @@ def _compile(source: str, name: str, arch: str, options: tuple[str, ...]) -> str
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise BuildError(f"nvrtcCreateProgram failed for {name}: {err}")
     try:
-        opts = [f"-arch={arch}", *BASE_OPTIONS, *include_options(), *options]
+        base = BASE_OPTIONS if lineinfo else tuple(o for o in BASE_OPTIONS if o != "-lineinfo")
+        opts = [f"-arch={arch}", *base, *include_options(), *options]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             _, size = nvrtc.nvrtcGetProgramLogSize(prog)

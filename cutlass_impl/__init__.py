@@ -1,5 +1,29 @@
-"""cutlass_impl: CUTLASS 3.x's sm90 kernels, compiled from the `nvidia-cutlass` wheel's headers by NVRTC for sm_90a,
-their Params built host-side by CUTLASS's own code (a small g++ shim against the same headers) and their tensor maps
-encoded by the project's encoder. Today: the TMA warp-specialised cooperative bf16 GEMM runs unmodified on ptxsim
-(build.py; the simulator driver is tests/cutlass_impl/cutlass_sim.py, since an implementation package does not
-import the simulator; issue 28 item 3). Not yet a contract implementation (no `IMPLEMENTATION`): docs/cutlass.md."""
+"""cutlass_impl: CUTLASS 3.x's sm90 kernels as a contract implementation (`cutlass`): grouped_gemm (bf16) and
+grouped_gemm_fp8 (DeepSeek-V3's blockwise scales), compiled from the `nvidia-cutlass` wheel's headers by NVRTC for
+sm_90a (build.py; committed gzipped PTX with a source record), their Params built by CUTLASS's own host code (a small
+g++ shim against the same headers, params.py) and their tensor maps encoded by the backend at launch. One launch per
+expert of CUTLASS's non-grouped kernel, not its grouped ptr-array kernel (grouped_gemm.py says why). docs/cutlass.md.
+"""
+from __future__ import annotations
+
+from contract.registry import Implementation
+
+
+def _grouped_gemm(backend, args, preset, **params):
+    """Lazy entry for cutlass_impl.grouped_gemm.run (bf16)."""
+    from cutlass_impl import grouped_gemm
+
+    return grouped_gemm.run("grouped_gemm", backend, args, preset, **params)
+
+
+def _grouped_gemm_fp8(backend, args, preset, **params):
+    """Lazy entry for cutlass_impl.grouped_gemm.run (FP8 blockwise)."""
+    from cutlass_impl import grouped_gemm
+
+    return grouped_gemm.run("grouped_gemm_fp8", backend, args, preset, **params)
+
+
+KERNELS = {"grouped_gemm": _grouped_gemm, "grouped_gemm_fp8": _grouped_gemm_fp8}
+
+IMPLEMENTATION = Implementation(name="cutlass", language="CUTLASS 3.x (C++ templates, NVRTC to sm_90a PTX)",
+                                kernels=KERNELS)

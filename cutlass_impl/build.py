@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -23,10 +24,51 @@ from contract.errors import BuildError
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 ARCH = "sm_90a"
-KERNELS = {  # name -> (device source, shared header)
-    "gemm_bf16_sm90": ("gemm_bf16_sm90.cu", "gemm_bf16_sm90.h"),
-    "gemm_fp8_blockwise_sm90": ("gemm_fp8_blockwise_sm90.cu", "gemm_fp8_blockwise_sm90.h"),
+# family -> (device source, shared header, host shim source)
+FAMILIES = {
+    "bf16": ("gemm_bf16_sm90.cu", "gemm_bf16_sm90.h", "gemm_bf16_sm90_host.cpp"),
+    "fp8": ("gemm_fp8_blockwise_sm90.cu", "gemm_fp8_blockwise_sm90.h", "gemm_fp8_blockwise_sm90_host.cpp"),
 }
+
+
+@dataclass(frozen=True)
+class Config:
+    """One of CUTLASS's own candidate configurations of a kernel family (what its profiler sweeps): tile, schedule.
+    Clusters stay 1x1x1: CUTLASS sets a cluster at launch (no .reqnctapercluster in its PTX) and the harness's
+    launch_ptx passes no cluster dimensions (docs/cutlass.md)."""
+
+    family: str
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    schedule: str  # "cooperative" or "pingpong"
+
+    @property
+    def defines(self) -> tuple[str, ...]:
+        return (f"-DPTXMOE_TILE_M={self.tile_m}", f"-DPTXMOE_TILE_N={self.tile_n}",
+                f"-DPTXMOE_PINGPONG={int(self.schedule == 'pingpong')}")
+
+    @property
+    def label(self) -> str:
+        """"cooperative 128x128x64": how a row and the docs name the configuration."""
+        return f"{self.schedule} {self.tile_m}x{self.tile_n}x{self.tile_k}"
+
+
+# name -> configuration; the first of each family is the one the ptxsim tests of issue 28 item 3 run
+CONFIGS = {
+    "gemm_bf16_sm90": Config("bf16", 128, 128, 64, "cooperative"),
+    "gemm_bf16_sm90_pingpong_64x128": Config("bf16", 64, 128, 64, "pingpong"),
+    "gemm_bf16_sm90_cooperative_128x256": Config("bf16", 128, 256, 64, "cooperative"),
+    "gemm_fp8_blockwise_sm90": Config("fp8", 128, 128, 128, "cooperative"),
+    "gemm_fp8_blockwise_sm90_pingpong_64x128": Config("fp8", 64, 128, 128, "pingpong"),
+    "gemm_fp8_blockwise_sm90_cooperative_256x128": Config("fp8", 256, 128, 128, "cooperative"),
+}
+KERNELS = {name: FAMILIES[c.family][:2] for name, c in CONFIGS.items()}  # name -> (device source, shared header)
+
+
+def candidates(family: str) -> tuple[str, ...]:
+    """The configuration names of `family` ("bf16" or "fp8"), in CONFIGS order."""
+    return tuple(n for n, c in CONFIGS.items() if c.family == family)
 
 
 @lru_cache(maxsize=1)
@@ -50,8 +92,8 @@ def cutlass_version() -> str:
 
 
 def source_digest(name: str) -> str:
-    """SHA-256 of what the device code of kernel `name` is compiled from (its .cu and shared header)."""
-    h = hashlib.sha256()
+    """SHA-256 of what the device code of kernel `name` is compiled from (its .cu, shared header and defines)."""
+    h = hashlib.sha256(" ".join(CONFIGS[name].defines).encode())
     for f in KERNELS[name]:
         h.update(f.encode() + b"\0" + (KERNEL_DIR / f).read_bytes())
     return h.hexdigest()
@@ -60,7 +102,7 @@ def source_digest(name: str) -> str:
 def shim_digest(name: str) -> str:
     """SHA-256 of what the host shim of kernel `name` is built from."""
     h = hashlib.sha256(source_digest(name).encode())
-    for f in (f"{name}_host.cpp", "host_prelude.h", "rt_stubs.cpp"):
+    for f in (FAMILIES[CONFIGS[name].family][2], "host_prelude.h", "rt_stubs.cpp"):
         h.update(f.encode() + b"\0" + (KERNEL_DIR / f).read_bytes())
     return h.hexdigest()
 
@@ -79,16 +121,20 @@ def compile_ptx(name: str) -> str:
 
     inc, util = cutlass_dirs()
     source, _ = KERNELS[name]
+    # NOTE: no -lineinfo: its .file lines would commit the compiling checkout's paths
     return nvrtc._compile((KERNEL_DIR / source).read_text(), source, ARCH,
-                          (f"-I{KERNEL_DIR}", f"-I{inc}", f"-I{util}", "-DNDEBUG"))
+                          (f"-I{KERNEL_DIR}", f"-I{inc}", f"-I{util}", "-DNDEBUG", *CONFIGS[name].defines),
+                          lineinfo=False)
 
 
 def generate(name: str) -> None:
     ptx = compile_ptx(name)
     # NOTE: mtime 0, so the same PTX gzips to the same bytes
     ptx_path(name).write_bytes(gzip.compress(ptx.encode(), mtime=0))
+    c = CONFIGS[name]
     record_path(name).write_text(json.dumps({"source_sha256": source_digest(name), "nvidia_cutlass": cutlass_version(),
-                                             "arch": ARCH, "ptx_chars": len(ptx)}, indent=1, sort_keys=True) + "\n")
+                                             "arch": ARCH, "ptx_chars": len(ptx), "defines": list(c.defines),
+                                             "config": c.label}, indent=1, sort_keys=True) + "\n")
 
 
 @lru_cache(maxsize=None)
@@ -104,7 +150,7 @@ def _cuda_includes() -> list[str]:
 
 
 def shim(name: str) -> Path:
-    """The host shim binary of kernel `name` (kernels/<name>_host.cpp + rt_stubs.cpp), built by g++ once per source
+    """The host shim binary of kernel `name` (its family's host .cpp + rt_stubs.cpp), built by g++ once per source
     digest (about a minute: CUTLASS's templates) and cached. BuildError when g++ is missing or fails."""
     gxx = shutil.which(os.environ.get("CXX", "g++"))
     if gxx is None:
@@ -117,9 +163,10 @@ def shim(name: str) -> Path:
         return exe
     cache.mkdir(parents=True, exist_ok=True)
     flags = ["-std=c++17", "-O0", "-fpermissive", "-w", "-DCUTLASS_SM90_COLLECTIVE_BUILDER_SUPPORTED",
-             f"-I{KERNEL_DIR}", f"-I{inc}", f"-I{util}", *_cuda_includes()]
+             *CONFIGS[name].defines, f"-I{KERNEL_DIR}", f"-I{inc}", f"-I{util}", *_cuda_includes()]
     tmp = cache / f"{name}_host.tmp{os.getpid()}"
-    cmd = [gxx, *flags, str(KERNEL_DIR / f"{name}_host.cpp"), str(KERNEL_DIR / "rt_stubs.cpp"), "-o", str(tmp)]
+    host = FAMILIES[CONFIGS[name].family][2]
+    cmd = [gxx, *flags, str(KERNEL_DIR / host), str(KERNEL_DIR / "rt_stubs.cpp"), "-o", str(tmp)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:
         raise BuildError(f"CUTLASS host shim {name}: g++ failed:\n{done.stderr[-4000:]}")

@@ -3,7 +3,7 @@
 The root (PtxmoeError) and the kernel contract's errors live in contract.errors; the harness's own errors derive
 from the same root.
 """
-from contract.errors import CheckError, InputError, PtxmoeError, UnknownNameError
+from contract.errors import CheckError, InputError, PtxmoeError, TooSlowToSimulate, UnknownNameError
 
 __all__ = ["CheckError", "InputError", "InvalidPtx", "PtxmoeError", "SimulatorGap", "UnknownNameError",
            "ToolchainError", "TooSlowToSimulate"]
@@ -11,11 +11,6 @@ __all__ = ["CheckError", "InputError", "InvalidPtx", "PtxmoeError", "SimulatorGa
 
 class ToolchainError(PtxmoeError):
     """A toolchain piece (ptxas, NVVM, NVRTC, nvdisasm) is missing or failed."""
-
-
-class TooSlowToSimulate(PtxmoeError):
-    """A launch the sim backend cannot sample and would simulate whole for hours: its row is skipped with this reason
-    (what the launch is, why it cannot be sampled, which flag or backend helps)."""
 
 
 class InvalidPtx(ToolchainError):

@@ -1,9 +1,10 @@
 """The implementations of the kernel contract and their names, in one place.
 
-Three paths: `numba` (cuda_impl/, Numba CUDA), `cpp` (cpp_impl/, CUDA C++ through NVRTC) and `ptx` (ptx_impl/,
-hand-written PTX). Each package registers a contract.registry.Implementation as `IMPLEMENTATION`; the harness
-imports the ones it is asked for by name. The pairs compared, and which of them is the headline (PTX vs CUDA C++,
-the seed's question), are here too, so the runner, run.json, the CLI and the dashboard spell them the same way.
+The paths: `numba` (cuda_impl/, Numba CUDA), `cpp` (cpp_impl/, CUDA C++ through NVRTC), `cutlass` (cutlass_impl/,
+CUTLASS's sm90 GEMMs), `triton` (triton_impl/) and `ptx` (ptx_impl/, hand-written PTX). Each package registers a
+contract.registry.Implementation as `IMPLEMENTATION`; the harness imports the ones it is asked for by name. The
+pairs compared, and which of them is the headline (PTX vs CUDA C++, the seed's question), are here too, so the
+runner, run.json, the CLI and the dashboard spell them the same way.
 """
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from contract.registry import Implementation
 from harness.errors import UnknownNameError
 
 # name -> package, in the order rows are run and series are drawn
-IMPLS = {"numba": "cuda_impl", "cpp": "cpp_impl", "triton": "triton_impl", "ptx": "ptx_impl"}
+IMPLS = {"numba": "cuda_impl", "cpp": "cpp_impl", "cutlass": "cutlass_impl", "triton": "triton_impl",
+         "ptx": "ptx_impl"}
 IMPL_ORDER = tuple(IMPLS)
 # for people: tables, legends, the headline
-IMPL_NAMES = {"numba": "Numba CUDA", "cpp": "CUDA C++", "triton": "Triton", "ptx": "PTX"}
+IMPL_NAMES = {"numba": "Numba CUDA", "cpp": "CUDA C++", "cutlass": "CUTLASS", "triton": "Triton", "ptx": "PTX"}
 # names older run.json files (schema 1) used: the Numba path was "cuda"
 LEGACY_IMPL_NAMES = {"cuda": "numba"}
 
@@ -46,9 +48,11 @@ class Pair:
 
 
 # the headline first (PTX vs CUDA C++), the two against Numba beside it; then Triton (issue 28: what vLLM and SGLang
-# run for DeepSeek-V3's FP8 MoE GEMM) against PTX, CUDA C++ and Numba where a cell has its row
+# run for DeepSeek-V3's FP8 MoE GEMM) against PTX, CUDA C++ and Numba where a cell has its row; then CUTLASS (issue
+# 28: the vendor's template library, what DeepGEMM was measured against) against PTX and CUDA C++ where it has a row
 PAIRS = (Pair("ptx", "cpp"), Pair("ptx", "numba"), Pair("cpp", "numba"),
-         Pair("ptx", "triton"), Pair("triton", "cpp"), Pair("triton", "numba"))
+         Pair("ptx", "triton"), Pair("triton", "cpp"), Pair("triton", "numba"),
+         Pair("ptx", "cutlass"), Pair("cutlass", "cpp"))
 HEADLINE_PAIR = PAIRS[0]
 # The question's two sides (issue 28: "the headline pair becomes PTX vs the best C++ present"): hand PTX, and every
 # implementation written in or generated from C++-level code: CUDA C++ through public APIs, CUTLASS's templates,

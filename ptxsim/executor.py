@@ -103,6 +103,8 @@ class Scheduler:
                     continue
                 if st.wait_timeouts and st.mbars is not None and st.mbars.time_out_waits():
                     continue  # blocked try_waits return false: a bounded wait loop counts on to its trap
+                if st.mbars is not None and st.mbars.time_out_a_cycle():
+                    continue  # a try_wait whose time-out lets the other side go on (CUTLASS's prefetching waits)
                 self._deadlock()
             mask = pc == m
             cnt = int(np.count_nonzero(mask))

@@ -70,6 +70,8 @@ class MbarrierTable:
         self.seen: dict[int, np.ndarray] = {}  # barrier -> per lane, the newest phase the thread saw complete
         # wait pc -> thread counts [free, tx, arrive, false] (stats.WarpCounts.mbarrier_waits; timing model v2 only)
         self.wait_kinds: dict[int, list] = {}
+        self.completions = 0  # phases completed so far in the batch (time_out_a_cycle's progress test)
+        self.cycle_timed_out_at = -1  # `completions` when time_out_a_cycle last timed waits out
 
     @staticmethod
     def of(st) -> MbarrierTable:
@@ -342,6 +344,7 @@ class MbarrierTable:
         if bar.pending or bar.tx:
             return
         bar.phase += 1
+        self.completions += 1
         bar.pending = bar.expected
         bar.complete_clock.append(self.st.clock)
         for h in self.st.hooks:
@@ -378,6 +381,22 @@ class MbarrierTable:
             sched.wait_id[la] = -1
             self.wait_phys[la] = -1
         return True
+
+    def time_out_a_cycle(self) -> bool:
+        """When every live thread is blocked and threads wait on two or more mbarriers, the blocked try_waits return
+        false, as a hardware try_wait does when its time limit passes: a wait outside a retry loop (CUTLASS's
+        consumer_try_wait, which fetches the next stage's token before the last one is released) goes on and may
+        release what the other side waits for. Once per progress: when no phase has completed since the last time-out,
+        nothing timed out changed anything, and the launch is the deadlock it reports. One thread alone on one
+        barrier is a deadlock at once (its time-out could free nobody)."""
+        st = self.st
+        lanes = np.flatnonzero((st.sched.wait_id == MBAR_WAIT) & (st.pc >= BLOCKED) & (st.pc < EXITED))
+        if not lanes.size or self.completions == self.cycle_timed_out_at:
+            return False
+        if np.unique(self.wait_phys[lanes]).size < 2:
+            return False
+        self.cycle_timed_out_at = self.completions
+        return self.time_out_waits()
 
     def deadlock_line(self, lane: int, count: int) -> str:
         st = self.st

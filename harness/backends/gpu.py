@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from contract.device import TensorMapArg
+from contract.device import StructArg, TensorMapArg
 from harness.backends import cuda_api, numba_abi
 from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord, flatten_work_items
 from harness.backends.sim import dim3
@@ -70,6 +70,18 @@ class GpuLaunchStats:
         return float(self.start.elapsed_time(self.end))
 
 
+def tensor_map_bytes(tmap) -> bytes:
+    """The 128 bytes of a CUtensorMap: cuda-python's `opaque` is 16 64-bit words (a fake's may be the bytes)."""
+    opaque = tmap.opaque
+    if isinstance(opaque, (bytes, bytearray)):
+        raw = bytes(opaque)
+    else:
+        raw = b"".join(int(w).to_bytes(8, "little") for w in opaque)
+    if len(raw) != 128:
+        raise InputError(f"a CUtensorMap of {len(raw)} bytes; expected 128")
+    return raw
+
+
 def numba_view_dtype(dtype) -> np.dtype:
     """bf16 -> uint16 and e4m3 -> uint8 (Numba has neither type); other dtypes as they are."""
     dtype = np.dtype(dtype)
@@ -96,6 +108,7 @@ class GpuBackend(Backend):
         self._dyn_shared: dict[tuple, int] = {}  # (handle type, value) -> the dynamic shared memory it is allowed
         self.module_logs: dict[str, dict] = {}  # module (its entries) -> how it was loaded and the JIT's info log
         self._persistent: dict[tuple, int] = {}  # persistent_ctas answers per launch shape
+        self._structs: dict[StructArg, ctypes.Structure] = {}  # StructArg -> its ctypes struct, maps encoded
         self.sync_timeout_s = cuda_api.sync_timeout_from_env()
         # with the watchdog on, spinning kernels also bound their waits: a trap ends the launch (and frees the GPU for
         # the next step) where the watchdog can only report it (docs/gpu-check.md)
@@ -296,6 +309,13 @@ class GpuBackend(Backend):
                 values.append(p.handle)
                 ctys.append(None)
                 continue
+            if isinstance(p, StructArg):  # by-value struct (CUTLASS's Params): a ctypes.Structure, type None
+                if t != f"b8[{len(p.raw)}]":
+                    raise InputError(f"PTX entry {entry} parameter {i} has type .{t}; a {len(p.raw)}-byte struct "
+                                     f"needs .param .align 64 .b8 name[{len(p.raw)}]")
+                values.append(self._struct(p, entry, i))
+                ctys.append(None)
+                continue
             cty = _CTYPES.get(t)
             if cty is None:
                 raise InputError(f"PTX entry {entry} parameter {i} has type .{t}; the gpu backend passes only scalar "
@@ -307,6 +327,32 @@ class GpuBackend(Backend):
         _check(driver.cuLaunchKernel(func, *g, *b, int(shared_bytes), driver.CUstream(_stream_handle(self.stream)),
                                      (tuple(values), tuple(ctys)), 0), f"cuLaunchKernel({entry})")
         return g, b
+
+    def _struct(self, arg: StructArg, entry: str, index: int):
+        """A StructArg as a ctypes.Structure of its bytes, each tensor map in it encoded by the driver's
+        cuTensorMapEncodeTiled with the recorded arguments (cached per StructArg: the same Params every timed call)."""
+        done = self._structs.get(arg)
+        if done is not None:
+            return done
+        driver = cuda_api.driver()
+        raw = bytearray(arg.raw)
+        for offset, c in arg.tensor_maps:
+            if offset % 64 or not 0 <= offset <= len(raw) - 128:
+                raise InputError(f"PTX entry {entry} parameter {index}: a tensor map at byte {offset} of a "
+                                 f"{len(raw)}-byte struct; expected a 64-aligned 128-byte slot inside it")
+            tmap = _check(driver.cuTensorMapEncodeTiled(
+                driver.CUtensorMapDataType(c.data_type), c.rank, int(c.address),
+                [driver.cuuint64_t(d) for d in c.dims], [driver.cuuint64_t(s) for s in c.strides],
+                [driver.cuuint32_t(b) for b in c.box], [driver.cuuint32_t(e) for e in c.element_strides],
+                driver.CUtensorMapInterleave(c.interleave), driver.CUtensorMapSwizzle(c.swizzle),
+                driver.CUtensorMapL2promotion(c.l2_promotion), driver.CUtensorMapFloatOOBfill(c.oob_fill)),
+                f"cuTensorMapEncodeTiled({entry} parameter {index}, map at byte {offset})")
+            raw[offset:offset + 128] = tensor_map_bytes(tmap)
+        fields = [("raw", ctypes.c_uint8 * len(raw))]
+        struct = type("StructParam", (ctypes.Structure,), {"_fields_": fields, "_pack_": 1})()
+        ctypes.memmove(ctypes.addressof(struct), bytes(raw), len(raw))
+        self._structs[arg] = struct
+        return struct
 
     def tensor_map(self, array: DeviceArray, box, swizzle: int = 128, shape=None, oob_fill: str = "zero"
                    ) -> TensorMapArg:

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from contract.device import GridMeaning, LiveRows, TensorMapArg, grid_meaning
+from contract.device import GridMeaning, LiveRows, StructArg, TensorMapArg, grid_meaning
 from harness.backends import numba_abi
 from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord, WorkItems, flatten_work_items
 from harness.errors import InputError, PtxmoeError, UnknownNameError
@@ -73,12 +73,33 @@ def ptx_params(params: Sequence[LaunchArg]) -> list:
                 raise InputError(f"PTX launch parameter {i}: a tensor map without its 128 bytes (made by another "
                                  f"backend?); make it with this backend's tensor_map")
             out.append(p.raw)
+        elif isinstance(p, StructArg):
+            out.append(struct_bytes(p, i))
         elif isinstance(p, (np.generic, int, float)):
             out.append(p)
         else:
             raise InputError(f"PTX launch parameter {i}: got {type(p).__name__}; expected a DeviceArray, a "
-                             f"TensorMapArg or a NumPy scalar")
+                             f"TensorMapArg, a StructArg or a NumPy scalar")
     return out
+
+
+def struct_bytes(arg: StructArg, index: int) -> bytes:
+    """A StructArg's bytes with each of its tensor maps encoded by ptxsim's host helper (the driver's checks) over
+    its slot."""
+    from ptxsim.tensormap import TensorMapError, encode_tiled
+
+    raw = bytearray(arg.raw)
+    for offset, call in arg.tensor_maps:
+        if offset % 64 or not 0 <= offset <= len(raw) - 128:
+            raise InputError(f"PTX launch parameter {index}: a tensor map at byte {offset} of a {len(raw)}-byte "
+                             f"struct; expected a 64-aligned 128-byte slot inside it")
+        try:
+            raw[offset:offset + 128] = encode_tiled(
+                call.data_type, call.rank, call.address, call.dims, call.strides, call.box, call.element_strides,
+                call.interleave, call.swizzle, call.l2_promotion, call.oob_fill)
+        except TensorMapError as exc:
+            raise InputError(f"PTX launch parameter {index}: the tensor map at byte {offset}: {exc}") from None
+    return bytes(raw)
 
 
 def sanitize_tools(value) -> tuple[str, ...]:

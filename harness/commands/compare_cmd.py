@@ -28,8 +28,8 @@ def add_compare_options(parser) -> None:
                              "default balanced)")
     parser.add_argument("--kernels", metavar="LIST", help="comma-separated kernels (default: all and the layer)")
     parser.add_argument("--impls", metavar="LIST",
-                        help="comma-separated implementations: numba, cpp, triton, ptx (default: all; a kernel one "
-                             "of them lacks gets a 'not implemented in <impl>' row)")
+                        help="comma-separated implementations: numba, cpp, cutlass, triton, ptx (default: all; a "
+                             "kernel one of them lacks gets a 'not implemented in <impl>' row)")
     parser.add_argument("--out", metavar="DIR", default=str(DEFAULT_OUT), help="profiles folder (default profiles/)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run, skipping rows done")
     parser.add_argument("--seed", type=int, help="base seed of the input generators (default: fresh, printed)")

@@ -29,7 +29,7 @@ from harness.run_records import (
 )
 from harness.run_schema import SCHEMA_VERSION
 
-IMPLS = IMPL_ORDER  # series order: numba, cpp, ptx
+IMPLS = IMPL_ORDER  # series order: numba, cpp, cutlass, triton, ptx
 LEGACY_PAIR = "ptx-vs-numba"  # a schema-1 verdict (no `pair` field) compared PTX with Numba
 LAYER = "layer"
 HEADLINE_RESAMPLES = 2000

@@ -10,7 +10,7 @@ import html
 
 from harness.implementations import IMPL_NAMES, impl_name
 
-COLOURS = {"numba": "#4C78A8", "cpp": "#54A24B", "triton": "#B279A2", "ptx": "#F58518"}
+COLOURS = {"numba": "#4C78A8", "cpp": "#54A24B", "cutlass": "#72B7B2", "triton": "#B279A2", "ptx": "#F58518"}
 VERDICT_COLOURS = {"FASTER": "#2E7D32", "SAME": "#757575", "SLOWER": "#C62828", "UNDECIDED": "#B28704",
                    "NOT_MODELLED": "#6A1B9A", None: "#BDBDBD"}
 PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC",

@@ -3,76 +3,40 @@ the FP8 blockwise-scaled one D = sum over 128-deep k blocks of (A_k @ B_k^T) x S
 from __future__ import annotations
 
 import re
-import subprocess
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
 
-from contract.errors import BuildError, InputError
-from cutlass_impl.build import load_ptx, shim
+from contract.device import StructArg
+from contract.errors import InputError
+from cutlass_impl.build import load_ptx
+from cutlass_impl.grouped_gemm import entry_of
+from cutlass_impl.params import HostParams, host_params
 
 NAME = "gemm_bf16_sm90"
 FP8_NAME = "gemm_fp8_blockwise_sm90"
 
 
-@dataclass(frozen=True)
-class HostParams:
-    """What the host shim gives for one problem: Params bytes with the tensor maps encoded, launch shape."""
+def _launch(backend, name: str, hp: HostParams, struct: StructArg | None = None, **launch_options):
+    """Launch kernel `name` straight on the ptxsim device with its Params (tensor maps encoded by the sim backend's
+    struct_bytes, the path launch_ptx takes)."""
+    from harness.backends.sim import struct_bytes
 
-    params: bytes
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_bytes: int
-    tensor_maps: int
-    extra: str = ""  # the shim's other lines (the FP8 GEMM's scale layout)
-
-
-def _encode_maps(params: bytearray, lines: list[str]) -> int:
-    """Encode each recorded cuTensorMapEncodeTiled call with ptxsim's encoder over its marker in params."""
-    from ptxsim.tensormap import encode_tiled
-
-    for n, line in enumerate(lines):
-        f = [int(x) for x in line.split()[1:]]
-        dtype, rank, addr = f[:3]
-        dims, strides = f[3:3 + rank], f[3 + rank:2 + 2 * rank]
-        box, estr = f[2 + 2 * rank:2 + 3 * rank], f[2 + 3 * rank:2 + 4 * rank]
-        il, sw, l2, oob = f[2 + 4 * rank:]
-        marker = (n + 1).to_bytes(8, "little") + bytes(120)
-        at = [o for o in range(0, len(params) - 127, 64) if params[o:o + 128] == marker]
-        if len(at) != 1:
-            raise BuildError(f"CUTLASS Params: tensor map {n + 1} found at {at} (expected one 64-aligned slot)")
-        params[at[0]:at[0] + 128] = encode_tiled(dtype, rank, addr, dims, strides, box, estr, il, sw, l2, oob)
-    return len(lines)
-
-
-def host_params(M: int, N: int, K: int, addrs: tuple[int, ...], name: str = NAME) -> HostParams:  # noqa: N803
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "params.bin"
-        done = subprocess.run([str(shim(name)), str(M), str(N), str(K), *(hex(a) for a in addrs), str(out)],
-                              capture_output=True, text=True)
-        if done.returncode:
-            raise InputError(f"CUTLASS {name} {M}x{N}x{K}: {done.stderr.strip() or done.stdout.strip()}")
-        params = bytearray(out.read_bytes())
-    head = re.search(r"params (\d+) grid (\d+) (\d+) (\d+) block (\d+) (\d+) (\d+) smem (\d+)", done.stdout)
-    v = [int(x) for x in head.groups()]
-    lines = done.stdout.splitlines()
-    maps = _encode_maps(params, [ln for ln in lines if ln.startswith("encode ")])
-    extra = "\n".join(ln for ln in lines if not ln.startswith(("encode ", "params ")))
-    return HostParams(bytes(params), (v[1], v[2], v[3]), (v[4], v[5], v[6]), v[7], maps, extra)
-
-
-def _launch(backend, name: str, hp: HostParams, **launch_options):
     ptx = load_ptx(name)
-    entry = re.search(r"^\.entry (\S+)\(", ptx, re.M).group(1)
-    kernel = backend.module(ptx).kernel(entry)
-    return backend.device.launch(kernel, hp.grid, hp.block, [hp.params], shared_bytes=hp.shared_bytes,
-                                 **launch_options)
+    kernel = backend.module(ptx).kernel(entry_of(name))
+    raw = struct_bytes(hp.struct if struct is None else struct, 0)
+    return backend.device.launch(kernel, hp.grid, hp.block, [raw], shared_bytes=hp.shared_bytes, **launch_options)
 
 
-def run_gemm_bf16(backend, a: np.ndarray, b: np.ndarray, **launch_options):
-    """D (bf16, M x N) = a (bf16 M x K) @ b (bf16 N x K)^T on a SimBackend; returns (D, ptxsim launch stats)."""
+def swap_first_two_maps(struct: StructArg) -> StructArg:
+    """The same Params with the first two tensor maps' calls swapped (A's and B's): a deliberately wrong launch."""
+    (o1, c1), (o2, c2), *rest = struct.tensor_maps
+    return replace(struct, tensor_maps=((o1, c2), (o2, c1), *rest))
+
+
+def run_gemm_bf16(backend, a: np.ndarray, b: np.ndarray, transform=None, **launch_options):
+    """D (bf16, M x N) = a (bf16 M x K) @ b (bf16 N x K)^T on a SimBackend; returns (D, ptxsim launch stats).
+    `transform` (StructArg -> StructArg) alters the Params before the launch (the test that the check can fail)."""
     import ml_dtypes
 
     bf16 = np.dtype(ml_dtypes.bfloat16)
@@ -82,8 +46,8 @@ def run_gemm_bf16(backend, a: np.ndarray, b: np.ndarray, **launch_options):
     da, db = backend.to_device(np.ascontiguousarray(a)), backend.to_device(np.ascontiguousarray(b))
     dc = backend.to_device(np.zeros((M, N), bf16))
     dd = backend.empty((M, N), bf16, fill_byte=0xFF)
-    hp = host_params(M, N, K, (da.addr, db.addr, dc.addr, dd.addr))
-    stats = _launch(backend, NAME, hp, **launch_options)
+    hp = host_params(NAME, M, N, K, (da.addr, db.addr, dc.addr, dd.addr))
+    stats = _launch(backend, NAME, hp, transform(hp.struct) if transform else None, **launch_options)
     return backend.to_host(dd), stats
 
 
@@ -104,8 +68,9 @@ def run_gemm_fp8_blockwise(backend, a: np.ndarray, b: np.ndarray, sfa: np.ndarra
     da, db = backend.to_device(np.ascontiguousarray(a)), backend.to_device(np.ascontiguousarray(b))
     dc = backend.to_device(np.zeros((M, N), bf16))
     dd = backend.empty((M, N), bf16, fill_byte=0xFF)
-    # scale buffers as CUTLASS's ScaleConfig lays them out: the shim says the index step of each axis
-    probe = host_params(M, N, K, (da.addr, db.addr, dc.addr, dd.addr, 0, 0), FP8_NAME)
+    # scale buffers as CUTLASS's ScaleConfig lays them out (SFA M-major, M floats a k block): the shim says the
+    # index step of each axis
+    probe = host_params(FP8_NAME, M, N, K, (da.addr, db.addr, dc.addr, dd.addr, 0, 0, M))
     sa_n, sa_m, sa_k, sb_n, sb_nb, sb_k = (int(x) for x in re.findall(r"-?\d+", probe.extra))
     flat_a = np.zeros(sa_n, np.float32)
     m, kb = np.meshgrid(np.arange(M), np.arange(K // 128), indexing="ij")
@@ -114,6 +79,6 @@ def run_gemm_fp8_blockwise(backend, a: np.ndarray, b: np.ndarray, sfa: np.ndarra
     nb, kb = np.meshgrid(np.arange(N // 128), np.arange(K // 128), indexing="ij")
     flat_b[nb * sb_nb + kb * sb_k] = sfb
     dsa, dsb = backend.to_device(flat_a), backend.to_device(flat_b)
-    hp = host_params(M, N, K, (da.addr, db.addr, dc.addr, dd.addr, dsa.addr, dsb.addr), FP8_NAME)
+    hp = host_params(FP8_NAME, M, N, K, (da.addr, db.addr, dc.addr, dd.addr, dsa.addr, dsb.addr, M))
     stats = _launch(backend, FP8_NAME, hp, **launch_options)
     return backend.to_host(dd), stats

@@ -90,7 +90,7 @@ def test_impls_option(tmp_path, capsys, fake):
     assert [v["verdict"] is None for v in doc["verdicts"]] == [True, False, True]
     assert main(["compare", "--impls", "ptx,nope", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "unknown implementation 'nope'" in err and "cpp, numba, ptx" in err and "Traceback" not in err
+    assert "unknown implementation 'nope'" in err and "cpp, cutlass, numba, ptx" in err and "Traceback" not in err
 
 
 @pytest.mark.sim

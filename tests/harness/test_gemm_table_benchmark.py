@@ -48,3 +48,14 @@ def test_runs_a_small_shape_end_to_end_and_reads_it_back(tmp_path, capsys):
     assert all(r["timing"]["device"] == "H800 SXM" for r in doc["rows"])
     assert bench.main(["--from", str(run_json)]) == 0
     assert capsys.readouterr().out.split("\n", 1)[1] == text.split("\n", 1)[1]
+
+
+def test_the_cutlass_column_names_its_configuration(tmp_path, capsys):
+    """A cutlass row runs through the compare CLI on sim, passes its check and says which of CUTLASS's candidates it
+    ran (a shape the sweep did not cover: CUTLASS's default, said so)."""
+    bench = _bench()
+    assert bench.main(["--shapes", "2x32x256x128", "--impls", "cutlass", "--out", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("contiguous-2x32x256x128")]
+    assert line.split()[1] == "cutlass" and " ok" in line
+    assert "cooperative 128x128x128 (default, not swept)" in line, line

@@ -10,9 +10,9 @@ from harness.errors import UnknownNameError
 
 
 def test_names_and_pairs_in_one_place():
-    assert impls.IMPL_ORDER == ("numba", "cpp", "triton", "ptx")
+    assert impls.IMPL_ORDER == ("numba", "cpp", "cutlass", "triton", "ptx")
     assert [p.name for p in impls.PAIRS] == ["ptx-vs-cpp", "ptx-vs-numba", "cpp-vs-numba", "ptx-vs-triton",
-                                             "triton-vs-cpp", "triton-vs-numba"]
+                                             "triton-vs-cpp", "triton-vs-numba", "ptx-vs-cutlass", "cutlass-vs-cpp"]
     assert impls.HEADLINE_PAIR.title == "PTX vs CUDA C++"
     assert impls.pairs_of(("ptx", "numba")) == (impls.Pair("ptx", "numba"),)
     assert impls.pairs_of(("cpp",)) == ()
@@ -24,12 +24,14 @@ def test_names_and_pairs_in_one_place():
 
 
 def test_parse_impls():
-    assert impls.parse_impls(None) == impls.parse_impls("") == ("numba", "cpp", "triton", "ptx")
+    assert impls.parse_impls(None) == impls.parse_impls("") == ("numba", "cpp", "cutlass", "triton", "ptx")
     assert impls.parse_impls("ptx, cuda,ptx") == ("numba", "ptx")  # run order, legacy name, no duplicates
     assert impls.parse_impls("ptx,triton") == ("triton", "ptx")
+    assert impls.parse_impls("ptx,cutlass") == ("cutlass", "ptx")
     with pytest.raises(UnknownNameError) as err:
-        impls.parse_impls("ptx,cutlass")
-    assert "unknown implementation 'cutlass'" in str(err.value) and "cpp, numba, ptx, triton" in str(err.value)
+        impls.parse_impls("ptx,deepgemm")
+    assert "unknown implementation 'deepgemm'" in str(err.value)
+    assert "cpp, cutlass, numba, ptx, triton" in str(err.value)
     with pytest.raises(UnknownNameError):
         impls.parse_impls(" , ")
 

@@ -313,3 +313,45 @@ def test_wait_timeouts_let_a_bounded_wait_reach_its_trap_instead_of_a_deadlock()
 def test_wait_timeouts_change_nothing_when_the_phase_completes():
     out, _ = _run(BOUNDED_WAIT.replace("[bar], 2;", "[bar], 1;"), threads=32, wait_timeouts=True)
     assert out[0] == 77
+
+
+# CUTLASS's consumer fetches the next stage's token with a lone try_wait (no retry loop) before it releases the stage
+# the producer's tail waits on: on hardware the try_wait times out (false) and the consumer goes on to the release.
+PREFETCH_CYCLE = """
+  setp.eq.u32 %p1, %r0, 0;
+  @%p1 mbarrier.init.shared.b64 [bar], 1;       // "full": the next stage, never produced
+  @%p1 mbarrier.init.shared.b64 [bar+8], 1;     // "empty": released by the consumer
+  bar.sync 0;
+  setp.lt.u32 %p2, %r0, 32;
+  @%p2 bra PRODUCER;
+  mbarrier.try_wait.parity.shared.b64 %p3, [bar], 0;   // the consumer's lone try_wait
+  selp.u32 %r5, 1, 0, %p3;
+  st.global.u32 [%rd3], %r5;
+  setp.eq.u32 %p4, %r0, 32;
+  @%p4 mbarrier.arrive.shared.b64 %rd5, [bar+8];
+  bra END;
+PRODUCER:
+WAIT:
+  mbarrier.try_wait.parity.shared.b64 %p5, [bar+8], 0;
+  @!%p5 bra WAIT;
+  st.global.u32 [%rd3], 77;
+END:
+"""
+
+
+def test_a_lone_try_wait_in_a_wait_cycle_times_out_and_the_cycle_resolves():
+    out, _ = _run(PREFETCH_CYCLE, threads=64)
+    assert (out[:32] == 77).all() and (out[32:] == 0).all()  # the producer went on; the consumer's try_wait: false
+
+
+def test_a_cycle_of_retry_loops_is_still_a_deadlock():
+    """Timing the waits out changes nothing when both sides retry: no phase completes, and the launch is the
+    deadlock it reports (not a livelock)."""
+    lone = "  mbarrier.try_wait.parity.shared.b64 %p3, [bar], 0;   // the consumer's lone try_wait\n"
+    assert lone in PREFETCH_CYCLE
+    looped = PREFETCH_CYCLE.replace(lone, """CWAIT:
+  mbarrier.try_wait.parity.shared.b64 %p3, [bar], 0;
+  @!%p3 bra CWAIT;
+""")
+    with pytest.raises(DeadlockError, match=r"phase 0 of the mbarrier"):
+        _run(looped, threads=64)

@@ -504,7 +504,12 @@ class FakeDriver:
             if p is None:
                 continue
             size = max(type_bits(p.type) // 8, 1) * (p.count or 1)
-            if cty is None:  # a binding object passed by its getPtr(): only a CUtensorMap here
+            if cty is None:  # by address: a CUtensorMap (getPtr()) or a by-value struct (a ctypes.Structure)
+                if isinstance(values[i], ctypes.Structure):
+                    if ctypes.sizeof(values[i]) != size:
+                        return self._fail(f"{entry} parameter {i} ({p.name} {p.type}[{p.count}]): a "
+                                          f"{ctypes.sizeof(values[i])}-byte struct for a {size}-byte .param")
+                    continue
                 if not isinstance(values[i], CUtensorMap) or size != 128:
                     return self._fail(f"{entry} parameter {i} ({p.name} {p.type}[{p.count}]): type None needs a "
                                       f"CUtensorMap for a 128-byte .param; got {type(values[i]).__name__}")

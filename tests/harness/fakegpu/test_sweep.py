@@ -45,8 +45,9 @@ def test_healthy_sweep_runs_every_row(fake_gpu, tmp_path):
     doc = RunFile.load(rf.run_dir).doc
     rows = doc["rows"] if isinstance(doc["rows"], list) else list(doc["rows"].values())
     ok = [r for r in rows if r["status"] != "missing"]
-    assert {r["impl"] for r in rows if r not in ok} == {"triton"}  # triton has only grouped_gemm_fp8: missing rows
-    assert len(ok) == 2 * (len(runner.IMPL_ORDER) - 1)
+    # triton and cutlass have only the GEMMs: missing rows
+    assert {r["impl"] for r in rows if r not in ok} == {"triton", "cutlass"}
+    assert len(ok) == 2 * (len(runner.IMPL_ORDER) - 2)
     assert all(r["timing"]["blocked"] and r["timing"]["device"]["n"] == 2 for r in ok)
 
 

@@ -1,0 +1,210 @@
+"""grouped_gemm (bf16) and grouped_gemm_fp8 (DeepSeek-V3's 1x128 / 128x128 blockwise scales) through CUTLASS 3.x's
+sm90 TMA warp-specialised GEMMs (docs/kernels.md "grouped_gemm", "grouped_gemm_fp8"; docs/cutlass.md).
+
+HONEST FALLBACK: one launch of CUTLASS's non-grouped kernel (GemmUniversal with KernelTmaWarpSpecialized
+{Cooperative,Pingpong}[FP8Blockwise]) per expert, not CUTLASS's grouped ptr-array kernels (KernelPtrArrayTma
+WarpSpecialized*, what vLLM's CUTLASS MoE path runs): those rewrite their tensor maps on the device per group
+(tensormap.replace), which ptxsim does not implement yet. A row therefore carries one launch per expert with routed
+rows, and each launch's overhead is charged by the timing model like any launch; a grouped kernel would pay it once.
+
+The groups come from block_expert: each run of consecutive BM-row blocks of one expert e >= 0 below total_padded is
+one problem M = rows of the run, N, K = Kd, A = a[rows of the run] (its tensor map starts at the run's first row
+and ends at its last, so TMA reads zeros past it and its stores stop there), B = w[e], D = c[rows of the run]. C is
+not read (beta = 0; its tensor map is given D's address). Rows past total_padded and blocks of expert -1 are not
+touched. block_expert and total_padded are read to the host first (on a GPU a device-to-host copy and a
+synchronisation, outside the launches' events: not charged).
+
+FP8 scales: CUTLASS's Sm90BlockwiseScaleConfig<1, 128, 128> with both scale layouts K-major, so a_scale [P, Kd/128]
+row-major (the contract's) is SFA as it is, at the run's first row, and w_scale[e] [N/128, Kd/128] is SFB: no
+transpose, nothing to charge. (CUTLASS loads a K-major SFA with cp.async; the M-major SFA of its example 67 goes by
+TMA. The shim's scale layout is checked against the contract's on every launch.)
+
+The configuration: one of CUTLASS's own candidates (cutlass_impl.build.CONFIGS: tile and schedule), chosen per
+shape by the timing model (benchmarks/cutlass_sweep.py) and fixed in kernels/choices.json; a shape not in it gets
+its family's first candidate (CUTLASS's default cooperative 128x128). The launch names say the configuration and how
+it was chosen ("grouped_gemm[256x256] cutlass cooperative 128x128x64 (swept)"; "(default, not swept)"; "(given)").
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from contract.errors import InputError, TooSlowToSimulate
+from cutlass_impl import build
+from cutlass_impl.params import host_params
+
+FAMILY = {"grouped_gemm": "bf16", "grouped_gemm_fp8": "fp8"}
+SIM_WHOLE_TILE_STEPS = 20_000  # _refuse_hours_on_sim's bound
+CHOICES = build.KERNEL_DIR / "choices.json"
+
+
+@dataclass(frozen=True)
+class Group:
+    """One problem of the grouped GEMM: `rows` rows from `row0`, all of expert `expert`."""
+
+    expert: int
+    row0: int
+    rows: int
+
+
+def expert_runs(block_expert: np.ndarray, total_padded: int, BM: int) -> list[Group]:  # noqa: N803
+    """The runs of consecutive blocks of one expert (>= 0) among the blocks below total_padded."""
+    live = min(max(int(total_padded), 0) // BM, block_expert.size)
+    groups: list[Group] = []
+    b = 0
+    while b < live:
+        e = int(block_expert[b])
+        end = b + 1
+        while end < live and int(block_expert[end]) == e:
+            end += 1
+        if e >= 0:
+            groups.append(Group(e, b * BM, (end - b) * BM))
+        b = end
+    return groups
+
+
+def shape_key(P_max: int, N: int, Kd: int, BM: int) -> str:  # noqa: N803
+    """How choices.json names a shape: "P_maxxNxKd/BM"."""
+    return f"{P_max}x{N}x{Kd}/BM{BM}"
+
+
+@functools.lru_cache(maxsize=1)
+def choices() -> dict:
+    """{kernel: {shape key: configuration name}} of the committed sweep (empty when there is none)."""
+    return json.loads(CHOICES.read_text())["choices"] if CHOICES.exists() else {}
+
+
+def config_for(kernel: str, key: str, config: str | None = None) -> str:
+    """The configuration a launch of `kernel` at shape `key` uses: `config` when given (the sweep's), else the
+    committed choice, else the family's first candidate."""
+    family = FAMILY[kernel]
+    if config is None:
+        config = choices().get(kernel, {}).get(key, build.candidates(family)[0])
+    if config not in build.candidates(family):
+        raise InputError(f"cutlass {kernel}: config={config!r}; expected one of {list(build.candidates(family))}")
+    return config
+
+
+@functools.lru_cache(maxsize=None)
+def entry_of(name: str) -> str:
+    found = re.search(r"^\.entry (\S+)\(", build.load_ptx(name), re.M)
+    if found is None:
+        raise InputError(f"cutlass {name}: no .entry in its committed PTX")
+    return found.group(1)
+
+
+def _check_args(kernel: str, args: dict, preset) -> tuple[int, int, int, int, int]:
+    fp8 = kernel == "grouped_gemm_fp8"
+    need = ("a", "a_scale", "w", "w_scale", "block_expert", "total_padded", "c") if fp8 else \
+        ("a", "w", "block_expert", "total_padded", "c")
+    missing = [n for n in need if n not in args]
+    if missing:
+        raise InputError(f"cutlass {kernel}: missing arguments {missing}; expected {list(need)}")
+    P_max, Kd = (int(d) for d in args["a"].shape)  # noqa: N806
+    E, N, Kw = (int(d) for d in args["w"].shape)  # noqa: N806
+    BM = int(preset.BM)  # noqa: N806
+    align = 128 if fp8 else 8  # fp8: one scale per 128 of K and N; bf16: TMA's 16-byte rows
+    if Kw != Kd or Kd <= 0 or Kd % align or N <= 0 or N % align:
+        raise InputError(f"cutlass {kernel}: a is [{P_max}, {Kd}] and w [{E}, {N}, {Kw}]; expected the same depth "
+                         f"and N, Kd positive multiples of {align}")
+    if BM <= 0 or P_max % BM or tuple(args["block_expert"].shape) != (P_max // BM,):
+        raise InputError(f"cutlass {kernel}: block_expert has shape {tuple(args['block_expert'].shape)} for P_max="
+                         f"{P_max}, BM={BM}; expected ({P_max // max(BM, 1)},)")
+    if fp8 and (tuple(args["a_scale"].shape) != (P_max, Kd // 128)
+                or tuple(args["w_scale"].shape) != (E, N // 128, Kd // 128)):
+        raise InputError(f"cutlass {kernel}: a_scale {tuple(args['a_scale'].shape)}, w_scale "
+                         f"{tuple(args['w_scale'].shape)}; expected {(P_max, Kd // 128)} and "
+                         f"{(E, N // 128, Kd // 128)}")
+    return P_max, Kd, N, E, BM
+
+
+def _check_scale_layout(extra: str, P_max: int, Kd: int, N: int, name: str) -> None:  # noqa: N803
+    """The shim's SFA / SFB index steps must be the layouts run() hands over: SFA M-major with P_max floats between
+    k blocks (a_scale transposed), SFB K-major as w_scale[e] ([N/128, Kd/128] row-major)."""
+    steps = [int(x) for x in re.findall(r"-?\d+", extra)]
+    kb = Kd // 128
+    want = [1, P_max, (N // 128) * kb, kb, 1]
+    if len(steps) != 6 or steps[1:] != want:
+        raise InputError(f"cutlass {name}: CUTLASS's scale layout (sfa size, m step, k step, sfb size, n-block step, "
+                         f"k step) is {steps}; the scales handed over need {want} after the size")
+
+
+def run(kernel: str, backend, args: dict, preset, **params) -> list:
+    """Launch CUTLASS's GEMM once per expert run (module docstring). params: `variant` (accepted; the shapes say up
+    or down) and `config` (a candidate name: the sweep's override of the committed choice)."""
+    params.pop("variant", None)
+    config = params.pop("config", None)
+    if params:
+        raise InputError(f"cutlass {kernel}: unknown parameter(s) {sorted(params)}; expected 'variant', 'config'")
+    P_max, Kd, N, E, BM = _check_args(kernel, args, preset)  # noqa: N806
+    key = shape_key(P_max, N, Kd, BM)
+    name = config_for(kernel, key, config)
+    how = "given" if config is not None else "swept" if key in choices().get(kernel, {}) else "default, not swept"
+    ptx, entry = build.load_ptx(name), entry_of(name)
+    plan = _plan(kernel, backend, args, P_max, Kd, E, BM)
+    _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
+    a, w, c = args["a"], args["w"], args["c"]
+    esize = np.dtype(a.dtype).itemsize
+    kb = Kd // 128
+    records = []
+    for g in plan.groups:
+        addr_d = c.addr + g.row0 * N * 2
+        addrs: tuple[int, ...] = (a.addr + g.row0 * Kd * esize, w.addr + g.expert * N * Kd * esize, addr_d, addr_d)
+        if plan.scales_t is not None:
+            addrs += (plan.scales_t.addr + g.row0 * 4, args["w_scale"].addr + g.expert * (N // 128) * kb * 4, P_max)
+        hp = host_params(name, g.rows, N, Kd, addrs)
+        if plan.scales_t is not None:
+            _check_scale_layout(hp.extra, P_max, Kd, N, name)
+        records.append(backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes,
+                                          tag=f"{kernel}[{N}x{Kd}] cutlass {build.CONFIGS[name].label} ({how})"))
+    return records
+
+
+def _refuse_hours_on_sim(kernel: str, backend, groups, N: int, Kd: int, name: str) -> None:  # noqa: N803
+    """TooSlowToSimulate where the sim backend samples (its `sample` policy set) and these launches would take hours:
+    they are plain grids, which it runs whole. The bound is in tile k-steps (one tile's one K step): `small` has about
+    2,000 (two minutes on the shared machine), dsv3-decode about a million."""
+    config = build.CONFIGS[name]
+    work = sum(-(-g.rows // config.tile_m) * -(-N // config.tile_n) * -(-Kd // config.tile_k) for g in groups)
+    if getattr(backend, "name", "") == "sim" and getattr(backend, "sample", None) is not None \
+            and work > SIM_WHOLE_TILE_STEPS:
+        raise TooSlowToSimulate(
+            f"cutlass {kernel}: {len(groups)} launches of CUTLASS's {config.label} GEMM, {work} tile k-steps in all, "
+            f"are plain grids the simulator runs whole (not sampled): hours at this size: skipped; run it on a GPU "
+            f"(--backend gpu), at tiny or small, or whole with --sample off")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the host knows before it launches: the expert runs, and for the FP8 kernel a_scale transposed (M-major)
+    on the device. `sources` are the arrays it was read from (held, so their ids stay theirs while it is cached)."""
+
+    sources: tuple
+    groups: tuple[Group, ...]
+    scales_t: object | None
+
+
+def _plan(kernel: str, backend, args: dict, P_max: int, Kd: int, E: int, BM: int) -> Plan:  # noqa: N803
+    """The launch plan of these inputs, made on their first call and reused for the same input arrays (a timing
+    loop's calls: its warm-up calls come first, unblocked, so no timed call reads the device or allocates; a
+    device-to-host read inside a held stream would wait on the stream blocker forever)."""
+    sources = tuple(args.get(n) for n in ("block_expert", "total_padded", "a_scale"))
+    cache = backend.__dict__.setdefault("_cutlass_plans", {})
+    key = (kernel, BM, *(id(s) for s in sources))
+    hit = cache.get(key)
+    if hit is not None and all(x is y for x, y in zip(hit.sources, sources, strict=True)):
+        return hit
+    block_expert = np.asarray(backend.to_host(args["block_expert"])).reshape(-1).astype(np.int64)
+    total = int(np.asarray(backend.to_host(args["total_padded"])).reshape(-1)[0])
+    if (block_expert >= E).any():
+        raise InputError(f"cutlass {kernel}: block_expert holds expert {int(block_expert.max())}; w has {E}")
+    scales_t = None
+    if kernel == "grouped_gemm_fp8":  # CUTLASS's M-major SFA: a_scale transposed on the host (module docstring)
+        host_scale = np.asarray(backend.to_host(args["a_scale"])).reshape(P_max, Kd // 128)
+        scales_t = backend.to_device(np.ascontiguousarray(host_scale.T))
+    plan = cache[key] = Plan(sources, tuple(expert_runs(block_expert, total, BM)), scales_t)
+    return plan

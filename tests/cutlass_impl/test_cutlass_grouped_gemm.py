@@ -1,0 +1,122 @@
+"""cutlass as a contract implementation (issue 28 items 1-4): grouped_gemm and grouped_gemm_fp8 through CUTLASS's sm90
+kernels, one launch per expert run, each configuration's committed PTX current and free of checkout paths, kernels.md's
+check on ptxsim at tiny under every sanitizer, and the check failing when an expert run is left out."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from contract.errors import InputError
+from cutlass_impl import build
+from cutlass_impl import grouped_gemm as cg
+
+needs_host = pytest.mark.skipif(
+    shutil.which("g++") is None or importlib.util.find_spec("cutlass_library") is None,
+    reason="needs g++ and the nvidia-cutlass wheel (make install) to build CUTLASS's host shim")
+
+
+@pytest.mark.parametrize("name", list(build.CONFIGS))
+def test_each_configuration_has_current_ptx_without_checkout_paths(name):
+    """Edit a kernel header or a configuration and this fails until `python -m cutlass_impl.build NAME` is rerun."""
+    record = json.loads(build.record_path(name).read_text())
+    config = build.CONFIGS[name]
+    assert record["source_sha256"] == build.source_digest(name) and record["defines"] == list(config.defines)
+    ptx = build.load_ptx(name)
+    assert len(ptx) == record["ptx_chars"] and ".target sm_90a" in ptx
+    assert ".file" not in ptx and "/work/" not in ptx and "/root/" not in ptx  # compiled without -lineinfo
+    entry = cg.entry_of(name)
+    schedule = "Pingpong" if config.schedule == "pingpong" else "Cooperative"
+    assert f"KernelTmaWarpSpecialized{schedule}" in entry
+    assert f"ILi{config.tile_m}EEENS" in entry or f"Li{config.tile_m}E" in entry  # the tile is in the type
+
+
+def test_expert_runs_follow_block_expert_up_to_total_padded():
+    be = np.array([0, 0, 3, -1, 3, 5, 5, 2], np.int64)
+    runs = cg.expert_runs(be, 7 * 16, 16)  # the last block is past total_padded
+    assert runs == [cg.Group(0, 0, 32), cg.Group(3, 32, 16), cg.Group(3, 64, 16), cg.Group(5, 80, 32)]
+    assert cg.expert_runs(be, 0, 16) == []
+
+
+def test_a_shape_without_a_committed_choice_gets_the_family_default_and_bad_configs_are_named():
+    assert cg.config_for("grouped_gemm", "1x2x3/BM4") == "gemm_bf16_sm90"
+    assert cg.config_for("grouped_gemm_fp8", "1x2x3/BM4") == "gemm_fp8_blockwise_sm90"
+    with pytest.raises(InputError, match="config='gemm_bf16_sm90'"):
+        cg.config_for("grouped_gemm_fp8", "1x2x3/BM4", "gemm_bf16_sm90")
+
+
+def test_committed_choices_name_compiled_candidates_of_the_right_family():
+    for kernel, table in cg.choices().items():
+        for key, name in table.items():
+            assert re.fullmatch(r"\d+x\d+x\d+/BM\d+", key) and name in build.candidates(cg.FAMILY[kernel])
+
+
+def _check(kernel, preset, variant, skew="imbalanced", **params):
+    from harness.backends.sim import SimBackend
+    from harness.verify import run_and_check
+
+    backend = SimBackend(sanitize="all")
+    result = run_and_check(lambda b, a, p, **kw: cg.run(kernel, b, a, p, **kw), backend, kernel, preset, skew, 11,
+                           variant=variant, **params)
+    return result, backend
+
+
+@needs_host
+@pytest.mark.sim
+@pytest.mark.parametrize("kernel", ["grouped_gemm", "grouped_gemm_fp8"])
+def test_matches_the_reference_on_ptxsim_sanitizer_clean(kernel):
+    result, backend = _check(kernel, "tiny", "up")
+    assert result.ok, result.message
+    assert backend.sanitizer_findings() == []
+    assert len(backend.records) > 1 and all("cutlass" in r.name for r in backend.records)  # one launch per run
+
+
+@needs_host
+@pytest.mark.sim
+def test_leaving_out_an_expert_run_fails_the_check(monkeypatch):
+    """The poisoned rows of a run nobody computes fail kernels.md's check: every routed element must be written."""
+    real = cg.expert_runs
+    monkeypatch.setattr(cg, "expert_runs", lambda *a: real(*a)[:-1])
+    result, _ = _check("grouped_gemm", "tiny", "down")
+    assert not result.ok
+
+
+CHOSEN = {name for table in cg.choices().values() for name in table.values()}
+OTHER_CANDIDATES = [pytest.param(n, marks=[] if n in CHOSEN else [pytest.mark.long])
+                    for n in build.CONFIGS if n not in ("gemm_bf16_sm90", "gemm_fp8_blockwise_sm90")]
+
+
+@needs_host
+@pytest.mark.sim
+@pytest.mark.parametrize("config", OTHER_CANDIDATES)
+def test_every_other_candidate_passes_too(config):
+    """The sweep may choose any candidate: each passes the check sanitizer-clean (tiny, down: the cheapest cell).
+    The ones no committed choice uses are in the long tier (PTXMOE_LONG_TESTS=1; all passed when added)."""
+    kernel = "grouped_gemm" if build.CONFIGS[config].family == "bf16" else "grouped_gemm_fp8"
+    result, backend = _check(kernel, "tiny", "down", config=config)
+    assert result.ok, result.message
+    assert backend.sanitizer_findings() == []
+    assert all(build.CONFIGS[config].label in r.name and "(given)" in r.name for r in backend.records)
+
+
+def test_hours_of_whole_simulation_are_refused_where_the_sim_backend_samples():
+    """Per-expert launches are plain grids, which the sim backend runs whole: at DeepSeek-V3's sizes (256 experts,
+    N 4096, K 7168: about a million tile k-steps) the row is skipped with the reason, not simulated for hours; with
+    sampling off (the user asked for whole runs), or at small, it runs."""
+    from types import SimpleNamespace
+
+    from contract.errors import TooSlowToSimulate
+
+    decode = [cg.Group(e, 16 * e, 16) for e in range(256)]
+    sampled = SimpleNamespace(name="sim", sample=object())
+    with pytest.raises(TooSlowToSimulate, match=r"256 launches .* tile k-steps .*--sample off"):
+        cg._refuse_hours_on_sim("grouped_gemm", sampled, decode, 4096, 7168, "gemm_bf16_sm90")
+    cg._refuse_hours_on_sim("grouped_gemm", SimpleNamespace(name="sim", sample=None), decode, 4096, 7168,
+                            "gemm_bf16_sm90")
+    cg._refuse_hours_on_sim("grouped_gemm", SimpleNamespace(name="gpu"), decode, 4096, 7168, "gemm_bf16_sm90")
+    small = [cg.Group(e, 96 * e, 96) for e in range(32)]  # small's up GEMM: about 2,000 tile k-steps
+    cg._refuse_hours_on_sim("grouped_gemm", sampled, small, 512, 1024, "gemm_bf16_sm90")

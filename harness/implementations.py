@@ -57,7 +57,7 @@ HEADLINE_PAIR = PAIRS[0]
 # The question's two sides (issue 28: "the headline pair becomes PTX vs the best C++ present"): hand PTX, and every
 # implementation written in or generated from C++-level code: CUDA C++ through public APIs, CUTLASS's templates,
 # Triton. The answer table (harness.answer) and each cell's headline verdict compare PTX with the fastest of these
-# that ran ok in the cell; a name here that no package provides yet (cutlass) simply never has a row.
+# that ran ok in the cell; an implementation without the cell's kernel simply has no row there.
 PTX_SIDE = "ptx"
 CPP_SIDE = ("cpp", "cutlass", "triton")
 

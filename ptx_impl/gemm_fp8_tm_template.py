@@ -71,9 +71,9 @@ def _header() -> str:
 //   ({EMPTY_COUNT} arrivals a phase), so no multicast lands in a stage the peer still reads. barrier.cluster after the
 //   inits and before exit: no remote arrival or copy reaches an exited CTA.
 //
-// Roles: {THREADS} threads, .maxnreg {MAXNREG} = 128 x {PRODUCER_REGS} (producer) + 256 x {CONSUMER_REGS} (consumers), as rung 4.
-//   warpgroup 0, producer thread 0: wait empty[s], arrive.expect_tx({STAGE_BYTES}) on full[s], the multicast token half and
-//     the weight tile into stage s.
+// Roles: {THREADS} threads, .maxnreg {MAXNREG} = 128 x {PRODUCER_REGS} (producer) + 256 x {CONSUMER_REGS} (consumers),
+//   as rung 4. Warpgroup 0, producer thread 0: wait empty[s], arrive.expect_tx({STAGE_BYTES}) on full[s], the multicast
+//   token half and the weight tile into stage s.
 //   warpgroups 1, 2 (cw = 0, 1: token rows 64*cw..): wait full[s]; 4 x wgmma m64n128k32 e4m3, commit, wait_group 0;
 //     lane 0 of each warp releases the stage (own and peer); then the promotion.
 // Promotion, every 128 of K (one stage = one scale group): partial x a_scale[token][g] x w_scale[e][n/128][g],
@@ -247,8 +247,8 @@ def _consumer() -> list[str]:
     L += _decode("C")
     L += _run_rows()
     L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(ACC)]
-    L += ["    // scale pointers: a_scale rows row0 + trow and + 8, clamped into the run (rows past it are computed from",
-          "    // other rows' data and never stored, but their scale loads must stay inside a_scale), w_scale[e][ct][.]",
+    L += ["    // scale pointers: a_scale rows row0 + trow and + 8, clamped into the run (rows past it are computed",
+          "    // from other rows' data and never stored, their scale loads must stay in a_scale); w_scale[e][ct][.]",
           "    add.u32             %tmp2, %row0, %rows;",
           "    sub.u32             %tmp2, %tmp2, 1;            // the run's last row",
           "    add.u32             %r0, %row0, %trow;",
@@ -347,7 +347,8 @@ def render(wait_bound: int = 0) -> str:
     L = [_header()]
     L += [_PRED_REGS,
           "    .reg .b16   %mask;",
-          "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %nblk, %npairs, %nitems, %ktiles, %tp, %nt;",
+          "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %nblk, %npairs, %nitems, %ktiles;",
+          "    .reg .b32   %tp, %nt;",
           "    .reg .b32   %rblk, %first, %step, %item, %kt, %kc, %b, %pos, %ct, %row0, %col0, %e, %ep, %wrow;",
           "    .reg .b32   %stage, %ph, %pw, %bar, %dst, %sa_a, %sa_w, %tmp, %tmp2, %rank, %peer, %rbar, %hh;",
           "    .reg .b32   %lane, %warp, %g, %t, %cw, %trow, %r0, %nb, %nbmax, %rows;",
@@ -379,7 +380,7 @@ def render(wait_bound: int = 0) -> str:
           "    shr.u32             %ktiles, %kd, 7;            // stages per item = scale groups",
           "    shr.u32             %nt, %n, 7;                 // N tiles",
           "    add.u32             %npairs, %nt, 1;",
-          "    shr.u32             %npairs, %npairs, 1;        // N-tile pairs (the last one half when N tiles are odd)",
+          "    shr.u32             %npairs, %npairs, 1;        // N-tile pairs (the last one half if N tiles are odd)",
           f"    mov.u32             %tmp, {TILE_M};",
           "    div.u32             %rblk, %tmp, %bm;           // R: routing blocks of an aligned group",
           "    mul.lo.u32          %nitems, %nblk, %npairs;    // (block, N-tile pair) items",

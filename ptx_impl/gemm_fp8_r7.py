@@ -101,7 +101,7 @@ def run(backend, args: dict, preset, **params) -> list:
         ctas = max(1, min(TRANSPOSE_MAX_CTAS, -(-P_max * groups // TRANSPOSE_THREADS)))
         records = [backend.launch_ptx(transpose_source(), "scale_transpose", (ctas, 1, 1), (TRANSPOSE_THREADS, 1, 1),
                                       [args["a_scale"], tmp["a_scale_t"], np.uint32(P_max), np.uint32(groups)],
-                                      tag=f"scale_transpose[{groups}x{P_max}]")]
+                                      tag="scale_transpose")]
         tm_w = backend.tensor_map(args["w"], box=(template.TILE_N, r4.GROUP), swizzle=128, shape=(E * N, Kd))
         tm_a = backend.tensor_map(args["a"], box=(template.TILE_M // template.CLUSTER_CTAS, r4.GROUP), swizzle=128)
         tm_s = backend.tensor_map(tmp["a_scale_t"], box=(1, template.TILE_M), swizzle=0)

@@ -27,7 +27,10 @@ def _expect(rows: list[dict], verdicts: list[dict], ladder: Ladder, impls: tuple
     for row in rows:
         assert row["status"] == "ok" and row["correctness"]["ok"], row["key"]
         assert row["correctness"]["errors"]["worst_block_normwise_rel"] < 1e-2
-        assert row["launch_stages"] == ["grouped_gemm_fp8"] and row["throughput"]["peak_flops_kind"] == "fp8_dense"
+        # the ptx ladder's rung 7 launches its a_scale transpose first, a stage of its own in the row's time
+        first = ["scale_transpose"] if (row.get("rung") or {}).get("name", "").startswith("+scales by TMA") else []
+        assert row["launch_stages"] == [*first, "grouped_gemm_fp8"], row["key"]
+        assert row["throughput"]["peak_flops_kind"] == "fp8_dense"
         assert row["gemm_work"]["useful_flops"] == row["flops"] < row["gemm_work"]["padded_flops"]
         if row["impl"] == "ptx":
             assert row["rung"]["name"] == ladder.names[row["rung"]["number"] - 1] and row["rung"]["of"] == ladder.top

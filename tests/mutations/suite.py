@@ -26,15 +26,15 @@ from tests.mutations.table import MUTATIONS, Mutation
 
 KERNEL = "grouped_gemm_fp8"
 PRESET = Preset("mutations-k13", T=32, H=1664, E=4, K=2, G=1, TG=1, I=64, BM=16)  # up: Kd = 1664, N = 128
-# rung 6's shape: N = 384, three 128-column N tiles, so its first N-tile pair has both ranks computing (a peer reads
-# each multicast stage) and its second has rank 1 past the last tile (tokens only); same routing layout
+# rungs 6 and 7's shape: N = 384, three 128-column N tiles, so the first N-tile pair has both ranks computing (a peer
+# reads each multicast stage) and the second has rank 1 past the last tile (tokens only); same routing layout
 PRESET_N384 = Preset("mutations-k13-n384", T=32, H=1664, E=4, K=2, G=1, TG=1, I=192, BM=16)
 VARIANT = "up"
 BLOCK_EXPERT = (0, 0, 1, 2, 3, 3, 3, -1)  # 8 routing blocks of 16 rows = 8 token tiles (P_max = 128)
 TOTAL_PADDED = 7 * 16  # block 7 lies past total_padded: never computed, never written
 SANITIZE = "all"
 TIME_LIMIT_S = 120.0  # a clean run takes about a second; a hang is reported by ptxsim's wall-clock limit
-RUNGS = (2, 3, 4, 5, 6)
+RUNGS = (2, 3, 4, 5, 6, 7)
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Target:
 
 
 def target(rung: int) -> Target:
-    from ptx_impl import gemm_fp8_r2, gemm_fp8_r3, gemm_fp8_r4, gemm_fp8_r5, gemm_fp8_r6
+    from ptx_impl import gemm_fp8_r2, gemm_fp8_r3, gemm_fp8_r4, gemm_fp8_r5, gemm_fp8_r6, gemm_fp8_r7
     from ptx_impl import gemm_fp8_tm_template as tm
     from ptx_impl import gemm_fp8_ws_template as ws
 
@@ -64,6 +64,8 @@ def target(rung: int) -> Target:
         return Target(5, gemm_fp8_r5.ptx_source(tt), ws.entry(True, tt), functools.partial(gemm_fp8_r5.run, sms=4))
     if rung == 6:  # 2 clusters walk the 16 (block, N-tile pair) items; live heads: blocks 0, 2, 3, 4
         return Target(6, gemm_fp8_r6.ptx_source(), tm.ENTRY, functools.partial(gemm_fp8_r6.run, sms=4), PRESET_N384)
+    if rung == 7:  # rung 6's walk; the transpose launch before it runs unmutated
+        return Target(7, gemm_fp8_r7.ptx_source(), tm.ENTRY7, functools.partial(gemm_fp8_r7.run, sms=4), PRESET_N384)
     raise ValueError(f"rung={rung!r}; the mutation suite covers rungs {RUNGS}")
 
 

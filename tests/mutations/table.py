@@ -1,4 +1,4 @@
-"""The mutation table: single faults of the Hopper rungs (2-6) of the PTX FP8 ladder, as data.
+"""The mutation table: single faults of the Hopper rungs (2-7) of the PTX FP8 ladder, as data.
 
 Each mutation is a precise edit of one rung's generated PTX (tests.mutations.edits: a regex, its replacement and the
 number of matches it must have) that breaks the PTX ISA's rules and that ptxas accepts (for a missing wgmma.fence or
@@ -286,18 +286,34 @@ def _rungs45(rung: int) -> list[Mutation]:
     return out
 
 
-def _rung6() -> list[Mutation]:
-    """Rung 6 (token-major tiles, 7 stages, token-tile multicast): rung 5's protocol faults where its lines differ
-    (a 32 KB stage, 7 barriers of each kind, the phase kept in a register), and its own paths: the idle warpgroup
-    and the rank past an odd N-tile count (the suite's rung-6 shape has N = 384), which must still release and arrive.
+def _rungs67(rung: int) -> list[Mutation]:
+    """Rungs 6 and 7 (token-major tiles, 7 / 6 stages, token-tile multicast; 7: scales by TMA and in shared memory):
+    rung 5's protocol faults where their lines differ (a 32 KB stage, 7 / 6 barriers of each kind, the phase kept in
+    a register), and their own paths: the idle warpgroup and the rank past an odd N-tile count (the suite's shape for
+    them has N = 384), which must still release and arrive; rung 7's token-scale row and weight-scale barriers.
     """
     from ptx_impl import gemm_fp8_tm_template as tm
 
-    rung, stage, stages, empty = 6, tm.STAGE_BYTES, tm.STAGES, tm.EMPTY_COUNT
+    ts = rung == 7
+    stage, stages, empty = tm.STAGE_BYTES + ts * tm.S_BYTES, tm.stages(ts), tm.EMPTY_COUNT
+    tokens_only = tm.A_BYTES + ts * tm.S_BYTES
     own_arrive = r"@%p_lead mbarrier\.arrive\.shared::cta\.b64 %tok, \[%bar\];"
     peer_arrive = r"@%p_lead mbarrier\.arrive\.release\.cluster"
     c_wait = r"^\$C_wait:\n[^\n]*\n[^\n]*\n"
-    return _wgmma_common(rung) + [
+    own: list[Mutation] = []
+    if ts:
+        bar = r"bar\.sync\s+%bid, 128;"
+        own = [
+            _m(rung, "ws-no-bar-before", "cta-barrier", Edit(rf"^[ \t]*{bar}\n([ \t]*and\.b32\s+%tmp2, %thr, 127;)",
+                                                             r"\1"), TIMING,
+               "a warp refills the weight-scale area while its warpgroup's other warps still read the last item's"),
+            _m(rung, "ws-no-bar-after", "cta-barrier", Edit(rf"^[ \t]*{bar}\n(\$C_wsdone:)", r"\1"), TIMING,
+               "a warp reads weight scales its warpgroup's other warps have not stored yet"),
+            _m(rung, "scale-read-after-release", "release-early",
+               [move_after(r"ld\.shared\.f32\s+%sa0", peer_arrive), move_after(r"ld\.shared\.f32\s+%sa1", peer_arrive)],
+               TIMING, "the stage's token scales are read after it was released: the next TMA may overwrite them"),
+        ]
+    return own + _wgmma_common(rung) + [
         _m(rung, "release-before-wait", "release-early", move_after(WAIT0, peer_arrive), TIMING,
            "the producer may refill the stage while the wgmma still reads it"),
         _m(rung, "no-full-retry", "retry", delete(r"@!%p_wait bra\s+\$C_wait;"), TIMING,
@@ -312,7 +328,7 @@ def _rung6() -> list[Mutation]:
         _m(rung, "expect-tx-minus16", "expect-tx", replace(rf"(\[%bar\]), {stage};", rf"\1, {stage - 16};"), EXISTING,
            "the phase completes 16 bytes early (tx-count underflow)"),
         _m(rung, "expect-tx-tokens-only-plus16", "expect-tx",
-           replace(rf"(\[%bar\]), {tm.A_BYTES};", rf"\1, {tm.A_BYTES + 16};"), EXISTING,
+           replace(rf"(\[%bar\]), {tokens_only};", rf"\1, {tokens_only + 16};"), EXISTING,
            "the rank past the last N tile (tokens only) waits for 16 bytes that never come"),
         _m(rung, "parity-consumer", "parity",
            Edit(r"^(\$C_wait:\n[ \t]*mbarrier\.try_wait\.parity\.shared::cta\.b64 %p_wait, \[%bar\]), %ph;",
@@ -337,7 +353,7 @@ def _rung6() -> list[Mutation]:
            replace(r"@%p_idle bra\.uni(\s+)\$C_release;", r"@%p_idle bra.uni\1$C_kdone;"), EXISTING,
            "an idle warpgroup's warps never release their stages: the empty phase never completes"),
         _m(rung, "tokens-only-no-arrive", "barrier-count",
-           delete(rf"@%p_nodd mbarrier\.arrive\.expect_tx\.shared::cta\.b64 %tok, \[%bar\], {tm.A_BYTES};"),
+           delete(rf"@%p_nodd mbarrier\.arrive\.expect_tx\.shared::cta\.b64 %tok, \[%bar\], {tokens_only};"),
            EXISTING, "the rank past the last N tile never arrives on its full barrier: its consumers wait forever"),
         _m(rung, "setmaxnreg-dec-2of4", "setmaxnreg",
            replace(r"(setmaxnreg\.dec\.sync\.aligned\.u32 40;)",
@@ -377,4 +393,4 @@ def _rung6() -> list[Mutation]:
     ]
 
 
-MUTATIONS: tuple[Mutation, ...] = tuple(_rung2() + _rung3() + _rungs45(4) + _rungs45(5) + _rung6())
+MUTATIONS: tuple[Mutation, ...] = tuple(_rung2() + _rung3() + _rungs45(4) + _rungs45(5) + _rungs67(6) + _rungs67(7))

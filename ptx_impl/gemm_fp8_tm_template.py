@@ -108,7 +108,7 @@ def _header(ts: bool) -> str:
 //   inits and before exit: no remote arrival or copy reaches an exited CTA.
 //
 // Roles: {THREADS} threads, .maxnreg {MAXNREG} = 128 x {PRODUCER_REGS} (producer) + 256 x {CONSUMER_REGS} (consumers),
-//   as rung 4. Warpgroup 0, producer thread 0: wait empty[s], arrive.expect_tx({STAGE_BYTES}) on full[s], the multicast
+//   as rung 4. Warpgroup 0, producer thread 0: wait empty[s], arrive.expect_tx({STAGE_BYTES + ts * S_BYTES}) on full[s], the multicast
 //   token half and the weight tile into stage s.
 //   warpgroups 1, 2 (cw = 0, 1: token rows 64*cw..): wait full[s]; 4 x wgmma m64n128k32 e4m3, commit, wait_group 0;
 //     lane 0 of each warp releases the stage (own and peer); then the promotion.

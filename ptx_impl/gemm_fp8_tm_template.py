@@ -73,6 +73,7 @@ def shared_bytes(tma_scales: bool = False) -> int:
 def _header(ts: bool) -> str:
     rule = "// " + "=" * 108
     STAGES = stages(ts)  # noqa: N806 - the ring depth of this rung, named as the module constant
+    expect = STAGE_BYTES + ts * S_BYTES  # bytes a full phase waits for
     scales = f"""
 // Rung 7 (scales by TMA): a_scale comes transposed, a_scale_t f32[Kd/128, P_max] (tensor map gf_tm_s, box 1 x 128),
 //   and each stage also brings the tile's 128 token scales of its K group ({S_BYTES} B, in a row area after the
@@ -108,7 +109,7 @@ def _header(ts: bool) -> str:
 //   inits and before exit: no remote arrival or copy reaches an exited CTA.
 //
 // Roles: {THREADS} threads, .maxnreg {MAXNREG} = 128 x {PRODUCER_REGS} (producer) + 256 x {CONSUMER_REGS} (consumers),
-//   as rung 4. Warpgroup 0, producer thread 0: wait empty[s], arrive.expect_tx({STAGE_BYTES + ts * S_BYTES}) on full[s], the multicast
+//   as rung 4. Warpgroup 0, producer thread 0: wait empty[s], arrive.expect_tx({expect}) on full[s], the multicast
 //   token half and the weight tile into stage s.
 //   warpgroups 1, 2 (cw = 0, 1: token rows 64*cw..): wait full[s]; 4 x wgmma m64n128k32 e4m3, commit, wait_group 0;
 //     lane 0 of each warp releases the stage (own and peer); then the promotion.

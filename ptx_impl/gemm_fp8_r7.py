@@ -100,7 +100,8 @@ def run(backend, args: dict, preset, **params) -> list:
     try:
         ctas = max(1, min(TRANSPOSE_MAX_CTAS, -(-P_max * groups // TRANSPOSE_THREADS)))
         records = [backend.launch_ptx(transpose_source(), "scale_transpose", (ctas, 1, 1), (TRANSPOSE_THREADS, 1, 1),
-                                      [args["a_scale"], tmp["a_scale_t"], np.uint32(P_max), np.uint32(groups)],
+                                      [args["a_scale"], tmp["a_scale_t"], np.uint32(P_max), np.uint32(groups),
+                                       args["total_padded"]],
                                       tag="scale_transpose")]
         tm_w = backend.tensor_map(args["w"], box=(template.TILE_N, r4.GROUP), swizzle=128, shape=(E * N, Kd))
         tm_a = backend.tensor_map(args["a"], box=(template.TILE_M // template.CLUSTER_CTAS, r4.GROUP), swizzle=128)

@@ -98,8 +98,10 @@ def _header(ts: bool) -> str:
 //   total_padded and blocks of expert -1 are never written. BM divides 128; N is a multiple of 128.
 //
 // Tiles: R = 128 / BM routing blocks make an aligned group. Block b is a head when b % R == 0 or its expert differs
-//   from block b - 1's; a head's tile is rows b*BM .. + 128 of a, its valid rows the run of blocks b, b + 1, ... of
-//   the same expert below the next multiple of R (and below total_padded). An item is (block, N-tile pair), item =
+//   from block b - 1's; its valid rows are the run of blocks b, b + 1, ... of the same expert below the next
+//   multiple of R (and below total_padded), and its tile loads the 128 rows of a from abase = min(b*BM,
+//   max(total_padded, 128) - 128): rows past total_padded may be unwritten (the fp8 layer), so a tile near the end
+//   starts early and its run lies at rows b*BM - abase.. of the tile. An item is (block, N-tile pair), item =
 //   b x N/256 + pair; cluster j takes items item_begin + j, + clusters, ... below item_end (and the item count) and
 //   both CTAs skip items whose block is not a live head. Rank r computes N tile 2 x pair + r; past the last
 //   N tile (an odd count) its producer still multicasts its token half and its consumers only release stages.
@@ -176,6 +178,9 @@ def _decode(role: str) -> list[str]:
         "    setp.eq.s32         %p_q, %ep, %e;",
         f"    @%p_q bra.uni       ${role}_next;               // inside the tile of an earlier head",
         f"${role}_head:",
+        "    max.u32             %abase, %tp, 128;",
+        "    sub.u32             %abase, %abase, 128;",
+        "    min.u32             %abase, %abase, %row0;      // first loaded row: the tile ends by total_padded",
         "    shl.b32             %col0, %ct, 7;              // first output column",
         "    mad.lo.u32          %wrow, %e, %n, %col0;       // first weight row in the (E*N, Kd) view",
         "    mov.u32             %kt, 0;",
@@ -217,13 +222,13 @@ def _producer(ts: bool) -> list[str]:
           "    shl.b32             %tmp, %rank, 13;            // my half: token rows 64*rank.. at byte 8192*rank",
           "    add.u32             %tmp2, %dst, %tmp;",
           "    shl.b32             %tmp, %rank, 6;",
-          "    add.u32             %tmp, %row0, %tmp;",
+          "    add.u32             %tmp, %abase, %tmp;",
           f"    {tma}.multicast::cluster [%tmp2], [%ptma, {{%kc, %tmp}}], [%bar], %mask;",
           f"    add.u32             %tmp2, %dst, {A_BYTES};",
           f"    @!%p_nodd {tma} [%tmp2], [%ptmw, {{%kc, %wrow}}], [%bar];"]
     if ts:
         L += [f"    mad.lo.u32          %tmp2, %stage, {S_BYTES}, %ssc;",
-              f"    {tma} [%tmp2], [%ptms, {{%row0, %kt}}], [%bar];  // the tile's token scales of group kt"]
+              f"    {tma} [%tmp2], [%ptms, {{%abase, %kt}}], [%bar];  // the tile's token scales of group kt"]
     L += _advance(stages(ts))
     L += ["    @%p_more bra.uni    $P_k;",
           "$P_next:",
@@ -253,8 +258,12 @@ def _run_rows() -> list[str]:
             "    bra.uni             $C_run;",
             "$C_ran:",
             "    mul.lo.u32          %rows, %nb, %bm;",
+            "    sub.u32             %nb, %row0, %abase;         // the run's first row in the tile",
+            "    add.u32             %nbmax, %nb, %rows;         // and its end",
             "    shl.b32             %tmp, %cw, 6;",
-            "    setp.le.or.u32      %p_idle, %rows, %tmp, %p_nodd;  // my 64 rows hold none of the run, or no N tile"]
+            "    setp.le.or.u32      %p_idle, %nbmax, %tmp, %p_nodd;",
+            "    add.u32             %tmp, %tmp, 64;",
+            "    setp.ge.or.u32      %p_idle, %nb, %tmp, %p_idle;  // my 64 rows hold none of the run, or no N tile"]
 
 
 def _ws_to_shared() -> list[str]:
@@ -311,17 +320,19 @@ def _consumer(ts: bool) -> list[str]:
     L += _decode("C")
     L += _run_rows()
     L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(ACC)]
-    L += ["    add.u32             %r0, %row0, %trow;"]
+    L += ["    add.u32             %r0, %abase, %trow;"]
     if not ts:
         L += ["    // scale pointers: a_scale rows row0 + trow and + 8, clamped into the run (rows past it are",
               "    // computed from other rows' data and never stored, their scale loads must stay in a_scale)",
               "    add.u32             %tmp2, %row0, %rows;",
               "    sub.u32             %tmp2, %tmp2, 1;            // the run's last row",
-              "    min.u32             %tmp, %r0, %tmp2;",
+              "    max.u32             %tmp, %r0, %row0;",
+              "    min.u32             %tmp, %tmp, %tmp2;",
               "    mul.wide.u32        %d1, %tmp, %ktiles;",
               "    shl.b64             %d1, %d1, 2;",
               "    add.s64             %pas0, %pas, %d1;",
               "    add.u32             %tmp, %r0, 8;",
+              "    max.u32             %tmp, %tmp, %row0;",
               "    min.u32             %tmp, %tmp, %tmp2;",
               "    mul.wide.u32        %d1, %tmp, %ktiles;",
               "    shl.b64             %d1, %d1, 2;",
@@ -390,11 +401,13 @@ def _consumer(ts: bool) -> list[str]:
     L += _advance(stages(ts))
     L += ["    @%p_more bra.uni    $C_k;",
           "    @%p_idle bra.uni    $C_next;",
-          "    // epilogue: c[row0 + trow (+8)][col0 + 8j + 2t, +1] = bf16x2(acc), rows inside the run only",
+          "    // epilogue: c[abase + trow (+8)][col0 + 8j + 2t, +1] = bf16x2(acc), rows inside the run only",
           "    add.u32             %tmp2, %row0, %rows;",
           "    setp.lt.u32         %p_r0, %r0, %tmp2;",
+          "    setp.ge.and.u32     %p_r0, %r0, %row0, %p_r0;",
           "    add.u32             %tmp, %r0, 8;",
           "    setp.lt.u32         %p_r1, %tmp, %tmp2;",
+          "    setp.ge.and.u32     %p_r1, %tmp, %row0, %p_r1;",
           "    shl.b32             %tmp, %t, 1;",
           "    add.u32             %tmp, %tmp, %col0;",
           "    mad.lo.u32          %tmp, %r0, %n, %tmp;",
@@ -429,6 +442,7 @@ def render(wait_bound: int = 0, tma_scales: bool = False) -> str:
           "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %nblk, %npairs, %nitems, %ktiles;",
           "    .reg .b32   %tp, %nt;",
           "    .reg .b32   %rblk, %first, %step, %item, %kt, %kc, %b, %pos, %ct, %row0, %col0, %e, %ep, %wrow;",
+          "    .reg .b32   %abase;",
           "    .reg .b32   %stage, %ph, %pw, %bar, %dst, %sa_a, %sa_w, %tmp, %tmp2, %rank, %peer, %rbar, %hh;",
           "    .reg .b32   %lane, %warp, %g, %t, %cw, %trow, %r0, %nb, %nbmax, %rows;",
           "    .reg .b64   %ptmw, %ptma, %pas, %pws, %pbe, %ptp, %pc, %d0, %d1, %d2, %tok, %da, %db;",

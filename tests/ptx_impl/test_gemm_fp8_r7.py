@@ -144,7 +144,7 @@ def test_ptx_shape_matches_the_header():
     assert template.STAGES7 == 6 and template.shared_bytes(True) <= template.SMEM_LIMIT
     assert count(r"\.param \.align 64 \.b8 gf_tm_s\[128\]") == 1 and "gf_a_scale" not in ptx
     assert count(r"cp\.async\.bulk\.tensor\.2d") == 3  # tokens (multicast), weights, token scales
-    assert count(r"\[%ptms, \{%row0, %kt\}\]") == 1
+    assert count(r"\[%ptms, \{%abase, %kt\}\]") == 1
     assert count(r"expect_tx\.shared::cta\.b64 %tok, \[%bar\], 33280;") == 1  # 32 KB + 512 B of scales
     assert count(r"expect_tx\.shared::cta\.b64 %tok, \[%bar\], 16896;") == 1  # tokens-only rank: 16 KB + 512 B
     assert count(r"ld\.global", body) == 0 and count(r"ld\.shared\.f32", body) == 3  # 2 token scales, 1 weight

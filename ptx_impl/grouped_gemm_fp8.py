@@ -27,6 +27,8 @@ RUNGS: tuple[Rung, ...] = (
     Rung(3, "wgmma+TMA+mbarrier", "ptx_impl.gemm_fp8_r3"),
     Rung(4, "+warp-specialised persistent", "ptx_impl.gemm_fp8_r4"),
     Rung(5, "+2-CTA cluster multicast", "ptx_impl.gemm_fp8_r5"),
+    Rung(6, "+token-major 128x128 tiles, 7 stages", "ptx_impl.gemm_fp8_r6"),
+    Rung(7, "+scales by TMA / in shared memory", "ptx_impl.gemm_fp8_r7"),
 )
 
 

@@ -39,7 +39,11 @@ def check_fp8_layer(run, backend, preset, skew, seed, launches: bool = False) ->
     result = get_kernel("layer").check(outputs, inputs, preset)
     assert result.ok, f"{where}: {result.message} {result.errors}"
     if launches:
-        assert [stage_of(r) for r in records] == FP8_ORDER, f"{where}: {[r.name for r in records]}"
+        # a GEMM's own preprocessing (the ptx ladder's rung 7 transposes a_scale first) is part of its stage
+        stages = [stage_of(r) for r in records]
+        stages = [st for i, st in enumerate(stages)
+                  if not (st.startswith("scale_transpose") and stages[i + 1:i + 2] == ["grouped_gemm_fp8"])]
+        assert stages == FP8_ORDER, f"{where}: {[r.name for r in records]}"
     return result.errors
 
 

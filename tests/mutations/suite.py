@@ -7,8 +7,10 @@ least twice, in every item, and the last slab sits in stage 0, which rungs 2 and
 seed; the routing layout is fixed so that every path of every rung runs on every seed: rung 5's
 pair items are two multicast pairs (tiles 0, 1 of expert 0 and 4, 5 of expert 3), a pair of two experts (2, 3), and
 a pair whose rank 1 is past total_padded (6, 7: a dead CTA that only arrives on its full barriers); rungs 2 and 3
-see a CTA that exits at once; rungs 4 and 5 run persistent grids whose CTAs walk several items (the ring runs on
-across items).
+see a CTA that exits at once; rungs 4, 5 and 6 run persistent grids whose CTAs walk several items (the ring runs on
+across items). Rung 6's tiles start at the head blocks 0, 2, 3 and 4 (runs of 2, 1, 1 and 3 blocks: its second
+warpgroup is idle in every tile); its shape has N = 384 (PRESET_N384), so its first N-tile pair has both ranks
+computing and its second a rank 1 past the last N tile that only multicasts tokens.
 """
 from __future__ import annotations
 
@@ -24,12 +26,15 @@ from tests.mutations.table import MUTATIONS, Mutation
 
 KERNEL = "grouped_gemm_fp8"
 PRESET = Preset("mutations-k13", T=32, H=1664, E=4, K=2, G=1, TG=1, I=64, BM=16)  # up: Kd = 1664, N = 128
+# rungs 6 and 7's shape: N = 384, three 128-column N tiles, so the first N-tile pair has both ranks computing (a peer
+# reads each multicast stage) and the second has rank 1 past the last tile (tokens only); same routing layout
+PRESET_N384 = Preset("mutations-k13-n384", T=32, H=1664, E=4, K=2, G=1, TG=1, I=192, BM=16)
 VARIANT = "up"
 BLOCK_EXPERT = (0, 0, 1, 2, 3, 3, 3, -1)  # 8 routing blocks of 16 rows = 8 token tiles (P_max = 128)
 TOTAL_PADDED = 7 * 16  # block 7 lies past total_padded: never computed, never written
 SANITIZE = "all"
 TIME_LIMIT_S = 120.0  # a clean run takes about a second; a hang is reported by ptxsim's wall-clock limit
-RUNGS = (2, 3, 4, 5)
+RUNGS = (2, 3, 4, 5, 6, 7)
 
 
 @dataclass(frozen=True)
@@ -40,10 +45,12 @@ class Target:
     ptx: str
     entry: str
     run: object  # run(backend, args, preset) -> [LaunchRecord]
+    preset: Preset = PRESET
 
 
 def target(rung: int) -> Target:
-    from ptx_impl import gemm_fp8_r2, gemm_fp8_r3, gemm_fp8_r4, gemm_fp8_r5
+    from ptx_impl import gemm_fp8_r2, gemm_fp8_r3, gemm_fp8_r4, gemm_fp8_r5, gemm_fp8_r6, gemm_fp8_r7
+    from ptx_impl import gemm_fp8_tm_template as tm
     from ptx_impl import gemm_fp8_ws_template as ws
 
     tt = PRESET.BM  # BM = 16: the 16-token entries
@@ -55,6 +62,10 @@ def target(rung: int) -> Target:
         return Target(4, gemm_fp8_r4.ptx_source(tt), ws.entry(False, tt), functools.partial(gemm_fp8_r4.run, sms=2))
     if rung == 5:  # 2 clusters walk the 4 pair items
         return Target(5, gemm_fp8_r5.ptx_source(tt), ws.entry(True, tt), functools.partial(gemm_fp8_r5.run, sms=4))
+    if rung == 6:  # 2 clusters walk the 16 (block, N-tile pair) items; live heads: blocks 0, 2, 3, 4
+        return Target(6, gemm_fp8_r6.ptx_source(), tm.ENTRY, functools.partial(gemm_fp8_r6.run, sms=4), PRESET_N384)
+    if rung == 7:  # rung 6's walk; the transpose launch before it runs unmutated
+        return Target(7, gemm_fp8_r7.ptx_source(), tm.ENTRY7, functools.partial(gemm_fp8_r7.run, sms=4), PRESET_N384)
     raise ValueError(f"rung={rung!r}; the mutation suite covers rungs {RUNGS}")
 
 
@@ -91,13 +102,13 @@ def assemble_notes(mutation: Mutation) -> tuple[str, tuple[str, ...]]:
     return "", tuple(sorted(set(re.findall(r"\((C\d+)\)", proc.stderr + proc.stdout))))
 
 
-def inputs(seed: int) -> dict:
+def inputs(seed: int, preset: Preset = PRESET) -> dict:
     """Fresh random values for the seed, with the fixed routing layout (BLOCK_EXPERT, TOTAL_PADDED)."""
     from contract.kernels import get_kernel
 
-    got = get_kernel(KERNEL).make_inputs(PRESET, "balanced", seed, variant=VARIANT)
+    got = get_kernel(KERNEL).make_inputs(preset, "balanced", seed, variant=VARIANT)
     if got["block_expert"].shape != (len(BLOCK_EXPERT),):
-        raise ValueError(f"{PRESET.name}: {got['block_expert'].shape[0]} routing blocks; BLOCK_EXPERT has "
+        raise ValueError(f"{preset.name}: {got['block_expert'].shape[0]} routing blocks; BLOCK_EXPERT has "
                          f"{len(BLOCK_EXPERT)}")
     got["block_expert"] = np.array(BLOCK_EXPERT, np.int32)
     got["total_padded"] = np.array([TOTAL_PADDED], np.int32)
@@ -173,9 +184,9 @@ def run(rung: int, mutation: Mutation | None, seed: int) -> Outcome:
     caught: list[str] = []
     details: list[str] = []
     crash = ""
-    data = inputs(seed)
+    data = inputs(seed, t.preset)
     try:
-        _, outputs, records = run_kernel(t.run, backend, KERNEL, PRESET, "balanced", seed, inputs=data,
+        _, outputs, records = run_kernel(t.run, backend, KERNEL, t.preset, "balanced", seed, inputs=data,
                                          variant=VARIANT)
     except PtxSimError as exc:
         caught.append(_exception_mechanism(exc))
@@ -191,7 +202,7 @@ def run(rung: int, mutation: Mutation | None, seed: int) -> Outcome:
             caught.append(finding["tool"])
             details.append(finding["text"].splitlines()[0][:300])
     if outputs is not None:
-        result = get_kernel(KERNEL).check(outputs, data, PRESET, sampled=False)
+        result = get_kernel(KERNEL).check(outputs, data, t.preset, sampled=False)
         if not result.ok:
             caught.append("check")
             details.append(result.message[:300])

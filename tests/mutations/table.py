@@ -1,4 +1,4 @@
-"""The mutation table: single faults of the Hopper rungs (2-5) of the PTX FP8 ladder, as data.
+"""The mutation table: single faults of the Hopper rungs (2-7) of the PTX FP8 ladder, as data.
 
 Each mutation is a precise edit of one rung's generated PTX (tests.mutations.edits: a regex, its replacement and the
 number of matches it must have) that breaks the PTX ISA's rules and that ptxas accepts (for a missing wgmma.fence or
@@ -286,4 +286,111 @@ def _rungs45(rung: int) -> list[Mutation]:
     return out
 
 
-MUTATIONS: tuple[Mutation, ...] = tuple(_rung2() + _rung3() + _rungs45(4) + _rungs45(5))
+def _rungs67(rung: int) -> list[Mutation]:
+    """Rungs 6 and 7 (token-major tiles, 7 / 6 stages, token-tile multicast; 7: scales by TMA and in shared memory):
+    rung 5's protocol faults where their lines differ (a 32 KB stage, 7 / 6 barriers of each kind, the phase kept in
+    a register), and their own paths: the idle warpgroup and the rank past an odd N-tile count (the suite's shape for
+    them has N = 384), which must still release and arrive; rung 7's token-scale row and weight-scale barriers.
+    """
+    from ptx_impl import gemm_fp8_tm_template as tm
+
+    ts = rung == 7
+    stage, stages, empty = tm.STAGE_BYTES + ts * tm.S_BYTES, tm.stages(ts), tm.EMPTY_COUNT
+    tokens_only = tm.A_BYTES + ts * tm.S_BYTES
+    own_arrive = r"@%p_lead mbarrier\.arrive\.shared::cta\.b64 %tok, \[%bar\];"
+    peer_arrive = r"@%p_lead mbarrier\.arrive\.release\.cluster"
+    c_wait = r"^\$C_wait:\n[^\n]*\n[^\n]*\n"
+    own: list[Mutation] = []
+    if ts:
+        bar = r"bar\.sync\s+%bid, 128;"
+        own = [
+            _m(rung, "ws-no-bar-before", "cta-barrier", Edit(rf"^[ \t]*{bar}\n([ \t]*and\.b32\s+%tmp2, %thr, 127;)",
+                                                             r"\1"), TIMING,
+               "a warp refills the weight-scale area while its warpgroup's other warps still read the last item's"),
+            _m(rung, "ws-no-bar-after", "cta-barrier", Edit(rf"^[ \t]*{bar}\n(\$C_wsdone:)", r"\1"), TIMING,
+               "a warp reads weight scales its warpgroup's other warps have not stored yet"),
+            _m(rung, "scale-read-after-release", "release-early",
+               [move_after(r"ld\.shared\.f32\s+%sa0", peer_arrive), move_after(r"ld\.shared\.f32\s+%sa1", peer_arrive)],
+               TIMING, "the stage's token scales are read after it was released: the next TMA may overwrite them"),
+        ]
+    return own + _wgmma_common(rung) + [
+        _m(rung, "release-before-wait", "release-early", move_after(WAIT0, peer_arrive), TIMING,
+           "the producer may refill the stage while the wgmma still reads it"),
+        _m(rung, "no-full-retry", "retry", delete(r"@!%p_wait bra\s+\$C_wait;"), TIMING,
+           "try_wait may return false: the consumers would read a stage that has not landed"),
+        _m(rung, "no-empty-retry", "retry", delete(r"@!%p_wait bra\s+\$P_wait;"), TIMING,
+           "try_wait may return false: the producer would refill a stage still being read"),
+        _m(rung, "wgmma-before-full-wait", "wait-order",
+           Edit(f"({c_wait})((?:[^\n]*\n)*?[ \t]*wgmma\\.commit_group[^\n]*\n)", r"\2\1"), TIMING,
+           "the wgmma reads the stage before its TMA bytes are known to have landed"),
+        _m(rung, "expect-tx-plus16", "expect-tx", replace(rf"(\[%bar\]), {stage};", rf"\1, {stage + 16};"), EXISTING,
+           "the full barrier waits for 16 bytes that never come"),
+        _m(rung, "expect-tx-minus16", "expect-tx", replace(rf"(\[%bar\]), {stage};", rf"\1, {stage - 16};"), EXISTING,
+           "the phase completes 16 bytes early (tx-count underflow)"),
+        _m(rung, "expect-tx-tokens-only-plus16", "expect-tx",
+           replace(rf"(\[%bar\]), {tokens_only};", rf"\1, {tokens_only + 16};"), EXISTING,
+           "the rank past the last N tile (tokens only) waits for 16 bytes that never come"),
+        _m(rung, "parity-consumer", "parity",
+           Edit(r"^(\$C_wait:\n[ \t]*mbarrier\.try_wait\.parity\.shared::cta\.b64 %p_wait, \[%bar\]), %ph;",
+                "    xor.b32             %pw, %ph, 1;\n\\1, %pw;"), TIMING,
+           "waiting on the other parity passes at once (the preceding phase), before the stage landed"),
+        _m(rung, "parity-producer", "parity", replace(r"xor\.b32(\s+)%pw, %ph, 1;", r"mov.b32\1%pw, %ph;"), EXISTING,
+           "the producer waits for a phase of the empty barrier that cannot complete"),
+        _m(rung, "no-init-fences", "mbarrier-init",
+           Edit(r"^[ \t]*fence\.mbarrier_init[^\n]*\n[ \t]*fence\.proxy\.async[^\n]*\n", ""), FENCES,
+           "the barriers' init is never fenced: TMA's complete_tx (async proxy) may not see it"),
+        _m(rung, "empty-count-minus1", "barrier-count",
+           replace(rf"(\[%sempty\+\d+\]), {empty};", rf"\1, {empty - 1};", stages), TIMING,
+           "the empty phase completes one arrival early: the refill races a consumer's wgmma"),
+        _m(rung, "full-count-2", "barrier-count", replace(r"(\[%sfull\+\d+\]), 1;", r"\1, 2;", stages), EXISTING,
+           "the full phase never completes"),
+        _m(rung, "no-empty-wait", "release-early", Edit(r"^\$P_wait:\n[^\n]*\n[^\n]*\n", ""), TIMING,
+           "the producer refills without waiting for the consumers"),
+        _m(rung, "empty-wait-on-full", "barrier-count", Edit(r"%sempty;\n\$P_wait:", "%sfull;\n$P_wait:"), TIMING,
+           "the producer waits on a full barrier (which its own TMA completes) instead of the empty one"),
+        _m(rung, "no-release", "barrier-count", delete(own_arrive), EXISTING, "the empty phase never completes"),
+        _m(rung, "idle-skips-release", "barrier-count",
+           replace(r"@%p_idle bra\.uni(\s+)\$C_release;", r"@%p_idle bra.uni\1$C_kdone;"), EXISTING,
+           "an idle warpgroup's warps never release their stages: the empty phase never completes"),
+        _m(rung, "tokens-only-no-arrive", "barrier-count",
+           delete(rf"@%p_nodd mbarrier\.arrive\.expect_tx\.shared::cta\.b64 %tok, \[%bar\], {tokens_only};"),
+           EXISTING, "the rank past the last N tile never arrives on its full barrier: its consumers wait forever"),
+        _m(rung, "setmaxnreg-dec-2of4", "setmaxnreg",
+           replace(r"(setmaxnreg\.dec\.sync\.aligned\.u32 40;)",
+                   r"setp.lt.u32         %p_q, %thr, 64;\n    @%p_q \1"), REGS,
+           "setmaxnreg must be executed by all warps of the warpgroup (here 2 of 4)"),
+        _m(rung, "setmaxnreg-inc-2of4", "setmaxnreg",
+           replace(r"(setmaxnreg\.inc\.sync\.aligned\.u32 232;)",
+                   r"and.b32             %tmp, %thr, 127;\n    setp.lt.u32         %p_q, %tmp, 64;\n    @%p_q \1"),
+           REGS, "setmaxnreg must be executed by all warps of the warpgroup (here 2 of 4)"),
+        _m(rung, "setmaxnreg-inc-256", "setmaxnreg", replace(r"setmaxnreg\.inc\.sync\.aligned\.u32 232;",
+                                                              "setmaxnreg.inc.sync.aligned.u32 256;"), REGS,
+           "2 x 128 x 256 + 128 x 40 registers exceed the CTA's 384 x 168: the inc never completes"),
+        _m(rung, "no-maxnreg", "setmaxnreg", delete(r"\.maxnreg 168"), REGS,
+           "without .maxnreg ptxas allocates fewer registers per thread: the pool cannot supply the inc"),
+        _m(rung, "no-setmaxnreg-dec", "setmaxnreg", delete(r"setmaxnreg\.dec"), REGS,
+           "the producer never frees registers: the consumers' inc waits forever"),
+        _m(rung, "misaligned-stage", "alignment", insert_after(ALIGN_LINE, PLUS128), ALIGN,
+           "TMA 128B-swizzle destinations and wgmma descriptors must be 1024-byte aligned"),
+        _m(rung, "no-cluster-bar-start", "cluster-barrier",
+           Edit(r"^(\$L_inited:\n)[ \t]*barrier\.cluster\.arrive[^\n]*\n[ \t]*barrier\.cluster\.wait[^\n]*\n",
+                r"\1"), FENCES,
+           "the peer may arrive on (or multicast into) barriers not yet initialised"),
+        _m(rung, "no-cluster-bar-exit", "cluster-barrier",
+           Edit(r"^(\$L_end:\n)[ \t]*barrier\.cluster\.arrive[^\n]*\n[ \t]*barrier\.cluster\.wait[^\n]*\n",
+                r"\1"), PEERS, "a CTA exits while its peer may still arrive on its barriers or multicast to it"),
+        _m(rung, "no-cluster-wait-exit", "cluster-barrier",
+           Edit(r"^(\$L_end:\n[ \t]*barrier\.cluster\.arrive[^\n]*\n)[ \t]*barrier\.cluster\.wait[^\n]*\n",
+                r"\1"), PEERS, "arriving without waiting: the CTA still exits before its peer is done"),
+        _m(rung, "release-own-only", "peer-release",
+           [delete(peer_arrive), replace(rf"(\[%sempty\+\d+\]), {empty};", rf"\1, {empty // 2};", stages)], TIMING,
+           "the peer's producer multicasts into this CTA's stage while its consumers still read it"),
+        _m(rung, "release-mapa-own", "peer-release",
+           replace(r"(mapa\.shared::cluster\.u32 %rbar, %sempty), %peer;", r"\1, %rank;"), TIMING,
+           "both releases go to the own barrier: the peer's multicast races this CTA's readers"),
+        _m(rung, "multicast-mask-1", "expect-tx", replace(r"mov\.u16(\s+)%mask, 3;", r"mov.u16\1%mask, 1;"),
+           EXISTING, "rank 1 never receives rank 0's token half: its full barrier waits forever"),
+    ]
+
+
+MUTATIONS: tuple[Mutation, ...] = tuple(_rung2() + _rung3() + _rungs45(4) + _rungs45(5) + _rungs67(6) + _rungs67(7))

@@ -1,0 +1,515 @@
+"""Emit the token-major FP8 grouped GEMM kernel of rung 6 (issue #30) from one readable template.
+
+Rung 6 (`grouped_gemm_fp8_tm_m128n128.ptx`) drops rungs 4/5's "swap AB": a CTA tile is 128 token rows (wgmma M: two
+consumer warpgroups x 64) by 128 weight rows (wgmma N: m64n128k32), as DeepGEMM's sm90 FP8 kernels tile (BLOCK_M
+128, BLOCK_N up to 192 for its 1D2D scaling: csrc/jit_kernels/heuristics/sm90.hpp caps it there for register
+spills). A 2-CTA cluster takes one token tile at two adjacent 128-column N tiles: both CTAs need the same token tile,
+so each loads half of it (64 rows) and multicasts it to both (DeepGEMM's multicast "on A"); both CTAs of a pair always
+share the expert, so the multicast always fires (rung 5's fired only when two token tiles had one expert). The ring
+fills the 227 KB opt-in shared memory: 7 stages of 32 KB (rungs 4/5: 4 stages of 18-24 KB).
+
+Routing blocks (BM = 16, 32 or 64 rows, one expert each) are shorter than the 128-row tile, so a tile starts at a
+"head" block: one whose index is a multiple of R = 128 / BM, or whose expert differs from the block before. It runs
+over the following blocks of the same expert up to the next multiple of R (so it never crosses an aligned group of R
+blocks, which is what harness.sampling's windows need), and its rows past that run (another expert's tokens, or
+past P_max: TMA fills zeros) are computed and never stored. The consumer warpgroup whose 64 rows all lie past the
+run skips its wgmma, promotion and stores (it still waits and releases each stage).
+
+Every instruction below was chosen by hand; Python only writes out the fixed-trip loops (barrier inits, the 4 k32
+wgmma steps, the 64 promotions and 32 stores) and the stage count. `make ptx` rewrites the checked-in file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ptx_impl.gemm_fp8_ws_template import ALIGN, CONSUMER_REGS, DESC_HI, MAXNREG, PRODUCER_REGS, THREADS, _bounded
+
+KERNELS_DIR = Path(__file__).parent / "kernels"
+ENTRY = "grouped_gemm_fp8_tm_m128n128"
+PATH = KERNELS_DIR / f"{ENTRY}.ptx"
+TILE_M = 128  # token rows of a CTA tile (two consumer warpgroups x wgmma M 64)
+TILE_N = 128  # weight rows (output columns) of a CTA tile: wgmma N; one 128 x 128 weight-scale block
+CLUSTER_CTAS = 2  # the pair shares the token tile (multicast): a cluster covers 128 tokens x 256 columns
+A_BYTES = TILE_M * 128  # token tile of one stage (128 rows x 128 B of K)
+W_BYTES = TILE_N * 128  # weight tile of one stage
+STAGE_BYTES = A_BYTES + W_BYTES
+SMEM_LIMIT = 232448  # bytes of dynamic shared memory a CTA may opt in to on sm_90 (227 KB)
+# NOTE: as many stages as the opt-in limit holds with the barriers and the alignment slack: 7 x 32 KB (a stage count
+# that is not a power of two: the kernel keeps the stage index and phase in registers rather than masking a counter)
+STAGES = (SMEM_LIMIT - ALIGN) // (STAGE_BYTES + 16)
+CONSUMER_WARPS = 8
+EMPTY_COUNT = CONSUMER_WARPS * CLUSTER_CTAS  # a stage is free when neither CTA's consumers still read it
+ACC = TILE_N // 2  # fp32 accumulator registers per consumer thread (m64n128: 64 x 128 / 128 threads)
+# Rung 7 (tma_scales): each stage also brings the tile's 128 token scales of its K group by TMA (a row of the
+# MN-major a_scale, 512 B, kept apart from the 1024-aligned operand tiles), and each consumer warpgroup keeps the
+# item's weight scales (Kd / 128 <= KT_MAX of them) in shared memory: its promotion makes no global load.
+ENTRY7 = "grouped_gemm_fp8_tms_m128n128"
+PATH7 = KERNELS_DIR / f"{ENTRY7}.ptx"
+S_BYTES = TILE_M * 4  # one stage's token scales (fp32)
+KT_MAX = 256  # K groups a weight-scale area holds (Kd <= 32768)
+STAGES7 = (SMEM_LIMIT - ALIGN - 2 * 4 * KT_MAX) // (STAGE_BYTES + S_BYTES + 16)
+
+
+def stages(tma_scales: bool = False) -> int:
+    return STAGES7 if tma_scales else STAGES
+
+
+def entry(tma_scales: bool = False) -> str:
+    return ENTRY7 if tma_scales else ENTRY
+
+
+def path(tma_scales: bool = False) -> Path:
+    return PATH7 if tma_scales else PATH
+
+
+def shared_bytes(tma_scales: bool = False) -> int:
+    """Dynamic shared memory: the ring, full[STAGES] and empty[STAGES] mbarriers, ALIGN bytes of slack (rung 7:
+    also a token-scale row a stage and two weight-scale areas)."""
+    if tma_scales:
+        return STAGES7 * (STAGE_BYTES + S_BYTES) + 2 * 8 * STAGES7 + 2 * 4 * KT_MAX + ALIGN
+    return STAGES * STAGE_BYTES + 2 * 8 * STAGES + ALIGN
+
+
+def _header(ts: bool) -> str:
+    rule = "// " + "=" * 108
+    STAGES = stages(ts)  # noqa: N806 - the ring depth of this rung, named as the module constant
+    expect = STAGE_BYTES + ts * S_BYTES  # bytes a full phase waits for
+    scales = f"""
+// Rung 7 (scales by TMA): a_scale comes transposed, a_scale_t f32[Kd/128, P_max] (tensor map gf_tm_s, box 1 x 128),
+//   and each stage also brings the tile's 128 token scales of its K group ({S_BYTES} B, in a row area after the
+//   stages, expect_tx counting them); at each item's start each consumer warpgroup copies the item's Kd/128 weight
+//   scales into its own shared area between two named barriers (bar.sync 1 + cw, 128). The promotion reads both
+//   from shared memory: the token scales right after the commit (while the wgmma runs, before the release), the
+//   weight scale after it; no global load follows wgmma.wait_group.""" if ts else ""
+    params = ("    .param .align 64 .b8 gf_tm_s[128]," if ts else "    .param .u64 gf_a_scale,")
+    ring = f"{STAGES} stages x\n//   ({A_BYTES} B tokens + {W_BYTES} B weights)"
+    layout = (f"{ring}, {STAGES} token-scale rows of {S_BYTES} B, full[{STAGES}], empty[{STAGES}],\n"
+              f"//   two weight-scale areas of {4 * KT_MAX} B" if ts else
+              f"{ring}, then full[{STAGES}] and empty[{STAGES}]")
+    return f"""{rule}
+// {entry(ts)} (rung {7 if ts else 6}): FP8 e4m3 grouped GEMM with DeepSeek-V3's fine-grained scales, token-major
+// 128 x 128 CTA tiles (no swap AB), warp-specialised wgmma + TMA, a {STAGES}-stage ring in the 227 KB opt-in,
+// 2-CTA clusters multicasting the shared token tile, persistent{", scales by TMA and in shared memory" if ts else ""}.
+// Generated by ptx_impl/gemm_fp8_tm_template.py (fixed-trip loops written out); edit the template, then `make ptx`.
+//
+// Contract (docs/kernels.md "grouped_gemm_fp8"): a e4m3[P_max, Kd] (tensor map gf_tm_a, box 64 rows x 128 B),
+//   a_scale f32[P_max, Kd/128], w e4m3[E, N, Kd] (tensor map gf_tm_w over (E*N, Kd), box 128 rows x 128 B),
+//   w_scale f32[E, N/128, Kd/128], block_expert i32[P_max/BM], total_padded i32[1] -> c bf16[P_max, N]; rows >=
+//   total_padded and blocks of expert -1 are never written. BM divides 128; N is a multiple of 128.
+//
+// Tiles: R = 128 / BM routing blocks make an aligned group. Block b is a head when b % R == 0 or its expert differs
+//   from block b - 1's; its valid rows are the run of blocks b, b + 1, ... of the same expert below the next
+//   multiple of R (and below total_padded), and its tile loads the 128 rows of a from abase = min(b*BM,
+//   max(total_padded, 128) - 128): rows past total_padded may be unwritten (the fp8 layer), so a tile near the end
+//   starts early and its run lies at rows b*BM - abase.. of the tile. An item is (block, N-tile pair), item =
+//   b x N/256 + pair; cluster j takes items item_begin + j, + clusters, ... below item_end (and the item count) and
+//   both CTAs skip items whose block is not a live head. Rank r computes N tile 2 x pair + r; past the last
+//   N tile (an odd count) its producer still multicasts its token half and its consumers only release stages.
+// Cluster: each producer loads token rows 64*rank.. of the tile and multicasts them (ctaMask 0b11) to both CTAs, and
+//   its own 128 x 128 weight tile; each consumer warp releases a stage on its own AND the peer's empty barrier
+//   ({EMPTY_COUNT} arrivals a phase), so no multicast lands in a stage the peer still reads. barrier.cluster after the
+//   inits and before exit: no remote arrival or copy reaches an exited CTA.
+//
+// Roles: {THREADS} threads, .maxnreg {MAXNREG} = 128 x {PRODUCER_REGS} (producer) + 256 x {CONSUMER_REGS} (consumers),
+//   as rung 4. Warpgroup 0, producer thread 0: wait empty[s], arrive.expect_tx({expect}) on full[s], the multicast
+//   token half and the weight tile into stage s.
+//   warpgroups 1, 2 (cw = 0, 1: token rows 64*cw..): wait full[s]; 4 x wgmma m64n128k32 e4m3, commit, wait_group 0;
+//     lane 0 of each warp releases the stage (own and peer); then the promotion.
+// Promotion, every 128 of K (one stage = one scale group): partial x a_scale[token][g] x w_scale[e][n/128][g],
+//   fma.rn.f32 into fp32 registers: a thread holds 2 token rows, so 2 token scales and 1 weight scale a stage.
+// Accumulators (wgmma D, warp w of its warpgroup, lane 4g + t): register i is token 64cw + 16w + g + 8(i>>1 & 1) of
+//   the tile, column 8(i>>2) + 2t + (i&1) of the N tile; the epilogue packs column pairs (cvt.rn.bf16x2) into b32
+//   stores, each predicated on its token row lying in the run.{scales}
+// Shared memory (dynamic, {shared_bytes(ts)} B): from the base aligned up to {ALIGN} in code, {layout}.
+{rule}
+.version 8.4
+.target sm_90a
+.address_size 64
+
+.extern .shared .align 1024 .b8 smem[];
+
+.visible .entry {entry(ts)}(
+    .param .align 64 .b8 gf_tm_w[128],
+    .param .align 64 .b8 gf_tm_a[128],
+{params}
+    .param .u64 gf_w_scale,
+    .param .u64 gf_block_expert,
+    .param .u64 gf_total_padded,
+    .param .u64 gf_c,
+    .param .u32 gf_kd,
+    .param .u32 gf_n,
+    .param .u32 gf_bm,
+    .param .u32 gf_blocks,
+    .param .u32 gf_item_begin,
+    .param .u32 gf_item_end
+)
+.maxntid {THREADS}, 1, 1
+.maxnreg {MAXNREG}
+.reqnctapercluster {CLUSTER_CTAS}, 1, 1
+{{"""
+
+
+def _decode(role: str) -> list[str]:
+    """Item -> block %b, its expert %e, the N tile %ct; skips items whose block is past total_padded, of expert -1 or
+    not a head. Leaves %pos = b % R and %d0 = &block_expert[b]."""
+    return [
+        f"${role}_item:",
+        "    setp.ge.u32         %p_q, %item, %nitems;",
+        "    @%p_q bra.uni       $L_end;",
+        "    div.u32             %b, %item, %npairs;",
+        "    mul.lo.u32          %tmp, %b, %npairs;",
+        "    sub.u32             %ct, %item, %tmp;",
+        "    shl.b32             %ct, %ct, 1;",
+        "    add.u32             %ct, %ct, %rank;            // my N tile of the pair",
+        "    setp.ge.u32         %p_nodd, %ct, %nt;          // rank 1 past an odd N tile count: tokens only",
+        "    mul.lo.u32          %row0, %b, %bm;             // first token row",
+        "    setp.ge.u32         %p_q, %row0, %tp;",
+        f"    @%p_q bra.uni       ${role}_next;               // past total_padded",
+        "    mul.wide.u32        %d0, %b, 4;",
+        "    add.s64             %d0, %pbe, %d0;",
+        "    ld.global.s32       %e, [%d0];",
+        "    setp.lt.s32         %p_q, %e, 0;",
+        f"    @%p_q bra.uni       ${role}_next;               // a padding block of no expert",
+        "    rem.u32             %pos, %b, %rblk;",
+        "    setp.eq.u32         %p_q, %pos, 0;",
+        f"    @%p_q bra.uni       ${role}_head;               // an aligned group starts here",
+        "    sub.s64             %d1, %d0, 4;",
+        "    ld.global.s32       %ep, [%d1];",
+        "    setp.eq.s32         %p_q, %ep, %e;",
+        f"    @%p_q bra.uni       ${role}_next;               // inside the tile of an earlier head",
+        f"${role}_head:",
+        "    max.u32             %abase, %tp, 128;",
+        "    sub.u32             %abase, %abase, 128;",
+        "    min.u32             %abase, %abase, %row0;      // first loaded row: the tile ends by total_padded",
+        "    shl.b32             %col0, %ct, 7;              // first output column",
+        "    mad.lo.u32          %wrow, %e, %n, %col0;       // first weight row in the (E*N, Kd) view",
+        "    mov.u32             %kt, 0;",
+    ]
+
+
+def _advance(n_stages: int) -> list[str]:
+    """The next stage of the ring: index + 1, wrapping to 0 with the phase flipped."""
+    return ["    add.u32             %stage, %stage, 1;",
+            f"    setp.eq.u32         %p_q, %stage, {n_stages};",
+            "    @%p_q mov.u32       %stage, 0;",
+            "    @%p_q xor.b32       %ph, %ph, 1;",
+            "    add.u32             %kt, %kt, 1;",
+            "    setp.lt.u32         %p_more, %kt, %ktiles;"]
+
+
+def _producer(ts: bool) -> list[str]:
+    tma = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    L = ["",
+         "    // ---- producer warpgroup: one thread feeds the ring ------------------------------------------------",
+         "$P_start:",
+         f"    setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGS};",
+         "    @!%p_lead bra       $L_end;                 // threads 1..127 have nothing to do",
+         "    mov.u32             %stage, 0;",
+         "    mov.u32             %ph, 0;",
+         "    mov.u32             %item, %first;"]
+    L += _decode("P")
+    L += ["$P_k:",
+          "    xor.b32             %pw, %ph, 1;                // the previous phase: free on the first pass",
+          "    mad.lo.u32          %bar, %stage, 8, %sempty;",
+          "$P_wait:",
+          "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %pw;",
+          "    @!%p_wait bra       $P_wait;",
+          "    mad.lo.u32          %bar, %stage, 8, %sfull;",
+          f"    mad.lo.u32          %dst, %stage, {STAGE_BYTES}, %sbase;",
+          "    shl.b32             %kc, %kt, 7;                // K coordinate (elements = bytes)",
+          f"    @!%p_nodd mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {STAGE_BYTES + ts * S_BYTES};",
+          f"    @%p_nodd mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {A_BYTES + ts * S_BYTES};",
+          "    shl.b32             %tmp, %rank, 13;            // my half: token rows 64*rank.. at byte 8192*rank",
+          "    add.u32             %tmp2, %dst, %tmp;",
+          "    shl.b32             %tmp, %rank, 6;",
+          "    add.u32             %tmp, %abase, %tmp;",
+          f"    {tma}.multicast::cluster [%tmp2], [%ptma, {{%kc, %tmp}}], [%bar], %mask;",
+          f"    add.u32             %tmp2, %dst, {A_BYTES};",
+          f"    @!%p_nodd {tma} [%tmp2], [%ptmw, {{%kc, %wrow}}], [%bar];"]
+    if ts:
+        L += [f"    mad.lo.u32          %tmp2, %stage, {S_BYTES}, %ssc;",
+              f"    {tma} [%tmp2], [%ptms, {{%abase, %kt}}], [%bar];  // the tile's token scales of group kt"]
+    L += _advance(stages(ts))
+    L += ["    @%p_more bra.uni    $P_k;",
+          "$P_next:",
+          "    add.u32             %item, %item, %step;",
+          "    bra.uni             $P_item;"]
+    return L
+
+
+def _run_rows() -> list[str]:
+    """%rows = the tile's valid token rows: blocks b, b + 1, ... of expert %e below the next multiple of R and below
+    total_padded; %p_idle = this warpgroup's 64 rows all lie past them."""
+    return ["    sub.u32             %nbmax, %rblk, %pos;        // blocks to the end of the aligned group",
+            "    mov.u32             %nb, 1;",
+            "$C_run:",
+            "    setp.ge.u32         %p_q, %nb, %nbmax;",
+            "    @%p_q bra.uni       $C_ran;",
+            "    add.u32             %tmp, %b, %nb;",
+            "    mul.lo.u32          %tmp, %tmp, %bm;",
+            "    setp.ge.u32         %p_q, %tmp, %tp;",
+            "    @%p_q bra.uni       $C_ran;",
+            "    mul.wide.u32        %d1, %nb, 4;",
+            "    add.s64             %d1, %d0, %d1;",
+            "    ld.global.s32       %ep, [%d1];",
+            "    setp.ne.s32         %p_q, %ep, %e;",
+            "    @%p_q bra.uni       $C_ran;",
+            "    add.u32             %nb, %nb, 1;",
+            "    bra.uni             $C_run;",
+            "$C_ran:",
+            "    mul.lo.u32          %rows, %nb, %bm;",
+            "    sub.u32             %nb, %row0, %abase;         // the run's first row in the tile",
+            "    add.u32             %nbmax, %nb, %rows;         // and its end",
+            "    shl.b32             %tmp, %cw, 6;",
+            "    setp.le.or.u32      %p_idle, %nbmax, %tmp, %p_nodd;",
+            "    add.u32             %tmp, %tmp, 64;",
+            "    setp.ge.or.u32      %p_idle, %nb, %tmp, %p_idle;  // my 64 rows hold none of the run, or no N tile"]
+
+
+def _ws_to_shared() -> list[str]:
+    """Rung 7, at an item's start: the warpgroup copies w_scale[e][ct][0..Kd/128) into its shared area, between two
+    named barriers of its 128 threads (the first: nobody still reads the previous item's scales)."""
+    return ["    @%p_idle bra.uni    $C_wsdone;",
+            "    bar.sync            %bid, 128;",
+            "    and.b32             %tmp2, %thr, 127;",
+            "    mov.u32             %tmp, 0;",
+            "$C_ws:",
+            "    add.u32             %nb, %tmp, %tmp2;",
+            "    setp.lt.u32         %p_in, %nb, %ktiles;",
+            "    mul.wide.u32        %d1, %nb, 4;",
+            "    add.s64             %d2, %pwsg, %d1;",
+            "    @%p_in ld.global.nc.f32 %ws, [%d2];",
+            "    shl.b32             %nb, %nb, 2;",
+            "    add.u32             %nb, %nb, %sws;",
+            "    @%p_in st.shared.f32 [%nb], %ws;",
+            "    add.u32             %tmp, %tmp, 128;",
+            "    setp.lt.u32         %p_q, %tmp, %ktiles;",
+            "    @%p_q bra.uni       $C_ws;",
+            "    bar.sync            %bid, 128;",
+            "$C_wsdone:"]
+
+
+def _consumer(ts: bool) -> list[str]:
+    L = ["",
+         "    // ---- consumer warpgroups: wgmma, promotion, epilogue -----------------------------------------------",
+         "$C_start:",
+         f"    setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS};",
+         "    sub.u32             %cw, %wg, 1;                // token rows 64*cw.. of the tile",
+         "    and.b32             %lane, %thr, 31;",
+         "    shr.u32             %warp, %thr, 5;",
+         "    and.b32             %warp, %warp, 3;",
+         "    shr.u32             %g, %lane, 2;",
+         "    and.b32             %t, %lane, 3;",
+         "    setp.eq.u32         %p_lead, %lane, 0;          // lane 0 releases stages for its warp",
+         "    setp.eq.u32         %p_zero, %wg, 0;            // false here: scale-d of each stage's first wgmma",
+         "    setp.ne.u32         %p_one, %wg, 0;             // true",
+         "    shl.b32             %tmp, %cw, 13;",
+         "    add.u32             %sa_a, %sbase, %tmp;        // token rows 64*cw.. of stage 0",
+         f"    add.u32             %sa_w, %sbase, {A_BYTES};         // weights of stage 0",
+         "    shl.b32             %trow, %cw, 6;              // my first token row of the tile: 64cw + 16w + g",
+         "    shl.b32             %tmp, %warp, 4;",
+         "    add.u32             %trow, %trow, %tmp;",
+         "    add.u32             %trow, %trow, %g;",
+         "    mul.wide.u32        %nbytes, %n, 16;            // 8 c rows",
+         "    mapa.shared::cluster.u32 %rbar, %sempty, %peer;  // the peer's empty barriers",
+         *(["    add.u32             %bid, %cw, 1;               // my warpgroup's named barrier",
+            f"    mad.lo.u32          %sws, %cw, {4 * KT_MAX}, %sws;     // my weight-scale area"] if ts else []),
+         "    mov.u32             %stage, 0;",
+         "    mov.u32             %ph, 0;",
+         "    mov.u32             %item, %first;"]
+    L += _decode("C")
+    L += _run_rows()
+    L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(ACC)]
+    L += ["    add.u32             %r0, %abase, %trow;"]
+    if not ts:
+        L += ["    // scale pointers: a_scale rows row0 + trow and + 8, clamped into the run (rows past it are",
+              "    // computed from other rows' data and never stored, their scale loads must stay in a_scale)",
+              "    add.u32             %tmp2, %row0, %rows;",
+              "    sub.u32             %tmp2, %tmp2, 1;            // the run's last row",
+              "    max.u32             %tmp, %r0, %row0;",
+              "    min.u32             %tmp, %tmp, %tmp2;",
+              "    mul.wide.u32        %d1, %tmp, %ktiles;",
+              "    shl.b64             %d1, %d1, 2;",
+              "    add.s64             %pas0, %pas, %d1;",
+              "    add.u32             %tmp, %r0, 8;",
+              "    max.u32             %tmp, %tmp, %row0;",
+              "    min.u32             %tmp, %tmp, %tmp2;",
+              "    mul.wide.u32        %d1, %tmp, %ktiles;",
+              "    shl.b64             %d1, %d1, 2;",
+              "    add.s64             %pas1, %pas, %d1;"]
+    L += ["    mad.lo.u32          %tmp, %e, %nt, %ct;         // w_scale[e][ct][.]",
+          "    mul.wide.u32        %d1, %tmp, %ktiles;",
+          "    shl.b64             %d1, %d1, 2;",
+          "    add.s64             %pwsg, %pws, %d1;"]
+    if ts:
+        L += _ws_to_shared()
+    L += ["$C_k:",
+          "    mad.lo.u32          %bar, %stage, 8, %sfull;",
+          "$C_wait:",
+          "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %ph;",
+          "    @!%p_wait bra       $C_wait;",
+          "    @%p_idle bra.uni    $C_release;",
+          f"    mul.lo.u32          %dst, %stage, {STAGE_BYTES};",
+          "    add.u32             %tmp, %sa_a, %dst;",
+          "    shr.u32             %tmp, %tmp, 4;",
+          "    cvt.u64.u32         %da, %tmp;",
+          f"    or.b64              %da, %da, {DESC_HI:#x};",
+          "    add.u32             %tmp, %sa_w, %dst;",
+          "    shr.u32             %tmp, %tmp, 4;",
+          "    cvt.u64.u32         %db, %tmp;",
+          f"    or.b64              %db, %db, {DESC_HI:#x};",
+          "    wgmma.fence.sync.aligned;"]
+    parts = ", ".join(f"%part{i}" for i in range(ACC))
+    for ks in range(4):
+        if ks:
+            L += ["    add.s64             %da, %da, 2;                // +32 B of K",
+                  "    add.s64             %db, %db, 2;"]
+        L += [f"    wgmma.mma_async.sync.aligned.m64n{TILE_N}k32.f32.e4m3.e4m3 {{{parts}}}, %da, %db, "
+              f"{'%p_zero' if ks == 0 else '%p_one'}, 1, 1;"]
+    L += ["    wgmma.commit_group.sync.aligned;"]
+    if ts:  # the stage's token scales, read while the wgmma runs (before the stage is released)
+        L += [f"    mad.lo.u32          %tmp, %stage, {S_BYTES}, %ssc;",
+              "    shl.b32             %tmp2, %trow, 2;",
+              "    add.u32             %tmp, %tmp, %tmp2;",
+              "    ld.shared.f32       %sa0, [%tmp];",
+              "    ld.shared.f32       %sa1, [%tmp+32];           // token row + 8"]
+    L += ["    wgmma.wait_group.sync.aligned 0;",
+          "$C_release:",
+          "    mad.lo.u32          %bar, %stage, 8, %sempty;",
+          "    @%p_lead mbarrier.arrive.shared::cta.b64 %tok, [%bar];",
+          "    mad.lo.u32          %bar, %stage, 8, %rbar;",
+          "    @%p_lead mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%bar];",
+          "    @%p_idle bra.uni    $C_kdone;",
+          "    // promotion of this scale group: 2 token scales x the block's weight scale, fma into fp32"]
+    if ts:
+        L += ["    shl.b32             %tmp, %kt, 2;",
+              "    add.u32             %tmp, %tmp, %sws;",
+              "    ld.shared.f32       %ws, [%tmp];"]
+    else:
+        L += ["    mul.wide.u32        %d1, %kt, 4;",
+              "    add.s64             %d2, %pwsg, %d1;",
+              "    ld.global.nc.f32    %ws, [%d2];",
+              "    add.s64             %d2, %pas0, %d1;",
+              "    ld.global.nc.f32    %sa0, [%d2];",
+              "    add.s64             %d2, %pas1, %d1;",
+              "    ld.global.nc.f32    %sa1, [%d2];"]
+    L += ["    mul.rn.f32          %s0, %sa0, %ws;",
+          "    mul.rn.f32          %s1, %sa1, %ws;"]
+    for i in range(ACC):
+        L += [f"    fma.rn.f32          %acc{i}, %part{i}, %s{(i >> 1) & 1}, %acc{i};"]
+    L += ["$C_kdone:"]
+    L += _advance(stages(ts))
+    L += ["    @%p_more bra.uni    $C_k;",
+          "    @%p_idle bra.uni    $C_next;",
+          "    // epilogue: c[abase + trow (+8)][col0 + 8j + 2t, +1] = bf16x2(acc), rows inside the run only",
+          "    add.u32             %tmp2, %row0, %rows;",
+          "    setp.lt.u32         %p_r0, %r0, %tmp2;",
+          "    setp.ge.and.u32     %p_r0, %r0, %row0, %p_r0;",
+          "    add.u32             %tmp, %r0, 8;",
+          "    setp.lt.u32         %p_r1, %tmp, %tmp2;",
+          "    setp.ge.and.u32     %p_r1, %tmp, %row0, %p_r1;",
+          "    shl.b32             %tmp, %t, 1;",
+          "    add.u32             %tmp, %tmp, %col0;",
+          "    mad.lo.u32          %tmp, %r0, %n, %tmp;",
+          "    mul.wide.u32        %d1, %tmp, 2;",
+          "    add.s64             %d1, %pc, %d1;",
+          "    add.s64             %d2, %d1, %nbytes;          // token row + 8"]
+    for j in range(TILE_N // 8):
+        for h, (reg, pred) in enumerate((("%d1", "%p_r0"), ("%d2", "%p_r1"))):
+            i = 4 * j + 2 * h
+            L += [f"    cvt.rn.bf16x2.f32   %hh, %acc{i + 1}, %acc{i};",
+                  f"    @{pred} st.global.b32 [{reg}+{16 * j}], %hh;"]
+    L += ["$C_next:",
+          "    add.u32             %item, %item, %step;",
+          "    bra.uni             $C_item;"]
+    return L
+
+
+_PRED_REGS = ("    .reg .pred  %p_lead, %p_q, %p_wait, %p_more, %p_zero, %p_one, %p_idle, %p_r0, %p_r1, %p_nodd;")
+
+
+def render(wait_bound: int = 0, tma_scales: bool = False) -> str:
+    """The complete PTX module of rung 6 (tma_scales=False) or rung 7 (True). wait_bound > 0: every mbarrier wait
+    loop traps after that many failed try_waits (gemm_fp8_ws_template._bounded; not in the checked-in files)."""
+    if not isinstance(wait_bound, int) or wait_bound < 0:
+        raise ValueError(f"wait_bound={wait_bound!r}; expected an int >= 0 (0: unbounded waits)")
+    ts, n_stages = tma_scales, stages(tma_scales)
+    if shared_bytes(ts) > SMEM_LIMIT:
+        raise ValueError(f"{n_stages} stages need {shared_bytes(ts)} B of shared memory; sm_90 allows {SMEM_LIMIT}")
+    L = [_header(ts)]
+    L += [_PRED_REGS,
+          "    .reg .b16   %mask;",
+          "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %nblk, %npairs, %nitems, %ktiles;",
+          "    .reg .b32   %tp, %nt;",
+          "    .reg .b32   %rblk, %first, %step, %item, %kt, %kc, %b, %pos, %ct, %row0, %col0, %e, %ep, %wrow;",
+          "    .reg .b32   %abase;",
+          "    .reg .b32   %stage, %ph, %pw, %bar, %dst, %sa_a, %sa_w, %tmp, %tmp2, %rank, %peer, %rbar, %hh;",
+          "    .reg .b32   %lane, %warp, %g, %t, %cw, %trow, %r0, %nb, %nbmax, %rows;",
+          "    .reg .b64   %ptmw, %ptma, %pas, %pws, %pbe, %ptp, %pc, %d0, %d1, %d2, %tok, %da, %db;",
+          "    .reg .b64   %pas0, %pas1, %pwsg, %nbytes;",
+          *(["    .reg .pred  %p_in;", "    .reg .b32   %ssc, %sws, %bid;", "    .reg .b64   %ptms;"] if ts else []),
+          f"    .reg .f32   %acc<{ACC}>, %part<{ACC}>, %sa0, %sa1, %s0, %s1, %ws;",
+          "",
+          "    // ---- setup (all threads): parameters, barriers, this cluster's first item -------------------------",
+          "    mov.u32             %thr, %tid.x;",
+          "    shr.u32             %wg, %thr, 7;",
+          "    mov.u32             %sbase, smem;",
+          f"    add.u32             %sbase, %sbase, {ALIGN - 1};",
+          f"    and.b32             %sbase, %sbase, 0x{-ALIGN & 0xFFFFFFFF:08X};      "
+          f"// aligned up to {ALIGN} (the slack)",
+          f"    add.u32             %sfull, %sbase, {n_stages * (STAGE_BYTES + ts * S_BYTES)};",
+          f"    add.u32             %sempty, %sfull, {8 * n_stages};",
+          *([f"    add.u32             %ssc, %sbase, {n_stages * STAGE_BYTES};         // token-scale rows",
+             f"    add.u32             %sws, %sempty, {8 * n_stages};          // weight-scale areas"] if ts else []),
+          "    mov.b64             %ptmw, gf_tm_w;             // the tensor maps' generic addresses (nvcc's form)",
+          "    cvta.param.u64      %ptmw, %ptmw;",
+          "    mov.b64             %ptma, gf_tm_a;",
+          "    cvta.param.u64      %ptma, %ptma;",
+          *(["    mov.b64             %ptms, gf_tm_s;", "    cvta.param.u64      %ptms, %ptms;"] if ts else [])]
+    globals_ = (() if ts else (("a_scale", "%pas"),)) + (
+        ("w_scale", "%pws"), ("block_expert", "%pbe"), ("total_padded", "%ptp"), ("c", "%pc"))
+    for name, reg in globals_:
+        L += [f"    ld.param.u64        {reg}, [gf_{name}];", f"    cvta.to.global.u64  {reg}, {reg};"]
+    L += ["    ld.param.u32        %kd, [gf_kd];",
+          "    ld.param.u32        %n, [gf_n];",
+          "    ld.param.u32        %bm, [gf_bm];",
+          "    ld.param.u32        %nblk, [gf_blocks];",
+          "    ld.global.u32       %tp, [%ptp];",
+          "    shr.u32             %ktiles, %kd, 7;            // stages per item = scale groups",
+          "    shr.u32             %nt, %n, 7;                 // N tiles",
+          "    add.u32             %npairs, %nt, 1;",
+          "    shr.u32             %npairs, %npairs, 1;        // N-tile pairs (the last one half if N tiles are odd)",
+          f"    mov.u32             %tmp, {TILE_M};",
+          "    div.u32             %rblk, %tmp, %bm;           // R: routing blocks of an aligned group",
+          "    mul.lo.u32          %nitems, %nblk, %npairs;    // (block, N-tile pair) items",
+          "    ld.param.u32        %tmp2, [gf_item_end];",
+          "    min.u32             %nitems, %nitems, %tmp2;    // this launch's items: [item_begin, item_end)",
+          "    mov.u32             %rank, %cluster_ctarank;",
+          "    xor.b32             %peer, %rank, 1;",
+          "    mov.u32             %first, %clusterid.x;",
+          "    mov.u32             %step, %nclusterid.x;",
+          "    mov.u16             %mask, 3;",
+          "    ld.param.u32        %tmp, [gf_item_begin];",
+          "    add.u32             %first, %first, %tmp;",
+          "    setp.eq.u32         %p_lead, %thr, 0;",
+          "    @!%p_lead bra       $L_inited;"]
+    L += [f"    mbarrier.init.shared::cta.b64 [%sfull+{8 * s}], 1;" for s in range(n_stages)]
+    L += [f"    mbarrier.init.shared::cta.b64 [%sempty+{8 * s}], {EMPTY_COUNT};" for s in range(n_stages)]
+    L += ["    fence.mbarrier_init.release.cluster;",
+          "    fence.proxy.async.shared::cta;",
+          "$L_inited:",
+          # NOTE: the non-.aligned cluster barrier: warp 0 has just diverged around the inits (as in rung 5)
+          "    barrier.cluster.arrive.release;",
+          "    barrier.cluster.wait.acquire;",
+          "    setp.ne.u32         %p_q, %wg, 0;",
+          "    @%p_q bra.uni       $C_start;"]
+    L += _producer(ts)
+    L += _consumer(ts)
+    L += ["$L_end:",
+          "    barrier.cluster.arrive.release;             // no remote arrival or copy may reach an exited CTA",
+          "    barrier.cluster.wait.acquire;",
+          "    ret;", "}"]
+    if wait_bound:
+        L = _bounded(L, wait_bound)
+        L[L.index(_PRED_REGS)] = _PRED_REGS + "\n    .reg .pred  %p_spin;\n    .reg .b32   %spin;"
+    return "\n".join(line for line in L if line != "") + "\n"

@@ -1,0 +1,155 @@
+"""PTX rung 7 of the FP8 grouped GEMM (rung 6 with the token scales brought by TMA from a transposed a_scale and the
+weight scales kept in shared memory): passes kernels.md's check through ptxsim (tiny at every skew and variant on a
+small persistent grid, the full grid through the ladder, an odd N-tile count, BM 32 and 64, small), bit-identical to
+rung 6, clean under ptxsim's sanitizers, the transpose launched and charged, the scale paths really used (kernels
+reading the wrong token-scale row or dropping the weight-scale barrier fail), zero spills, and the PTX shape its
+header promises (no global load in the promotion)."""
+import functools
+import re
+
+import numpy as np
+import pytest
+
+from contract.presets import SKEWS
+from harness.verify import run_and_check
+from ptx_impl import gemm_fp8_r7 as r7
+from ptx_impl import gemm_fp8_tm_template as template
+from tests.ptx_impl.test_gemm_fp8_r4 import RAGGED_BM
+from tests.ptx_impl.test_grouped_gemm_fp8 import RAGGED
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from harness.backends.sim import SimBackend
+
+    return SimBackend()
+
+
+def _result(backend, preset, skew, seed, variant, run=r7.run, **params):
+    return run_and_check(functools.partial(run, **params), backend, "grouped_gemm_fp8", preset, skew, seed,
+                         variant=variant)
+
+
+def _check(backend, preset, skew, seed, variant, run=r7.run, **params):
+    result = _result(backend, preset, skew, seed, variant, run, **params)
+    assert result.ok, f"{getattr(preset, 'name', preset)} {skew} {variant} {params} seed={seed}: {result.message}"
+    return result
+
+
+def _mutant(monkeypatch, old: str, new: str) -> None:
+    good = r7.ptx_source()
+    assert good.count(old) == 1, old
+    bad = good.replace(old, new)
+    monkeypatch.setattr(r7, "ptx_source", lambda wait_bound=0: bad)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("variant", ["up", "down"])
+@pytest.mark.parametrize("skew", SKEWS)
+def test_tiny_on_a_small_persistent_grid(backend, skew, variant, seed):
+    """3 clusters for 31 items: the 6-stage ring wraps across items and each item refills the weight-scale areas."""
+    _check(backend, "tiny", skew, seed, variant, sms=7)
+    transpose, gemm = backend.records[-2:]
+    assert transpose.name.startswith("scale_transpose") and tuple(gemm.grid) == (6, 1, 1)
+    assert gemm.shared_bytes == template.shared_bytes(True) <= template.SMEM_LIMIT
+
+
+@pytest.mark.sim
+def test_tiny_on_the_full_grid_through_the_ladder_as_its_top_rung(backend, seed):
+    from ptx_impl import grouped_gemm_fp8 as ladder
+
+    assert ladder.get_rung(None).module == ladder.get_rung(7).module == "ptx_impl.gemm_fp8_r7"
+    _check(backend, "tiny", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2], run=ladder.run, rung=7)
+    assert backend.records[-1].grid[0] == 2 * 31
+
+
+@pytest.mark.sim
+def test_an_odd_n_tile_count_and_bm_32_and_64(backend, seed):
+    for preset in (RAGGED, *RAGGED_BM.values()):
+        for variant in ("up", "down"):
+            _check(backend, preset, SKEWS[seed % len(SKEWS)], seed, variant, sms=7)
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("preset", ["tiny", RAGGED], ids=["tiny", "odd-n-tiles"])
+def test_sanitizers_find_nothing(preset, seed):
+    """asynccheck, racecheck (the named barriers around the weight-scale areas), memcheck, initcheck (every
+    transposed scale the TMA reads was written), synccheck."""
+    from harness.backends.sim import SimBackend
+
+    sim = SimBackend(sanitize=("asynccheck", "racecheck", "memcheck", "initcheck", "synccheck"))
+    _check(sim, preset, SKEWS[seed % len(SKEWS)], seed, "down", sms=4)
+    assert sim.sanitizer_findings() == []
+
+
+@pytest.mark.sim
+def test_small(backend, seed):
+    _check(backend, "small", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2])
+
+
+@pytest.mark.sim
+def test_bit_identical_to_rung_6(backend, seed):
+    """The same scales, multiplied and applied in the same order: where they come from must not change a bit."""
+    from harness.verify import run_kernel
+    from ptx_impl import gemm_fp8_r6 as r6
+
+    skew = SKEWS[seed % len(SKEWS)]
+    c6, c7 = (run_kernel(functools.partial(run, sms=9), backend, "grouped_gemm_fp8", "tiny", skew, seed,
+                         variant="up")[1]["c"] for run in (r6.run, r7.run))
+    assert np.array_equal(c6.view(np.uint16), c7.view(np.uint16))
+
+
+@pytest.mark.sim
+def test_the_wrong_token_scale_row_is_caught(backend, seed, monkeypatch):
+    """Token row + 8's scale read from row + 16: the check must fail, so the promotion uses the TMA'd scale rows."""
+    _mutant(monkeypatch, "ld.shared.f32       %sa1, [%tmp+32];", "ld.shared.f32       %sa1, [%tmp+64];")
+    result = _result(backend, "tiny", "extreme", seed, "up", sms=8)
+    assert not result.ok and "normwise relative error" in result.message
+
+
+@pytest.mark.sim
+def test_a_weight_scale_area_refilled_without_its_barrier_is_caught(seed, monkeypatch):
+    """Without the named barrier before the copy, a warp may overwrite the weight scales its warpgroup's other warps
+    still read for the previous item: racecheck must see it (the barrier is what orders them)."""
+    from harness.backends.sim import SimBackend
+
+    good = r7.ptx_source()
+    first = good.index("    bar.sync            %bid, 128;\n")
+    bad = good[:first] + good[first:].replace("    bar.sync            %bid, 128;\n", "", 1)
+    assert bad.count("bar.sync            %bid, 128;") == 1
+    monkeypatch.setattr(r7, "ptx_source", lambda wait_bound=0: bad)
+    sim = SimBackend(sanitize=("racecheck",))
+    _result(sim, "tiny", "balanced", seed, "down", sms=2)
+    assert any(f["tool"] == "racecheck" for f in sim.sanitizer_findings()), sim.sanitizer_findings()
+
+
+def test_assembles_for_sm90a_with_zero_spills():
+    from harness.toolchain import assemble
+
+    _, usage = assemble(r7.ptx_source(), "sm_90a", name=r7.path().name)
+    u = usage[template.ENTRY7]
+    assert u.spills == 0 and u.stack_frame_bytes == 0, u
+    assert u.registers == template.MAXNREG and u.shared_bytes == 0, u
+    _, usage = assemble(r7.transpose_source(), "sm_90a", name=r7.TRANSPOSE.name)
+    assert usage["scale_transpose"].spills == 0
+
+
+def test_ptx_shape_matches_the_header():
+    ptx = re.sub(r"//[^\n]*", "", r7.ptx_source())
+    body = ptx[ptx.index("$C_k:"):ptx.index("$C_next:")]  # the consumers' K loop and epilogue
+
+    def count(pattern: str, text: str = ptx) -> int:
+        return len(re.findall(pattern, text))
+
+    assert template.STAGES7 == 6 and template.shared_bytes(True) <= template.SMEM_LIMIT
+    assert count(r"\.param \.align 64 \.b8 gf_tm_s\[128\]") == 1 and "gf_a_scale" not in ptx
+    assert count(r"cp\.async\.bulk\.tensor\.2d") == 3  # tokens (multicast), weights, token scales
+    assert count(r"\[%ptms, \{%abase, %kt\}\]") == 1
+    assert count(r"expect_tx\.shared::cta\.b64 %tok, \[%bar\], 33280;") == 1  # 32 KB + 512 B of scales
+    assert count(r"expect_tx\.shared::cta\.b64 %tok, \[%bar\], 16896;") == 1  # tokens-only rank: 16 KB + 512 B
+    assert count(r"ld\.global", body) == 0 and count(r"ld\.shared\.f32", body) == 3  # 2 token scales, 1 weight
+    assert count(r"ld\.global\.nc\.f32") == 1  # the item-start copy of the weight scales
+    assert count(r"bar\.sync\s+%bid, 128;") == 2
+    # the token scales are read between the commit and the wait (while the wgmma runs)
+    assert re.search(r"commit_group[^$]*ld\.shared\.f32\s+%sa0[^$]*ld\.shared\.f32\s+%sa1[^$]*wait_group", body)
+    assert count(r"mbarrier\.init\.shared::cta\.b64 \[%sempty\+\d+\], 16;") == template.STAGES7

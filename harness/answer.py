@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 
 from harness.implementations import CPP_SIDE, PTX_SIDE, impl_name
 from harness.run_records import ModelledTiming, Row, Sweep, Verdict
+from harness.verdicts import best_cpp
 
 
 @dataclass(frozen=True)
@@ -46,13 +47,6 @@ class AnswerRow:
 
 VERDICT_FIELDS = ("speedup", "ci_lo", "ci_hi", "verdict", "basis", "confidence", "interval", "model_version",
                   "interval_basis")
-
-
-def best_cpp(rows: dict[str, Row]) -> str | None:
-    """The slot of the fastest C++-side row that ran ok among `rows` (slot -> Row; CPP_SIDE order breaks ties)."""
-    timed = [(rows[slot].time_us, i, slot) for i, slot in enumerate(CPP_SIDE)
-             if slot in rows and rows[slot].status == "ok" and rows[slot].time_us]
-    return min(timed)[2] if timed else None
 
 
 def row_limiter(row: Row) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from harness.implementations import Pair, pairs_of
+from harness.implementations import CPP_SIDE, Pair, pairs_of
 from harness.run_records import MeasuredTiming, ModelledTiming, Row
 from harness.sweep_plan import Item
 
@@ -98,6 +98,13 @@ def timed_verdict(base: Row, impl: Row, basis: str, device_profile: str | None =
     return stats.compare(a.device_time_us, b.device_time_us, basis="measured").as_dict()
 
 
+def best_cpp(rows: dict[str, Row]) -> str | None:
+    """The slot of the fastest C++-side row that ran ok among `rows` (slot -> Row; CPP_SIDE order breaks ties)."""
+    timed = [(rows[slot].time_us, i, slot) for i, slot in enumerate(CPP_SIDE)
+             if slot in rows and rows[slot].status == "ok" and rows[slot].time_us]
+    return min(timed)[2] if timed else None
+
+
 def _verdict(item: Item, pair: Pair, rows: dict[str, Row], basis: str, device_profile: str | None = None) -> dict:
     """One pair's verdict of one cell: speedup = baseline time / impl time, its interval and the call, or a reason
     (`device_profile`: the run's --device-profile, whose measured pairs the modelled intervals use; timed_verdict).
@@ -105,7 +112,6 @@ def _verdict(item: Item, pair: Pair, rows: dict[str, Row], basis: str, device_pr
     `rows` maps row slots (implementations, lower rungs "ptx.r1") to rows; a pair whose side is a rung of a laddered
     kernel gets `rung` / `baseline_rung` records ({number, name, of, top}).
     """
-    from harness.answer import best_cpp
     from harness.implementations import PTX_SIDE
 
     # the headline of a cell: PTX (its top rung) against the fastest C++-side row that ran ok there

@@ -498,26 +498,14 @@ def _run_cases(ctx: _Context, kernels: Mapping[str, Any], name: str, basis: str)
 def _device_profile(value, backend, model_device: str) -> dict:
     """{device_profile, device_profile_digest} of compare(device_profile=...): the file checked now (InputError
     naming the file and the bad field), made absolute; refused off the simulator and for another device."""
-    from pathlib import Path
-
-    from ptxsim.model.devices import get_device
-    from ptxsim.model.errors import ModelError
-    from ptxsim.model.profile import load_profile
-    from ptxsim.model.profile_intervals import profile_digest
+    from harness.timing.sim import checked_device_profile
 
     if value is None:
         return {}
     if not backend.kind.simulated:
         raise InputError(f"device_profile = {value!r}: a device profile tunes the sim backend's timing model; backend "
                          f"{backend.name!r} measures its times")
-    try:
-        profile = load_profile(value)
-        device = get_device(model_device).name
-    except ModelError as exc:
-        raise InputError(f"device_profile: {exc}") from None
-    if profile.device != device:
-        raise InputError(f"device_profile {value}: calibrated on {profile.device}, but model_device is {device}")
-    return {"device_profile": str(Path(value).resolve()), "device_profile_digest": profile_digest(profile)}
+    return checked_device_profile(value, model_device)
 
 
 def _sample_waves(value, backend) -> int | None:

@@ -57,6 +57,28 @@ def profile_digest_of(path: str | None) -> str | None:
     return profile_digest(load_profile(path)) if path else None
 
 
+def checked_device_profile(path: str, model_device: str) -> dict:
+    """{device_profile, device_profile_digest} for a run's settings: the profile file `path` read and checked now
+    (InputError naming the file and the bad field), made absolute; refused when it was calibrated on another device
+    than `model_device`. ptxmoe.compare's device_profile= goes through here, so the API imports no ptxsim."""
+    from pathlib import Path
+
+    from harness.errors import InputError
+    from ptxsim.model.devices import get_device
+    from ptxsim.model.errors import ModelError
+    from ptxsim.model.profile import load_profile
+    from ptxsim.model.profile_intervals import profile_digest
+
+    try:
+        profile = load_profile(path)
+        device = get_device(model_device).name
+    except ModelError as exc:
+        raise InputError(f"device_profile: {exc}") from None
+    if profile.device != device:
+        raise InputError(f"device_profile {path}: calibrated on {profile.device}, but model_device is {device}")
+    return {"device_profile": str(Path(path).resolve()), "device_profile_digest": profile_digest(profile)}
+
+
 def profile_spec(device: str, path: str | None):
     """The DeviceSpec the model runs with: `device`, at the under-load clock the profile `path` measured when it has
     one (every bound uses it), else at the documented default (devices.py [FM])."""

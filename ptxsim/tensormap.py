@@ -87,7 +87,8 @@ def encode_tiled(dtype: int, rank: int, global_address: int, global_dim, global_
         rank: 1 .. 5.
         global_address: device address of element (0, .., 0); 16-byte aligned.
         global_dim: rank sizes in elements, innermost first, each 1 .. 2^32.
-        global_strides: rank - 1 strides in bytes of dims 1 .., multiples of 16 below 2^40.
+        global_strides: rank - 1 strides in bytes of dims 1 .., multiples of 16 below 2^40 (0 encodes, as with the
+            driver, but a copy takes it only for a dimension of size 1).
         box_dim: rank box sizes, 1 .. 256; box_dim[0] * element bytes a multiple of 16.
         element_strides: rank traversal strides, 1 .. 8.
         interleave: only CU_TENSOR_MAP_INTERLEAVE_NONE (0).
@@ -114,9 +115,9 @@ def encode_tiled(dtype: int, rank: int, global_address: int, global_dim, global_
 
 
 def check_fields(dtype: int, rank: int, global_address: int, dims: tuple, strides: tuple, box: tuple, es: tuple,
-                 interleave: int, swizzle: int, l2_promotion: int, oob_fill: int) -> None:
-    """cuTensorMapEncodeTiled's parameter checks (TensorMapError naming the first bad one); also run on a map that
-    tensormap.replace changed, when a copy first uses it (ptxsim/ops/tmapreplace.py)."""
+                 interleave: int, swizzle: int, l2_promotion: int, oob_fill: int, at_use: bool = False) -> None:
+    """cuTensorMapEncodeTiled's parameter checks (TensorMapError naming the first bad one); also run (at_use) on
+    every distinct map a copy uses, such as one tensormap.replace changed (ptxsim/ops/tmapreplace.py)."""
     if dtype not in DTYPE_BYTES:
         _bad("tensorDataType", dtype, f"one of {sorted(DTYPE_BYTES)}")
     if not 1 <= rank <= 5:
@@ -132,10 +133,13 @@ def check_fields(dtype: int, rank: int, global_address: int, dims: tuple, stride
         if not 1 <= d <= 1 << 32:
             _bad(f"globalDim[{i}]", d, "1 .. 2^32")
     for i, s in enumerate(strides):
-        # NOTE: stride 0 is accepted for a dimension of size 1, where no address uses it: CUTLASS's batched GEMMs
-        # encode their batch mode so when L = 1 (cute make_tma_copy_desc; its asserts allow 0) and run on GPUs
-        if s % 16 or not (0 < s < 1 << 40 or (s == 0 and dims[i + 1] == 1)):
-            _bad(f"globalStrides[{i}]", s, "a positive multiple of 16 below 2^40 (0 only for a dimension of size 1)")
+        # NOTE: the driver asks a multiple of 16 below 2^40, so 0 encodes: CUTLASS's grouped GEMMs encode placeholder
+        # maps with stride 0 that the kernel replaces before use (tensormap.replace), and its batched GEMMs encode
+        # the batch mode so when L = 1. A copy through a map (at_use) takes 0 only for a dimension of size 1, where
+        # no address uses it: rows that alias are almost surely a bug.
+        if s % 16 or not (0 < s < 1 << 40 or (s == 0 and (not at_use or dims[i + 1] == 1))):
+            _bad(f"globalStrides[{i}]", s, "a positive multiple of 16 below 2^40 (0 only for a dimension of size 1"
+                 + (" when a copy uses the map)" if at_use else ")"))
     for i, b in enumerate(box):
         if not 1 <= b <= 256:
             _bad(f"boxDim[{i}]", b, "1 .. 256")
@@ -168,8 +172,8 @@ def decode(raw: bytes, where: str = "") -> TensorMap:
     try:
         return _decode(raw)
     except TensorMapError as e:
-        raise TensorMapError(f"{where}: the tensor map, as tensormap.replace left it, is not one "
-                             f"cuTensorMapEncodeTiled would make: {e.args[0].split(': ', 1)[1]}") from None
+        raise TensorMapError(f"{where}: the tensor map (as encoded, or as tensormap.replace left it) cannot be used "
+                             f"by a copy: {e.args[0].split(': ', 1)[1]}") from None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -181,7 +185,7 @@ def _decode(raw: bytes) -> TensorMap:
     if not 1 <= rank <= 5:
         _bad("tensorRank", rank, "1 .. 5")
     tm = TensorMap(dtype, rank, addr, dims[:rank], strides[:rank - 1], box[:rank], es[:rank], inter, swz, l2, oob)
-    check_fields(dtype, rank, addr, tm.dims, tm.strides, tm.box, tm.elem_strides, inter, swz, l2, oob)
+    check_fields(dtype, rank, addr, tm.dims, tm.strides, tm.box, tm.elem_strides, inter, swz, l2, oob, at_use=True)
     return tm
 
 

@@ -158,8 +158,8 @@ def test_racecheck_takes_an_mbarrier_release_acquire_as_ordering_a_plain_write()
     (acquire): the read is ordered, as in CUTLASS's grouped GEMM, whose scheduler warp hands tile coordinates over
     this way. Arriving before the write orders nothing: still a read-after-write hazard."""
     def src(produce):
-        return TEMPLATE.replace(".visible", ".shared .align 16 .b32 s[4];\n.shared .align 8 .b64 bar;\n.visible").replace(
-            "BODY", f"""
+        decls = ".shared .align 16 .b32 s[4];\n.shared .align 8 .b64 bar;\n.visible"
+        return TEMPLATE.replace(".visible", decls).replace("BODY", f"""
   mov.u32 %r7, %tid.x; mov.u32 %r3, s; mov.u32 %r4, bar; setp.eq.u32 %p1, %r7, 0; setp.eq.u32 %p2, %r7, 32;
   @%p1 mbarrier.init.shared::cta.b64 [%r4], 1;
   bar.sync 0;

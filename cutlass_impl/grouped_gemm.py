@@ -1,11 +1,15 @@
 """grouped_gemm (bf16) and grouped_gemm_fp8 (DeepSeek-V3's 1x128 / 128x128 blockwise scales) through CUTLASS 3.x's
 sm90 TMA warp-specialised GEMMs (docs/kernels.md "grouped_gemm", "grouped_gemm_fp8"; docs/cutlass.md).
 
-HONEST FALLBACK: one launch of CUTLASS's non-grouped kernel (GemmUniversal with KernelTmaWarpSpecialized
-{Cooperative,Pingpong}[FP8Blockwise]) per expert, not CUTLASS's grouped ptr-array kernels (KernelPtrArrayTma
-WarpSpecialized*, what vLLM's CUTLASS MoE path runs): those rewrite their tensor maps on the device per group
-(tensormap.replace), which ptxsim does not implement yet. A row therefore carries one launch per expert with routed
-rows, and each launch's overhead is charged by the timing model like any launch; a grouped kernel would pay it once.
+bf16 (grouped_gemm): ONE launch of CUTLASS's grouped (pointer-array) kernel, KernelPtrArrayTmaWarpSpecialized
+Cooperative (what vLLM's CUTLASS MoE path runs), whose groups are the expert runs below; it points its TMA maps at
+each group's tensors on the device (tensormap.replace, ptxsim/ops/tmapreplace.py). Its problem-shape, pointer and
+stride arrays and its workspace are made on the host with the plan (once per input set, not charged).
+
+HONEST FALLBACK, for grouped_gemm_fp8 and for a `config` given (the sweep's candidates): one launch of CUTLASS's
+non-grouped kernel (GemmUniversal with KernelTmaWarpSpecialized{Cooperative,Pingpong}[FP8Blockwise]) per expert
+run. Each launch's overhead is charged by the timing model like any launch; a grouped kernel pays it once. (The
+grouped FP8 blockwise kernel is compiled but not used: docs/cutlass.md.)
 
 The groups come from block_expert: each run of consecutive BM-row blocks of one expert e >= 0 below total_padded is
 one problem M = rows of the run, N, K = Kd, A = a[rows of the run] (its tensor map starts at the run's first row
@@ -39,6 +43,8 @@ from cutlass_impl.params import GroupedParams, grouped_host_params, host_params
 
 FAMILY = {"grouped_gemm": "bf16", "grouped_gemm_fp8": "fp8"}
 # kernel -> CUTLASS's grouped (pointer-array) kernel that runs it in one launch when no `config` is given
+# (grouped_gemm_fp8 keeps the per-expert launches: CUTLASS's grouped FP8 blockwise kernel is compiled,
+# gemm_fp8_blockwise_grouped_sm90, but not used yet: docs/cutlass.md says why)
 GROUPED = {"grouped_gemm": "gemm_bf16_grouped_sm90"}
 SIM_WHOLE_TILE_STEPS = 20_000  # _refuse_hours_on_sim's bound
 CHOICES = build.KERNEL_DIR / "choices.json"

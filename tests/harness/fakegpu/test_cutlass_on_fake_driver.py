@@ -1,7 +1,7 @@
 """The cutlass path's GPU code on the fake driver: the same committed PTX loaded through the driver, one launch per
-expert run (bf16: one launch of the grouped kernel), each passing CUTLASS's Params as one by-value struct whose tensor maps are the driver's encoding of the
-calls CUTLASS's host code recorded (the fake driver encodes with ptxsim's encoder, so each slot must equal what the
-sim backend writes there)."""
+expert run (bf16: one launch of the grouped kernel), each passing CUTLASS's Params as one by-value struct whose
+tensor maps are the driver's encoding of the calls CUTLASS's host code recorded (the fake driver encodes with
+ptxsim's encoder, so each slot must equal what the sim backend writes there)."""
 import ctypes
 
 import numpy as np

@@ -83,6 +83,19 @@ def test_matches_the_reference_on_ptxsim_sanitizer_clean(kernel):
 
 @needs_host
 @pytest.mark.sim
+@pytest.mark.long
+@pytest.mark.parametrize("variant", ["up", "down"])
+def test_the_grouped_kernel_matches_at_small_too(variant):
+    """small: 32 expert runs in one launch of the 132-CTA persistent grid (about 40 s and 20 s; long tier; passed
+    when added)."""
+    result, backend = _check("grouped_gemm", "small", variant)
+    assert result.ok, result.message
+    assert backend.sanitizer_findings() == []
+    assert len(backend.records) == 1 and "(32 groups, one launch)" in backend.records[0].name
+
+
+@needs_host
+@pytest.mark.sim
 def test_leaving_out_an_expert_run_fails_the_check(monkeypatch):
     """The poisoned rows of a run nobody computes fail kernels.md's check: every routed element must be written."""
     real = cg.expert_runs

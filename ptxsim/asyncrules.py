@@ -315,7 +315,7 @@ class AsyncRules:
             self.tm_released[a] = (st.clock, bytes(st.launch.gmem.read_bytes(a, 128)), ins.line)
 
     def tensormap_fence(self, st, ins, la: np.ndarray) -> None:
-        if ".release" in ins.mods:  # this thread's earlier replaces of global maps
+        if ins.aux.mode == ".release":  # this thread's earlier replaces of global maps
             mine = set(la.tolist())
             done = [a for a, (lane, _) in self.tm_unreleased.items() if lane in mine]
             if done:

@@ -76,6 +76,7 @@ def _prep_fence(ins, dec, ctx):
     if ".proxy" not in ins.mods or len(ins.mods & {".release", ".acquire"}) != 1 \
             or not ins.mods & {".cta", ".cluster", ".gpu", ".sys"}:
         raise unsupported(ins, "expected fence.proxy.tensormap::generic.{release,acquire}.{cta,cluster,gpu,sys}")
+    ins.aux.mode = ".release" if ".release" in ins.mods else ".acquire"  # read by asynccheck: no set lookup per run
     if ".release" in ins.mods and ins.ops:
         raise DecodeError("fence.proxy.tensormap::generic.release takes no operands")
     if ".acquire" in ins.mods and (len(ins.ops) != 2 or ins.ops[0].kind != ADDR or ins.ops[1].kind != IMM

@@ -28,6 +28,10 @@ ARCH = "sm_90a"
 FAMILIES = {
     "bf16": ("gemm_bf16_sm90.cu", "gemm_bf16_sm90.h", "gemm_bf16_sm90_host.cpp"),
     "fp8": ("gemm_fp8_blockwise_sm90.cu", "gemm_fp8_blockwise_sm90.h", "gemm_fp8_blockwise_sm90_host.cpp"),
+    # the grouped (pointer-array) kernels: one launch for every group
+    "bf16_grouped": ("gemm_bf16_grouped_sm90.cu", "gemm_bf16_grouped_sm90.h", "gemm_bf16_grouped_sm90_host.cpp"),
+    "fp8_grouped": ("gemm_fp8_blockwise_grouped_sm90.cu", "gemm_fp8_blockwise_grouped_sm90.h",
+                    "gemm_fp8_blockwise_grouped_sm90_host.cpp"),
 }
 
 
@@ -62,6 +66,8 @@ CONFIGS = {
     "gemm_fp8_blockwise_sm90": Config("fp8", 128, 128, 128, "cooperative"),
     "gemm_fp8_blockwise_sm90_pingpong_64x128": Config("fp8", 64, 128, 128, "pingpong"),
     "gemm_fp8_blockwise_sm90_cooperative_256x128": Config("fp8", 256, 128, 128, "cooperative"),
+    "gemm_bf16_grouped_sm90": Config("bf16_grouped", 128, 128, 64, "cooperative"),
+    "gemm_fp8_blockwise_grouped_sm90": Config("fp8_grouped", 128, 128, 128, "cooperative"),
 }
 KERNELS = {name: FAMILIES[c.family][:2] for name, c in CONFIGS.items()}  # name -> (device source, shared header)
 

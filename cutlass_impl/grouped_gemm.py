@@ -1,11 +1,15 @@
 """grouped_gemm (bf16) and grouped_gemm_fp8 (DeepSeek-V3's 1x128 / 128x128 blockwise scales) through CUTLASS 3.x's
 sm90 TMA warp-specialised GEMMs (docs/kernels.md "grouped_gemm", "grouped_gemm_fp8"; docs/cutlass.md).
 
-HONEST FALLBACK: one launch of CUTLASS's non-grouped kernel (GemmUniversal with KernelTmaWarpSpecialized
-{Cooperative,Pingpong}[FP8Blockwise]) per expert, not CUTLASS's grouped ptr-array kernels (KernelPtrArrayTma
-WarpSpecialized*, what vLLM's CUTLASS MoE path runs): those rewrite their tensor maps on the device per group
-(tensormap.replace), which ptxsim does not implement yet. A row therefore carries one launch per expert with routed
-rows, and each launch's overhead is charged by the timing model like any launch; a grouped kernel would pay it once.
+bf16 (grouped_gemm): ONE launch of CUTLASS's grouped (pointer-array) kernel, KernelPtrArrayTmaWarpSpecialized
+Cooperative (what vLLM's CUTLASS MoE path runs), whose groups are the expert runs below; it points its TMA maps at
+each group's tensors on the device (tensormap.replace, ptxsim/ops/tmapreplace.py). Its problem-shape, pointer and
+stride arrays and its workspace are made on the host with the plan (once per input set, not charged).
+
+HONEST FALLBACK, for grouped_gemm_fp8 and for a `config` given (the sweep's candidates): one launch of CUTLASS's
+non-grouped kernel (GemmUniversal with KernelTmaWarpSpecialized{Cooperative,Pingpong}[FP8Blockwise]) per expert
+run. Each launch's overhead is charged by the timing model like any launch; a grouped kernel pays it once. (The
+grouped FP8 blockwise kernel is compiled but not used: docs/cutlass.md.)
 
 The groups come from block_expert: each run of consecutive BM-row blocks of one expert e >= 0 below total_padded is
 one problem M = rows of the run, N, K = Kd, A = a[rows of the run] (its tensor map starts at the run's first row
@@ -35,9 +39,13 @@ import numpy as np
 
 from contract.errors import InputError, TooSlowToSimulate
 from cutlass_impl import build
-from cutlass_impl.params import host_params
+from cutlass_impl.params import GroupedParams, grouped_host_params, host_params
 
 FAMILY = {"grouped_gemm": "bf16", "grouped_gemm_fp8": "fp8"}
+# kernel -> CUTLASS's grouped (pointer-array) kernel that runs it in one launch when no `config` is given
+# (grouped_gemm_fp8 keeps the per-expert launches: CUTLASS's grouped FP8 blockwise kernel is compiled,
+# gemm_fp8_blockwise_grouped_sm90, but not used yet: docs/cutlass.md says why)
+GROUPED = {"grouped_gemm": "gemm_bf16_grouped_sm90"}
 SIM_WHOLE_TILE_STEPS = 20_000  # _refuse_hours_on_sim's bound
 CHOICES = build.KERNEL_DIR / "choices.json"
 
@@ -141,6 +149,8 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
     if params:
         raise InputError(f"cutlass {kernel}: unknown parameter(s) {sorted(params)}; expected 'variant', 'config'")
     P_max, Kd, N, E, BM = _check_args(kernel, args, preset)  # noqa: N806
+    if kernel in GROUPED and config is None:
+        return _run_grouped(kernel, backend, args, P_max, Kd, N, E, BM)
     key = shape_key(P_max, N, Kd, BM)
     name = config_for(kernel, key, config)
     how = "given" if config is not None else "swept" if key in choices().get(kernel, {}) else "default, not swept"
@@ -164,6 +174,63 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
     return records
 
 
+def _run_grouped(kernel: str, backend, args: dict, P_max: int, Kd: int, N: int, E: int, BM: int) -> list:  # noqa: N803
+    """ONE launch of CUTLASS's grouped (pointer-array) kernel for every expert run: group g is rows [row0, row0 +
+    rows) of a and c with w[e]. Its device arrays (problem shapes, per-group pointers and strides, the workspace of
+    per-SM tensor maps) are built on the host with the plan, once per input set (not charged, like the plan)."""
+    name = GROUPED[kernel]
+    plan = _plan(kernel, backend, args, P_max, Kd, E, BM)
+    _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
+    if not plan.groups:
+        return []
+    arrays = _grouped_arrays(kernel, backend, args, plan, N, Kd)
+    ptx, entry = build.load_ptx(name), entry_of(name)
+    hp = arrays.params.host
+    return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes,
+                               tag=f"{kernel}[{N}x{Kd}] cutlass grouped {build.CONFIGS[name].label} "
+                                   f"({len(plan.groups)} groups, one launch)")]
+
+
+@dataclass(frozen=True)
+class GroupedArrays:
+    """The grouped kernel's device arrays for one plan (held so they live as long as the plan) and its Params."""
+
+    buffers: tuple
+    params: GroupedParams
+
+
+WORKSPACE_BYTES = 1 << 18  # the per-SM tensor maps (132 SMs x 4 maps x 128 bytes) and the scheduler's; checked
+
+
+def _grouped_arrays(kernel: str, backend, args: dict, plan: Plan, N: int, Kd: int) -> GroupedArrays:  # noqa: N803
+    cache = backend.__dict__.setdefault("_cutlass_grouped", {})
+    key = (id(plan), id(args["a"]), id(args["w"]), id(args["c"]), N, Kd)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is plan and hit[1] == (args["a"].addr, args["w"].addr, args["c"].addr):
+        return hit[2]
+    a, w, c = args["a"], args["w"], args["c"]
+    esize = np.dtype(a.dtype).itemsize
+    groups = plan.groups
+    ptr_a = np.array([a.addr + g.row0 * Kd * esize for g in groups], np.uint64)
+    ptr_b = np.array([w.addr + g.expert * N * Kd * esize for g in groups], np.uint64)
+    ptr_d = np.array([c.addr + g.row0 * N * 2 for g in groups], np.uint64)  # C unread (beta 0): D's rows
+    shapes = tuple((g.rows, N, Kd) for g in groups)
+    # the shape and stride arrays' bytes do not depend on where they live: a first shim run gives them, the second
+    # the Params for where they were put
+    probe = grouped_host_params(GROUPED[kernel], shapes, (0,) * 9, 0, WORKSPACE_BYTES)
+    shapes_buf, *strides = (backend.to_device(np.frombuffer(raw, np.uint8)) for raw in (probe.shapes, *probe.strides))
+    ptrs = [backend.to_device(p) for p in (ptr_a, ptr_b, ptr_d, ptr_d)]
+    work = backend.to_device(np.zeros(WORKSPACE_BYTES, np.uint8))
+    addrs = (shapes_buf.addr, ptrs[0].addr, strides[0].addr, ptrs[1].addr, strides[1].addr, ptrs[2].addr,
+             strides[2].addr, ptrs[3].addr, strides[3].addr)
+    gp = grouped_host_params(GROUPED[kernel], shapes, addrs, work.addr, WORKSPACE_BYTES)
+    if (gp.shapes, gp.strides) != (probe.shapes, probe.strides):
+        raise InputError(f"cutlass {kernel}: the grouped shim's arrays changed with their addresses")
+    out = GroupedArrays((shapes_buf, *strides, *ptrs, work), gp)
+    cache[key] = (plan, (a.addr, w.addr, c.addr), out)
+    return out
+
+
 def _refuse_hours_on_sim(kernel: str, backend, groups, N: int, Kd: int, name: str) -> None:  # noqa: N803
     """TooSlowToSimulate where the sim backend samples (its `sample` policy set) and these launches would take hours:
     they are plain grids, which it runs whole. The bound is in tile k-steps (one tile's one K step): `small` has about
@@ -172,10 +239,13 @@ def _refuse_hours_on_sim(kernel: str, backend, groups, N: int, Kd: int, name: st
     work = sum(-(-g.rows // config.tile_m) * -(-N // config.tile_n) * -(-Kd // config.tile_k) for g in groups)
     if getattr(backend, "name", "") == "sim" and getattr(backend, "sample", None) is not None \
             and work > SIM_WHOLE_TILE_STEPS:
-        raise TooSlowToSimulate(
-            f"cutlass {kernel}: {len(groups)} launches of CUTLASS's {config.label} GEMM, {work} tile k-steps in all, "
-            f"are plain grids the simulator runs whole (not sampled): hours at this size: skipped; run it on a GPU "
-            f"(--backend gpu), at tiny or small, or whole with --sample off")
+        what = (f"one launch of CUTLASS's grouped {config.label} GEMM ({len(groups)} groups), {work} tile k-steps, is "
+                f"a persistent grid whose CTAs walk the groups' tiles through a device-side scheduler, which the "
+                f"simulator runs whole (not sampled)" if name in GROUPED.values() else
+                f"{len(groups)} launches of CUTLASS's {config.label} GEMM, {work} tile k-steps in all, are plain grids "
+                f"the simulator runs whole (not sampled)")
+        raise TooSlowToSimulate(f"cutlass {kernel}: {what}: hours at this size: skipped; run it on a GPU (--backend "
+                                f"gpu), at tiny or small, or whole with --sample off")
 
 
 @dataclass(frozen=True)

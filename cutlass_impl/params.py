@@ -74,3 +74,53 @@ def host_params(name: str, M: int, N: int, K: int, addrs: tuple[int, ...]) -> Ho
     struct = struct_of(raw, [ln for ln in lines if ln.startswith("encode ")], where)
     extra = "\n".join(ln for ln in lines if not ln.startswith(("encode ", "params ")))
     return HostParams(struct, (v[1], v[2], v[3]), (v[4], v[5], v[6]), v[7], extra)
+
+
+@dataclass(frozen=True)
+class GroupedParams:
+    """What the grouped (pointer-array) kernel's shim gives: the launch, and the bytes of the problem-shape array and
+    of the A, B, C and D stride arrays, to copy to the addresses the Params name."""
+
+    host: HostParams
+    shapes: bytes
+    strides: tuple[bytes, bytes, bytes, bytes]
+    workspace_bytes: int
+    scale_layouts: tuple[bytes, ...] = ()  # the FP8 kernel's SFA and SFB layout arrays
+
+
+_GROUPED_HEAD = re.compile(r"params (\d+) grid (\d+) (\d+) (\d+) block (\d+) (\d+) (\d+) smem (\d+) workspace (\d+) "
+                           r"strides (\d+) (\d+) (\d+) (\d+) shape (\d+)(?: sf (\d+) (\d+))?")
+
+
+@lru_cache(maxsize=1024)
+def grouped_host_params(name: str, shapes: tuple[tuple[int, int, int], ...], addrs: tuple[int, ...],
+                        workspace: int, workspace_bytes: int, scales: tuple[int, ...] = ()) -> GroupedParams:
+    """The Params of grouped CUTLASS kernel `name` for groups of (M, N, K) `shapes` whose device arrays are at
+    `addrs` (shapes, ptr A, stride A, ptr B, stride B, ptr C, stride C, ptr D, stride D), with `workspace_bytes` of
+    zeroed workspace at `workspace` (the per-SM tensor maps the kernel rewrites); for the FP8 kernel `scales` =
+    (ptr SFA, layout SFA, ptr SFB, layout SFB arrays, ldSFA)."""
+    where = f"CUTLASS {name} {len(shapes)} groups"
+    with tempfile.TemporaryDirectory() as tmp:
+        out, arrays = Path(tmp) / "params.bin", Path(tmp) / "arrays.bin"
+        extra = [hex(a) for a in scales[:4]] + [str(v) for v in scales[4:]]
+        cmd = [str(shim(name)), str(len(shapes)), *(hex(a) for a in addrs), hex(workspace), str(workspace_bytes),
+               str(out), str(arrays), *extra, *(str(v) for s in shapes for v in s)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode:
+            raise InputError(f"{where}: {done.stderr.strip() or done.stdout.strip()}")
+        raw, arr = out.read_bytes(), arrays.read_bytes()
+    head = _GROUPED_HEAD.search(done.stdout)
+    if head is None:
+        raise BuildError(f"{where}: the host shim printed no launch line:\n{done.stdout[-2000:]}")
+    v = [int(x) for x in head.groups() if x is not None]
+    g = len(shapes)
+    sizes = [v[13] * g] + [s * g for s in v[9:13]] + [s * g for s in v[14:]]
+    if v[0] != len(raw) or sum(sizes) != len(arr):
+        raise BuildError(f"{where}: the shim wrote {len(raw)} Params bytes ({v[0]} said) and {len(arr)} array bytes "
+                         f"({sum(sizes)} expected)")
+    cuts = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+    parts = [arr[cuts[i]:cuts[i + 1]] for i in range(len(sizes))]
+    lines = done.stdout.splitlines()
+    struct = struct_of(raw, [ln for ln in lines if ln.startswith("encode ")], where)
+    host = HostParams(struct, (v[1], v[2], v[3]), (v[4], v[5], v[6]), v[7])
+    return GroupedParams(host, parts[0], (parts[1], parts[2], parts[3], parts[4]), v[8], tuple(parts[5:]))

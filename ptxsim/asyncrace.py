@@ -63,6 +63,16 @@ class AsyncOrder:
         seen = self.vc[issuer_warp, self.col[rw]]
         return idx[same_cluster & (seen < self.rd_epoch[words[idx]])]
 
+    def own(self, warps: np.ndarray) -> np.ndarray:
+        """Each warp's own clock entry (what a release after now carries)."""
+        return self.vc[warps, self.col[warps]]
+
+    def saw(self, warps: np.ndarray, others: np.ndarray, clocks: np.ndarray) -> np.ndarray:
+        """Per element: has warp `warps` acquired warp `others`' clock `clocks` (through a release of `others` after
+        it and an acquire of that release)? Only within one cluster (shared memory is the cluster's)."""
+        same = self.first_warp[others] == self.first_warp[warps]
+        return same & (self.vc[warps, self.col[others]] >= clocks)
+
     # -- synchronisation --------------------------------------------------------------------------------------------
     def release(self, bar_phys: int, warps: np.ndarray) -> None:
         """mbarrier.arrive by these warps: the barrier's current phase carries their clocks."""

@@ -16,6 +16,13 @@ Each rule fires on what the PTX ISA makes undefined, and stays quiet on the lega
 - Clusters: a CTA exiting while an access of a peer into its shared memory (remote arrive, multicast copy, st / ld /
   atom .shared::cluster) has not been observed complete: no barrier.cluster completed after it, and no wait of the
   CTA observed a phase of the barrier it signalled that completed after it (DeepGEMM's extra round of empty waits).
+- tensormap proxy (PTX ISA, tensormap.replace / "Proxies" / fence.proxy.tensormap::generic): a tensor map in global
+  memory changed on the device (tensormap.replace .global, or any change after a release) and then used by a copy
+  (cp.async.bulk.tensor) with no tensormap-proxy release after the change (fence.proxy.tensormap::generic.release by
+  the writing thread, or the change made by tensormap.cp_fenceproxy, whose copy is the release), or with no
+  fence.proxy.tensormap::generic.acquire of that map by the copying thread after the release. A map no kernel
+  thread released is taken as the host's (its bytes at first use are its release: a later change is caught, a plain
+  st.global before the first use is not).
 Reports go to the sanitizers' on_async_hazard (asynccheck), once per rule and PTX line.
 """
 from __future__ import annotations
@@ -31,7 +38,8 @@ _NO_DEST = frozenset(("st", "red", "bar", "barrier", "bra", "call", "ret", "exit
 
 _RULES = {"first": "wgmma.fence", "touch": "wgmma.fence", "proxy": "fence.proxy.async",
           "init-remote": "mbarrier.init visibility", "init-local": "mbarrier.init visibility",
-          "init-async": "mbarrier.init visibility", "exit": "cluster exit"}
+          "init-async": "mbarrier.init visibility", "exit": "cluster exit", "tmap-release": "tensormap proxy",
+          "tmap-changed": "tensormap proxy", "tmap-acquire": "tensormap proxy"}
 
 
 def _regs(op):
@@ -61,6 +69,9 @@ class AsyncRules:
         self.gw_lane = None
         self.gw_line = None
         self.pending = {}  # CTA slot -> [(clock, barrier byte or -1, lane, line)] of peers' accesses into it
+        self.tm_unreleased = {}  # global map address -> (lane, line) of a tensormap.replace not yet released
+        self.tm_released = {}  # global map address -> (release clock, its 128 bytes then, line); clock -1: the host's
+        self.tm_acquired = {}  # (lane, global map address) -> clock of the lane's last acquire fence of it
         self.said = set()
 
     def _say(self, ins, lane: int, addr: int, space: str, key, message: str) -> None:
@@ -287,3 +298,59 @@ class AsyncRules:
                       f"CTA exits while a peer's {what} (PTX line {line}, CTA {cta} thread {tid}) is not known to "
                       f"be complete: expected a barrier.cluster after it before exit, or a wait on the barrier that "
                       f"observes a phase it completed ({len(entries)} such access(es))")
+
+    # -- tensormap proxy --------------------------------------------------------------------------------------------
+    def tensormap_written(self, st, ins, la: np.ndarray, space: str, addr: np.ndarray) -> None:
+        """tensormap.replace: a map in global memory changed through the generic proxy (one in shared memory reaches
+        the tensormap proxy only through tensormap.cp_fenceproxy)."""
+        if space != "global":
+            return
+        for lane, a in zip(la.tolist(), addr.tolist(), strict=True):
+            self.tm_unreleased[a] = (lane, ins.line)
+
+    def tensormap_released(self, st, ins, la: np.ndarray, addr: np.ndarray, copied: bool) -> None:
+        """The maps at addr (global) are released to the tensormap proxy as they are now."""
+        for a in set(addr.tolist()):
+            self.tm_unreleased.pop(a, None)
+            self.tm_released[a] = (st.clock, bytes(st.launch.gmem.read_bytes(a, 128)), ins.line)
+
+    def tensormap_fence(self, st, ins, la: np.ndarray) -> None:
+        if ins.aux.mode == ".release":  # this thread's earlier replaces of global maps
+            mine = set(la.tolist())
+            done = [a for a, (lane, _) in self.tm_unreleased.items() if lane in mine]
+            if done:
+                self.tensormap_released(st, ins, la, np.array(done, np.uint64), copied=False)
+            return
+        addr = st.address(ins.ops[0], la)
+        for lane, a in zip(la.tolist(), addr.tolist(), strict=True):
+            self.tm_acquired[(lane, a)] = st.clock
+
+    def tensormap_use(self, st, ins, lane: int, addr: int, raw) -> None:
+        """A copy issued by `lane` reads the map at global address addr (bytes raw)."""
+        raw = bytes(raw)
+        pend = self.tm_unreleased.get(addr)
+        if pend is not None:
+            self._say(ins, lane, addr, "global", ("tmap-release", ins.pc),
+                      f"the tensor map at global address {addr:#x} was changed by tensormap.replace at PTX line "
+                      f"{pend[1]} and this copy uses it with no fence.proxy.tensormap::generic.release by the writing "
+                      "thread between (the PTX ISA orders a generic-proxy write of a tensor map before the "
+                      "tensormap proxy's read only through a release and an acquire)")
+            return
+        rel = self.tm_released.get(addr)
+        if rel is None:  # the host's map: its bytes now are its release
+            self.tm_released[addr] = (-1, raw, 0)
+            return
+        clock, snap, line = rel
+        if raw != snap:
+            self._say(ins, lane, addr, "global", ("tmap-changed", ins.pc),
+                      f"the tensor map at global address {addr:#x} changed after its last release to the tensormap "
+                      f"proxy{f' (PTX line {line})' if line else ' (the bytes the kernel started with)'} with no "
+                      "release since (expected tensormap.cp_fenceproxy, or fence.proxy.tensormap::generic.release "
+                      "after the write)")
+            return
+        if clock >= 0 and self.tm_acquired.get((lane, addr), -1) < clock:
+            self._say(ins, lane, addr, "global", ("tmap-acquire", ins.pc),
+                      f"the tensor map at global address {addr:#x} was released to the tensormap proxy at PTX line "
+                      f"{line} and this copy uses it with no fence.proxy.tensormap::generic.acquire of it by the "
+                      "copying thread after that release (expected fence.proxy.tensormap::generic.acquire.<scope> "
+                      "[map], 128 before the copy)")

@@ -118,6 +118,14 @@ class Decoded:
     coords: tuple | None = None
     # setmaxnreg
     inc: bool | None = None
+    # tensormap.replace (ptxsim/ops/tmapreplace.py) and fence.proxy.tensormap::generic
+    field: str | None = None  # the replaced field's PTX name
+    vtype: object = None  # its value's PTX type
+    bias: int | None = None  # added to the value before the store (rank: rank - 1 -> rank)
+    limits: tuple | None = None  # (low, high) values ptxsim takes, or None: checked when a copy uses the map
+    dtype: object = None  # the field's NumPy type in ptxsim's 128 bytes
+    offset: int | None = None  # its byte offset there
+    tmap_fence: bool | None = None  # fence.proxy.tensormap::generic
     # control (call)
     args: object = None  # [(kind, src, dst, nbytes)]
     rets: object = None

@@ -129,7 +129,10 @@ class Initcheck(Sanitizer):
 
 
 class Racecheck(Sanitizer):
-    """Shared-memory hazards between different warps of a CTA with no barrier between them (per 4-byte word)."""
+    """Shared-memory hazards between different warps of a CTA with no barrier between them (per 4-byte word): no
+    bar.sync, and no mbarrier release (arrive after the access) acquired by the other warp (a wait that observed
+    the phase), the PTX memory model's release / acquire pattern of producer-consumer pipelines (ptxsim/asyncrace.py
+    keeps the warps' vector clocks)."""
 
     tool, error = "racecheck", RacecheckError
 
@@ -141,6 +144,7 @@ class Racecheck(Sanitizer):
             self.w_epoch = np.full(nw, -1, np.int64)
             self.r_warp = np.full(nw, -1, np.int64)  # -2: read by several warps
             self.r_epoch = np.full(nw, -1, np.int64)
+            self.w_clock = np.zeros(nw, np.int64)  # the writer warp's own vector-clock entry at its write
             self.epoch = np.zeros(st.nctas, np.int64)
             from ptxsim.asyncrace import AsyncOrder
 
@@ -220,6 +224,7 @@ class Racecheck(Sanitizer):
             lanes = np.repeat(rec["lanes"][sel], len(words) // max(len(sel), 1))
             self.w_warp[words] = lanes >> 5
             self.w_epoch[words] = self.epoch[st.slot[lanes]]
+            self.w_clock[words] = self.order.own(lanes >> 5)
 
     def on_release(self, st, ready):
         self._init(st)
@@ -259,6 +264,11 @@ class Racecheck(Sanitizer):
         if is_store:
             raw = (self.w_epoch[phys] == ep) & (self.w_warp[phys] != warp) & (self.w_warp[phys] >= 0)
             war = (self.r_epoch[phys] == ep) & (self.r_warp[phys] != warp) & (self.r_warp[phys] != -1)
+            if raw.any():  # a write released by mbarrier.arrive and acquired by this warp's wait is ordered
+                raw &= ~self.order.saw(warp, self.w_warp[phys], self.w_clock[phys])
+            if war.any():  # so is a single reader's read (several readers: not tracked apart, still a hazard)
+                one = war & (self.r_warp[phys] >= 0) & (self.order.rd_warp[phys] == self.r_warp[phys])
+                war &= ~(one & self.order.saw(warp, np.maximum(self.r_warp[phys], 0), self.order.rd_epoch[phys]))
             # two warps writing one word in the same instruction
             order = np.lexsort((warp, phys))
             sp, sw = phys[order], warp[order]
@@ -271,8 +281,11 @@ class Racecheck(Sanitizer):
                 kind = ("write-after-write" if raw[i] or waw_now[i] else "write-after-read")
             self.w_warp[phys] = warp
             self.w_epoch[phys] = ep
+            self.w_clock[phys] = self.order.own(warp)
         else:
             hit = (self.w_epoch[phys] == ep) & (self.w_warp[phys] != warp) & (self.w_warp[phys] >= 0)
+            if hit.any():  # a write released by mbarrier.arrive and acquired by this warp's wait is ordered
+                hit &= ~self.order.saw(warp, self.w_warp[phys], self.w_clock[phys])
             if hit.any():
                 kind = "read-after-write"
             prev = np.where(self.r_epoch[phys] == ep, self.r_warp[phys], -1)

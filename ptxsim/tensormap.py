@@ -7,6 +7,7 @@ and passed to a kernel like the real one (a 64-byte-aligned .param .b8 [128] or 
 """
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 
@@ -28,8 +29,9 @@ SWIZZLE_BYTES = {0: 0, 1: 32, 2: 64, 3: 128}  # CUtensorMapSwizzle: NONE, 32B, 6
 SWIZZLE_REPEAT = {0: 128, 32: 256, 64: 512, 128: 1024}
 INTERLEAVE_NONE, OOB_FILL_NONE, OOB_FILL_NAN = 0, 0, 1
 MAGIC = 0x50545854  # "TXTP"
-_HEAD = struct.Struct("<IBBBBBB2x Q 5Q 4Q 5H 5B")  # magic, dtype, rank, interleave, swizzle, l2, oob; address;
-# dims; strides of dims 1..4 in bytes; box; element strides  (104 bytes, zero-padded to 128)
+_HEAD = struct.Struct("<IBBBBBB6x Q 5Q 4Q 5H 5B")  # magic, dtype, rank, interleave, swizzle, l2, oob; address;
+# dims; strides of dims 1..4 in bytes; box; element strides (111 bytes, zero-padded to 128; the 8-byte fields 8-byte
+# aligned, so tensormap.replace writes each with one aligned store)
 SIZE = 128
 
 
@@ -85,7 +87,8 @@ def encode_tiled(dtype: int, rank: int, global_address: int, global_dim, global_
         rank: 1 .. 5.
         global_address: device address of element (0, .., 0); 16-byte aligned.
         global_dim: rank sizes in elements, innermost first, each 1 .. 2^32.
-        global_strides: rank - 1 strides in bytes of dims 1 .., multiples of 16 below 2^40.
+        global_strides: rank - 1 strides in bytes of dims 1 .., multiples of 16 below 2^40 (0 encodes, as with the
+            driver, but a copy takes it only for a dimension of size 1).
         box_dim: rank box sizes, 1 .. 256; box_dim[0] * element bytes a multiple of 16.
         element_strides: rank traversal strides, 1 .. 8.
         interleave: only CU_TENSOR_MAP_INTERLEAVE_NONE (0).
@@ -99,12 +102,26 @@ def encode_tiled(dtype: int, rank: int, global_address: int, global_dim, global_
     Raises:
         TensorMapError: naming the parameter, its value and what was expected.
     """
+    dims, strides = tuple(int(d) for d in global_dim), tuple(int(s) for s in global_strides)
+    box, es = tuple(int(b) for b in box_dim), tuple(int(e) for e in element_strides)
+    check_fields(dtype, rank, global_address, dims, strides, box, es, interleave, swizzle, l2_promotion, oob_fill)
+
+    def pad(t: tuple, v: int) -> tuple:
+        return t + (v,) * (5 - len(t))
+
+    raw = _HEAD.pack(MAGIC, dtype, rank, interleave, swizzle, l2_promotion, oob_fill, global_address,
+                     *pad(dims, 0), *pad(strides, 0)[:4], *pad(box, 0), *pad(es, 0))
+    return raw + bytes(SIZE - len(raw))
+
+
+def check_fields(dtype: int, rank: int, global_address: int, dims: tuple, strides: tuple, box: tuple, es: tuple,
+                 interleave: int, swizzle: int, l2_promotion: int, oob_fill: int, at_use: bool = False) -> None:
+    """cuTensorMapEncodeTiled's parameter checks (TensorMapError naming the first bad one); also run (at_use) on
+    every distinct map a copy uses, such as one tensormap.replace changed (ptxsim/ops/tmapreplace.py)."""
     if dtype not in DTYPE_BYTES:
         _bad("tensorDataType", dtype, f"one of {sorted(DTYPE_BYTES)}")
     if not 1 <= rank <= 5:
         _bad("tensorRank", rank, "1 .. 5")
-    dims, strides = tuple(int(d) for d in global_dim), tuple(int(s) for s in global_strides)
-    box, es = tuple(int(b) for b in box_dim), tuple(int(e) for e in element_strides)
     for name, seq, n in (("globalDim", dims, rank), ("globalStrides", strides, rank - 1), ("boxDim", box, rank),
                          ("elementStrides", es, rank)):
         if len(seq) != n:
@@ -116,10 +133,13 @@ def encode_tiled(dtype: int, rank: int, global_address: int, global_dim, global_
         if not 1 <= d <= 1 << 32:
             _bad(f"globalDim[{i}]", d, "1 .. 2^32")
     for i, s in enumerate(strides):
-        # NOTE: stride 0 is accepted for a dimension of size 1, where no address uses it: CUTLASS's batched GEMMs
-        # encode their batch mode so when L = 1 (cute make_tma_copy_desc; its asserts allow 0) and run on GPUs
-        if s % 16 or not (0 < s < 1 << 40 or (s == 0 and dims[i + 1] == 1)):
-            _bad(f"globalStrides[{i}]", s, "a positive multiple of 16 below 2^40 (0 only for a dimension of size 1)")
+        # NOTE: the driver asks a multiple of 16 below 2^40, so 0 encodes: CUTLASS's grouped GEMMs encode placeholder
+        # maps with stride 0 that the kernel replaces before use (tensormap.replace), and its batched GEMMs encode
+        # the batch mode so when L = 1. A copy through a map (at_use) takes 0 only for a dimension of size 1, where
+        # no address uses it: rows that alias are almost surely a bug.
+        if s % 16 or not (0 < s < 1 << 40 or (s == 0 and (not at_use or dims[i + 1] == 1))):
+            _bad(f"globalStrides[{i}]", s, "a positive multiple of 16 below 2^40 (0 only for a dimension of size 1"
+                 + (" when a copy uses the map)" if at_use else ")"))
     for i, b in enumerate(box):
         if not 1 <= b <= 256:
             _bad(f"boxDim[{i}]", b, "1 .. 256")
@@ -141,24 +161,40 @@ def encode_tiled(dtype: int, rank: int, global_address: int, global_dim, global_
     if oob_fill == OOB_FILL_NAN and dtype not in FLOAT_DTYPES:
         _bad("oobFill", oob_fill, f"0 for the integer type {DTYPE_NAMES[dtype]} (NaN fill needs a float type)")
 
-    def pad(t: tuple, v: int) -> tuple:
-        return t + (v,) * (5 - len(t))
-
-    raw = _HEAD.pack(MAGIC, dtype, rank, interleave, swizzle, l2_promotion, oob_fill, global_address,
-                     *pad(dims, 0), *pad(strides, 0)[:4], *pad(box, 0), *pad(es, 0))
-    return raw + bytes(SIZE - len(raw))
-
 
 def decode(raw: bytes, where: str = "") -> TensorMap:
-    """The TensorMap of 128 bytes made by encode_tiled (PtxSimError naming `where` for anything else)."""
-    raw = bytes(raw)
+    """The TensorMap of 128 bytes made by encode_tiled, perhaps changed on the device by tensormap.replace: its
+    fields are checked as cuTensorMapEncodeTiled checks them (PtxSimError / TensorMapError naming `where`)."""
+    raw = bytes(raw)[:_HEAD.size]
     if len(raw) < _HEAD.size or struct.unpack_from("<I", raw)[0] != MAGIC:
         raise PtxSimError(f"{where}: the 128 bytes are not a tensor map made by ptxsim.tensormap.encode_tiled "
                           f"(magic {struct.unpack_from('<I', raw.ljust(4, bytes(1)))[0]:#x}, expected {MAGIC:#x})")
+    try:
+        return _decode(raw)
+    except TensorMapError as e:
+        raise TensorMapError(f"{where}: the tensor map (as encoded, or as tensormap.replace left it) cannot be used "
+                             f"by a copy: {e.args[0].split(': ', 1)[1]}") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _decode(raw: bytes) -> TensorMap:
+    """Decoded and checked once per distinct map (a copy decodes its map on every issue)."""
     f = _HEAD.unpack_from(raw)
     dtype, rank, inter, swz, l2, oob, addr = f[1:8]
     dims, strides, box, es = f[8:13], f[13:17], f[17:22], f[22:27]
-    return TensorMap(dtype, rank, addr, dims[:rank], strides[:rank - 1], box[:rank], es[:rank], inter, swz, l2, oob)
+    if not 1 <= rank <= 5:
+        _bad("tensorRank", rank, "1 .. 5")
+    tm = TensorMap(dtype, rank, addr, dims[:rank], strides[:rank - 1], box[:rank], es[:rank], inter, swz, l2, oob)
+    check_fields(dtype, rank, addr, tm.dims, tm.strides, tm.box, tm.elem_strides, inter, swz, l2, oob, at_use=True)
+    return tm
+
+
+# the fields tensormap.replace writes: PTX name -> (byte offset of ordinal 0 in the 128 bytes, struct format of one
+# value, ordinals); offsets follow _HEAD
+FIELDS = {"global_address": (16, "<Q", 1), "global_dim": (24, "<Q", 5), "global_stride": (64, "<Q", 4),
+          "box_dim": (96, "<H", 5), "element_stride": (106, "<B", 5), "rank": (5, "<B", 1),
+          "elemtype": (4, "<B", 1), "interleave_layout": (6, "<B", 1), "swizzle_mode": (7, "<B", 1),
+          "fill_mode": (9, "<B", 1)}
 
 
 def swizzle_offsets(offsets: np.ndarray, swizzle_bytes: int) -> np.ndarray:

@@ -24,13 +24,14 @@ def build_table() -> dict:
         setmaxnreg,
         sync,
         tensor,
+        tmapreplace,
         warp,
         wgmma,
     )
 
     table = {}
     for family in (alu, fp, convert, memory, atomic, control, sync, warp, tensor, mbarrier, wgmma, cluster,
-                   setmaxnreg):
+                   setmaxnreg, tmapreplace):
         for name, s in family.OPS.items():
             if name in table:
                 table[name] = _merge(table[name], s, name)

@@ -255,6 +255,8 @@ def _tmap(st, ins, op, lane) -> tensormap.TensorMap:
             raise MemoryFault(f"{where}: tensor map address {a:#x} is not a 64-byte aligned map in global memory",
                               space="global", addr=a, size=tensormap.SIZE, line=ins.line, kernel=st.prog.name)
         raw = st.launch.gmem.read_bytes(a, tensormap.SIZE)
+        if st.rules is not None:  # asynccheck: a map changed on the device needs tensormap-proxy ordering
+            st.rules.tensormap_use(st, ins, lane, a, raw)
     tm = tensormap.decode(raw, where)
     if tm.rank != ins.aux.rank:
         raise unsupported(ins, f"the tensor map has rank {tm.rank}; the instruction is .{ins.aux.rank}d")

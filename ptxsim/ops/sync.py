@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxsim.errors import PtxSimError
+from ptxsim.errors import DecodeError, PtxSimError
 from ptxsim.ops.common import unsupported
 from ptxsim.ops.opspec import spec
-from ptxsim.program import IMM, NOT, REG
+from ptxsim.program import ADDR, IMM, NOT, REG
 from ptxsim.ptxtypes import TYPES
 from ptxsim.warpsync import WarpSyncs
 
@@ -58,7 +58,30 @@ def fence(st, ins, lanes):
     """membar / fence: ordering is trivially satisfied by sequential simulation; asynccheck's proxy and mbarrier-init
     rules note them (ptxsim/asyncrules.py)."""
     if st.rules is not None:
-        st.rules.fence(st, ins, lanes)
+        if ins.aux.tmap_fence:
+            st.rules.tensormap_fence(st, ins, st.lane_array(lanes))
+        else:
+            st.rules.fence(st, ins, lanes)
+
+
+def _prep_fence(ins, dec, ctx):
+    """fence.proxy.tensormap::generic.release.<scope> and .acquire.<scope> [map], 128 (tensormap.replace's
+    ordering; ptxsim/asyncrules.py); the other fences take no operands."""
+    tmap = ".tensormap::generic" in ins.mods
+    ins.aux.tmap_fence = tmap
+    if not tmap:
+        if ins.ops:
+            raise DecodeError(f"{ins.op} takes no operands")
+        return
+    if ".proxy" not in ins.mods or len(ins.mods & {".release", ".acquire"}) != 1 \
+            or not ins.mods & {".cta", ".cluster", ".gpu", ".sys"}:
+        raise unsupported(ins, "expected fence.proxy.tensormap::generic.{release,acquire}.{cta,cluster,gpu,sys}")
+    ins.aux.mode = ".release" if ".release" in ins.mods else ".acquire"  # read by asynccheck: no set lookup per run
+    if ".release" in ins.mods and ins.ops:
+        raise DecodeError("fence.proxy.tensormap::generic.release takes no operands")
+    if ".acquire" in ins.mods and (len(ins.ops) != 2 or ins.ops[0].kind != ADDR or ins.ops[1].kind != IMM
+                                   or int(ins.ops[1].value) != 128):
+        raise DecodeError("fence.proxy.tensormap::generic.acquire takes [addr], 128")
 
 
 def _prep_bar(ins, dec, ctx):
@@ -110,7 +133,7 @@ OPS = {
     "membar": spec(fence, "other", (".gl", ".cta", ".sys", ".proxy", ".alias"), None),
     "fence": spec(fence, "other", (".sc", ".acq_rel", ".cta", ".gpu", ".sys", ".cluster", ".proxy", ".async",
                                    ".alias", ".shared::cta", ".global", ".proxy.async", ".mbarrier_init",
-                                   ".release", ".acquire", ".sync_restrict", ".shared::cluster", ".op_restrict"),
-                  None),
+                                   ".release", ".acquire", ".sync_restrict", ".shared::cluster", ".op_restrict",
+                                   ".tensormap::generic"), _prep_fence),
     "griddepcontrol": spec(fence, "other", (".launch_dependents", ".wait"), None),
 }

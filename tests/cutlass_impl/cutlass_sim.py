@@ -82,3 +82,37 @@ def run_gemm_fp8_blockwise(backend, a: np.ndarray, b: np.ndarray, sfa: np.ndarra
     hp = host_params(FP8_NAME, M, N, K, (da.addr, db.addr, dc.addr, dd.addr, dsa.addr, dsb.addr, M))
     stats = _launch(backend, FP8_NAME, hp, **launch_options)
     return backend.to_host(dd), stats
+
+
+GROUPED_NAME = "gemm_bf16_grouped_sm90"
+WORKSPACE_BYTES = 1 << 18
+
+
+def run_grouped_gemm_bf16(backend, a_list, b_list, transform=None, **launch_options):
+    """D_g (bf16, M_g x N) = a_g (bf16 M_g x K) @ b_g (bf16 N x K)^T for every group g in ONE launch of CUTLASS's
+    grouped (pointer-array) kernel on a SimBackend; returns ([D_g], ptxsim launch stats). `transform`
+    (GroupedParams -> GroupedParams) alters what the launch is given (the tests that it can fail)."""
+    import ml_dtypes
+
+    from cutlass_impl.params import grouped_host_params
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    g = len(a_list)
+    da = [backend.to_device(np.ascontiguousarray(a)) for a in a_list]
+    db = [backend.to_device(np.ascontiguousarray(b)) for b in b_list]
+    dc = [backend.to_device(np.zeros((a.shape[0], b.shape[0]), bf16)) for a, b in zip(a_list, b_list, strict=True)]
+    dd = [backend.empty((a.shape[0], b.shape[0]), bf16, fill_byte=0xFF) for a, b in zip(a_list, b_list, strict=True)]
+    ptrs = [backend.to_device(np.array([x.addr for x in xs], np.uint64)) for xs in (da, db, dc, dd)]
+    shapes_buf = backend.to_device(np.zeros(4 * g, np.int32))
+    strides = [backend.to_device(np.zeros(g, np.uint64)) for _ in range(4)]
+    work = backend.to_device(np.zeros(WORKSPACE_BYTES, np.uint8))
+    shapes = tuple((int(a.shape[0]), int(b.shape[0]), int(a.shape[1])) for a, b in zip(a_list, b_list, strict=True))
+    addrs = (shapes_buf.addr, ptrs[0].addr, strides[0].addr, ptrs[1].addr, strides[1].addr, ptrs[2].addr,
+             strides[2].addr, ptrs[3].addr, strides[3].addr)
+    gp = grouped_host_params(GROUPED_NAME, shapes, addrs, work.addr, WORKSPACE_BYTES)
+    if transform is not None:
+        gp = transform(gp)
+    for buf, raw in zip((shapes_buf, *strides), (gp.shapes, *gp.strides), strict=True):
+        backend.device.copy_in(buf.handle, np.frombuffer(raw, np.uint8))
+    stats = _launch(backend, GROUPED_NAME, gp.host, **launch_options)
+    return [backend.to_host(d) for d in dd], stats

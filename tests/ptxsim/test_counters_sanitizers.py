@@ -153,6 +153,37 @@ def test_racecheck_finds_another_warps_read_of_a_waited_cp_async_destination_wit
         ptxsim.launch(ptxsim.load_ptx(src("")).kernel("k"), 1, 64, [x, z, z, z], sanitize="racecheck")
 
 
+def test_racecheck_takes_an_mbarrier_release_acquire_as_ordering_a_plain_write():
+    """A producer warp's st.shared, then its mbarrier.arrive (release), then the consumer's wait observing that phase
+    (acquire): the read is ordered, as in CUTLASS's grouped GEMM, whose scheduler warp hands tile coordinates over
+    this way. Arriving before the write orders nothing: still a read-after-write hazard."""
+    def src(produce):
+        decls = ".shared .align 16 .b32 s[4];\n.shared .align 8 .b64 bar;\n.visible"
+        return TEMPLATE.replace(".visible", decls).replace("BODY", f"""
+  mov.u32 %r7, %tid.x; mov.u32 %r3, s; mov.u32 %r4, bar; setp.eq.u32 %p1, %r7, 0; setp.eq.u32 %p2, %r7, 32;
+  @%p1 mbarrier.init.shared::cta.b64 [%r4], 1;
+  bar.sync 0;
+  @!%p2 bra CONSUME;
+  mov.u32 %r5, 7;
+  {produce}
+CONSUME:
+  setp.ge.u32 %p3, %r7, 32;
+  @%p3 bra END;
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r4], 0;
+  @!%p4 bra WAIT;
+  ld.shared.u32 %r6, [%r3]; st.global.u32 [%rd7], %r6;
+END:""")
+    write, arrive = "st.shared.u32 [%r3], %r5;", "mbarrier.arrive.shared::cta.b64 %rd15, [%r4];"
+    out, z = np.zeros(64, np.uint32), np.zeros(1, np.uint32)
+    ok = ptxsim.launch(ptxsim.load_ptx(src(write + " " + arrive)).kernel("k"), 1, 64, [out, z, z, z],
+                       sanitize="racecheck")
+    assert ok.sanitizer_reports == [] and (out[:32] == 7).all()
+    with pytest.raises(ptxsim.RacecheckError, match="read-after-write.*warp 1"):
+        ptxsim.launch(ptxsim.load_ptx(src(arrive + " " + write)).kernel("k"), 1, 64, [out, z, z, z],
+                      sanitize="racecheck")
+
+
 def test_initcheck_finds_unwritten_global_and_shared():
     dev = ptxsim.Device()
     buf = dev.alloc(128)

@@ -1,0 +1,95 @@
+// Host shim of the grouped (pointer-array) bf16 GEMM: CUTLASS's own GemmKernel::to_underlying_arguments builds the
+// kernel's Params for G groups whose problem shapes, per-group pointers and strides live in device arrays at the
+// addresses given; the shim writes the Params (TMA descriptors left as markers, each cuTensorMapEncodeTiled call
+// printed, as gemm_bf16_sm90_host.cpp does) and the bytes of the problem-shape and stride arrays, which the caller
+// copies to those addresses (the pointer arrays it builds itself: one 8-byte address per group).
+//   usage: gemm_bf16_grouped_sm90_host G addrShapes addrPtrA addrStrideA addrPtrB addrStrideB addrPtrC addrStrideC
+//          addrPtrD addrStrideD addrWorkspace workspaceBytes params.bin arrays.bin M0 N0 K0 [M1 N1 K1 ...]
+//   arrays.bin: shapes (G x 3 int32), then the A, B, C and D stride arrays (G each), each as CUTLASS lays it out
+#include "host_prelude.h"
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include "cutlass/util/packed_stride.hpp"
+#include "gemm_bf16_grouped_sm90.h"
+
+struct EncodeCall { int dtype, rank; uint64_t gaddr, dims[5], strides[5]; uint32_t box[5], estr[5]; int il, sw, l2, oob; };
+static std::vector<EncodeCall> g_calls;
+
+extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank, void* gaddr,
+    const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box, const cuuint32_t* estr,
+    CUtensorMapInterleave il, CUtensorMapSwizzle sw, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  EncodeCall c{};
+  c.dtype = dtype; c.rank = int(rank); c.gaddr = uint64_t(gaddr); c.il = il; c.sw = sw; c.l2 = l2; c.oob = oob;
+  for (unsigned i = 0; i < rank; ++i) {
+    c.dims[i] = dims[i]; c.box[i] = box[i]; c.estr[i] = estr[i];
+    if (i + 1 < rank) c.strides[i] = strides[i];
+  }
+  std::memset(map, 0, sizeof(*map));
+  uint64_t marker = g_calls.size() + 1;
+  std::memcpy(map, &marker, sizeof(marker));
+  g_calls.push_back(c);
+  return CUDA_SUCCESS;
+}
+
+template <class T> static void put(FILE* f, std::vector<T> const& v) { std::fwrite(v.data(), sizeof(T), v.size(), f); }
+
+int main(int argc, char** argv) {
+  using namespace ptxmoe_cutlass;
+  if (argc < 18) { std::fprintf(stderr, "usage: see the head of %s\n", __FILE__); return 2; }
+  int G = std::atoi(argv[1]);
+  if (argc != 15 + 3 * G) { std::fprintf(stderr, "expected %d shape values\n", 3 * G); return 2; }
+  auto addr = [&](int i) { return reinterpret_cast<void*>(std::strtoull(argv[i], nullptr, 0)); };
+  using Shape3 = typename ProblemShape::UnderlyingProblemShape;
+  using SA = typename GemmKernel::InternalStrideA; using SB = typename GemmKernel::InternalStrideB;
+  using SC = typename GemmKernel::InternalStrideC; using SD = typename GemmKernel::InternalStrideD;
+  std::vector<Shape3> shapes; std::vector<SA> sA; std::vector<SB> sB; std::vector<SC> sC; std::vector<SD> sD;
+  for (int g = 0; g < G; ++g) {
+    int M = std::atoi(argv[15 + 3 * g]), N = std::atoi(argv[16 + 3 * g]), K = std::atoi(argv[17 + 3 * g]);
+    shapes.push_back({M, N, K});
+    sA.push_back(cutlass::make_cute_packed_stride(SA{}, {M, K, 1}));
+    sB.push_back(cutlass::make_cute_packed_stride(SB{}, {N, K, 1}));
+    sC.push_back(cutlass::make_cute_packed_stride(SC{}, {M, N, 1}));
+    sD.push_back(cutlass::make_cute_packed_stride(SD{}, {M, N, 1}));
+  }
+  cutlass::KernelHardwareInfo hw;
+  hw.device_id = 0;
+  hw.sm_count = 132;
+  typename GemmKernel::Arguments args;
+  decltype(args.epilogue.thread) fusion{};
+  fusion.alpha = 1.0f; fusion.beta = 0.0f;
+  fusion.alpha_ptr = nullptr; fusion.beta_ptr = nullptr; fusion.alpha_ptr_array = nullptr; fusion.beta_ptr_array = nullptr;
+  fusion.dAlpha = {cute::_0{}, cute::_0{}, 0}; fusion.dBeta = {cute::_0{}, cute::_0{}, 0};
+  args = typename GemmKernel::Arguments{cutlass::gemm::GemmUniversalMode::kGrouped,
+      {G, static_cast<Shape3*>(addr(2)), shapes.data()},
+      {static_cast<ElementA const**>(addr(3)), static_cast<SA*>(addr(4)),
+       static_cast<ElementB const**>(addr(5)), static_cast<SB*>(addr(6))},
+      {fusion, static_cast<ElementC const**>(addr(7)), static_cast<SC*>(addr(8)),
+       static_cast<ElementC**>(addr(9)), static_cast<SD*>(addr(10))}, hw};
+  if (GemmKernel::can_implement(args) != true) { std::fprintf(stderr, "CUTLASS cannot implement these groups\n"); return 3; }
+  size_t need = GemmKernel::get_workspace_size(args), have = std::strtoull(argv[12], nullptr, 0);
+  if (need > have) { std::fprintf(stderr, "workspace %zu bytes needed, %zu given\n", need, have); return 5; }
+  auto params = GemmKernel::to_underlying_arguments(args, addr(11));
+  dim3 grid = GemmKernel::get_grid_shape(params), block = GemmKernel::get_block_shape();
+  std::printf("params %zu grid %u %u %u block %u %u %u smem %d workspace %zu strides %zu %zu %zu %zu shape %zu\n",
+              sizeof(params), grid.x, grid.y, grid.z, block.x, block.y, block.z, int(GemmKernel::SharedStorageSize),
+              need, sizeof(SA), sizeof(SB), sizeof(SC), sizeof(SD), sizeof(Shape3));
+  FILE* f = std::fopen(argv[13], "wb");
+  if (!f || std::fwrite(&params, sizeof(params), 1, f) != 1) { std::perror(argv[13]); return 4; }
+  std::fclose(f);
+  FILE* a = std::fopen(argv[14], "wb");
+  if (!a) { std::perror(argv[14]); return 4; }
+  put(a, shapes); put(a, sA); put(a, sB); put(a, sC); put(a, sD);
+  std::fclose(a);
+  for (auto& c : g_calls) {
+    std::printf("encode %d %d %llu", c.dtype, c.rank, (unsigned long long)c.gaddr);
+    for (int i = 0; i < c.rank; ++i) std::printf(" %llu", (unsigned long long)c.dims[i]);
+    for (int i = 0; i + 1 < c.rank; ++i) std::printf(" %llu", (unsigned long long)c.strides[i]);
+    for (int i = 0; i < c.rank; ++i) std::printf(" %u", c.box[i]);
+    for (int i = 0; i < c.rank; ++i) std::printf(" %u", c.estr[i]);
+    std::printf(" %d %d %d %d\n", c.il, c.sw, c.l2, c.oob);
+  }
+  return 0;
+}

@@ -214,8 +214,10 @@ class SamplePolicy:
 
         The blocks row_strata picks (runs of one expert, the tail's middle blocks), as items widened to whole groups
         (WorkItems.blocks_per_group) and not overlapping; the live items (up to the first wholly dead group) and the
-        tail's are the two strata, each window weighing its stratum's items over the items its windows run. `wave`
-        is the window's first block over rows_per_wave, for the L2 model's ageing.
+        tail's are the two strata. A live window weighs the live blocks over the live blocks the live windows run
+        (its work, not its items: a group past the last live block holds dead blocks), a tail window the items left
+        over the items the tail's windows run. `wave` is the window's first block over rows_per_wave, for the L2
+        model's ageing.
         """
         if self.waves is None or items.count <= self.min_ctas:
             return ()

@@ -159,6 +159,8 @@ def record_row(run_file: RunFile, summary: dict, row: dict, progress, ranges: li
     progress.end(key, f"{_row_status(typed)}" + (f" ({seconds:.1f}s)" if seconds is not None else ""), seconds)
     for finding in (row.get("sanitizer") or {}).get("findings", [])[:SHOW_FINDINGS]:
         progress.note(f"{finding['text']} [launch {finding['launch']}]")
+    for warning in (row.get("throughput") or {}).get("warnings", []):  # harness.throughput.impossible_rates
+        progress.note(f"warning: {warning}")
     if row.get("sticky_cuda_error"):
         _stop_after_sticky(run_file, row, summary)
 

@@ -221,6 +221,7 @@ class Throughput(Record):
     pct_peak_flops: float | None = None
     peak_flops_kind: str | None = None
     device: str | None = None
+    warnings: tuple[str, ...] = ()  # harness.throughput.impossible_rates: a time above the device's peaks
 
 
 @dataclass(frozen=True)

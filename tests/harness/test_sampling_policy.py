@@ -354,7 +354,8 @@ def test_sampled_runs_have_the_mean_run_length():
 @pytest.mark.parametrize("seed", range(2))
 def test_stratified_windows_stand_for_every_item_once(seed):
     """Random item layouts (blocks, groups, items a group), waves and live blocks: windows ascending, disjoint, within
-    the items, each weight >= 1, and the weighted items adding up to all of them."""
+    the items, each weight >= 1, the weighted live blocks adding up to every live block, and the weighted items to
+    all of them where a tail window stands for the dead ones."""
     from contract.device import WorkItems
 
     rng = np.random.default_rng(seed)
@@ -369,7 +370,13 @@ def test_stratified_windows_stand_for_every_item_once(seed):
         windows = policy.stratified_windows(items, _experts(runs, blocks))
         if not windows:
             continue
-        assert sum(x * (e - b) for _, b, e, x in windows) == pytest.approx(items.count, rel=1e-9)
+        # the work: weighted live blocks are every live block (a window's dead blocks past the last live one count
+        # for nothing); the weighted items are every item where a tail window stands for the dead ones
+        live, per_block = sum(runs), per / group
+        ran_live = sum(x * max(0.0, min(e / per_block, live) - b / per_block) for _, b, e, x in windows)
+        assert ran_live == pytest.approx(live, rel=1e-9, abs=1e-9)
+        if any(b >= -(-live // group) * per for _, b, _, _ in windows):
+            assert sum(x * (e - b) for _, b, e, x in windows) == pytest.approx(items.count, rel=1e-9)
         assert all(x >= 1 and 0 <= b < e <= items.count for _, b, e, x in windows)
         assert all(p[2] <= q[1] and p[0] < q[0] for p, q in zip(windows, windows[1:], strict=False))
 
@@ -410,3 +417,24 @@ def test_a_launch_declares_what_its_grid_means_by_its_parameters():
     assert grid_meaning([routed, WorkItems(8, 4)]) == "items"
     assert grid_meaning([plain, np.float32(1)]) == "plain"
     assert parse_sample("2").for_preset(get_preset("dsv3-decode")).launch_plan("plain", (64, 304, 1)).whole
+
+
+def test_windows_weigh_the_live_blocks_they_ran_not_their_items():
+    """dsv3-decode's rung 6 (BM = 16: groups of 8 blocks, 16 items a block) with one-block runs: no aligned segment
+    of at most a few experts lies inside a group, so the last live block (161, unaligned) was a segment alone, widened
+    to its group of 8 blocks of which 7 are dead, and weighted by items (21 groups of live items for 1): the sample
+    stood for 21 live blocks of 161 (the up GEMM modelled at 5x the DRAM's peak). The live windows now hold live
+    blocks only and weigh the live blocks over those they ran; the tail takes the rest of the items."""
+    from contract.device import WorkItems
+
+    p = get_preset("dsv3-decode")
+    policy = parse_sample("auto").for_preset(p)
+    live, per_block = 161, 16
+    items = WorkItems(p.n_blocks * per_block, p.n_blocks, 8, 8 * per_block)
+    windows = policy.stratified_windows(items, _experts([1] * live, p.n_blocks))
+    boundary = -(-live // 8) * 8 * per_block
+    live_windows = [w for w in windows if w.begin < boundary]
+    assert live_windows and all(w.end <= live // 8 * 8 * per_block for w in live_windows)  # no dead block in them
+    ran_live = sum(w.weight * (w.end - w.begin) / per_block for w in live_windows)
+    assert ran_live == pytest.approx(live)
+    assert sum(w.weight * (w.end - w.begin) for w in windows) == pytest.approx(items.count)

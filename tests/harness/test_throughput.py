@@ -19,3 +19,21 @@ def test_throughput_math():
     # the layer's FLOPs run on the tensor cores of its variant's input type
     assert throughput("layer", 10, 10, 1.0, spec, "fp8")["peak_flops_kind"] == "fp8_dense"
     assert throughput("layer", 10, 10, 1.0, spec, "bf16")["peak_flops_kind"] == "bf16_dense"
+
+
+def test_a_time_faster_than_the_devices_peaks_is_flagged_on_the_row():
+    """The physical invariant: minimum bytes (or FLOPs) over the time above the device's peak is recorded as a
+    warning naming the rate and the peak; a time under the peaks has none."""
+    from ptxsim.model import get_device
+
+    spec = get_device("h200")
+    fine = throughput("grouped_gemm_fp8", int(spec.memory_bandwidth * 1e-3), 10**9, 1000.0, spec)
+    assert fine["warnings"] == []
+    # dsv3-decode's up GEMM as once modelled: ~4.5 GB of minimum bytes in 177 us
+    fast = throughput("grouped_gemm_fp8", 4_536_832_708, 10**9, 177.0, spec)
+    assert len(fast["warnings"]) == 1 and "DRAM bandwidth" in fast["warnings"][0]
+    assert "not physical" in fast["warnings"][0]
+    assert fast["pct_peak_bandwidth"] > 100
+    flops = throughput("grouped_gemm_fp8", 10, int(spec.fp8_dense_flops * 2e-3), 1000.0, spec)
+    assert len(flops["warnings"]) == 1 and "fp8_dense" in flops["warnings"][0]
+    assert throughput("gate", 10, 10, None, spec)["warnings"] == []

@@ -36,6 +36,12 @@ class AsyncOrder:
         self.rd_epoch = np.zeros(nwords, np.int64)
         self.rd_line = np.zeros(nwords, np.int64)
         self.bars: dict[int, dict] = {}  # barrier byte -> {"acc": clock of this phase's releases, phase: clock}
+        # The PTX memory model's clocks, for plain shared writes read by another warp (racecheck's own() / saw()):
+        # carried only by what orders memory in every execution (an mbarrier arrive's release acquired by a wait
+        # that observed that phase, bar.sync among the warps it released, barrier.cluster), never by the wgmma
+        # wait's warpgroup rendezvous, which vc above takes (liberally) for async overwrites.
+        self.mvc = self.vc.copy()
+        self.mbars: dict[int, dict] = {}
 
     # -- reads and asynchronous writes ------------------------------------------------------------------------------
     def read(self, words: np.ndarray, warps: np.ndarray, line: int) -> None:
@@ -64,45 +70,62 @@ class AsyncOrder:
         return idx[same_cluster & (seen < self.rd_epoch[words[idx]])]
 
     def own(self, warps: np.ndarray) -> np.ndarray:
-        """Each warp's own clock entry (what a release after now carries)."""
-        return self.vc[warps, self.col[warps]]
+        """Each warp's own memory-model clock entry (what a release after now carries)."""
+        return self.mvc[warps, self.col[warps]]
 
     def saw(self, warps: np.ndarray, others: np.ndarray, clocks: np.ndarray) -> np.ndarray:
         """Per element: has warp `warps` acquired warp `others`' clock `clocks` (through a release of `others` after
-        it and an acquire of that release)? Only within one cluster (shared memory is the cluster's)."""
+        it and an acquire of that release, directly or through a chain of such)? Only within one cluster (shared
+        memory is the cluster's). Memory-model clocks: a wgmma wait's warpgroup rendezvous orders nothing here."""
         same = self.first_warp[others] == self.first_warp[warps]
-        return same & (self.vc[warps, self.col[others]] >= clocks)
+        return same & (self.mvc[warps, self.col[others]] >= clocks)
 
     # -- synchronisation --------------------------------------------------------------------------------------------
     def release(self, bar_phys: int, warps: np.ndarray) -> None:
         """mbarrier.arrive by these warps: the barrier's current phase carries their clocks."""
-        b = self.bars.setdefault(bar_phys, {"acc": np.zeros(self.cols, np.int64)})
-        b["acc"] = np.maximum(b["acc"], self.vc[warps].max(axis=0))
-        self.vc[warps, self.col[warps]] += 1
+        # NOTE: the clock joins the phase at the arrive (what the warp did before it), not at the phase's
+        # completion; the phase then carries exactly the arrivals that completed it (acc restarts at completion)
+        for bars, vc in ((self.bars, self.vc), (self.mbars, self.mvc)):
+            b = bars.setdefault(bar_phys, {"acc": np.zeros(self.cols, np.int64)})
+            b["acc"] = np.maximum(b["acc"], vc[warps].max(axis=0))
+            vc[warps, self.col[warps]] += 1
 
     def phase_complete(self, bar_phys: int, phase: int) -> None:
-        b = self.bars.get(bar_phys)
-        if b is None:
-            return
-        b[phase] = b["acc"]
-        b["acc"] = np.zeros(self.cols, np.int64)
-        for old in [k for k in b if k != "acc" and k < phase - 4]:
-            del b[old]  # a wait names the current phase or the one before
+        for bars in (self.bars, self.mbars):
+            b = bars.get(bar_phys)
+            if b is None:
+                continue
+            b[phase] = b["acc"]
+            b["acc"] = np.zeros(self.cols, np.int64)
+            for old in [k for k in b if k != "acc" and k < phase - 4]:
+                del b[old]  # a wait names the current phase or the one before
 
     def acquire(self, bar_phys: int, phase: int, warps: np.ndarray) -> None:
-        b = self.bars.get(bar_phys)
-        if b is None or phase not in b:
-            return
-        self.vc[warps] = np.maximum(self.vc[warps], b[phase][None, :])
+        for bars, vc in ((self.bars, self.vc), (self.mbars, self.mvc)):
+            b = bars.get(bar_phys)
+            if b is None or phase not in b:
+                continue
+            vc[warps] = np.maximum(vc[warps], b[phase][None, :])
 
-    def join(self, groups: np.ndarray, acquire: np.ndarray | None = None) -> None:
+    def join(self, groups: np.ndarray, acquire: np.ndarray | None = None, memory_order: bool = True) -> None:
         """Warps in each row of `groups` [g, k] synchronise (bar.sync, barrier.cluster, a warpgroup's wgmma wait):
-        each releases its clock; the warps `acquire` says (default all; bar.arrive's do not wait) acquire them all."""
-        joined = self.vc[groups].max(axis=1)  # [g, cols]
+        each releases its clock; the warps `acquire` says (default all; bar.arrive's do not wait) acquire them all.
+        memory_order False (the wgmma wait): the async-overwrite clocks only."""
+        self._join(self.vc, groups, acquire)
+        if memory_order:
+            self._join(self.mvc, groups, acquire)
+
+    def join_memory(self, groups: np.ndarray) -> None:
+        """The memory-model clocks alone: the warps of each row of `groups` all released and acquired (a bar.sync's
+        waiting warps, the only ones racecheck knows took part in that named barrier)."""
+        self._join(self.mvc, groups, None)
+
+    def _join(self, vc: np.ndarray, groups: np.ndarray, acquire: np.ndarray | None) -> None:
+        joined = vc[groups].max(axis=1)  # [g, cols]
         if acquire is None:
-            self.vc[groups] = joined[:, None, :]
+            vc[groups] = joined[:, None, :]
         else:
             takes = acquire[groups]
-            merged = np.maximum(self.vc[groups], joined[:, None, :])
-            self.vc[groups] = np.where(takes[..., None], merged, self.vc[groups])
-        self.vc[groups, self.col[groups]] += 1
+            merged = np.maximum(vc[groups], joined[:, None, :])
+            vc[groups] = np.where(takes[..., None], merged, vc[groups])
+        vc[groups, self.col[groups]] += 1

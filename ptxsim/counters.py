@@ -53,8 +53,10 @@ class Hook:
         """Strict timing: the wgmma.mma_async of PTX line `line` (warpgroup of lane) stopped reading shared bytes
         phys at the wgmma.wait_group retiring it."""
 
-    def on_sync_groups(self, st, groups):
-        """The batch warps in each row of groups [g, k] synchronised (barrier.cluster, a warpgroup's wgmma wait)."""
+    def on_sync_groups(self, st, groups, memory_order=True):
+        """The batch warps in each row of groups [g, k] synchronised (barrier.cluster, a warpgroup's wgmma wait).
+        memory_order False: an execution rendezvous that orders no plain memory access between them (the wgmma wait:
+        the PTX memory model gives it no release / acquire semantics)."""
 
     def on_bulk(self, st, ins, event, lanes, payload):
         """cp.async.bulk stores: event "read" (payload: shared words the store reads), "commit", "wait" (payload:

@@ -206,9 +206,9 @@ class Racecheck(Sanitizer):
         self._init(st)
         self.order.acquire(bar.phys, phase, np.unique(np.asarray(la) >> 5))
 
-    def on_sync_groups(self, st, groups):
+    def on_sync_groups(self, st, groups, memory_order=True):
         self._init(st)
-        self.order.join(groups)
+        self.order.join(groups, memory_order=memory_order)
 
     def on_wgmma_retire(self, st, line, lane, phys):
         self._init(st)
@@ -234,7 +234,14 @@ class Racecheck(Sanitizer):
             wpc = self.order.wpc
             waited = np.zeros(len(self.order.vc), np.bool_)
             waited[st.sched.released >> 5] = True
-            self.order.join(slots[:, None] * wpc + np.arange(wpc), waited)
+            self.order.join(slots[:, None] * wpc + np.arange(wpc), waited, memory_order=False)
+            # the memory-model clocks: only the warps that waited at the barrier, and only where one barrier of the
+            # CTA completed (a named barrier of 128 threads orders nothing for the CTA's other warps)
+            rel_warps = np.unique(st.sched.released >> 5)
+            for slot in slots[ready[slots].sum(axis=1) == 1]:
+                mine = rel_warps[rel_warps // wpc == slot]
+                if mine.size:
+                    self.order.join_memory(mine[None, :])
 
     def on_access(self, st, ins, space, addr, lanes, nbytes, is_store):
         if space != "shared" or ins.klass == "atom":

@@ -241,7 +241,7 @@ def wait_group(st, ins, lanes):
         groups = np.unique(la >> 5).reshape(-1, 4) if (len(la) // 32) % 4 == 0 else None
         if groups is not None:
             for h in st.hooks:
-                h.on_sync_groups(st, groups)
+                h.on_sync_groups(st, groups, memory_order=False)
     q = WgmmaQueue.of(st)
     keep_n = ins.aux.n
     left = []

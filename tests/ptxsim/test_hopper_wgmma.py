@@ -244,6 +244,23 @@ def test_racecheck_sees_descriptor_reads_of_shared_memory_written_by_another_war
          _desc(0, 128, 256, 0), 8, sanitize="racecheck")  # a barrier between: no finding
 
 
+def test_racecheck_takes_no_wgmma_wait_as_ordering_another_warps_plain_write():
+    """A warp's st.shared before the warpgroup's wgmma, another warp's ld.shared after the wgmma.wait_group: the
+    wait is a warpgroup rendezvous, no release / acquire in the PTX memory model, so nothing orders the store before
+    the load on hardware (rung 7's weight scales without the named barrier after their copy, a mutant racecheck
+    certified after 7e130ff counted the wait's warpgroup join as a release chain). A bar.sync between: clean."""
+    write = ("  setp.eq.u32 %p3, %r0, 96;\n  @%p3 st.shared.u32 [8192], %r0;\n  wgmma.fence.sync.aligned;")
+    read = ("  wgmma.wait_group.sync.aligned 0;\n  setp.eq.u32 %p3, %r0, 0;\n  @%p3 ld.shared.u32 %r5, [8192];\n"
+            "  @%p3 st.global.u32 [%rd2], %r5;")
+    src = _kernel(8, 1, 0).replace("  wgmma.fence.sync.aligned;", write, 1)
+    src = src.replace("  wgmma.wait_group.sync.aligned 0;", read)
+    img = np.zeros(512, np.uint8)
+    with pytest.raises(ptxsim.RacecheckError, match="hazard with warp [03]"):
+        _run(src, img, 0, _desc(0, 128, 256, 0), 8, sanitize="racecheck")
+    fenced = src.replace("  setp.eq.u32 %p3, %r0, 0;", "  bar.sync 0;\n  setp.eq.u32 %p3, %r0, 0;")
+    _run(fenced, img, 0, _desc(0, 128, 256, 0), 8, sanitize="racecheck")
+
+
 def test_f16_inputs_with_f16_accumulators():
     rng = np.random.default_rng(11)
     n = 16

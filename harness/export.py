@@ -2,13 +2,14 @@
 
 Columns, units in the names (HolisticTraceAnalysis style): the row's identity (`key, kernel, variant, label, impl,
 preset, skew, seed, backend, status, reason, check_message`), its time (`basis`: modelled/measured, `time_us`: the
-modelled time or the median sample, `time_ci_lo_us`/`time_ci_hi_us`: the bootstrap interval of the median (equal
-to time_us when modelled), `samples`, `sim_wall_s`), throughput (`achieved_gbps, achieved_tflops,
+modelled time or the median sample, `time_ci_lo_us`/`time_ci_hi_us`: the bootstrap interval of the median, or
+the modelled row's 95% prediction interval), `samples`, `sim_wall_s`), throughput (`achieved_gbps, achieved_tflops,
 pct_peak_bandwidth, pct_peak_flops`), static totals (`registers_max, spills_bytes, shared_bytes_max,
 ptx_instructions, sass_instructions`), one column per simulator counter (`counter:<ncu metric name>`; sim rows),
 and, on the candidate's row of each verdict, `speedup_vs_<baseline>`, `ci_lo_vs_<baseline>`,
 `ci_hi_vs_<baseline>`, `verdict_vs_<baseline>`, `interval_vs_<baseline>` ("95% bootstrap" measured, "95% prediction"
-modelled) (speedup = baseline time / this row's time: > 1, this row is faster).
+modelled), `interval_basis_vs_<baseline>` (what a modelled interval was fitted on) (speedup = baseline time / this
+row's time: > 1, this row is faster).
 Rows of a laddered kernel (issue #16) also have `rung` (1-based), `rung_name` and `slot` ("ptx", or "ptx.r1" for a
 lower rung's row); a rung's verdict against the rung below it is `speedup_vs_rung_below` (and its ci/verdict columns).
 A run of `ptxmoe.sweep` has one more column per size axis (`n`, `m`...), after `preset`, holding the row's value.
@@ -54,7 +55,10 @@ def _time_columns(row: Row) -> dict:
         return {"basis": "measured", "time_us": timing.time_us, "time_ci_lo_us": timing.device.ci_lo_us,
                 "time_ci_hi_us": timing.device.ci_hi_us, "samples": timing.device.n, "sim_wall_s": None}
     t = None if timing is None else timing.time_us
-    return {"basis": None if timing is None else "modelled", "time_us": t, "time_ci_lo_us": t, "time_ci_hi_us": t,
+    # a modelled row's 95% prediction interval (timing.interval_us, from the predicted absolute validation rows);
+    # a row recorded before it had one keeps lo = hi = its time
+    lo, hi = (timing.interval_us[0], timing.interval_us[-1]) if timing is not None and timing.interval_us else (t, t)
+    return {"basis": None if timing is None else "modelled", "time_us": t, "time_ci_lo_us": lo, "time_ci_hi_us": hi,
             "samples": None, "sim_wall_s": None if timing is None else timing.sim_wall_s}
 
 
@@ -83,7 +87,8 @@ def _verdict_columns(sweep: Sweep) -> dict[tuple, dict]:
         cols = out.setdefault((v.label, cand, v.preset, v.skew), {})
         cols.update({f"speedup_vs_{base}": v.speedup, f"ci_lo_vs_{base}": v.ci_lo,
                      f"ci_hi_vs_{base}": v.ci_hi, f"verdict_vs_{base}": v.verdict,
-                     f"interval_vs_{base}": None if v.interval is None else f"{v.confidence:.0%} {v.interval}"})
+                     f"interval_vs_{base}": None if v.interval is None else f"{v.confidence:.0%} {v.interval}",
+                     f"interval_basis_vs_{base}": v.interval_basis})
     return out
 
 

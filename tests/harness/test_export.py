@@ -47,6 +47,8 @@ def test_times_match_the_rows_modelled_and_measured():
         for (_, rec), row in zip(frame.iterrows(), doc["rows"], strict=True):
             if row["timing"]["basis"] == "modelled":
                 assert rec["basis"] == "modelled" and rec["time_us"] == row["timing"]["modelled_us"]
+                interval = row["timing"].get("interval_us") or [rec["time_us"]]
+                assert (rec["time_ci_lo_us"], rec["time_ci_hi_us"]) == (interval[0], interval[-1])
             else:
                 device = row["timing"]["device"]
                 assert rec["basis"] == "measured" and rec["time_us"] == device["median_us"]
@@ -141,3 +143,12 @@ def test_a_ladder_has_a_row_per_rung_with_its_speedups(tmp_path, monkeypatch):
     assert frame.loc["ptx.r1", "verdict_vs_cpp"] == "UNDECIDED"
     assert frame.loc["ptx", "verdict_vs_numba"] == "FASTER"
     assert frame.loc["ptx", "interval_vs_numba"] == "95% prediction"
+
+
+def test_a_modelled_rows_time_interval_is_its_95_percent_prediction_interval():
+    doc = _doc("sim-real")
+    row = next(r for r in doc["rows"] if r["timing"]["basis"] == "modelled" and r["timing"]["modelled_us"])
+    t = row["timing"]["modelled_us"]
+    row["timing"]["interval_us"] = [0.5 * t, 1.9 * t]
+    rec = run_to_dataframe(doc).set_index("key").loc[row["key"]]
+    assert (rec["time_ci_lo_us"], rec["time_ci_hi_us"]) == (0.5 * t, 1.9 * t) and rec["time_us"] == t

@@ -11,9 +11,9 @@ import pytest
 
 from contract.errors import InputError
 from contract.presets import SKEWS, Preset
-from harness.verify import run_and_check
 from ptx_impl import gemm_fp8_r6 as r6
 from ptx_impl import gemm_fp8_tm_template as template
+from tests.ptx_impl.rung_checks import launch_mutant, rung_check, rung_result
 from tests.ptx_impl.test_gemm_fp8_r4 import RAGGED_BM
 from tests.ptx_impl.test_grouped_gemm_fp8 import RAGGED
 
@@ -26,22 +26,15 @@ def backend():
 
 
 def _result(backend, preset, skew, seed, variant, run=r6.run, **params):
-    return run_and_check(functools.partial(run, **params), backend, "grouped_gemm_fp8", preset, skew, seed,
-                         variant=variant)
+    return rung_result(backend, preset, skew, seed, variant, run, **params)
 
 
 def _check(backend, preset, skew, seed, variant, run=r6.run, **params):
-    result = _result(backend, preset, skew, seed, variant, run, **params)
-    assert result.ok, f"{getattr(preset, 'name', preset)} {skew} {variant} {params} seed={seed}: {result.message}"
-    return result
+    return rung_check(backend, preset, skew, seed, variant, run, **params)
 
 
 def _mutant(monkeypatch, old: str, new: str) -> None:
-    """Make rung 6 launch its module with `old` (which must occur exactly once) replaced by `new`."""
-    good = r6.ptx_source()
-    assert good.count(old) == 1, old
-    bad = good.replace(old, new)
-    monkeypatch.setattr(r6, "ptx_source", lambda wait_bound=0: bad)
+    launch_mutant(monkeypatch, r6, old, new)
 
 
 @pytest.mark.sim

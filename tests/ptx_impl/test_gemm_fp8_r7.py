@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from contract.presets import SKEWS
-from harness.verify import run_and_check
 from ptx_impl import gemm_fp8_r7 as r7
 from ptx_impl import gemm_fp8_tm_template as template
+from tests.ptx_impl.rung_checks import launch_mutant, rung_check, rung_result
 from tests.ptx_impl.test_gemm_fp8_r4 import RAGGED_BM
 from tests.ptx_impl.test_grouped_gemm_fp8 import RAGGED
 
@@ -26,21 +26,15 @@ def backend():
 
 
 def _result(backend, preset, skew, seed, variant, run=r7.run, **params):
-    return run_and_check(functools.partial(run, **params), backend, "grouped_gemm_fp8", preset, skew, seed,
-                         variant=variant)
+    return rung_result(backend, preset, skew, seed, variant, run, **params)
 
 
 def _check(backend, preset, skew, seed, variant, run=r7.run, **params):
-    result = _result(backend, preset, skew, seed, variant, run, **params)
-    assert result.ok, f"{getattr(preset, 'name', preset)} {skew} {variant} {params} seed={seed}: {result.message}"
-    return result
+    return rung_check(backend, preset, skew, seed, variant, run, **params)
 
 
 def _mutant(monkeypatch, old: str, new: str) -> None:
-    good = r7.ptx_source()
-    assert good.count(old) == 1, old
-    bad = good.replace(old, new)
-    monkeypatch.setattr(r7, "ptx_source", lambda wait_bound=0: bad)
+    launch_mutant(monkeypatch, r7, old, new)
 
 
 @pytest.mark.sim

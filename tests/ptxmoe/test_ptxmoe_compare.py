@@ -109,6 +109,10 @@ def test_pairwise_verdicts_are_the_ratio_of_modelled_times(three):
     assert v.speedup == pytest.approx(expected)
     # the interval is the 95% prediction interval of the published paired rows (no device profile given)
     assert v.ci_lo < v.ci_hi and v.confidence == 0.95  # never a zero-width interval
+    from ptxsim.model.interval_table import speedup_interval, version_fits
+
+    fits = version_fits("v1")  # the committed fits of the default model, same or different limiters
+    assert any((v.ci_lo, v.ci_hi) == pytest.approx(speedup_interval(v.speedup, same, fits)) for same in (True, False))
     assert v.verdict == verdict_of(v.ci_lo, v.ci_hi)
     with pytest.raises(ptxmoe.InputError, match="pass case="):
         three.verdict("ptx", "numba")

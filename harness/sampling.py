@@ -63,6 +63,10 @@ AUTO_MIN_CTAS = 4096  # launches up to this many CTAs run whole (small's GEMMs a
 # only considered where its part has no smaller one
 RATIO_TOLERANCE = 0.1
 SEGMENT_EXPERTS = 3
+# a launch whose every live run of one expert is at least this many groups (grid rows, or a persistent kernel's
+# groups of `align` blocks) long samples each chosen run as its first group and the next (_head_and_body): a GEMM
+# shape's groups (DeepGEMM's table: 4 x 8192 rows = runs of 128 blocks) would otherwise simulate `waves` whole experts
+LONG_RUN_GROUPS = 8
 
 
 class ItemWindow(NamedTuple):
@@ -168,7 +172,9 @@ class SamplePolicy:
         starts = [0] + [int(i) for i in np.flatnonzero(np.diff(experts[:live])) + 1]
         runs = [(a, b) for a, b in zip(starts, starts[1:] + [live], strict=True)] if live else []
         picks: list[tuple[int, int, float]] = []
-        if runs:
+        if runs and long_runs(runs, align):
+            picks += _head_and_body(runs, min(self.waves or 1, len(runs)), live, align)
+        elif runs:
             k = min(self.waves or 1, len(runs))
             chosen = _balanced_runs(runs, k, live) if align == 1 else _aligned_segments(runs, k, live, align)
             held = sum(b - a for a, b in chosen)
@@ -225,13 +231,15 @@ class SamplePolicy:
         live = int(np.argmax(experts < 0)) if (experts < 0).any() else items.blocks
         boundary = min(items.count, -(-live // items.blocks_per_group) * items.items_per_group)
         strata: dict[bool, list] = {True: [], False: []}  # live or tail -> [(wave, begin, end)]
+        pick_weights: list[float] = []  # each live window's weight from row_strata (used for long runs)
         last = 0
-        for first_block, end_block, _ in self.row_strata(experts, items.blocks, items.blocks_per_group):
+        for first_block, end_block, weight in self.row_strata(experts, items.blocks, items.blocks_per_group):
             begin, end = items.items_of(first_block, end_block)
             is_live = first_block < live
             begin, end = max(begin, last, 0 if is_live else boundary), min(end, boundary if is_live else items.count)
             if end > begin:
                 strata[is_live].append((first_block // self.rows_per_wave, begin, end))
+                pick_weights += [weight] if is_live else []
                 last = end
         if not strata[False] and boundary < items.count:  # a tail inside the chosen window's clipped-off group
             strata[False].append((boundary // items.items_per_group * items.blocks_per_group // self.rows_per_wave,
@@ -246,19 +254,31 @@ class SamplePolicy:
 
         held_live = sum(live_blocks(b, e) for _, b, e in strata[True])
         live_weight = live / held_live if held_live > 0 else 1.0
-        weights = {True: live_weight}
+        if not self._long(experts[:live], items.blocks_per_group):
+            pick_weights = [live_weight] * len(strata[True])
+        # NOTE: long runs' windows are whole live groups (heads and bodies, _head_and_body), so their weights in blocks
+        # are their weights in items
         tail_held = sum(end - begin for _, begin, end in strata[False])
+        tail_weight = 1.0
         if tail_held:
-            stood_for = live_weight * sum(end - begin for _, begin, end in strata[True])
-            weights[False] = max(1.0, (items.count - stood_for) / tail_held)
+            stood_for = sum(x * (end - begin) for x, (_, begin, end) in zip(pick_weights, strata[True], strict=True))
+            tail_weight = max(1.0, (items.count - stood_for) / tail_held)
         windows: list[WeightedWindow] = []
         for is_live, picked in strata.items():
-            for wave, begin, end in picked:
+            for n, (wave, begin, end) in enumerate(picked):
                 wave = max(wave, windows[-1].wave + 1 if windows else 0)
-                windows.append(WeightedWindow(wave, begin, end, weights[is_live]))
+                windows.append(WeightedWindow(wave, begin, end, pick_weights[n] if is_live else tail_weight))
         if sum(end - begin for _, begin, end, _ in windows) >= items.count:
             return ()
         return tuple(windows)
+
+    @staticmethod
+    def _long(live_experts, align: int) -> bool:
+        """long_runs of the runs of one expert in `live_experts` (each live row's or block's expert)."""
+        if not len(live_experts):
+            return False
+        starts = [0] + [int(i) for i in np.flatnonzero(np.diff(live_experts)) + 1]
+        return long_runs(list(zip(starts, starts[1:] + [len(live_experts)], strict=True)), align)
 
     def sampled_fraction(self, grid: tuple[int, int, int], meaning: GridMeaning = "rows", items=None,
                          experts=None) -> float:
@@ -284,6 +304,35 @@ class SamplePolicy:
         if self.waves is None:
             return None
         return max(self.waves + 2, self.unmarked_waves or self.waves) * self.rows_per_wave
+
+
+def long_runs(runs: list[tuple[int, int]], align: int = 1) -> bool:
+    """True when every run (first, end) starts on a multiple of `align` and holds at least LONG_RUN_GROUPS groups of
+    `align` rows: the runs _head_and_body samples."""
+    return all(a % align == 0 and b - a >= LONG_RUN_GROUPS * align for a, b in runs)
+
+
+def _head_and_body(runs: list[tuple[int, int]], k: int, live: int, align: int) -> list[tuple[int, int, float]]:
+    """(first, end, weight) of a sample of long runs (long_runs): of each of k runs (_balanced_runs' choice), its
+    first group of `align` rows (the head) and the group after it (the body). The heads stand for every run's head
+    (weight len(runs) / k), the bodies for every other live row ((live - len(runs) x align) / (k x align)).
+
+    NOTE: why two groups stand for a run. Every routing block of one expert's run does the same work on the same
+    weights (same K, same column tiles: the instruction counts per block are equal); what differs is where the
+    weights come from. The head reads them from DRAM, cold, as the device's first wave of the expert does; the body
+    runs right after it (the next L2 wave, ptxsim.model.l2), so it finds them in L2 when the head's footprint fits,
+    as the device's later waves of that expert do. So the extrapolated DRAM bytes are the expert's weights once plus
+    every block's activations and outputs, as for the whole run; a body taken from the middle of the run would be
+    aged cold by the gap (the L2 model ages a gap by the mean footprint as if the skipped waves touched other data)
+    and read the weights once per body. The whole-run sample (waves whole experts) simulated half the launch at 4 x
+    8192 rows, ~2,000 CTAs of a K = 7168 loop."""
+    chosen = _balanced_runs(runs, k, live)
+    head_weight = len(runs) / k
+    body_weight = (live - len(runs) * align) / (k * align)
+    picks: list[tuple[int, int, float]] = []
+    for a, _ in chosen:
+        picks += [(a, a + align, head_weight), (a + align, a + 2 * align, body_weight)]
+    return picks
 
 
 def _balanced_runs(runs: list[tuple[int, int]], k: int, live: int) -> list[tuple[int, int]]:

@@ -77,9 +77,12 @@ def test_runs_of_one_expert_and_the_dead_tail_are_separate_strata():
                                       (84 * 64, 87 * 64, 28 / 3)], "wave_ctas": 64 * 3}
     assert plan.simulated_ctas((64, 100, 1)) == 9 * 64
     assert policy.sampled_fraction((64, 100, 1), experts=experts) == pytest.approx(9 / 100)
-    # no tail: only runs; nothing live: the tail's rows alone
+    # no tail: only runs (of 7 rows: whole; of 33, long_runs: each chosen run's head and body); nothing live: the
+    # tail's rows alone
+    assert policy.launch_plan("rows", (256, 21, 1), _experts([7] * 3, 21)).ptxsim_options()["sample_ranges"] == [
+        (0, 7 * 256, 1.5), (14 * 256, 21 * 256, 1.5)]
     assert policy.launch_plan("rows", (64, 99, 1), _experts([33] * 3, 99)).ptxsim_options()["sample_ranges"] == [
-        (0, 33 * 64, 1.5), (66 * 64, 99 * 64, 1.5)]
+        (0, 64, 1.5), (64, 128, 48.0), (66 * 64, 67 * 64, 1.5), (67 * 64, 68 * 64, 48.0)]
     assert policy.launch_plan("rows", (64, 99, 1), _experts([], 99)).sample_ranges == ((48 * 64, 51 * 64, 33.0),)
     # the same launch without experts: systematic, the unmarked strata (here `waves`: 2)
     assert policy.launch_plan("rows", (64, 100, 1)).ptxsim_options() == {"sample_ctas": 64 * 6, "wave_ctas": 64 * 3}
@@ -112,6 +115,60 @@ def test_strata_weights_always_stand_for_the_whole_grid(seed):
                     assert len(set(experts[first:end])) == 1
                     assert first == 0 or experts[first - 1] != experts[first]
                     assert end == rows or experts[end] != experts[first]
+
+
+@pytest.mark.parametrize("runs, tail", [([128] * 4, 0), ([16] * 8, 0), ([8, 12, 9, 30, 8], 7), ([64], 3)])
+def test_long_runs_sample_each_chosen_runs_head_and_the_block_after_it(runs, tail):
+    """Runs of at least LONG_RUN_GROUPS rows (a GEMM shape's groups: 4 x 8192 rows are 4 runs of 128 blocks) are not
+    simulated whole: each of `waves` runs gives its first row (cold: it reads the expert's weights) and the next
+    (warm, the next L2 wave), the heads weighted for every run's head, the bodies for the other live rows; the
+    weights stand for the whole grid (ptxsim checks), the bodies directly follow their heads."""
+    from harness.sampling import LONG_RUN_GROUPS
+    from ptxsim.launch import _stratified_plan
+
+    assert min(runs) >= LONG_RUN_GROUPS
+    rows, width, live = sum(runs) + tail, 32, sum(runs)
+    plan = SamplePolicy(2, 0, rows_per_wave=runs[0]).launch_plan("rows", (width, rows, 1), _experts(runs, rows))
+    ranges = list(plan.sample_ranges)
+    _stratified_plan(width * rows, ranges, plan.wave_ctas, 1, None)  # raises unless the weights add up to the grid
+    live_ranges = [(a // width, b // width, w) for a, b, w in ranges if a // width < live]
+    starts = set(np.cumsum([0] + runs[:-1]).tolist())
+    k = min(2, len(runs))
+    assert len(live_ranges) == 2 * k
+    for (h0, h1, hw), (b0, b1, bw) in zip(live_ranges[::2], live_ranges[1::2], strict=True):
+        assert h0 in starts and (h1, b0, b1) == (h0 + 1, h0 + 1, h0 + 2)
+        assert hw == pytest.approx(len(runs) / k) and bw == pytest.approx((live - len(runs)) / k)
+    assert len(ranges) == 2 * k + (1 if tail else 0)
+
+
+def test_a_run_shorter_than_long_run_groups_keeps_every_chosen_run_whole():
+    """One short run among long ones (dsv3-prefill's routed runs are 1-21 blocks): the whole-run sample, unchanged."""
+    from harness.sampling import LONG_RUN_GROUPS
+
+    runs = [40, LONG_RUN_GROUPS - 1, 40, 40]
+    plan = SamplePolicy(2, 0, rows_per_wave=30).launch_plan("rows", (8, sum(runs), 1), _experts(runs, sum(runs)))
+    experts = _experts(runs, sum(runs))
+    for a, b, _ in plan.sample_ranges:
+        first, end = a // 8, b // 8
+        assert len(set(experts[first:end])) == 1 and (first == 0 or experts[first - 1] != experts[first])
+        assert end == sum(runs) or experts[end] != experts[first]
+
+
+def test_long_runs_of_a_persistent_kernel_sample_a_head_group_and_the_next():
+    """A persistent launch (WorkItems) over long runs: each chosen run's first group of items and the next, whole
+    groups, in consecutive L2 waves, the weighted items adding up to the launch's items (every block live)."""
+    from contract.device import WorkItems
+
+    blocks, per_group, nt = 512, 2, 32  # contiguous 4 x 8192 at BM = 64: 128-row token tiles of 2 blocks, 32 N tiles
+    items = WorkItems(blocks // per_group * nt, blocks, per_group, nt)
+    experts = np.repeat(np.arange(4), 128)
+    windows = SamplePolicy(2, 4096, rows_per_wave=128).stratified_windows(items, experts)
+    assert [(w.begin, w.end) for w in windows] == [(2048, 2080), (2080, 2112), (6144, 6176), (6176, 6208)]
+    assert windows[1].wave == windows[0].wave + 1 and windows[3].wave == windows[2].wave + 1
+    assert sum(w.weight * (w.end - w.begin) for w in windows) == pytest.approx(items.count)
+    assert [w.weight for w in windows] == pytest.approx([2.0, 126.0, 2.0, 126.0])
+    assert SamplePolicy(2, 4096, rows_per_wave=128).sampled_fraction((132, 1, 1), "items", items, experts
+                                                                      ) == pytest.approx(128 / 8192)
 
 
 def test_a_sampled_launch_gets_a_budget_for_its_ctas(monkeypatch):

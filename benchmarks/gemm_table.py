@@ -1,29 +1,47 @@
-"""DeepGEMM's published grouped-GEMM table beside this project's modelled FP8 GEMMs on the H800 SXM model (issue 28).
+"""DeepGEMM's published grouped-GEMM table beside this project's modelled FP8 GEMMs on the H800 SXM model (issues 28,
+29 and 30).
 
-    python benchmarks/gemm_table.py [--shapes deepgemm-table] [--impls cpp,ptx] [--sample auto] [--out DIR]
-    python benchmarks/gemm_table.py --from profiles/<run>/run.json
+    python benchmarks/gemm_table.py [--shapes deepgemm-table] [--impls cpp,triton,cutlass,ptx] [--timing-model v1]
+                                    [--prefill] [--sample auto] [--out DIR]
+    python benchmarks/gemm_table.py --from profiles/<run>/run.json [more run.json ...]
 
-Runs `ptxmoe compare --backend sim --kernels grouped_gemm_fp8 --model-device h800` at the shapes (default: the ten of
-`--preset deepgemm-table`) for the implementations asked (`ptx` brings every rung of its ladder), or reads a run.json
-such a compare wrote (--from), and prints per shape: DeepGEMM's published TFLOPS, GB/s and speedup over DeepSeek's
-CUTLASS 3.6 kernels, the CUTLASS TFLOPS that speedup implies (published / speedup, a derived figure, not a
-measurement), and each implementation's modelled TFLOPS and GB/s with its check status (a cutlass row also its
-configuration, and whether benchmarks/cutlass_sweep.py chose it for the shape or it is CUTLASS's default). The FLOPs
-are 2 x G x M x N x K (DeepGEMM's count); the GB/s is the kernel's minimum bytes (FP8 A and W, their scales, bf16 C)
-over the modelled time, as contract.kernels declares it, close to but not exactly DeepGEMM's byte count.
+Runs `ptxmoe compare --backend sim --kernels grouped_gemm_fp8 --model-device h800 --timing-model v1|v2` at the shapes
+(default: the ten of `--preset deepgemm-table`) for the implementations asked (`ptx` brings every rung of its ladder,
+whatever the registry holds), or reads run.json files such compares wrote (--from), and prints per shape:
+DeepGEMM's published TFLOPS, GB/s and speedup over DeepSeek's CUTLASS 3.6 kernels, the CUTLASS TFLOPS that speedup
+implies (published / speedup, a derived figure, not a measurement), and each implementation's modelled TFLOPS with
+its 95% prediction interval (the row's `timing.interval_us`: harness.timing, ptxsim/model/interval_table.json), its
+GB/s, check status, how it was sampled and the simulator's wall time for the row. Then the goal lines, each MET,
+MISSED or NOT EVALUATED with its numbers:
+- issue 30: the top rung (the ladder's highest registered rung, from the run's rung records: new rungs appear when
+  merged) within 15% of DeepGEMM's published TFLOPS on every contiguous row;
+- issue 30: the top rung against the best `cutlass` row of the shape on the same side of 1.0 as the published
+  1.1-1.3x (every table shape), with the pair's 95% interval where the run has the verdict;
+- issue 30: at dsv3-prefill the top rung at least 3x rung 5 (both GEMM variants; `--prefill` runs it, a separate
+  sampled compare at the routed preset, or pass its run.json to --from);
+- issue 29: the published speedup over CUTLASS reproduced in sign by the top rung against `cutlass` at the published
+  shapes (the same ratios as the second goal, judged by sign alone).
+The FLOPs are 2 x G x M x N x K (DeepGEMM's count); the GB/s is the kernel's minimum bytes (FP8 A and W, their
+scales, bf16 C) over the modelled time, as contract.kernels declares it, close to but not exactly DeepGEMM's bytes.
 
 The published figures are predictions to compare with, not inputs: no constant of the timing model is set from them.
 
-The cutlass column: its rows say the configuration (benchmarks/cutlass_sweep.py's choice where the shape was swept,
-else CUTLASS's default). At the table's shapes a sampled compare skips them (TooSlowToSimulate: one plain-grid launch
-per group, which the simulator runs whole); `--sample off` runs them whole (hours), a GPU run measures them.
+How each row is sampled (`--sample auto`, harness/sampling.py; the row's note says "sampled x%" with the share of its
+CTAs or items simulated). A GEMM shape's groups are long runs of one expert (contiguous 4 x 8192: 128 routing blocks
+of 64 rows each), every block doing the same work on the same weights; where every run is at least
+sampling.LONG_RUN_GROUPS groups long and the launch is over sampling.AUTO_MIN_CTAS CTAs (or items), each of two runs
+is simulated as its first group of blocks (cold: it reads the expert's weights from DRAM) and the group after it (the
+next L2 wave: it finds them in L2), the heads weighted for every run's head and the bodies for every other block
+(sampling._head_and_body). That is the contiguous rows: about 0.4-1.6% of their CTAs or items. Launches up to
+AUTO_MIN_CTAS CTAs (or items) run whole: the masked rows (256-1024 rows) and rung 7's scale transpose. The cutlass
+column: at the table's shapes the compare skips its rows (TooSlowToSimulate: one plain-grid launch per group, which
+the simulator runs whole, harness.plain_sampling does not sample grouped launches); `--sample off` runs them whole
+(hours); a GPU run measures them. Their goals are then NOT EVALUATED, said so.
 
-Cost on the simulator: every row simulates K/128 tensor-core steps per CTA, and a shape's groups are long runs of
-one expert (up to 128 grid rows), which `--sample auto` samples whole (harness/sampling.py), so the table's rows take
-minutes each on two cores: the cheapest shape, masked-4x256x7168x2048 (896 CTAs, run whole), took 232 s on the PTX
-top rung and 421 s on triton (this session, machine shared). The whole table (10 shapes x cpp, triton and five
-rungs) is hours: run it with `--workers`, on a bigger machine, or a subset of --shapes and --impls, and print any
-finished run with --from.
+Cost on the simulator (two cores, shared): a whole row costs about the items or CTAs it simulates times K / 128
+tensor-core steps (about 0.4 s per 128 x 128 item at K = 7168 for the top rung, unloaded). The masked rows run
+whole (masked-1x1024x4096x7168 is 256 items: ~2 minutes for the top rung); the sampled contiguous rows simulate
+64-256 CTAs or items. docs/gemm-table.md has a run's output with each row's wall time.
 
 Source of the published figures: deepseek-ai/DeepGEMM, README.md, section "Performance", at commit 55ab91f
 ("Update performance", 2025-03-25): "on H800 SXM5 with NVCC 12.8. All speedup metrics are calculated in comparison to
@@ -46,6 +64,10 @@ if str(REPO) not in sys.path:
 
 SOURCE = "deepseek-ai/DeepGEMM README.md 'Performance' @55ab91f (2025-03-25), H800 SXM5, NVCC 12.8, vs CUTLASS 3.6"
 KERNEL = "grouped_gemm_fp8"
+PREFILL = "dsv3-prefill"
+WITHIN = 0.15  # issue 30: the top rung within 15% of DeepGEMM's published TFLOPS
+PREFILL_GAIN = 3.0  # issue 30: at dsv3-prefill the top rung at least 3x rung 5
+PREFILL_BASE_RUNG = 5
 
 # shape preset name -> (TFLOPS, GB/s, speedup over DeepSeek's CUTLASS 3.6 implementation), as published [SOURCE]
 PUBLISHED: dict[str, tuple[float, float, float]] = {
@@ -62,21 +84,27 @@ PUBLISHED: dict[str, tuple[float, float, float]] = {
 }
 
 
-def run_compare(shapes: list[str], impls: str, sample: str, out: Path, seed: int) -> Path:
-    """Run the compare as a child process (its progress on stderr); returns its run.json."""
-    cmd = [sys.executable, "-m", "harness.cli", "compare", "--backend", "sim", "--kernels", KERNEL,
-           "--preset", ",".join(shapes), "--impls", impls, "--model-device", "h800", "--sample", sample,
-           "--no-static", "--no-dashboard", "--out", str(out), "--seed", str(seed)]
+def compare_command(presets: list[str], impls: str, sample: str, out: Path, seed: int, timing_model: str) -> list:
+    """The `compare` command line the benchmark runs (a child process, its progress on stderr)."""
+    return [sys.executable, "-m", "harness.cli", "compare", "--backend", "sim", "--kernels", KERNEL,
+            "--preset", ",".join(presets), "--impls", impls, "--model-device", "h800", "--sample", sample,
+            "--timing-model", timing_model, "--no-static", "--no-dashboard", "--out", str(out), "--seed", str(seed)]
+
+
+def run_compare(cmd: list, out: Path) -> Path:
+    """Run a compare command; returns the run.json it wrote."""
     before = set(out.glob("*/run.json"))
     subprocess.run(cmd, cwd=REPO, check=False)
     found = sorted(set(out.glob("*/run.json")) - before)
     if not found:
-        raise SystemExit(f"gemm_table: the compare wrote no run.json under {out} ({' '.join(cmd)})")
+        raise SystemExit(f"gemm_table: the compare wrote no run.json under {out} ({' '.join(map(str, cmd))})")
     return found[-1]
 
 
+# ------------------------------------------------------------------------------------------------------------ rows
 def table_rows(doc: dict) -> list[dict]:
-    """One dict per (shape, implementation row) of the run's grouped_gemm_fp8 rows."""
+    """One dict per grouped_gemm_fp8 row of a run.json: shape, variant, label, rung number and top, status, check,
+    TFLOPS with its 95% interval (lo, hi), GB/s, modelled time and interval (us), device, sampling, wall seconds."""
     rows = []
     for row in doc.get("rows", []):
         if row.get("kernel") != KERNEL:
@@ -86,13 +114,31 @@ def table_rows(doc: dict) -> list[dict]:
         rung = row.get("rung") or {}
         label = row["impl"] if not rung else f"{row['impl'].split('.')[0]}.r{rung.get('number')}"
         label += " (top)" if rung.get("top") else ""
-        config = cutlass_config(row) if row["impl"] == "cutlass" else None
-        rows.append({"shape": row["preset"], "impl": label, "status": row.get("status"),
-                     "check": (row.get("correctness") or {}).get("ok"),
-                     "tflops": put.get("achieved_tflops"), "gbps": put.get("achieved_gbps"),
-                     "device": timing.get("device"), "sampled": (row.get("sampling") or {}).get("sampled"),
-                     "config": config})
+        interval = timing.get("interval_us") or [None, None]
+        flops = put.get("flops") or row.get("flops")
+        tf_lo = flops / interval[1] / 1e6 if flops and interval[1] else None  # the slow end of time: low TFLOPS
+        tf_hi = flops / interval[0] / 1e6 if flops and interval[0] else None
+        sampling = row.get("sampling") or {}
+        rows.append({"shape": row["preset"], "variant": row.get("variant"), "impl": label,
+                     "base": row["impl"].split(".")[0], "rung": rung.get("number"), "top": bool(rung.get("top")),
+                     "status": row.get("status"), "check": (row.get("correctness") or {}).get("ok"),
+                     "reason": _reason(row), "tflops": put.get("achieved_tflops"), "tflops_ci": (tf_lo, tf_hi),
+                     "gbps": put.get("achieved_gbps"), "time_us": timing.get("modelled_us"),
+                     "time_ci_us": tuple(interval), "device": timing.get("device"),
+                     "model": timing.get("model_version") or doc.get("settings", {}).get("timing_model"),
+                     "sampled": sampling.get("sampled"), "fraction": sampling.get("simulated_fraction"),
+                     "wall_s": row.get("elapsed_s"),
+                     "config": cutlass_config(row) if row["impl"] == "cutlass" else None})
     return rows
+
+
+def _reason(row: dict) -> str | None:
+    """Why a row has no figure (its status's reason or error), first line, short."""
+    for key in ("reason", "error", "skipped"):
+        value = row.get(key) or (row.get("timing") or {}).get(key)
+        if value:
+            return str(value).splitlines()[0][:110]
+    return None
 
 
 def cutlass_config(row: dict) -> str | None:
@@ -107,59 +153,194 @@ def _num(value, fmt: str) -> str:
     return format(value, fmt) if isinstance(value, (int, float)) else "-"
 
 
+def _tflops_text(r: dict) -> str:
+    lo, hi = r["tflops_ci"]
+    if r["tflops"] is None:
+        return "-"
+    return f"{r['tflops']:.0f} [{_num(lo, '.0f')}, {_num(hi, '.0f')}]"
+
+
 def render(rows: list[dict]) -> str:
     """The table as text: a block per shape, DeepGEMM's published line then one line per implementation."""
-    lines = [f"published: {SOURCE}", "CUTLASS (implied) = DeepGEMM TFLOPS / published speedup; modelled rows: this "
-             "project's timing model on the H800 SXM model (predictions, not fitted to the published figures)", ""]
-    head = f"{'shape':<30} {'path':<20} {'TFLOPS':>8} {'GB/s':>8}  note"
+    models = sorted({str(r["model"]) for r in rows if r.get("model")})
+    lines = [f"published: {SOURCE}",
+             "CUTLASS (implied) = DeepGEMM TFLOPS / published speedup; modelled rows: this project's timing model "
+             f"{'/'.join(models) or '?'} on the H800 SXM model, TFLOPS [95% prediction interval] (predictions, not "
+             "fitted to the published figures)", ""]
+    head = f"{'shape':<28} {'path':<22} {'TFLOPS [95%]':>20} {'GB/s':>6} {'sim s':>6}  note"
     lines += [head, "-" * len(head)]
-    shapes = list(dict.fromkeys(r["shape"] for r in rows))
+    shapes = list(dict.fromkeys(r["shape"] for r in rows if r["shape"] != PREFILL))
     for shape in shapes:
         pub = PUBLISHED.get(shape)
         if pub:
             tf, gb, speedup = pub
-            lines.append(f"{shape:<30} {'DeepGEMM (published)':<20} {tf:>8.0f} {gb:>8.0f}  {speedup:.1f}x over CUTLASS")
-            lines.append(f"{'':<30} {'CUTLASS 3.6 (implied)':<20} {tf / speedup:>8.0f} {'-':>8}  published / speedup")
+            lines.append(f"{shape:<28} {'DeepGEMM (published)':<22} {tf:>20.0f} {gb:>6.0f} {'':>6}  "
+                         f"{speedup:.1f}x over CUTLASS")
+            lines.append(f"{'':<28} {'CUTLASS 3.6 (implied)':<22} {tf / speedup:>20.0f} {'-':>6} {'':>6}  "
+                         "published / speedup")
         for r in (r for r in rows if r["shape"] == shape):
-            note = r["status"] if r["check"] is not False else "CHECK FAILED"
-            if r["sampled"]:
-                note += ", sampled"
-            if r["device"] and r["device"] != "H800 SXM":
-                note += f", modelled on {r['device']}"
-            if r.get("config"):
-                note += f", {r['config']}"
-            lines.append(f"{'' if pub else shape:<30} {r['impl']:<20} {_num(r['tflops'], '8.1f'):>8} "
-                         f"{_num(r['gbps'], '8.0f'):>8}  {note}")
+            lines.append(f"{'' if pub else shape:<28} {r['impl']:<22} {_tflops_text(r):>20} "
+                         f"{_num(r['gbps'], '6.0f'):>6} {_num(r['wall_s'], '6.0f'):>6}  {_note(r)}")
         lines.append("")
     return "\n".join(lines)
 
 
+def _note(r: dict) -> str:
+    note = r["status"] if r["check"] is not False else "CHECK FAILED"
+    if r["tflops"] is not None:
+        note += ", modelled"
+    if r["sampled"]:
+        note += f", sampled {100 * (r['fraction'] or 0):.2g}%"
+    elif r["tflops"] is not None:
+        note += ", whole"
+    if r["device"] and r["device"] != "H800 SXM":
+        note += f", modelled on {r['device']}"
+    if r.get("config"):
+        note += f", {r['config']}"
+    if r["tflops"] is None and r.get("reason"):
+        note += f": {r['reason']}"
+    return note
+
+
+# ----------------------------------------------------------------------------------------------------------- goals
+def _ok(r: dict) -> bool:
+    return r["status"] == "ok" and r["check"] is not False and r["tflops"] is not None
+
+
+def _pair_interval(verdicts: list[dict], shape: str, impl: str, baseline: str):
+    """(speedup, lo, hi) of the run's verdict impl-vs-baseline at `shape`, or None."""
+    for v in verdicts:
+        if v.get("preset") == shape and v.get("kernel") == KERNEL and v.get("pair") == f"{impl}-vs-{baseline}":
+            return v.get("speedup"), v.get("ci_lo"), v.get("ci_hi")
+    return None
+
+
+def goals(rows: list[dict], verdicts: list[dict], table: tuple[str, ...] = tuple(PUBLISHED)) -> list[dict]:
+    """The goal lines: {goal, issue, status (MET / MISSED / NOT EVALUATED), detail}."""
+    ok = [r for r in rows if _ok(r)]
+    top = {r["shape"]: r for r in ok if r["top"] and r["shape"] in table}
+    out = [_within_goal(top, [s for s in table if s.startswith("contiguous-")])]
+    ratios = _cutlass_ratios(top, ok, verdicts, table)
+    out += [_side_goal(ratios, table, "30", "top rung vs best cutlass on the same side of 1.0 as the published "
+                                             "1.1-1.3x, every table shape"),
+            _side_goal(ratios, table, "29", "DeepGEMM's 1.1-1.3x over CUTLASS reproduced in sign by the top PTX "
+                                            "rung vs cutlass at the published shapes")]
+    out.append(_prefill_goal(rows))
+    return out
+
+
+def _within_goal(top: dict, shapes: list[str]) -> dict:
+    parts, missed, absent = [], False, []
+    for shape in shapes:
+        r = top.get(shape)
+        if r is None:
+            absent.append(shape)
+            continue
+        ratio = r["tflops"] / PUBLISHED[shape][0]
+        missed |= abs(ratio - 1) > WITHIN
+        lo, hi = r["tflops_ci"]
+        parts.append(f"{shape}: {r['impl']} {r['tflops']:.0f} [{_num(lo, '.0f')}, {_num(hi, '.0f')}] / "
+                     f"{PUBLISHED[shape][0]:.0f} = {ratio:.2f}")
+    status = "MISSED" if missed else "NOT EVALUATED" if absent or not shapes else "MET"
+    detail = "; ".join(parts) + (f"; no top-rung figure at {', '.join(absent)}" if absent else "")
+    return {"issue": "30", "goal": f"top rung within {WITHIN:.0%} of DeepGEMM's published TFLOPS on every contiguous "
+                                   "row", "status": status, "detail": detail}
+
+
+def _cutlass_ratios(top: dict, ok: list[dict], verdicts: list[dict], table) -> dict:
+    """shape -> (ratio best-cutlass time / top time, lo, hi, text) where both are present."""
+    out = {}
+    for shape in table:
+        cut = [r for r in ok if r["shape"] == shape and r["base"] == "cutlass"]
+        if shape not in top or not cut:
+            continue
+        best = max(cut, key=lambda r: r["tflops"])
+        ratio = top[shape]["tflops"] / best["tflops"]
+        pair = _pair_interval(verdicts, shape, "ptx", "cutlass")
+        lo, hi = (pair[1], pair[2]) if pair else (None, None)
+        out[shape] = (ratio, lo, hi, f"{shape}: {ratio:.2f}x [{_num(lo, '.2f')}, {_num(hi, '.2f')}] "
+                                     f"(published {PUBLISHED.get(shape, (0, 0, 0))[2]:.1f}x)")
+    return out
+
+
+def _side_goal(ratios: dict, table, issue: str, goal: str) -> dict:
+    absent = [s for s in table if s not in ratios]
+    missed = any(r[0] <= 1.0 for r in ratios.values())
+    status = "MISSED" if missed else "NOT EVALUATED" if absent else "MET"
+    detail = "; ".join(r[3] for r in ratios.values())
+    if absent:
+        detail += (("; " if detail else "") + f"no top-rung and cutlass pair at {len(absent)} of {len(table)} shapes"
+                   " (cutlass rows at the table's shapes are TooSlowToSimulate on the simulator: one whole plain grid "
+                   "per group)")
+    return {"issue": issue, "goal": goal, "status": status, "detail": detail}
+
+
+def _prefill_goal(rows: list[dict]) -> dict:
+    goal = f"at {PREFILL} the top rung at least {PREFILL_GAIN:.0f}x rung {PREFILL_BASE_RUNG}"
+    pre = [r for r in rows if r["shape"] == PREFILL and _ok(r) and r["base"] == "ptx"]
+    parts, missed, absent = [], False, []
+    for variant in sorted({r["variant"] for r in rows if r["shape"] == PREFILL} or {"up", "down"}):
+        top = next((r for r in pre if r["variant"] == variant and r["top"]), None)
+        base = next((r for r in pre if r["variant"] == variant and r["rung"] == PREFILL_BASE_RUNG), None)
+        if top is None or base is None:
+            absent.append(variant)
+            continue
+        gain = base["time_us"] / top["time_us"]
+        missed |= gain < PREFILL_GAIN
+        parts.append(f"{variant}: {top['impl']} {top['time_us']:.0f} us vs ptx.r{PREFILL_BASE_RUNG} "
+                     f"{base['time_us']:.0f} us = {gain:.2f}x")
+    status = "MISSED" if missed else "NOT EVALUATED" if absent else "MET"
+    detail = "; ".join(parts)
+    if absent:
+        detail += (("; " if detail else "") + f"no {PREFILL} top-rung and rung-{PREFILL_BASE_RUNG} rows for "
+                   f"{', '.join(absent)} (run with --prefill, or pass that run's run.json to --from)")
+    return {"issue": "30", "goal": goal, "status": status, "detail": detail}
+
+
+def render_goals(lines: list[dict]) -> str:
+    return "\n".join(["goals:"] + [f"  [{g['status']}] issue {g['issue']}: {g['goal']}\n      {g['detail']}"
+                                   for g in lines])
+
+
+# ------------------------------------------------------------------------------------------------------------ main
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--from", dest="run_json", metavar="RUN_JSON", help="print the table of this run.json")
+    parser.add_argument("--from", dest="run_json", nargs="+", metavar="RUN_JSON",
+                        help="print the table and goals of these run.json files (e.g. the table's and a prefill run)")
     parser.add_argument("--shapes", default="deepgemm-table",
                         help="comma-separated shape presets (GxMxNxK, masked-GxMxNxK) or deepgemm-table")
-    parser.add_argument("--impls", default="cpp,ptx",
-                        help="implementations (default cpp,ptx: ptx runs every rung; cutlass and triton on request: "
-                             "at the table's shapes cutlass rows are skipped on the simulator, whose sampling cannot "
-                             "cut its per-expert plain grids: --sample off runs them whole, for hours)")
+    parser.add_argument("--impls", default="cpp,triton,cutlass,ptx",
+                        help="implementations (ptx runs every registered rung; cutlass rows at the table's shapes "
+                             "are skipped on the simulator, TooSlowToSimulate: --sample off runs them whole, hours)")
+    parser.add_argument("--timing-model", choices=("v1", "v2"), default="v1", help="the compare's timing model")
+    parser.add_argument("--prefill", action="store_true",
+                        help=f"also run the ptx ladder at {PREFILL} (a separate sampled compare) for the rung goal")
     parser.add_argument("--sample", default="auto", help="the compare's --sample (auto, off or N)")
     parser.add_argument("--out", help="profiles folder for the compare's run (default: a temporary folder)")
     parser.add_argument("--seed", type=int, default=28)
     args = parser.parse_args(argv)
     if args.run_json:
-        path = Path(args.run_json)
+        paths = [Path(p) for p in args.run_json]
     else:
         out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="gemm-table-"))
         out.mkdir(parents=True, exist_ok=True)
-        path = run_compare([s for s in args.shapes.split(",") if s], args.impls, args.sample, out, args.seed)
-    rows = table_rows(json.loads(path.read_text()))
+        shapes = [s for s in args.shapes.split(",") if s]
+        paths = [run_compare(compare_command(shapes, args.impls, args.sample, out, args.seed, args.timing_model),
+                             out)]
+        if args.prefill:
+            paths.append(run_compare(compare_command([PREFILL], "ptx", args.sample, out, args.seed,
+                                                     args.timing_model), out))
+    docs = [json.loads(p.read_text()) for p in paths]
+    rows = [r for doc in docs for r in table_rows(doc)]
+    verdicts = [v for doc in docs for v in doc.get("verdicts") or []]
     if not rows:
-        print(f"gemm_table: {path} holds no {KERNEL} rows", file=sys.stderr)
+        print(f"gemm_table: {', '.join(map(str, paths))} hold no {KERNEL} rows", file=sys.stderr)
         return 1
-    print(f"run: {path}")
+    for p in paths:
+        print(f"run: {p}")
     print(render(rows))
-    return 0 if all(r["status"] == "ok" and r["check"] is not False for r in rows) else 1
+    print(render_goals(goals(rows, verdicts)))
+    return 0 if all(r["status"] in ("ok", "skipped") and r["check"] is not False for r in rows) else 1
 
 
 if __name__ == "__main__":

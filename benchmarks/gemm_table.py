@@ -2,7 +2,7 @@
 29 and 30).
 
     python benchmarks/gemm_table.py [--shapes deepgemm-table] [--impls cpp,triton,cutlass,ptx] [--timing-model v1]
-                                    [--prefill] [--sample auto] [--out DIR]
+                                    [--prefill] [--sample auto@0] [--out DIR]
     python benchmarks/gemm_table.py --from profiles/<run>/run.json [more run.json ...]
 
 Runs `ptxmoe compare --backend sim --kernels grouped_gemm_fp8 --model-device h800 --timing-model v1|v2` at the shapes
@@ -26,22 +26,25 @@ scales, bf16 C) over the modelled time, as contract.kernels declares it, close t
 
 The published figures are predictions to compare with, not inputs: no constant of the timing model is set from them.
 
-How each row is sampled (`--sample auto`, harness/sampling.py; the row's note says "sampled x%" with the share of its
-CTAs or items simulated). A GEMM shape's groups are long runs of one expert (contiguous 4 x 8192: 128 routing blocks
-of 64 rows each), every block doing the same work on the same weights; where every run is at least
-sampling.LONG_RUN_GROUPS groups long and the launch is over sampling.AUTO_MIN_CTAS CTAs (or items), each of two runs
-is simulated as its first group of blocks (cold: it reads the expert's weights from DRAM) and the group after it (the
-next L2 wave: it finds them in L2), the heads weighted for every run's head and the bodies for every other block
-(sampling._head_and_body). That is the contiguous rows: about 0.4-1.6% of their CTAs or items. Launches up to
-AUTO_MIN_CTAS CTAs (or items) run whole: the masked rows (256-1024 rows) and rung 7's scale transpose. The cutlass
-column: at the table's shapes the compare skips its rows (TooSlowToSimulate: one plain-grid launch per group, which
-the simulator runs whole, harness.plain_sampling does not sample grouped launches); `--sample off` runs them whole
-(hours); a GPU run measures them. Their goals are then NOT EVALUATED, said so.
+How each row is sampled (`--sample auto@0`, the default here: harness/sampling.py's auto, with no size under which
+a launch runs whole; each row's note says "sampled x%", the share of its CTAs or items simulated). A GEMM shape's
+groups are runs of one expert's routing blocks (contiguous 4 x 8192: 4 runs of 128 blocks of 64 rows), every block
+of a run doing the same work on the same weights. Where every run is at least sampling.LONG_RUN_GROUPS (4) groups
+long (grid rows; for the persistent rungs 6-7 groups of two blocks, one 128-row token tile), each of two runs is
+simulated as its first group (cold: it reads the expert's weights from DRAM) and the group after it (the next L2
+wave: it finds them in L2), the heads weighted for every run's head and the bodies for every other block
+(sampling._head_and_body): the contiguous rows (0.4-1.6%), masked 1x1024 and 2x512 (grid paths; rungs 6-7 at
+2x512 have runs of 2 token tiles). Shorter runs (masked 4x256) are sampled as two whole runs (half the launch).
+Checked against whole runs (contiguous-2x1024x4096x1024, min_ctas 0 vs --sample off, this session): rung 7 and
+triton modelled 0.9998x and 0.9972x the whole run's time, DRAM bytes equal to 6 digits. The row's check covers the
+blocks that ran. Rung 7's scale transpose (a plain grid) runs whole. The cutlass column: at the contiguous shapes the
+compare skips its rows (TooSlowToSimulate: plain grids per group, over cutlass_impl's 20,000 tile k-steps, which the
+simulator runs whole); at the masked shapes (7,168-14,336 tile k-steps) they run whole. `--sample off` runs every
+row whole (hours); a GPU run measures them. Goals without cutlass rows are NOT EVALUATED, said so.
 
-Cost on the simulator (two cores, shared): a whole row costs about the items or CTAs it simulates times K / 128
-tensor-core steps (about 0.4 s per 128 x 128 item at K = 7168 for the top rung, unloaded). The masked rows run
-whole (masked-1x1024x4096x7168 is 256 items: ~2 minutes for the top rung); the sampled contiguous rows simulate
-64-256 CTAs or items. docs/gemm-table.md has a run's output with each row's wall time.
+Cost on the simulator (two cores, shared): a row costs about the items or CTAs it simulates times K / 128
+tensor-core steps, about 0.4 s per 128 x 128 item at K = 7168 for the top rung (unloaded); the sampled rows simulate
+64-448 CTAs or items. docs/gemm-table.md has a run's output with each row's wall time ("sim s").
 
 Source of the published figures: deepseek-ai/DeepGEMM, README.md, section "Performance", at commit 55ab91f
 ("Update performance", 2025-03-25): "on H800 SXM5 with NVCC 12.8. All speedup metrics are calculated in comparison to
@@ -315,7 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timing-model", choices=("v1", "v2"), default="v1", help="the compare's timing model")
     parser.add_argument("--prefill", action="store_true",
                         help=f"also run the ptx ladder at {PREFILL} (a separate sampled compare) for the rung goal")
-    parser.add_argument("--sample", default="auto", help="the compare's --sample (auto, off or N)")
+    parser.add_argument("--sample", default="auto@0",
+                        help="the compare's --sample (default auto@0: auto at every size; auto, off, N[@C])")
     parser.add_argument("--out", help="profiles folder for the compare's run (default: a temporary folder)")
     parser.add_argument("--seed", type=int, default=28)
     args = parser.parse_args(argv)

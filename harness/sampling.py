@@ -66,7 +66,7 @@ SEGMENT_EXPERTS = 3
 # a launch whose every live run of one expert is at least this many groups (grid rows, or a persistent kernel's
 # groups of `align` blocks) long samples each chosen run as its first group and the next (_head_and_body): a GEMM
 # shape's groups (DeepGEMM's table: 4 x 8192 rows = runs of 128 blocks) would otherwise simulate `waves` whole experts
-LONG_RUN_GROUPS = 8
+LONG_RUN_GROUPS = 4
 
 
 class ItemWindow(NamedTuple):
@@ -452,21 +452,30 @@ def _whole_items(chosen: list[tuple[int, int]], starts: list[int], live: int, al
 
 def parse_sample(value: str | int | None) -> SamplePolicy:
     """--sample as a SamplePolicy: "auto" (or None), "off", or a positive number of waves (runs of one expert's
-    routing blocks) per sampled launch (also the equal strata of a launch whose routing is unknown).
+    routing blocks) per sampled launch (also the equal strata of a launch whose routing is unknown); "auto" or a
+    number may end in "@C": launches of up to C CTAs (or a persistent launch's items) run whole (default
+    AUTO_MIN_CTAS; benchmarks/gemm_table.py samples DeepGEMM's masked shapes, 256-1024 rows, with "auto@0").
 
     Raises:
         InputError: naming the value and what is expected.
     """
     text = "auto" if value is None else str(value).strip().lower()
-    if text == "auto":
-        return SamplePolicy(AUTO_WAVES, AUTO_MIN_CTAS, text="auto", unmarked_waves=AUTO_UNMARKED_WAVES)
+    base, at, limit = text.partition("@")
+    min_ctas = AUTO_MIN_CTAS
+    if at:
+        min_ctas = int(limit) if limit.isdigit() else -1
+        if min_ctas < 0 or base == "off":
+            raise InputError(f"--sample {value!r}: expected auto, off, or a positive number of waves, the first "
+                             f"and the number may end in @C, C >= 0 the CTAs up to which a launch runs whole")
+    if base == "auto":
+        return SamplePolicy(AUTO_WAVES, min_ctas, text=text, unmarked_waves=AUTO_UNMARKED_WAVES)
     if text == "off":
         return SamplePolicy(None, text="off")
     try:
-        waves = int(text)
+        waves = int(base)
     except ValueError:
         waves = 0
     if waves < 1:
         raise InputError(f"--sample {value!r}: expected auto, off, or a positive number of waves (each the routing "
                          f"blocks of one expert) every big GEMM launch simulates")
-    return SamplePolicy(waves, AUTO_MIN_CTAS, text=str(waves))
+    return SamplePolicy(waves, min_ctas, text=f"{waves}{at}{limit}")

@@ -64,13 +64,13 @@ def register(subparsers) -> None:
                         help="sim: run every launch under ptxsim's sanitizers (all, or comma-separated memcheck, "
                              "racecheck, initcheck, synccheck, nc); a row with findings fails and names them. On gpu "
                              "use compute-sanitizer instead")
-    parser.add_argument("--sample", metavar="auto|off|N",
+    parser.add_argument("--sample", metavar="auto|off|N[@C]",
                         help="sim: big GEMM launches (DeepSeek-V3 shapes) simulate N waves, each the routing blocks "
                              "of one expert (a persistent GEMM: the same blocks' work items), and the middle of the "
                              "blocks past total_padded, each weighted by the part of the grid it stands for, and "
                              "extrapolate the counters; their check covers exactly what ran. auto (the default): N = 2 "
                              "for launches over 4096 CTAs, so tiny and small run every CTA; off: every CTA of every "
-                             "launch (hours at dsv3)")
+                             "launch (hours at dsv3); auto@C or N@C: launches up to C CTAs run whole instead of 4096")
     parser.add_argument("--no-model-estimate", action="store_true",
                         help="gpu: do not record the timing model's estimate next to each measurement (it costs a "
                              "sampled ptxsim run per row)")

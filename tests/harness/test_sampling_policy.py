@@ -7,7 +7,7 @@ import pytest
 from contract.device import LiveRows
 from contract.presets import get_preset
 from harness.errors import InputError
-from harness.sampling import AUTO_MIN_CTAS, AUTO_UNMARKED_WAVES, AUTO_WAVES, SamplePolicy, parse_sample
+from harness.sampling import AUTO_MIN_CTAS, AUTO_UNMARKED_WAVES, AUTO_WAVES, SamplePolicy, long_runs, parse_sample
 
 
 def test_parse_auto_off_and_a_number():
@@ -15,9 +15,12 @@ def test_parse_auto_off_and_a_number():
                                                                       unmarked_waves=AUTO_UNMARKED_WAVES)
     assert parse_sample("off").off and parse_sample(" OFF ").text == "off"
     assert parse_sample("3").waves == 3 and parse_sample(3).text == "3"
+    # @C: launches up to C CTAs run whole (the gemm_table benchmark's auto@0 samples every routed launch)
+    assert parse_sample("auto@0") == SamplePolicy(AUTO_WAVES, 0, "auto@0", unmarked_waves=AUTO_UNMARKED_WAVES)
+    assert parse_sample("3@100").min_ctas == 100 and parse_sample("3@100").text == "3@100"
 
 
-@pytest.mark.parametrize("bad", ["0", "-2", "many", "1.5", ""])
+@pytest.mark.parametrize("bad", ["0", "-2", "many", "1.5", "", "auto@", "auto@-1", "off@0", "0@5"])
 def test_a_bad_value_names_itself_and_the_choices(bad):
     with pytest.raises(InputError, match=rf"--sample '{bad}'.*auto, off, or a positive number of waves"):
         parse_sample(bad)
@@ -77,10 +80,10 @@ def test_runs_of_one_expert_and_the_dead_tail_are_separate_strata():
                                       (84 * 64, 87 * 64, 28 / 3)], "wave_ctas": 64 * 3}
     assert plan.simulated_ctas((64, 100, 1)) == 9 * 64
     assert policy.sampled_fraction((64, 100, 1), experts=experts) == pytest.approx(9 / 100)
-    # no tail: only runs (of 7 rows: whole; of 33, long_runs: each chosen run's head and body); nothing live: the
+    # no tail: only runs (of 3 rows: whole; of 33, long_runs: each chosen run's head and body); nothing live: the
     # tail's rows alone
-    assert policy.launch_plan("rows", (256, 21, 1), _experts([7] * 3, 21)).ptxsim_options()["sample_ranges"] == [
-        (0, 7 * 256, 1.5), (14 * 256, 21 * 256, 1.5)]
+    assert policy.launch_plan("rows", (512, 9, 1), _experts([3] * 3, 9)).ptxsim_options()["sample_ranges"] == [
+        (0, 3 * 512, 1.5), (6 * 512, 9 * 512, 1.5)]
     assert policy.launch_plan("rows", (64, 99, 1), _experts([33] * 3, 99)).ptxsim_options()["sample_ranges"] == [
         (0, 64, 1.5), (64, 128, 48.0), (66 * 64, 67 * 64, 1.5), (67 * 64, 68 * 64, 48.0)]
     assert policy.launch_plan("rows", (64, 99, 1), _experts([], 99)).sample_ranges == ((48 * 64, 51 * 64, 33.0),)
@@ -109,9 +112,12 @@ def test_strata_weights_always_stand_for_the_whole_grid(seed):
         if opts:
             plan, weights = _stratified_plan(width * rows, opts["sample_ranges"], opts["wave_ctas"], 1, None)
             assert plan.simulated_ctas < width * rows and all(w >= 1 for w in weights.values())
+            starts = np.cumsum([0] + runs[:-1]).tolist()
             for a, b, _ in opts["sample_ranges"]:
                 first, end = a // width, b // width
-                if experts[first] >= 0:  # a live range: whole runs, one expert
+                if experts[first] >= 0 and long_runs(list(zip(starts, np.cumsum(runs).tolist(), strict=True))):
+                    assert end == first + 1 and (first in starts or first - 1 in starts)  # a run's head or body
+                elif experts[first] >= 0:  # a live range: whole runs, one expert
                     assert len(set(experts[first:end])) == 1
                     assert first == 0 or experts[first - 1] != experts[first]
                     assert end == rows or experts[end] != experts[first]

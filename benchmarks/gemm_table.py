@@ -188,7 +188,9 @@ def render(rows: list[dict]) -> str:
                          f"{speedup:.1f}x over CUTLASS")
             lines.append(f"{'':<28} {'CUTLASS 3.6 (implied)':<22} {tf / speedup:>20.0f} {'-':>6} {'':>6}  "
                          "published / speedup")
-        for r in (r for r in rows if r["shape"] == shape):
+        # NOTE: the other paths in the run's order, then the ladder lowest rung first, the top last
+        at = [r for r in rows if r["shape"] == shape]
+        for r in sorted(at, key=lambda r: (r["rung"] is not None, r["rung"] or 0)):
             lines.append(f"{'' if pub else shape:<28} {r['impl']:<22} {_tflops_text(r):>20} "
                          f"{_num(r['gbps'], '6.0f'):>6} {_num(r['wall_s'], '6.0f'):>6}  {_note(r)}")
         lines.append("")
@@ -284,7 +286,7 @@ def _cutlass_absent(rows: list[dict], table) -> dict:
         elif not cut:
             out[shape] = "no cutlass row in the run"
         elif not any(_ok(r) for r in cut):
-            out[shape] = f"cutlass {cut[0]['status']}" + (f" ({cut[0]['reason'][:60]})" if cut[0]["reason"] else "")
+            out[shape] = f"cutlass {cut[0]['status']}" + (f" ({cut[0]['reason'][:100]})" if cut[0]["reason"] else "")
     return out
 
 

@@ -28,6 +28,11 @@ middle wave of each of `unmarked_waves` equal strata of the whole grid, which pu
 only to within one stratum (six: -2 % at small; four: -12 %; one, always live, extrapolated 2.4x the modelled time
 at dsv3-decode).
 
+Long runs. Where every live run is at least LONG_RUN_GROUPS groups long (a GEMM shape's groups, DeepGEMM's table:
+4 x 8192 rows are runs of 128 blocks), `waves` whole runs would be half the launch; each chosen run is then simulated
+as its first group (cold weights) and the next (warm: the next L2 wave), weighted for every run's head and the other
+blocks (_head_and_body). Routed presets' runs (1-21 blocks) never all are.
+
 A persistent GEMM (PTX FP8 rungs 4 and 5: one CTA per SM looping over (token tile, N tile) items) has no grid rows; it
 passes its item range as a contract.device.WorkItems, and `stratified_windows` picks the items of the same routing
 blocks (rung 4), which the sim backend runs as ptxsim phases, each window on one CTA (cluster) an item as the device

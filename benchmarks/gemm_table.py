@@ -271,8 +271,9 @@ def _cutlass_ratios(top: dict, ok: list[dict], verdicts: list[dict], table) -> d
         ratio = top[shape]["tflops"] / best["tflops"]
         pair = _pair_interval(verdicts, shape, "ptx", "cutlass")
         lo, hi = (pair[1], pair[2]) if pair else (None, None)
+        config = f", cutlass {best['config']}" if best.get("config") else ""
         out[shape] = (ratio, lo, hi, f"{shape}: {ratio:.2f}x [{_num(lo, '.2f')}, {_num(hi, '.2f')}] "
-                                     f"(published {PUBLISHED.get(shape, (0, 0, 0))[2]:.1f}x)")
+                                     f"(published {PUBLISHED.get(shape, (0, 0, 0))[2]:.1f}x{config})")
     return out
 
 

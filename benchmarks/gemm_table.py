@@ -34,8 +34,8 @@ long (grid rows; for the persistent rungs 6-7 groups of two blocks, one 128-row 
 simulated as its first group (cold: it reads the expert's weights from DRAM) and the group after it (the next L2
 wave: it finds them in L2), the heads weighted for every run's head and the bodies for every other block
 (sampling._head_and_body): the contiguous rows (0.2-1.6% of their CTAs or items), masked 1x1024 and 2x512
-(3-25%; rungs 6-7 at 2x512 have runs of 2 token tiles). Shorter runs (masked 4x256) are sampled as two whole
-runs (half the launch).
+(3-25%). Shorter runs (rungs 5-7 at masked 2x512 and 4x256) are sampled
+as two whole runs (half the launch).
 Checked against whole runs (contiguous-2x1024x4096x1024, min_ctas 0 vs --sample off, this session): rung 7 and
 triton modelled 0.9998x and 0.9972x the whole run's time, DRAM bytes equal to 6 digits. The row's check covers the
 blocks that ran. Rung 7's scale transpose (a plain grid) runs whole. The cutlass column: at the contiguous shapes the

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contract.errors import InputError, TooSlowToSimulate
+from contract.device import FamilyShare, GroupSubsets
+from contract.errors import InputError
 from cutlass_impl import build
 from cutlass_impl.params import GroupedParams, grouped_host_params, host_params
 
@@ -46,7 +47,6 @@ FAMILY = {"grouped_gemm": "bf16", "grouped_gemm_fp8": "fp8"}
 # (grouped_gemm_fp8 keeps the per-expert launches: CUTLASS's grouped FP8 blockwise kernel is compiled,
 # gemm_fp8_blockwise_grouped_sm90, but not used yet: docs/cutlass.md says why)
 GROUPED = {"grouped_gemm": "gemm_bf16_grouped_sm90"}
-SIM_WHOLE_TILE_STEPS = 20_000  # _refuse_hours_on_sim's bound
 CHOICES = build.KERNEL_DIR / "choices.json"
 
 
@@ -156,11 +156,10 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
     how = "given" if config is not None else "swept" if key in choices().get(kernel, {}) else "default, not swept"
     ptx, entry = build.load_ptx(name), entry_of(name)
     plan = _plan(kernel, backend, args, P_max, Kd, E, BM)
-    _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
     a, w, c = args["a"], args["w"], args["c"]
     esize = np.dtype(a.dtype).itemsize
     kb = Kd // 128
-    records = []
+    launches = []
     for g in plan.groups:
         addr_d = c.addr + g.row0 * N * 2
         addrs: tuple[int, ...] = (a.addr + g.row0 * Kd * esize, w.addr + g.expert * N * Kd * esize, addr_d, addr_d)
@@ -169,9 +168,13 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
         hp = host_params(name, g.rows, N, Kd, addrs)
         if plan.scales_t is not None:
             _check_scale_layout(hp.extra, P_max, Kd, N, name)
-        records.append(backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes,
-                                          tag=f"{kernel}[{N}x{Kd}] cutlass {build.CONFIGS[name].label} ({how})"))
-    return records
+        launches.append(hp)
+    tag = f"{kernel}[{N}x{Kd}] cutlass {build.CONFIGS[name].label} ({how})"
+    # each launch is one expert run's share of this call (the sim backend may simulate one per shape: FamilyShare)
+    shapes = tuple((g.rows, N, Kd) for g in plan.groups)
+    ctas = tuple(hp.grid[0] * hp.grid[1] * hp.grid[2] for hp in launches)
+    return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct, FamilyShare(tag, i, shapes, ctas)],
+                               shared_bytes=hp.shared_bytes, tag=tag) for i, hp in enumerate(launches)]
 
 
 def _run_grouped(kernel: str, backend, args: dict, P_max: int, Kd: int, N: int, E: int, BM: int) -> list:  # noqa: N803
@@ -180,14 +183,33 @@ def _run_grouped(kernel: str, backend, args: dict, P_max: int, Kd: int, N: int, 
     per-SM tensor maps) are built on the host with the plan, once per input set (not charged, like the plan)."""
     name = GROUPED[kernel]
     plan = _plan(kernel, backend, args, P_max, Kd, E, BM)
-    _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
     if not plan.groups:
         return []
-    arrays = _grouped_arrays(kernel, backend, args, plan, N, Kd)
+    arrays = _grouped_arrays(kernel, backend, args, plan, plan.groups, N, Kd)
     ptx, entry = build.load_ptx(name), entry_of(name)
     hp = arrays.params.host
-    return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes,
-                               tag=f"{kernel}[{N}x{Kd}] cutlass grouped {build.CONFIGS[name].label} "
+    config = build.CONFIGS[name]
+    tiles = tuple(-(-g.rows // config.tile_m) * -(-N // config.tile_n) for g in plan.groups)
+
+    def subset(indices: tuple[int, ...]) -> tuple:
+        """The same kernel with only groups `indices` doing work (GroupSubsets): every group is still there, those
+        left out with no rows, after an empty group, on a grid of at most their tiles (one CTA for none).
+        NOTE: every group is kept, as an empty one, because each CTA's scheduler walks the groups' problem shapes
+        from the device (its loads are a tenth of the launch's L1 sectors at small: a subset of groups alone had
+        0.25x the whole launch's); the empty group first because a CTA uses the host's tensor maps for group 0 and
+        rewrites them on the device (tensormap.replace) whenever its next tile is in another group, which in the
+        whole launch is nearly every tile (132 CTAs striding over runs of 32-56 tiles): a subset starting with a
+        real group would skip that rewrite (12 % fewer instructions at tiny). Its scheduler strides by gridDim, so
+        a smaller grid runs the same tiles."""
+        keep = set(indices)
+        groups = (Group(plan.groups[0].expert, plan.groups[0].row0, 0),
+                  *(g if i in keep else Group(g.expert, g.row0, 0) for i, g in enumerate(plan.groups)))
+        sub = _grouped_arrays(kernel, backend, args, plan, groups, N, Kd).params.host
+        return (max(1, min(sub.grid[0], sum(tiles[i] for i in indices))), 1, 1), [sub.struct]
+
+    mark = GroupSubsets(tuple((g.rows, N, Kd) for g in plan.groups), tiles, subset)
+    return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct, mark], shared_bytes=hp.shared_bytes,
+                               tag=f"{kernel}[{N}x{Kd}] cutlass grouped {config.label} "
                                    f"({len(plan.groups)} groups, one launch)")]
 
 
@@ -202,15 +224,17 @@ class GroupedArrays:
 WORKSPACE_BYTES = 1 << 18  # the per-SM tensor maps (132 SMs x 4 maps x 128 bytes) and the scheduler's; checked
 
 
-def _grouped_arrays(kernel: str, backend, args: dict, plan: Plan, N: int, Kd: int) -> GroupedArrays:  # noqa: N803
+def _grouped_arrays(kernel: str, backend, args: dict, plan: Plan, groups: tuple[Group, ...], N: int,  # noqa: N803
+                    Kd: int) -> GroupedArrays:  # noqa: N803
+    """The device arrays and Params of the grouped launch of `groups` (the plan's, or a subset the sim backend
+    simulates: GroupSubsets), cached with the plan."""
     cache = backend.__dict__.setdefault("_cutlass_grouped", {})
-    key = (id(plan), id(args["a"]), id(args["w"]), id(args["c"]), N, Kd)
+    key = (id(plan), groups, id(args["a"]), id(args["w"]), id(args["c"]), N, Kd)
     hit = cache.get(key)
     if hit is not None and hit[0] is plan and hit[1] == (args["a"].addr, args["w"].addr, args["c"].addr):
         return hit[2]
     a, w, c = args["a"], args["w"], args["c"]
     esize = np.dtype(a.dtype).itemsize
-    groups = plan.groups
     ptr_a = np.array([a.addr + g.row0 * Kd * esize for g in groups], np.uint64)
     ptr_b = np.array([w.addr + g.expert * N * Kd * esize for g in groups], np.uint64)
     ptr_d = np.array([c.addr + g.row0 * N * 2 for g in groups], np.uint64)  # C unread (beta 0): D's rows
@@ -229,23 +253,6 @@ def _grouped_arrays(kernel: str, backend, args: dict, plan: Plan, N: int, Kd: in
     out = GroupedArrays((shapes_buf, *strides, *ptrs, work), gp)
     cache[key] = (plan, (a.addr, w.addr, c.addr), out)
     return out
-
-
-def _refuse_hours_on_sim(kernel: str, backend, groups, N: int, Kd: int, name: str) -> None:  # noqa: N803
-    """TooSlowToSimulate where the sim backend samples (its `sample` policy set) and these launches would take hours:
-    they are plain grids, which it runs whole. The bound is in tile k-steps (one tile's one K step): `small` has about
-    2,000 (two minutes on the shared machine), dsv3-decode about a million."""
-    config = build.CONFIGS[name]
-    work = sum(-(-g.rows // config.tile_m) * -(-N // config.tile_n) * -(-Kd // config.tile_k) for g in groups)
-    if getattr(backend, "name", "") == "sim" and getattr(backend, "sample", None) is not None \
-            and work > SIM_WHOLE_TILE_STEPS:
-        what = (f"one launch of CUTLASS's grouped {config.label} GEMM ({len(groups)} groups), {work} tile k-steps, is "
-                f"a persistent grid whose CTAs walk the groups' tiles through a device-side scheduler, which the "
-                f"simulator runs whole (not sampled)" if name in GROUPED.values() else
-                f"{len(groups)} launches of CUTLASS's {config.label} GEMM, {work} tile k-steps in all, are plain grids "
-                f"the simulator runs whole (not sampled)")
-        raise TooSlowToSimulate(f"cutlass {kernel}: {what}: hours at this size: skipped; run it on a GPU (--backend "
-                                f"gpu), at tiny or small, or whole with --sample off")
 
 
 @dataclass(frozen=True)

@@ -139,24 +139,3 @@ def test_every_other_candidate_passes_too(config):
     assert result.ok, result.message
     assert backend.sanitizer_findings() == []
     assert all(build.CONFIGS[config].label in r.name and "(given)" in r.name for r in backend.records)
-
-
-def test_hours_of_whole_simulation_are_refused_where_the_sim_backend_samples():
-    """Per-expert launches are plain grids, which the sim backend runs whole: at DeepSeek-V3's sizes (256 experts,
-    N 4096, K 7168: about a million tile k-steps) the row is skipped with the reason, not simulated for hours; with
-    sampling off (the user asked for whole runs), or at small, it runs."""
-    from types import SimpleNamespace
-
-    from contract.errors import TooSlowToSimulate
-
-    decode = [cg.Group(e, 16 * e, 16) for e in range(256)]
-    sampled = SimpleNamespace(name="sim", sample=object())
-    with pytest.raises(TooSlowToSimulate, match=r"256 launches .* tile k-steps .*--sample off"):
-        cg._refuse_hours_on_sim("grouped_gemm", sampled, decode, 4096, 7168, "gemm_bf16_sm90")
-    cg._refuse_hours_on_sim("grouped_gemm", SimpleNamespace(name="sim", sample=None), decode, 4096, 7168,
-                            "gemm_bf16_sm90")
-    cg._refuse_hours_on_sim("grouped_gemm", SimpleNamespace(name="gpu"), decode, 4096, 7168, "gemm_bf16_sm90")
-    small = [cg.Group(e, 96 * e, 96) for e in range(32)]  # small's up GEMM: about 2,000 tile k-steps
-    cg._refuse_hours_on_sim("grouped_gemm", sampled, small, 512, 1024, "gemm_bf16_sm90")
-    with pytest.raises(TooSlowToSimulate, match=r"one launch of CUTLASS's grouped .*256 groups.*persistent grid"):
-        cg._refuse_hours_on_sim("grouped_gemm", sampled, decode, 4096, 7168, cg.GROUPED["grouped_gemm"])

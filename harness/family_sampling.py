@@ -1,0 +1,83 @@
+"""Which members of a launch family (contract.device.FamilyShare) or which groups of a grouped launch
+(contract.device.GroupSubsets) the sim backend simulates, and what each simulated one stands for.
+
+An implementation that makes one launch per expert run (CUTLASS's non-grouped GEMM, cutlass_impl) marks each launch
+as a member of its call's family; one that runs every run as a group of one persistent launch (CUTLASS's grouped
+pointer-array GEMM, whose device-side scheduler walks every group's tiles from blockIdx and gridDim, so no item range
+can be handed to it as a WorkItems) marks the launch with its groups and a way to launch any subset of them. Neither
+has grid rows to sample: at dsv3-decode a family is ~250 launches (~8,000 CTAs of a K = 7168 loop), the grouped
+launch 132 CTAs walking as many tiles, hours whole on two cores.
+
+Strata: members (groups) of one problem shape. The mark says their instructions depend on the shape only (a GEMM's
+loops), and each launch's L2 model starts cold, so one member of a shape does what every other member of it does on
+other data: its counters stand for its stratum exactly up to the addresses (alignment of the rows: the same at every
+row of a BM-aligned run). So the backend simulates ONE member per shape:
+
+- a family (one launch each): the stratum's first member in index order (members are launched in index order, so
+  every other member comes after it), whose LaunchRecord is the member's own; every other member gets a stand-in
+  record carrying that member's stats (the timing model prices it as its own launch: its fill, drain and launch gap,
+  not a share of one big launch), host_seconds 0 and no sanitizer findings (nothing ran). Each member is counted
+  once: the simulated one by its own record, the others by their stand-ins.
+- a grouped launch: one phase per stratum, the subset launch of the stratum's middle group on a grid of that group's
+  tiles, weighted by the stratum's groups (ptxsim's phase_weights), so the launch's counters are every group's.
+
+What this gets wrong, by construction: in the grouped launch every CTA sets up once (132 setups) and walks ~60 tiles;
+a phase sets up one CTA per tile of its group, so setups (barrier init, tensormap prefetch) are extrapolated with the
+tiles (tests/cutlass_impl/test_cutlass_sampled.py bounds the difference at small); the whole launch's L2 holds tiles of
+several groups at once, a phase's only its group's (groups share no weight tile: each is one expert's); data-dependent
+work (none in a GEMM) would be extrapolated from one member. A family's stand-ins are modelled as their simulated
+member, so a routing whose runs have many shapes simulates one launch per shape (dsv3-decode balanced: 1-3 shapes).
+
+Every record of a sampled family or grouped launch has `sample_fraction` = the simulated CTAs (tiles) over the
+family's (launch's), so the row says it was sampled and its check covers exactly the rows the simulated members
+wrote (harness.verify: the skipped members' rows stay poison). Sampled when the policy samples (SamplePolicy, not off)
+and the family's CTAs (the grouped launch's tiles) exceed its min_ctas, as a grid-row sampled launch: tiny and small
+run every member.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ShapeStratum:
+    """The members (group indices) of one problem shape, ascending, and the one simulated for them."""
+
+    shape: tuple[int, ...]
+    members: tuple[int, ...]
+    simulated: int
+
+    @property
+    def weight(self) -> float:
+        """How many members the simulated one stands for (itself included)."""
+        return float(len(self.members))
+
+
+def min_work(policy) -> int | None:
+    """The work (CTAs, tiles) above which `policy` samples a family or grouped launch; None: it never does (no
+    policy, sampling off, or a policy of plain grids, harness.plain_sampling, which runs marked launches whole)."""
+    from harness.sampling import SamplePolicy
+
+    if not isinstance(policy, SamplePolicy) or policy.off:
+        return None
+    return int(policy.min_ctas)
+
+
+def shape_strata(shapes, work, threshold: int | None, pick: str = "first") -> tuple[ShapeStratum, ...]:
+    """The strata of members with problem shapes `shapes` and `work` (CTAs or tiles) each, one simulated per
+    stratum: its first member (pick="first", a family launched in index order) or its middle one ("middle");
+    () when every member runs: threshold None, the total work at most `threshold`, or one member per shape."""
+    if threshold is None or sum(int(w) for w in work) <= threshold:
+        return ()
+    by_shape: dict[tuple[int, ...], list[int]] = {}
+    for i, shape in enumerate(shapes):
+        by_shape.setdefault(tuple(int(d) for d in shape), []).append(i)
+    if all(len(m) == 1 for m in by_shape.values()):
+        return ()
+    return tuple(ShapeStratum(shape, tuple(m), m[0] if pick == "first" else m[(len(m) - 1) // 2])
+                 for shape, m in by_shape.items())
+
+
+def simulated_fraction(strata: tuple[ShapeStratum, ...], work) -> float:
+    """The simulated members' work over every member's."""
+    return sum(int(work[s.simulated]) for s in strata) / sum(int(w) for w in work)

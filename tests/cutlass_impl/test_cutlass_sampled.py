@@ -1,0 +1,124 @@
+"""The cutlass rows sampled on the sim backend (harness/family_sampling.py): the per-expert launches (FamilyShare)
+simulate one launch per problem shape and charge the others as stand-ins of it, which must add up to the whole run's
+counters exactly (no member skipped or counted twice); the grouped launch (GroupSubsets) runs one group per shape
+and a two-group phase for the setups, which must come within stated tolerances of the whole launch's counters and
+modelled time. Sampling is forced on these small shapes with a policy whose min_ctas is 1 (auto samples only above
+4096 CTAs, so tiny and small rows run whole)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from contract.device import FamilyShare, GroupSubsets
+from contract.errors import InputError
+from contract.presets import gemm_shape
+from cutlass_impl import grouped_gemm as cg
+from harness.family_sampling import shape_strata
+from harness.sampling import parse_sample
+
+from tests.cutlass_impl.test_cutlass_grouped_gemm import needs_host
+
+FORCED = replace(parse_sample("auto"), min_ctas=1)
+# 24 groups of 16 rows, N = 1024 (8 column tiles each), K = 128: 192 tiles on the 132-CTA persistent grid, so its
+# CTAs go from group to group as at dsv3-decode (two k steps a tile: seconds whole)
+MANY_TILES = gemm_shape(24, 16, 1024, 128)
+
+
+def test_shape_strata_put_every_member_in_one_stratum_with_its_weight():
+    shapes = [(16, 8, 8), (32, 8, 8), (16, 8, 8), (16, 8, 8), (48, 8, 8), (32, 8, 8)]
+    strata = shape_strata(shapes, [10] * 6, threshold=5, pick="first")
+    members = sorted(m for s in strata for m in s.members)
+    assert members == list(range(6))  # each member once
+    assert sum(s.weight for s in strata) == 6
+    assert [s.simulated for s in strata] == [0, 1, 4]  # the first of each shape: its stand-ins come after it
+    assert [s.simulated for s in shape_strata(shapes, [10] * 6, 5, "middle")] == [2, 1, 4]
+    assert shape_strata(shapes, [10] * 6, threshold=60) == ()  # small enough: every member runs
+    assert shape_strata(shapes, [10] * 6, threshold=None) == ()  # sampling off
+    assert shape_strata([(1,), (2,)], [10, 10], threshold=5) == ()  # one member a shape: nothing to skip
+
+
+def _run(kernel, preset, variant, policy):
+    from harness.backends.sim import SimBackend
+    from harness.verify import run_and_check
+
+    backend = SimBackend(sample=policy)
+    result = run_and_check(lambda b, a, p, **kw: cg.run(kernel, b, a, p, **kw), backend, kernel, preset, "imbalanced",
+                           7, variant=variant)
+    return result, backend
+
+
+def _total(records, metric):
+    return sum(float(r.stats.metrics[metric]) for r in records)
+
+
+def _modelled_s(backend):
+    from harness.timing.sim import model_launch
+
+    out = [model_launch(r, backend.sources[r.name]) for r in backend.records]
+    assert all(m["error"] is None for m in out), [m["error"] for m in out]
+    return sum(m["modelled_s"] for m in out)
+
+
+@needs_host
+@pytest.mark.sim
+def test_per_expert_launches_sampled_add_up_to_the_whole_run():
+    """One simulated launch per shape, every other member its stand-in: the family's counters and modelled time
+    are the whole run's (a GEMM's instructions depend on its shape only), its check covers the simulated members."""
+    whole, full = _run("grouped_gemm_fp8", "tiny", "down", None)
+    sampled, part = _run("grouped_gemm_fp8", "tiny", "down", FORCED)
+    assert whole.ok and sampled.ok, (whole.message, sampled.message)
+    assert [r.name for r in part.records] == [r.name for r in full.records]  # every member has one record
+    shapes = {r.stats.waves["charged_as_member"] for r in part.records}
+    ran = [r for r in part.records if r.host_seconds > 0]
+    assert len(ran) == len(shapes) < len(part.records)  # one simulated per shape, the rest stand-ins
+    assert all(r.stats.sanitizer_reports == [] for r in part.records if r.host_seconds == 0)
+    for metric in ("smsp__inst_executed.sum", "dram__bytes_read.sum", "ptxsim__inst_executed_tensor.sum"):
+        assert _total(part.records, metric) == pytest.approx(_total(full.records, metric), rel=1e-9), metric
+    assert _modelled_s(part) == pytest.approx(_modelled_s(full), rel=1e-9)
+    fraction = part.records[0].stats.sample_fraction
+    assert 0 < fraction < 1 and all(r.stats.sample_fraction == fraction for r in part.records)
+    assert sampled.errors["sampled"] and 0 < sampled.errors["coverage"] < 1
+
+
+@needs_host
+@pytest.mark.sim
+@pytest.mark.parametrize("kernel", ["grouped_gemm", "grouped_gemm_fp8"])
+def test_many_tiles_per_cta_sampled_within_tolerance(kernel):
+    """bf16: CUTLASS's grouped launch, 192 tiles on 132 CTAs, sampled as one group plus the two-group setup phase:
+    instructions within 2 %, DRAM bytes within 1 %, modelled time within 3 % of the whole launch (measured when
+    added: +0.3 %, +0.0 %, +0.6 %); a group counted twice would be +4 %. FP8: 24 per-expert launches, exact."""
+    whole, full = _run(kernel, MANY_TILES, "up", None)
+    sampled, part = _run(kernel, MANY_TILES, "up", FORCED)
+    assert whole.ok and sampled.ok, (whole.message, sampled.message)
+    assert sampled.errors["sampled"] and 0 < sampled.errors["coverage"] < 1
+    exact = kernel == "grouped_gemm_fp8"
+    tolerances = {"smsp__inst_executed.sum": 1e-9 if exact else 0.02, "dram__bytes_read.sum": 1e-9 if exact else 0.01}
+    for metric, rel in tolerances.items():
+        assert _total(part.records, metric) == pytest.approx(_total(full.records, metric), rel=rel), metric
+    assert _modelled_s(part) == pytest.approx(_modelled_s(full), rel=1e-9 if exact else 0.03)
+    if not exact:
+        (record,) = part.records
+        assert record.stats.waves["groups"] == 24 and record.stats.waves["groups_simulated"] == 3
+
+
+def test_a_member_launched_before_its_simulated_one_is_refused():
+    """Stand-ins copy their shape's simulated member, so that member must have run first (index order)."""
+    from harness.backends.sim import SimBackend
+
+    backend = SimBackend(sample=FORCED)
+    mark = FamilyShare("f", 1, ((16, 8, 8), (16, 8, 8)), (4, 4))
+    with pytest.raises(InputError, match=r"member 1 of family 'f' was launched before member 0"):
+        backend.launch_ptx("", "k", (4, 1, 1), (32, 1, 1), [np.uint32(0), mark], tag="f")
+
+
+def test_marks_are_checked_and_dropped_from_kernel_parameters():
+    from harness.backends.base import flatten_work_items
+
+    with pytest.raises(InputError, match="index 2 of 2 shapes"):
+        FamilyShare("f", 2, ((1,), (1,)), (1, 1))
+    with pytest.raises(InputError, match="one positive tile count per shape"):
+        GroupSubsets(((1,),), (0,), lambda idx: None)
+    mark = GroupSubsets(((1,),), (1,), lambda idx: None)
+    assert flatten_work_items([np.uint32(3), mark, FamilyShare("f", 0, ((1,),), (1,))]) == [np.uint32(3)]

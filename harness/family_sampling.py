@@ -65,8 +65,9 @@ def min_work(policy) -> int | None:
 
 def shape_strata(shapes, work, threshold: int | None, pick: str = "first") -> tuple[ShapeStratum, ...]:
     """The strata of members with problem shapes `shapes` and `work` (CTAs or tiles) each, one simulated per
-    stratum: its first member (pick="first", a family launched in index order) or its middle one ("middle");
-    () when every member runs: threshold None, the total work at most `threshold`, or one member per shape."""
+    stratum: its first member (pick="first", a family launched in index order) or its last one ("last": a grouped
+    launch, whose CTAs walk the groups in order, as the whole launch's CTAs do to its end); () when every member
+    runs: threshold None, the total work at most `threshold`, or one member per shape."""
     if threshold is None or sum(int(w) for w in work) <= threshold:
         return ()
     by_shape: dict[tuple[int, ...], list[int]] = {}
@@ -74,8 +75,7 @@ def shape_strata(shapes, work, threshold: int | None, pick: str = "first") -> tu
         by_shape.setdefault(tuple(int(d) for d in shape), []).append(i)
     if all(len(m) == 1 for m in by_shape.values()):
         return ()
-    return tuple(ShapeStratum(shape, tuple(m), m[0] if pick == "first" else m[(len(m) - 1) // 2])
-                 for shape, m in by_shape.items())
+    return tuple(ShapeStratum(shape, tuple(m), m[0] if pick == "first" else m[-1]) for shape, m in by_shape.items())
 
 
 def simulated_fraction(strata: tuple[ShapeStratum, ...], work) -> float:

@@ -481,7 +481,7 @@ class SimBackend(Backend):
 
         grouped = isinstance(mark, GroupSubsets)
         work = mark.tiles if grouped else mark.ctas
-        strata = shape_strata(mark.shapes, work, min_work(self.sample), "middle" if grouped else "first")
+        strata = shape_strata(mark.shapes, work, min_work(self.sample), "last" if grouped else "first")
         if not strata:
             return None
         fraction = simulated_fraction(strata, work)
@@ -530,9 +530,9 @@ class SimBackend(Backend):
         pairs = [s for s in strata if len(s.members) > 1]
         if excess > 0 and pairs:
             main = max(pairs, key=lambda s: s.weight * int(mark.tiles[s.simulated]))
-            others = [m for m in main.members if m != main.simulated]
-            # two groups other than P1's where there are (no L2 or L1 reuse between the phases), else P1's and one
-            pair = tuple(sorted(others[:2])) if len(others) >= 2 else tuple(sorted((main.simulated, others[0])))
+            # the two groups before P1's (its stratum's last), so that no phase reads what another left in the L2 or
+            # L1 and each phase's CTAs walk the groups about as far (the scheduler's loads are per CTA, like setup)
+            pair = tuple(main.members[-3:-1]) if len(main.members) >= 3 else tuple(main.members[-2:])
             ctas = int(mark.tiles[main.simulated])
             if any(int(mark.tiles[m]) != ctas for m in pair):
                 raise InputError(f"{tag}: GroupSubsets groups {pair} of shape {main.shape} have tiles "

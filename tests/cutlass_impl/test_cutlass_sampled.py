@@ -17,7 +17,6 @@ from contract.presets import gemm_shape
 from cutlass_impl import grouped_gemm as cg
 from harness.family_sampling import shape_strata
 from harness.sampling import parse_sample
-
 from tests.cutlass_impl.test_cutlass_grouped_gemm import needs_host
 
 FORCED = replace(parse_sample("auto"), min_ctas=1)
@@ -33,7 +32,7 @@ def test_shape_strata_put_every_member_in_one_stratum_with_its_weight():
     assert members == list(range(6))  # each member once
     assert sum(s.weight for s in strata) == 6
     assert [s.simulated for s in strata] == [0, 1, 4]  # the first of each shape: its stand-ins come after it
-    assert [s.simulated for s in shape_strata(shapes, [10] * 6, 5, "middle")] == [2, 1, 4]
+    assert [s.simulated for s in shape_strata(shapes, [10] * 6, 5, "last")] == [3, 5, 4]
     assert shape_strata(shapes, [10] * 6, threshold=60) == ()  # small enough: every member runs
     assert shape_strata(shapes, [10] * 6, threshold=None) == ()  # sampling off
     assert shape_strata([(1,), (2,)], [10, 10], threshold=5) == ()  # one member a shape: nothing to skip
@@ -84,23 +83,20 @@ def test_per_expert_launches_sampled_add_up_to_the_whole_run():
 
 @needs_host
 @pytest.mark.sim
-@pytest.mark.parametrize("kernel", ["grouped_gemm", "grouped_gemm_fp8"])
-def test_many_tiles_per_cta_sampled_within_tolerance(kernel):
-    """bf16: CUTLASS's grouped launch, 192 tiles on 132 CTAs, sampled as one group plus the two-group setup phase:
-    instructions within 2 %, DRAM bytes within 1 %, modelled time within 3 % of the whole launch (measured when
-    added: +0.3 %, +0.0 %, +0.6 %); a group counted twice would be +4 %. FP8: 24 per-expert launches, exact."""
-    whole, full = _run(kernel, MANY_TILES, "up", None)
-    sampled, part = _run(kernel, MANY_TILES, "up", FORCED)
+def test_the_grouped_launch_sampled_with_many_tiles_per_cta_is_within_tolerance():
+    """CUTLASS's grouped launch, 192 tiles on 132 CTAs, sampled as its one stratum's last group (24 x weighted) plus
+    the two-group phase that takes back the per-tile setups: instructions within 2 %, DRAM bytes within 1 %, modelled
+    time within 3 % of the whole launch (measured when added: +0.6 %, +0.1 %, +1.0 %); a group counted twice would
+    be +4 %, no setup correction +23 % (docs/cutlass.md)."""
+    whole, full = _run("grouped_gemm", MANY_TILES, "up", None)
+    sampled, part = _run("grouped_gemm", MANY_TILES, "up", FORCED)
     assert whole.ok and sampled.ok, (whole.message, sampled.message)
     assert sampled.errors["sampled"] and 0 < sampled.errors["coverage"] < 1
-    exact = kernel == "grouped_gemm_fp8"
-    tolerances = {"smsp__inst_executed.sum": 1e-9 if exact else 0.02, "dram__bytes_read.sum": 1e-9 if exact else 0.01}
-    for metric, rel in tolerances.items():
+    for metric, rel in {"smsp__inst_executed.sum": 0.02, "dram__bytes_read.sum": 0.01}.items():
         assert _total(part.records, metric) == pytest.approx(_total(full.records, metric), rel=rel), metric
-    assert _modelled_s(part) == pytest.approx(_modelled_s(full), rel=1e-9 if exact else 0.03)
-    if not exact:
-        (record,) = part.records
-        assert record.stats.waves["groups"] == 24 and record.stats.waves["groups_simulated"] == 3
+    assert _modelled_s(part) == pytest.approx(_modelled_s(full), rel=0.03)
+    (record,) = part.records
+    assert record.stats.waves["groups"] == 24 and record.stats.waves["groups_simulated"] == 3
 
 
 def test_a_member_launched_before_its_simulated_one_is_refused():
@@ -122,3 +118,21 @@ def test_marks_are_checked_and_dropped_from_kernel_parameters():
         GroupSubsets(((1,),), (0,), lambda idx: None)
     mark = GroupSubsets(((1,),), (1,), lambda idx: None)
     assert flatten_work_items([np.uint32(3), mark, FamilyShare("f", 0, ((1,),), (1,))]) == [np.uint32(3)]
+
+
+@needs_host
+@pytest.mark.sim
+@pytest.mark.long
+def test_the_grouped_launch_sampled_at_small_is_within_tolerance():
+    """small's down GEMM (imbalanced: 32 groups of seven shapes, 256 tiles on 132 CTAs, K = 256): sampled, modelled
+    time within 3 % and DRAM bytes within 1 % of the whole launch, instructions within 6 % (measured when added:
+    +0.25 %, +0.04 %, -4.4 %: at K = 256 a tile is 4 k steps, so what the fit misses of the per-CTA work, the
+    scheduler's walk over the groups, is a larger part than at dsv3's K of 2048-7168). Long tier (about 35 s)."""
+    whole, full = _run("grouped_gemm", "small", "down", None)
+    sampled, part = _run("grouped_gemm", "small", "down", FORCED)
+    assert whole.ok and sampled.ok, (whole.message, sampled.message)
+    assert _total(part.records, "dram__bytes_read.sum") == pytest.approx(_total(full.records, "dram__bytes_read.sum"),
+                                                                         rel=0.01)
+    assert _total(part.records, "smsp__inst_executed.sum") == pytest.approx(
+        _total(full.records, "smsp__inst_executed.sum"), rel=0.06)
+    assert _modelled_s(part) == pytest.approx(_modelled_s(full), rel=0.03)

@@ -18,15 +18,18 @@ row of a BM-aligned run). So the backend simulates ONE member per shape:
   record carrying that member's stats (the timing model prices it as its own launch: its fill, drain and launch gap,
   not a share of one big launch), host_seconds 0 and no sanitizer findings (nothing ran). Each member is counted
   once: the simulated one by its own record, the others by their stand-ins.
-- a grouped launch: one phase per stratum, the subset launch of the stratum's middle group on a grid of that group's
-  tiles, weighted by the stratum's groups (ptxsim's phase_weights), so the launch's counters are every group's.
+- a grouped launch: ptxsim phases, per stratum its last group alone on a grid of its tiles (P1, weighted by the
+  stratum's groups), and, where the launch has more tiles than CTAs, two more groups of the largest stratum on the
+  same grid (P2: two tiles a CTA) from which the per-CTA setup S = (2 P1 - P2) / CTAs is fitted and taken back for
+  every tile past the launch's CTAs (one tile a CTA in P1, many in the launch); with fewer tiles than CTAs, a phase
+  of no groups on one CTA counts the idle CTAs (SimBackend._group_phases).
 
-What this gets wrong, by construction: in the grouped launch every CTA sets up once (132 setups) and walks ~60 tiles;
-a phase sets up one CTA per tile of its group, so setups (barrier init, tensormap prefetch) are extrapolated with the
-tiles (tests/cutlass_impl/test_cutlass_sampled.py bounds the difference at small); the whole launch's L2 holds tiles of
-several groups at once, a phase's only its group's (groups share no weight tile: each is one expert's); data-dependent
-work (none in a GEMM) would be extrapolated from one member. A family's stand-ins are modelled as their simulated
-member, so a routing whose runs have many shapes simulates one launch per shape (dsv3-decode balanced: 1-3 shapes).
+What this gets wrong, by construction (docs/cutlass.md "Sampled at DeepSeek-V3's sizes" has the measurements): the
+scheduler's walk over the groups, which a CTA of the whole launch makes once to the end and a phase's CTAs only to
+their group; the whole launch's L2 holds tiles of several groups at once, a phase's of one or two (groups share no
+weight tile: each is one expert's); data-dependent work (none in a GEMM) would be extrapolated from one member. A
+family's stand-ins are modelled as their simulated member, so a routing whose runs have many shapes simulates one
+launch per shape (dsv3-decode balanced: 3).
 
 Every record of a sampled family or grouped launch has `sample_fraction` = the simulated CTAs (tiles) over the
 family's (launch's), so the row says it was sampled and its check covers exactly the rows the simulated members

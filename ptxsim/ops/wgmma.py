@@ -240,10 +240,17 @@ def mma_async(st, ins, lanes):
         # accumulator must not reach the result
         c = _unpack_acc(cur, a.f16_acc)
         with np.errstate(invalid="ignore", over="ignore"):
-            vals = np.where(scale_d[None, :, None], vals + c, vals)
+            if scale_d.all():  # a k loop's chained accumulation: in place (the gather above made vals a copy)
+                vals += c
+            else:
+                vals = np.where(scale_d[None, :, None], vals + c, vals)
     res = _pack_acc(vals, a.f16_acc).reshape(len(dregs), -1)
-    order = np.argsort(flat)
-    q.pending.append({"la": flat[order], "pos": {r: i for i, r in enumerate(dregs)}, "values": res[:, order],
+    if len(flat) < 2 or bool((flat[1:] > flat[:-1]).all()):  # lanes already ascending (warpgroups in lane order)
+        sorted_la, values = flat, res
+    else:
+        order = np.argsort(flat)
+        sorted_la, values = flat[order], res[:, order]
+    q.pending.append({"la": sorted_la, "pos": {r: i for i, r in enumerate(dregs)}, "values": values,
                       "group": np.full(len(flat), -1, np.int64), "pc": ins.pc, "line": ins.line, "reads": reads,
                       "nan": np.uint32(0x7E007E00 if a.f16_acc else 0x7FC00000)})
     if st.reg_watch is not None:

@@ -484,9 +484,9 @@ class SimBackend(Backend):
         strata = shape_strata(mark.shapes, work, min_work(self.sample), "last" if grouped else "first")
         if not strata:
             return None
-        fraction = simulated_fraction(strata, work)
         if grouped:
-            return self._group_phases(mark, strata, fraction, ptx, entry, grid, block, shared_bytes, tag)
+            return self._group_phases(mark, strata, ptx, entry, grid, block, shared_bytes, tag)
+        fraction = simulated_fraction(strata, work)
         stratum = next(s for s in strata if mark.index in s.members)
         simulated = self._family_simulated.setdefault(mark.family, {})
         if mark.index == min(s.simulated for s in strata):
@@ -511,8 +511,8 @@ class SimBackend(Backend):
         self.records.append(record)
         return record
 
-    def _group_phases(self, mark, strata, fraction: float, ptx: str, entry: str, grid, block, shared_bytes: int,
-                      tag: str) -> LaunchRecord:
+    def _group_phases(self, mark, strata, ptx: str, entry: str, grid, block, shared_bytes: int, tag: str
+                      ) -> LaunchRecord:
         """A grouped launch as ptxsim phases (harness.family_sampling): per stratum, its simulated group alone on a
         grid of its tiles (P1: a CTA a tile), weighted by the stratum's groups; then the setups: the launch's CTAs
         set up once each for many tiles, a P1 phase once a tile. Where the launch has more tiles than CTAs, the
@@ -554,14 +554,15 @@ class SimBackend(Backend):
         # NOTE: phases weighted, the setup phase's weight may be negative; the launch's setups are then exact where
         # a CTA's work is its setup plus its tiles' (docs/cutlass.md measures it). Phases are far apart as L2 waves,
         # so no phase reads what another left in the L2
+        ran = {m for groups, _, _ in runs for m in groups}
+        fraction = sum(int(mark.tiles[m]) for m in ran) / sum(int(t) for t in mark.tiles)  # every group that ran
         plan = LaunchPlan(phases=tuple(phases), phase_waves=tuple(PHASE_GAP * i for i in range(len(phases))),
                           phase_grids=tuple(grids), phase_weights=tuple(w for _, _, w in runs), represents=fraction,
                           items=sum(q[0] for q in grids))
         record = self._launch(ptx, entry, g, b, None, shared_bytes, "ptx", tag, phased=plan)
         record = replace(record, stats=replace(record.stats, waves={**record.stats.waves,
                                                                     "groups": len(mark.shapes),
-                                                                    "groups_simulated": len({m for r in runs
-                                                                                             for m in r[0]})}))
+                                                                    "groups_simulated": len(ran)}))
         self.records[-1] = record
         return record
 

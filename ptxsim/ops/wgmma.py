@@ -233,7 +233,8 @@ def mma_async(st, ins, lanes):
     flat = la2.reshape(-1)
     dregs = [o.idx for o in ins.ops[0].items]
     rows, cols = a.d_rows, a.d_cols  # [128, n/2]: element of D each (thread, register) holds
-    vals = np.moveaxis(D[:, rows, cols], 2, 0)  # [n/2, G, 128]
+    # NOTE: gathered straight into [n/2, G, 128], contiguous (a moved axis made every later reshape a copy)
+    vals = D[np.arange(len(la2))[None, :, None], rows.T[:, None, :], cols.T[:, None, :]]  # [n/2, G, 128]
     if scale_d.any():
         cur = q.current(st, dregs, flat).reshape(len(dregs), len(la2), WG)
         # NOTE: scale-d = 0 ignores D (D = A*B), it does not multiply it by 0: NaN / Inf in an uninitialised
@@ -279,11 +280,13 @@ def wait_group(st, ins, lanes):
     for rec in q.pending:
         done = np.isin(rec["la"], la) & (rec["group"] >= 0) & (rec["group"] < q.committed[rec["la"]] - keep_n)
         if done.any():
-            sel = rec["la"][done]
+            every = bool(done.all())
+            sel = rec["la"] if every else rec["la"][done]
             if rec["reads"]:
                 _reread(st, ins, rec, sel, done)
+            values = rec["values"] if every else rec["values"][:, done]  # one gather, not one a register
             for r, i in rec["pos"].items():
-                st.regs[r][sel] = rec["values"][i, done]
+                st.regs[r][sel] = values[i]
         if not done.all():
             keep = ~done
             left.append(dict(rec, la=rec["la"][keep], values=rec["values"][:, keep], group=rec["group"][keep]))

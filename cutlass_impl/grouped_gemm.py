@@ -23,6 +23,11 @@ row-major (the contract's) is SFA as it is, at the run's first row, and w_scale[
 transpose, nothing to charge. (CUTLASS loads a K-major SFA with cp.async; the M-major SFA of its example 67 goes by
 TMA. The shim's scale layout is checked against the contract's on every launch.)
 
+Sampling on the simulator (docs/cutlass.md, "Sampled at DeepSeek-V3's sizes"): each per-expert launch carries a
+contract.device.FamilyShare (member i of the call's launches, each run's problem shape) and the grouped launch a
+GroupSubsets (its groups' shapes and tiles, and how to launch any subset of them), so the sim backend can run one
+per shape at DeepSeek-V3's sizes; the GPU backend drops both and runs everything.
+
 The configuration: one of CUTLASS's own candidates (cutlass_impl.build.CONFIGS: tile and schedule), chosen per
 shape by the timing model (benchmarks/cutlass_sweep.py) and fixed in kernels/choices.json; a shape not in it gets
 its family's first candidate (CUTLASS's default cooperative 128x128). The launch names say the configuration and how

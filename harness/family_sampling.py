@@ -81,6 +81,32 @@ def shape_strata(shapes, work, threshold: int | None, pick: str = "first") -> tu
     return tuple(ShapeStratum(shape, tuple(m), m[0] if pick == "first" else m[-1]) for shape, m in by_shape.items())
 
 
+# The most work (CTAs of a family's simulated launches, tiles of a grouped launch's phases) a sampled family or grouped
+# launch may simulate; more is refused (TooSlowToSimulate). dsv3-decode's rows simulate 96-280 (3 shapes); one per
+# shape at dsv3-prefill is 17 shapes of 64-1280 rows, ~2,700 tiles of a K = 7168 loop: about an hour a row
+MAX_SAMPLED_WORK = 1024
+
+
+def sampled_work(strata: tuple[ShapeStratum, ...], work, grouped: bool) -> int:
+    """The work the backend simulates for these strata: one member each, and for a grouped launch the setup fit's
+    two more groups of the largest stratum (at most twice the largest member's work)."""
+    total = sum(int(work[s.simulated]) for s in strata)
+    return total + 2 * max(int(work[s.simulated]) for s in strata) if grouped else total
+
+
+def refuse_too_much(strata: tuple[ShapeStratum, ...], work, grouped: bool, tag: str) -> None:
+    """TooSlowToSimulate when one member per shape is still more than MAX_SAMPLED_WORK (many shapes, big ones)."""
+    from harness.errors import TooSlowToSimulate
+
+    ran = sampled_work(strata, work, grouped)
+    if ran > MAX_SAMPLED_WORK:
+        what = "tiles of one grouped launch" if grouped else "CTAs of its launches"
+        raise TooSlowToSimulate(
+            f"{tag}: sampled one member per problem shape, {len(strata)} shapes would still simulate {ran} {what} "
+            f"(at most {MAX_SAMPLED_WORK}): hours at this size: skipped; run it on a GPU (--backend gpu) or at a "
+            f"smaller preset (dsv3-decode, small, tiny)")
+
+
 def simulated_fraction(strata: tuple[ShapeStratum, ...], work) -> float:
     """The simulated members' work over every member's."""
     return sum(int(work[s.simulated]) for s in strata) / sum(int(w) for w in work)

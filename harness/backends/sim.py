@@ -477,13 +477,14 @@ class SimBackend(Backend):
                        ) -> LaunchRecord | None:
         """A family member's or a grouped launch's record under the sample policy (harness.family_sampling); None
         when it runs whole."""
-        from harness.family_sampling import min_work, shape_strata, simulated_fraction
+        from harness.family_sampling import min_work, refuse_too_much, shape_strata, simulated_fraction
 
         grouped = isinstance(mark, GroupSubsets)
         work = mark.tiles if grouped else mark.ctas
         strata = shape_strata(mark.shapes, work, min_work(self.sample), "last" if grouped else "first")
         if not strata:
             return None
+        refuse_too_much(strata, work, grouped, tag)
         if grouped:
             return self._group_phases(mark, strata, ptx, entry, grid, block, shared_bytes, tag)
         fraction = simulated_fraction(strata, work)

@@ -136,3 +136,19 @@ def test_the_grouped_launch_sampled_at_small_is_within_tolerance():
     assert _total(part.records, "smsp__inst_executed.sum") == pytest.approx(
         _total(full.records, "smsp__inst_executed.sum"), rel=0.06)
     assert _modelled_s(part) == pytest.approx(_modelled_s(full), rel=0.03)
+
+
+def test_one_per_shape_that_is_still_hours_is_refused():
+    """dsv3-prefill's runs have 17 row counts (64-1280 rows): one group per shape is ~2,700 tiles of a K = 7168 loop,
+    refused (the row is skipped with the reason); dsv3-decode's 3 shapes of 32 tiles pass."""
+    from harness.errors import TooSlowToSimulate
+    from harness.family_sampling import refuse_too_much
+
+    decode = [(16, 4096, 7168)] * 140 + [(32, 4096, 7168)] * 11 + [(48, 4096, 7168)] * 2
+    strata = shape_strata(decode, [32] * len(decode), threshold=4096, pick="last")
+    refuse_too_much(strata, [32] * len(decode), True, "decode")
+    rows = [64] * 112 + [128] * 28 + [192 + 64 * (i % 15) for i in range(74)]
+    tiles = [-(-r // 128) * 32 for r in rows]
+    strata = shape_strata([(r, 4096, 7168) for r in rows], tiles, threshold=4096, pick="last")
+    with pytest.raises(TooSlowToSimulate, match=r"17 shapes would still simulate \d+ tiles"):
+        refuse_too_much(strata, tiles, True, "prefill")

@@ -1,15 +1,16 @@
 """grouped_gemm (bf16) and grouped_gemm_fp8 (DeepSeek-V3's 1x128 / 128x128 blockwise scales) through CUTLASS 3.x's
 sm90 TMA warp-specialised GEMMs (docs/kernels.md "grouped_gemm", "grouped_gemm_fp8"; docs/cutlass.md).
 
-bf16 (grouped_gemm): ONE launch of CUTLASS's grouped (pointer-array) kernel, KernelPtrArrayTmaWarpSpecialized
-Cooperative (what vLLM's CUTLASS MoE path runs), whose groups are the expert runs below; it points its TMA maps at
-each group's tensors on the device (tensormap.replace, ptxsim/ops/tmapreplace.py). Its problem-shape, pointer and
-stride arrays and its workspace are made on the host with the plan (once per input set, not charged).
+ONE launch of CUTLASS's grouped (pointer-array) kernel, whose groups are the expert runs below: bf16
+(grouped_gemm) KernelPtrArrayTmaWarpSpecializedCooperative (what vLLM's CUTLASS MoE path runs), FP8
+(grouped_gemm_fp8) KernelPtrArrayTmaWarpSpecializedCooperativeFP8Blockwise (CUTLASS's example 68; the serving
+stacks' sm90 block-FP8 MoE GEMM). It points its TMA maps at each group's tensors on the device (tensormap.replace,
+ptxsim/ops/tmapreplace.py). Its problem-shape, pointer, stride (and scale pointer and layout) arrays and its
+workspace are made on the host with the plan (once per input set, not charged).
 
-HONEST FALLBACK, for grouped_gemm_fp8 and for a `config` given (the sweep's candidates): one launch of CUTLASS's
-non-grouped kernel (GemmUniversal with KernelTmaWarpSpecialized{Cooperative,Pingpong}[FP8Blockwise]) per expert
-run. Each launch's overhead is charged by the timing model like any launch; a grouped kernel pays it once. (The
-grouped FP8 blockwise kernel is compiled but not used: docs/cutlass.md.)
+For a `config` given (the sweep's candidates): one launch of CUTLASS's non-grouped kernel (GemmUniversal with
+KernelTmaWarpSpecialized{Cooperative,Pingpong}[FP8Blockwise]) per expert run. Each launch's overhead is charged by
+the timing model like any launch; a grouped kernel pays it once.
 
 The groups come from block_expert: each run of consecutive BM-row blocks of one expert e >= 0 below total_padded is
 one problem M = rows of the run, N, K = Kd, A = a[rows of the run] (its tensor map starts at the run's first row
@@ -18,10 +19,11 @@ not read (beta = 0; its tensor map is given D's address). Rows past total_padded
 touched. block_expert and total_padded are read to the host first (on a GPU a device-to-host copy and a
 synchronisation, outside the launches' events: not charged).
 
-FP8 scales: CUTLASS's Sm90BlockwiseScaleConfig<1, 128, 128> with both scale layouts K-major, so a_scale [P, Kd/128]
-row-major (the contract's) is SFA as it is, at the run's first row, and w_scale[e] [N/128, Kd/128] is SFB: no
-transpose, nothing to charge. (CUTLASS loads a K-major SFA with cp.async; the M-major SFA of its example 67 goes by
-TMA. The shim's scale layout is checked against the contract's on every launch.)
+FP8 scales. The grouped kernel: Sm90BlockwiseScaleConfig<1, 128, 128> with both scale layouts K-major (as SGLang's
+sm90 grouped MoE GEMM declares them), so a_scale [P, Kd/128] row-major (the contract's) is each group's SFA as it is,
+at the run's first row, and w_scale[e] [N/128, Kd/128] is SFB: no transpose, nothing to charge. The per-expert
+kernel: SFA M-major (example 67; loaded by TMA), a_scale transposed on the host with the plan. The shims' scale
+index steps are checked against what is handed over.
 
 The configuration: one of CUTLASS's own candidates (cutlass_impl.build.CONFIGS: tile and schedule), chosen per
 shape by the timing model (benchmarks/cutlass_sweep.py) and fixed in kernels/choices.json; a shape not in it gets
@@ -43,9 +45,7 @@ from cutlass_impl.params import GroupedParams, grouped_host_params, host_params
 
 FAMILY = {"grouped_gemm": "bf16", "grouped_gemm_fp8": "fp8"}
 # kernel -> CUTLASS's grouped (pointer-array) kernel that runs it in one launch when no `config` is given
-# (grouped_gemm_fp8 keeps the per-expert launches: CUTLASS's grouped FP8 blockwise kernel is compiled,
-# gemm_fp8_blockwise_grouped_sm90, but not used yet: docs/cutlass.md says why)
-GROUPED = {"grouped_gemm": "gemm_bf16_grouped_sm90"}
+GROUPED = {"grouped_gemm": "gemm_bf16_grouped_sm90", "grouped_gemm_fp8": "gemm_fp8_blockwise_grouped_sm90"}
 SIM_WHOLE_TILE_STEPS = 20_000  # _refuse_hours_on_sim's bound
 CHOICES = build.KERNEL_DIR / "choices.json"
 
@@ -142,7 +142,8 @@ def _check_scale_layout(extra: str, P_max: int, Kd: int, N: int, name: str) -> N
 
 
 def run(kernel: str, backend, args: dict, preset, **params) -> list:
-    """Launch CUTLASS's GEMM once per expert run (module docstring). params: `variant` (accepted; the shapes say up
+    """Launch CUTLASS's grouped GEMM once, or with `config` its GEMM once per expert run (module docstring). params:
+    `variant` (accepted; the shapes say up
     or down) and `config` (a candidate name: the sweep's override of the committed choice)."""
     params.pop("variant", None)
     config = params.pop("config", None)
@@ -155,7 +156,7 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
     name = config_for(kernel, key, config)
     how = "given" if config is not None else "swept" if key in choices().get(kernel, {}) else "default, not swept"
     ptx, entry = build.load_ptx(name), entry_of(name)
-    plan = _plan(kernel, backend, args, P_max, Kd, E, BM)
+    plan = _plan(kernel, backend, args, P_max, Kd, E, BM, transpose_scales=kernel == "grouped_gemm_fp8")
     _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
     a, w, c = args["a"], args["w"], args["c"]
     esize = np.dtype(a.dtype).itemsize
@@ -179,7 +180,7 @@ def _run_grouped(kernel: str, backend, args: dict, P_max: int, Kd: int, N: int, 
     rows) of a and c with w[e]. Its device arrays (problem shapes, per-group pointers and strides, the workspace of
     per-SM tensor maps) are built on the host with the plan, once per input set (not charged, like the plan)."""
     name = GROUPED[kernel]
-    plan = _plan(kernel, backend, args, P_max, Kd, E, BM)
+    plan = _plan(kernel, backend, args, P_max, Kd, E, BM, transpose_scales=False)
     _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
     if not plan.groups:
         return []
@@ -204,9 +205,11 @@ WORKSPACE_BYTES = 1 << 18  # the per-SM tensor maps (132 SMs x 4 maps x 128 byte
 
 def _grouped_arrays(kernel: str, backend, args: dict, plan: Plan, N: int, Kd: int) -> GroupedArrays:  # noqa: N803
     cache = backend.__dict__.setdefault("_cutlass_grouped", {})
-    key = (id(plan), id(args["a"]), id(args["w"]), id(args["c"]), N, Kd)
+    fp8 = kernel == "grouped_gemm_fp8"
+    tensors = tuple(args[n] for n in (("a", "w", "c", "a_scale", "w_scale") if fp8 else ("a", "w", "c")))
+    key = (id(plan), *(id(t) for t in tensors), N, Kd)
     hit = cache.get(key)
-    if hit is not None and hit[0] is plan and hit[1] == (args["a"].addr, args["w"].addr, args["c"].addr):
+    if hit is not None and hit[0] is plan and hit[1] == tuple(t.addr for t in tensors):
         return hit[2]
     a, w, c = args["a"], args["w"], args["c"]
     esize = np.dtype(a.dtype).itemsize
@@ -215,20 +218,41 @@ def _grouped_arrays(kernel: str, backend, args: dict, plan: Plan, N: int, Kd: in
     ptr_b = np.array([w.addr + g.expert * N * Kd * esize for g in groups], np.uint64)
     ptr_d = np.array([c.addr + g.row0 * N * 2 for g in groups], np.uint64)  # C unread (beta 0): D's rows
     shapes = tuple((g.rows, N, Kd) for g in groups)
-    # the shape and stride arrays' bytes do not depend on where they live: a first shim run gives them, the second
-    # the Params for where they were put
-    probe = grouped_host_params(GROUPED[kernel], shapes, (0,) * 9, 0, WORKSPACE_BYTES)
+    # the shape, stride and scale-layout arrays' bytes do not depend on where they live: a first shim run gives
+    # them, the second the Params for where they were put
+    probe = grouped_host_params(GROUPED[kernel], shapes, (0,) * 9, 0, WORKSPACE_BYTES, (0,) * 4 if fp8 else ())
     shapes_buf, *strides = (backend.to_device(np.frombuffer(raw, np.uint8)) for raw in (probe.shapes, *probe.strides))
     ptrs = [backend.to_device(p) for p in (ptr_a, ptr_b, ptr_d, ptr_d)]
     work = backend.to_device(np.zeros(WORKSPACE_BYTES, np.uint8))
     addrs = (shapes_buf.addr, ptrs[0].addr, strides[0].addr, ptrs[1].addr, strides[1].addr, ptrs[2].addr,
              strides[2].addr, ptrs[3].addr, strides[3].addr)
-    gp = grouped_host_params(GROUPED[kernel], shapes, addrs, work.addr, WORKSPACE_BYTES)
-    if (gp.shapes, gp.strides) != (probe.shapes, probe.strides):
+    scale_bufs: tuple = ()
+    if fp8:  # K-major scales: SFA = a_scale's rows from the run's first, SFB = w_scale[e] (module docstring)
+        kb = Kd // 128
+        ptr_sfa = np.array([args["a_scale"].addr + g.row0 * kb * 4 for g in groups], np.uint64)
+        ptr_sfb = np.array([args["w_scale"].addr + g.expert * (N // 128) * kb * 4 for g in groups], np.uint64)
+        layout_sfa, layout_sfb = (backend.to_device(np.frombuffer(raw, np.uint8)) for raw in probe.scale_layouts)
+        scale_bufs = (backend.to_device(ptr_sfa), layout_sfa, backend.to_device(ptr_sfb), layout_sfb)
+    gp = grouped_host_params(GROUPED[kernel], shapes, addrs, work.addr, WORKSPACE_BYTES,
+                             tuple(b.addr for b in scale_bufs))
+    if (gp.shapes, gp.strides, gp.scale_layouts) != (probe.shapes, probe.strides, probe.scale_layouts):
         raise InputError(f"cutlass {kernel}: the grouped shim's arrays changed with their addresses")
-    out = GroupedArrays((shapes_buf, *strides, *ptrs, work), gp)
-    cache[key] = (plan, (a.addr, w.addr, c.addr), out)
+    if fp8:
+        _check_grouped_scale_steps(gp.host.extra, Kd, GROUPED[kernel])
+    out = GroupedArrays((shapes_buf, *strides, *ptrs, work, *scale_bufs), gp)
+    cache[key] = (plan, tuple(t.addr for t in tensors), out)
     return out
+
+
+def _check_grouped_scale_steps(extra: str, Kd: int, name: str) -> None:  # noqa: N803
+    """The grouped shim's scale index steps (SFA m, k block; SFB n block, k block) must be the K-major layouts
+    _grouped_arrays hands over: a_scale's and w_scale[e]'s rows, Kd/128 floats each."""
+    found = re.search(r"^scale steps (-?\d+) (-?\d+) (-?\d+) (-?\d+)$", extra, re.M)
+    kb = Kd // 128
+    steps = [int(x) for x in found.groups()] if found else None
+    if steps != [kb, 1, kb, 1]:
+        raise InputError(f"cutlass {name}: CUTLASS's grouped scale steps (SFA m, k block; SFB n block, k block) are "
+                         f"{steps}; the contract's a_scale and w_scale[e] rows need {[kb, 1, kb, 1]}")
 
 
 def _refuse_hours_on_sim(kernel: str, backend, groups, N: int, Kd: int, name: str) -> None:  # noqa: N803
@@ -250,21 +274,22 @@ def _refuse_hours_on_sim(kernel: str, backend, groups, N: int, Kd: int, name: st
 
 @dataclass(frozen=True)
 class Plan:
-    """What the host knows before it launches: the expert runs, and for the FP8 kernel a_scale transposed (M-major)
-    on the device. `sources` are the arrays it was read from (held, so their ids stay theirs while it is cached)."""
+    """What the host knows before it launches: the expert runs, and for the per-expert FP8 kernel a_scale transposed
+    (M-major) on the device. `sources` are the arrays it was read from (held, so their ids stay theirs while it is cached)."""
 
     sources: tuple
     groups: tuple[Group, ...]
     scales_t: object | None
 
 
-def _plan(kernel: str, backend, args: dict, P_max: int, Kd: int, E: int, BM: int) -> Plan:  # noqa: N803
+def _plan(kernel: str, backend, args: dict, P_max: int, Kd: int, E: int, BM: int,  # noqa: N803
+          transpose_scales: bool) -> Plan:
     """The launch plan of these inputs, made on their first call and reused for the same input arrays (a timing
     loop's calls: its warm-up calls come first, unblocked, so no timed call reads the device or allocates; a
     device-to-host read inside a held stream would wait on the stream blocker forever)."""
     sources = tuple(args.get(n) for n in ("block_expert", "total_padded", "a_scale"))
     cache = backend.__dict__.setdefault("_cutlass_plans", {})
-    key = (kernel, BM, *(id(s) for s in sources))
+    key = (kernel, BM, transpose_scales, *(id(s) for s in sources))
     hit = cache.get(key)
     if hit is not None and all(x is y for x, y in zip(hit.sources, sources, strict=True)):
         return hit
@@ -273,7 +298,7 @@ def _plan(kernel: str, backend, args: dict, P_max: int, Kd: int, E: int, BM: int
     if (block_expert >= E).any():
         raise InputError(f"cutlass {kernel}: block_expert holds expert {int(block_expert.max())}; w has {E}")
     scales_t = None
-    if kernel == "grouped_gemm_fp8":  # CUTLASS's M-major SFA: a_scale transposed on the host (module docstring)
+    if transpose_scales:  # the per-expert kernel's M-major SFA: a_scale transposed on the host (module docstring)
         host_scale = np.asarray(backend.to_host(args["a_scale"])).reshape(P_max, Kd // 128)
         scales_t = backend.to_device(np.ascontiguousarray(host_scale.T))
     plan = cache[key] = Plan(sources, tuple(expert_runs(block_expert, total, BM)), scales_t)

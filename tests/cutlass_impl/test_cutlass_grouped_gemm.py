@@ -1,7 +1,7 @@
 """cutlass as a contract implementation (issue 28 items 1-4): grouped_gemm and grouped_gemm_fp8 through CUTLASS's sm90
-kernels (bf16: CUTLASS's grouped pointer-array kernel, one launch; FP8 and the swept candidates: one launch per expert
-run), each configuration's committed PTX current and free of checkout paths, kernels.md's
-check on ptxsim at tiny under every sanitizer, and the check failing when an expert run is left out."""
+kernels (CUTLASS's grouped pointer-array kernels, one launch; the swept candidates: one launch per expert run), each
+configuration's committed PTX current and free of checkout paths, kernels.md's check on ptxsim at tiny under every
+sanitizer, and the check failing when an expert run is left out."""
 from __future__ import annotations
 
 import importlib.util
@@ -73,24 +73,31 @@ def _check(kernel, preset, variant, skew="imbalanced", **params):
 def test_matches_the_reference_on_ptxsim_sanitizer_clean(kernel):
     result, backend = _check(kernel, "tiny", "up")
     assert result.ok, result.message
-    assert backend.sanitizer_findings() == []
-    if kernel in cg.GROUPED:  # CUTLASS's grouped kernel: one launch for every expert run
-        assert [r.name for r in backend.records] == [
-            "grouped_gemm[256x256] cutlass grouped cooperative 128x128x64 (16 groups, one launch)"]
-    else:  # the per-expert fallback: one launch per run
-        assert len(backend.records) > 1 and all("cutlass" in r.name for r in backend.records)
+    tile = "128x128x64" if kernel == "grouped_gemm" else "128x128x128"
+    assert [r.name for r in backend.records] == [  # CUTLASS's grouped kernel: one launch for every expert run
+        f"{kernel}[256x256] cutlass grouped cooperative {tile} (16 groups, one launch)"]
+    findings = backend.sanitizer_findings()
+    if kernel == "grouped_gemm":
+        assert findings == []
+    else:  # every run is a partial 128-row tile: CUTLASS's consumers read the scale words of rows past the group's
+        # M, which its predicated cp.async never wrote (benign: test_cutlass_grouped_fp8_on_ptxsim.py); nothing else
+        assert findings and all(f["tool"] == "initcheck" and f["space"] == "shared"
+                                and f["instruction"].startswith("ld.shared.f32 ") for f in findings), findings[:2]
 
 
 @needs_host
 @pytest.mark.sim
 @pytest.mark.long
 @pytest.mark.parametrize("variant", ["up", "down"])
-def test_the_grouped_kernel_matches_at_small_too(variant):
-    """small: 32 expert runs in one launch of the 132-CTA persistent grid (about 40 s and 20 s; long tier; passed
-    when added)."""
-    result, backend = _check("grouped_gemm", "small", variant)
+@pytest.mark.parametrize("kernel", ["grouped_gemm", "grouped_gemm_fp8"])
+def test_the_grouped_kernel_matches_at_small_too(variant, kernel):
+    """small: 32 expert runs in one launch of the 132-CTA persistent grid (bf16 about 40 s and 20 s; long tier;
+    passed when added). FP8: only initcheck's reads of the unwritten scale words of partial tiles (above)."""
+    result, backend = _check(kernel, "small", variant)
     assert result.ok, result.message
-    assert backend.sanitizer_findings() == []
+    findings = backend.sanitizer_findings()
+    assert all(f["tool"] == "initcheck" and f["space"] == "shared" and f["instruction"].startswith("ld.shared.f32 ")
+               for f in findings) if kernel == "grouped_gemm_fp8" else findings == [], findings[:2]
     assert len(backend.records) == 1 and "(32 groups, one launch)" in backend.records[0].name
 
 
@@ -101,6 +108,8 @@ def test_leaving_out_an_expert_run_fails_the_check(monkeypatch):
     real = cg.expert_runs
     monkeypatch.setattr(cg, "expert_runs", lambda *a: real(*a)[:-1])
     result, _ = _check("grouped_gemm", "tiny", "down")  # the grouped kernel, one group fewer
+    assert not result.ok
+    result, _ = _check("grouped_gemm_fp8", "tiny", "down")  # the grouped FP8 kernel, one group fewer
     assert not result.ok
     result, _ = _check("grouped_gemm", "tiny", "down", config="gemm_bf16_sm90")  # the per-expert launches
     assert not result.ok

@@ -8,9 +8,9 @@ stacks' sm90 block-FP8 MoE GEMM). It points its TMA maps at each group's tensors
 ptxsim/ops/tmapreplace.py). Its problem-shape, pointer, stride (and scale pointer and layout) arrays and its
 workspace are made on the host with the plan (once per input set, not charged).
 
-For a `config` given (the sweep's candidates): one launch of CUTLASS's non-grouped kernel (GemmUniversal with
-KernelTmaWarpSpecialized{Cooperative,Pingpong}[FP8Blockwise]) per expert run. Each launch's overhead is charged by
-the timing model like any launch; a grouped kernel pays it once.
+The per-expert candidates (a `config` of the non-grouped family, or a committed choice of one): one launch of
+CUTLASS's non-grouped kernel (GemmUniversal with KernelTmaWarpSpecialized{Cooperative,Pingpong}[FP8Blockwise]) per
+expert run. Each launch's overhead is charged by the timing model like any launch; a grouped kernel pays it once.
 
 The groups come from block_expert: each run of consecutive BM-row blocks of one expert e >= 0 below total_padded is
 one problem M = rows of the run, N, K = Kd, A = a[rows of the run] (its tensor map starts at the run's first row
@@ -25,10 +25,11 @@ at the run's first row, and w_scale[e] [N/128, Kd/128] is SFB: no transpose, not
 kernel: SFA M-major (example 67; loaded by TMA), a_scale transposed on the host with the plan. The shims' scale
 index steps are checked against what is handed over.
 
-The configuration: one of CUTLASS's own candidates (cutlass_impl.build.CONFIGS: tile and schedule), chosen per
-shape by the timing model (benchmarks/cutlass_sweep.py) and fixed in kernels/choices.json; a shape not in it gets
-its family's first candidate (CUTLASS's default cooperative 128x128). The launch names say the configuration and how
-it was chosen ("grouped_gemm[256x256] cutlass cooperative 128x128x64 (swept)"; "(default, not swept)"; "(given)").
+The configuration: one of CUTLASS's own candidates (cutlass_impl.build.CONFIGS: tile, schedule, cluster; grouped
+or per-expert), chosen per shape by the timing model (benchmarks/cutlass_sweep.py) and fixed in kernels/choices.json;
+a shape not in it gets the grouped family's first candidate (CUTLASS's default cooperative 128x128, one launch). The
+launch names say the configuration and how it was chosen ("grouped_gemm[256x256] cutlass grouped cooperative
+128x128x64 (16 groups, one launch, swept)"; "default, not swept"; "given").
 """
 from __future__ import annotations
 
@@ -43,9 +44,10 @@ from contract.errors import InputError, TooSlowToSimulate
 from cutlass_impl import build
 from cutlass_impl.params import GroupedParams, grouped_host_params, host_params
 
-FAMILY = {"grouped_gemm": "bf16", "grouped_gemm_fp8": "fp8"}
-# kernel -> CUTLASS's grouped (pointer-array) kernel that runs it in one launch when no `config` is given
-GROUPED = {"grouped_gemm": "gemm_bf16_grouped_sm90", "grouped_gemm_fp8": "gemm_fp8_blockwise_grouped_sm90"}
+FAMILY = {"grouped_gemm": "bf16", "grouped_gemm_fp8": "fp8"}  # the per-expert (non-grouped) kernels' families
+GROUPED_FAMILY = {"grouped_gemm": "bf16_grouped", "grouped_gemm_fp8": "fp8_grouped"}
+# kernel -> CUTLASS's default grouped (pointer-array) kernel: one launch, for a shape with no committed choice
+GROUPED = {k: build.candidates(f)[0] for k, f in GROUPED_FAMILY.items()}
 SIM_WHOLE_TILE_STEPS = 20_000  # _refuse_hours_on_sim's bound
 CHOICES = build.KERNEL_DIR / "choices.json"
 
@@ -86,20 +88,28 @@ def choices() -> dict:
     return json.loads(CHOICES.read_text())["choices"] if CHOICES.exists() else {}
 
 
+def candidates_of(kernel: str) -> tuple[str, ...]:
+    """Every configuration that can run `kernel`: its grouped family's (one launch) and its per-expert family's."""
+    return build.candidates(GROUPED_FAMILY[kernel]) + build.candidates(FAMILY[kernel])
+
+
+def is_grouped(name: str) -> bool:
+    return build.CONFIGS[name].family.endswith("_grouped")
+
+
 def config_for(kernel: str, key: str, config: str | None = None) -> str:
     """The configuration a launch of `kernel` at shape `key` uses: `config` when given (the sweep's), else the
-    committed choice, else the family's first candidate."""
-    family = FAMILY[kernel]
+    committed choice, else the grouped family's first candidate."""
     if config is None:
-        config = choices().get(kernel, {}).get(key, build.candidates(family)[0])
-    if config not in build.candidates(family):
-        raise InputError(f"cutlass {kernel}: config={config!r}; expected one of {list(build.candidates(family))}")
+        config = choices().get(kernel, {}).get(key, GROUPED[kernel])
+    if config not in candidates_of(kernel):
+        raise InputError(f"cutlass {kernel}: config={config!r}; expected one of {list(candidates_of(kernel))}")
     return config
 
 
 @functools.lru_cache(maxsize=None)
 def entry_of(name: str) -> str:
-    found = re.search(r"^\.entry (\S+)\(", build.load_ptx(name), re.M)
+    found = re.search(r"^(?:\.(?:weak|visible) )?\.entry (\S+)\(", build.load_ptx(name), re.M)  # .weak: a template
     if found is None:
         raise InputError(f"cutlass {name}: no .entry in its committed PTX")
     return found.group(1)
@@ -150,11 +160,11 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
     if params:
         raise InputError(f"cutlass {kernel}: unknown parameter(s) {sorted(params)}; expected 'variant', 'config'")
     P_max, Kd, N, E, BM = _check_args(kernel, args, preset)  # noqa: N806
-    if kernel in GROUPED and config is None:
-        return _run_grouped(kernel, backend, args, P_max, Kd, N, E, BM)
     key = shape_key(P_max, N, Kd, BM)
     name = config_for(kernel, key, config)
     how = "given" if config is not None else "swept" if key in choices().get(kernel, {}) else "default, not swept"
+    if is_grouped(name):
+        return _run_grouped(kernel, name, how, backend, args, P_max, Kd, N, E, BM)
     ptx, entry = build.load_ptx(name), entry_of(name)
     plan = _plan(kernel, backend, args, P_max, Kd, E, BM, transpose_scales=kernel == "grouped_gemm_fp8")
     _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
@@ -175,21 +185,22 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
     return records
 
 
-def _run_grouped(kernel: str, backend, args: dict, P_max: int, Kd: int, N: int, E: int, BM: int) -> list:  # noqa: N803
-    """ONE launch of CUTLASS's grouped (pointer-array) kernel for every expert run: group g is rows [row0, row0 +
-    rows) of a and c with w[e]. Its device arrays (problem shapes, per-group pointers and strides, the workspace of
-    per-SM tensor maps) are built on the host with the plan, once per input set (not charged, like the plan)."""
-    name = GROUPED[kernel]
+def _run_grouped(kernel: str, name: str, how: str, backend, args: dict, P_max: int, Kd: int, N: int,  # noqa: N803
+                 E: int, BM: int) -> list:  # noqa: N803
+    """ONE launch of CUTLASS's grouped (pointer-array) kernel `name` for every expert run: group g is rows [row0,
+    row0 + rows) of a and c with w[e]. Its device arrays (problem shapes, per-group pointers and strides, the
+    workspace of per-SM tensor maps) are built on the host with the plan, once per input set (not charged, like the
+    plan)."""
     plan = _plan(kernel, backend, args, P_max, Kd, E, BM, transpose_scales=False)
     _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
     if not plan.groups:
         return []
-    arrays = _grouped_arrays(kernel, backend, args, plan, N, Kd)
+    arrays = _grouped_arrays(kernel, name, backend, args, plan, N, Kd)
     ptx, entry = build.load_ptx(name), entry_of(name)
     hp = arrays.params.host
     return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes,
                                tag=f"{kernel}[{N}x{Kd}] cutlass grouped {build.CONFIGS[name].label} "
-                                   f"({len(plan.groups)} groups, one launch)")]
+                                   f"({len(plan.groups)} groups, one launch, {how})")]
 
 
 @dataclass(frozen=True)
@@ -203,11 +214,12 @@ class GroupedArrays:
 WORKSPACE_BYTES = 1 << 18  # the per-SM tensor maps (132 SMs x 4 maps x 128 bytes) and the scheduler's; checked
 
 
-def _grouped_arrays(kernel: str, backend, args: dict, plan: Plan, N: int, Kd: int) -> GroupedArrays:  # noqa: N803
+def _grouped_arrays(kernel: str, name: str, backend, args: dict, plan: Plan, N: int,  # noqa: N803
+                    Kd: int) -> GroupedArrays:  # noqa: N803
     cache = backend.__dict__.setdefault("_cutlass_grouped", {})
     fp8 = kernel == "grouped_gemm_fp8"
     tensors = tuple(args[n] for n in (("a", "w", "c", "a_scale", "w_scale") if fp8 else ("a", "w", "c")))
-    key = (id(plan), *(id(t) for t in tensors), N, Kd)
+    key = (name, id(plan), *(id(t) for t in tensors), N, Kd)
     hit = cache.get(key)
     if hit is not None and hit[0] is plan and hit[1] == tuple(t.addr for t in tensors):
         return hit[2]
@@ -220,7 +232,7 @@ def _grouped_arrays(kernel: str, backend, args: dict, plan: Plan, N: int, Kd: in
     shapes = tuple((g.rows, N, Kd) for g in groups)
     # the shape, stride and scale-layout arrays' bytes do not depend on where they live: a first shim run gives
     # them, the second the Params for where they were put
-    probe = grouped_host_params(GROUPED[kernel], shapes, (0,) * 9, 0, WORKSPACE_BYTES, (0,) * 4 if fp8 else ())
+    probe = grouped_host_params(name, shapes, (0,) * 9, 0, WORKSPACE_BYTES, (0,) * 4 if fp8 else ())
     shapes_buf, *strides = (backend.to_device(np.frombuffer(raw, np.uint8)) for raw in (probe.shapes, *probe.strides))
     ptrs = [backend.to_device(p) for p in (ptr_a, ptr_b, ptr_d, ptr_d)]
     work = backend.to_device(np.zeros(WORKSPACE_BYTES, np.uint8))
@@ -233,12 +245,12 @@ def _grouped_arrays(kernel: str, backend, args: dict, plan: Plan, N: int, Kd: in
         ptr_sfb = np.array([args["w_scale"].addr + g.expert * (N // 128) * kb * 4 for g in groups], np.uint64)
         layout_sfa, layout_sfb = (backend.to_device(np.frombuffer(raw, np.uint8)) for raw in probe.scale_layouts)
         scale_bufs = (backend.to_device(ptr_sfa), layout_sfa, backend.to_device(ptr_sfb), layout_sfb)
-    gp = grouped_host_params(GROUPED[kernel], shapes, addrs, work.addr, WORKSPACE_BYTES,
+    gp = grouped_host_params(name, shapes, addrs, work.addr, WORKSPACE_BYTES,
                              tuple(b.addr for b in scale_bufs))
     if (gp.shapes, gp.strides, gp.scale_layouts) != (probe.shapes, probe.strides, probe.scale_layouts):
         raise InputError(f"cutlass {kernel}: the grouped shim's arrays changed with their addresses")
     if fp8:
-        _check_grouped_scale_steps(gp.host.extra, Kd, GROUPED[kernel])
+        _check_grouped_scale_steps(gp.host.extra, Kd, name)
     out = GroupedArrays((shapes_buf, *strides, *ptrs, work, *scale_bufs), gp)
     cache[key] = (plan, tuple(t.addr for t in tensors), out)
     return out
@@ -265,7 +277,7 @@ def _refuse_hours_on_sim(kernel: str, backend, groups, N: int, Kd: int, name: st
             and work > SIM_WHOLE_TILE_STEPS:
         what = (f"one launch of CUTLASS's grouped {config.label} GEMM ({len(groups)} groups), {work} tile k-steps, is "
                 f"a persistent grid whose CTAs walk the groups' tiles through a device-side scheduler, which the "
-                f"simulator runs whole (not sampled)" if name in GROUPED.values() else
+                f"simulator runs whole (not sampled)" if is_grouped(name) else
                 f"{len(groups)} launches of CUTLASS's {config.label} GEMM, {work} tile k-steps in all, are plain grids "
                 f"the simulator runs whole (not sampled)")
         raise TooSlowToSimulate(f"cutlass {kernel}: {what}: hours at this size: skipped; run it on a GPU (--backend "

@@ -11,7 +11,8 @@
 // the group's M (no TMA for the scales in the grouped collective).
 // The configuration is one of CUTLASS's own candidates, chosen by macros (cutlass_impl/build.py CONFIGS passes the
 // same -D to NVRTC and to g++): PTXMOE_TILE_M x PTXMOE_TILE_N x 128 tiles (default 128x128), PTXMOE_PINGPONG 1 for
-// the ping-pong schedule instead of the cooperative one.
+// the ping-pong schedule instead of the cooperative one, PTXMOE_CLUSTER_M x PTXMOE_CLUSTER_N CTAs a cluster (default
+// 1x1; a 1x2 cluster shares each A tile between the two CTAs of adjacent N tiles by TMA multicast, 2x1 each B tile).
 // Included by the device translation unit (NVRTC) and by the host shim (g++), so both see one GemmKernel type.
 #pragma once
 #ifndef PTXMOE_TILE_M
@@ -22,6 +23,12 @@
 #endif
 #ifndef PTXMOE_PINGPONG
 #define PTXMOE_PINGPONG 0
+#endif
+#ifndef PTXMOE_CLUSTER_M
+#define PTXMOE_CLUSTER_M 1
+#endif
+#ifndef PTXMOE_CLUSTER_N
+#define PTXMOE_CLUSTER_N 1
 #endif
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/group_array_problem_shape.hpp"
@@ -37,7 +44,7 @@ using ElementA = cutlass::float_e4m3_t; using LayoutA = cutlass::layout::RowMajo
 using ElementB = cutlass::float_e4m3_t; using LayoutB = cutlass::layout::ColumnMajor;
 using ElementC = cutlass::bfloat16_t; using LayoutC = cutlass::layout::RowMajor;
 using TileShape = Shape<Int<PTXMOE_TILE_M>, Int<PTXMOE_TILE_N>, _128>;
-using ClusterShape = Shape<_1, _1, _1>;
+using ClusterShape = Shape<Int<PTXMOE_CLUSTER_M>, Int<PTXMOE_CLUSTER_N>, _1>;
 #if PTXMOE_PINGPONG
 using MainloopSchedule = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpongFP8Blockwise;
 using EpilogueSchedule = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;

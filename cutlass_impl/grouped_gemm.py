@@ -287,7 +287,8 @@ def _refuse_hours_on_sim(kernel: str, backend, groups, N: int, Kd: int, name: st
 @dataclass(frozen=True)
 class Plan:
     """What the host knows before it launches: the expert runs, and for the per-expert FP8 kernel a_scale transposed
-    (M-major) on the device. `sources` are the arrays it was read from (held, so their ids stay theirs while it is cached)."""
+    (M-major) on the device. `sources` are the arrays it was read from (held, so their ids stay theirs while it is
+    cached)."""
 
     sources: tuple
     groups: tuple[Group, ...]

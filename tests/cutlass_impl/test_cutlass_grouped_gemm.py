@@ -94,13 +94,13 @@ def test_matches_the_reference_on_ptxsim_sanitizer_clean(kernel):
 @pytest.mark.parametrize("variant", ["up", "down"])
 @pytest.mark.parametrize("kernel", ["grouped_gemm", "grouped_gemm_fp8"])
 def test_the_grouped_kernel_matches_at_small_too(variant, kernel):
-    """small: 32 expert runs in one launch of the 132-CTA persistent grid (bf16 about 40 s and 20 s; long tier;
-    passed when added). FP8: only initcheck's reads of the unwritten scale words of partial tiles (above)."""
-    result, backend = _check(kernel, "small", variant, config=cg.GROUPED[kernel])
+    """small: 32 expert runs in one launch of the committed choice's persistent grid (about a minute each; long
+    tier; passed when added). FP8: only initcheck's reads of the unwritten scale words of partial tiles (above)."""
+    result, backend = _check(kernel, "small", variant)
     assert result.ok, result.message
     findings = backend.sanitizer_findings()
     assert _scale_word_reads_only(findings) if kernel == "grouped_gemm_fp8" else findings == [], findings[:2]
-    assert len(backend.records) == 1 and "(32 groups, one launch)" in backend.records[0].name
+    assert len(backend.records) == 1 and "(32 groups, one launch, swept)" in backend.records[0].name
 
 
 @needs_host
@@ -135,7 +135,8 @@ def test_the_grouped_kernel_without_its_tensormap_acquires_is_an_asynccheck_find
 
 CHOSEN = {name for table in cg.choices().values() for name in table.values()}
 OTHER_CANDIDATES = [pytest.param(n, marks=[] if n in CHOSEN else [pytest.mark.long])
-                    for n in build.CONFIGS if n not in ("gemm_bf16_sm90", "gemm_fp8_blockwise_sm90", *cg.GROUPED.values())]
+                    for n in build.CONFIGS
+                    if n not in ("gemm_bf16_sm90", "gemm_fp8_blockwise_sm90", *cg.GROUPED.values())]
 
 
 def _scale_word_reads_only(findings) -> bool:

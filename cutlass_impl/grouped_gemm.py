@@ -29,7 +29,7 @@ The configuration: one of CUTLASS's own candidates (cutlass_impl.build.CONFIGS: 
 or per-expert), chosen per shape by the timing model (benchmarks/cutlass_sweep.py) and fixed in kernels/choices.json;
 a shape not in it gets the grouped family's first candidate (CUTLASS's default cooperative 128x128, one launch). The
 launch names say the configuration and how it was chosen ("grouped_gemm[256x256] cutlass grouped cooperative
-128x128x64 (16 groups, one launch, swept)"; "default, not swept"; "given").
+128x128x64 (swept), 16 groups in one launch"; "(default, not swept)"; "(given)").
 """
 from __future__ import annotations
 
@@ -200,7 +200,7 @@ def _run_grouped(kernel: str, name: str, how: str, backend, args: dict, P_max: i
     hp = arrays.params.host
     return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes,
                                tag=f"{kernel}[{N}x{Kd}] cutlass grouped {build.CONFIGS[name].label} "
-                                   f"({len(plan.groups)} groups, one launch, {how})")]
+                                   f"({how}), {len(plan.groups)} groups in one launch")]
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,7 @@ CONFIGS = {
     # block-FP8 MoE configuration SGLang runs for small M on H100/H200)
     "gemm_bf16_grouped_sm90": Config("bf16_grouped", 128, 128, 64, "cooperative"),
     "gemm_bf16_grouped_sm90_pingpong_64x128": Config("bf16_grouped", 64, 128, 64, "pingpong"),
+    "gemm_bf16_grouped_sm90_cluster_1x2": Config("bf16_grouped", 128, 128, 64, "cooperative", 1, 2),
     "gemm_fp8_blockwise_grouped_sm90": Config("fp8_grouped", 128, 128, 128, "cooperative"),
     "gemm_fp8_blockwise_grouped_sm90_pingpong_64x128": Config("fp8_grouped", 64, 128, 128, "pingpong"),
     "gemm_fp8_blockwise_grouped_sm90_cluster_1x2": Config("fp8_grouped", 128, 128, 128, "cooperative", 1, 2),

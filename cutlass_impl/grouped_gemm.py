@@ -4,9 +4,9 @@ sm90 TMA warp-specialised GEMMs (docs/kernels.md "grouped_gemm", "grouped_gemm_f
 ONE launch of CUTLASS's grouped (pointer-array) kernel, whose groups are the expert runs below: bf16
 (grouped_gemm) KernelPtrArrayTmaWarpSpecialized{Cooperative,Pingpong} (what vLLM's CUTLASS MoE path runs), FP8
 (grouped_gemm_fp8) KernelPtrArrayTmaWarpSpecialized{Cooperative,Pingpong}FP8Blockwise (CUTLASS's example 68; the
-serving stacks' sm90 block-FP8 MoE GEMM). It points its TMA maps at each group's tensors on the device (tensormap.replace,
-ptxsim/ops/tmapreplace.py). Its problem-shape, pointer, stride (and scale pointer and layout) arrays and its
-workspace are made on the host with the plan (once per input set, not charged).
+serving stacks' sm90 block-FP8 MoE GEMM). It points its TMA maps at each group's tensors on the device
+(tensormap.replace, ptxsim/ops/tmapreplace.py). Its problem-shape, pointer, stride (and scale pointer and layout)
+arrays and its workspace are made on the host with the plan (once per input set, not charged).
 
 The per-expert candidates (a `config` of the non-grouped family, or a committed choice of one): one launch of
 CUTLASS's non-grouped kernel (GemmUniversal with KernelTmaWarpSpecialized{Cooperative,Pingpong}[FP8Blockwise]) per

@@ -1,12 +1,13 @@
 """Which members of a launch family (contract.device.FamilyShare) or which groups of a grouped launch
 (contract.device.GroupSubsets) the sim backend simulates, and what each simulated one stands for.
 
-An implementation that makes one launch per expert run (CUTLASS's non-grouped GEMM, cutlass_impl) marks each launch
-as a member of its call's family; one that runs every run as a group of one persistent launch (CUTLASS's grouped
-pointer-array GEMM, whose device-side scheduler walks every group's tiles from blockIdx and gridDim, so no item range
-can be handed to it as a WorkItems) marks the launch with its groups and a way to launch any subset of them. Neither
-has grid rows to sample: at dsv3-decode a family is ~250 launches (~8,000 CTAs of a K = 7168 loop), the grouped
-launch 132 CTAs walking as many tiles, hours whole on two cores.
+An implementation that makes one launch per expert run (CUTLASS's non-grouped GEMM, cutlass_impl's per-expert
+candidates, which the sweep prices) marks each launch as a member of its call's family; one that runs every run as a
+group of one persistent launch (CUTLASS's grouped pointer-array GEMMs, bf16 and FP8: the cutlass rows' kernel, whose
+device-side scheduler walks every group's tiles from blockIdx and gridDim, so no item range can be handed to it as a
+WorkItems) marks the launch with its groups and a way to launch any subset of them. Neither has grid rows to sample:
+at dsv3-decode a family is ~250 launches (~8,000 CTAs of a K = 7168 loop), the grouped launch 132 CTAs walking
+~5,000-8,500 tiles, hours whole on two cores.
 
 Strata: members (groups) of one problem shape. The mark says their instructions depend on the shape only (a GEMM's
 loops), and each launch's L2 model starts cold, so one member of a shape does what every other member of it does on

@@ -166,3 +166,66 @@ def test_one_per_shape_that_is_still_hours_is_refused():
     strata = shape_strata([(r, 4096, 7168) for r in rows], tiles, threshold=4096, pick="last")
     with pytest.raises(TooSlowToSimulate, match=r"17 shapes would still simulate \d+ tiles"):
         refuse_too_much(strata, tiles, True, "prefill")
+
+
+class _Recorder:
+    """A backend that keeps what it is handed and runs nothing: which marks each launch of cg.run carries."""
+
+    name = "recorder"
+
+    def __init__(self):
+        self.launches, self._next = [], 1 << 20
+
+    def to_device(self, host):
+        from types import SimpleNamespace
+
+        host = np.asarray(host)
+        self._next += -(-max(host.nbytes, 1) // 256) * 256 + 256  # 256-byte aligned, as a device allocator's
+        return SimpleNamespace(host=host, shape=host.shape, dtype=host.dtype, addr=self._next)
+
+    def to_host(self, array):
+        return array.host
+
+    def launch_ptx(self, ptx, entry, grid, block, params, shared_bytes=0, tag=""):
+        self.launches.append((tuple(grid), params, tag))
+        return tag
+
+
+def _recorded(kernel, config):
+    from types import SimpleNamespace
+
+    backend = _Recorder()
+    fp8 = kernel == "grouped_gemm_fp8"
+    dtype = np.uint8 if fp8 else np.uint16  # only the element size matters here
+    host = {"a": np.zeros((64, 256), dtype), "w": np.zeros((4, 256, 256), dtype), "c": np.zeros((64, 256), np.uint16),
+            "block_expert": np.array([0, 0, 1, 2], np.int32), "total_padded": np.array([64], np.int32),
+            "a_scale": np.ones((64, 2), np.float32), "w_scale": np.ones((4, 2, 2), np.float32)}
+    args = {k: backend.to_device(v) for k, v in host.items() if fp8 or "scale" not in k}
+    cg.run(kernel, backend, args, SimpleNamespace(BM=16), config=config)
+    return backend
+
+
+@needs_host
+@pytest.mark.parametrize("kernel", ["grouped_gemm", "grouped_gemm_fp8"])
+def test_which_launch_carries_which_mark(kernel):
+    """Runs of 32, 16, 16 rows (experts 0, 1, 2): the 1x1 grouped launch carries GroupSubsets with each group's shape
+    and tiles, whose subset keeps every group (the others with no rows) after an empty one, on a 1-D grid of at most
+    the subset's tiles, without marks (FP8: the scale steps checked for it too); a cluster candidate carries no mark;
+    the per-expert launches a FamilyShare each, in index order."""
+    fp8 = kernel == "grouped_gemm_fp8"
+    family = "fp8" if fp8 else "bf16"
+    one = _recorded(kernel, cg.GROUPED[kernel])
+    ((grid, params, _),) = one.launches
+    (mark,) = [p for p in params if isinstance(p, GroupSubsets)]
+    assert mark.shapes == ((32, 256, 256), (16, 256, 256), (16, 256, 256)) and mark.tiles == (2, 2, 2)
+    sub_grid, sub_params = mark.subset((1,))
+    assert sub_grid == (2, 1, 1) and not any(isinstance(p, (GroupSubsets, FamilyShare)) for p in sub_params)
+    assert mark.subset(())[0] == (1, 1, 1)
+    cached = [k[2] for k in one.__dict__["_cutlass_grouped"]]
+    assert (cg.Group(0, 0, 0), cg.Group(0, 0, 0), cg.Group(1, 32, 16), cg.Group(2, 48, 0)) in cached
+    cluster = _recorded(kernel, f"gemm_{family}{'_blockwise' if fp8 else ''}_grouped_sm90_cluster_1x2")
+    ((grid, params, _),) = cluster.launches
+    assert grid[1] == 2 and not any(isinstance(p, (GroupSubsets, FamilyShare)) for p in params)
+    per_expert = _recorded(kernel, f"gemm_{family}{'_blockwise' if fp8 else ''}_sm90")
+    marks = [next(p for p in params if isinstance(p, FamilyShare)) for _, params, _ in per_expert.launches]
+    assert [m.index for m in marks] == [0, 1, 2] and marks[0].shapes == mark.shapes

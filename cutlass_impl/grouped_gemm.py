@@ -311,7 +311,8 @@ def _refuse_hours_on_sim(kernel: str, backend, groups, N: int, Kd: int, name: st
     about a million."""
     config = build.CONFIGS[name]
     work = sum(-(-g.rows // config.tile_m) * -(-N // config.tile_n) * -(-Kd // config.tile_k) for g in groups)
-    if getattr(backend, "name", "") == "sim" and getattr(backend, "sample", None) is not None \
+    sample = getattr(backend, "sample", None)  # a harness SamplePolicy; --sample off is one whose `off` is true
+    if getattr(backend, "name", "") == "sim" and sample is not None and not getattr(sample, "off", False) \
             and work > SIM_WHOLE_TILE_STEPS:
         raise TooSlowToSimulate(
             f"cutlass {kernel}: one launch of CUTLASS's grouped {config.label} GEMM ({len(groups)} groups), {work} "

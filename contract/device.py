@@ -168,7 +168,57 @@ class WorkItems:
         return np.uint32(0), np.uint32(self.count)
 
 
-LaunchArg = DeviceArray | np.generic | TensorMapArg | StructArg | WorkItems
+@dataclass(frozen=True)
+class FamilyShare:
+    """Not a kernel parameter: a mark that this launch is member `index` of `family`, the len(shapes) independent
+    launches of one kernel an implementation makes for one call (one launch per expert run, say), member i solving a
+    problem of shape shapes[i] (any tuple of ints) on ctas[i] CTAs and writing outputs no other member writes.
+    Members are launched in index order, and members of one shape run the same instructions on other data (a GEMM
+    whose loops depend on its shape only). A GPU runs every member; the sim backend, where it samples, may simulate
+    one member of each shape and charge every other member as that one (harness.family_sampling). `family` names the
+    family within the call (the kernel and its shape, say)."""
+
+    family: str
+    index: int
+    shapes: tuple[tuple[int, ...], ...]
+    ctas: tuple[int, ...]
+
+    def __post_init__(self):
+        from contract.errors import InputError
+
+        if len(self.shapes) != len(self.ctas) or not 0 <= self.index < len(self.shapes) \
+                or any(int(c) < 1 for c in self.ctas):
+            raise InputError(f"FamilyShare {self.family!r}: index {self.index} of {len(self.shapes)} shapes and "
+                             f"{len(self.ctas)} CTA counts; expected 0 <= index < members, one positive CTA count "
+                             f"per shape")
+
+
+@dataclass(frozen=True)
+class GroupSubsets:
+    """Not a kernel parameter: a mark that this launch runs len(shapes) independent problems (groups) in one grid (a
+    grouped GEMM's persistent kernel walking every group's tiles), group i of shape shapes[i] in tiles[i] work
+    tiles (the CTAs a plain grid would launch for it), writing outputs no other group writes; and that
+    `subset(indices)` makes the same kernel's launch of just those groups, as (grid, params), with the same block
+    and shared memory (params without this mark). Groups of one shape run the same instructions on other data. A GPU
+    runs the launch as given; the sim backend, where it samples, may instead run a subset of each shape's groups as
+    ptxsim phases and weight each by the groups it stands for (harness.family_sampling)."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    tiles: tuple[int, ...]
+    subset: Any = field(compare=False, repr=False)  # (indices: tuple[int, ...]) -> (grid, params)
+
+    def __post_init__(self):
+        from contract.errors import InputError
+
+        if len(self.shapes) != len(self.tiles) or not self.shapes or any(int(t) < 1 for t in self.tiles) \
+                or not callable(self.subset):
+            raise InputError(f"GroupSubsets: {len(self.shapes)} shapes, {len(self.tiles)} tile counts, subset "
+                             f"{self.subset!r:.60}; expected one positive tile count per shape and a callable")
+
+
+LAUNCH_MARKS = (FamilyShare, GroupSubsets)  # launch parameters that are marks for the backend, not kernel parameters
+
+LaunchArg = DeviceArray | np.generic | TensorMapArg | StructArg | WorkItems | FamilyShare | GroupSubsets
 
 # What a launch's grid stands for, as its parameters declare it: "rows" (its grid rows are routing blocks: it passes
 # total_padded as a LiveRows), "items" (a persistent kernel's item range: a WorkItems), or "plain" (CTAs with no

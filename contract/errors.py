@@ -33,4 +33,4 @@ class BuildError(PtxmoeError):
 class TooSlowToSimulate(PtxmoeError):
     """A launch the sim backend cannot sample and would simulate whole for hours: its row is skipped with this reason
     (what the launch is, why it cannot be sampled, which flag or backend helps). Here so an implementation can say
-    it too (cutlass's per-expert launches: plain grids, which the simulator runs whole)."""
+    it too (cutlass's grouped cluster candidates: no sampling mark, which the simulator runs whole)."""

@@ -1,9 +1,8 @@
 """cutlass_impl: CUTLASS 3.x's sm90 kernels as a contract implementation (`cutlass`): grouped_gemm (bf16) and
 grouped_gemm_fp8 (DeepSeek-V3's blockwise scales), compiled from the `nvidia-cutlass` wheel's headers by NVRTC for
 sm_90a (build.py; committed gzipped PTX with a source record), their Params built by CUTLASS's own host code (a small
-g++ shim against the same headers, params.py) and their tensor maps encoded by the backend at launch. bf16: one launch
-of CUTLASS's grouped ptr-array kernel; FP8: one launch per expert of its non-grouped kernel (grouped_gemm.py says
-why). docs/cutlass.md.
+g++ shim against the same headers, params.py) and their tensor maps encoded by the backend at launch. Both: one launch
+of CUTLASS's grouped ptr-array kernel, in the configuration the timing model chose (grouped_gemm.py). docs/cutlass.md.
 """
 from __future__ import annotations
 

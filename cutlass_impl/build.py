@@ -37,25 +37,35 @@ FAMILIES = {
 
 @dataclass(frozen=True)
 class Config:
-    """One of CUTLASS's own candidate configurations of a kernel family (what its profiler sweeps): tile, schedule.
-    Clusters stay 1x1x1: CUTLASS sets a cluster at launch (no .reqnctapercluster in its PTX) and the harness's
-    launch_ptx passes no cluster dimensions (docs/cutlass.md)."""
+    """One of CUTLASS's own candidate configurations of a kernel family (what its profiler sweeps): tile, schedule,
+    cluster. A cluster other than 1x1 (grouped families only) is compiled into the entry as __cluster_dims__ (the
+    family's .cu): CUTLASS's own launcher passes it at launch time, and the harness's launch_ptx has no cluster
+    dimensions, but cuLaunchKernel and ptxsim honour the PTX's .reqnctapercluster (docs/cutlass.md)."""
 
     family: str
     tile_m: int
     tile_n: int
     tile_k: int
     schedule: str  # "cooperative" or "pingpong"
+    cluster_m: int = 1
+    cluster_n: int = 1
 
     @property
     def defines(self) -> tuple[str, ...]:
+        cluster = () if (self.cluster_m, self.cluster_n) == (1, 1) else \
+            (f"-DPTXMOE_CLUSTER_M={self.cluster_m}", f"-DPTXMOE_CLUSTER_N={self.cluster_n}")
         return (f"-DPTXMOE_TILE_M={self.tile_m}", f"-DPTXMOE_TILE_N={self.tile_n}",
-                f"-DPTXMOE_PINGPONG={int(self.schedule == 'pingpong')}")
+                f"-DPTXMOE_PINGPONG={int(self.schedule == 'pingpong')}", *cluster)
+
+    @property
+    def cluster_ctas(self) -> int:
+        return self.cluster_m * self.cluster_n
 
     @property
     def label(self) -> str:
-        """"cooperative 128x128x64": how a row and the docs name the configuration."""
-        return f"{self.schedule} {self.tile_m}x{self.tile_n}x{self.tile_k}"
+        """"cooperative 128x128x64" (", cluster 1x2" when not 1x1): how a row and the docs name the configuration."""
+        cluster = "" if self.cluster_ctas == 1 else f", cluster {self.cluster_m}x{self.cluster_n}"
+        return f"{self.schedule} {self.tile_m}x{self.tile_n}x{self.tile_k}{cluster}"
 
 
 # name -> configuration; the first of each family is the one the ptxsim tests of issue 28 item 3 run
@@ -66,8 +76,15 @@ CONFIGS = {
     "gemm_fp8_blockwise_sm90": Config("fp8", 128, 128, 128, "cooperative"),
     "gemm_fp8_blockwise_sm90_pingpong_64x128": Config("fp8", 64, 128, 128, "pingpong"),
     "gemm_fp8_blockwise_sm90_cooperative_256x128": Config("fp8", 256, 128, 128, "cooperative"),
+    # the grouped (pointer-array) kernels' candidates: CUTLASS's default first, then the ping-pong 64-row tile (the
+    # per-expert sweep's choice at small) and a 1x2 cluster (the A tile multicast to two N tiles: the sm90 grouped
+    # block-FP8 MoE configuration SGLang runs for small M on H100/H200)
     "gemm_bf16_grouped_sm90": Config("bf16_grouped", 128, 128, 64, "cooperative"),
+    "gemm_bf16_grouped_sm90_pingpong_64x128": Config("bf16_grouped", 64, 128, 64, "pingpong"),
+    "gemm_bf16_grouped_sm90_cluster_1x2": Config("bf16_grouped", 128, 128, 64, "cooperative", 1, 2),
     "gemm_fp8_blockwise_grouped_sm90": Config("fp8_grouped", 128, 128, 128, "cooperative"),
+    "gemm_fp8_blockwise_grouped_sm90_pingpong_64x128": Config("fp8_grouped", 64, 128, 128, "pingpong"),
+    "gemm_fp8_blockwise_grouped_sm90_cluster_1x2": Config("fp8_grouped", 128, 128, 128, "cooperative", 1, 2),
 }
 KERNELS = {name: FAMILIES[c.family][:2] for name, c in CONFIGS.items()}  # name -> (device source, shared header)
 

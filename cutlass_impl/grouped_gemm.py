@@ -1,15 +1,16 @@
 """grouped_gemm (bf16) and grouped_gemm_fp8 (DeepSeek-V3's 1x128 / 128x128 blockwise scales) through CUTLASS 3.x's
 sm90 TMA warp-specialised GEMMs (docs/kernels.md "grouped_gemm", "grouped_gemm_fp8"; docs/cutlass.md).
 
-bf16 (grouped_gemm): ONE launch of CUTLASS's grouped (pointer-array) kernel, KernelPtrArrayTmaWarpSpecialized
-Cooperative (what vLLM's CUTLASS MoE path runs), whose groups are the expert runs below; it points its TMA maps at
-each group's tensors on the device (tensormap.replace, ptxsim/ops/tmapreplace.py). Its problem-shape, pointer and
-stride arrays and its workspace are made on the host with the plan (once per input set, not charged).
+ONE launch of CUTLASS's grouped (pointer-array) kernel, whose groups are the expert runs below: bf16
+(grouped_gemm) KernelPtrArrayTmaWarpSpecialized{Cooperative,Pingpong} (what vLLM's CUTLASS MoE path runs), FP8
+(grouped_gemm_fp8) KernelPtrArrayTmaWarpSpecialized{Cooperative,Pingpong}FP8Blockwise (CUTLASS's example 68; the
+serving stacks' sm90 block-FP8 MoE GEMM). It points its TMA maps at each group's tensors on the device
+(tensormap.replace, ptxsim/ops/tmapreplace.py). Its problem-shape, pointer, stride (and scale pointer and layout)
+arrays and its workspace are made on the host with the plan (once per input set, not charged).
 
-HONEST FALLBACK, for grouped_gemm_fp8 and for a `config` given (the sweep's candidates): one launch of CUTLASS's
-non-grouped kernel (GemmUniversal with KernelTmaWarpSpecialized{Cooperative,Pingpong}[FP8Blockwise]) per expert
-run. Each launch's overhead is charged by the timing model like any launch; a grouped kernel pays it once. (The
-grouped FP8 blockwise kernel is compiled but not used: docs/cutlass.md.)
+The per-expert candidates (a `config` of the non-grouped family, or a committed choice of one): one launch of
+CUTLASS's non-grouped kernel (GemmUniversal with KernelTmaWarpSpecialized{Cooperative,Pingpong}[FP8Blockwise]) per
+expert run. Each launch's overhead is charged by the timing model like any launch; a grouped kernel pays it once.
 
 The groups come from block_expert: each run of consecutive BM-row blocks of one expert e >= 0 below total_padded is
 one problem M = rows of the run, N, K = Kd, A = a[rows of the run] (its tensor map starts at the run's first row
@@ -18,15 +19,25 @@ not read (beta = 0; its tensor map is given D's address). Rows past total_padded
 touched. block_expert and total_padded are read to the host first (on a GPU a device-to-host copy and a
 synchronisation, outside the launches' events: not charged).
 
-FP8 scales: CUTLASS's Sm90BlockwiseScaleConfig<1, 128, 128> with both scale layouts K-major, so a_scale [P, Kd/128]
-row-major (the contract's) is SFA as it is, at the run's first row, and w_scale[e] [N/128, Kd/128] is SFB: no
-transpose, nothing to charge. (CUTLASS loads a K-major SFA with cp.async; the M-major SFA of its example 67 goes by
-TMA. The shim's scale layout is checked against the contract's on every launch.)
+FP8 scales. The grouped kernel: Sm90BlockwiseScaleConfig<1, 128, 128> with both scale layouts K-major (as SGLang's
+sm90 grouped MoE GEMM declares them), so a_scale [P, Kd/128] row-major (the contract's) is each group's SFA as it is,
+at the run's first row, and w_scale[e] [N/128, Kd/128] is SFB: no transpose, nothing to charge. The per-expert
+kernel: SFA M-major (example 67; loaded by TMA), a_scale transposed on the host with the plan. The shims' scale
+index steps are checked against what is handed over.
 
-The configuration: one of CUTLASS's own candidates (cutlass_impl.build.CONFIGS: tile and schedule), chosen per
-shape by the timing model (benchmarks/cutlass_sweep.py) and fixed in kernels/choices.json; a shape not in it gets
-its family's first candidate (CUTLASS's default cooperative 128x128). The launch names say the configuration and how
-it was chosen ("grouped_gemm[256x256] cutlass cooperative 128x128x64 (swept)"; "(default, not swept)"; "(given)").
+Sampling on the simulator (docs/cutlass.md, "Sampled at DeepSeek-V3's sizes"): a grouped launch (bf16 and FP8, cluster
+1x1) carries a contract.device.GroupSubsets (its groups' shapes and tiles, and how to launch any subset of them), and
+each per-expert launch (a per-expert `config` given, as the sweep prices them, or a committed per-expert choice) a
+contract.device.FamilyShare (member i of the call's launches, each run's problem shape), so the sim backend can run
+one group or launch per shape at DeepSeek-V3's sizes; the GPU backend drops both and runs everything. A grouped
+candidate with a 1x2 cluster carries no mark (its grid is 2-D, one cluster a column pair, which the phases do not
+handle): where the sim backend samples and it is hours whole, it is refused (_refuse_hours_on_sim).
+
+The configuration: one of CUTLASS's own candidates (cutlass_impl.build.CONFIGS: tile, schedule, cluster; grouped
+or per-expert), chosen per shape by the timing model (benchmarks/cutlass_sweep.py) and fixed in kernels/choices.json;
+a shape not in it gets the grouped family's first candidate (CUTLASS's default cooperative 128x128, one launch). The
+launch names say the configuration and how it was chosen ("grouped_gemm[256x256] cutlass grouped cooperative
+128x128x64 (swept), 16 groups in one launch"; "(default, not swept)"; "(given)").
 """
 from __future__ import annotations
 
@@ -37,16 +48,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contract.device import FamilyShare, GroupSubsets
 from contract.errors import InputError, TooSlowToSimulate
 from cutlass_impl import build
 from cutlass_impl.params import GroupedParams, grouped_host_params, host_params
 
-FAMILY = {"grouped_gemm": "bf16", "grouped_gemm_fp8": "fp8"}
-# kernel -> CUTLASS's grouped (pointer-array) kernel that runs it in one launch when no `config` is given
-# (grouped_gemm_fp8 keeps the per-expert launches: CUTLASS's grouped FP8 blockwise kernel is compiled,
-# gemm_fp8_blockwise_grouped_sm90, but not used yet: docs/cutlass.md says why)
-GROUPED = {"grouped_gemm": "gemm_bf16_grouped_sm90"}
-SIM_WHOLE_TILE_STEPS = 20_000  # _refuse_hours_on_sim's bound
+FAMILY = {"grouped_gemm": "bf16", "grouped_gemm_fp8": "fp8"}  # the per-expert (non-grouped) kernels' families
+GROUPED_FAMILY = {"grouped_gemm": "bf16_grouped", "grouped_gemm_fp8": "fp8_grouped"}
+# kernel -> CUTLASS's default grouped (pointer-array) kernel: one launch, for a shape with no committed choice
+GROUPED = {k: build.candidates(f)[0] for k, f in GROUPED_FAMILY.items()}
+SIM_WHOLE_TILE_STEPS = 20_000  # _refuse_hours_on_sim's bound (a launch carrying no sampling mark)
 CHOICES = build.KERNEL_DIR / "choices.json"
 
 
@@ -86,20 +97,28 @@ def choices() -> dict:
     return json.loads(CHOICES.read_text())["choices"] if CHOICES.exists() else {}
 
 
+def candidates_of(kernel: str) -> tuple[str, ...]:
+    """Every configuration that can run `kernel`: its grouped family's (one launch) and its per-expert family's."""
+    return build.candidates(GROUPED_FAMILY[kernel]) + build.candidates(FAMILY[kernel])
+
+
+def is_grouped(name: str) -> bool:
+    return build.CONFIGS[name].family.endswith("_grouped")
+
+
 def config_for(kernel: str, key: str, config: str | None = None) -> str:
     """The configuration a launch of `kernel` at shape `key` uses: `config` when given (the sweep's), else the
-    committed choice, else the family's first candidate."""
-    family = FAMILY[kernel]
+    committed choice, else the grouped family's first candidate."""
     if config is None:
-        config = choices().get(kernel, {}).get(key, build.candidates(family)[0])
-    if config not in build.candidates(family):
-        raise InputError(f"cutlass {kernel}: config={config!r}; expected one of {list(build.candidates(family))}")
+        config = choices().get(kernel, {}).get(key, GROUPED[kernel])
+    if config not in candidates_of(kernel):
+        raise InputError(f"cutlass {kernel}: config={config!r}; expected one of {list(candidates_of(kernel))}")
     return config
 
 
 @functools.lru_cache(maxsize=None)
 def entry_of(name: str) -> str:
-    found = re.search(r"^\.entry (\S+)\(", build.load_ptx(name), re.M)
+    found = re.search(r"^(?:\.(?:weak|visible) )?\.entry (\S+)\(", build.load_ptx(name), re.M)  # .weak: a template
     if found is None:
         raise InputError(f"cutlass {name}: no .entry in its committed PTX")
     return found.group(1)
@@ -142,25 +161,25 @@ def _check_scale_layout(extra: str, P_max: int, Kd: int, N: int, name: str) -> N
 
 
 def run(kernel: str, backend, args: dict, preset, **params) -> list:
-    """Launch CUTLASS's GEMM once per expert run (module docstring). params: `variant` (accepted; the shapes say up
+    """Launch CUTLASS's grouped GEMM once, or with `config` its GEMM once per expert run (module docstring). params:
+    `variant` (accepted; the shapes say up
     or down) and `config` (a candidate name: the sweep's override of the committed choice)."""
     params.pop("variant", None)
     config = params.pop("config", None)
     if params:
         raise InputError(f"cutlass {kernel}: unknown parameter(s) {sorted(params)}; expected 'variant', 'config'")
     P_max, Kd, N, E, BM = _check_args(kernel, args, preset)  # noqa: N806
-    if kernel in GROUPED and config is None:
-        return _run_grouped(kernel, backend, args, P_max, Kd, N, E, BM)
     key = shape_key(P_max, N, Kd, BM)
     name = config_for(kernel, key, config)
     how = "given" if config is not None else "swept" if key in choices().get(kernel, {}) else "default, not swept"
+    if is_grouped(name):
+        return _run_grouped(kernel, name, how, backend, args, P_max, Kd, N, E, BM)
     ptx, entry = build.load_ptx(name), entry_of(name)
-    plan = _plan(kernel, backend, args, P_max, Kd, E, BM)
-    _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
+    plan = _plan(kernel, backend, args, P_max, Kd, E, BM, transpose_scales=kernel == "grouped_gemm_fp8")
     a, w, c = args["a"], args["w"], args["c"]
     esize = np.dtype(a.dtype).itemsize
     kb = Kd // 128
-    records = []
+    launches = []
     for g in plan.groups:
         addr_d = c.addr + g.row0 * N * 2
         addrs: tuple[int, ...] = (a.addr + g.row0 * Kd * esize, w.addr + g.expert * N * Kd * esize, addr_d, addr_d)
@@ -169,26 +188,55 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
         hp = host_params(name, g.rows, N, Kd, addrs)
         if plan.scales_t is not None:
             _check_scale_layout(hp.extra, P_max, Kd, N, name)
-        records.append(backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes,
-                                          tag=f"{kernel}[{N}x{Kd}] cutlass {build.CONFIGS[name].label} ({how})"))
-    return records
+        launches.append(hp)
+    tag = f"{kernel}[{N}x{Kd}] cutlass {build.CONFIGS[name].label} ({how})"
+    # each launch is one expert run's share of this call (the sim backend may simulate one per shape: FamilyShare)
+    shapes = tuple((g.rows, N, Kd) for g in plan.groups)
+    ctas = tuple(hp.grid[0] * hp.grid[1] * hp.grid[2] for hp in launches)
+    return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct, FamilyShare(tag, i, shapes, ctas)],
+                               shared_bytes=hp.shared_bytes, tag=tag) for i, hp in enumerate(launches)]
 
 
-def _run_grouped(kernel: str, backend, args: dict, P_max: int, Kd: int, N: int, E: int, BM: int) -> list:  # noqa: N803
-    """ONE launch of CUTLASS's grouped (pointer-array) kernel for every expert run: group g is rows [row0, row0 +
-    rows) of a and c with w[e]. Its device arrays (problem shapes, per-group pointers and strides, the workspace of
-    per-SM tensor maps) are built on the host with the plan, once per input set (not charged, like the plan)."""
-    name = GROUPED[kernel]
-    plan = _plan(kernel, backend, args, P_max, Kd, E, BM)
-    _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
+def _run_grouped(kernel: str, name: str, how: str, backend, args: dict, P_max: int, Kd: int, N: int,  # noqa: N803
+                 E: int, BM: int) -> list:  # noqa: N803
+    """ONE launch of CUTLASS's grouped (pointer-array) kernel `name` for every expert run: group g is rows [row0,
+    row0 + rows) of a and c with w[e]. Its device arrays (problem shapes, per-group pointers and strides, the
+    workspace of per-SM tensor maps) are built on the host with the plan, once per input set (not charged, like the
+    plan)."""
+    plan = _plan(kernel, backend, args, P_max, Kd, E, BM, transpose_scales=False)
+    config = build.CONFIGS[name]
+    if config.cluster_ctas != 1:  # no GroupSubsets mark (module docstring): refused where it would be hours
+        _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
     if not plan.groups:
         return []
-    arrays = _grouped_arrays(kernel, backend, args, plan, N, Kd)
+    arrays = _grouped_arrays(kernel, name, backend, args, plan, plan.groups, N, Kd)
     ptx, entry = build.load_ptx(name), entry_of(name)
     hp = arrays.params.host
-    return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes,
-                               tag=f"{kernel}[{N}x{Kd}] cutlass grouped {build.CONFIGS[name].label} "
-                                   f"({len(plan.groups)} groups, one launch)")]
+    tag = f"{kernel}[{N}x{Kd}] cutlass grouped {config.label} ({how}), {len(plan.groups)} groups in one launch"
+    if config.cluster_ctas != 1:
+        return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes, tag=tag)]
+    tiles = tuple(-(-g.rows // config.tile_m) * -(-N // config.tile_n) for g in plan.groups)
+
+    def subset(indices: tuple[int, ...]) -> tuple:
+        """The same kernel with only groups `indices` doing work (GroupSubsets): every group is still there, those
+        left out with no rows, after an empty group, on a grid of at most their tiles (one CTA for none).
+        NOTE: every group is kept, as an empty one, because each CTA's scheduler walks the groups' problem shapes
+        from the device (its loads are a tenth of the launch's L1 sectors at small: a subset of groups alone had
+        0.25x the whole launch's); the empty group first because a CTA uses the host's tensor maps for group 0 and
+        rewrites them on the device (tensormap.replace) whenever its next tile is in another group, which in the
+        whole launch is nearly every tile (132 CTAs striding over runs of 32-56 tiles): a subset starting with a
+        real group would skip that rewrite (12 % fewer instructions at tiny). Its scheduler strides by gridDim, so
+        a smaller grid runs the same tiles. The FP8 kernel's empty group has scale pointers too (its run's first
+        row's), never read (no tiles)."""
+        keep = set(indices)
+        groups = (Group(plan.groups[0].expert, plan.groups[0].row0, 0),
+                  *(g if i in keep else Group(g.expert, g.row0, 0) for i, g in enumerate(plan.groups)))
+        sub = _grouped_arrays(kernel, name, backend, args, plan, groups, N, Kd).params.host
+        return (max(1, min(sub.grid[0], sum(tiles[i] for i in indices))), 1, 1), [sub.struct]
+
+    mark = GroupSubsets(tuple((g.rows, N, Kd) for g in plan.groups), tiles, subset)
+    return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct, mark], shared_bytes=hp.shared_bytes,
+                               tag=tag)]
 
 
 @dataclass(frozen=True)
@@ -202,69 +250,96 @@ class GroupedArrays:
 WORKSPACE_BYTES = 1 << 18  # the per-SM tensor maps (132 SMs x 4 maps x 128 bytes) and the scheduler's; checked
 
 
-def _grouped_arrays(kernel: str, backend, args: dict, plan: Plan, N: int, Kd: int) -> GroupedArrays:  # noqa: N803
+def _grouped_arrays(kernel: str, name: str, backend, args: dict, plan: Plan, groups: tuple[Group, ...],
+                    N: int, Kd: int) -> GroupedArrays:  # noqa: N803
+    """The device arrays and Params of the grouped launch of `groups` (the plan's, or a subset the sim backend
+    simulates: GroupSubsets), cached with the plan."""
     cache = backend.__dict__.setdefault("_cutlass_grouped", {})
-    key = (id(plan), id(args["a"]), id(args["w"]), id(args["c"]), N, Kd)
+    fp8 = kernel == "grouped_gemm_fp8"
+    tensors = tuple(args[n] for n in (("a", "w", "c", "a_scale", "w_scale") if fp8 else ("a", "w", "c")))
+    key = (name, id(plan), groups, *(id(t) for t in tensors), N, Kd)
     hit = cache.get(key)
-    if hit is not None and hit[0] is plan and hit[1] == (args["a"].addr, args["w"].addr, args["c"].addr):
+    if hit is not None and hit[0] is plan and hit[1] == tuple(t.addr for t in tensors):
         return hit[2]
     a, w, c = args["a"], args["w"], args["c"]
     esize = np.dtype(a.dtype).itemsize
-    groups = plan.groups
     ptr_a = np.array([a.addr + g.row0 * Kd * esize for g in groups], np.uint64)
     ptr_b = np.array([w.addr + g.expert * N * Kd * esize for g in groups], np.uint64)
     ptr_d = np.array([c.addr + g.row0 * N * 2 for g in groups], np.uint64)  # C unread (beta 0): D's rows
     shapes = tuple((g.rows, N, Kd) for g in groups)
-    # the shape and stride arrays' bytes do not depend on where they live: a first shim run gives them, the second
-    # the Params for where they were put
-    probe = grouped_host_params(GROUPED[kernel], shapes, (0,) * 9, 0, WORKSPACE_BYTES)
+    # the shape, stride and scale-layout arrays' bytes do not depend on where they live: a first shim run gives
+    # them, the second the Params for where they were put
+    probe = grouped_host_params(name, shapes, (0,) * 9, 0, WORKSPACE_BYTES, (0,) * 4 if fp8 else ())
     shapes_buf, *strides = (backend.to_device(np.frombuffer(raw, np.uint8)) for raw in (probe.shapes, *probe.strides))
     ptrs = [backend.to_device(p) for p in (ptr_a, ptr_b, ptr_d, ptr_d)]
     work = backend.to_device(np.zeros(WORKSPACE_BYTES, np.uint8))
     addrs = (shapes_buf.addr, ptrs[0].addr, strides[0].addr, ptrs[1].addr, strides[1].addr, ptrs[2].addr,
              strides[2].addr, ptrs[3].addr, strides[3].addr)
-    gp = grouped_host_params(GROUPED[kernel], shapes, addrs, work.addr, WORKSPACE_BYTES)
-    if (gp.shapes, gp.strides) != (probe.shapes, probe.strides):
+    scale_bufs: tuple = ()
+    if fp8:  # K-major scales: SFA = a_scale's rows from the run's first, SFB = w_scale[e] (module docstring)
+        kb = Kd // 128
+        ptr_sfa = np.array([args["a_scale"].addr + g.row0 * kb * 4 for g in groups], np.uint64)
+        ptr_sfb = np.array([args["w_scale"].addr + g.expert * (N // 128) * kb * 4 for g in groups], np.uint64)
+        layout_sfa, layout_sfb = (backend.to_device(np.frombuffer(raw, np.uint8)) for raw in probe.scale_layouts)
+        scale_bufs = (backend.to_device(ptr_sfa), layout_sfa, backend.to_device(ptr_sfb), layout_sfb)
+    gp = grouped_host_params(name, shapes, addrs, work.addr, WORKSPACE_BYTES,
+                             tuple(b.addr for b in scale_bufs))
+    if (gp.shapes, gp.strides, gp.scale_layouts) != (probe.shapes, probe.strides, probe.scale_layouts):
         raise InputError(f"cutlass {kernel}: the grouped shim's arrays changed with their addresses")
-    out = GroupedArrays((shapes_buf, *strides, *ptrs, work), gp)
-    cache[key] = (plan, (a.addr, w.addr, c.addr), out)
+    if fp8:
+        _check_grouped_scale_steps(gp.host.extra, Kd, name)
+    out = GroupedArrays((shapes_buf, *strides, *ptrs, work, *scale_bufs), gp)
+    cache[key] = (plan, tuple(t.addr for t in tensors), out)
     return out
 
 
+def _check_grouped_scale_steps(extra: str, Kd: int, name: str) -> None:  # noqa: N803
+    """The grouped shim's scale index steps (SFA m, k block; SFB n block, k block) must be the K-major layouts
+    _grouped_arrays hands over: a_scale's and w_scale[e]'s rows, Kd/128 floats each."""
+    found = re.search(r"^scale steps (-?\d+) (-?\d+) (-?\d+) (-?\d+)$", extra, re.M)
+    kb = Kd // 128
+    steps = [int(x) for x in found.groups()] if found else None
+    if steps != [kb, 1, kb, 1]:
+        raise InputError(f"cutlass {name}: CUTLASS's grouped scale steps (SFA m, k block; SFB n block, k block) are "
+                         f"{steps}; the contract's a_scale and w_scale[e] rows need {[kb, 1, kb, 1]}")
+
+
 def _refuse_hours_on_sim(kernel: str, backend, groups, N: int, Kd: int, name: str) -> None:  # noqa: N803
-    """TooSlowToSimulate where the sim backend samples (its `sample` policy set) and these launches would take hours:
-    they are plain grids, which it runs whole. The bound is in tile k-steps (one tile's one K step): `small` has about
-    2,000 (two minutes on the shared machine), dsv3-decode about a million."""
+    """TooSlowToSimulate where the sim backend samples (its `sample` policy set) and a grouped launch that carries no
+    sampling mark (a cluster candidate: module docstring), which it runs whole, would take hours. The bound is in
+    tile k-steps (one tile's one K step): `small` has about 2,000 (two minutes on the shared machine), dsv3-decode
+    about a million."""
     config = build.CONFIGS[name]
     work = sum(-(-g.rows // config.tile_m) * -(-N // config.tile_n) * -(-Kd // config.tile_k) for g in groups)
-    if getattr(backend, "name", "") == "sim" and getattr(backend, "sample", None) is not None \
+    sample = getattr(backend, "sample", None)  # a harness SamplePolicy; --sample off is one whose `off` is true
+    if getattr(backend, "name", "") == "sim" and sample is not None and not getattr(sample, "off", False) \
             and work > SIM_WHOLE_TILE_STEPS:
-        what = (f"one launch of CUTLASS's grouped {config.label} GEMM ({len(groups)} groups), {work} tile k-steps, is "
-                f"a persistent grid whose CTAs walk the groups' tiles through a device-side scheduler, which the "
-                f"simulator runs whole (not sampled)" if name in GROUPED.values() else
-                f"{len(groups)} launches of CUTLASS's {config.label} GEMM, {work} tile k-steps in all, are plain grids "
-                f"the simulator runs whole (not sampled)")
-        raise TooSlowToSimulate(f"cutlass {kernel}: {what}: hours at this size: skipped; run it on a GPU (--backend "
-                                f"gpu), at tiny or small, or whole with --sample off")
+        raise TooSlowToSimulate(
+            f"cutlass {kernel}: one launch of CUTLASS's grouped {config.label} GEMM ({len(groups)} groups), {work} "
+            f"tile k-steps, is a persistent grid of clusters the simulator runs whole (not sampled: no GroupSubsets "
+            f"mark for a cluster's 2-D grid): hours at this size: skipped; run it on a GPU (--backend gpu), at tiny "
+            f"or small, a candidate without a cluster, or whole with --sample off")
 
 
 @dataclass(frozen=True)
 class Plan:
-    """What the host knows before it launches: the expert runs, and for the FP8 kernel a_scale transposed (M-major)
-    on the device. `sources` are the arrays it was read from (held, so their ids stay theirs while it is cached)."""
+    """What the host knows before it launches: the expert runs, and for the per-expert FP8 kernel a_scale transposed
+    (M-major) on the device. `sources` are the arrays it was read from (held, so their ids stay theirs while it is
+    cached)."""
 
     sources: tuple
     groups: tuple[Group, ...]
     scales_t: object | None
 
 
-def _plan(kernel: str, backend, args: dict, P_max: int, Kd: int, E: int, BM: int) -> Plan:  # noqa: N803
+def _plan(kernel: str, backend, args: dict, P_max: int, Kd: int, E: int, BM: int,  # noqa: N803
+          transpose_scales: bool) -> Plan:
     """The launch plan of these inputs, made on their first call and reused for the same input arrays (a timing
     loop's calls: its warm-up calls come first, unblocked, so no timed call reads the device or allocates; a
     device-to-host read inside a held stream would wait on the stream blocker forever)."""
     sources = tuple(args.get(n) for n in ("block_expert", "total_padded", "a_scale"))
     cache = backend.__dict__.setdefault("_cutlass_plans", {})
-    key = (kernel, BM, *(id(s) for s in sources))
+    key = (kernel, BM, transpose_scales, *(id(s) for s in sources))
     hit = cache.get(key)
     if hit is not None and all(x is y for x, y in zip(hit.sources, sources, strict=True)):
         return hit
@@ -273,7 +348,7 @@ def _plan(kernel: str, backend, args: dict, P_max: int, Kd: int, E: int, BM: int
     if (block_expert >= E).any():
         raise InputError(f"cutlass {kernel}: block_expert holds expert {int(block_expert.max())}; w has {E}")
     scales_t = None
-    if kernel == "grouped_gemm_fp8":  # CUTLASS's M-major SFA: a_scale transposed on the host (module docstring)
+    if transpose_scales:  # the per-expert kernel's M-major SFA: a_scale transposed on the host (module docstring)
         host_scale = np.asarray(backend.to_host(args["a_scale"])).reshape(P_max, Kd // 128)
         scales_t = backend.to_device(np.ascontiguousarray(host_scale.T))
     plan = cache[key] = Plan(sources, tuple(expert_runs(block_expert, total, BM)), scales_t)

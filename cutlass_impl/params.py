@@ -98,13 +98,12 @@ def grouped_host_params(name: str, shapes: tuple[tuple[int, int, int], ...], add
     """The Params of grouped CUTLASS kernel `name` for groups of (M, N, K) `shapes` whose device arrays are at
     `addrs` (shapes, ptr A, stride A, ptr B, stride B, ptr C, stride C, ptr D, stride D), with `workspace_bytes` of
     zeroed workspace at `workspace` (the per-SM tensor maps the kernel rewrites); for the FP8 kernel `scales` =
-    (ptr SFA, layout SFA, ptr SFB, layout SFB arrays, ldSFA)."""
+    (ptr SFA, layout SFA, ptr SFB, layout SFB arrays)."""
     where = f"CUTLASS {name} {len(shapes)} groups"
     with tempfile.TemporaryDirectory() as tmp:
         out, arrays = Path(tmp) / "params.bin", Path(tmp) / "arrays.bin"
-        extra = [hex(a) for a in scales[:4]] + [str(v) for v in scales[4:]]
         cmd = [str(shim(name)), str(len(shapes)), *(hex(a) for a in addrs), hex(workspace), str(workspace_bytes),
-               str(out), str(arrays), *extra, *(str(v) for s in shapes for v in s)]
+               str(out), str(arrays), *(hex(a) for a in scales), *(str(v) for s in shapes for v in s)]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode:
             raise InputError(f"{where}: {done.stderr.strip() or done.stdout.strip()}")
@@ -122,5 +121,6 @@ def grouped_host_params(name: str, shapes: tuple[tuple[int, int, int], ...], add
     parts = [arr[cuts[i]:cuts[i + 1]] for i in range(len(sizes))]
     lines = done.stdout.splitlines()
     struct = struct_of(raw, [ln for ln in lines if ln.startswith("encode ")], where)
-    host = HostParams(struct, (v[1], v[2], v[3]), (v[4], v[5], v[6]), v[7])
+    extra = "\n".join(ln for ln in lines if not ln.startswith(("encode ", "params ")))
+    host = HostParams(struct, (v[1], v[2], v[3]), (v[4], v[5], v[6]), v[7], extra)
     return GroupedParams(host, parts[0], (parts[1], parts[2], parts[3], parts[4]), v[8], tuple(parts[5:]))

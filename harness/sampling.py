@@ -45,6 +45,11 @@ mean, which the extrapolated weight bytes follow: 0.87x the minimum at small). N
 (tests/ptx_impl/test_gemm_fp8_sampled.py); a window's items share their expert's weight tiles and their token tiles
 as the grid's concurrent items do. A persistent kernel without WorkItems is still refused where it would be sampled
 (TooSlowToSimulate).
+
+Launches with neither (CUTLASS's: one launch per expert run, or one grouped persistent launch whose scheduler derives
+its tiles from blockIdx and gridDim) mark themselves instead as a family member (contract.device.FamilyShare) or as
+groups that can be launched apart (GroupSubsets); harness.family_sampling says which members the sim backend runs
+under this policy (above min_ctas: one per problem shape) and what the others are charged as.
 """
 from __future__ import annotations
 

@@ -52,6 +52,7 @@ class Launch:
     cluster: tuple | None = None  # thread-block cluster shape (ptxsim/clusters.py); None: no clusters
     strict_async: bool = False  # adversarial timing of asynchronous operations (launch's strict_async)
     wait_timeouts: bool = False  # blocked mbarrier waits time out when nothing else can progress (launch's)
+    shared_fill: int = 0  # the byte shared memory holds at a CTA's start (launch's shared_fill)
     serial: int = field(default_factory=lambda: next(_SERIALS))  # unique per launch (per-launch caches key on it)
 
 

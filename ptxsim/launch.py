@@ -29,7 +29,8 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
            max_lanes: int | None = None, counters: bool = True, time_limit: float | None = None, cluster=None,
            wave_ctas: int | None = None, l2_bytes: int | None = None, phases=None, represents: float | None = None,
            phase_waves=None, phase_grids=None, sample_ranges=None, phase_weights=None, strict_async=None,
-           plan: LaunchPlan | None = None, track_written: bool = False, wait_timeouts: bool | None = None):
+           plan: LaunchPlan | None = None, track_written: bool = False, wait_timeouts: bool | None = None,
+           shared_fill: int = 0):
     """Run `kernel` over `grid` x `block` threads (or, with `phases`, the whole grid once per parameter list).
 
     Args:
@@ -86,6 +87,9 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
         wait_timeouts: when every live thread is blocked, threads blocked in mbarrier try_wait / test_wait get false
             and go on (a time-out, legal on hardware) rather than the launch raising a deadlock (None:
             PTXSIM_WAIT_TIMEOUTS). For kernels that bound their wait loops and trap past the bound.
+        shared_fill: the byte every CTA's shared memory holds at its start (default 0). On hardware it holds whatever
+            was there; 0xFF (NaN as f32) shows whether a kernel's reads of shared memory it never wrote reach what
+            it stores (initcheck reports such reads, not their effect).
         plan: the sampling as one value (ptxsim.plan.LaunchPlan): its fields are the keywords sample_ctas, wave_ctas,
             sample_ranges, phases, phase_waves, phase_grids, phase_weights, represents and budget, which must then
             not be passed as well.
@@ -137,6 +141,10 @@ def launch(kernel, grid, block, args, shared_bytes: int = 0, device: DeviceMemor
     L.memcheck = next((s for s in sans if s.tool == "memcheck"), None)
     L.strict_async = (bool(sans) or CONFIG.strict_async) if strict_async is None else bool(strict_async)
     L.wait_timeouts = CONFIG.wait_timeouts if wait_timeouts is None else bool(wait_timeouts)
+    if isinstance(shared_fill, (bool, np.bool_)) or not isinstance(shared_fill, (int, np.integer)) \
+            or not 0 <= shared_fill <= 255:
+        raise LaunchError(f"shared_fill must be a byte value 0..255, got {shared_fill!r:.100}")
+    L.shared_fill = int(shared_fill)
     from ptxsim.clusters import cluster_shape, cta_order
 
     L.cluster = cluster_shape(kernel, grid, cluster)

@@ -79,7 +79,7 @@ class ExecState:
         # memories
         self.shared_size = prog.shared_dyn_offset + launch.shared_bytes
         self.smem_stride = (self.shared_size + 15) // 16 * 16
-        self.smem = np.zeros(max(self.nctas * self.smem_stride, 16), np.uint8)
+        self.smem = np.full(max(self.nctas * self.smem_stride, 16), launch.shared_fill, np.uint8)
         self.smem_base = (self.slot * self.smem_stride).astype(np.uint64)
         self.local_size = prog.local_bytes
         self.lmem = np.zeros(max(n * prog.local_bytes, 16), np.uint8)

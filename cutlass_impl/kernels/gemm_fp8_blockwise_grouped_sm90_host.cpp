@@ -1,10 +1,11 @@
 // Host shim of the grouped (pointer-array) FP8 blockwise GEMM: as gemm_bf16_grouped_sm90_host.cpp, plus per group
-// a pointer to its SFA (M-major: the caller's scales transposed, ldSFA floats between k blocks, so a group's SFA
-// starts at its first row) and SFB (K-major, w_scale[e]) and their CUTLASS layouts, whose arrays' bytes follow the
-// stride arrays in arrays.bin.
+// a pointer to its SFA (K-major: the contract's a_scale at the group's first row) and SFB (K-major, w_scale[e]) and
+// their CUTLASS layouts (tile_atom_to_shape_SF{A,B} of the group's shape: what the kernel rebuilds on the device
+// anyway, gemm_fp8_blockwise_grouped_sm90.h), whose arrays' bytes follow the stride arrays in arrays.bin. It prints
+// the first group's scale index steps (SFA m, k block; SFB n block, k block) for the caller to check.
 //   usage: gemm_fp8_blockwise_grouped_sm90_host G addrShapes addrPtrA addrStrideA addrPtrB addrStrideB addrPtrC
 //          addrStrideC addrPtrD addrStrideD addrWorkspace workspaceBytes params.bin arrays.bin addrPtrSFA
-//          addrLayoutSFA addrPtrSFB addrLayoutSFB ldSFA M0 N0 K0 [M1 N1 K1 ...]
+//          addrLayoutSFA addrPtrSFB addrLayoutSFB M0 N0 K0 [M1 N1 K1 ...]
 #include "host_prelude.h"
 #include <cstdint>
 #include <cstdio>
@@ -37,11 +38,10 @@ template <class T> static void put(FILE* f, std::vector<T> const& v) { std::fwri
 
 int main(int argc, char** argv) {
   using namespace ptxmoe_cutlass;
-  constexpr int S = 20;  // argv index of the first shape value
+  constexpr int S = 19;  // argv index of the first shape value
   if (argc < S + 3) { std::fprintf(stderr, "usage: see the head of %s\n", __FILE__); return 2; }
   int G = std::atoi(argv[1]);
   if (argc != S + 3 * G) { std::fprintf(stderr, "expected %d shape values\n", 3 * G); return 2; }
-  int ldSFA = int(std::strtol(argv[19], nullptr, 0));
   auto addr = [&](int i) { return reinterpret_cast<void*>(std::strtoull(argv[i], nullptr, 0)); };
   using Shape3 = typename ProblemShape::UnderlyingProblemShape;
   using SA = typename GemmKernel::InternalStrideA; using SB = typename GemmKernel::InternalStrideB;
@@ -50,11 +50,7 @@ int main(int argc, char** argv) {
   std::vector<LayoutSFA> lSFA; std::vector<LayoutSFB> lSFB;
   for (int g = 0; g < G; ++g) {
     int M = std::atoi(argv[S + 3 * g]), N = std::atoi(argv[S + 1 + 3 * g]), K = std::atoi(argv[S + 2 + 3 * g]);
-    if (ldSFA < M) { std::fprintf(stderr, "ldSFA %d < M %d\n", ldSFA, M); return 2; }
-    // CUTLASS's own SFA layout for M x K, with ldSFA in place of M as the k-block step (gemm_fp8_blockwise_sm90_host)
-    auto sfa_atom = ScaleConfig::tile_atom_to_shape_SFA(make_shape(M, N, K, 1));
-    lSFA.push_back(make_layout(shape(sfa_atom), make_stride(make_stride(_0{}, _1{}), make_stride(_0{}, ldSFA),
-                                                            ldSFA * ((K + 127) / 128))));
+    lSFA.push_back(ScaleConfig::tile_atom_to_shape_SFA(make_shape(M, N, K, 1)));
     lSFB.push_back(ScaleConfig::tile_atom_to_shape_SFB(make_shape(M, N, K, 1)));
     shapes.push_back({M, N, K});
     sA.push_back(cutlass::make_cute_packed_stride(SA{}, {M, K, 1}));
@@ -87,6 +83,12 @@ int main(int argc, char** argv) {
               "sf %zu %zu\n", sizeof(params), grid.x, grid.y, grid.z, block.x, block.y, block.z,
               int(GemmKernel::SharedStorageSize), need, sizeof(SA), sizeof(SB), sizeof(SC), sizeof(SD), sizeof(Shape3),
               sizeof(LayoutSFA), sizeof(LayoutSFB));
+  // the scale index steps of the first group: SFA (m, k block), SFB (n block, k block), as the kernel indexes them
+  if (G > 0) {
+    auto const& la = lSFA[0]; auto const& lb = lSFB[0];
+    std::printf("scale steps %d %d %d %d\n", int(la(1, 0, 0) - la(0, 0, 0)), int(la(0, 128, 0) - la(0, 0, 0)),
+                int(lb(128, 0, 0) - lb(0, 0, 0)), int(lb(0, 128, 0) - lb(0, 0, 0)));
+  }
   FILE* f = std::fopen(argv[13], "wb");
   if (!f || std::fwrite(&params, sizeof(params), 1, f) != 1) { std::perror(argv[13]); return 4; }
   std::fclose(f);

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from contract.device import DeviceArray, LaunchArg, LaunchRecord, WorkItems
+from contract.device import LAUNCH_MARKS, DeviceArray, LaunchArg, LaunchRecord, WorkItems
 from harness.backends.kinds import BackendKind, backend_kind
 
 if TYPE_CHECKING:
@@ -25,10 +25,12 @@ __all__ = ["Backend", "DeviceArray", "LaunchArg", "LaunchRecord", "WorkItems", "
 
 
 def flatten_work_items(params: Sequence[LaunchArg]) -> list:
-    """Launch parameters with each WorkItems as its two u32 parameters for the whole work, (0, count)."""
+    """Launch parameters with each WorkItems as its two u32 parameters for the whole work, (0, count), and without
+    the marks that are not kernel parameters (contract.device.LAUNCH_MARKS: the whole launch runs)."""
     out: list = []
     for p in params:
-        out.extend(p.params() if isinstance(p, WorkItems) else (p,))
+        if not isinstance(p, LAUNCH_MARKS):
+            out.extend(p.params() if isinstance(p, WorkItems) else (p,))
     return out
 
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from contract.device import GridMeaning, LiveRows, StructArg, TensorMapArg, grid_meaning
+from contract.device import LAUNCH_MARKS, GridMeaning, GroupSubsets, LiveRows, StructArg, TensorMapArg, grid_meaning
 from harness.backends import numba_abi
 from harness.backends.base import Backend, DeviceArray, LaunchArg, LaunchRecord, WorkItems, flatten_work_items
 from harness.errors import InputError, PtxmoeError, UnknownNameError
@@ -37,6 +37,8 @@ RESET_COLLECT_BYTES = 64 << 20  # a dropped simulated heap this big is collected
 # launch (PTXSIM_BUDGET, 5e8), and a dsv3-prefill GEMM CTA (BM=64, K=7168) on the Numba path runs ~1.5e6, so the 1152
 # CTAs of six sampled waves legitimately exceed it. The wall-clock limit (time_limit) still stops real runaways.
 SAMPLED_BUDGET_PER_CTA = 4_000_000
+# L2-model waves between a sampled grouped launch's phases (_group_phases): wide enough that none reads another's data
+PHASE_GAP = 64
 
 
 def default_time_limit() -> float:
@@ -200,6 +202,7 @@ class SimBackend(Backend):
         self.time_limit = default_time_limit() if time_limit is None else float(time_limit)
         self.wave_ctas = wave_ctas  # None: the model device's wave (wave_shape); an int overrides it
         self.sample = sample  # a harness.sampling.SamplePolicy choosing per launch (None: sample_ctas decides)
+        self._family_simulated: dict[str, dict[int, LaunchRecord]] = {}  # family -> {member: its record} this call
 
     # memory ---------------------------------------------------------------------------------------------------
     # NOTE: DeviceArray.handle is the ptxsim DeviceBuffer (what Device.copy_in/copy_out/free and launch args take).
@@ -424,6 +427,15 @@ class SimBackend(Backend):
         (0, count), or, when the sample policy picks item windows for the launch (SamplePolicy.work_windows), the
         launch runs as ptxsim phases, one window each, its counters extrapolated to every item."""
         tag = tag or entry
+        marks = [p for p in params if isinstance(p, LAUNCH_MARKS)]
+        if marks:
+            if len(marks) > 1:
+                raise InputError(f"{tag}: {len(marks)} launch marks (FamilyShare, GroupSubsets); a launch has one")
+            params = [p for p in params if not isinstance(p, LAUNCH_MARKS)]
+            if self.sample_ctas is None:
+                marked = self._marked_launch(marks[0], ptx, entry, grid, block, params, shared_bytes, tag)
+                if marked is not None:
+                    return marked
         items = [p for p in params if isinstance(p, WorkItems)]
         if len(items) > 1:
             raise InputError(f"{tag}: {len(items)} WorkItems parameters; a persistent kernel has one item range")
@@ -460,6 +472,100 @@ class SimBackend(Backend):
                             phase_grids=tuple(grids), represents=ran / items[0].count, items=ran,
                             phase_weights=(*weights, setup_weight))
         return self._launch(ptx, entry, grid, block, None, shared_bytes, "ptx", tag, phased=phased)
+
+    def _marked_launch(self, mark, ptx: str, entry: str, grid, block, params, shared_bytes: int, tag: str
+                       ) -> LaunchRecord | None:
+        """A family member's or a grouped launch's record under the sample policy (harness.family_sampling); None
+        when it runs whole."""
+        from harness.family_sampling import min_work, refuse_too_much, shape_strata, simulated_fraction
+
+        grouped = isinstance(mark, GroupSubsets)
+        work = mark.tiles if grouped else mark.ctas
+        strata = shape_strata(mark.shapes, work, min_work(self.sample), "last" if grouped else "first")
+        if not strata:
+            return None
+        refuse_too_much(strata, work, grouped, tag)
+        if grouped:
+            return self._group_phases(mark, strata, ptx, entry, grid, block, shared_bytes, tag)
+        fraction = simulated_fraction(strata, work)
+        stratum = next(s for s in strata if mark.index in s.members)
+        simulated = self._family_simulated.setdefault(mark.family, {})
+        if mark.index == min(s.simulated for s in strata):
+            simulated.clear()  # a new call of the family: its first simulated member comes first
+        marks = {"family_members": len(mark.shapes), "family_simulated": len(strata),
+                 "charged_as_member": stratum.simulated}
+        if mark.index == stratum.simulated:
+            record = self.launch_ptx(ptx, entry, grid, block, params, shared_bytes, tag)
+            record = replace(record, stats=replace(record.stats, sample_fraction=fraction,
+                                                   waves={**record.stats.waves, **marks}))
+            self.records[-1] = simulated[stratum.simulated] = record
+            return record
+        model = simulated.get(stratum.simulated)
+        if model is None:
+            raise InputError(f"{tag}: member {mark.index} of family {mark.family!r} was launched before member "
+                             f"{stratum.simulated}, the one simulated for its shape {stratum.shape}; members are "
+                             f"launched in index order (contract.device.FamilyShare)")
+        self.sources[tag] = (ptx, entry)
+        stats = replace(model.stats, sample_fraction=fraction, sanitizer_reports=[], wall_seconds=0.0,
+                        waves={**model.stats.waves, **marks})
+        record = LaunchRecord(tag, "ptx", dim3(grid, "grid"), dim3(block, "block"), int(shared_bytes), 0.0, stats)
+        self.records.append(record)
+        return record
+
+    def _group_phases(self, mark, strata, ptx: str, entry: str, grid, block, shared_bytes: int, tag: str
+                      ) -> LaunchRecord:
+        """A grouped launch as ptxsim phases (harness.family_sampling): per stratum, its simulated group alone on a
+        grid of its tiles (P1: a CTA a tile), weighted by the stratum's groups; then the setups: the launch's CTAs
+        set up once each for many tiles, a P1 phase once a tile. Where the launch has more tiles than CTAs, the
+        stratum with the most tiles also runs two of its groups on the same grid (P2: two tiles a CTA, in two groups,
+        as the launch's CTAs go from group to group), and the setup S = (2 P1 - P2) / CTAs is taken back for every
+        tile past the grid's CTAs; where it has fewer, a phase of no groups on one CTA (it sets up and exits) counts
+        the CTAs left idle."""
+        g, b = dim3(grid, "grid"), dim3(block, "block")
+        kernel = self._kernel(ptx, entry)
+        launch_ctas = g[0] * g[1] * g[2]
+        runs: list[tuple[tuple[int, ...], int, float]] = []  # (groups, grid CTAs, weight)
+        for stratum in strata:
+            runs.append(((stratum.simulated,), int(mark.tiles[stratum.simulated]), stratum.weight))
+        excess = sum(s.weight * int(mark.tiles[s.simulated]) for s in strata) - launch_ctas
+        pairs = [s for s in strata if len(s.members) > 1]
+        if excess > 0 and pairs:
+            main = max(pairs, key=lambda s: s.weight * int(mark.tiles[s.simulated]))
+            # the two groups before P1's (its stratum's last), so that no phase reads what another left in the L2 or
+            # L1 and each phase's CTAs walk the groups about as far (the scheduler's loads are per CTA, like setup)
+            pair = tuple(main.members[-3:-1]) if len(main.members) >= 3 else tuple(main.members[-2:])
+            ctas = int(mark.tiles[main.simulated])
+            if any(int(mark.tiles[m]) != ctas for m in pair):
+                raise InputError(f"{tag}: GroupSubsets groups {pair} of shape {main.shape} have tiles "
+                                 f"{[int(mark.tiles[m]) for m in pair]}; groups of one shape have the same tiles")
+            at = strata.index(main)
+            runs[at] = (runs[at][0], ctas, runs[at][2] - 2 * excess / ctas)
+            runs.append((pair, ctas, excess / ctas))
+        elif excess < 0:
+            runs.append(((), phase_grid(g, 1, kernel)[0], -excess))
+        phases, grids = [], []
+        for groups, ctas, _ in runs:
+            sub_grid, sub_params = mark.subset(groups)
+            sub = dim3(sub_grid, "grid")
+            if sub[1] * sub[2] != 1 or sub[0] > launch_ctas or any(isinstance(p, LAUNCH_MARKS) for p in sub_params):
+                raise InputError(f"{tag}: GroupSubsets.subset({groups}) gave grid {sub} and {len(sub_params)} "
+                                 f"parameters; expected a 1-D grid within the launch's {g} and no launch marks")
+            phases.append(tuple(ptx_params(flatten_work_items(sub_params))))
+            grids.append((min(ctas, sub[0]) if groups else ctas, 1, 1))
+        # NOTE: phases weighted, the setup phase's weight may be negative; the launch's setups are then exact where
+        # a CTA's work is its setup plus its tiles' (docs/cutlass.md measures it). Phases are far apart as L2 waves,
+        # so no phase reads what another left in the L2
+        ran = {m for groups, _, _ in runs for m in groups}
+        fraction = sum(int(mark.tiles[m]) for m in ran) / sum(int(t) for t in mark.tiles)  # every group that ran
+        plan = LaunchPlan(phases=tuple(phases), phase_waves=tuple(PHASE_GAP * i for i in range(len(phases))),
+                          phase_grids=tuple(grids), phase_weights=tuple(w for _, _, w in runs), represents=fraction,
+                          items=sum(q[0] for q in grids))
+        record = self._launch(ptx, entry, g, b, None, shared_bytes, "ptx", tag, phased=plan)
+        record = replace(record, stats=replace(record.stats, waves={**record.stats.waves,
+                                                                    "groups": len(mark.shapes),
+                                                                    "groups_simulated": len(ran)}))
+        self.records[-1] = record
+        return record
 
     def launch_numba(self, pyfunc, signature, grid, block, args: Sequence[LaunchArg], shared_bytes: int = 0,
                      tag: str = "") -> LaunchRecord:

@@ -51,14 +51,25 @@ class WgmmaQueue:
             st.wgmma = WgmmaQueue(st)
         return st.wgmma
 
-    def current(self, st, idx: int, la: np.ndarray) -> np.ndarray:
-        """Accumulator register idx of lanes la as the async pipeline sees it (the newest pending value)."""
-        v = st.regs[idx][la].astype(np.uint32)
+    def current(self, st, idxs: list[int], la: np.ndarray) -> np.ndarray:
+        """Accumulator registers idxs [len(idxs), len(la)] of lanes la as the async pipeline sees them (the newest
+        pending value). NOTE: one lane lookup per pending record for all the registers (a record's lanes are sorted
+        and unique): looking lanes up per register was half of a CUTLASS GEMM's simulation time."""
+        if self.pending:  # the newest record on exactly these lanes and registers (a k loop's chain) is the value
+            rec = self.pending[-1]
+            if len(rec["la"]) == len(la) and all(i in rec["pos"] for i in idxs) and np.array_equal(rec["la"], la):
+                return rec["values"][[rec["pos"][i] for i in idxs]]
+        v = np.stack([st.regs[i][la] for i in idxs]).astype(np.uint32)
         for rec in self.pending:
-            if idx in rec["pos"]:
-                hit = np.isin(la, rec["la"])
-                if hit.any():
-                    v[hit] = rec["values"][rec["pos"][idx], np.searchsorted(rec["la"], la[hit])]
+            where = [(j, rec["pos"][i]) for j, i in enumerate(idxs) if i in rec["pos"]]
+            if not where:
+                continue
+            at = np.minimum(np.searchsorted(rec["la"], la), len(rec["la"]) - 1)
+            hit = rec["la"][at] == la
+            if hit.any():
+                rows, cols = np.array([j for j, _ in where]), np.flatnonzero(hit)
+                v[rows[:, None], cols[None, :]] = rec["values"][np.array([i for _, i in where])[:, None],
+                                                                at[hit][None, :]]
         return v
 
 
@@ -107,25 +118,36 @@ def _descriptor_matrix(st, ins, la2, desc: np.ndarray, rows: int, kind: str, mn_
         raise unsupported(ins, f"matrix-descriptor base offset {int(base_off.max())} (ptxsim reads base offset 0: "
                                "swizzled matrices starting on a pattern boundary)")
     out = np.zeros((len(la2), rows, K_BYTES // esize))
-    for g in range(len(la2)):
-        span = SWIZZLE_OF_DESC[int(mode[g])]
-        if span and (int(start[g]) >> 7) & (span // 16 - 1):
-            _misaligned_start(st, ins, int(la2[g, 0]), int(start[g]), span, kind)
-        off = start[g] + _offsets(rows, esize, span, int(lbo[g]), int(sbo[g]), mn_major)
-        off = tensormap.swizzle_offsets(off, span)
-        lead = la2[g, :1]
-        access.check(st, ins, "shared", np.array([int(off.min()), int(off.max())], np.uint64), np.repeat(lead, 2),
-                     esize, "wgmma matrix-descriptor operand")
-        _sanitize_reads(st, ins, off, int(lead[0]), esize)
-        if st.rules is not None:
-            words = np.unique((int(st.smem_base[lead[0]]) + off.reshape(-1)) >> 2)
-            st.rules.async_read(st, ins, words, la2[g], "wgmma.mma_async (matrix descriptor)")
-        phys = int(st.smem_base[lead[0]]) + off
+    spans = np.array([SWIZZLE_OF_DESC[int(m)] for m in mode], np.int64)
+    bad = np.flatnonzero((spans > 0) & (((start >> 7) & np.maximum(spans // 16 - 1, 0)) != 0))
+    if bad.size:
+        g = int(bad[0])
+        _misaligned_start(st, ins, int(la2[g, 0]), int(start[g]), int(spans[g]), kind)
+    # NOTE: warpgroups whose descriptors share a layout (span, LBO, SBO: all of them, in a GEMM) are read together:
+    # one warpgroup at a time was a fifth of a CUTLASS GEMM's simulation time
+    layouts = np.stack([spans, lbo, sbo], axis=1)
+    for key in np.unique(layouts, axis=0):
+        gs = np.flatnonzero((layouts == key).all(axis=1))
+        span = int(key[0])
+        off = tensormap.swizzle_offsets(start[gs][:, None, None] + _offsets(rows, esize, span, int(key[1]),
+                                                                            int(key[2]), mn_major), span)
+        leads = la2[gs, 0]
+        lo, hi = off.reshape(len(gs), -1).min(axis=1), off.reshape(len(gs), -1).max(axis=1)
+        access.check(st, ins, "shared", np.stack([lo, hi], axis=1).reshape(-1).astype(np.uint64),
+                     np.repeat(leads, 2), esize, "wgmma matrix-descriptor operand")
+        phys = st.smem_base[leads].astype(np.int64)[:, None, None] + off
+        for n, g in enumerate(gs):  # what the sanitizers and the async rules see, per warpgroup (off when unused)
+            _sanitize_reads(st, ins, off[n], int(leads[n]), esize)
+            if st.rules is not None:
+                words = np.unique(phys[n].reshape(-1) >> 2)
+                st.rules.async_read(st, ins, words, la2[g], "wgmma.mma_async (matrix descriptor)")
         raw = st.smem[phys[..., None] + np.arange(esize)]
         if reads is not None:
-            reads.append((int(lead[0]), (phys[..., None] + np.arange(esize)).reshape(-1), raw.reshape(-1).copy()))
+            for n in range(len(gs)):
+                reads.append((int(leads[n]), (phys[n][..., None] + np.arange(esize)).reshape(-1),
+                              raw[n].reshape(-1).copy()))
         bits = raw[..., 0].astype(np.uint16) | (raw[..., 1].astype(np.uint16) << 8) if esize == 2 else raw[..., 0]
-        out[g] = (nm.half_bits_to_f32(bits, kind) if esize == 2 else nm.fp8_bits_to_f32(bits, kind))
+        out[gs] = (nm.half_bits_to_f32(bits, kind) if esize == 2 else nm.fp8_bits_to_f32(bits, kind))
     return out
 
 
@@ -145,8 +167,10 @@ def _sanitize_reads(st, ins, off: np.ndarray, lane: int, esize: int) -> None:
     """Show the sanitizers (not the memory counters: the async proxy's reads are no LSU traffic) the shared bytes a
     descriptor operand reads, as 4-byte words read by the warpgroup's first warp: racecheck then reports operands
     whose cp.async.bulk has not completed, or written by another warp with no barrier between."""
-    words = np.unique(off.reshape(-1) & ~np.int64(3)).astype(np.uint64)
     sans = [h for h in st.hooks if getattr(h, "tool", "")]
+    if not sans:  # NOTE: no sanitizer: the unique words were a tenth of a CUTLASS GEMM's simulation time
+        return
+    words = np.unique(off.reshape(-1) & ~np.int64(3)).astype(np.uint64)
     for h in sans:
         h.on_access(st, ins, "shared", words, np.full(words.size, lane), 4, False)
 
@@ -209,17 +233,25 @@ def mma_async(st, ins, lanes):
     flat = la2.reshape(-1)
     dregs = [o.idx for o in ins.ops[0].items]
     rows, cols = a.d_rows, a.d_cols  # [128, n/2]: element of D each (thread, register) holds
-    vals = np.moveaxis(D[:, rows, cols], 2, 0)  # [n/2, G, 128]
+    # NOTE: gathered straight into [n/2, G, 128], contiguous (a moved axis made every later reshape a copy)
+    vals = D[np.arange(len(la2))[None, :, None], rows.T[:, None, :], cols.T[:, None, :]]  # [n/2, G, 128]
     if scale_d.any():
-        cur = np.stack([q.current(st, i, flat) for i in dregs]).reshape(len(dregs), len(la2), WG)
+        cur = q.current(st, dregs, flat).reshape(len(dregs), len(la2), WG)
         # NOTE: scale-d = 0 ignores D (D = A*B), it does not multiply it by 0: NaN / Inf in an uninitialised
         # accumulator must not reach the result
         c = _unpack_acc(cur, a.f16_acc)
         with np.errstate(invalid="ignore", over="ignore"):
-            vals = np.where(scale_d[None, :, None], vals + c, vals)
+            if scale_d.all():  # a k loop's chained accumulation: in place (the gather above made vals a copy)
+                vals += c
+            else:
+                vals = np.where(scale_d[None, :, None], vals + c, vals)
     res = _pack_acc(vals, a.f16_acc).reshape(len(dregs), -1)
-    order = np.argsort(flat)
-    q.pending.append({"la": flat[order], "pos": {r: i for i, r in enumerate(dregs)}, "values": res[:, order],
+    if len(flat) < 2 or bool((flat[1:] > flat[:-1]).all()):  # lanes already ascending (warpgroups in lane order)
+        sorted_la, values = flat, res
+    else:
+        order = np.argsort(flat)
+        sorted_la, values = flat[order], res[:, order]
+    q.pending.append({"la": sorted_la, "pos": {r: i for i, r in enumerate(dregs)}, "values": values,
                       "group": np.full(len(flat), -1, np.int64), "pc": ins.pc, "line": ins.line, "reads": reads,
                       "nan": np.uint32(0x7E007E00 if a.f16_acc else 0x7FC00000)})
     if st.reg_watch is not None:
@@ -248,11 +280,13 @@ def wait_group(st, ins, lanes):
     for rec in q.pending:
         done = np.isin(rec["la"], la) & (rec["group"] >= 0) & (rec["group"] < q.committed[rec["la"]] - keep_n)
         if done.any():
-            sel = rec["la"][done]
+            every = bool(done.all())
+            sel = rec["la"] if every else rec["la"][done]
             if rec["reads"]:
                 _reread(st, ins, rec, sel, done)
+            values = rec["values"] if every else rec["values"][:, done]  # one gather, not one a register
             for r, i in rec["pos"].items():
-                st.regs[r][sel] = rec["values"][i, done]
+                st.regs[r][sel] = values[i]
         if not done.all():
             keep = ~done
             left.append(dict(rec, la=rec["la"][keep], values=rec["values"][:, keep], group=rec["group"][keep]))

@@ -116,3 +116,37 @@ def run_grouped_gemm_bf16(backend, a_list, b_list, transform=None, **launch_opti
         backend.device.copy_in(buf.handle, np.frombuffer(raw, np.uint8))
     stats = _launch(backend, GROUPED_NAME, gp.host, **launch_options)
     return [backend.to_host(d) for d in dd], stats
+
+
+GROUPED_FP8_NAME = "gemm_fp8_blockwise_grouped_sm90"
+
+
+def run_grouped_gemm_fp8(backend, a_list, b_list, sfa_list, sfb_list, **launch_options):
+    """D_g (bf16, M_g x N) of e4m3 a_g (M_g x K) and b_g (N x K) with K-major scales sfa_g (f32 M_g x K/128) and
+    sfb_g (f32 N/128 x K/128), every group in ONE launch of CUTLASS's grouped FP8 blockwise kernel on a SimBackend
+    (each group's tensors in buffers of their own: the kernel reads only the pointers); returns ([D_g], stats)."""
+    import ml_dtypes
+
+    from cutlass_impl.params import grouped_host_params
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    g = len(a_list)
+    shapes = tuple((int(a.shape[0]), int(b.shape[0]), int(a.shape[1])) for a, b in zip(a_list, b_list, strict=True))
+    da = [backend.to_device(np.ascontiguousarray(a)) for a in a_list]
+    db = [backend.to_device(np.ascontiguousarray(b)) for b in b_list]
+    dd = [backend.empty((m, n), bf16, fill_byte=0xFF) for m, n, _ in shapes]
+    dsa = [backend.to_device(np.ascontiguousarray(s, np.float32)) for s in sfa_list]
+    dsb = [backend.to_device(np.ascontiguousarray(s, np.float32)) for s in sfb_list]
+    ptrs = [backend.to_device(np.array([x.addr for x in xs], np.uint64)) for xs in (da, db, dd, dd, dsa, dsb)]
+    probe = grouped_host_params(GROUPED_FP8_NAME, shapes, (0,) * 9, 0, WORKSPACE_BYTES, (0,) * 4)
+    shapes_buf, *strides = (backend.to_device(np.frombuffer(raw, np.uint8)) for raw in (probe.shapes, *probe.strides))
+    layouts = [backend.to_device(np.frombuffer(raw, np.uint8)) for raw in probe.scale_layouts]
+    work = backend.to_device(np.zeros(WORKSPACE_BYTES, np.uint8))
+    addrs = (shapes_buf.addr, ptrs[0].addr, strides[0].addr, ptrs[1].addr, strides[1].addr, ptrs[2].addr,
+             strides[2].addr, ptrs[3].addr, strides[3].addr)
+    gp = grouped_host_params(GROUPED_FP8_NAME, shapes, addrs, work.addr, WORKSPACE_BYTES,
+                             (ptrs[4].addr, layouts[0].addr, ptrs[5].addr, layouts[1].addr))
+    if g and "scale steps" not in gp.host.extra:
+        raise InputError(f"CUTLASS {GROUPED_FP8_NAME}: the shim printed no scale steps")
+    stats = _launch(backend, GROUPED_FP8_NAME, gp.host, **launch_options)
+    return [backend.to_host(d) for d in dd], stats

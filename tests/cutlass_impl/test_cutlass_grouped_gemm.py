@@ -1,7 +1,7 @@
 """cutlass as a contract implementation (issue 28 items 1-4): grouped_gemm and grouped_gemm_fp8 through CUTLASS's sm90
-kernels (bf16: CUTLASS's grouped pointer-array kernel, one launch; FP8 and the swept candidates: one launch per expert
-run), each configuration's committed PTX current and free of checkout paths, kernels.md's
-check on ptxsim at tiny under every sanitizer, and the check failing when an expert run is left out."""
+kernels (CUTLASS's grouped pointer-array kernels, one launch; the swept candidates: one launch per expert run), each
+configuration's committed PTX current and free of checkout paths, kernels.md's check on ptxsim at tiny under every
+sanitizer, and the check failing when an expert run is left out."""
 from __future__ import annotations
 
 import importlib.util
@@ -35,6 +35,9 @@ def test_each_configuration_has_current_ptx_without_checkout_paths(name):
     grouped = "PtrArray" if config.family.endswith("_grouped") else ""
     assert f"Kernel{grouped}TmaWarpSpecialized{schedule}" in entry
     assert f"ILi{config.tile_m}EEENS" in entry or f"Li{config.tile_m}E" in entry  # the tile is in the type
+    # a cluster is compiled into the entry (.reqnctapercluster, which cuLaunchKernel and ptxsim honour)
+    cluster = re.findall(r"^\.reqnctapercluster (\d+), (\d+), (\d+)", ptx, re.M)
+    assert cluster == ([] if config.cluster_ctas == 1 else [(str(config.cluster_m), str(config.cluster_n), "1")])
 
 
 def test_expert_runs_follow_block_expert_up_to_total_padded():
@@ -44,9 +47,10 @@ def test_expert_runs_follow_block_expert_up_to_total_padded():
     assert cg.expert_runs(be, 0, 16) == []
 
 
-def test_a_shape_without_a_committed_choice_gets_the_family_default_and_bad_configs_are_named():
-    assert cg.config_for("grouped_gemm", "1x2x3/BM4") == "gemm_bf16_sm90"
-    assert cg.config_for("grouped_gemm_fp8", "1x2x3/BM4") == "gemm_fp8_blockwise_sm90"
+def test_a_shape_without_a_committed_choice_gets_the_grouped_default_and_bad_configs_are_named():
+    assert cg.config_for("grouped_gemm", "1x2x3/BM4") == "gemm_bf16_grouped_sm90"
+    assert cg.config_for("grouped_gemm_fp8", "1x2x3/BM4") == "gemm_fp8_blockwise_grouped_sm90"
+    assert cg.config_for("grouped_gemm_fp8", "1x2x3/BM4", "gemm_fp8_blockwise_sm90") == "gemm_fp8_blockwise_sm90"
     with pytest.raises(InputError, match="config='gemm_bf16_sm90'"):
         cg.config_for("grouped_gemm_fp8", "1x2x3/BM4", "gemm_bf16_sm90")
 
@@ -54,7 +58,7 @@ def test_a_shape_without_a_committed_choice_gets_the_family_default_and_bad_conf
 def test_committed_choices_name_compiled_candidates_of_the_right_family():
     for kernel, table in cg.choices().items():
         for key, name in table.items():
-            assert re.fullmatch(r"\d+x\d+x\d+/BM\d+", key) and name in build.candidates(cg.FAMILY[kernel])
+            assert re.fullmatch(r"\d+x\d+x\d+/BM\d+", key) and name in cg.candidates_of(kernel)
 
 
 def _check(kernel, preset, variant, skew="imbalanced", **params):
@@ -71,27 +75,32 @@ def _check(kernel, preset, variant, skew="imbalanced", **params):
 @pytest.mark.sim
 @pytest.mark.parametrize("kernel", ["grouped_gemm", "grouped_gemm_fp8"])
 def test_matches_the_reference_on_ptxsim_sanitizer_clean(kernel):
-    result, backend = _check(kernel, "tiny", "up")
+    result, backend = _check(kernel, "tiny", "up", config=cg.GROUPED[kernel])
     assert result.ok, result.message
-    assert backend.sanitizer_findings() == []
-    if kernel in cg.GROUPED:  # CUTLASS's grouped kernel: one launch for every expert run
-        assert [r.name for r in backend.records] == [
-            "grouped_gemm[256x256] cutlass grouped cooperative 128x128x64 (16 groups, one launch)"]
-    else:  # the per-expert fallback: one launch per run
-        assert len(backend.records) > 1 and all("cutlass" in r.name for r in backend.records)
+    tile = "128x128x64" if kernel == "grouped_gemm" else "128x128x128"
+    assert [r.name for r in backend.records] == [  # CUTLASS's grouped kernel: one launch for every expert run
+        f"{kernel}[256x256] cutlass grouped cooperative {tile} (given), 16 groups in one launch"]
+    findings = backend.sanitizer_findings()
+    if kernel == "grouped_gemm":
+        assert findings == []
+    else:  # every run is a partial 128-row tile: CUTLASS's consumers read the scale words of rows past the group's
+        # M, which its predicated cp.async never wrote (benign: test_cutlass_grouped_fp8_on_ptxsim.py); nothing else
+        assert findings and _scale_word_reads_only(findings), findings[:2]
 
 
 @needs_host
 @pytest.mark.sim
 @pytest.mark.long
 @pytest.mark.parametrize("variant", ["up", "down"])
-def test_the_grouped_kernel_matches_at_small_too(variant):
-    """small: 32 expert runs in one launch of the 132-CTA persistent grid (about 40 s and 20 s; long tier; passed
-    when added)."""
-    result, backend = _check("grouped_gemm", "small", variant)
+@pytest.mark.parametrize("kernel", ["grouped_gemm", "grouped_gemm_fp8"])
+def test_the_grouped_kernel_matches_at_small_too(variant, kernel):
+    """small: 32 expert runs in one launch of the committed choice's persistent grid (about a minute each; long
+    tier; passed when added). FP8: only initcheck's reads of the unwritten scale words of partial tiles (above)."""
+    result, backend = _check(kernel, "small", variant)
     assert result.ok, result.message
-    assert backend.sanitizer_findings() == []
-    assert len(backend.records) == 1 and "(32 groups, one launch)" in backend.records[0].name
+    findings = backend.sanitizer_findings()
+    assert _scale_word_reads_only(findings) if kernel == "grouped_gemm_fp8" else findings == [], findings[:2]
+    assert len(backend.records) == 1 and "(swept), 32 groups in one launch" in backend.records[0].name
 
 
 @needs_host
@@ -100,7 +109,9 @@ def test_leaving_out_an_expert_run_fails_the_check(monkeypatch):
     """The poisoned rows of a run nobody computes fail kernels.md's check: every routed element must be written."""
     real = cg.expert_runs
     monkeypatch.setattr(cg, "expert_runs", lambda *a: real(*a)[:-1])
-    result, _ = _check("grouped_gemm", "tiny", "down")  # the grouped kernel, one group fewer
+    result, _ = _check("grouped_gemm", "tiny", "down", config=cg.GROUPED["grouped_gemm"])  # one group fewer
+    assert not result.ok
+    result, _ = _check("grouped_gemm_fp8", "tiny", "down", config=cg.GROUPED["grouped_gemm_fp8"])
     assert not result.ok
     result, _ = _check("grouped_gemm", "tiny", "down", config="gemm_bf16_sm90")  # the per-expert launches
     assert not result.ok
@@ -116,7 +127,7 @@ def test_the_grouped_kernel_without_its_tensormap_acquires_is_an_asynccheck_find
     cut = re.sub(r"^\s*fence\.proxy\.tensormap::generic\.acquire\.gpu \[%rd\d+\], 128;\n", "", real, flags=re.M)
     assert cut.count("\n") == real.count("\n") - 4  # the four acquires (mainloop A, B; epilogue C, D)
     monkeypatch.setattr(build, "load_ptx", lambda n: cut if n == name else real)
-    result, backend = _check("grouped_gemm", "tiny", "down")
+    result, backend = _check("grouped_gemm", "tiny", "down", config=name)
     assert result.ok  # the data are right (the simulator's maps are coherent): only the ordering is missing
     findings = backend.sanitizer_findings()
     assert findings and all("tensormap proxy rule" in str(f) and "acquire" in str(f) for f in findings), findings
@@ -124,39 +135,55 @@ def test_the_grouped_kernel_without_its_tensormap_acquires_is_an_asynccheck_find
 
 CHOSEN = {name for table in cg.choices().values() for name in table.values()}
 OTHER_CANDIDATES = [pytest.param(n, marks=[] if n in CHOSEN else [pytest.mark.long])
-                    for n in build.CONFIGS if n not in ("gemm_bf16_sm90", "gemm_fp8_blockwise_sm90")
-                    and not build.CONFIGS[n].family.endswith("_grouped")]
+                    for n in build.CONFIGS
+                    if n not in ("gemm_bf16_sm90", "gemm_fp8_blockwise_sm90", *cg.GROUPED.values())]
+
+
+def _scale_word_reads_only(findings) -> bool:
+    """The grouped FP8 kernel's one kind of finding at partial tiles (test_cutlass_grouped_fp8_on_ptxsim.py)."""
+    return all(f["tool"] == "initcheck" and f["space"] == "shared" and f["instruction"].startswith("ld.shared.f32 ")
+               for f in findings)
 
 
 @needs_host
 @pytest.mark.sim
 @pytest.mark.parametrize("config", OTHER_CANDIDATES)
 def test_every_other_candidate_passes_too(config):
-    """The sweep may choose any candidate: each passes the check sanitizer-clean (tiny, down: the cheapest cell).
-    The ones no committed choice uses are in the long tier (PTXMOE_LONG_TESTS=1; all passed when added)."""
-    kernel = "grouped_gemm" if build.CONFIGS[config].family == "bf16" else "grouped_gemm_fp8"
+    """The sweep may choose any candidate: each passes the check sanitizer-clean (tiny, down: the cheapest cell;
+    the grouped FP8 ones but for the unwritten scale words of partial tiles, above). The ones no committed choice
+    uses are in the long tier (PTXMOE_LONG_TESTS=1; all passed when added)."""
+    kernel = "grouped_gemm" if build.CONFIGS[config].family.startswith("bf16") else "grouped_gemm_fp8"
     result, backend = _check(kernel, "tiny", "down", config=config)
     assert result.ok, result.message
-    assert backend.sanitizer_findings() == []
-    assert all(build.CONFIGS[config].label in r.name and "(given)" in r.name for r in backend.records)
+    findings = backend.sanitizer_findings()
+    assert _scale_word_reads_only(findings) if build.CONFIGS[config].family == "fp8_grouped" else findings == []
+    label = build.CONFIGS[config].label
+    assert all(f"cutlass {'grouped ' if cg.is_grouped(config) else ''}{label} (given)" in r.name
+               for r in backend.records), [r.name for r in backend.records]
+    assert len(backend.records) == 1 if cg.is_grouped(config) else len(backend.records) > 1
 
 
-def test_hours_of_whole_simulation_are_refused_where_the_sim_backend_samples():
-    """Per-expert launches are plain grids, which the sim backend runs whole: at DeepSeek-V3's sizes (256 experts,
-    N 4096, K 7168: about a million tile k-steps) the row is skipped with the reason, not simulated for hours; with
-    sampling off (the user asked for whole runs), or at small, it runs."""
+def test_hours_of_whole_simulation_are_refused_for_a_cluster_candidate_where_the_sim_backend_samples():
+    """A grouped candidate with a 1x2 cluster carries no GroupSubsets mark (its 2-D grid), so the sim backend would
+    run it whole: at DeepSeek-V3's sizes (256 groups, N 4096, K 7168: about a million tile k-steps) the row is
+    skipped with the reason, not simulated for hours; with sampling off (the user asked for whole runs), on a GPU,
+    or at small, it runs."""
     from types import SimpleNamespace
 
     from contract.errors import TooSlowToSimulate
+    from harness.sampling import parse_sample
 
+    cluster = "gemm_bf16_grouped_sm90_cluster_1x2"
     decode = [cg.Group(e, 16 * e, 16) for e in range(256)]
     sampled = SimpleNamespace(name="sim", sample=object())
-    with pytest.raises(TooSlowToSimulate, match=r"256 launches .* tile k-steps .*--sample off"):
-        cg._refuse_hours_on_sim("grouped_gemm", sampled, decode, 4096, 7168, "gemm_bf16_sm90")
-    cg._refuse_hours_on_sim("grouped_gemm", SimpleNamespace(name="sim", sample=None), decode, 4096, 7168,
-                            "gemm_bf16_sm90")
-    cg._refuse_hours_on_sim("grouped_gemm", SimpleNamespace(name="gpu"), decode, 4096, 7168, "gemm_bf16_sm90")
+    with pytest.raises(TooSlowToSimulate, match=r"grouped .*cluster 1x2.*256 groups.*tile k-steps.*--sample off"):
+        cg._refuse_hours_on_sim("grouped_gemm", sampled, decode, 4096, 7168, cluster)
+    cg._refuse_hours_on_sim("grouped_gemm", SimpleNamespace(name="sim", sample=None), decode, 4096, 7168, cluster)
+    off = SimpleNamespace(name="sim", sample=parse_sample("off"))  # what --sample off gives the backend
+    cg._refuse_hours_on_sim("grouped_gemm", off, decode, 4096, 7168, cluster)
+    auto = SimpleNamespace(name="sim", sample=parse_sample("auto"))
+    with pytest.raises(TooSlowToSimulate):
+        cg._refuse_hours_on_sim("grouped_gemm", auto, decode, 4096, 7168, cluster)
+    cg._refuse_hours_on_sim("grouped_gemm", SimpleNamespace(name="gpu"), decode, 4096, 7168, cluster)
     small = [cg.Group(e, 96 * e, 96) for e in range(32)]  # small's up GEMM: about 2,000 tile k-steps
-    cg._refuse_hours_on_sim("grouped_gemm", sampled, small, 512, 1024, "gemm_bf16_sm90")
-    with pytest.raises(TooSlowToSimulate, match=r"one launch of CUTLASS's grouped .*256 groups.*persistent grid"):
-        cg._refuse_hours_on_sim("grouped_gemm", sampled, decode, 4096, 7168, cg.GROUPED["grouped_gemm"])
+    cg._refuse_hours_on_sim("grouped_gemm", sampled, small, 512, 1024, cluster)

@@ -200,6 +200,23 @@ def test_initcheck_finds_unwritten_global_and_shared():
     assert s.sanitizer_reports and "shared" in s.sanitizer_reports[0].message
 
 
+def test_shared_fill_is_what_unwritten_shared_memory_reads_as():
+    """shared_fill: the byte each CTA's shared memory starts as (0 unless given; hardware leaves whatever was
+    there), so a run with 0xFF shows whether reads of unwritten shared memory reach a kernel's stores."""
+    src = TEMPLATE.replace(".visible", ".shared .align 4 .b32 s[64];\n.visible").replace(
+        "BODY", "mov.u32 %r3, s; mov.u32 %r5, %tid.x; shl.b32 %r4, %r5, 2; add.u32 %r3, %r3, %r4;\n"
+                "  st.shared.u32 [%r3], %r0;\n"
+                "  ld.shared.u32 %r1, [%r3+128]; mul.wide.u32 %rd15, %r0, 4; add.s64 %rd16, %rd1, %rd15;\n"
+                "  st.global.u32 [%rd16], %r1;")
+    k = ptxsim.load_ptx(src).kernel("k")
+    for fill, want in ((None, 0), (0xFF, 0xFFFFFFFF), (0x3C, 0x3C3C3C3C)):
+        out = np.full(64, 7, np.uint32)
+        ptxsim.launch(k, 2, 32, [out, out, out, out], **({} if fill is None else {"shared_fill": fill}))
+        assert (out == want).all(), (fill, out[::16])  # both CTAs: each its own shared memory
+    with pytest.raises(ptxsim.LaunchError, match="shared_fill must be a byte value 0..255, got 256"):
+        ptxsim.launch(k, 1, 32, [out, out, out, out], shared_fill=256)
+
+
 def test_mark_uninitialised_keeps_contents_but_initcheck_reports_reads(rng):
     dev = ptxsim.Device()
     poison = rng.integers(0, 2**32, 32, dtype=np.uint32)

@@ -36,7 +36,7 @@ def _run(fake_gpu, kernel: str, preset_name: str = "tiny"):
 
 
 @pytest.mark.parametrize("kernel", ["grouped_gemm", "grouped_gemm_fp8"])
-def test_one_struct_launch_per_expert_run_with_driver_encoded_maps(fake_gpu, kernel):
+def test_one_grouped_struct_launch_with_driver_encoded_maps(fake_gpu, kernel):
     from cutlass_impl.grouped_gemm import expert_runs
     from harness.backends.sim import struct_bytes
 
@@ -45,8 +45,8 @@ def test_one_struct_launch_per_expert_run_with_driver_encoded_maps(fake_gpu, ker
     assert fake_gpu.errors == []
     from cutlass_impl.grouped_gemm import GROUPED
 
-    # bf16: CUTLASS's grouped kernel, one launch for every run; FP8: one launch per run
-    assert len(runs) > 1 and len(records) == len(fake_gpu.launches) == (1 if kernel in GROUPED else len(runs))
+    # CUTLASS's grouped kernel, one launch for every run
+    assert kernel in GROUPED and len(runs) > 1 and len(records) == len(fake_gpu.launches) == 1
     for launch in fake_gpu.launches:
         (struct,) = launch["values"]
         assert isinstance(struct, ctypes.Structure)

@@ -48,31 +48,52 @@ PATH7 = KERNELS_DIR / f"{ENTRY7}.ptx"
 S_BYTES = TILE_M * 4  # one stage's token scales (fp32)
 KT_MAX = 256  # K groups a weight-scale area holds (Kd <= 32768)
 STAGES7 = (SMEM_LIMIT - ALIGN - 2 * 4 * KT_MAX) // (STAGE_BYTES + S_BYTES + 16)
+# Rung 8 (tma_store, on top of tma_scales; the review's finding (d)): the epilogue writes c through shared memory and
+# TMA, as DeepGEMM's does: each consumer warpgroup packs its 64 x 128 fp32 result to bf16 and stmatrix-es it, 64
+# columns at a time, into its own 128B-swizzled buffer after the ring; after fence.proxy.async and a named barrier,
+# one thread of the warpgroup stores each routing block of the run that lies in its rows with cp.async.bulk.tensor
+# (tensor map gf_tm_c over c, box 64 columns x min(BM, 64) rows: a box never reaches another expert's rows, which
+# belong to another tile), in a bulk group it waits for (.read) before the buffer is written again.
+ENTRY8 = "grouped_gemm_fp8_tmo_m128n128"
+PATH8 = KERNELS_DIR / f"{ENTRY8}.ptx"
+OUT_COLS = 64  # bf16 columns of a store box: one 128-byte swizzle span
+OUT_WG_BYTES = 64 * OUT_COLS * 2  # a consumer warpgroup's buffer: its 64 token rows x 64 columns of bf16
+OUT_BYTES = 2 * OUT_WG_BYTES
+STAGES8 = (SMEM_LIMIT - ALIGN - 2 * 4 * KT_MAX - OUT_BYTES) // (STAGE_BYTES + S_BYTES + 16)
 
 
-def stages(tma_scales: bool = False) -> int:
-    return STAGES7 if tma_scales else STAGES
+def _features(tma_scales: bool, tma_store: bool) -> None:
+    if tma_store and not tma_scales:
+        raise ValueError("tma_store=True needs tma_scales=True (rung 8 is rung 7 with the TMA-store epilogue)")
 
 
-def entry(tma_scales: bool = False) -> str:
-    return ENTRY7 if tma_scales else ENTRY
+def stages(tma_scales: bool = False, tma_store: bool = False) -> int:
+    _features(tma_scales, tma_store)
+    return STAGES8 if tma_store else STAGES7 if tma_scales else STAGES
 
 
-def path(tma_scales: bool = False) -> Path:
-    return PATH7 if tma_scales else PATH
+def entry(tma_scales: bool = False, tma_store: bool = False) -> str:
+    _features(tma_scales, tma_store)
+    return ENTRY8 if tma_store else ENTRY7 if tma_scales else ENTRY
 
 
-def shared_bytes(tma_scales: bool = False) -> int:
+def path(tma_scales: bool = False, tma_store: bool = False) -> Path:
+    _features(tma_scales, tma_store)
+    return PATH8 if tma_store else PATH7 if tma_scales else PATH
+
+
+def shared_bytes(tma_scales: bool = False, tma_store: bool = False) -> int:
     """Dynamic shared memory: the ring, full[STAGES] and empty[STAGES] mbarriers, ALIGN bytes of slack (rung 7:
-    also a token-scale row a stage and two weight-scale areas)."""
+    also a token-scale row a stage and two weight-scale areas; rung 8: also the two output buffers)."""
+    n = stages(tma_scales, tma_store)
     if tma_scales:
-        return STAGES7 * (STAGE_BYTES + S_BYTES) + 2 * 8 * STAGES7 + 2 * 4 * KT_MAX + ALIGN
-    return STAGES * STAGE_BYTES + 2 * 8 * STAGES + ALIGN
+        return n * (STAGE_BYTES + S_BYTES) + 2 * 8 * n + 2 * 4 * KT_MAX + ALIGN + tma_store * OUT_BYTES
+    return n * STAGE_BYTES + 2 * 8 * n + ALIGN
 
 
-def _header(ts: bool) -> str:
+def _header(ts: bool, to: bool = False) -> str:
     rule = "// " + "=" * 108
-    STAGES = stages(ts)  # noqa: N806 - the ring depth of this rung, named as the module constant
+    STAGES = stages(ts, to)  # noqa: N806 - the ring depth of this rung, named as the module constant
     expect = STAGE_BYTES + ts * S_BYTES  # bytes a full phase waits for
     scales = f"""
 // Rung 7 (scales by TMA): a_scale comes transposed, a_scale_t f32[Kd/128, P_max] (tensor map gf_tm_s, box 1 x 128),
@@ -81,15 +102,28 @@ def _header(ts: bool) -> str:
 //   scales into its own shared area between two named barriers (bar.sync 1 + cw, 128). The promotion reads both
 //   from shared memory: the token scales right after the commit (while the wgmma runs, before the release), the
 //   weight scale after it; no global load follows wgmma.wait_group.""" if ts else ""
+    store = f"""
+// Rung 8 (TMA-store epilogue): c comes as a tensor map, gf_tm_c over (P_max, N) bf16, box min(BM, 64) rows x
+//   {OUT_COLS} columns, 128B swizzle. Each consumer warpgroup has a {OUT_WG_BYTES} B buffer after the ring (its 64 token
+//   rows x {OUT_COLS} columns, in the swizzled image the tensor map reads). Per item and 64-column half: thread 0 of
+//   the warpgroup waits for its previous bulk stores to have read the buffer (cp.async.bulk.wait_group.read 0),
+//   bar.sync 1 + cw; every thread packs its accumulators to bf16x2 and writes them with 4 stmatrix m8n8.x4
+//   (matrix k of lane 8k + r: row 16w + 8(k & 1) + r, 16-byte chunk of the half 2q + (k >> 1), XOR r: the swizzle),
+//   fence.proxy.async.shared::cta, bar.sync 1 + cw; thread 0 then issues one cp.async.bulk.tensor store per box of
+//   min(BM, 64) rows that lies in the run (whole routing blocks: no box reaches another expert's rows) and commits
+//   them as one bulk group; before exit it waits for all of them (cp.async.bulk.wait_group 0).""" if to else ""
     params = ("    .param .align 64 .b8 gf_tm_s[128]," if ts else "    .param .u64 gf_a_scale,")
+    c_param = "    .param .align 64 .b8 gf_tm_c[128]," if to else "    .param .u64 gf_c,"
     ring = f"{STAGES} stages x\n//   ({A_BYTES} B tokens + {W_BYTES} B weights)"
+    ring += f", two output buffers of {OUT_WG_BYTES} B" if to else ""
     layout = (f"{ring}, {STAGES} token-scale rows of {S_BYTES} B, full[{STAGES}], empty[{STAGES}],\n"
               f"//   two weight-scale areas of {4 * KT_MAX} B" if ts else
               f"{ring}, then full[{STAGES}] and empty[{STAGES}]")
     return f"""{rule}
-// {entry(ts)} (rung {7 if ts else 6}): FP8 e4m3 grouped GEMM with DeepSeek-V3's fine-grained scales, token-major
+// {entry(ts, to)} (rung {8 if to else 7 if ts else 6}): FP8 e4m3 grouped GEMM with DeepSeek-V3's fine-grained scales, token-major
 // 128 x 128 CTA tiles (no swap AB), warp-specialised wgmma + TMA, a {STAGES}-stage ring in the 227 KB opt-in,
-// 2-CTA clusters multicasting the shared token tile, persistent{", scales by TMA and in shared memory" if ts else ""}.
+// 2-CTA clusters multicasting the shared token tile, persistent{", scales by TMA and in shared memory" if ts else ""}{
+    ", c stored by TMA" if to else ""}.
 // Generated by ptx_impl/gemm_fp8_tm_template.py (fixed-trip loops written out); edit the template, then `make ptx`.
 //
 // Contract (docs/kernels.md "grouped_gemm_fp8"): a e4m3[P_max, Kd] (tensor map gf_tm_a, box 64 rows x 128 B),
@@ -119,8 +153,8 @@ def _header(ts: bool) -> str:
 //   fma.rn.f32 into fp32 registers: a thread holds 2 token rows, so 2 token scales and 1 weight scale a stage.
 // Accumulators (wgmma D, warp w of its warpgroup, lane 4g + t): register i is token 64cw + 16w + g + 8(i>>1 & 1) of
 //   the tile, column 8(i>>2) + 2t + (i&1) of the N tile; the epilogue packs column pairs (cvt.rn.bf16x2) into b32
-//   stores, each predicated on its token row lying in the run.{scales}
-// Shared memory (dynamic, {shared_bytes(ts)} B): from the base aligned up to {ALIGN} in code, {layout}.
+//   {"shared stores (stmatrix) for the TMA store" if to else "stores, each predicated on its token row lying in the run"}.{scales}{store}
+// Shared memory (dynamic, {shared_bytes(ts, to)} B): from the base aligned up to {ALIGN} in code, {layout}.
 {rule}
 .version 8.4
 .target sm_90a
@@ -128,14 +162,14 @@ def _header(ts: bool) -> str:
 
 .extern .shared .align 1024 .b8 smem[];
 
-.visible .entry {entry(ts)}(
+.visible .entry {entry(ts, to)}(
     .param .align 64 .b8 gf_tm_w[128],
     .param .align 64 .b8 gf_tm_a[128],
 {params}
     .param .u64 gf_w_scale,
     .param .u64 gf_block_expert,
     .param .u64 gf_total_padded,
-    .param .u64 gf_c,
+{c_param}
     .param .u32 gf_kd,
     .param .u32 gf_n,
     .param .u32 gf_bm,
@@ -149,13 +183,13 @@ def _header(ts: bool) -> str:
 {{"""
 
 
-def _decode(role: str) -> list[str]:
+def _decode(role: str, end: str = "$L_end") -> list[str]:
     """Item -> block %b, its expert %e, the N tile %ct; skips items whose block is past total_padded, of expert -1 or
-    not a head. Leaves %pos = b % R and %d0 = &block_expert[b]."""
+    not a head. Leaves %pos = b % R and %d0 = &block_expert[b]. Past the last item the role goes to `end`."""
     return [
         f"${role}_item:",
         "    setp.ge.u32         %p_q, %item, %nitems;",
-        "    @%p_q bra.uni       $L_end;",
+        f"    @%p_q bra.uni       {end};",
         "    div.u32             %b, %item, %npairs;",
         "    mul.lo.u32          %tmp, %b, %npairs;",
         "    sub.u32             %ct, %item, %tmp;",
@@ -197,7 +231,7 @@ def _advance(n_stages: int) -> list[str]:
             "    setp.lt.u32         %p_more, %kt, %ktiles;"]
 
 
-def _producer(ts: bool) -> list[str]:
+def _producer(ts: bool, to: bool = False) -> list[str]:
     tma = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
     L = ["",
          "    // ---- producer warpgroup: one thread feeds the ring ------------------------------------------------",
@@ -229,7 +263,7 @@ def _producer(ts: bool) -> list[str]:
     if ts:
         L += [f"    mad.lo.u32          %tmp2, %stage, {S_BYTES}, %ssc;",
               f"    {tma} [%tmp2], [%ptms, {{%abase, %kt}}], [%bar];  // the tile's token scales of group kt"]
-    L += _advance(stages(ts))
+    L += _advance(stages(ts, to))
     L += ["    @%p_more bra.uni    $P_k;",
           "$P_next:",
           "    add.u32             %item, %item, %step;",
@@ -266,11 +300,12 @@ def _run_rows() -> list[str]:
             "    setp.ge.or.u32      %p_idle, %nb, %tmp, %p_idle;  // my 64 rows hold none of the run, or no N tile"]
 
 
-def _ws_to_shared() -> list[str]:
+def _ws_to_shared(to: bool = False) -> list[str]:
     """Rung 7, at an item's start: the warpgroup copies w_scale[e][ct][0..Kd/128) into its shared area, between two
-    named barriers of its 128 threads (the first: nobody still reads the previous item's scales)."""
+    named barriers of its 128 threads (the first: nobody still reads the previous item's scales). Rung 8 drops the
+    first: its epilogue's barriers already order the last item's promotion reads before this copy."""
     return ["    @%p_idle bra.uni    $C_wsdone;",
-            "    bar.sync            %bid, 128;",
+            *([] if to else ["    bar.sync            %bid, 128;"]),
             "    and.b32             %tmp2, %thr, 127;",
             "    mov.u32             %tmp, 0;",
             "$C_ws:",
@@ -289,7 +324,67 @@ def _ws_to_shared() -> list[str]:
             "$C_wsdone:"]
 
 
-def _consumer(ts: bool) -> list[str]:
+def _store_setup() -> list[str]:
+    """Rung 8, at the consumers' start: the storing thread, the box rows, my buffer and my stmatrix row address."""
+    return ["    and.b32             %tmp, %thr, 127;",
+            "    setp.eq.u32         %p_el, %tmp, 0;             // thread 0 of my warpgroup issues its stores",
+            "    min.u32             %sr, %bm, 64;               // rows of a store box: a routing block, at most 64",
+            "    shl.b32             %srb, %sr, 7;               // its bytes in the buffer",
+            f"    mad.lo.u32          %sout, %cw, {OUT_WG_BYTES}, %sout;     // my buffer",
+            "    // stmatrix: lane 8k + r gives row 16w + 8(k & 1) + r of matrix k, 16-byte chunk 2q + (k >> 1) of the",
+            "    // half; the 128B swizzle puts chunk c of row r at c ^ (r & 7): %cx = (k >> 1) ^ r, XORed with 2q",
+            "    shr.u32             %tmp, %lane, 3;",
+            "    and.b32             %tmp, %tmp, 1;",
+            "    shl.b32             %tmp, %tmp, 3;",
+            "    and.b32             %cx, %lane, 7;",
+            "    add.u32             %tmp, %tmp, %cx;",
+            "    shl.b32             %tmp2, %warp, 4;",
+            "    add.u32             %tmp, %tmp, %tmp2;",
+            "    shl.b32             %tmp, %tmp, 7;",
+            "    add.u32             %srow, %sout, %tmp;         // my row of the buffer",
+            "    shr.u32             %tmp, %lane, 4;",
+            "    xor.b32             %cx, %cx, %tmp;"]
+
+
+def _tma_store_epilogue() -> list[str]:
+    """Rung 8's epilogue: the warpgroup's 64 x 128 result in two 64-column halves through its buffer, each half's
+    boxes in the run stored by thread 0 as one bulk group."""
+    L = ["    // epilogue (TMA store): the run's rows [row0 - abase, + rows) of the tile, in boxes of %sr rows",
+         "    sub.u32             %nb, %row0, %abase;",
+         "    add.u32             %nbmax, %nb, %rows;"]
+    for half in range(TILE_N // OUT_COLS):
+        L += ["    @%p_el cp.async.bulk.wait_group.read 0;     // the buffer's last stores have read it",
+              "    bar.sync            %bid, 128;"]
+        for q in range(OUT_COLS // 16):
+            j0 = OUT_COLS // 8 * half + 2 * q
+            regs = [(4 * j + 2 * h + 1, 4 * j + 2 * h) for j in (j0, j0 + 1) for h in (0, 1)]
+            L += [f"    cvt.rn.bf16x2.f32   %hh{k}, %acc{hi}, %acc{lo};" for k, (hi, lo) in enumerate(regs)]
+            L += [f"    xor.b32             %tmp, %cx, {2 * q};" if q else "    mov.u32             %tmp, %cx;",
+                  "    shl.b32             %tmp, %tmp, 4;",
+                  "    add.u32             %tmp, %tmp, %srow;",
+                  "    stmatrix.sync.aligned.m8n8.x4.shared.b16 [%tmp], {%hh0, %hh1, %hh2, %hh3};"]
+        L += ["    fence.proxy.async.shared::cta;              // my stmatrix writes, visible to the TMA store",
+              "    bar.sync            %bid, 128;",
+              f"    @!%p_el bra         $C_st{half}done;",
+              "    shl.b32             %brow, %cw, 6;              // a box's first row in the tile: 64cw, + sr, ..",
+              "    add.u32             %bend, %brow, 64;",
+              "    mov.u32             %bsrc, %sout;",
+              f"    add.u32             %gcol, %col0, {OUT_COLS * half};",
+              f"$C_st{half}:",
+              "    setp.ge.u32         %p_q, %brow, %nb;",
+              "    setp.lt.and.u32     %p_q, %brow, %nbmax, %p_q;  // the box is routing blocks of the run",
+              "    add.u32             %grow, %abase, %brow;",
+              "    @%p_q cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%ptmc, {%gcol, %grow}], [%bsrc];",
+              "    add.u32             %brow, %brow, %sr;",
+              "    add.u32             %bsrc, %bsrc, %srb;",
+              "    setp.lt.u32         %p_q, %brow, %bend;",
+              f"    @%p_q bra           $C_st{half};",
+              "    cp.async.bulk.commit_group;",
+              f"$C_st{half}done:"]
+    return L
+
+
+def _consumer(ts: bool, to: bool = False) -> list[str]:
     L = ["",
          "    // ---- consumer warpgroups: wgmma, promotion, epilogue -----------------------------------------------",
          "$C_start:",
@@ -314,10 +409,11 @@ def _consumer(ts: bool) -> list[str]:
          "    mapa.shared::cluster.u32 %rbar, %sempty, %peer;  // the peer's empty barriers",
          *(["    add.u32             %bid, %cw, 1;               // my warpgroup's named barrier",
             f"    mad.lo.u32          %sws, %cw, {4 * KT_MAX}, %sws;     // my weight-scale area"] if ts else []),
+         *(_store_setup() if to else []),
          "    mov.u32             %stage, 0;",
          "    mov.u32             %ph, 0;",
          "    mov.u32             %item, %first;"]
-    L += _decode("C")
+    L += _decode("C", "$C_end" if to else "$L_end")
     L += _run_rows()
     L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(ACC)]
     L += ["    add.u32             %r0, %abase, %trow;"]
@@ -342,7 +438,7 @@ def _consumer(ts: bool) -> list[str]:
           "    shl.b64             %d1, %d1, 2;",
           "    add.s64             %pwsg, %pws, %d1;"]
     if ts:
-        L += _ws_to_shared()
+        L += _ws_to_shared(to)
     L += ["$C_k:",
           "    mad.lo.u32          %bar, %stage, 8, %sfull;",
           "$C_wait:",
@@ -398,10 +494,19 @@ def _consumer(ts: bool) -> list[str]:
     for i in range(ACC):
         L += [f"    fma.rn.f32          %acc{i}, %part{i}, %s{(i >> 1) & 1}, %acc{i};"]
     L += ["$C_kdone:"]
-    L += _advance(stages(ts))
+    L += _advance(stages(ts, to))
     L += ["    @%p_more bra.uni    $C_k;",
-          "    @%p_idle bra.uni    $C_next;",
-          "    // epilogue: c[abase + trow (+8)][col0 + 8j + 2t, +1] = bf16x2(acc), rows inside the run only",
+          "    @%p_idle bra.uni    $C_next;"]
+    if to:
+        L += _tma_store_epilogue()
+        L += ["$C_next:",
+              "    add.u32             %item, %item, %step;",
+              "    bra.uni             $C_item;",
+              "$C_end:",
+              "    @%p_el cp.async.bulk.wait_group 0;          // my stores are done before the CTA exits",
+              "    bra.uni             $L_end;"]
+        return L
+    L += ["    // epilogue: c[abase + trow (+8)][col0 + 8j + 2t, +1] = bf16x2(acc), rows inside the run only",
           "    add.u32             %tmp2, %row0, %rows;",
           "    setp.lt.u32         %p_r0, %r0, %tmp2;",
           "    setp.ge.and.u32     %p_r0, %r0, %row0, %p_r0;",
@@ -428,15 +533,18 @@ def _consumer(ts: bool) -> list[str]:
 _PRED_REGS = ("    .reg .pred  %p_lead, %p_q, %p_wait, %p_more, %p_zero, %p_one, %p_idle, %p_r0, %p_r1, %p_nodd;")
 
 
-def render(wait_bound: int = 0, tma_scales: bool = False) -> str:
-    """The complete PTX module of rung 6 (tma_scales=False) or rung 7 (True). wait_bound > 0: every mbarrier wait
-    loop traps after that many failed try_waits (gemm_fp8_ws_template._bounded; not in the checked-in files)."""
+def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = False) -> str:
+    """The complete PTX module of rung 6 (tma_scales=False), rung 7 (True) or rung 8 (and tma_store=True).
+    wait_bound > 0: every mbarrier wait loop traps after that many failed try_waits (gemm_fp8_ws_template._bounded;
+    not in the checked-in files)."""
     if not isinstance(wait_bound, int) or wait_bound < 0:
         raise ValueError(f"wait_bound={wait_bound!r}; expected an int >= 0 (0: unbounded waits)")
-    ts, n_stages = tma_scales, stages(tma_scales)
-    if shared_bytes(ts) > SMEM_LIMIT:
-        raise ValueError(f"{n_stages} stages need {shared_bytes(ts)} B of shared memory; sm_90 allows {SMEM_LIMIT}")
-    L = [_header(ts)]
+    ts, to, n_stages = tma_scales, tma_store, stages(tma_scales, tma_store)
+    if shared_bytes(ts, to) > SMEM_LIMIT:
+        raise ValueError(f"{n_stages} stages need {shared_bytes(ts, to)} B of shared memory; sm_90 allows "
+                         f"{SMEM_LIMIT}")
+    out = to * OUT_BYTES  # the output buffers sit between the ring and the token-scale rows
+    L = [_header(ts, to)]
     L += [_PRED_REGS,
           "    .reg .b16   %mask;",
           "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %nblk, %npairs, %nitems, %ktiles;",
@@ -448,6 +556,9 @@ def render(wait_bound: int = 0, tma_scales: bool = False) -> str:
           "    .reg .b64   %ptmw, %ptma, %pas, %pws, %pbe, %ptp, %pc, %d0, %d1, %d2, %tok, %da, %db;",
           "    .reg .b64   %pas0, %pas1, %pwsg, %nbytes;",
           *(["    .reg .pred  %p_in;", "    .reg .b32   %ssc, %sws, %bid;", "    .reg .b64   %ptms;"] if ts else []),
+          *(["    .reg .pred  %p_el;",
+             "    .reg .b32   %sout, %sr, %srb, %srow, %cx, %hh0, %hh1, %hh2, %hh3, %brow, %bend, %bsrc, %gcol, %grow;",
+             "    .reg .b64   %ptmc;"] if to else []),
           f"    .reg .f32   %acc<{ACC}>, %part<{ACC}>, %sa0, %sa1, %s0, %s1, %ws;",
           "",
           "    // ---- setup (all threads): parameters, barriers, this cluster's first item -------------------------",
@@ -457,17 +568,19 @@ def render(wait_bound: int = 0, tma_scales: bool = False) -> str:
           f"    add.u32             %sbase, %sbase, {ALIGN - 1};",
           f"    and.b32             %sbase, %sbase, 0x{-ALIGN & 0xFFFFFFFF:08X};      "
           f"// aligned up to {ALIGN} (the slack)",
-          f"    add.u32             %sfull, %sbase, {n_stages * (STAGE_BYTES + ts * S_BYTES)};",
+          f"    add.u32             %sfull, %sbase, {n_stages * (STAGE_BYTES + ts * S_BYTES) + out};",
           f"    add.u32             %sempty, %sfull, {8 * n_stages};",
-          *([f"    add.u32             %ssc, %sbase, {n_stages * STAGE_BYTES};         // token-scale rows",
+          *([f"    add.u32             %sout, %sbase, {n_stages * STAGE_BYTES};         // output buffers"] if to else []),
+          *([f"    add.u32             %ssc, %sbase, {n_stages * STAGE_BYTES + out};         // token-scale rows",
              f"    add.u32             %sws, %sempty, {8 * n_stages};          // weight-scale areas"] if ts else []),
           "    mov.b64             %ptmw, gf_tm_w;             // the tensor maps' generic addresses (nvcc's form)",
           "    cvta.param.u64      %ptmw, %ptmw;",
           "    mov.b64             %ptma, gf_tm_a;",
           "    cvta.param.u64      %ptma, %ptma;",
-          *(["    mov.b64             %ptms, gf_tm_s;", "    cvta.param.u64      %ptms, %ptms;"] if ts else [])]
+          *(["    mov.b64             %ptms, gf_tm_s;", "    cvta.param.u64      %ptms, %ptms;"] if ts else []),
+          *(["    mov.b64             %ptmc, gf_tm_c;", "    cvta.param.u64      %ptmc, %ptmc;"] if to else [])]
     globals_ = (() if ts else (("a_scale", "%pas"),)) + (
-        ("w_scale", "%pws"), ("block_expert", "%pbe"), ("total_padded", "%ptp"), ("c", "%pc"))
+        ("w_scale", "%pws"), ("block_expert", "%pbe"), ("total_padded", "%ptp")) + (() if to else (("c", "%pc"),))
     for name, reg in globals_:
         L += [f"    ld.param.u64        {reg}, [gf_{name}];", f"    cvta.to.global.u64  {reg}, {reg};"]
     L += ["    ld.param.u32        %kd, [gf_kd];",
@@ -503,8 +616,8 @@ def render(wait_bound: int = 0, tma_scales: bool = False) -> str:
           "    barrier.cluster.wait.acquire;",
           "    setp.ne.u32         %p_q, %wg, 0;",
           "    @%p_q bra.uni       $C_start;"]
-    L += _producer(ts)
-    L += _consumer(ts)
+    L += _producer(ts, to)
+    L += _consumer(ts, to)
     L += ["$L_end:",
           "    barrier.cluster.arrive.release;             // no remote arrival or copy may reach an exited CTA",
           "    barrier.cluster.wait.acquire;",

@@ -1,4 +1,4 @@
-"""The mutation table: single faults of the Hopper rungs (2-7) of the PTX FP8 ladder, as data.
+"""The mutation table: single faults of the Hopper rungs (2-8) of the PTX FP8 ladder, as data.
 
 Each mutation is a precise edit of one rung's generated PTX (tests.mutations.edits: a regex, its replacement and the
 number of matches it must have) that breaks the PTX ISA's rules and that ptxas accepts (for a missing wgmma.fence or
@@ -35,6 +35,7 @@ CLASSES = {
     "cta-barrier": "a bar.sync the shared-memory ring or epilogue needs missing",
     "cp-async-group": "cp.async group accounting wrong (wait depth, commit missing)",
     "scale-d": "the first wgmma of a stage accumulates instead of overwriting",
+    "bulk-store": "a TMA store's buffer reused before its bulk group read it, a box outside the run, or unswizzled",
 }
 
 # the mechanisms issue 26 assigns (the `wants` column)
@@ -286,16 +287,38 @@ def _rungs45(rung: int) -> list[Mutation]:
     return out
 
 
+def _tma_store(rung: int) -> list[Mutation]:
+    """Rung 8's TMA-store epilogue: the buffer's write / read ordering and the boxes it stores."""
+    bar = r"bar\.sync\s+%bid, 128;"
+    read_wait = r"@%p_el cp\.async\.bulk\.wait_group\.read 0;"
+    return [
+        _m(rung, "st-no-proxy-fence", "proxy-fence", delete(r"fence\.proxy\.async\.shared::cta;\s+// my stmatrix", 2),
+           FENCES, "the TMA store (async proxy) reads shared memory the stmatrix (generic proxy) wrote, unfenced"),
+        _m(rung, "st-no-read-wait", "bulk-store", delete(read_wait, 2), TIMING,
+           "stmatrix overwrites the buffer while the last bulk store may still read it"),
+        _m(rung, "st-no-bar-before", "cta-barrier", Edit(rf"^([ \t]*{read_wait}[^\n]*\n)[ \t]*{bar}\n", r"\1", 2),
+           TIMING, "warps overwrite the buffer before the storing thread has seen the last store read it"),
+        _m(rung, "st-no-bar-after", "cta-barrier",
+           Edit(rf"^([ \t]*fence\.proxy\.async\.shared::cta;[^\n]*\n)[ \t]*{bar}\n", r"\1", 2), TIMING,
+           "the storing thread stores the buffer before its warpgroup's other warps have written it"),
+        _m(rung, "st-every-box", "bulk-store", replace(r"@%p_q (cp\.async\.bulk\.tensor\.2d\.global)", r"\1", 2),
+           EXISTING, "boxes outside the run are stored: other experts' rows, rows past total_padded"),
+        _m(rung, "st-no-swizzle", "bulk-store", replace(r"and\.b32(\s+)%cx, %lane, 7;", r"mov.u32\1%cx, 0;"), EXISTING,
+           "stmatrix writes an unswizzled image that the 128B-swizzled tensor map reads back permuted"),
+    ]
+
+
 def _rungs67(rung: int) -> list[Mutation]:
-    """Rungs 6 and 7 (token-major tiles, 7 / 6 stages, token-tile multicast; 7: scales by TMA and in shared memory):
-    rung 5's protocol faults where their lines differ (a 32 KB stage, 7 / 6 barriers of each kind, the phase kept in
-    a register), and their own paths: the idle warpgroup and the rank past an odd N-tile count (the suite's shape for
-    them has N = 384), which must still release and arrive; rung 7's token-scale row and weight-scale barriers.
+    """Rungs 6, 7 and 8 (token-major tiles, 7 / 6 / 6 stages, token-tile multicast; 7: scales by TMA and in shared
+    memory; 8: + the TMA-store epilogue): rung 5's protocol faults where their lines differ (a 32 KB stage, 7 / 6
+    barriers of each kind, the phase kept in a register), and their own paths: the idle warpgroup and the rank past
+    an odd N-tile count (the suite's shape for them has N = 384), which must still release and arrive; rung 7's
+    token-scale row and weight-scale barriers; rung 8's store buffer.
     """
     from ptx_impl import gemm_fp8_tm_template as tm
 
-    ts = rung == 7
-    stage, stages, empty = tm.STAGE_BYTES + ts * tm.S_BYTES, tm.stages(ts), tm.EMPTY_COUNT
+    ts, to = rung >= 7, rung == 8
+    stage, stages, empty = tm.STAGE_BYTES + ts * tm.S_BYTES, tm.stages(ts, to), tm.EMPTY_COUNT
     tokens_only = tm.A_BYTES + ts * tm.S_BYTES
     own_arrive = r"@%p_lead mbarrier\.arrive\.shared::cta\.b64 %tok, \[%bar\];"
     peer_arrive = r"@%p_lead mbarrier\.arrive\.release\.cluster"
@@ -303,16 +326,21 @@ def _rungs67(rung: int) -> list[Mutation]:
     own: list[Mutation] = []
     if ts:
         bar = r"bar\.sync\s+%bid, 128;"
-        own = [
+        # NOTE: rung 8 has no barrier before the copy: its epilogue's barriers order the last item's reads
+        own = [] if to else [
             _m(rung, "ws-no-bar-before", "cta-barrier", Edit(rf"^[ \t]*{bar}\n([ \t]*and\.b32\s+%tmp2, %thr, 127;)",
                                                              r"\1"), TIMING,
                "a warp refills the weight-scale area while its warpgroup's other warps still read the last item's"),
+        ]
+        own += [
             _m(rung, "ws-no-bar-after", "cta-barrier", Edit(rf"^[ \t]*{bar}\n(\$C_wsdone:)", r"\1"), TIMING,
                "a warp reads weight scales its warpgroup's other warps have not stored yet"),
             _m(rung, "scale-read-after-release", "release-early",
                [move_after(r"ld\.shared\.f32\s+%sa0", peer_arrive), move_after(r"ld\.shared\.f32\s+%sa1", peer_arrive)],
                TIMING, "the stage's token scales are read after it was released: the next TMA may overwrite them"),
         ]
+    if to:
+        own += _tma_store(rung)
     return own + _wgmma_common(rung) + [
         _m(rung, "release-before-wait", "release-early", move_after(WAIT0, peer_arrive), TIMING,
            "the producer may refill the stage while the wgmma still reads it"),
@@ -393,4 +421,5 @@ def _rungs67(rung: int) -> list[Mutation]:
     ]
 
 
-MUTATIONS: tuple[Mutation, ...] = tuple(_rung2() + _rung3() + _rungs45(4) + _rungs45(5) + _rungs67(6) + _rungs67(7))
+MUTATIONS: tuple[Mutation, ...] = tuple(_rung2() + _rung3() + _rungs45(4) + _rungs45(5) + _rungs67(6) + _rungs67(7)
+                                  + _rungs67(8))

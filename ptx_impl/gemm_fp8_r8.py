@@ -56,8 +56,8 @@ def default_sms(backend) -> int:
     ask = getattr(backend, "persistent_ctas", None)
     if ask is None:
         return r4.SMS
-    return int(ask(ptx_source(), template.entry(**FEATURES), (template.THREADS, 1, 1), template.shared_bytes(**FEATURES),
-                   template.CLUSTER_CTAS))
+    return int(ask(ptx_source(), template.entry(**FEATURES), (template.THREADS, 1, 1),
+                   template.shared_bytes(**FEATURES), template.CLUSTER_CTAS))
 
 
 def store_box_rows(bm: int) -> int:

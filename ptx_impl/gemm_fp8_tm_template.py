@@ -104,14 +104,16 @@ def _header(ts: bool, to: bool = False) -> str:
 //   weight scale after it; no global load follows wgmma.wait_group.""" if ts else ""
     store = f"""
 // Rung 8 (TMA-store epilogue): c comes as a tensor map, gf_tm_c over (P_max, N) bf16, box min(BM, 64) rows x
-//   {OUT_COLS} columns, 128B swizzle. Each consumer warpgroup has a {OUT_WG_BYTES} B buffer after the ring (its 64 token
-//   rows x {OUT_COLS} columns, in the swizzled image the tensor map reads). Per item and 64-column half: thread 0 of
-//   the warpgroup waits for its previous bulk stores to have read the buffer (cp.async.bulk.wait_group.read 0),
-//   bar.sync 1 + cw; every thread packs its accumulators to bf16x2 and writes them with 4 stmatrix m8n8.x4
-//   (matrix k of lane 8k + r: row 16w + 8(k & 1) + r, 16-byte chunk of the half 2q + (k >> 1), XOR r: the swizzle),
-//   fence.proxy.async.shared::cta, bar.sync 1 + cw; thread 0 then issues one cp.async.bulk.tensor store per box of
-//   min(BM, 64) rows that lies in the run (whole routing blocks: no box reaches another expert's rows) and commits
-//   them as one bulk group; before exit it waits for all of them (cp.async.bulk.wait_group 0).""" if to else ""
+//   {OUT_COLS} columns, 128B swizzle. Each consumer warpgroup has a {OUT_WG_BYTES} B buffer after the ring (its 64
+//   token rows x {OUT_COLS} columns, in the swizzled image the tensor map reads). Per item and 64-column half:
+//   thread 0 of the warpgroup waits for its previous bulk stores to have read the buffer
+//   (cp.async.bulk.wait_group.read 0), bar.sync 1 + cw; every thread packs its accumulators to bf16x2 and writes
+//   them with 4 stmatrix m8n8.x4 (matrix k of lane 8k + r: row 16w + 8(k & 1) + r, 16-byte chunk 2q + (k >> 1) of
+//   the half, XOR r: the swizzle), fence.proxy.async.shared::cta, bar.sync 1 + cw; thread 0 then issues one
+//   cp.async.bulk.tensor store per box of min(BM, 64) rows that lies in the run (whole routing blocks: no box
+//   reaches another expert's rows) and commits them as one bulk group; before exit it waits for all of them
+//   (cp.async.bulk.wait_group 0). The weight-scale copy needs no barrier before it: the epilogue's order the last
+//   item's promotion reads before it.""" if to else ""
     params = ("    .param .align 64 .b8 gf_tm_s[128]," if ts else "    .param .u64 gf_a_scale,")
     c_param = "    .param .align 64 .b8 gf_tm_c[128]," if to else "    .param .u64 gf_c,"
     ring = f"{STAGES} stages x\n//   ({A_BYTES} B tokens + {W_BYTES} B weights)"
@@ -119,8 +121,11 @@ def _header(ts: bool, to: bool = False) -> str:
     layout = (f"{ring}, {STAGES} token-scale rows of {S_BYTES} B, full[{STAGES}], empty[{STAGES}],\n"
               f"//   two weight-scale areas of {4 * KT_MAX} B" if ts else
               f"{ring}, then full[{STAGES}] and empty[{STAGES}]")
+    title = f"{entry(ts, to)} (rung {8 if to else 7 if ts else 6})"
+    epi = ("shared stores (stmatrix) for the TMA store" if to else
+           "stores, each predicated on its token row lying in the run")
     return f"""{rule}
-// {entry(ts, to)} (rung {8 if to else 7 if ts else 6}): FP8 e4m3 grouped GEMM with DeepSeek-V3's fine-grained scales, token-major
+// {title}: FP8 e4m3 grouped GEMM with DeepSeek-V3's fine-grained scales, token-major
 // 128 x 128 CTA tiles (no swap AB), warp-specialised wgmma + TMA, a {STAGES}-stage ring in the 227 KB opt-in,
 // 2-CTA clusters multicasting the shared token tile, persistent{", scales by TMA and in shared memory" if ts else ""}{
     ", c stored by TMA" if to else ""}.
@@ -153,7 +158,7 @@ def _header(ts: bool, to: bool = False) -> str:
 //   fma.rn.f32 into fp32 registers: a thread holds 2 token rows, so 2 token scales and 1 weight scale a stage.
 // Accumulators (wgmma D, warp w of its warpgroup, lane 4g + t): register i is token 64cw + 16w + g + 8(i>>1 & 1) of
 //   the tile, column 8(i>>2) + 2t + (i&1) of the N tile; the epilogue packs column pairs (cvt.rn.bf16x2) into b32
-//   {"shared stores (stmatrix) for the TMA store" if to else "stores, each predicated on its token row lying in the run"}.{scales}{store}
+//   {epi}.{scales}{store}
 // Shared memory (dynamic, {shared_bytes(ts, to)} B): from the base aligned up to {ALIGN} in code, {layout}.
 {rule}
 .version 8.4
@@ -570,7 +575,8 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           f"// aligned up to {ALIGN} (the slack)",
           f"    add.u32             %sfull, %sbase, {n_stages * (STAGE_BYTES + ts * S_BYTES) + out};",
           f"    add.u32             %sempty, %sfull, {8 * n_stages};",
-          *([f"    add.u32             %sout, %sbase, {n_stages * STAGE_BYTES};         // output buffers"] if to else []),
+          *([f"    add.u32             %sout, %sbase, {n_stages * STAGE_BYTES};         // output buffers"]
+            if to else []),
           *([f"    add.u32             %ssc, %sbase, {n_stages * STAGE_BYTES + out};         // token-scale rows",
              f"    add.u32             %sws, %sempty, {8 * n_stages};          // weight-scale areas"] if ts else []),
           "    mov.b64             %ptmw, gf_tm_w;             // the tensor maps' generic addresses (nvcc's form)",

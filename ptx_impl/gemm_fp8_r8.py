@@ -16,6 +16,7 @@ tensor map over c, in place of `c`. The a_scale transpose runs before it, as in 
 from __future__ import annotations
 
 import functools
+import importlib
 from pathlib import Path
 
 import numpy as np
@@ -80,23 +81,32 @@ def run(backend, args: dict, preset, **params) -> list:
     Raises:
         InputError: on a missing argument, a wrong dtype or shape, an unknown parameter, or sizes it cannot tile.
     """
-    sms = r4.take_params(params, RUNG)
+    return launch(backend, args, preset, params, RUNG, FEATURES, r6.work_items, lambda sizes: [])
+
+
+def launch(backend, args: dict, preset, params: dict, rung: int, features: dict, work_items, extra) -> list:
+    """Rungs 8 and up: the transpose, then the GEMM of the template's `features` over `work_items(sizes)`, with
+    `extra(sizes)` after its item range (rung 9: its raster group)."""
+    sms = r4.take_params(params, rung)
     sizes = check_args(args, preset)
     P_max, Kd, N, BM, E = sizes
-    sms = sms if sms is not None else default_sms(backend)
-    items = r6.work_items(sizes)
+    module = importlib.import_module(f"ptx_impl.gemm_fp8_r{rung}")
+    if sms is None:
+        sms = module.default_sms(backend)
+    items = work_items(sizes)
     clusters = max(1, min(sms // template.CLUSTER_CTAS, items.count))
-    tmp = backend.workspace(f"{KERNEL}_r{RUNG}", {"a_scale_t": ((Kd // r4.GROUP, P_max), np.float32)})
+    tmp = backend.workspace(f"{KERNEL}_r{rung}", {"a_scale_t": ((Kd // r4.GROUP, P_max), np.float32)})
     try:
         records = [r7.launch_transpose(backend, args, tmp["a_scale_t"], P_max, Kd // r4.GROUP)]
         tm_w, tm_a, tm_s = r7.operand_maps(backend, args, tmp["a_scale_t"], sizes)
         tm_c = backend.tensor_map(args["c"], box=(store_box_rows(BM), template.OUT_COLS), swizzle=128)
         values = [tm_w, tm_a, tm_s] + [args[n] for n, _ in PARAMS[3:6]] + [tm_c] + [
-            np.uint32(Kd), np.uint32(N), np.uint32(BM), np.uint32(P_max // BM), items]
+            np.uint32(Kd), np.uint32(N), np.uint32(BM), np.uint32(P_max // BM), items, *extra(sizes)]
         values[5] = LiveRows.of(args["total_padded"], BM, args["block_expert"])  # sampled by experts on sim
-        records.append(backend.launch_ptx(ptx_source(getattr(backend, "wait_bound", 0)), template.entry(**FEATURES),
-                                          (template.CLUSTER_CTAS * clusters, 1, 1), (template.THREADS, 1, 1), values,
-                                          shared_bytes=template.shared_bytes(**FEATURES), tag=f"{KERNEL}[{N}x{Kd}]"))
+        ptx = module.ptx_source(getattr(backend, "wait_bound", 0))
+        records.append(backend.launch_ptx(ptx, template.entry(**features), (template.CLUSTER_CTAS * clusters, 1, 1),
+                                          (template.THREADS, 1, 1), values,
+                                          shared_bytes=template.shared_bytes(**features), tag=f"{KERNEL}[{N}x{Kd}]"))
     finally:
         backend.done_with_workspace(tmp)
     return records

@@ -60,38 +60,46 @@ OUT_COLS = 64  # bf16 columns of a store box: one 128-byte swizzle span
 OUT_WG_BYTES = 64 * OUT_COLS * 2  # a consumer warpgroup's buffer: its 64 token rows x 64 columns of bf16
 OUT_BYTES = 2 * OUT_WG_BYTES
 STAGES8 = (SMEM_LIMIT - ALIGN - 2 * 4 * KT_MAX - OUT_BYTES) // (STAGE_BYTES + S_BYTES + 16)
+# Rung 9 (raster, on top of tma_store; the review's finding (g)): grouped rasterisation. Items are taken in raster
+# groups of gf_raster_blocks routing blocks (a multiple of R, the host's choice: gemm_fp8_r9), inside which the
+# blocks walk fastest and the N-tile pairs slowest, so the clusters running at once work on the same N-tile pair (the
+# same weight tiles, where the blocks share an expert) for many token tiles instead of every pair of a few.
+ENTRY9 = "grouped_gemm_fp8_tmr_m128n128"
+PATH9 = KERNELS_DIR / f"{ENTRY9}.ptx"
 
 
-def _features(tma_scales: bool, tma_store: bool) -> None:
+def _features(tma_scales: bool, tma_store: bool, raster: bool = False) -> None:
     if tma_store and not tma_scales:
         raise ValueError("tma_store=True needs tma_scales=True (rung 8 is rung 7 with the TMA-store epilogue)")
+    if raster and not tma_store:
+        raise ValueError("raster=True needs tma_store=True (rung 9 is rung 8 with grouped rasterisation)")
 
 
-def stages(tma_scales: bool = False, tma_store: bool = False) -> int:
-    _features(tma_scales, tma_store)
+def stages(tma_scales: bool = False, tma_store: bool = False, raster: bool = False) -> int:
+    _features(tma_scales, tma_store, raster)
     return STAGES8 if tma_store else STAGES7 if tma_scales else STAGES
 
 
-def entry(tma_scales: bool = False, tma_store: bool = False) -> str:
-    _features(tma_scales, tma_store)
-    return ENTRY8 if tma_store else ENTRY7 if tma_scales else ENTRY
+def entry(tma_scales: bool = False, tma_store: bool = False, raster: bool = False) -> str:
+    _features(tma_scales, tma_store, raster)
+    return ENTRY9 if raster else ENTRY8 if tma_store else ENTRY7 if tma_scales else ENTRY
 
 
-def path(tma_scales: bool = False, tma_store: bool = False) -> Path:
-    _features(tma_scales, tma_store)
-    return PATH8 if tma_store else PATH7 if tma_scales else PATH
+def path(tma_scales: bool = False, tma_store: bool = False, raster: bool = False) -> Path:
+    _features(tma_scales, tma_store, raster)
+    return PATH9 if raster else PATH8 if tma_store else PATH7 if tma_scales else PATH
 
 
-def shared_bytes(tma_scales: bool = False, tma_store: bool = False) -> int:
+def shared_bytes(tma_scales: bool = False, tma_store: bool = False, raster: bool = False) -> int:
     """Dynamic shared memory: the ring, full[STAGES] and empty[STAGES] mbarriers, ALIGN bytes of slack (rung 7:
     also a token-scale row a stage and two weight-scale areas; rung 8: also the two output buffers)."""
-    n = stages(tma_scales, tma_store)
+    n = stages(tma_scales, tma_store, raster)
     if tma_scales:
         return n * (STAGE_BYTES + S_BYTES) + 2 * 8 * n + 2 * 4 * KT_MAX + ALIGN + tma_store * OUT_BYTES
     return n * STAGE_BYTES + 2 * 8 * n + ALIGN
 
 
-def _header(ts: bool, to: bool = False) -> str:
+def _header(ts: bool, to: bool = False, rs: bool = False) -> str:
     rule = "// " + "=" * 108
     STAGES = stages(ts, to)  # noqa: N806 - the ring depth of this rung, named as the module constant
     expect = STAGE_BYTES + ts * S_BYTES  # bytes a full phase waits for
@@ -114,6 +122,12 @@ def _header(ts: bool, to: bool = False) -> str:
 //   reaches another expert's rows) and commits them as one bulk group; before exit it waits for all of them
 //   (cp.async.bulk.wait_group 0). The weight-scale copy needs no barrier before it: the epilogue's order the last
 //   item's promotion reads before it.""" if to else ""
+    raster = """
+// Rung 9 (grouped rasterisation): items come in raster groups of gf_raster_blocks routing blocks (a multiple of R; the
+//   last group may be short): item i of group q is block q x gf_raster_blocks + i % (its blocks), N-tile pair
+//   i / (its blocks). Clusters running at once take consecutive items: the same pair (weight tiles) for many blocks,
+//   not every pair of a few blocks. Windows of whole raster groups still hold whole tiles (harness.sampling).""" \
+        if rs else ""
     params = ("    .param .align 64 .b8 gf_tm_s[128]," if ts else "    .param .u64 gf_a_scale,")
     c_param = "    .param .align 64 .b8 gf_tm_c[128]," if to else "    .param .u64 gf_c,"
     ring = f"{STAGES} stages x\n//   ({A_BYTES} B tokens + {W_BYTES} B weights)"
@@ -121,7 +135,8 @@ def _header(ts: bool, to: bool = False) -> str:
     layout = (f"{ring}, {STAGES} token-scale rows of {S_BYTES} B, full[{STAGES}], empty[{STAGES}],\n"
               f"//   two weight-scale areas of {4 * KT_MAX} B" if ts else
               f"{ring}, then full[{STAGES}] and empty[{STAGES}]")
-    title = f"{entry(ts, to)} (rung {8 if to else 7 if ts else 6})"
+    raster_param = ",\n    .param .u32 gf_raster_blocks" if rs else ""
+    title = f"{entry(ts, to, rs)} (rung {9 if rs else 8 if to else 7 if ts else 6})"
     epi = ("shared stores (stmatrix) for the TMA store" if to else
            "stores, each predicated on its token row lying in the run")
     return f"""{rule}
@@ -158,7 +173,7 @@ def _header(ts: bool, to: bool = False) -> str:
 //   fma.rn.f32 into fp32 registers: a thread holds 2 token rows, so 2 token scales and 1 weight scale a stage.
 // Accumulators (wgmma D, warp w of its warpgroup, lane 4g + t): register i is token 64cw + 16w + g + 8(i>>1 & 1) of
 //   the tile, column 8(i>>2) + 2t + (i&1) of the N tile; the epilogue packs column pairs (cvt.rn.bf16x2) into b32
-//   {epi}.{scales}{store}
+//   {epi}.{scales}{store}{raster}
 // Shared memory (dynamic, {shared_bytes(ts, to)} B): from the base aligned up to {ALIGN} in code, {layout}.
 {rule}
 .version 8.4
@@ -167,7 +182,7 @@ def _header(ts: bool, to: bool = False) -> str:
 
 .extern .shared .align 1024 .b8 smem[];
 
-.visible .entry {entry(ts, to)}(
+.visible .entry {entry(ts, to, rs)}(
     .param .align 64 .b8 gf_tm_w[128],
     .param .align 64 .b8 gf_tm_a[128],
 {params}
@@ -180,7 +195,7 @@ def _header(ts: bool, to: bool = False) -> str:
     .param .u32 gf_bm,
     .param .u32 gf_blocks,
     .param .u32 gf_item_begin,
-    .param .u32 gf_item_end
+    .param .u32 gf_item_end{raster_param}
 )
 .maxntid {THREADS}, 1, 1
 .maxnreg {MAXNREG}
@@ -188,16 +203,33 @@ def _header(ts: bool, to: bool = False) -> str:
 {{"""
 
 
-def _decode(role: str, end: str = "$L_end") -> list[str]:
+def _item_to_block_pair(raster: bool) -> list[str]:
+    """%item -> block %b and N-tile pair %ct: block-major (rungs 6-8), or in raster groups of %sgb blocks, blocks
+    fastest (rung 9; the last group may hold fewer blocks)."""
+    if not raster:
+        return ["    div.u32             %b, %item, %npairs;",
+                "    mul.lo.u32          %tmp, %b, %npairs;",
+                "    sub.u32             %ct, %item, %tmp;"]
+    return ["    div.u32             %b, %item, %sgitems;        // raster group",
+            "    mul.lo.u32          %tmp, %b, %sgitems;",
+            "    sub.u32             %tmp, %item, %tmp;          // item within the group",
+            "    mul.lo.u32          %b, %b, %sgb;               // the group's first block",
+            "    sub.u32             %tmp2, %nblk, %b;",
+            "    min.u32             %tmp2, %tmp2, %sgb;         // its blocks",
+            "    div.u32             %ct, %tmp, %tmp2;           // pair: blocks walk fastest",
+            "    mul.lo.u32          %tmp2, %ct, %tmp2;",
+            "    sub.u32             %tmp, %tmp, %tmp2;",
+            "    add.u32             %b, %b, %tmp;"]
+
+
+def _decode(role: str, end: str = "$L_end", raster: bool = False) -> list[str]:
     """Item -> block %b, its expert %e, the N tile %ct; skips items whose block is past total_padded, of expert -1 or
     not a head. Leaves %pos = b % R and %d0 = &block_expert[b]. Past the last item the role goes to `end`."""
     return [
         f"${role}_item:",
         "    setp.ge.u32         %p_q, %item, %nitems;",
         f"    @%p_q bra.uni       {end};",
-        "    div.u32             %b, %item, %npairs;",
-        "    mul.lo.u32          %tmp, %b, %npairs;",
-        "    sub.u32             %ct, %item, %tmp;",
+        *_item_to_block_pair(raster),
         "    shl.b32             %ct, %ct, 1;",
         "    add.u32             %ct, %ct, %rank;            // my N tile of the pair",
         "    setp.ge.u32         %p_nodd, %ct, %nt;          // rank 1 past an odd N tile count: tokens only",
@@ -236,7 +268,7 @@ def _advance(n_stages: int) -> list[str]:
             "    setp.lt.u32         %p_more, %kt, %ktiles;"]
 
 
-def _producer(ts: bool, to: bool = False) -> list[str]:
+def _producer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
     tma = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
     L = ["",
          "    // ---- producer warpgroup: one thread feeds the ring ------------------------------------------------",
@@ -246,7 +278,7 @@ def _producer(ts: bool, to: bool = False) -> list[str]:
          "    mov.u32             %stage, 0;",
          "    mov.u32             %ph, 0;",
          "    mov.u32             %item, %first;"]
-    L += _decode("P")
+    L += _decode("P", raster=rs)
     L += ["$P_k:",
           "    xor.b32             %pw, %ph, 1;                // the previous phase: free on the first pass",
           "    mad.lo.u32          %bar, %stage, 8, %sempty;",
@@ -389,7 +421,7 @@ def _tma_store_epilogue() -> list[str]:
     return L
 
 
-def _consumer(ts: bool, to: bool = False) -> list[str]:
+def _consumer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
     L = ["",
          "    // ---- consumer warpgroups: wgmma, promotion, epilogue -----------------------------------------------",
          "$C_start:",
@@ -418,7 +450,7 @@ def _consumer(ts: bool, to: bool = False) -> list[str]:
          "    mov.u32             %stage, 0;",
          "    mov.u32             %ph, 0;",
          "    mov.u32             %item, %first;"]
-    L += _decode("C", "$C_end" if to else "$L_end")
+    L += _decode("C", "$C_end" if to else "$L_end", rs)
     L += _run_rows()
     L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(ACC)]
     L += ["    add.u32             %r0, %abase, %trow;"]
@@ -538,18 +570,19 @@ def _consumer(ts: bool, to: bool = False) -> list[str]:
 _PRED_REGS = ("    .reg .pred  %p_lead, %p_q, %p_wait, %p_more, %p_zero, %p_one, %p_idle, %p_r0, %p_r1, %p_nodd;")
 
 
-def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = False) -> str:
-    """The complete PTX module of rung 6 (tma_scales=False), rung 7 (True) or rung 8 (and tma_store=True).
+def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = False, raster: bool = False) -> str:
+    """The complete PTX module of rung 6 (tma_scales=False), rung 7 (True), rung 8 (and tma_store=True) or rung 9
+    (and raster=True).
     wait_bound > 0: every mbarrier wait loop traps after that many failed try_waits (gemm_fp8_ws_template._bounded;
     not in the checked-in files)."""
     if not isinstance(wait_bound, int) or wait_bound < 0:
         raise ValueError(f"wait_bound={wait_bound!r}; expected an int >= 0 (0: unbounded waits)")
-    ts, to, n_stages = tma_scales, tma_store, stages(tma_scales, tma_store)
+    ts, to, rs, n_stages = tma_scales, tma_store, raster, stages(tma_scales, tma_store, raster)
     if shared_bytes(ts, to) > SMEM_LIMIT:
         raise ValueError(f"{n_stages} stages need {shared_bytes(ts, to)} B of shared memory; sm_90 allows "
                          f"{SMEM_LIMIT}")
     out = to * OUT_BYTES  # the output buffers sit between the ring and the token-scale rows
-    L = [_header(ts, to)]
+    L = [_header(ts, to, rs)]
     L += [_PRED_REGS,
           "    .reg .b16   %mask;",
           "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %nblk, %npairs, %nitems, %ktiles;",
@@ -564,6 +597,7 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           *(["    .reg .pred  %p_el;",
              "    .reg .b32   %sout, %sr, %srb, %srow, %cx, %hh0, %hh1, %hh2, %hh3, %brow, %bend, %bsrc, %gcol, %grow;",
              "    .reg .b64   %ptmc;"] if to else []),
+          *(["    .reg .b32   %sgb, %sgitems;"] if rs else []),
           f"    .reg .f32   %acc<{ACC}>, %part<{ACC}>, %sa0, %sa1, %s0, %s1, %ws;",
           "",
           "    // ---- setup (all threads): parameters, barriers, this cluster's first item -------------------------",
@@ -603,6 +637,8 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    mul.lo.u32          %nitems, %nblk, %npairs;    // (block, N-tile pair) items",
           "    ld.param.u32        %tmp2, [gf_item_end];",
           "    min.u32             %nitems, %nitems, %tmp2;    // this launch's items: [item_begin, item_end)",
+          *(["    ld.param.u32        %sgb, [gf_raster_blocks];   // blocks of a raster group",
+             "    mul.lo.u32          %sgitems, %sgb, %npairs;    // and its items"] if rs else []),
           "    mov.u32             %rank, %cluster_ctarank;",
           "    xor.b32             %peer, %rank, 1;",
           "    mov.u32             %first, %clusterid.x;",
@@ -622,8 +658,8 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    barrier.cluster.wait.acquire;",
           "    setp.ne.u32         %p_q, %wg, 0;",
           "    @%p_q bra.uni       $C_start;"]
-    L += _producer(ts, to)
-    L += _consumer(ts, to)
+    L += _producer(ts, to, rs)
+    L += _consumer(ts, to, rs)
     L += ["$L_end:",
           "    barrier.cluster.arrive.release;             // no remote arrival or copy may reach an exited CTA",
           "    barrier.cluster.wait.acquire;",

@@ -40,8 +40,9 @@ def _files(module) -> dict[str, Callable[[], str]]:
         return {module.path(cluster, tokens).name: partial(module.render, cluster, tokens)
                 for cluster in (False, True) for tokens in module.TOKEN_TILES}
     if name == "ptx_impl.gemm_fp8_tm_template":
-        return {module.path(ts, to).name: partial(module.render, tma_scales=ts, tma_store=to)
-                for ts, to in ((False, False), (True, False), (True, True))}
+        return {module.path(ts, to, rs).name: partial(module.render, tma_scales=ts, tma_store=to, raster=rs)
+                for ts, to, rs in ((False, False, False), (True, False, False), (True, True, False),
+                                   (True, True, True))}
     raise KeyError(f"{name}: a template module without an entry in ptx_impl.generated._files")
 
 

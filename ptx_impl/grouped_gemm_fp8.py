@@ -30,6 +30,7 @@ RUNGS: tuple[Rung, ...] = (
     Rung(6, "+token-major 128x128 tiles, 7 stages", "ptx_impl.gemm_fp8_r6"),
     Rung(7, "+scales by TMA / in shared memory", "ptx_impl.gemm_fp8_r7"),
     Rung(8, "+TMA-store epilogue", "ptx_impl.gemm_fp8_r8"),
+    Rung(9, "+grouped rasterisation", "ptx_impl.gemm_fp8_r9"),
 )
 
 

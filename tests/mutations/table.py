@@ -1,4 +1,4 @@
-"""The mutation table: single faults of the Hopper rungs (2-8) of the PTX FP8 ladder, as data.
+"""The mutation table: single faults of the Hopper rungs (2-9) of the PTX FP8 ladder, as data.
 
 Each mutation is a precise edit of one rung's generated PTX (tests.mutations.edits: a regex, its replacement and the
 number of matches it must have) that breaks the PTX ISA's rules and that ptxas accepts (for a missing wgmma.fence or
@@ -309,15 +309,16 @@ def _tma_store(rung: int) -> list[Mutation]:
 
 
 def _rungs67(rung: int) -> list[Mutation]:
-    """Rungs 6, 7 and 8 (token-major tiles, 7 / 6 / 6 stages, token-tile multicast; 7: scales by TMA and in shared
-    memory; 8: + the TMA-store epilogue): rung 5's protocol faults where their lines differ (a 32 KB stage, 7 / 6
-    barriers of each kind, the phase kept in a register), and their own paths: the idle warpgroup and the rank past
-    an odd N-tile count (the suite's shape for them has N = 384), which must still release and arrive; rung 7's
-    token-scale row and weight-scale barriers; rung 8's store buffer.
+    """Rungs 6 to 9 (token-major tiles, 7 / 6 / 6 / 6 stages, token-tile multicast; 7: scales by TMA and in shared
+    memory; 8: + the TMA-store epilogue; 9: + grouped rasterisation, the same protocol on another item order):
+    rung 5's protocol faults where their lines differ (a 32 KB stage, 7 / 6 barriers of each kind, the phase kept in
+    a register), and their own paths: the idle warpgroup and the rank past an odd N-tile count (the suite's shape for
+    them has N = 384), which must still release and arrive; rung 7's token-scale row and weight-scale barriers;
+    rung 8's store buffer.
     """
     from ptx_impl import gemm_fp8_tm_template as tm
 
-    ts, to = rung >= 7, rung == 8
+    ts, to = rung >= 7, rung >= 8
     stage, stages, empty = tm.STAGE_BYTES + ts * tm.S_BYTES, tm.stages(ts, to), tm.EMPTY_COUNT
     tokens_only = tm.A_BYTES + ts * tm.S_BYTES
     own_arrive = r"@%p_lead mbarrier\.arrive\.shared::cta\.b64 %tok, \[%bar\];"
@@ -422,4 +423,4 @@ def _rungs67(rung: int) -> list[Mutation]:
 
 
 MUTATIONS: tuple[Mutation, ...] = tuple(_rung2() + _rung3() + _rungs45(4) + _rungs45(5) + _rungs67(6) + _rungs67(7)
-                                  + _rungs67(8))
+                                  + _rungs67(8) + _rungs67(9))

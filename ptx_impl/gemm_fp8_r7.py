@@ -66,12 +66,12 @@ def check_args(args: dict, preset) -> tuple[int, int, int, int, int]:
     return sizes
 
 
-def default_sms(backend) -> int:
+def default_sms(backend, source: str | None = None, entry: str = template.ENTRY7) -> int:
     ask = getattr(backend, "persistent_ctas", None)
     if ask is None:
         return r4.SMS
-    return int(ask(ptx_source(), template.ENTRY7, (template.THREADS, 1, 1), template.shared_bytes(True),
-                   template.CLUSTER_CTAS))
+    return int(ask(ptx_source() if source is None else source, entry, (template.THREADS, 1, 1),
+                   template.shared_bytes(True), template.CLUSTER_CTAS))
 
 
 def run(backend, args: dict, preset, **params) -> list:
@@ -89,14 +89,20 @@ def run(backend, args: dict, preset, **params) -> list:
     Raises:
         InputError: on a missing argument, a wrong dtype or shape, an unknown parameter, or sizes it cannot tile.
     """
-    sms = r4.take_params(params, RUNG)
+    return launch(backend, args, preset, params, RUNG, ptx_source, template.ENTRY7)
+
+
+def launch(backend, args: dict, preset, params: dict, rung: int, source, entry: str) -> list:
+    """`run` of rung 7 and of the rungs built on its kernel interface: the transpose, then the GEMM entry `entry`
+    of the module `source(wait_bound)` returns, on the grid of `params` (`variant`, `sms`) as rung 7's."""
+    sms = r4.take_params(params, rung)
     sizes = check_args(args, preset)
     P_max, Kd, N, BM, E = sizes
     groups = Kd // r4.GROUP
-    sms = sms if sms is not None else default_sms(backend)
+    sms = sms if sms is not None else default_sms(backend, source(), entry)
     items = r6.work_items(sizes)
     clusters = max(1, min(sms // template.CLUSTER_CTAS, items.count))
-    tmp = backend.workspace(f"{KERNEL}_r{RUNG}", {"a_scale_t": ((groups, P_max), np.float32)})
+    tmp = backend.workspace(f"{KERNEL}_r{rung}", {"a_scale_t": ((groups, P_max), np.float32)})
     try:
         ctas = max(1, min(TRANSPOSE_MAX_CTAS, -(-P_max * groups // TRANSPOSE_THREADS)))
         records = [backend.launch_ptx(transpose_source(), "scale_transpose", (ctas, 1, 1), (TRANSPOSE_THREADS, 1, 1),
@@ -109,7 +115,7 @@ def run(backend, args: dict, preset, **params) -> list:
         values = [tm_w, tm_a, tm_s] + [args[n] for n, _ in PARAMS[3:7]] + [
             np.uint32(Kd), np.uint32(N), np.uint32(BM), np.uint32(P_max // BM), items]
         values[5] = LiveRows.of(args["total_padded"], BM, args["block_expert"])  # sampled by experts on sim
-        records.append(backend.launch_ptx(ptx_source(getattr(backend, "wait_bound", 0)), template.ENTRY7,
+        records.append(backend.launch_ptx(source(getattr(backend, "wait_bound", 0)), entry,
                                           (template.CLUSTER_CTAS * clusters, 1, 1), (template.THREADS, 1, 1), values,
                                           shared_bytes=template.shared_bytes(True), tag=f"{KERNEL}[{N}x{Kd}]"))
     finally:

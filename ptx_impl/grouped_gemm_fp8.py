@@ -29,6 +29,7 @@ RUNGS: tuple[Rung, ...] = (
     Rung(5, "+2-CTA cluster multicast", "ptx_impl.gemm_fp8_r5"),
     Rung(6, "+token-major 128x128 tiles, 7 stages", "ptx_impl.gemm_fp8_r6"),
     Rung(7, "+scales by TMA / in shared memory", "ptx_impl.gemm_fp8_r7"),
+    Rung(8, "+promotion overlapping the next wgmma", "ptx_impl.gemm_fp8_r10"),  # NOTE: file r10, renumbered at merge
 )
 
 

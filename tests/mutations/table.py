@@ -1,4 +1,4 @@
-"""The mutation table: single faults of the Hopper rungs (2-7) of the PTX FP8 ladder, as data.
+"""The mutation table: single faults of the Hopper rungs (2-8) of the PTX FP8 ladder, as data.
 
 Each mutation is a precise edit of one rung's generated PTX (tests.mutations.edits: a regex, its replacement and the
 number of matches it must have) that breaks the PTX ISA's rules and that ptxas accepts (for a missing wgmma.fence or

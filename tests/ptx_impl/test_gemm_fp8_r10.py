@@ -125,14 +125,17 @@ def test_a_drain_that_leaves_the_last_group_in_flight_is_caught(seed, monkeypatc
 
 
 def test_assembles_for_sm90a_with_zero_spills_and_keeps_the_overlap():
-    """Three 64-register fp32 sets fit the consumers' 232 registers without spills, and ptxas keeps the wait at depth
-    1 (it would serialise the wgmmas, with an info line, if it saw a set read while in flight)."""
-    from harness.toolchain import assemble
+    """Three 64-register fp32 sets fit the consumers' 232 registers without spills, and the SASS keeps the loop's two
+    waits at depth 1 (ptxas may deepen a wait it finds unsafe; here it must not) and the drains' at 0."""
+    from harness.toolchain import assemble, sass_listing
 
-    _, usage = assemble(r10.ptx_source(), "sm_90a", name=r10.path().name)
+    cubin, usage = assemble(r10.ptx_source(), "sm_90a", name=r10.path().name)
     u = usage[template.ENTRY_OV]
     assert u.spills == 0 and u.stack_frame_bytes == 0, u
     assert u.registers == template.MAXNREG and u.shared_bytes == 0, u
+    sass = sass_listing(cubin)
+    assert len(re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1", sass)) == 2, sass
+    assert len(re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0", sass)) == 2
 
 
 def test_ptx_shape_matches_the_header():

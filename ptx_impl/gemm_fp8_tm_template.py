@@ -66,40 +66,51 @@ STAGES8 = (SMEM_LIMIT - ALIGN - 2 * 4 * KT_MAX - OUT_BYTES) // (STAGE_BYTES + S_
 # same weight tiles, where the blocks share an expert) for many token tiles instead of every pair of a few.
 ENTRY9 = "grouped_gemm_fp8_tmr_m128n128"
 PATH9 = KERNELS_DIR / f"{ENTRY9}.ptx"
+# Rung 10 (overlap, on top of raster; the review's finding (c)): each consumer warpgroup keeps two sets of wgmma
+# partial sums, %part (even K groups) and %part_b (odd), and waits with wgmma.wait_group 1: the promotion of K group
+# k - 1 runs on the CUDA cores while K group k's wgmmas run on the tensor cores. Same ring, scales, TMA-store epilogue
+# and raster order as rung 9; the stage of group k - 1 is released after that wait (one stage longer held).
+ENTRY10 = "grouped_gemm_fp8_tmro_m128n128"
+PATH10 = KERNELS_DIR / f"{ENTRY10}.ptx"
+OV_SETS = ("part", "part_b")  # the partial-sum register sets of even and odd K groups
+OV_SCALES = (("%sa0", "%sa1"), ("%sb0", "%sb1"))  # their token scales (rows trow and trow + 8)
 
 
-def _features(tma_scales: bool, tma_store: bool, raster: bool = False) -> None:
+def _features(tma_scales: bool, tma_store: bool, raster: bool = False, overlap: bool = False) -> None:
     if tma_store and not tma_scales:
         raise ValueError("tma_store=True needs tma_scales=True (rung 8 is rung 7 with the TMA-store epilogue)")
     if raster and not tma_store:
         raise ValueError("raster=True needs tma_store=True (rung 9 is rung 8 with grouped rasterisation)")
+    if overlap and not raster:
+        raise ValueError("overlap=True needs raster=True (rung 10 is rung 9 with the promotion overlapped)")
 
 
-def stages(tma_scales: bool = False, tma_store: bool = False, raster: bool = False) -> int:
-    _features(tma_scales, tma_store, raster)
+def stages(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False) -> int:
+    _features(tma_scales, tma_store, raster, overlap)
     return STAGES8 if tma_store else STAGES7 if tma_scales else STAGES
 
 
-def entry(tma_scales: bool = False, tma_store: bool = False, raster: bool = False) -> str:
-    _features(tma_scales, tma_store, raster)
-    return ENTRY9 if raster else ENTRY8 if tma_store else ENTRY7 if tma_scales else ENTRY
+def entry(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False) -> str:
+    _features(tma_scales, tma_store, raster, overlap)
+    return ENTRY10 if overlap else ENTRY9 if raster else ENTRY8 if tma_store else ENTRY7 if tma_scales else ENTRY
 
 
-def path(tma_scales: bool = False, tma_store: bool = False, raster: bool = False) -> Path:
-    _features(tma_scales, tma_store, raster)
-    return PATH9 if raster else PATH8 if tma_store else PATH7 if tma_scales else PATH
+def path(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False) -> Path:
+    _features(tma_scales, tma_store, raster, overlap)
+    return PATH10 if overlap else PATH9 if raster else PATH8 if tma_store else PATH7 if tma_scales else PATH
 
 
-def shared_bytes(tma_scales: bool = False, tma_store: bool = False, raster: bool = False) -> int:
+def shared_bytes(tma_scales: bool = False, tma_store: bool = False, raster: bool = False,
+                 overlap: bool = False) -> int:
     """Dynamic shared memory: the ring, full[STAGES] and empty[STAGES] mbarriers, ALIGN bytes of slack (rung 7:
     also a token-scale row a stage and two weight-scale areas; rung 8: also the two output buffers)."""
-    n = stages(tma_scales, tma_store, raster)
+    n = stages(tma_scales, tma_store, raster, overlap)
     if tma_scales:
         return n * (STAGE_BYTES + S_BYTES) + 2 * 8 * n + 2 * 4 * KT_MAX + ALIGN + tma_store * OUT_BYTES
     return n * STAGE_BYTES + 2 * 8 * n + ALIGN
 
 
-def _header(ts: bool, to: bool = False, rs: bool = False) -> str:
+def _header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> str:
     rule = "// " + "=" * 108
     STAGES = stages(ts, to)  # noqa: N806 - the ring depth of this rung, named as the module constant
     expect = STAGE_BYTES + ts * S_BYTES  # bytes a full phase waits for
@@ -128,6 +139,13 @@ def _header(ts: bool, to: bool = False, rs: bool = False) -> str:
 //   i / (its blocks). Clusters running at once take consecutive items: the same pair (weight tiles) for many blocks,
 //   not every pair of a few blocks. Windows of whole raster groups still hold whole tiles (harness.sampling).""" \
         if rs else ""
+    overlap = """
+// Rung 10 (promotion overlap): two sets of partial sums a thread, %part for even K groups and %part_b for odd.
+//   Stage of group k: wait full; wgmma.fence; 4 wgmmas into the set of k; commit; read its token scales; then
+//   wgmma.wait_group 1 retires group k - 1 only (group k stays in flight), its stage is released, and its promotion
+//   (64 fma from the other set) runs on the CUDA cores while group k's wgmmas run. The fence before the next wgmmas
+//   orders that promotion's reads before they overwrite the set. After the last group: wait_group 0, release,
+//   promote. An idle warpgroup only waits for and releases each stage.""" if ov else ""
     params = ("    .param .align 64 .b8 gf_tm_s[128]," if ts else "    .param .u64 gf_a_scale,")
     c_param = "    .param .align 64 .b8 gf_tm_c[128]," if to else "    .param .u64 gf_c,"
     ring = f"{STAGES} stages x\n//   ({A_BYTES} B tokens + {W_BYTES} B weights)"
@@ -136,14 +154,14 @@ def _header(ts: bool, to: bool = False, rs: bool = False) -> str:
               f"//   two weight-scale areas of {4 * KT_MAX} B" if ts else
               f"{ring}, then full[{STAGES}] and empty[{STAGES}]")
     raster_param = ",\n    .param .u32 gf_raster_blocks" if rs else ""
-    title = f"{entry(ts, to, rs)} (rung {9 if rs else 8 if to else 7 if ts else 6})"
+    title = f"{entry(ts, to, rs, ov)} (rung {10 if ov else 9 if rs else 8 if to else 7 if ts else 6})"
     epi = ("shared stores (stmatrix) for the TMA store" if to else
            "stores, each predicated on its token row lying in the run")
     return f"""{rule}
 // {title}: FP8 e4m3 grouped GEMM with DeepSeek-V3's fine-grained scales, token-major
 // 128 x 128 CTA tiles (no swap AB), warp-specialised wgmma + TMA, a {STAGES}-stage ring in the 227 KB opt-in,
 // 2-CTA clusters multicasting the shared token tile, persistent{", scales by TMA and in shared memory" if ts else ""}{
-    ", c stored by TMA" if to else ""}.
+    ", c stored by TMA" if to else ""}{", promotion overlapped" if ov else ""}.
 // Generated by ptx_impl/gemm_fp8_tm_template.py (fixed-trip loops written out); edit the template, then `make ptx`.
 //
 // Contract (docs/kernels.md "grouped_gemm_fp8"): a e4m3[P_max, Kd] (tensor map gf_tm_a, box 64 rows x 128 B),
@@ -173,7 +191,7 @@ def _header(ts: bool, to: bool = False, rs: bool = False) -> str:
 //   fma.rn.f32 into fp32 registers: a thread holds 2 token rows, so 2 token scales and 1 weight scale a stage.
 // Accumulators (wgmma D, warp w of its warpgroup, lane 4g + t): register i is token 64cw + 16w + g + 8(i>>1 & 1) of
 //   the tile, column 8(i>>2) + 2t + (i&1) of the N tile; the epilogue packs column pairs (cvt.rn.bf16x2) into b32
-//   {epi}.{scales}{store}{raster}
+//   {epi}.{scales}{store}{raster}{overlap}
 // Shared memory (dynamic, {shared_bytes(ts, to)} B): from the base aligned up to {ALIGN} in code, {layout}.
 {rule}
 .version 8.4
@@ -182,7 +200,7 @@ def _header(ts: bool, to: bool = False, rs: bool = False) -> str:
 
 .extern .shared .align 1024 .b8 smem[];
 
-.visible .entry {entry(ts, to, rs)}(
+.visible .entry {entry(ts, to, rs, ov)}(
     .param .align 64 .b8 gf_tm_w[128],
     .param .align 64 .b8 gf_tm_a[128],
 {params}
@@ -421,7 +439,7 @@ def _tma_store_epilogue() -> list[str]:
     return L
 
 
-def _consumer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
+def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> list[str]:
     L = ["",
          "    // ---- consumer warpgroups: wgmma, promotion, epilogue -----------------------------------------------",
          "$C_start:",
@@ -476,6 +494,13 @@ def _consumer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
           "    add.s64             %pwsg, %pws, %d1;"]
     if ts:
         L += _ws_to_shared(to)
+    L += _overlap_loop(stages(ts, to, rs, ov)) if ov else _lockstep_loop(ts, to)
+    return L + _epilogue(to)
+
+
+def _lockstep_loop(ts: bool, to: bool) -> list[str]:
+    """Rungs 6-9: each stage's wgmmas, then wait_group 0, the release and the promotion, in lockstep."""
+    L: list[str] = []
     L += ["$C_k:",
           "    mad.lo.u32          %bar, %stage, 8, %sfull;",
           "$C_wait:",
@@ -532,8 +557,98 @@ def _consumer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
         L += [f"    fma.rn.f32          %acc{i}, %part{i}, %s{(i >> 1) & 1}, %acc{i};"]
     L += ["$C_kdone:"]
     L += _advance(stages(ts, to))
-    L += ["    @%p_more bra.uni    $C_k;",
-          "    @%p_idle bra.uni    $C_next;"]
+    return L + ["    @%p_more bra.uni    $C_k;"]
+
+
+def _ov_issue(x: int) -> list[str]:
+    """Rung 10: wait for the stage of group kt, its 4 wgmmas into set x (0: %part, 1: %part_b), commit, then
+    read its 2 token scales into %sa0/%sa1 (x = 0) or %sb0/%sb1 (x = 1) while they run."""
+    parts = ", ".join(f"%{OV_SETS[x]}{i}" for i in range(ACC))
+    sa0, sa1 = OV_SCALES[x]
+    L = [f"$C_k{x}:",
+         "    mad.lo.u32          %bar, %stage, 8, %sfull;",
+         f"$C_wait{x}:",
+         "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %ph;",
+         f"    @!%p_wait bra       $C_wait{x};",
+         f"    mul.lo.u32          %dst, %stage, {STAGE_BYTES};",
+         "    add.u32             %tmp, %sa_a, %dst;",
+         "    shr.u32             %tmp, %tmp, 4;",
+         "    cvt.u64.u32         %da, %tmp;",
+         f"    or.b64              %da, %da, {DESC_HI:#x};",
+         "    add.u32             %tmp, %sa_w, %dst;",
+         "    shr.u32             %tmp, %tmp, 4;",
+         "    cvt.u64.u32         %db, %tmp;",
+         f"    or.b64              %db, %db, {DESC_HI:#x};",
+         "    wgmma.fence.sync.aligned;                       // the last promotion's reads of this set come first"]
+    for ks in range(4):
+        if ks:
+            L += ["    add.s64             %da, %da, 2;                // +32 B of K",
+                  "    add.s64             %db, %db, 2;"]
+        L += [f"    wgmma.mma_async.sync.aligned.m64n{TILE_N}k32.f32.e4m3.e4m3 {{{parts}}}, %da, %db, "
+              f"{'%p_zero' if ks == 0 else '%p_one'}, 1, 1;"]
+    return L + ["    wgmma.commit_group.sync.aligned;",
+                f"    mad.lo.u32          %tmp, %stage, {S_BYTES}, %ssc;",
+                "    shl.b32             %tmp2, %trow, 2;",
+                "    add.u32             %tmp, %tmp, %tmp2;",
+                f"    ld.shared.f32       {sa0}, [%tmp];",
+                f"    ld.shared.f32       {sa1}, [%tmp+32];           // token row + 8"]
+
+
+def _ov_retire(x: int, depth: int) -> list[str]:
+    """Rung 10: wait until at most `depth` groups are in flight (1: the one just issued), release the stage of
+    group kt - 1 (%sprev), and promote group kt - 1 from set x with its token scales and weight scale kt - 1."""
+    sa0, sa1 = OV_SCALES[x]
+    L = [f"    wgmma.wait_group.sync.aligned {depth};",
+         "    mad.lo.u32          %bar, %sprev, 8, %sempty;",
+         "    @%p_lead mbarrier.arrive.shared::cta.b64 %tok, [%bar];",
+         "    mad.lo.u32          %bar, %sprev, 8, %rbar;",
+         "    @%p_lead mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%bar];",
+         "    sub.u32             %tmp, %kt, 1;               // the group being promoted",
+         "    shl.b32             %tmp, %tmp, 2;",
+         "    add.u32             %tmp, %tmp, %sws;",
+         "    ld.shared.f32       %ws, [%tmp];",
+         f"    mul.rn.f32          %s0, {sa0}, %ws;",
+         f"    mul.rn.f32          %s1, {sa1}, %ws;"]
+    return L + [f"    fma.rn.f32          %acc{i}, %{OV_SETS[x]}{i}, %s{(i >> 1) & 1}, %acc{i};" for i in range(ACC)]
+
+
+def _overlap_loop(n_stages: int) -> list[str]:
+    """Rung 10: groups alternate between the two partial-sum sets (the loop is unrolled by two); each one's
+    promotion follows the issue of the next group's wgmmas. An idle warpgroup takes $C_idle instead."""
+    L = ["    @%p_idle bra.uni    $C_idle;"]
+    L += _ov_issue(0)
+    L += ["    setp.eq.u32         %p_q, %kt, 0;",
+          "    @%p_q bra.uni       $C_first;                   // group 0: nothing to promote yet"]
+    L += _ov_retire(1, 1)
+    L += ["$C_first:", "    mov.u32             %sprev, %stage;"]
+    L += _advance(n_stages)
+    L += ["    @!%p_more bra.uni   $C_drain0;"]
+    L += _ov_issue(1)
+    L += _ov_retire(0, 1)
+    L += ["    mov.u32             %sprev, %stage;"]
+    L += _advance(n_stages)
+    L += ["    @%p_more bra.uni    $C_k0;"]
+    L += _ov_retire(1, 0)  # the last group was odd
+    L += ["    bra.uni             $C_kend;", "$C_drain0:"]
+    L += _ov_retire(0, 0)  # the last group was even
+    L += ["    bra.uni             $C_kend;",
+          "    // an idle warpgroup (my rows hold none of the run): wait for and release each stage",
+          "$C_idle:",
+          "    mad.lo.u32          %bar, %stage, 8, %sfull;",
+          "$C_iwait:",
+          "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %ph;",
+          "    @!%p_wait bra       $C_iwait;",
+          "    mad.lo.u32          %bar, %stage, 8, %sempty;",
+          "    @%p_lead mbarrier.arrive.shared::cta.b64 %tok, [%bar];",
+          "    mad.lo.u32          %bar, %stage, 8, %rbar;",
+          "    @%p_lead mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%bar];"]
+    L += _advance(n_stages)
+    return L + ["    @%p_more bra.uni    $C_idle;", "$C_kend:"]
+
+
+def _epilogue(to: bool) -> list[str]:
+    """The idle test, then the epilogue (rung 8 on: TMA store; before: bf16 stores of the run's rows); the next item."""
+    L = ["    @%p_idle bra.uni    $C_next;"]
     if to:
         L += _tma_store_epilogue()
         L += ["$C_next:",
@@ -570,19 +685,21 @@ def _consumer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
 _PRED_REGS = ("    .reg .pred  %p_lead, %p_q, %p_wait, %p_more, %p_zero, %p_one, %p_idle, %p_r0, %p_r1, %p_nodd;")
 
 
-def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = False, raster: bool = False) -> str:
-    """The complete PTX module of rung 6 (tma_scales=False), rung 7 (True), rung 8 (and tma_store=True) or rung 9
-    (and raster=True).
+def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = False, raster: bool = False,
+           overlap: bool = False) -> str:
+    """The complete PTX module of rung 6 (tma_scales=False), rung 7 (True), rung 8 (and tma_store=True), rung 9
+    (and raster=True) or rung 10 (and overlap=True).
     wait_bound > 0: every mbarrier wait loop traps after that many failed try_waits (gemm_fp8_ws_template._bounded;
     not in the checked-in files)."""
     if not isinstance(wait_bound, int) or wait_bound < 0:
         raise ValueError(f"wait_bound={wait_bound!r}; expected an int >= 0 (0: unbounded waits)")
-    ts, to, rs, n_stages = tma_scales, tma_store, raster, stages(tma_scales, tma_store, raster)
+    ts, to, rs, ov = tma_scales, tma_store, raster, overlap
+    n_stages = stages(ts, to, rs, ov)
     if shared_bytes(ts, to) > SMEM_LIMIT:
         raise ValueError(f"{n_stages} stages need {shared_bytes(ts, to)} B of shared memory; sm_90 allows "
                          f"{SMEM_LIMIT}")
     out = to * OUT_BYTES  # the output buffers sit between the ring and the token-scale rows
-    L = [_header(ts, to, rs)]
+    L = [_header(ts, to, rs, ov)]
     L += [_PRED_REGS,
           "    .reg .b16   %mask;",
           "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %nblk, %npairs, %nitems, %ktiles;",
@@ -599,6 +716,7 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
              "    .reg .b64   %ptmc;"] if to else []),
           *(["    .reg .b32   %sgb, %sgitems;"] if rs else []),
           f"    .reg .f32   %acc<{ACC}>, %part<{ACC}>, %sa0, %sa1, %s0, %s1, %ws;",
+          *([f"    .reg .f32   %part_b<{ACC}>, %sb0, %sb1;", "    .reg .b32   %sprev;"] if ov else []),
           "",
           "    // ---- setup (all threads): parameters, barriers, this cluster's first item -------------------------",
           "    mov.u32             %thr, %tid.x;",
@@ -659,7 +777,7 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    setp.ne.u32         %p_q, %wg, 0;",
           "    @%p_q bra.uni       $C_start;"]
     L += _producer(ts, to, rs)
-    L += _consumer(ts, to, rs)
+    L += _consumer(ts, to, rs, ov)
     L += ["$L_end:",
           "    barrier.cluster.arrive.release;             // no remote arrival or copy may reach an exited CTA",
           "    barrier.cluster.wait.acquire;",

@@ -40,7 +40,8 @@ def test_runs_a_small_shape_end_to_end_and_reads_it_back(tmp_path, capsys):
     assert bench.main(["--shapes", "2x32x256x128", "--impls", "ptx", "--out", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     labels = {line.split()[1] for line in text.splitlines() if line.startswith("contiguous-2x32x256x128")}
-    assert labels == {"ptx.r1", "ptx.r2", "ptx.r3", "ptx.r4", "ptx.r5", "ptx.r6", "ptx.r7", "ptx.r8", "ptx.r9"}, text
+    assert labels == {"ptx.r1", "ptx.r2", "ptx.r3", "ptx.r4", "ptx.r5", "ptx.r6", "ptx.r7", "ptx.r8", "ptx.r9",
+                      "ptx.r10"}, text
     assert "(top)" in text
     run_json = next(tmp_path.glob("*/run.json"))
     doc = json.loads(run_json.read_text())

@@ -21,7 +21,7 @@ def test_persistent_grid_comes_from_the_device(fake_gpu, rung, run):
     assert launch["grid"] == ((100, 1, 1) if rung == 4 else (90, 1, 1))
     if rung >= 5:
         (query,) = fake_gpu.occupancy_queries
-        # a cluster of 2 with the kernel's dynamic shared memory (rungs 6-9: a ring filling the 227 KB opt-in)
+        # a cluster of 2 with the kernel's dynamic shared memory (rungs 6-10: a ring filling the 227 KB opt-in)
         assert query[0] == 2 and query[2] > (190 * 1024 if rung >= 6 else 48 * 1024)
 
 

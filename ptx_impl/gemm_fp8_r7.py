@@ -74,6 +74,23 @@ def default_sms(backend) -> int:
                    template.CLUSTER_CTAS))
 
 
+def launch_transpose(backend, args: dict, a_scale_t, P_max: int, groups: int):
+    """Launch the a_scale transpose into the workspace array a_scale_t; its LaunchRecord (rungs 7 and up)."""
+    ctas = max(1, min(TRANSPOSE_MAX_CTAS, -(-P_max * groups // TRANSPOSE_THREADS)))
+    return backend.launch_ptx(transpose_source(), "scale_transpose", (ctas, 1, 1), (TRANSPOSE_THREADS, 1, 1),
+                              [args["a_scale"], a_scale_t, np.uint32(P_max), np.uint32(groups), args["total_padded"]],
+                              tag="scale_transpose")
+
+
+def operand_maps(backend, args: dict, a_scale_t, sizes) -> tuple:
+    """The tensor maps over w, a and the transposed a_scale (tm_w, tm_a, tm_s), as rungs 7 and up load them."""
+    _, Kd, N, _, E = sizes
+    tm_w = backend.tensor_map(args["w"], box=(template.TILE_N, r4.GROUP), swizzle=128, shape=(E * N, Kd))
+    tm_a = backend.tensor_map(args["a"], box=(template.TILE_M // template.CLUSTER_CTAS, r4.GROUP), swizzle=128)
+    tm_s = backend.tensor_map(a_scale_t, box=(1, template.TILE_M), swizzle=0)
+    return tm_w, tm_a, tm_s
+
+
 def run(backend, args: dict, preset, **params) -> list:
     """Launch rung 7: a_scale transposed into a workspace, then c[rows of b] = bf16(dequant(a)[rows] @
     dequant(w[e]).T) for blocks with e >= 0.
@@ -92,21 +109,13 @@ def run(backend, args: dict, preset, **params) -> list:
     sms = r4.take_params(params, RUNG)
     sizes = check_args(args, preset)
     P_max, Kd, N, BM, E = sizes
-    groups = Kd // r4.GROUP
     sms = sms if sms is not None else default_sms(backend)
     items = r6.work_items(sizes)
     clusters = max(1, min(sms // template.CLUSTER_CTAS, items.count))
-    tmp = backend.workspace(f"{KERNEL}_r{RUNG}", {"a_scale_t": ((groups, P_max), np.float32)})
+    tmp = backend.workspace(f"{KERNEL}_r{RUNG}", {"a_scale_t": ((Kd // r4.GROUP, P_max), np.float32)})
     try:
-        ctas = max(1, min(TRANSPOSE_MAX_CTAS, -(-P_max * groups // TRANSPOSE_THREADS)))
-        records = [backend.launch_ptx(transpose_source(), "scale_transpose", (ctas, 1, 1), (TRANSPOSE_THREADS, 1, 1),
-                                      [args["a_scale"], tmp["a_scale_t"], np.uint32(P_max), np.uint32(groups),
-                                       args["total_padded"]],
-                                      tag="scale_transpose")]
-        tm_w = backend.tensor_map(args["w"], box=(template.TILE_N, r4.GROUP), swizzle=128, shape=(E * N, Kd))
-        tm_a = backend.tensor_map(args["a"], box=(template.TILE_M // template.CLUSTER_CTAS, r4.GROUP), swizzle=128)
-        tm_s = backend.tensor_map(tmp["a_scale_t"], box=(1, template.TILE_M), swizzle=0)
-        values = [tm_w, tm_a, tm_s] + [args[n] for n, _ in PARAMS[3:7]] + [
+        records = [launch_transpose(backend, args, tmp["a_scale_t"], P_max, Kd // r4.GROUP)]
+        values = list(operand_maps(backend, args, tmp["a_scale_t"], sizes)) + [args[n] for n, _ in PARAMS[3:7]] + [
             np.uint32(Kd), np.uint32(N), np.uint32(BM), np.uint32(P_max // BM), items]
         values[5] = LiveRows.of(args["total_padded"], BM, args["block_expert"])  # sampled by experts on sim
         records.append(backend.launch_ptx(ptx_source(getattr(backend, "wait_bound", 0)), template.ENTRY7,

@@ -48,31 +48,71 @@ PATH7 = KERNELS_DIR / f"{ENTRY7}.ptx"
 S_BYTES = TILE_M * 4  # one stage's token scales (fp32)
 KT_MAX = 256  # K groups a weight-scale area holds (Kd <= 32768)
 STAGES7 = (SMEM_LIMIT - ALIGN - 2 * 4 * KT_MAX) // (STAGE_BYTES + S_BYTES + 16)
+# Rung 8 (tma_store, on top of tma_scales; the review's finding (d)): the epilogue writes c through shared memory and
+# TMA, as DeepGEMM's does: each consumer warpgroup packs its 64 x 128 fp32 result to bf16 and stmatrix-es it, 64
+# columns at a time, into its own 128B-swizzled buffer after the ring; after fence.proxy.async and a named barrier,
+# one thread of the warpgroup stores each routing block of the run that lies in its rows with cp.async.bulk.tensor
+# (tensor map gf_tm_c over c, box 64 columns x min(BM, 64) rows: a box never reaches another expert's rows, which
+# belong to another tile), in a bulk group it waits for (.read) before the buffer is written again.
+ENTRY8 = "grouped_gemm_fp8_tmo_m128n128"
+PATH8 = KERNELS_DIR / f"{ENTRY8}.ptx"
+OUT_COLS = 64  # bf16 columns of a store box: one 128-byte swizzle span
+OUT_WG_BYTES = 64 * OUT_COLS * 2  # a consumer warpgroup's buffer: its 64 token rows x 64 columns of bf16
+OUT_BYTES = 2 * OUT_WG_BYTES
+STAGES8 = (SMEM_LIMIT - ALIGN - 2 * 4 * KT_MAX - OUT_BYTES) // (STAGE_BYTES + S_BYTES + 16)
+# Rung 9 (raster, on top of tma_store; the review's finding (g)): grouped rasterisation. Items are taken in raster
+# groups of gf_raster_blocks routing blocks (a multiple of R, the host's choice: gemm_fp8_r9), inside which the
+# blocks walk fastest and the N-tile pairs slowest, so the clusters running at once work on the same N-tile pair (the
+# same weight tiles, where the blocks share an expert) for many token tiles instead of every pair of a few.
+ENTRY9 = "grouped_gemm_fp8_tmr_m128n128"
+PATH9 = KERNELS_DIR / f"{ENTRY9}.ptx"
+# Rung 10 (overlap, on top of raster; the review's finding (c)): each consumer warpgroup keeps two sets of wgmma
+# partial sums, %part (even K groups) and %part_b (odd), and waits with wgmma.wait_group 1: the promotion of K group
+# k - 1 runs on the CUDA cores while K group k's wgmmas run on the tensor cores. Same ring, scales, TMA-store epilogue
+# and raster order as rung 9; the stage of group k - 1 is released after that wait (one stage longer held).
+ENTRY10 = "grouped_gemm_fp8_tmro_m128n128"
+PATH10 = KERNELS_DIR / f"{ENTRY10}.ptx"
+OV_SETS = ("part", "part_b")  # the partial-sum register sets of even and odd K groups
+OV_SCALES = (("%sa0", "%sa1"), ("%sb0", "%sb1"))  # their token scales (rows trow and trow + 8)
 
 
-def stages(tma_scales: bool = False) -> int:
-    return STAGES7 if tma_scales else STAGES
+def _features(tma_scales: bool, tma_store: bool, raster: bool = False, overlap: bool = False) -> None:
+    if tma_store and not tma_scales:
+        raise ValueError("tma_store=True needs tma_scales=True (rung 8 is rung 7 with the TMA-store epilogue)")
+    if raster and not tma_store:
+        raise ValueError("raster=True needs tma_store=True (rung 9 is rung 8 with grouped rasterisation)")
+    if overlap and not raster:
+        raise ValueError("overlap=True needs raster=True (rung 10 is rung 9 with the promotion overlapped)")
 
 
-def entry(tma_scales: bool = False) -> str:
-    return ENTRY7 if tma_scales else ENTRY
+def stages(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False) -> int:
+    _features(tma_scales, tma_store, raster, overlap)
+    return STAGES8 if tma_store else STAGES7 if tma_scales else STAGES
 
 
-def path(tma_scales: bool = False) -> Path:
-    return PATH7 if tma_scales else PATH
+def entry(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False) -> str:
+    _features(tma_scales, tma_store, raster, overlap)
+    return ENTRY10 if overlap else ENTRY9 if raster else ENTRY8 if tma_store else ENTRY7 if tma_scales else ENTRY
 
 
-def shared_bytes(tma_scales: bool = False) -> int:
+def path(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False) -> Path:
+    _features(tma_scales, tma_store, raster, overlap)
+    return PATH10 if overlap else PATH9 if raster else PATH8 if tma_store else PATH7 if tma_scales else PATH
+
+
+def shared_bytes(tma_scales: bool = False, tma_store: bool = False, raster: bool = False,
+                 overlap: bool = False) -> int:
     """Dynamic shared memory: the ring, full[STAGES] and empty[STAGES] mbarriers, ALIGN bytes of slack (rung 7:
-    also a token-scale row a stage and two weight-scale areas)."""
+    also a token-scale row a stage and two weight-scale areas; rung 8: also the two output buffers)."""
+    n = stages(tma_scales, tma_store, raster, overlap)
     if tma_scales:
-        return STAGES7 * (STAGE_BYTES + S_BYTES) + 2 * 8 * STAGES7 + 2 * 4 * KT_MAX + ALIGN
-    return STAGES * STAGE_BYTES + 2 * 8 * STAGES + ALIGN
+        return n * (STAGE_BYTES + S_BYTES) + 2 * 8 * n + 2 * 4 * KT_MAX + ALIGN + tma_store * OUT_BYTES
+    return n * STAGE_BYTES + 2 * 8 * n + ALIGN
 
 
-def _header(ts: bool) -> str:
+def _header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> str:
     rule = "// " + "=" * 108
-    STAGES = stages(ts)  # noqa: N806 - the ring depth of this rung, named as the module constant
+    STAGES = stages(ts, to)  # noqa: N806 - the ring depth of this rung, named as the module constant
     expect = STAGE_BYTES + ts * S_BYTES  # bytes a full phase waits for
     scales = f"""
 // Rung 7 (scales by TMA): a_scale comes transposed, a_scale_t f32[Kd/128, P_max] (tensor map gf_tm_s, box 1 x 128),
@@ -81,15 +121,47 @@ def _header(ts: bool) -> str:
 //   scales into its own shared area between two named barriers (bar.sync 1 + cw, 128). The promotion reads both
 //   from shared memory: the token scales right after the commit (while the wgmma runs, before the release), the
 //   weight scale after it; no global load follows wgmma.wait_group.""" if ts else ""
+    store = f"""
+// Rung 8 (TMA-store epilogue): c comes as a tensor map, gf_tm_c over (P_max, N) bf16, box min(BM, 64) rows x
+//   {OUT_COLS} columns, 128B swizzle. Each consumer warpgroup has a {OUT_WG_BYTES} B buffer after the ring (its 64
+//   token rows x {OUT_COLS} columns, in the swizzled image the tensor map reads). Per item and 64-column half:
+//   thread 0 of the warpgroup waits for its previous bulk stores to have read the buffer
+//   (cp.async.bulk.wait_group.read 0), bar.sync 1 + cw; every thread packs its accumulators to bf16x2 and writes
+//   them with 4 stmatrix m8n8.x4 (matrix k of lane 8k + r: row 16w + 8(k & 1) + r, 16-byte chunk 2q + (k >> 1) of
+//   the half, XOR r: the swizzle), fence.proxy.async.shared::cta, bar.sync 1 + cw; thread 0 then issues one
+//   cp.async.bulk.tensor store per box of min(BM, 64) rows that lies in the run (whole routing blocks: no box
+//   reaches another expert's rows) and commits them as one bulk group; before exit it waits for all of them
+//   (cp.async.bulk.wait_group 0). The weight-scale copy needs no barrier before it: the epilogue's order the last
+//   item's promotion reads before it.""" if to else ""
+    raster = """
+// Rung 9 (grouped rasterisation): items come in raster groups of gf_raster_blocks routing blocks (a multiple of R; the
+//   last group may be short): item i of group q is block q x gf_raster_blocks + i % (its blocks), N-tile pair
+//   i / (its blocks). Clusters running at once take consecutive items: the same pair (weight tiles) for many blocks,
+//   not every pair of a few blocks. Windows of whole raster groups still hold whole tiles (harness.sampling).""" \
+        if rs else ""
+    overlap = """
+// Rung 10 (promotion overlap): two sets of partial sums a thread, %part for even K groups and %part_b for odd.
+//   Stage of group k: wait full; wgmma.fence; 4 wgmmas into the set of k; commit; read its token scales; then
+//   wgmma.wait_group 1 retires group k - 1 only (group k stays in flight), its stage is released, and its promotion
+//   (64 fma from the other set) runs on the CUDA cores while group k's wgmmas run. The fence before the next wgmmas
+//   orders that promotion's reads before they overwrite the set. After the last group: wait_group 0, release,
+//   promote. An idle warpgroup only waits for and releases each stage.""" if ov else ""
     params = ("    .param .align 64 .b8 gf_tm_s[128]," if ts else "    .param .u64 gf_a_scale,")
+    c_param = "    .param .align 64 .b8 gf_tm_c[128]," if to else "    .param .u64 gf_c,"
     ring = f"{STAGES} stages x\n//   ({A_BYTES} B tokens + {W_BYTES} B weights)"
+    ring += f", two output buffers of {OUT_WG_BYTES} B" if to else ""
     layout = (f"{ring}, {STAGES} token-scale rows of {S_BYTES} B, full[{STAGES}], empty[{STAGES}],\n"
               f"//   two weight-scale areas of {4 * KT_MAX} B" if ts else
               f"{ring}, then full[{STAGES}] and empty[{STAGES}]")
+    raster_param = ",\n    .param .u32 gf_raster_blocks" if rs else ""
+    title = f"{entry(ts, to, rs, ov)} (rung {10 if ov else 9 if rs else 8 if to else 7 if ts else 6})"
+    epi = ("shared stores (stmatrix) for the TMA store" if to else
+           "stores, each predicated on its token row lying in the run")
     return f"""{rule}
-// {entry(ts)} (rung {7 if ts else 6}): FP8 e4m3 grouped GEMM with DeepSeek-V3's fine-grained scales, token-major
+// {title}: FP8 e4m3 grouped GEMM with DeepSeek-V3's fine-grained scales, token-major
 // 128 x 128 CTA tiles (no swap AB), warp-specialised wgmma + TMA, a {STAGES}-stage ring in the 227 KB opt-in,
-// 2-CTA clusters multicasting the shared token tile, persistent{", scales by TMA and in shared memory" if ts else ""}.
+// 2-CTA clusters multicasting the shared token tile, persistent{", scales by TMA and in shared memory" if ts else ""}{
+    ", c stored by TMA" if to else ""}{", promotion overlapped" if ov else ""}.
 // Generated by ptx_impl/gemm_fp8_tm_template.py (fixed-trip loops written out); edit the template, then `make ptx`.
 //
 // Contract (docs/kernels.md "grouped_gemm_fp8"): a e4m3[P_max, Kd] (tensor map gf_tm_a, box 64 rows x 128 B),
@@ -119,8 +191,8 @@ def _header(ts: bool) -> str:
 //   fma.rn.f32 into fp32 registers: a thread holds 2 token rows, so 2 token scales and 1 weight scale a stage.
 // Accumulators (wgmma D, warp w of its warpgroup, lane 4g + t): register i is token 64cw + 16w + g + 8(i>>1 & 1) of
 //   the tile, column 8(i>>2) + 2t + (i&1) of the N tile; the epilogue packs column pairs (cvt.rn.bf16x2) into b32
-//   stores, each predicated on its token row lying in the run.{scales}
-// Shared memory (dynamic, {shared_bytes(ts)} B): from the base aligned up to {ALIGN} in code, {layout}.
+//   {epi}.{scales}{store}{raster}{overlap}
+// Shared memory (dynamic, {shared_bytes(ts, to)} B): from the base aligned up to {ALIGN} in code, {layout}.
 {rule}
 .version 8.4
 .target sm_90a
@@ -128,20 +200,20 @@ def _header(ts: bool) -> str:
 
 .extern .shared .align 1024 .b8 smem[];
 
-.visible .entry {entry(ts)}(
+.visible .entry {entry(ts, to, rs, ov)}(
     .param .align 64 .b8 gf_tm_w[128],
     .param .align 64 .b8 gf_tm_a[128],
 {params}
     .param .u64 gf_w_scale,
     .param .u64 gf_block_expert,
     .param .u64 gf_total_padded,
-    .param .u64 gf_c,
+{c_param}
     .param .u32 gf_kd,
     .param .u32 gf_n,
     .param .u32 gf_bm,
     .param .u32 gf_blocks,
     .param .u32 gf_item_begin,
-    .param .u32 gf_item_end
+    .param .u32 gf_item_end{raster_param}
 )
 .maxntid {THREADS}, 1, 1
 .maxnreg {MAXNREG}
@@ -149,16 +221,33 @@ def _header(ts: bool) -> str:
 {{"""
 
 
-def _decode(role: str) -> list[str]:
+def _item_to_block_pair(raster: bool) -> list[str]:
+    """%item -> block %b and N-tile pair %ct: block-major (rungs 6-8), or in raster groups of %sgb blocks, blocks
+    fastest (rung 9; the last group may hold fewer blocks)."""
+    if not raster:
+        return ["    div.u32             %b, %item, %npairs;",
+                "    mul.lo.u32          %tmp, %b, %npairs;",
+                "    sub.u32             %ct, %item, %tmp;"]
+    return ["    div.u32             %b, %item, %sgitems;        // raster group",
+            "    mul.lo.u32          %tmp, %b, %sgitems;",
+            "    sub.u32             %tmp, %item, %tmp;          // item within the group",
+            "    mul.lo.u32          %b, %b, %sgb;               // the group's first block",
+            "    sub.u32             %tmp2, %nblk, %b;",
+            "    min.u32             %tmp2, %tmp2, %sgb;         // its blocks",
+            "    div.u32             %ct, %tmp, %tmp2;           // pair: blocks walk fastest",
+            "    mul.lo.u32          %tmp2, %ct, %tmp2;",
+            "    sub.u32             %tmp, %tmp, %tmp2;",
+            "    add.u32             %b, %b, %tmp;"]
+
+
+def _decode(role: str, end: str = "$L_end", raster: bool = False) -> list[str]:
     """Item -> block %b, its expert %e, the N tile %ct; skips items whose block is past total_padded, of expert -1 or
-    not a head. Leaves %pos = b % R and %d0 = &block_expert[b]."""
+    not a head. Leaves %pos = b % R and %d0 = &block_expert[b]. Past the last item the role goes to `end`."""
     return [
         f"${role}_item:",
         "    setp.ge.u32         %p_q, %item, %nitems;",
-        "    @%p_q bra.uni       $L_end;",
-        "    div.u32             %b, %item, %npairs;",
-        "    mul.lo.u32          %tmp, %b, %npairs;",
-        "    sub.u32             %ct, %item, %tmp;",
+        f"    @%p_q bra.uni       {end};",
+        *_item_to_block_pair(raster),
         "    shl.b32             %ct, %ct, 1;",
         "    add.u32             %ct, %ct, %rank;            // my N tile of the pair",
         "    setp.ge.u32         %p_nodd, %ct, %nt;          // rank 1 past an odd N tile count: tokens only",
@@ -197,7 +286,7 @@ def _advance(n_stages: int) -> list[str]:
             "    setp.lt.u32         %p_more, %kt, %ktiles;"]
 
 
-def _producer(ts: bool) -> list[str]:
+def _producer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
     tma = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
     L = ["",
          "    // ---- producer warpgroup: one thread feeds the ring ------------------------------------------------",
@@ -207,7 +296,7 @@ def _producer(ts: bool) -> list[str]:
          "    mov.u32             %stage, 0;",
          "    mov.u32             %ph, 0;",
          "    mov.u32             %item, %first;"]
-    L += _decode("P")
+    L += _decode("P", raster=rs)
     L += ["$P_k:",
           "    xor.b32             %pw, %ph, 1;                // the previous phase: free on the first pass",
           "    mad.lo.u32          %bar, %stage, 8, %sempty;",
@@ -229,7 +318,7 @@ def _producer(ts: bool) -> list[str]:
     if ts:
         L += [f"    mad.lo.u32          %tmp2, %stage, {S_BYTES}, %ssc;",
               f"    {tma} [%tmp2], [%ptms, {{%abase, %kt}}], [%bar];  // the tile's token scales of group kt"]
-    L += _advance(stages(ts))
+    L += _advance(stages(ts, to))
     L += ["    @%p_more bra.uni    $P_k;",
           "$P_next:",
           "    add.u32             %item, %item, %step;",
@@ -266,11 +355,12 @@ def _run_rows() -> list[str]:
             "    setp.ge.or.u32      %p_idle, %nb, %tmp, %p_idle;  // my 64 rows hold none of the run, or no N tile"]
 
 
-def _ws_to_shared() -> list[str]:
+def _ws_to_shared(to: bool = False) -> list[str]:
     """Rung 7, at an item's start: the warpgroup copies w_scale[e][ct][0..Kd/128) into its shared area, between two
-    named barriers of its 128 threads (the first: nobody still reads the previous item's scales)."""
+    named barriers of its 128 threads (the first: nobody still reads the previous item's scales). Rung 8 drops the
+    first: its epilogue's barriers already order the last item's promotion reads before this copy."""
     return ["    @%p_idle bra.uni    $C_wsdone;",
-            "    bar.sync            %bid, 128;",
+            *([] if to else ["    bar.sync            %bid, 128;"]),
             "    and.b32             %tmp2, %thr, 127;",
             "    mov.u32             %tmp, 0;",
             "$C_ws:",
@@ -289,7 +379,67 @@ def _ws_to_shared() -> list[str]:
             "$C_wsdone:"]
 
 
-def _consumer(ts: bool) -> list[str]:
+def _store_setup() -> list[str]:
+    """Rung 8, at the consumers' start: the storing thread, the box rows, my buffer and my stmatrix row address."""
+    return ["    and.b32             %tmp, %thr, 127;",
+            "    setp.eq.u32         %p_el, %tmp, 0;             // thread 0 of my warpgroup issues its stores",
+            "    min.u32             %sr, %bm, 64;               // rows of a store box: a routing block, at most 64",
+            "    shl.b32             %srb, %sr, 7;               // its bytes in the buffer",
+            f"    mad.lo.u32          %sout, %cw, {OUT_WG_BYTES}, %sout;     // my buffer",
+            "    // stmatrix: lane 8k + r gives row 16w + 8(k & 1) + r of matrix k, 16-byte chunk 2q + (k >> 1) of the",
+            "    // half; the 128B swizzle puts chunk c of row r at c ^ (r & 7): %cx = (k >> 1) ^ r, XORed with 2q",
+            "    shr.u32             %tmp, %lane, 3;",
+            "    and.b32             %tmp, %tmp, 1;",
+            "    shl.b32             %tmp, %tmp, 3;",
+            "    and.b32             %cx, %lane, 7;",
+            "    add.u32             %tmp, %tmp, %cx;",
+            "    shl.b32             %tmp2, %warp, 4;",
+            "    add.u32             %tmp, %tmp, %tmp2;",
+            "    shl.b32             %tmp, %tmp, 7;",
+            "    add.u32             %srow, %sout, %tmp;         // my row of the buffer",
+            "    shr.u32             %tmp, %lane, 4;",
+            "    xor.b32             %cx, %cx, %tmp;"]
+
+
+def _tma_store_epilogue() -> list[str]:
+    """Rung 8's epilogue: the warpgroup's 64 x 128 result in two 64-column halves through its buffer, each half's
+    boxes in the run stored by thread 0 as one bulk group."""
+    L = ["    // epilogue (TMA store): the run's rows [row0 - abase, + rows) of the tile, in boxes of %sr rows",
+         "    sub.u32             %nb, %row0, %abase;",
+         "    add.u32             %nbmax, %nb, %rows;"]
+    for half in range(TILE_N // OUT_COLS):
+        L += ["    @%p_el cp.async.bulk.wait_group.read 0;     // the buffer's last stores have read it",
+              "    bar.sync            %bid, 128;"]
+        for q in range(OUT_COLS // 16):
+            j0 = OUT_COLS // 8 * half + 2 * q
+            regs = [(4 * j + 2 * h + 1, 4 * j + 2 * h) for j in (j0, j0 + 1) for h in (0, 1)]
+            L += [f"    cvt.rn.bf16x2.f32   %hh{k}, %acc{hi}, %acc{lo};" for k, (hi, lo) in enumerate(regs)]
+            L += [f"    xor.b32             %tmp, %cx, {2 * q};" if q else "    mov.u32             %tmp, %cx;",
+                  "    shl.b32             %tmp, %tmp, 4;",
+                  "    add.u32             %tmp, %tmp, %srow;",
+                  "    stmatrix.sync.aligned.m8n8.x4.shared.b16 [%tmp], {%hh0, %hh1, %hh2, %hh3};"]
+        L += ["    fence.proxy.async.shared::cta;              // my stmatrix writes, visible to the TMA store",
+              "    bar.sync            %bid, 128;",
+              f"    @!%p_el bra         $C_st{half}done;",
+              "    shl.b32             %brow, %cw, 6;              // a box's first row in the tile: 64cw, + sr, ..",
+              "    add.u32             %bend, %brow, 64;",
+              "    mov.u32             %bsrc, %sout;",
+              f"    add.u32             %gcol, %col0, {OUT_COLS * half};",
+              f"$C_st{half}:",
+              "    setp.ge.u32         %p_q, %brow, %nb;",
+              "    setp.lt.and.u32     %p_q, %brow, %nbmax, %p_q;  // the box is routing blocks of the run",
+              "    add.u32             %grow, %abase, %brow;",
+              "    @%p_q cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%ptmc, {%gcol, %grow}], [%bsrc];",
+              "    add.u32             %brow, %brow, %sr;",
+              "    add.u32             %bsrc, %bsrc, %srb;",
+              "    setp.lt.u32         %p_q, %brow, %bend;",
+              f"    @%p_q bra           $C_st{half};",
+              "    cp.async.bulk.commit_group;",
+              f"$C_st{half}done:"]
+    return L
+
+
+def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> list[str]:
     L = ["",
          "    // ---- consumer warpgroups: wgmma, promotion, epilogue -----------------------------------------------",
          "$C_start:",
@@ -314,10 +464,11 @@ def _consumer(ts: bool) -> list[str]:
          "    mapa.shared::cluster.u32 %rbar, %sempty, %peer;  // the peer's empty barriers",
          *(["    add.u32             %bid, %cw, 1;               // my warpgroup's named barrier",
             f"    mad.lo.u32          %sws, %cw, {4 * KT_MAX}, %sws;     // my weight-scale area"] if ts else []),
+         *(_store_setup() if to else []),
          "    mov.u32             %stage, 0;",
          "    mov.u32             %ph, 0;",
          "    mov.u32             %item, %first;"]
-    L += _decode("C")
+    L += _decode("C", "$C_end" if to else "$L_end", rs)
     L += _run_rows()
     L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(ACC)]
     L += ["    add.u32             %r0, %abase, %trow;"]
@@ -342,7 +493,14 @@ def _consumer(ts: bool) -> list[str]:
           "    shl.b64             %d1, %d1, 2;",
           "    add.s64             %pwsg, %pws, %d1;"]
     if ts:
-        L += _ws_to_shared()
+        L += _ws_to_shared(to)
+    L += _overlap_loop(stages(ts, to, rs, ov)) if ov else _lockstep_loop(ts, to)
+    return L + _epilogue(to)
+
+
+def _lockstep_loop(ts: bool, to: bool) -> list[str]:
+    """Rungs 6-9: each stage's wgmmas, then wait_group 0, the release and the promotion, in lockstep."""
+    L: list[str] = []
     L += ["$C_k:",
           "    mad.lo.u32          %bar, %stage, 8, %sfull;",
           "$C_wait:",
@@ -398,10 +556,109 @@ def _consumer(ts: bool) -> list[str]:
     for i in range(ACC):
         L += [f"    fma.rn.f32          %acc{i}, %part{i}, %s{(i >> 1) & 1}, %acc{i};"]
     L += ["$C_kdone:"]
-    L += _advance(stages(ts))
-    L += ["    @%p_more bra.uni    $C_k;",
-          "    @%p_idle bra.uni    $C_next;",
-          "    // epilogue: c[abase + trow (+8)][col0 + 8j + 2t, +1] = bf16x2(acc), rows inside the run only",
+    L += _advance(stages(ts, to))
+    return L + ["    @%p_more bra.uni    $C_k;"]
+
+
+def _ov_issue(x: int) -> list[str]:
+    """Rung 10: wait for the stage of group kt, its 4 wgmmas into set x (0: %part, 1: %part_b), commit, then
+    read its 2 token scales into %sa0/%sa1 (x = 0) or %sb0/%sb1 (x = 1) while they run."""
+    parts = ", ".join(f"%{OV_SETS[x]}{i}" for i in range(ACC))
+    sa0, sa1 = OV_SCALES[x]
+    L = [f"$C_k{x}:",
+         "    mad.lo.u32          %bar, %stage, 8, %sfull;",
+         f"$C_wait{x}:",
+         "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %ph;",
+         f"    @!%p_wait bra       $C_wait{x};",
+         f"    mul.lo.u32          %dst, %stage, {STAGE_BYTES};",
+         "    add.u32             %tmp, %sa_a, %dst;",
+         "    shr.u32             %tmp, %tmp, 4;",
+         "    cvt.u64.u32         %da, %tmp;",
+         f"    or.b64              %da, %da, {DESC_HI:#x};",
+         "    add.u32             %tmp, %sa_w, %dst;",
+         "    shr.u32             %tmp, %tmp, 4;",
+         "    cvt.u64.u32         %db, %tmp;",
+         f"    or.b64              %db, %db, {DESC_HI:#x};",
+         "    wgmma.fence.sync.aligned;                       // the last promotion's reads of this set come first"]
+    for ks in range(4):
+        if ks:
+            L += ["    add.s64             %da, %da, 2;                // +32 B of K",
+                  "    add.s64             %db, %db, 2;"]
+        L += [f"    wgmma.mma_async.sync.aligned.m64n{TILE_N}k32.f32.e4m3.e4m3 {{{parts}}}, %da, %db, "
+              f"{'%p_zero' if ks == 0 else '%p_one'}, 1, 1;"]
+    return L + ["    wgmma.commit_group.sync.aligned;",
+                f"    mad.lo.u32          %tmp, %stage, {S_BYTES}, %ssc;",
+                "    shl.b32             %tmp2, %trow, 2;",
+                "    add.u32             %tmp, %tmp, %tmp2;",
+                f"    ld.shared.f32       {sa0}, [%tmp];",
+                f"    ld.shared.f32       {sa1}, [%tmp+32];           // token row + 8"]
+
+
+def _ov_retire(x: int, depth: int) -> list[str]:
+    """Rung 10: wait until at most `depth` groups are in flight (1: the one just issued), release the stage of
+    group kt - 1 (%sprev), and promote group kt - 1 from set x with its token scales and weight scale kt - 1."""
+    sa0, sa1 = OV_SCALES[x]
+    L = [f"    wgmma.wait_group.sync.aligned {depth};",
+         "    mad.lo.u32          %bar, %sprev, 8, %sempty;",
+         "    @%p_lead mbarrier.arrive.shared::cta.b64 %tok, [%bar];",
+         "    mad.lo.u32          %bar, %sprev, 8, %rbar;",
+         "    @%p_lead mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%bar];",
+         "    sub.u32             %tmp, %kt, 1;               // the group being promoted",
+         "    shl.b32             %tmp, %tmp, 2;",
+         "    add.u32             %tmp, %tmp, %sws;",
+         "    ld.shared.f32       %ws, [%tmp];",
+         f"    mul.rn.f32          %s0, {sa0}, %ws;",
+         f"    mul.rn.f32          %s1, {sa1}, %ws;"]
+    return L + [f"    fma.rn.f32          %acc{i}, %{OV_SETS[x]}{i}, %s{(i >> 1) & 1}, %acc{i};" for i in range(ACC)]
+
+
+def _overlap_loop(n_stages: int) -> list[str]:
+    """Rung 10: groups alternate between the two partial-sum sets (the loop is unrolled by two); each one's
+    promotion follows the issue of the next group's wgmmas. An idle warpgroup takes $C_idle instead."""
+    L = ["    @%p_idle bra.uni    $C_idle;"]
+    L += _ov_issue(0)
+    L += ["    setp.eq.u32         %p_q, %kt, 0;",
+          "    @%p_q bra.uni       $C_first;                   // group 0: nothing to promote yet"]
+    L += _ov_retire(1, 1)
+    L += ["$C_first:", "    mov.u32             %sprev, %stage;"]
+    L += _advance(n_stages)
+    L += ["    @!%p_more bra.uni   $C_drain0;"]
+    L += _ov_issue(1)
+    L += _ov_retire(0, 1)
+    L += ["    mov.u32             %sprev, %stage;"]
+    L += _advance(n_stages)
+    L += ["    @%p_more bra.uni    $C_k0;"]
+    L += _ov_retire(1, 0)  # the last group was odd
+    L += ["    bra.uni             $C_kend;", "$C_drain0:"]
+    L += _ov_retire(0, 0)  # the last group was even
+    L += ["    bra.uni             $C_kend;",
+          "    // an idle warpgroup (my rows hold none of the run): wait for and release each stage",
+          "$C_idle:",
+          "    mad.lo.u32          %bar, %stage, 8, %sfull;",
+          "$C_iwait:",
+          "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %ph;",
+          "    @!%p_wait bra       $C_iwait;",
+          "    mad.lo.u32          %bar, %stage, 8, %sempty;",
+          "    @%p_lead mbarrier.arrive.shared::cta.b64 %tok, [%bar];",
+          "    mad.lo.u32          %bar, %stage, 8, %rbar;",
+          "    @%p_lead mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%bar];"]
+    L += _advance(n_stages)
+    return L + ["    @%p_more bra.uni    $C_idle;", "$C_kend:"]
+
+
+def _epilogue(to: bool) -> list[str]:
+    """The idle test, then the epilogue (rung 8 on: TMA store; before: bf16 stores of the run's rows); the next item."""
+    L = ["    @%p_idle bra.uni    $C_next;"]
+    if to:
+        L += _tma_store_epilogue()
+        L += ["$C_next:",
+              "    add.u32             %item, %item, %step;",
+              "    bra.uni             $C_item;",
+              "$C_end:",
+              "    @%p_el cp.async.bulk.wait_group 0;          // my stores are done before the CTA exits",
+              "    bra.uni             $L_end;"]
+        return L
+    L += ["    // epilogue: c[abase + trow (+8)][col0 + 8j + 2t, +1] = bf16x2(acc), rows inside the run only",
           "    add.u32             %tmp2, %row0, %rows;",
           "    setp.lt.u32         %p_r0, %r0, %tmp2;",
           "    setp.ge.and.u32     %p_r0, %r0, %row0, %p_r0;",
@@ -428,15 +685,21 @@ def _consumer(ts: bool) -> list[str]:
 _PRED_REGS = ("    .reg .pred  %p_lead, %p_q, %p_wait, %p_more, %p_zero, %p_one, %p_idle, %p_r0, %p_r1, %p_nodd;")
 
 
-def render(wait_bound: int = 0, tma_scales: bool = False) -> str:
-    """The complete PTX module of rung 6 (tma_scales=False) or rung 7 (True). wait_bound > 0: every mbarrier wait
-    loop traps after that many failed try_waits (gemm_fp8_ws_template._bounded; not in the checked-in files)."""
+def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = False, raster: bool = False,
+           overlap: bool = False) -> str:
+    """The complete PTX module of rung 6 (tma_scales=False), rung 7 (True), rung 8 (and tma_store=True), rung 9
+    (and raster=True) or rung 10 (and overlap=True).
+    wait_bound > 0: every mbarrier wait loop traps after that many failed try_waits (gemm_fp8_ws_template._bounded;
+    not in the checked-in files)."""
     if not isinstance(wait_bound, int) or wait_bound < 0:
         raise ValueError(f"wait_bound={wait_bound!r}; expected an int >= 0 (0: unbounded waits)")
-    ts, n_stages = tma_scales, stages(tma_scales)
-    if shared_bytes(ts) > SMEM_LIMIT:
-        raise ValueError(f"{n_stages} stages need {shared_bytes(ts)} B of shared memory; sm_90 allows {SMEM_LIMIT}")
-    L = [_header(ts)]
+    ts, to, rs, ov = tma_scales, tma_store, raster, overlap
+    n_stages = stages(ts, to, rs, ov)
+    if shared_bytes(ts, to) > SMEM_LIMIT:
+        raise ValueError(f"{n_stages} stages need {shared_bytes(ts, to)} B of shared memory; sm_90 allows "
+                         f"{SMEM_LIMIT}")
+    out = to * OUT_BYTES  # the output buffers sit between the ring and the token-scale rows
+    L = [_header(ts, to, rs, ov)]
     L += [_PRED_REGS,
           "    .reg .b16   %mask;",
           "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %nblk, %npairs, %nitems, %ktiles;",
@@ -448,7 +711,12 @@ def render(wait_bound: int = 0, tma_scales: bool = False) -> str:
           "    .reg .b64   %ptmw, %ptma, %pas, %pws, %pbe, %ptp, %pc, %d0, %d1, %d2, %tok, %da, %db;",
           "    .reg .b64   %pas0, %pas1, %pwsg, %nbytes;",
           *(["    .reg .pred  %p_in;", "    .reg .b32   %ssc, %sws, %bid;", "    .reg .b64   %ptms;"] if ts else []),
+          *(["    .reg .pred  %p_el;",
+             "    .reg .b32   %sout, %sr, %srb, %srow, %cx, %hh0, %hh1, %hh2, %hh3, %brow, %bend, %bsrc, %gcol, %grow;",
+             "    .reg .b64   %ptmc;"] if to else []),
+          *(["    .reg .b32   %sgb, %sgitems;"] if rs else []),
           f"    .reg .f32   %acc<{ACC}>, %part<{ACC}>, %sa0, %sa1, %s0, %s1, %ws;",
+          *([f"    .reg .f32   %part_b<{ACC}>, %sb0, %sb1;", "    .reg .b32   %sprev;"] if ov else []),
           "",
           "    // ---- setup (all threads): parameters, barriers, this cluster's first item -------------------------",
           "    mov.u32             %thr, %tid.x;",
@@ -457,17 +725,20 @@ def render(wait_bound: int = 0, tma_scales: bool = False) -> str:
           f"    add.u32             %sbase, %sbase, {ALIGN - 1};",
           f"    and.b32             %sbase, %sbase, 0x{-ALIGN & 0xFFFFFFFF:08X};      "
           f"// aligned up to {ALIGN} (the slack)",
-          f"    add.u32             %sfull, %sbase, {n_stages * (STAGE_BYTES + ts * S_BYTES)};",
+          f"    add.u32             %sfull, %sbase, {n_stages * (STAGE_BYTES + ts * S_BYTES) + out};",
           f"    add.u32             %sempty, %sfull, {8 * n_stages};",
-          *([f"    add.u32             %ssc, %sbase, {n_stages * STAGE_BYTES};         // token-scale rows",
+          *([f"    add.u32             %sout, %sbase, {n_stages * STAGE_BYTES};         // output buffers"]
+            if to else []),
+          *([f"    add.u32             %ssc, %sbase, {n_stages * STAGE_BYTES + out};         // token-scale rows",
              f"    add.u32             %sws, %sempty, {8 * n_stages};          // weight-scale areas"] if ts else []),
           "    mov.b64             %ptmw, gf_tm_w;             // the tensor maps' generic addresses (nvcc's form)",
           "    cvta.param.u64      %ptmw, %ptmw;",
           "    mov.b64             %ptma, gf_tm_a;",
           "    cvta.param.u64      %ptma, %ptma;",
-          *(["    mov.b64             %ptms, gf_tm_s;", "    cvta.param.u64      %ptms, %ptms;"] if ts else [])]
+          *(["    mov.b64             %ptms, gf_tm_s;", "    cvta.param.u64      %ptms, %ptms;"] if ts else []),
+          *(["    mov.b64             %ptmc, gf_tm_c;", "    cvta.param.u64      %ptmc, %ptmc;"] if to else [])]
     globals_ = (() if ts else (("a_scale", "%pas"),)) + (
-        ("w_scale", "%pws"), ("block_expert", "%pbe"), ("total_padded", "%ptp"), ("c", "%pc"))
+        ("w_scale", "%pws"), ("block_expert", "%pbe"), ("total_padded", "%ptp")) + (() if to else (("c", "%pc"),))
     for name, reg in globals_:
         L += [f"    ld.param.u64        {reg}, [gf_{name}];", f"    cvta.to.global.u64  {reg}, {reg};"]
     L += ["    ld.param.u32        %kd, [gf_kd];",
@@ -484,6 +755,8 @@ def render(wait_bound: int = 0, tma_scales: bool = False) -> str:
           "    mul.lo.u32          %nitems, %nblk, %npairs;    // (block, N-tile pair) items",
           "    ld.param.u32        %tmp2, [gf_item_end];",
           "    min.u32             %nitems, %nitems, %tmp2;    // this launch's items: [item_begin, item_end)",
+          *(["    ld.param.u32        %sgb, [gf_raster_blocks];   // blocks of a raster group",
+             "    mul.lo.u32          %sgitems, %sgb, %npairs;    // and its items"] if rs else []),
           "    mov.u32             %rank, %cluster_ctarank;",
           "    xor.b32             %peer, %rank, 1;",
           "    mov.u32             %first, %clusterid.x;",
@@ -503,8 +776,8 @@ def render(wait_bound: int = 0, tma_scales: bool = False) -> str:
           "    barrier.cluster.wait.acquire;",
           "    setp.ne.u32         %p_q, %wg, 0;",
           "    @%p_q bra.uni       $C_start;"]
-    L += _producer(ts)
-    L += _consumer(ts)
+    L += _producer(ts, to, rs)
+    L += _consumer(ts, to, rs, ov)
     L += ["$L_end:",
           "    barrier.cluster.arrive.release;             // no remote arrival or copy may reach an exited CTA",
           "    barrier.cluster.wait.acquire;",

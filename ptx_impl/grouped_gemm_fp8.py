@@ -29,6 +29,9 @@ RUNGS: tuple[Rung, ...] = (
     Rung(5, "+2-CTA cluster multicast", "ptx_impl.gemm_fp8_r5"),
     Rung(6, "+token-major 128x128 tiles, 7 stages", "ptx_impl.gemm_fp8_r6"),
     Rung(7, "+scales by TMA / in shared memory", "ptx_impl.gemm_fp8_r7"),
+    Rung(8, "+TMA-store epilogue", "ptx_impl.gemm_fp8_r8"),
+    Rung(9, "+grouped rasterisation", "ptx_impl.gemm_fp8_r9"),
+    Rung(10, "+promotion overlapping the next wgmma", "ptx_impl.gemm_fp8_r10"),
 )
 
 

@@ -151,6 +151,8 @@ class Racecheck(Sanitizer):
             self.order = AsyncOrder(st, nw)
             self.in_flight = np.zeros(nw, np.int64)  # cp.async copies not yet waited for, per word
             self.flight_line = np.zeros(nw, np.int64)  # PTX line of the newest copy issued into each word
+            self.bulk = []  # bulk stores whose source reads are not retired: [lane, words, group (-1: open)]
+            self.bulk_committed = np.zeros(st.nlanes, np.int64)
 
     def _async_words(self, rec, sel=None):
         phys = rec["phys"] if sel is None else rec["phys"][sel]
@@ -225,6 +227,50 @@ class Racecheck(Sanitizer):
             self.w_warp[words] = lanes >> 5
             self.w_epoch[words] = self.epoch[st.slot[lanes]]
             self.w_clock[words] = self.order.own(lanes >> 5)
+
+    def on_bulk(self, st, ins, event, lanes, payload):
+        """A bulk store reads its shared source from its issue until the cp.async.bulk.wait_group.read that retires
+        its group: another warp's write of the source must be ordered before the issue (bar.sync, or an mbarrier
+        release the issuing warp acquired), and another warp's write after the retire must be ordered after that wait
+        (the waiting thread's barrier after it): the retire counts as the waiting warp's read, at the wait."""
+        self._init(st)
+        if event == "read":
+            lane, words = int(lanes[0]), np.asarray(payload, np.int64)
+            self._bulk_read(st, ins, lane, words, check=True)
+            self.bulk.append([lane, words, -1])
+            return
+        mine = set(np.asarray(lanes).tolist())
+        if event == "commit":
+            for s in self.bulk:
+                if s[2] < 0 and s[0] in mine:
+                    s[2] = int(self.bulk_committed[s[0]])
+            self.bulk_committed[np.asarray(lanes)] += 1
+            return
+        left = []
+        for s in self.bulk:
+            if s[0] in mine and 0 <= s[2] < self.bulk_committed[s[0]] - payload:
+                self._bulk_read(st, ins, s[0], s[1], check=False)
+            else:
+                left.append(s)
+        self.bulk = left
+
+    def _bulk_read(self, st, ins, lane: int, words: np.ndarray, check: bool) -> None:
+        warp, ep = lane >> 5, self.epoch[st.slot[lane]]
+        warps = np.full(len(words), warp, np.int64)
+        if check:
+            hit = (self.w_epoch[words] == ep) & (self.w_warp[words] != warp) & (self.w_warp[words] >= 0)
+            if hit.any():  # a write released by mbarrier.arrive and acquired by this warp's wait is ordered
+                hit &= ~self.order.saw(warps, self.w_warp[words], self.w_clock[words])
+            if hit.any():
+                i = int(np.flatnonzero(hit)[0])
+                other = int(self.w_warp[words[i]]) % (st.padded // 32)
+                self.report(st, ins, lane, (int(words[i]) * 4) % st.smem_stride, "shared",
+                            f"cp.async.bulk store reads shared memory warp {other} of the same CTA wrote, with no "
+                            "barrier between the write and the store's issue", int(np.count_nonzero(hit)))
+        self.order.read(words, warps, ins.line)
+        prev = np.where(self.r_epoch[words] == ep, self.r_warp[words], -1)
+        self.r_warp[words] = np.where((prev == -1) | (prev == warp), warp, -2)
+        self.r_epoch[words] = ep
 
     def on_release(self, st, ready):
         self._init(st)

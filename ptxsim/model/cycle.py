@@ -40,6 +40,8 @@ from ptxsim.model.cycle_ops import (  # noqa: F401 (_Op, _Memory, _ops, _memory:
     ASYNC_COPY,
     ASYNC_WAIT,
     BAR,
+    BULK_STORE,
+    BULK_WAIT_READ,
     COMMIT,
     LOAD,
     MBAR_ARRIVE,
@@ -65,6 +67,11 @@ from ptxsim.model.sass import loop_unrolls
 from ptxsim.model.timing import COMPONENTS, Estimate, _check_args, _counters, _grid_blocks
 
 MODEL_VERSION = "v2"
+
+
+def _bulk_store(op: _Op) -> bool:
+    """A bulk copy to global memory (completes in a bulk group, not on an mbarrier)."""
+    return op.kind == ASYNC_COPY and op.arg == BULK_STORE
 # CTAs simulated per resident slot before the steady state is multiplied out (the first round fills the SM).
 CTA_ROUNDS = 3
 INF = float("inf")
@@ -130,7 +137,8 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
                    else 0 for r in range(len(roles))]
     releasers = [s for s in range(wpc) if per_release[role_of[s]]]
     # warps that fill full slots: bulk copies or arrive.expect_tx (a consumer's release arrives fill nothing)
-    fills = [any(ops[pc].arg and ops[pc].kind in (ASYNC_COPY, MBAR_ARRIVE) for pc in set(role.trace.pcs))
+    fills = [any(ops[pc].arg and ops[pc].kind in (ASYNC_COPY, MBAR_ARRIVE) and not _bulk_store(ops[pc])
+                 for pc in set(role.trace.pcs))
              for role in roles]
     producers = [s for s in range(wpc) if fills[role_of[s]]]
 
@@ -150,6 +158,8 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
     open_group = [0.0] * n_warps
     warp_async = [0.0] * n_warps                           # non-bulk cp.async completion (per warp)
     cta_async = [0.0] * ctas                                # bulk / TMA completion (per CTA)
+    # a warp's bulk stores (bulk groups): when their shared source has been read, when their writes are done
+    bulk_read, bulk_done = [0.0] * n_warps, [0.0] * n_warps
     full: list[list] = [[] for _ in range(ctas)]           # per CTA: [completion, sealed] of each full slot filled
     open_tok = [-1] * n_warps                               # the full slot this warp's bulk copies complete
     tx_k = [0] * n_warps
@@ -223,6 +233,8 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
             keep = int(op.arg)
             if len(g) > keep:
                 t = max(t, max(g[: len(g) - keep]))
+        elif kind == ASYNC_WAIT and op.arg:     # a bulk group's wait: this warp's bulk stores only
+            t = max(t, bulk_read[w] if op.arg == BULK_WAIT_READ else bulk_done[w])
         elif kind == ASYNC_WAIT:
             t = max(t, warp_async[w], cta_async[w // wpc])
         elif kind == MBAR_WAIT:
@@ -272,7 +284,7 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
         finished[w] = True
         seal(w)
         c = w // wpc
-        end_w = max([t] + list(regs[w].values()) + list(groups[w]) + [warp_async[w]])
+        end_w = max([t] + list(regs[w].values()) + list(groups[w]) + [warp_async[w], bulk_done[w]])
         slot_done[c] += 1
         slot_end[c] = max(slot_end[c], end_w, cta_async[c])
         done += 1
@@ -287,6 +299,7 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
                 for v in range(c * wpc, (c + 1) * wpc):
                     pos[v], prev_issue[v], regs[v], groups[v] = 0, slot_end[c] - 1.0, {}, []
                     open_group[v], warp_async[v], blocked[v], finished[v] = 0.0, 0.0, False, False
+                    bulk_read[v], bulk_done[v] = 0.0, 0.0
                     open_tok[v], tx_k[v], ar_k[v], arrives[v], forced[v] = -1, 0, 0, [], False
                 done -= wpc
                 for v in range(c * wpc, (c + 1) * wpc):
@@ -350,6 +363,13 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
             keep = int(op.arg)
             g = groups[w]
             groups[w] = g[len(g) - keep:] if keep else []
+        elif kind == ASYNC_COPY and _bulk_store(op):
+            # NOTE: its source is read once its bytes have gone to L2 (.read); its writes are done a memory latency
+            # after DRAM took them. A wait_group N > 0 is priced as 0 (every store of the warp), an upper bound.
+            sent = servers["l2"].serve(t, mem.copy_l2_bytes)
+            bulk_read[w] = max(bulk_read[w], sent)
+            bulk_done[w] = max(bulk_done[w], max(sent, servers["dram"].serve(t, mem.copy_dram_bytes))
+                               + mem.load_latency)
         elif kind == ASYNC_COPY:
             arrive = max(servers["l2"].serve(t, mem.copy_l2_bytes), servers["dram"].serve(t, mem.copy_dram_bytes))
             done_at = arrive + mem.load_latency

@@ -23,6 +23,9 @@ from ptxsim.model.timing import _L1, CLASS_METRICS, CP_ASYNC_SECTORS, SECTOR_BYT
  MBAR_ARRIVE) = range(14)
 # What completes the barrier an MBAR_WAIT waits on (its `arg`).
 WAIT_ANY, WAIT_TX, WAIT_ARRIVE = 0.0, 1.0, 2.0
+# A bulk store (cp.async.bulk{.tensor} to global, .bulk_group): an ASYNC_COPY's `arg`; the waits of its bulk groups
+# (cp.async.bulk.wait_group, .read): an ASYNC_WAIT's. Bulk copies into shared memory (arg 1) complete on mbarriers.
+BULK_STORE, BULK_WAIT, BULK_WAIT_READ = 2.0, 1.0, 2.0
 
 
 @dataclass(frozen=True)
@@ -120,11 +123,15 @@ def _ops(instrs, spec, k, mbarrier_waits=None) -> list[_Op]:
             out.append(_Op(MBAR_ARRIVE, pipe, busy, lat, tuple(dst), tuple(src),
                            1.0 if ".expect_tx" in mods else 0.0))
         elif ins.op == "cp" and ".async" in mods and (".wait_group" in mods or ".wait_all" in mods):
-            out.append(_Op(ASYNC_WAIT, "", 0.0, 0.0, tuple(dst), tuple(src)))
+            # arg: 0 cp.async's wait; a bulk group's wait: BULK_WAIT (the stores' writes), BULK_WAIT_READ (.read)
+            bulk = 0.0 if ".bulk" not in mods else BULK_WAIT_READ if ".read" in mods else BULK_WAIT
+            out.append(_Op(ASYNC_WAIT, "", 0.0, 0.0, tuple(dst), tuple(src), bulk))
         elif klass == "cp_async" and ".commit_group" in mods:     # cp.async[.bulk].commit_group: bookkeeping only
             out.append(_Op(NOP, pipe, busy, 0.0, (), ()))
         elif klass == "cp_async":
-            out.append(_Op(ASYNC_COPY, pipe, busy, 0.0, (), tuple(src), 1.0 if ".bulk" in mods else 0.0))
+            # arg: 0 cp.async, 1 a bulk copy completing on an mbarrier, BULK_STORE one completing in a bulk group
+            kind = 0.0 if ".bulk" not in mods else BULK_STORE if ".bulk_group" in mods else 1.0
+            out.append(_Op(ASYNC_COPY, pipe, busy, 0.0, (), tuple(src), kind))
         elif klass == "barrier" and ins.op in ("bar", "barrier") and ".arrive" not in mods:
             out.append(_Op(BAR, pipe, busy, 0.0, (), tuple(src), _bar_args(ins)))
         else:

@@ -7,7 +7,7 @@ from pathlib import Path
 from tests.mutations.table import CLASSES, MUTATIONS, Mutation
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "mutations.md"
-ROW = re.compile(r"^\| (r\d-[\w-]+) \| (\d) \| ([\w-]+) \| ([^|]*) \| ([^|]*) \| ([^|]*) \|$", re.MULTILINE)
+ROW = re.compile(r"^\| (r\d+-[\w-]+) \| (\d+) \| ([\w-]+) \| ([^|]*) \| ([^|]*) \| ([^|]*) \|$", re.MULTILINE)
 
 INTRO = """# The mutation suite: single faults the FP8 ladder's Hopper rungs must not survive
 
@@ -17,8 +17,9 @@ a rung's generated PTX (tests/mutations/table.py: a regex edit with the number o
 that no longer applies is an error), one the PTX ISA's rules forbid and ptxas accepts (see "What ptxas does with
 them" for the few it repairs). The suite
 runs every one on ptxsim with every sanitizer on, at Kd = 1664 (13 slabs: every stage of the 4-stage ring refilled
-at least twice; rungs 6 and 7's 7- and 6-stage rings wrap in every item and run on across items, at N = 384 so
-that both CTAs of a cluster compute in one N-tile pair and one only multicasts tokens in the other), on fresh random
+at least twice; rungs 6-10's 7- and 6-stage rings wrap in every item and run on across items, at N = 384 so
+that both CTAs of a cluster compute in one N-tile pair and one only multicasts tokens in the other; rung 10, the
+promotion-overlap rung, alternates two partial-sum sets over the 13 K groups and drains an even one), on fresh random
 data (the seed is printed), and the unmutated rungs under the same settings (they must come out clean). A mutant
 is caught by an error (`deadlock`, `hang`: the wall-clock limit, `fault`: a memory fault, `mbarrier`: a misused
 mbarrier, `error:<class>`), a sanitizer finding (`asynccheck`, `racecheck`, `synccheck`, `memcheck`, `initcheck`,
@@ -38,6 +39,10 @@ CUTLASS's pattern, `fence.proxy.async` alone the CUDA programming guide's TMA ex
 deleting rung 2's first epilogue bar.sync when the last slab is not in stage 0 (hence 13 slabs, which put it there);
 releasing a stage from one thread per warpgroup after the warpgroup's `wgmma.wait_group` (the rungs' design before
 issue 26; every math warp arriving after its own wait, as DeepGEMM does, is the safer reading, not a proven fault).
+Rungs 8 and 9 have no barrier before the weight-scale copy (rung 7's `ws-no-bar-before`): their epilogue's barriers
+already order the last item's promotion reads before it. Rung 9 has no mutant of its own: at the suite's shape its
+raster group is every block, and a fault in the group arithmetic reorders items (still every tile once) or loses
+tiles, which the check sees as for any rung; it runs rung 8's whole table on its own item order.
 """
 
 

@@ -34,7 +34,7 @@ BLOCK_EXPERT = (0, 0, 1, 2, 3, 3, 3, -1)  # 8 routing blocks of 16 rows = 8 toke
 TOTAL_PADDED = 7 * 16  # block 7 lies past total_padded: never computed, never written
 SANITIZE = "all"
 TIME_LIMIT_S = 120.0  # a clean run takes about a second; a hang is reported by ptxsim's wall-clock limit
-RUNGS = (2, 3, 4, 5, 6, 7)
+RUNGS = (2, 3, 4, 5, 6, 7, 8, 9, 10)
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,17 @@ class Target:
 
 
 def target(rung: int) -> Target:
-    from ptx_impl import gemm_fp8_r2, gemm_fp8_r3, gemm_fp8_r4, gemm_fp8_r5, gemm_fp8_r6, gemm_fp8_r7
+    from ptx_impl import (
+        gemm_fp8_r2,
+        gemm_fp8_r3,
+        gemm_fp8_r4,
+        gemm_fp8_r5,
+        gemm_fp8_r6,
+        gemm_fp8_r7,
+        gemm_fp8_r8,
+        gemm_fp8_r9,
+        gemm_fp8_r10,
+    )
     from ptx_impl import gemm_fp8_tm_template as tm
     from ptx_impl import gemm_fp8_ws_template as ws
 
@@ -66,6 +76,15 @@ def target(rung: int) -> Target:
         return Target(6, gemm_fp8_r6.ptx_source(), tm.ENTRY, functools.partial(gemm_fp8_r6.run, sms=4), PRESET_N384)
     if rung == 7:  # rung 6's walk; the transpose launch before it runs unmutated
         return Target(7, gemm_fp8_r7.ptx_source(), tm.ENTRY7, functools.partial(gemm_fp8_r7.run, sms=4), PRESET_N384)
+    if rung == 8:  # rung 7's walk; each consumer warpgroup stores its run's 16-row boxes through its buffer
+        return Target(8, gemm_fp8_r8.ptx_source(), tm.entry(**gemm_fp8_r8.FEATURES),
+                      functools.partial(gemm_fp8_r8.run, sms=4), PRESET_N384)
+    if rung == 9:  # rung 8's; its raster group is the 8 blocks (one aligned group): pairs walk slowest
+        return Target(9, gemm_fp8_r9.ptx_source(), tm.entry(**gemm_fp8_r9.FEATURES),
+                      functools.partial(gemm_fp8_r9.run, sms=4), PRESET_N384)
+    if rung == 10:  # rung 9's; 13 K groups, so each item drains an even group
+        return Target(10, gemm_fp8_r10.ptx_source(), tm.entry(**gemm_fp8_r10.FEATURES),
+                      functools.partial(gemm_fp8_r10.run, sms=4), PRESET_N384)
     raise ValueError(f"rung={rung!r}; the mutation suite covers rungs {RUNGS}")
 
 

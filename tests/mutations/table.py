@@ -1,4 +1,4 @@
-"""The mutation table: single faults of the Hopper rungs (2-7) of the PTX FP8 ladder, as data.
+"""The mutation table: single faults of the Hopper rungs (2-10) of the PTX FP8 ladder, as data.
 
 Each mutation is a precise edit of one rung's generated PTX (tests.mutations.edits: a regex, its replacement and the
 number of matches it must have) that breaks the PTX ISA's rules and that ptxas accepts (for a missing wgmma.fence or
@@ -35,6 +35,8 @@ CLASSES = {
     "cta-barrier": "a bar.sync the shared-memory ring or epilogue needs missing",
     "cp-async-group": "cp.async group accounting wrong (wait depth, commit missing)",
     "scale-d": "the first wgmma of a stage accumulates instead of overwriting",
+    "bulk-store": "a TMA store's buffer reused before its bulk group read it, a box outside the run, or unswizzled",
+    "promotion-scale": "a promotion multiplies by another K group's token or weight scales",
 }
 
 # the mechanisms issue 26 assigns (the `wants` column)
@@ -286,16 +288,39 @@ def _rungs45(rung: int) -> list[Mutation]:
     return out
 
 
+def _tma_store(rung: int) -> list[Mutation]:
+    """Rung 8's TMA-store epilogue: the buffer's write / read ordering and the boxes it stores."""
+    bar = r"bar\.sync\s+%bid, 128;"
+    read_wait = r"@%p_el cp\.async\.bulk\.wait_group\.read 0;"
+    return [
+        _m(rung, "st-no-proxy-fence", "proxy-fence", delete(r"fence\.proxy\.async\.shared::cta;\s+// my stmatrix", 2),
+           FENCES, "the TMA store (async proxy) reads shared memory the stmatrix (generic proxy) wrote, unfenced"),
+        _m(rung, "st-no-read-wait", "bulk-store", delete(read_wait, 2), TIMING,
+           "stmatrix overwrites the buffer while the last bulk store may still read it"),
+        _m(rung, "st-no-bar-before", "cta-barrier", Edit(rf"^([ \t]*{read_wait}[^\n]*\n)[ \t]*{bar}\n", r"\1", 2),
+           TIMING, "warps overwrite the buffer before the storing thread has seen the last store read it"),
+        _m(rung, "st-no-bar-after", "cta-barrier",
+           Edit(rf"^([ \t]*fence\.proxy\.async\.shared::cta;[^\n]*\n)[ \t]*{bar}\n", r"\1", 2), TIMING,
+           "the storing thread stores the buffer before its warpgroup's other warps have written it"),
+        _m(rung, "st-every-box", "bulk-store", replace(r"@%p_q (cp\.async\.bulk\.tensor\.2d\.global)", r"\1", 2),
+           EXISTING, "boxes outside the run are stored: other experts' rows, rows past total_padded"),
+        _m(rung, "st-no-swizzle", "bulk-store", replace(r"and\.b32(\s+)%cx, %lane, 7;", r"mov.u32\1%cx, 0;"), EXISTING,
+           "stmatrix writes an unswizzled image that the 128B-swizzled tensor map reads back permuted"),
+    ]
+
+
 def _rungs67(rung: int) -> list[Mutation]:
-    """Rungs 6 and 7 (token-major tiles, 7 / 6 stages, token-tile multicast; 7: scales by TMA and in shared memory):
+    """Rungs 6 to 9 (token-major tiles, 7 / 6 / 6 / 6 stages, token-tile multicast; 7: scales by TMA and in shared
+    memory; 8: + the TMA-store epilogue; 9: + grouped rasterisation, the same protocol on another item order):
     rung 5's protocol faults where their lines differ (a 32 KB stage, 7 / 6 barriers of each kind, the phase kept in
     a register), and their own paths: the idle warpgroup and the rank past an odd N-tile count (the suite's shape for
-    them has N = 384), which must still release and arrive; rung 7's token-scale row and weight-scale barriers.
+    them has N = 384), which must still release and arrive; rung 7's token-scale row and weight-scale barriers;
+    rung 8's store buffer.
     """
     from ptx_impl import gemm_fp8_tm_template as tm
 
-    ts = rung == 7
-    stage, stages, empty = tm.STAGE_BYTES + ts * tm.S_BYTES, tm.stages(ts), tm.EMPTY_COUNT
+    ts, to = rung >= 7, rung >= 8
+    stage, stages, empty = tm.STAGE_BYTES + ts * tm.S_BYTES, tm.stages(ts, to), tm.EMPTY_COUNT
     tokens_only = tm.A_BYTES + ts * tm.S_BYTES
     own_arrive = r"@%p_lead mbarrier\.arrive\.shared::cta\.b64 %tok, \[%bar\];"
     peer_arrive = r"@%p_lead mbarrier\.arrive\.release\.cluster"
@@ -303,16 +328,21 @@ def _rungs67(rung: int) -> list[Mutation]:
     own: list[Mutation] = []
     if ts:
         bar = r"bar\.sync\s+%bid, 128;"
-        own = [
+        # NOTE: rung 8 has no barrier before the copy: its epilogue's barriers order the last item's reads
+        own = [] if to else [
             _m(rung, "ws-no-bar-before", "cta-barrier", Edit(rf"^[ \t]*{bar}\n([ \t]*and\.b32\s+%tmp2, %thr, 127;)",
                                                              r"\1"), TIMING,
                "a warp refills the weight-scale area while its warpgroup's other warps still read the last item's"),
+        ]
+        own += [
             _m(rung, "ws-no-bar-after", "cta-barrier", Edit(rf"^[ \t]*{bar}\n(\$C_wsdone:)", r"\1"), TIMING,
                "a warp reads weight scales its warpgroup's other warps have not stored yet"),
             _m(rung, "scale-read-after-release", "release-early",
                [move_after(r"ld\.shared\.f32\s+%sa0", peer_arrive), move_after(r"ld\.shared\.f32\s+%sa1", peer_arrive)],
                TIMING, "the stage's token scales are read after it was released: the next TMA may overwrite them"),
         ]
+    if to:
+        own += _tma_store(rung)
     return own + _wgmma_common(rung) + [
         _m(rung, "release-before-wait", "release-early", move_after(WAIT0, peer_arrive), TIMING,
            "the producer may refill the stage while the wgmma still reads it"),
@@ -393,4 +423,85 @@ def _rungs67(rung: int) -> list[Mutation]:
     ]
 
 
-MUTATIONS: tuple[Mutation, ...] = tuple(_rung2() + _rung3() + _rungs45(4) + _rungs45(5) + _rungs67(6) + _rungs67(7))
+# rung 9's faults of the producer, the barriers' setup, the registers, the cluster and the TMA-store epilogue, which
+# rung 10 shares line for line (its consumer loop has its own list below)
+# (no ws-no-bar-before: rungs 8 and up have no barrier before the weight-scale copy)
+OVERLAP_SHARED = ("ws-no-bar-after", "no-empty-retry", "expect-tx-plus16", "expect-tx-minus16",
+                  "expect-tx-tokens-only-plus16", "parity-producer", "no-init-fences", "empty-count-minus1",
+                  "full-count-2", "no-empty-wait", "empty-wait-on-full", "tokens-only-no-arrive",
+                  "setmaxnreg-dec-2of4", "setmaxnreg-inc-2of4", "setmaxnreg-inc-256", "no-maxnreg",
+                  "no-setmaxnreg-dec", "misaligned-stage", "no-cluster-bar-start", "no-cluster-bar-exit",
+                  "no-cluster-wait-exit", "release-mapa-own", "multicast-mask-1", "st-no-proxy-fence",
+                  "st-no-read-wait", "st-no-bar-before", "st-no-bar-after", "st-every-box", "st-no-swizzle")
+
+
+def _rung_overlap(rung: int) -> list[Mutation]:
+    """Rung 10 (rung 9 with two partial-sum sets, %part for even K groups and %part_b for odd, and
+    wgmma.wait_group 1): rung 9's shared faults, and its consumer loop's: the depth of each wait, which set a
+    promotion reads, when a stage is released (%sprev, after the wait that retires its wgmmas), the drains."""
+    from ptx_impl import gemm_fp8_tm_template as tm
+
+    wait1 = r"wgmma\.wait_group\.sync\.aligned 1;"
+    own_arrive = r"@%p_lead mbarrier\.arrive\.shared::cta\.b64 %tok, \[%bar\];"
+    peer_arrive = r"@%p_lead mbarrier\.arrive\.release\.cluster"
+    line = r"^[ \t]*{}[^\n]*\n".format
+    commit = line(r"wgmma\.commit_group")
+    shared = [m for m in _rungs67(rung) if m.name.split("-", 1)[1] in OVERLAP_SHARED]
+    return shared + [
+        _m(rung, "no-wgmma-fence", "wgmma-fence", delete(r"wgmma\.fence\.sync\.aligned;", 2), FENCES,
+           "wgmma.fence must order the promotion's reads of a set before the wgmmas that overwrite it"),
+        _m(rung, "wgmma-fence-late", "wgmma-fence",
+           Edit(r"^([ \t]*wgmma\.fence[^\n]*\n)([ \t]*wgmma\.mma_async[^\n]*\{%part_b0,[^\n]*\n)", r"\2\1"),
+           FENCES, "the odd set's first wgmma runs before the fence that orders its last promotion's reads"),
+        _m(rung, "wait-depth-2", "wait-group", replace(wait1, "wgmma.wait_group.sync.aligned 2;", 2), EXISTING,
+           "wait_group 2 leaves the previous group in flight: its promotion reads registers still being written"),
+        _m(rung, "drain-wait-1", "wait-group", replace(WAIT0, "wgmma.wait_group.sync.aligned 1;", 2), EXISTING,
+           "the last group drains with depth 1: it stays in flight while promoted"),
+        _m(rung, "no-drain-wait", "wait-group", delete(WAIT0, 2), EXISTING,
+           "without the drain's wait the last group's partial sums are undefined when promoted"),
+        _m(rung, "wait-before-commit", "wait-group",
+           Edit(rf"({commit}(?:[^\n]*\n)*?)({line(wait1)})", r"\2\1", 2), EXISTING,
+           "a wait before the commit does not cover the uncommitted wgmmas"),
+        _m(rung, "promote-in-flight", "acc-read", replace(r"(fma\.rn\.f32\s+%acc0), %part0,", r"\1, %part_b0,", 2),
+           EXISTING, "the even group's promotion reads the odd set, whose wgmmas were just issued"),
+        _m(rung, "promote-before-wait", "acc-read", move_after(wait1, r"fma\.rn\.f32\s+%acc63, %part63,"),
+           EXISTING, "the odd set is promoted before the wait that retires its wgmmas"),
+        _m(rung, "acc-write-in-flight", "acc-read",
+           insert_after(r"wgmma\.commit_group", "    mov.f32             %part0, 0f00000000;\n", 2), EXISTING,
+           "writing an accumulator register of an in-flight wgmma is undefined"),
+        _m(rung, "scale-d-accumulates", "scale-d",
+           replace(r"(wgmma\.mma_async[^\n]*), %p_zero, 1, 1;", r"\1, %p_one, 1, 1;", 2), EXISTING,
+           "each set's first wgmma adds the partial sums of two groups before"),
+        _m(rung, "weight-scale-of-next-group", "promotion-scale", delete(r"sub\.u32\s+%tmp, %kt, 1;", 4), EXISTING,
+           "group k - 1 is promoted with group k's weight scale"),
+        _m(rung, "token-scales-of-other-set", "promotion-scale",
+           replace(r"mul\.rn\.f32(\s+)%s0, %sa0, %ws;", r"mul.rn.f32\1%s0, %sb0, %ws;", 2), EXISTING,
+           "the even group's promotion takes the odd group's token scale"),
+        _m(rung, "release-in-flight-stage", "release-early",
+           replace(r"%sprev, 8, %(sempty|rbar);", r"%stage, 8, %\1;", 8), TIMING,
+           "the stage just issued is released while its wgmmas still read it"),
+        _m(rung, "release-before-retire", "release-early",
+           Edit(rf"({line(wait1)})((?:[^\n]*\n)*?{line(peer_arrive)})", r"\2\1", 2), TIMING,
+           "group k - 1's stage is released before the wait that retires its wgmmas"),
+        _m(rung, "no-full-retry", "retry", delete(r"@!%p_wait bra\s+\$C_wait[01];", 2), TIMING,
+           "try_wait may return false: the consumers would read a stage that has not landed"),
+        _m(rung, "wgmma-before-full-wait", "wait-order",
+           Edit(r"(^\$C_wait1:\n[^\n]*\n[^\n]*\n)((?:[^\n]*\n)*?[ \t]*wgmma\.commit_group[^\n]*\n)", r"\2\1"),
+           TIMING, "the odd group's wgmmas read the stage before its TMA bytes are known to have landed"),
+        _m(rung, "parity-consumer", "parity",
+           Edit(r"^(\$C_wait[01]:\n[ \t]*mbarrier\.try_wait\.parity\.shared::cta\.b64 %p_wait, \[%bar\]), %ph;",
+                "    xor.b32             %pw, %ph, 1;\n\\1, %pw;", 2), TIMING,
+           "waiting on the other parity passes at once (the preceding phase), before the stage landed"),
+        _m(rung, "no-release", "barrier-count", delete(own_arrive, 5), EXISTING, "the empty phase never completes"),
+        _m(rung, "idle-skips-release", "barrier-count",
+           replace(r"@%p_idle bra\.uni(\s+)\$C_idle;", r"@%p_idle bra.uni\1$C_kend;"), EXISTING,
+           "an idle warpgroup's warps never release their stages: the empty phase never completes"),
+        _m(rung, "release-own-only", "peer-release",
+           [delete(peer_arrive, 5), replace(rf"(\[%sempty\+\d+\]), {tm.EMPTY_COUNT};",
+                                            rf"\1, {tm.EMPTY_COUNT // 2};", tm.stages(True, True, True, True))], TIMING,
+           "the peer's producer multicasts into this CTA's stage while its consumers still read it"),
+    ]
+
+
+MUTATIONS: tuple[Mutation, ...] = tuple(_rung2() + _rung3() + _rungs45(4) + _rungs45(5) + _rungs67(6) + _rungs67(7)
+                                  + _rungs67(8) + _rungs67(9) + _rung_overlap(10))

@@ -186,3 +186,32 @@ def test_a_wait_for_a_slot_no_producer_will_fill_passes_once_the_producer_is_don
     run = simulate_sm(roles, ops, _memory(copy_l2_bytes=640.0), 1, 2)
     assert run.forced_waits == 0
     assert run.clocks >= 640 / 64 + 500          # the first wait still waited for the copy
+
+
+STORE_AND_WAIT = """  mov.u32 %r10, buf; mad.lo.u32 %r10, %r6, {slot}, %r10;
+  setp.eq.u32 %p2, %r2, 32;
+  @!%p2 bra STORED;
+  cp.async.bulk.global.shared::cta.bulk_group [%rd6], [%r10], 128;
+  cp.async.bulk.commit_group;
+  cp.async.bulk.wait_group.read 0;
+STORED:
+  mov.u32 %r8, empty; mad.lo.u32 %r8, %r6, 8, %r8;
+  setp.eq.u32 %p2, %r4, 0;"""
+
+
+def test_a_bulk_store_wait_waits_for_its_own_stores_not_the_ctas_copies_in_flight():
+    # consumer warp 1 stores 128 bytes of each slot to global memory and waits for the store's source read
+    # (cp.async.bulk.wait_group.read) before releasing it. That wait is for its own bulk group: the producer's copies
+    # of the next slots, in flight on their mbarriers, must not hold it (they did: a wait for every bulk copy of the
+    # CTA, which serialised the consumers with the copies as a one-stage ring does)
+    src = ring_ptx(4, 64)
+    release = "  mov.u32 %r8, empty; mad.lo.u32 %r8, %r6, 8, %r8;\n  setp.eq.u32 %p2, %r4, 0;"
+    assert src.count(release) == 1
+    kernel = ptxsim.load_ptx(src.replace(release, STORE_AND_WAIT.format(slot=SLOT))).kernel("ring")
+    dev = ptxsim.Device()
+    stats = dev.launch(kernel, 1, 160, [dev.alloc(24 * SLOT), dev.alloc(160 * 4), np.uint32(24)])
+    occ = occupancy(H100, 160, 32, 4 * (SLOT + 16))
+    stored = estimate_v2(kernel.program, per_pc_counts(kernel.program, stats.per_line), stats.metrics, H100, occ,
+                         by_warp=stats.by_warp, simulated_ctas=stats.simulated_ctas)
+    four, one = ring_estimate(4, 64), ring_estimate(1, 64)
+    assert stored.kernel_seconds <= four.kernel_seconds + 0.25 * (one.kernel_seconds - four.kernel_seconds)

@@ -1,7 +1,8 @@
 """Each ptxsim sanitizer stays silent on the project's own kernels: every kernel and the layer, every implementation
 (cuda_impl through launch_numba, cpp_impl and ptx_impl through launch_ptx; a kernel an implementation does not have
 yet is a "missing" row), at the tiny preset, one skew, a fresh seed, with
-sanitize="all" on every launch; each row must pass its kernels.md check with no finding."""
+sanitize="all" on every launch; each row must pass its kernels.md check with no finding (code the project did not
+write may have only its characterised finding: KNOWN_VENDOR_FINDINGS)."""
 import io
 
 from contract.kernels import KERNELS
@@ -10,6 +11,12 @@ from harness.backends.sim import SimBackend
 from harness.implementations import IMPL_ORDER, implementation_table
 from harness.results import RunFile
 from harness.runner import CompareSettings, plan, run_sweep
+
+# (implementation, kernel) -> the start of the only finding its rows may have: code the project did not write, whose
+# finding is characterised in docs (docs/cutlass.md "the unwritten scale words at partial tiles": CUTLASS's predicated
+# scale cp.async leaves the scale words of rows past a group's M unwritten, and its consumers read them into rows the
+# epilogue never stores; the output is bit-identical with shared memory filled with 0xFF)
+KNOWN_VENDOR_FINDINGS = {("cutlass", "grouped_gemm_fp8"): "[initcheck] read of uninitialised shared memory"}
 
 
 def test_every_project_kernel_is_sanitizer_clean(tmp_path, seed):
@@ -31,9 +38,19 @@ def test_every_project_kernel_is_sanitizer_clean(tmp_path, seed):
     assert all(r["kernel"] not in present[r["impl"]] for r in rows if r["status"] == "missing"), summary["missing"]
     assert {r["kernel"] for r in rows} == set(KERNELS) and "layer" in KERNELS
     problems = []
+    known_seen = set()
     for row in rows:
         if row["status"] == "missing":
             continue
+        if (row["impl"], row["kernel"]) in KNOWN_VENDOR_FINDINGS:
+            # CUTLASS's own code, characterised in docs/cutlass.md: only its initcheck reads of the scale words it
+            # never loaded, and the row's answer still right; anything else is a problem like any other row's
+            findings = (row.get("sanitizer") or {}).get("findings", [])
+            prefix = KNOWN_VENDOR_FINDINGS[(row["impl"], row["kernel"])]
+            if findings and all(f["text"].startswith(prefix) for f in findings) \
+                    and (row.get("correctness") or {}).get("ok"):
+                known_seen.add((row["impl"], row["kernel"]))
+                continue
         if row["status"] != "ok":
             problems.append(f"{row['key']} (skew {skew}, seed {row['seed']}): {row['status']}: "
                             f"{row.get('reason') or row['correctness']['message']}")
@@ -43,3 +60,6 @@ def test_every_project_kernel_is_sanitizer_clean(tmp_path, seed):
         assert row["correctness"]["ok"] and row["launches"], row["key"]
         assert row["sanitizer"]["tools"] == list(NAMES) and row["sanitizer"]["findings"] == [], row["key"]
     assert not problems, "\n".join(problems) + "\n" + progress.getvalue()[-3000:]
+    # the known finding must still be there: when CUTLASS or the shim stops producing it, the row is held to clean
+    assert known_seen == set(KNOWN_VENDOR_FINDINGS), f"known vendor findings no longer seen: " \
+        f"{set(KNOWN_VENDOR_FINDINGS) - known_seen}: remove them from KNOWN_VENDOR_FINDINGS"

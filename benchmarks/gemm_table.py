@@ -56,7 +56,6 @@ longer carries the table.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -361,7 +360,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.prefill:
             paths.append(run_compare(compare_command([PREFILL], "ptx", args.sample, out, args.seed,
                                                      args.timing_model), out))
-    docs = [json.loads(p.read_text()) for p in paths]
+    from harness.results import ResultsError, RunFile
+
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        print(f"gemm_table: {', '.join(missing)} not found; expected a run.json or the run folder holding it",
+              file=sys.stderr)
+        return 1
+    try:  # RunFile.load checks the document (and upgrades an older schema), so a wrong path says what it is
+        docs = [RunFile.load(p if p.is_dir() else p.parent).doc for p in paths]
+    except ResultsError as exc:
+        print(f"gemm_table: {exc}", file=sys.stderr)
+        return 1
     rows = [r for doc in docs for r in table_rows(doc)]
     verdicts = [v for doc in docs for v in doc.get("verdicts") or []]
     if not rows:

@@ -125,3 +125,12 @@ def test_the_cutlass_column_names_its_configuration(tmp_path, capsys):
     (line,) = [ln for ln in text.splitlines() if ln.startswith("contiguous-2x32x256x128")]
     assert line.split()[1] == "cutlass" and " ok" in line
     assert "cooperative 128x128x128 (default, not swept)" in line, line
+
+
+def test_a_bad_from_path_says_what_is_wrong_without_a_traceback(tmp_path, capsys):
+    bench = _bench()
+    assert bench.main(["--from", str(tmp_path / "nowhere" / "run.json")]) == 1
+    assert "nowhere/run.json not found; expected a run.json or the run folder" in capsys.readouterr().err
+    (tmp_path / "run.json").write_text("[1]")
+    assert bench.main(["--from", str(tmp_path / "run.json")]) == 1
+    assert "holds an array, not a run document" in capsys.readouterr().err

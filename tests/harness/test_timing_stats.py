@@ -29,12 +29,12 @@ def test_slower_is_the_mirror(rng):
 
 def test_interval_covers_the_true_ratio_about_95_percent_of_the_time(rng):
     # NOTE: one interval misses the truth 5 % of the time by design, so coverage is checked over many trials
-    # (P(fewer than 32 of 40 covered) is about 1e-3 for a correct 95 % interval; a broken one covers far less).
+    # (see the threshold's note).
     covered = 0
     for _ in range(40):
         v = stats.compare(_times(rng, 12.0, 120), _times(rng, 10.0, 120), resamples=500, rng=rng)
         covered += v.ci_lo < 1.2 < v.ci_hi
-    assert covered >= 32
+    assert covered >= 30  # P(fewer than 30 of 40) is about 2e-5 for a correct interval; a broken one covers far less
 
 
 def test_identical_samples_are_same(rng):
@@ -47,7 +47,7 @@ def test_identical_distributions_are_mostly_same(rng):
     # a 95 % interval covers the true ratio 1 in about 95 % of trials; far fewer would mean a broken interval
     same = sum(stats.compare(_times(rng, 7.0, 60), _times(rng, 7.0, 60), resamples=500, rng=rng).verdict == "SAME"
                for _ in range(40))
-    assert same >= 32
+    assert same >= 30
 
 
 def test_bootstrap_ci_of_median_covers_and_shrinks(rng):
@@ -91,7 +91,13 @@ def test_verdict_boundaries(lo, hi, call):
 
 def test_a_noisy_measurement_of_no_difference_is_undecided_not_same(rng):
     """The same rule on measured intervals: 30% noise on 8 samples cannot exclude a 10% effect."""
-    v = stats.compare(_times(rng, 7.0, 8, noise=0.3), _times(rng, 7.0, 8, noise=0.3), resamples=500, rng=rng)
+    # NOTE: two random draws of 8 noisy samples can differ by 30% in median by chance (a seed in CI did), and then
+    # SLOWER is the right call; so both paths get the same 8 samples, the distribution's octile midpoints, in a
+    # different order: no difference by construction, and only the bootstrap is random.
+    from statistics import NormalDist
+
+    octiles = np.array([7.0 * math.exp(0.3 * NormalDist().inv_cdf((i + 0.5) / 8)) for i in range(8)])
+    v = stats.compare(octiles, rng.permutation(octiles), resamples=500, rng=rng)
     assert v.ci_lo < 1 < v.ci_hi and (v.ci_lo < 1 / 1.1 or v.ci_hi > 1.1) and v.verdict == "UNDECIDED"
     assert v.interval == "bootstrap" and v.confidence == 0.95 and v.model_version is None
 

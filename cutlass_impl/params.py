@@ -94,15 +94,18 @@ _GROUPED_HEAD = re.compile(r"params (\d+) grid (\d+) (\d+) (\d+) block (\d+) (\d
 
 @lru_cache(maxsize=1024)
 def grouped_host_params(name: str, shapes: tuple[tuple[int, int, int], ...], addrs: tuple[int, ...],
-                        workspace: int, workspace_bytes: int, scales: tuple[int, ...] = ()) -> GroupedParams:
+                        workspace: int, workspace_bytes: int, scales: tuple[int, ...] = (),
+                        shapes_on_device: bool = False) -> GroupedParams:
     """The Params of grouped CUTLASS kernel `name` for groups of (M, N, K) `shapes` whose device arrays are at
     `addrs` (shapes, ptr A, stride A, ptr B, stride B, ptr C, stride C, ptr D, stride D), with `workspace_bytes` of
     zeroed workspace at `workspace` (the per-SM tensor maps the kernel rewrites); for the FP8 kernel `scales` =
-    (ptr SFA, layout SFA, ptr SFB, layout SFB arrays)."""
+    (ptr SFA, layout SFA, ptr SFB, layout SFB arrays). shapes_on_device: CUTLASS gets no host copy of the shapes
+    (the kernel reads them from the device only, on a grid of SM count CTAs; the Params then do not depend on the
+    groups' rows: the layer's, whose shapes are written on the device, cutlass_impl/device_args.py)."""
     where = f"CUTLASS {name} {len(shapes)} groups"
     with tempfile.TemporaryDirectory() as tmp:
         out, arrays = Path(tmp) / "params.bin", Path(tmp) / "arrays.bin"
-        cmd = [str(shim(name)), str(len(shapes)), *(hex(a) for a in addrs), hex(workspace), str(workspace_bytes),
+        cmd = [str(shim(name)), str(-len(shapes) if shapes_on_device else len(shapes)), *(hex(a) for a in addrs), hex(workspace), str(workspace_bytes),
                str(out), str(arrays), *(hex(a) for a in scales), *(str(v) for s in shapes for v in s)]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode:

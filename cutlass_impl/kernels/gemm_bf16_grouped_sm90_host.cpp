@@ -6,6 +6,10 @@
 //   usage: gemm_bf16_grouped_sm90_host G addrShapes addrPtrA addrStrideA addrPtrB addrStrideB addrPtrC addrStrideC
 //          addrPtrD addrStrideD addrWorkspace workspaceBytes params.bin arrays.bin M0 N0 K0 [M1 N1 K1 ...]
 //   arrays.bin: shapes (G x 3 int32), then the A, B, C and D stride arrays (G each), each as CUTLASS lays it out
+// A negative G (-G) gives CUTLASS no host copy of the problem shapes (GroupProblemShape's host pointer null): the
+// kernel then reads every group's shape from the device array only and launches a persistent grid of SM count
+// CTAs, so the Params do not depend on the groups' rows (the layer's shapes are written on the device each call,
+// cutlass_impl/device_args.py). The shapes given still make the stride arrays (K- and N-dependent only).
 #include "host_prelude.h"
 #include <cstdint>
 #include <cstdio>
@@ -40,6 +44,8 @@ int main(int argc, char** argv) {
   using namespace ptxmoe_cutlass;
   if (argc < 18) { std::fprintf(stderr, "usage: see the head of %s\n", __FILE__); return 2; }
   int G = std::atoi(argv[1]);
+  bool shapes_on_device = G < 0;  // see the head of this file
+  if (shapes_on_device) G = -G;
   if (argc != 15 + 3 * G) { std::fprintf(stderr, "expected %d shape values\n", 3 * G); return 2; }
   auto addr = [&](int i) { return reinterpret_cast<void*>(std::strtoull(argv[i], nullptr, 0)); };
   using Shape3 = typename ProblemShape::UnderlyingProblemShape;
@@ -63,7 +69,7 @@ int main(int argc, char** argv) {
   fusion.alpha_ptr = nullptr; fusion.beta_ptr = nullptr; fusion.alpha_ptr_array = nullptr; fusion.beta_ptr_array = nullptr;
   fusion.dAlpha = {cute::_0{}, cute::_0{}, 0}; fusion.dBeta = {cute::_0{}, cute::_0{}, 0};
   args = typename GemmKernel::Arguments{cutlass::gemm::GemmUniversalMode::kGrouped,
-      {G, static_cast<Shape3*>(addr(2)), shapes.data()},
+      {G, static_cast<Shape3*>(addr(2)), shapes_on_device ? nullptr : shapes.data()},
       {static_cast<ElementA const**>(addr(3)), static_cast<SA*>(addr(4)),
        static_cast<ElementB const**>(addr(5)), static_cast<SB*>(addr(6))},
       {fusion, static_cast<ElementC const**>(addr(7)), static_cast<SC*>(addr(8)),

@@ -38,8 +38,19 @@ from contract.device import GroupSubsets
 from contract.errors import InputError
 from contract.launch import TextKernel, ceil_div
 from cutlass_impl import build
-from cutlass_impl.grouped_gemm import (GROUPED, WORKSPACE_BYTES, Group, _check_args, _check_grouped_scale_steps,
-                                       _refuse_hours_on_sim, choices, config_for, entry_of, is_grouped, shape_key)
+from cutlass_impl.grouped_gemm import (
+    GROUPED,
+    WORKSPACE_BYTES,
+    Group,
+    _check_args,
+    _check_grouped_scale_steps,
+    _refuse_hours_on_sim,
+    choices,
+    config_for,
+    entry_of,
+    is_grouped,
+    shape_key,
+)
 from cutlass_impl.params import GroupedParams, grouped_host_params
 
 ARGS_BLOCK = 256  # cutlass_group_args' __launch_bounds__

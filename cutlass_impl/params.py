@@ -105,8 +105,9 @@ def grouped_host_params(name: str, shapes: tuple[tuple[int, int, int], ...], add
     where = f"CUTLASS {name} {len(shapes)} groups"
     with tempfile.TemporaryDirectory() as tmp:
         out, arrays = Path(tmp) / "params.bin", Path(tmp) / "arrays.bin"
-        cmd = [str(shim(name)), str(-len(shapes) if shapes_on_device else len(shapes)), *(hex(a) for a in addrs), hex(workspace), str(workspace_bytes),
-               str(out), str(arrays), *(hex(a) for a in scales), *(str(v) for s in shapes for v in s)]
+        groups = -len(shapes) if shapes_on_device else len(shapes)  # negative: no host copy (the shim's head)
+        cmd = [str(shim(name)), str(groups), *(hex(a) for a in addrs), hex(workspace), str(workspace_bytes), str(out),
+               str(arrays), *(hex(a) for a in scales), *(str(v) for s in shapes for v in s)]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode:
             raise InputError(f"{where}: {done.stderr.strip() or done.stdout.strip()}")

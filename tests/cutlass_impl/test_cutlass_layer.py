@@ -72,10 +72,9 @@ def test_the_args_kernel_writes_expert_runs_at_their_first_block_and_every_other
 
 
 def _check_layer(variant, preset="tiny", sanitize="all"):
+    from cutlass_impl import layer
     from harness.backends.sim import SimBackend
     from harness.verify import run_kernel
-
-    from cutlass_impl import layer
 
     backend = SimBackend(sanitize=sanitize)
     preset = get_preset(preset)

@@ -44,10 +44,11 @@ def _windows(timeline, stream):
     return out
 
 
-@pytest.mark.parametrize("kernel, impl", [(k, i) for k, i in _present(KERNEL_NAMES) if i != "cutlass"])
+@pytest.mark.parametrize("kernel, impl", [(k, i) for k, i in _present(KERNEL_NAMES) if i != "cutlass" or k == "layer"])
 def test_timed_window_holds_only_the_calls_launches(fake_gpu, impl, kernel):
-    """(cutlass plans from the routing read to the host, which the fake reads back as zeros: no launches; its own
-    window test, fed the routing, is in test_cutlass_on_fake_driver.py)"""
+    """(cutlass's GEMMs plan from the routing read to the host, which the fake reads back as zeros: no launches; their
+    own window test, fed the routing, is in test_cutlass_on_fake_driver.py; its layer builds the groups on the
+    device and is here)"""
     backend, args, call = _call(impl, kernel)
     def clocks():
         return {"sm_clock_mhz": "1980"}

@@ -52,3 +52,30 @@ def test_the_layer_never_reads_the_device_and_its_timed_calls_only_launch(fake_g
     later = [bytes(v) for launch in fake_gpu.launches[before:] for v in launch["values"]
              if isinstance(v, ctypes.Structure)]
     assert len(later) >= 8 and set(later) == set(first)  # the same two Params every call
+
+
+def test_compare_on_the_gpu_backend_has_a_cutlass_layer_row_for_both_variants(fake_gpu, tmp_path):
+    """The runner's gpu branch (ptxmoe compare --backend gpu --kernels layer): each variant's cutlass row launched and
+    timed (the fake's memory reads back zeros, so its answer is not what is checked here: the sim tests check it)."""
+    import io
+
+    from harness import runner
+    from harness.backends.gpu import GpuBackend
+    from harness.results import RunFile
+    from harness.timing.gpu import GpuTimingSettings
+
+    timing = GpuTimingSettings(warmup_runs=1, warmup_s=0.0, min_samples=2, max_samples=2, budget_s=1.0,
+                               host_samples=1, flush_l2=False)
+    settings = runner.CompareSettings(backend="gpu", presets=("tiny",), skews=("balanced",), kernels=("layer",),
+                                      impls=("cutlass",), seed=5, static=False, timing=timing, model_estimate=False)
+    rf = RunFile.create(tmp_path, "fake", settings.as_dict(), {"backend": "gpu", "gpu": {"name": "NVIDIA H200"}},
+                        command=[])
+    runner.run_sweep(GpuBackend(), settings, rf, progress=io.StringIO())
+    assert fake_gpu.errors == []
+    doc = RunFile.load(rf.run_dir).doc
+    rows = doc["rows"] if isinstance(doc["rows"], list) else list(doc["rows"].values())
+    assert sorted((r["impl"], r["variant"]) for r in rows) == [("cutlass", "bf16"), ("cutlass", "fp8")]
+    for r in rows:
+        assert r["timing"]["blocked"] and r["timing"]["device"]["n"] == 2, r["key"]
+        names = [launch["name"] for launch in r["launches"]]
+        assert sum("cutlass group args" in n for n in names) == 2 and any(n.startswith("cpp_") for n in names)

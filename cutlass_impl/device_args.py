@@ -154,8 +154,12 @@ def run(kernel: str, backend, args: dict, preset, **params) -> list:
     tag = (f"{kernel}[{N}x{Kd}] cutlass grouped {config.label} ({how}), {G} groups from the device's routing in "
            f"one launch")
     marks = _sim_marks(kernel, backend, dg, N, Kd)
-    records.append(backend.launch_ptx(build.load_ptx(name), entry_of(name), hp.grid, hp.block, [hp.struct, *marks],
-                                      shared_bytes=hp.shared_bytes, tag=tag))
+    try:
+        records.append(backend.launch_ptx(build.load_ptx(name), entry_of(name), hp.grid, hp.block,
+                                          [hp.struct, *marks], shared_bytes=hp.shared_bytes, tag=tag))
+    finally:  # the sampled phases' shape arrays (the sim backend ran them inside the launch)
+        for buf in backend.__dict__.pop("_cutlass_subset_shapes", []):
+            backend.free(buf)
     return records
 
 
@@ -186,7 +190,7 @@ def _sim_marks(kernel: str, backend, dg: DeviceGroups, N: int, Kd: int) -> list:
         sub_shapes = shapes.copy()
         sub_shapes[[g for g in range(dg.groups) if g not in keep], 0] = 0
         buf = backend.to_device(np.ascontiguousarray(sub_shapes))
-        backend.__dict__.setdefault("_cutlass_subset_shapes", []).append(buf)  # lives as long as its Params
+        backend.__dict__.setdefault("_cutlass_subset_shapes", []).append(buf)  # freed after the launch (run)
         arr = dg.arrays
         addrs = (buf.addr, arr["ptr_a"].addr, arr["stride_a"].addr, arr["ptr_b"].addr, arr["stride_b"].addr,
                  arr["ptr_d"].addr, arr["stride_c"].addr, arr["ptr_d"].addr, arr["stride_d"].addr)

@@ -139,3 +139,40 @@ def test_an_args_kernel_that_drops_a_run_fails_the_layers_check(monkeypatch):
     monkeypatch.setattr(device_args, "ARGS_KERNEL", dataclasses.replace(device_args.ARGS_KERNEL, make_ptx=dropping))
     result, _, _ = _check_layer("bf16", sanitize=None)
     assert not result.ok
+
+
+@needs_host
+@pytest.mark.sim
+@pytest.mark.parametrize("kernel", ["grouped_gemm", "grouped_gemm_fp8"])
+def test_the_device_built_grouped_launch_sampled_is_within_tolerance(kernel):
+    """The layer's GEMM (args kernel + grouped launch on the device's groups) with sampling forced on, against the
+    same launch whole: 24 groups of 16 rows x 8 column tiles (192 tiles on 132 CTAs, K = 128, as in
+    test_cutlass_sampled), the groups read back from the args kernel's shapes and a subset their M zeroed. Tensor
+    instructions exact (a group counted twice or left out would be off by 1/24), DRAM bytes within 1 %,
+    instructions within 2 %, modelled time within 3 % (the standalone launch's tolerances)."""
+    from dataclasses import replace
+
+    from contract.presets import gemm_shape
+    from harness.backends.sim import SimBackend
+    from harness.sampling import parse_sample
+    from harness.timing.sim import model_launch
+    from harness.verify import run_and_check
+
+    shape = gemm_shape(24, 16, 1024, 128)
+
+    def go(policy):
+        backend = SimBackend(sample=policy)
+        result = run_and_check(lambda b, a, p, **kw: device_args.run(kernel, b, a, p, **kw), backend, kernel, shape,
+                               "imbalanced", 7, variant="up")
+        assert result.ok, result.message
+        (gemm,) = [r for r in backend.records if r.name.startswith(kernel)]
+        return result, gemm, model_launch(gemm, backend.sources[gemm.name])
+
+    whole, full, full_model = go(None)
+    sampled, part, part_model = go(replace(parse_sample("auto"), min_ctas=1))
+    assert not whole.errors.get("sampled") and sampled.errors["sampled"] and 0 < sampled.errors["coverage"] < 1
+    assert part.stats.waves["groups"] == 24 and part.stats.waves["groups_simulated"] < 24
+    for metric, rel in {"ptxsim__inst_executed_tensor.sum": 1e-9, "dram__bytes_read.sum": 0.01,
+                        "smsp__inst_executed.sum": 0.02}.items():
+        assert float(part.stats.metrics[metric]) == pytest.approx(float(full.stats.metrics[metric]), rel=rel), metric
+    assert part_model["modelled_s"] == pytest.approx(full_model["modelled_s"], rel=0.03)

@@ -88,9 +88,14 @@ def _probe(name: str, G: int, N: int, Kd: int, M: int, fp8: bool) -> GroupedPara
 
 
 def device_groups(kernel: str, name: str, backend, G: int, N: int, Kd: int) -> DeviceGroups:  # noqa: N803
-    """The arrays and Params for `G` groups of N x Kd on `backend`, made on first use and kept on the backend (so a
-    timing loop's calls allocate nothing; the first, untimed warm-up call makes them)."""
-    cache = backend.__dict__.setdefault("_cutlass_device_groups", {})
+    """The arrays and Params for `G` groups of N x Kd on `backend`, made on first use and kept on the backend (on a
+    sim backend, on its current device), so a timing loop's calls allocate nothing (the first, untimed warm-up call
+    makes them)."""
+    # NOTE: kept per simulated device, not per backend: the sim backend starts a fresh device each row
+    # (reset_memory), and every array made on the old one is gone with it
+    device = getattr(backend, "device", None)
+    owner = device if device is not None and hasattr(device, "__dict__") else backend
+    cache = owner.__dict__.setdefault("_cutlass_device_groups", {})
     key = (kernel, name, G, N, Kd)
     if key in cache:
         return cache[key]

@@ -176,3 +176,19 @@ def test_the_device_built_grouped_launch_sampled_is_within_tolerance(kernel):
                         "smsp__inst_executed.sum": 0.02}.items():
         assert float(part.stats.metrics[metric]) == pytest.approx(float(full.stats.metrics[metric]), rel=rel), metric
     assert part_model["modelled_s"] == pytest.approx(full_model["modelled_s"], rel=0.03)
+
+
+@needs_host
+def test_the_arrays_and_params_are_kept_per_simulated_device():
+    """Made once per (configuration, G, N, Kd) and reused; a sim backend's fresh device (reset_memory, each row of a
+    sweep) gets its own: the old arrays are gone with the old device."""
+    from harness.backends.sim import SimBackend
+
+    backend = SimBackend()
+    name = cg.GROUPED["grouped_gemm"]
+    first = device_args.device_groups("grouped_gemm", name, backend, 8, 256, 128)
+    assert device_args.device_groups("grouped_gemm", name, backend, 8, 256, 128) is first
+    assert first.params.host.grid[0] * first.params.host.grid[1] == 132  # the persistent SM-count grid, no host shapes
+    backend.reset_memory()
+    again = device_args.device_groups("grouped_gemm", name, backend, 8, 256, 128)
+    assert again is not first and set(again.arrays) == set(first.arrays)

@@ -115,7 +115,7 @@ def test_the_layer_matches_the_reference_with_cutlass_gemms_and_cpp_elsewhere(va
 @pytest.mark.long
 @pytest.mark.parametrize("variant", ["bf16", "fp8"])
 def test_the_layer_matches_at_small_too(variant):
-    """small: 95 groups (32 runs) in each grouped launch (long tier)."""
+    """small: 95 groups (32 runs) in each grouped launch (long tier: 38 s bf16, 24 s fp8 on the shared machine)."""
     result, _, records = _check_layer(variant, "small", sanitize=None)
     assert result.ok, result.message
     assert sum("from the device's routing" in r.name for r in records) == 2

@@ -148,7 +148,6 @@ def validate_pairs(constants: Mapping[str, float] | None = None, names=None, sta
     """Run both variants of every pair (or those in `names`) on ptxsim with the model of the pair's device, at the
     clock its source states it measured at (published.stated_clock_hz), else the device's under-load clock."""
     from ptxsim.model.microbench import run_on_sim
-
     from ptxsim.model.published import stated_clock_hz
 
     results: dict[tuple, object] = {}

@@ -140,8 +140,12 @@ def _chains(op: str, reg: str, n: int, ty: str) -> str:
     return "\n".join(f"  {op.format(d=f'{reg}{i}')}" for i in range(n))
 
 
-def _alu_kernel(name: str, ty: str, reg: str, init: str, op: str, n: int = 16, unroll: int = 1) -> str:
+def _alu_kernel(name: str, ty: str, reg: str, init: str, op: str, n: int = 16, unroll: int = 1,
+                nounroll: bool = False) -> str:
+    """`nounroll`: the loop carries `.pragma "nounroll"` (what nvcc emits for `#pragma unroll 1`), so ptxas keeps
+    one iteration per pass."""
     body = "\n".join([_chains(op, reg, n, ty)] * unroll)
+    pragma = '  .pragma "nounroll";\n' if nounroll else ""
     sums = " ".join(f"add.{ty} {reg}0, {reg}0, {reg}{i};" for i in range(1, n))
     return _HEAD + f"""
 .visible .entry {name}(.param .u64 dst, .param .u32 iters)
@@ -152,7 +156,7 @@ def _alu_kernel(name: str, ty: str, reg: str, init: str, op: str, n: int = 16, u
 {chr(10).join(f'  {init.format(d=f"{reg}{i}")}' for i in range(n + 2))}
   mov.u32 %r7, 0;
 LOOP:
-{body}
+{pragma}{body}
   add.s32 %r7, %r7, 1; setp.lt.u32 %p1, %r7, %r9;
   @%p1 bra LOOP;
   {sums}

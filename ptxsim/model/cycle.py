@@ -4,7 +4,8 @@ The CTAs resident on one SM (occupancy.py's blocks per SM, or fewer when the gri
 representative warp stream of cycle_trace.py. Their warps sit on four sub-partition schedulers (warp i of the SM on
 SMSP i mod 4); each scheduler issues at most one warp-instruction per clock, the oldest warp that can go first.
 A warp can issue its next instruction when
-  - its previous instruction issued at least one clock before (in-order issue),
+  - its previous instruction issued at least one clock before (in-order issue), or BRANCH_REDIRECT_CLK + 1 clocks
+    before when that was a taken branch (no branch prediction: the warp's fetch restarts at the target),
   - every source register is ready (scoreboard: producer issue + cycle_table.LATENCY_CLK of the producer's class;
     a global load's destination is ready when its memory request returns),
   - the instruction's pipe in its SMSP is free (a warp-instruction holds its pipe costs.class_cycles clocks: FMA 1,
@@ -60,7 +61,7 @@ from ptxsim.model.cycle_ops import (  # noqa: F401 (_Op, _Memory, _ops, _memory:
     _Op,
     _ops,
 )
-from ptxsim.model.cycle_table import BUSY_LIMITER_FRACTION
+from ptxsim.model.cycle_table import BRANCH_REDIRECT_CLK, BUSY_LIMITER_FRACTION
 from ptxsim.model.cycle_trace import Role, Trace, warp_roles
 from ptxsim.model.occupancy import check_sm_count
 from ptxsim.model.sass import loop_unrolls
@@ -127,6 +128,7 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
     w_role = [role_of[w % wpc] for w in range(n_warps)]
     w_pcs = [roles[r].trace.pcs for r in w_role]
     w_len = [len(p) for p in w_pcs]
+    w_redirects = [roles[r].trace.redirects for r in w_role]
     free_of = [getattr(roles[r], "free_waits", 0) for r in w_role]
     # mbarrier rings: warps that wait on copy-completed barriers and arrive on others release a ring's slots
     tx_waits_of = [sum(1 for pc in role.trace.pcs if ops[pc].kind == MBAR_WAIT and ops[pc].arg == WAIT_TX)
@@ -332,7 +334,8 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
         op = ops[w_pcs[w][pos[w]]]
         slot_free[s] = t + 1.0
         slots_used[s] += 1
-        prev_issue[w] = t
+        # a taken branch: the warp's fetch restarts at the target, nothing to issue for BRANCH_REDIRECT_CLK clocks
+        prev_issue[w] = t + BRANCH_REDIRECT_CLK if pos[w] in w_redirects[w] else t
         if op.pipe and op.busy:
             pipe_free[s][op.pipe] = t + op.busy
             pipe_busy[op.pipe] = pipe_busy.get(op.pipe, 0.0) + op.busy

@@ -47,5 +47,12 @@ STEADY_WINDOW = 8
 # (the schedule waits on dependences, not on a unit). [EST]
 BUSY_LIMITER_FRACTION = 0.6
 
+# A taken branch redirects the warp's instruction fetch: GPUs do not predict branches, so after a taken BRA the warp
+# has nothing to issue until the target's instructions are fetched and decoded. [S1] README section 2 (its FADD/FMUL
+# rows at ILP 64-128, not validation rows): "~13 cycles per iteration from 3 loop-control instructions + branch
+# penalty", i.e. 13 - 3 issue slots = 10 clocks during which the warp cannot issue after its loop's back edge.
+# NOTE: the FMA/IADD/IMUL ILP pairs are from the same table (other rows); the held-out figures may share its source.
+BRANCH_REDIRECT_CLK = 10.0
+
 FITTED_FROM: dict[str, tuple] = {"LATENCY_CLK": (), "LOOP_WARMUP": (), "STEADY_WINDOW": (),
-                                 "BUSY_LIMITER_FRACTION": ()}
+                                 "BUSY_LIMITER_FRACTION": (), "BRANCH_REDIRECT_CLK": ()}

@@ -36,6 +36,26 @@ class Loop:
 class Trace:
     pcs: tuple[int, ...]
     loops: tuple[Loop, ...]
+    redirects: frozenset[int] = frozenset()   # positions of taken branches (the warp's fetch restarts after them)
+
+
+def taken_branches(instrs, pcs) -> frozenset[int]:
+    """Positions of `pcs` holding a branch the stream takes: a `bra` whose next position is its target (not the
+    instruction after it). NOTE: a reordered region (cycle_sched) that hoists a branch target's instruction right
+    after a not-taken guard would count as taken; the replays' regions end at guarded branches, so this is rare."""
+    out = []
+    for i in range(len(pcs) - 1):
+        ins = instrs[pcs[i]]
+        if ins.op == "bra" and ins.target >= 0 and pcs[i + 1] == ins.target and ins.target != pcs[i] + 1:
+            out.append(i)
+    return frozenset(out)
+
+
+def _one_back_edge(unit: list[int], back_edge: int) -> list[int]:
+    """`unit` (iterations ptxas unrolled into one pass) with only its last back-edge branch: the unrolled SASS body
+    branches once per pass, not once per PTX iteration."""
+    last = max((i for i, pc in enumerate(unit) if pc == back_edge), default=-1)
+    return [pc for i, pc in enumerate(unit) if pc != back_edge or i == last]
 
 
 def per_pc_counts(program, per_line: dict) -> list[float]:
@@ -122,7 +142,8 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0, reord
         elif self_loop and chunk_of(s) > 1 and reps >= 2:
             size = min(chunk_of(s), reps)    # a short loop: all its iterations' loads in flight together
             chunks, left = divmod(reps, size)
-            replay(ordered(body * size) if reorder else _unrolled_body(instrs, body, size), chunks, weight)
+            unit = ordered(body * size) if reorder else _unrolled_body(instrs, body, size)
+            replay(_one_back_edge(unit, e - 1), chunks, weight)
             replay(ordered(body), left, weight)
         elif self_loop:
             replay(ordered(body), reps, weight)
@@ -178,7 +199,8 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0, reord
                 b += 1
             chunk_ends = (it - base) % size == size - 1 or it == sim_iters - 1 or it + 1 == LOOP_WARMUP
             if chunk_ends and len(loops) == it_loops:   # no capped loop inside: issued as ptxas orders it
-                pcs[it_start:] = ordered(pcs[it_start:])
+                chunk = ordered(pcs[it_start:])
+                pcs[it_start:] = _one_back_edge(chunk, blocks[last][1] - 1) if size > 1 else chunk
         if iters > sim_iters:
             loops.append(Loop(w_start, len(pcs), STEADY_WINDOW, float(iters - sim_iters), weight))
 
@@ -192,7 +214,10 @@ def build_trace(instrs, counts, warps_in_grid: float, unroll: float = 1.0, reord
         else:
             emit_block(b, _repeat(per_warp[b]), 1.0)
             b += 1
-    return Trace(tuple(pcs), tuple(loops))
+    # a capped loop's last simulated back edge stands for the taken ones of the iterations multiplied out
+    capped = {lp.end - 1 for lp in loops if lp.extra > 0 and lp.end > 0 and instrs[pcs[lp.end - 1]].op == "bra"
+              and 0 <= instrs[pcs[lp.end - 1]].target <= pcs[lp.end - 1]}
+    return Trace(tuple(pcs), tuple(loops), taken_branches(instrs, pcs) | capped)
 
 
 @dataclass(frozen=True)

@@ -140,8 +140,12 @@ def _chains(op: str, reg: str, n: int, ty: str) -> str:
     return "\n".join(f"  {op.format(d=f'{reg}{i}')}" for i in range(n))
 
 
-def _alu_kernel(name: str, ty: str, reg: str, init: str, op: str, n: int = 16, unroll: int = 1) -> str:
+def _alu_kernel(name: str, ty: str, reg: str, init: str, op: str, n: int = 16, unroll: int = 1,
+                nounroll: bool = False) -> str:
+    """`nounroll`: the loop carries `.pragma "nounroll"` (what nvcc emits for `#pragma unroll 1`), so ptxas keeps
+    one iteration per pass."""
     body = "\n".join([_chains(op, reg, n, ty)] * unroll)
+    pragma = '  .pragma "nounroll";\n' if nounroll else ""
     sums = " ".join(f"add.{ty} {reg}0, {reg}0, {reg}{i};" for i in range(1, n))
     return _HEAD + f"""
 .visible .entry {name}(.param .u64 dst, .param .u32 iters)
@@ -152,7 +156,7 @@ def _alu_kernel(name: str, ty: str, reg: str, init: str, op: str, n: int = 16, u
 {chr(10).join(f'  {init.format(d=f"{reg}{i}")}' for i in range(n + 2))}
   mov.u32 %r7, 0;
 LOOP:
-{body}
+{pragma}{body}
   add.s32 %r7, %r7, 1; setp.lt.u32 %p1, %r7, %r9;
   @%p1 bra LOOP;
   {sums}
@@ -452,12 +456,15 @@ MODELS = ("v1", "v2")
 
 
 def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, float] | None = None,
-               static_facts: StaticFacts | None = None, model: str = "v1") -> BenchResult:
+               static_facts: StaticFacts | None = None, model: str = "v1",
+               clock_hz: float | None = None) -> BenchResult:
     """Simulate each launch of `bench` on ptxsim, estimate its time with the model on `device`, derive the quantity.
 
     The quantity is computed from kernel time (the model's launch term excluded), except for `launch_gap`, whose
     quantity is the launch term itself. `model`: "v1" (timing.estimate, the analytic bounds) or "v2"
-    (cycle.estimate_v2, the per-SM cycle-approximate schedule).
+    (cycle.estimate_v2, the per-SM cycle-approximate schedule). `clock_hz`: the SM clock the published experiment
+    ran at, when its source states it (every bound and the clock counts at that clock, as a device profile's measured
+    clock does); default the device's one under-load clock.
     """
     if model not in MODELS:
         raise ValueError(f"run_on_sim: model {model!r}; expected one of {', '.join(MODELS)}")
@@ -487,12 +494,12 @@ def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, f
             from ptxsim.model.cycle_trace import per_pc_counts
 
             est = estimate_v2(kernel.program, per_pc_counts(kernel.program, stats.per_line), stats.metrics, spec,
-                              occ, constants=constants, sass_mix=mix, by_warp=stats.by_warp,
+                              occ, clock_hz=clock_hz, constants=constants, sass_mix=mix, by_warp=stats.by_warp,
                               simulated_ctas=stats.simulated_ctas,
                               sass_loops=((static_facts(bench.ptx) if static_facts else None) or {})
                               .get("sass_loops", {}).get(bench.entry))
         else:
-            est = estimate(stats.metrics, spec, occ, constants=constants, sass_mix=mix)
+            est = estimate(stats.metrics, spec, occ, clock_hz=clock_hz, constants=constants, sass_mix=mix)
         times.append(est.kernel_seconds)
         limiters.append(est.limiter)
         kernel_limiters.append(max((name for name in est.components if name not in ("tail", "launch")),
@@ -500,8 +507,8 @@ def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, f
         launch_s = est.components["launch"]
     if bench.name == "launch_gap":
         times = [launch_s]
-    # NOTE: clocks are counted at the model's one clock (the under-load clock every bound uses, tensor included); on
-    # a GPU, `ptxmoe calibrate` counts them at the SM clock it reads
-    clock = spec.under_load_clock_hz
+    # NOTE: clocks are counted at the model's one clock (the under-load clock every bound uses, tensor included) or
+    # the source's stated clock; on a GPU, `ptxmoe calibrate` counts them at the SM clock it reads
+    clock = spec.under_load_clock_hz if clock_hz is None else float(clock_hz)
     value = bench.quantity(tuple(times), bench.launches, clock)
     return BenchResult(bench.name, float(value), tuple(times), launch_s, tuple(limiters), tuple(kernel_limiters))

@@ -12,7 +12,9 @@ rows"), each as a microbench.Bench so run_on_sim runs it like the absolute bench
   `transpose_vectorized`); 8192 x 8192 floats (S1: 32768 x 32768; a rate, the same at both sizes for a model whose
   bounds are linear in the bytes), 2-D grid flattened to 1-D.
 - ilp_*: one warp, `steps` iterations of ILP independent chains of one operation (S1 inst_lat.cu), differential over
-  two step counts so the prologue cancels; the quantity is clocks per warp-instruction.
+  two step counts so the prologue cancels; the quantity is clocks per warp-instruction. The step loop carries
+  `.pragma "nounroll"`, as nvcc emits for S1's `#pragma unroll 1` (ptxas then keeps one step per pass: FFMA, IADD3,
+  ISETP, BRA for ILP 1, where it unrolled the loop 4x without it).
 - stream_*: BabelStream's Copy, Add, Triad (grid-stride, 8 blocks of 1024 threads per SM) and Dot (grid-stride over
   4 blocks of 1024 per SM, a shared-memory tree reduction per block) over 2^25 doubles per array, as in the fork S5
   builds (gitaumark/BabelStream src/cuda/CUDAStream.cu; BabelStream's default array size). NOTE: its Dot accumulates
@@ -210,7 +212,8 @@ def ilp_bench(op: str, ilp: int) -> Bench:
     """One warp, ILP chains of `op`; clocks per warp-instruction from two step counts."""
     ty, reg, init, step = ILP_OPS[op]
     name = f"ilp_{op}_{ilp}"
-    ptx = _alu_kernel(name, ty, reg, init, step, n=ilp, unroll=1)
+    # S1's step loop is `#pragma unroll 1` (nvcc: .pragma "nounroll"): ptxas keeps its one iteration per pass
+    ptx = _alu_kernel(name, ty, reg, init, step, n=ilp, unroll=1, nounroll=True)
 
     def args(steps):
         def make(dev):

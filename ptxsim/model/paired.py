@@ -145,22 +145,25 @@ def _limiter(result) -> str:
 
 def validate_pairs(constants: Mapping[str, float] | None = None, names=None, static_facts=None,
                    model: str = "v1") -> list[PairRow]:
-    """Run both variants of every pair (or those in `names`) on ptxsim with the model of the pair's device."""
+    """Run both variants of every pair (or those in `names`) on ptxsim with the model of the pair's device, at the
+    clock its source states it measured at (published.stated_clock_hz), else the device's under-load clock."""
     from ptxsim.model.microbench import run_on_sim
+    from ptxsim.model.published import stated_clock_hz
 
-    results: dict[tuple[str, str], object] = {}
+    results: dict[tuple, object] = {}
 
-    def run(variant: str, device: str):
-        if (variant, device) not in results:
-            results[variant, device] = run_on_sim(variant_bench(variant), device, constants, static_facts,
-                                                  model=model)
-        return results[variant, device]
+    def run(variant: str, device: str, clock_hz: float | None):
+        if (variant, device, clock_hz) not in results:
+            results[variant, device, clock_hz] = run_on_sim(variant_bench(variant), device, constants, static_facts,
+                                                            model=model, clock_hz=clock_hz)
+        return results[variant, device, clock_hz]
 
     rows = []
     for pair in PAIRS:
         if names and pair.name not in names:
             continue
-        num, den = run(pair.numerator, pair.device), run(pair.denominator, pair.device)
+        clock = stated_clock_hz(pair.source)     # the source's stated clock (published.STATED_CLOCK_HZ), if any
+        num, den = run(pair.numerator, pair.device, clock), run(pair.denominator, pair.device, clock)
         modelled = num.quantity / den.quantity
         rows.append(PairRow(pair.name, pair.numerator, pair.denominator, modelled, pair.value,
                             modelled / pair.value, (_limiter(num), _limiter(den)), pair.device, pair.source,

@@ -40,6 +40,18 @@ _S3 = "[S3] simveit/effective-reduction-mojo README"
 _S4 = "[S4] mredenti/PowerCapping configuration/OpenCL_benchmark.md (ProjectPhysX OpenCL-Benchmark on GH200)"
 _S5 = "[S5] samuel-bohman/AI-benchmarking-guide Azure_Results/ND_{gpu}_v5_results.md (Azure ND {gpu} v5)"
 S1, S5 = _S1, _S5   # paired.py quotes the same sources
+
+# The SM clock a source states its measurements were taken at (a condition of the experiment, like its device): the
+# model runs that source's rows at it instead of the device's one under-load clock, as a device profile's measured
+# clock would. S1: "All measurements taken at the observed boost clock of 1.98 GHz with CUDA 12.8" (README, top).
+# Sources that do not state an observed clock (S2 "clocks not locked", S4's reported maximum, S5, S6-S9) keep the
+# under-load clock.
+STATED_CLOCK_HZ: dict[str, float] = {_S1: 1.98e9}
+
+
+def stated_clock_hz(source: str) -> float | None:
+    """The SM clock `source` states it measured at (STATED_CLOCK_HZ), or None."""
+    return STATED_CLOCK_HZ.get(source)
 _S6 = "[S6] Luo et al., 'Benchmarking and Dissecting the Nvidia Hopper GPU Architecture' (arXiv 2402.13499)"
 _S7 = "[S7] Luo et al., 'Dissecting the NVIDIA Hopper Architecture through Microbenchmarking' (arXiv 2501.12084)"
 _S8 = "[S8] Jarmusch & Chandrasekaran, arXiv 2512.02189, as quoted by a public notes file (table not read directly)"

@@ -61,7 +61,7 @@ def validate(constants: Mapping[str, float] | None = None, names=None, static_fa
     static_facts: ptx -> {"resources", "sass_histogram"} (harness.static.analyse_ptx), as microbench.run_on_sim
     takes it; the recorded validation was made with it. model: "v1" (analytic bounds) or "v2" (cycle.py)."""
     from ptxsim.model.microbench import BENCHES, run_on_sim
-    from ptxsim.model.published import entries
+    from ptxsim.model.published import entries, stated_clock_hz
 
     rows = []
     for name, bench in BENCHES.items():
@@ -69,9 +69,10 @@ def validate(constants: Mapping[str, float] | None = None, names=None, static_fa
             continue
         results = {}
         for pub in entries(name):
-            if pub.device not in results:
-                results[pub.device] = run_on_sim(bench, pub.device, constants, static_facts, model=model)
-            result = results[pub.device]
+            key = (pub.device, stated_clock_hz(pub.source))      # at the clock the source states, if it does
+            if key not in results:
+                results[key] = run_on_sim(bench, pub.device, constants, static_facts, model=model, clock_hz=key[1])
+            result = results[key]
             ratio = result.quantity / pub.value if pub.value else None
             what = bench.what if pub.device == "H100 SXM" else f"{bench.what}, {pub.device}"
             rows.append(Row(name, what, bench.unit, result.quantity, pub.value, ratio, pub.device, pub.source,

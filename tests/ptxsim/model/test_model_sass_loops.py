@@ -76,9 +76,11 @@ def test_per_loop_unroll_changes_what_is_in_flight():
 def test_the_issue_s_scalar_vs_16_byte_reduction_with_ptxas_s_loops():
     # issue #29: a row-wise sum with scalar loads vs 16-byte loads; ptxas unrolls both loops 4x (their SASS loops
     # above), so the scalar one keeps 4 loads of 4 bytes a thread in flight and the 16-byte one 4 of 16 bytes; at
-    # these sizes the difference is round trips, not bandwidth. Goal: within 1.5x at both sizes.
+    # these sizes the difference is round trips, not bandwidth. Goal: within 1.5x at both sizes. At 32 x 1024 both
+    # make one round trip (one unrolled pass of 4 scalar loads vs one 16-byte load) and differ by a few issue slots
+    # either way (the scalar's pass branches once, as its SASS does): equal within 1%, not ordered.
     scalar_loops, vec_loops = [[4, 18], [0, 1]], [[4, 30], [0, 1]]
     for rows, cols in ((32, 1024), (132, 7168)):
         ratio = _seconds(ROW_SCALAR, "row_scalar", rows, cols, scalar_loops) / \
             _seconds(ROW_VEC4, "row_vec4", rows, cols, vec_loops)
-        assert 1.0 <= ratio <= 1.5, (rows, cols, ratio)
+        assert 0.99 <= ratio <= 1.5, (rows, cols, ratio)

@@ -35,7 +35,7 @@ test: $(STAMP)
 ptx: $(STAMP)
 	$(BIN)/python -m ptx_impl.generated
 
-# Issue 26's mutation suite: single faults of FP8 rungs 2-5 (tests/mutations/table.py) on ptxsim with every sanitizer
+# Issue 26's mutation suite: single faults of FP8 rungs 2-10 (tests/mutations/table.py) on ptxsim with every sanitizer
 # on; fails unless every mutant is caught, the unmutated rungs run clean and docs/mutations.md matches this run.
 # MUTATION_JOBS worker processes (default: the CPUs); MUTATION_ARGS passes options (--seed, --only, --write-docs).
 MUTATION_JOBS ?= $(shell nproc 2>/dev/null || echo 2)

@@ -16,6 +16,9 @@ as ptxsim phases, everything else runs whole; `sample_ctas` given explicitly tak
 `SimBackend(time_limit=S)`: wall-clock seconds one launch may run before ptxsim stops it as a runaway (naming the
 kernel and the loop's PTX lines). The default, LAUNCH_TIME_LIMIT_S unless PTXSIM_TIME_LIMIT is set, is above
 ptxsim's own one minute because a real-shape GEMM launch legitimately simulates for minutes on two cores.
+`SimBackend(budget=N)`: the warp-instructions one launch may run before ptxsim stops it with InstructionBudgetExceeded
+(a runaway loop); unlike the wall-clock limit it does not depend on the machine's load, so a caller whose outcome must
+be reproducible (the mutation suite's hangs) sets it. None: ptxsim's PTXSIM_BUDGET (sampled launches: a CTA's share).
 """
 from __future__ import annotations
 
@@ -185,7 +188,7 @@ class SimBackend(Backend):
     name = "sim"
 
     def __init__(self, device=None, sanitize=None, sample_ctas: int | None = None, time_limit: float | None = None,
-                 wave_ctas: int | None = None, sample=None):
+                 wave_ctas: int | None = None, sample=None, budget: int | None = None):
         import ptxsim
 
         missing = [name for name in ("Device", "load_ptx") if not hasattr(ptxsim, name)]
@@ -200,6 +203,9 @@ class SimBackend(Backend):
         self.sanitize = sanitize_tools(sanitize)  # () = sanitizers off
         self.sample_ctas = sample_ctas  # ptxsim sampled simulation: counters extrapolated, outputs partial
         self.time_limit = default_time_limit() if time_limit is None else float(time_limit)
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1):
+            raise InputError(f"SimBackend budget={budget!r}: expected a positive number of warp-instructions")
+        self.budget = None if budget is None else int(budget)  # warp-instructions a launch may run (None: ptxsim's)
         self.wave_ctas = wave_ctas  # None: the model device's wave (wave_shape); an int overrides it
         self.sample = sample  # a harness.sampling.SamplePolicy choosing per launch (None: sample_ctas decides)
         self._family_simulated: dict[str, dict[int, LaunchRecord]] = {}  # family -> {member: its record} this call
@@ -401,6 +407,8 @@ class SimBackend(Backend):
 
             # NOTE: an item is a grid path's CTA (one tile of one routing block), so it gets a CTA's budget
             plan = replace(plan, budget=max(int(CONFIG.budget), SAMPLED_BUDGET_PER_CTA * plan.simulated_ctas(g)))
+        if self.budget is not None:  # the caller's deterministic runaway limit, sampled or not
+            plan = replace(plan, budget=self.budget)
         if self.sample_ctas is not None:  # a fixed systematic sample (the backend's sample_ctas), as before
             plan = replace(plan, sample_ctas=int(self.sample_ctas))
         if phased is None and plan.wave_ctas is None and wave is not None:  # phases are waves of their own

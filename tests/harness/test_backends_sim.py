@@ -204,6 +204,32 @@ def test_launches_carry_the_backends_time_limit(monkeypatch):
         backend.launch_ptx(spin, "spin", 1, 32, [np.uint32(1)])
 
 
+def test_a_budget_stops_a_runaway_by_instructions_not_by_the_clock():
+    """SimBackend(budget=N): the launch stops after N warp-instructions with InstructionBudgetExceeded, however fast
+    the machine (the wall-clock limit is far away); a kernel under the budget runs; a bad budget is named."""
+    import ptxsim
+    from harness.backends.sim import SimBackend
+
+    spin = (".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry spin(.param .u32 n)\n{\n"
+            "  .reg .u32 %r<3>;\n  ld.param.u32 %r1, [n];\n  mov.u32 %r2, 0;\nLOOP:\n  add.u32 %r2, %r2, %r1;\n"
+            "  bra LOOP;\n}\n")
+    backend = SimBackend(time_limit=600, budget=5000)
+    with pytest.raises(ptxsim.errors.InstructionBudgetExceeded, match=r"spin ran more than 5000 warp-instr") as exc:
+        backend.launch_ptx(spin, "spin", 1, 32, [np.uint32(1)])
+    assert not isinstance(exc.value, ptxsim.errors.TimeLimitExceeded)
+    src = np.arange(64, dtype=np.float32)
+    small = SimBackend(budget=64)  # the add kernel runs 38 warp-instructions (2 warps)
+    d_src, d_dst = small.to_device(src), small.empty((64,), np.float32)
+    small.launch_ptx(ADD_PTX, "add_scalar", 1, 64, [d_src, d_dst, np.float32(1), np.uint32(64)])
+    dst = small.to_host(d_dst)
+    np.testing.assert_array_equal(dst, src + np.float32(1))
+    with pytest.raises(ptxsim.errors.InstructionBudgetExceeded):
+        SimBackend(budget=8).launch_ptx(ADD_PTX, "add_scalar", 1, 64, [d_src, d_dst, np.float32(1), np.uint32(64)])
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(InputError, match="budget"):
+            SimBackend(budget=bad)
+
+
 def test_wave_shape_is_the_model_devices_resident_ctas_and_l2():
     from harness.backends.sim import wave_shape
     from harness.static import resources_of

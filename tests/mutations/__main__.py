@@ -25,7 +25,7 @@ def _task(name: str, seed: int, ptxas: bool):
 
 def main(argv=None) -> int:
     from tests.mutations import report
-    from tests.mutations.suite import RUNGS
+    from tests.mutations.suite import BACKSTOP_S, BUDGET, BUDGET_MARGIN, RUNGS, WALL_CLOCK
     from tests.mutations.table import MUTATIONS
 
     ap = argparse.ArgumentParser(prog="python -m tests.mutations", description=__doc__.splitlines()[0])
@@ -67,6 +67,13 @@ def main(argv=None) -> int:
         o = outcomes[f"r{r}-clean"]
         if not o.silent:
             failures.append(f"r{r}-clean: the unmutated rung is not clean: {report.caught_text(o)}: {o.detail}")
+        elif o.warp_instructions * BUDGET_MARGIN > BUDGET:
+            failures.append(f"r{r}-clean: a launch ran {o.warp_instructions:,} warp-instructions, within "
+                            f"{BUDGET_MARGIN}x of the hang budget {BUDGET:,} (tests/mutations/suite.py): raise BUDGET")
+    for name, o in sorted(outcomes.items()):
+        if WALL_CLOCK in o.caught:
+            failures.append(f"{name}: stopped by the {BACKSTOP_S:g} s wall-clock backstop before its {BUDGET:,} "
+                            f"warp-instruction budget: an outcome that depends on the machine's load, not a catch")
     for m in chosen:
         o = outcomes[m.name]
         if o.crash:

@@ -33,8 +33,18 @@ VARIANT = "up"
 BLOCK_EXPERT = (0, 0, 1, 2, 3, 3, 3, -1)  # 8 routing blocks of 16 rows = 8 token tiles (P_max = 128)
 TOTAL_PADDED = 7 * 16  # block 7 lies past total_padded: never computed, never written
 SANITIZE = "all"
-TIME_LIMIT_S = 120.0  # a clean run takes about a second; a hang is reported by ptxsim's wall-clock limit
+# NOTE: a hang is a launch past its warp-instruction budget, which no machine load can change. The slowest unmutated
+# launch, rung 9's at N = 384, runs 124,028 warp-instructions on every seed (rungs 2-5: 47,233-57,513; the control
+# flow does not depend on the data); BUDGET_MARGIN times that leaves room for a mutant that legitimately runs longer
+# (retries, extra waits) to be caught by what it breaks rather than as a hang. __main__ fails a run whose clean
+# launches come within the margin of BUDGET.
+BUDGET_MARGIN = 8
+BUDGET = 1_000_000  # warp-instructions per launch (>= BUDGET_MARGIN x 124,028)
+# The wall-clock limit is only a safety net (a launch whose simulation stalls on something the budget does not count):
+# a mutant it stops is reported as `wall-clock`, never as caught, since its outcome would depend on the machine's load.
+BACKSTOP_S = 1800.0
 RUNGS = (2, 3, 4, 5, 6, 7, 8, 9, 10)
+WALL_CLOCK = "wall-clock"
 
 
 @dataclass(frozen=True)
@@ -136,9 +146,10 @@ def inputs(seed: int, preset: Preset = PRESET) -> dict:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a run caught: `caught` names the mechanisms that fired, in order (sanitizer tools, `deadlock`, `hang`,
-    `fault`, `mbarrier`, `error:<class>`, `check`); `crash` is a Python exception that is not ptxsim's (a simulator
-    bug, never a catch); `detail` the first message of each."""
+    """What a run caught: `caught` names the mechanisms that fired, in order (sanitizer tools, `deadlock`, `hang`: past
+    BUDGET, `fault`, `mbarrier`, `error:<class>`, `check`; `wall-clock`: the BACKSTOP_S safety net, which __main__
+    reports as a failure, not a catch); `crash` is a Python exception that is not ptxsim's (a simulator bug, never a
+    catch); `detail` the first message of each; `warp_instructions` the most any of its completed launches ran."""
 
     name: str
     rung: int
@@ -147,6 +158,7 @@ class Outcome:
     detail: str
     crash: str = ""
     seconds: float = 0.0
+    warp_instructions: int = 0
 
     @property
     def silent(self) -> bool:
@@ -167,7 +179,7 @@ def _backend(original: str, replacement: str | None):
                 self.swapped += 1
             return super().launch_ptx(ptx, entry, grid, block, params, shared_bytes=shared_bytes, tag=tag)
 
-    return MutantBackend(sanitize=SANITIZE, time_limit=TIME_LIMIT_S)
+    return MutantBackend(sanitize=SANITIZE, time_limit=BACKSTOP_S, budget=BUDGET)
 
 
 def _exception_mechanism(exc: BaseException) -> str:
@@ -175,7 +187,9 @@ def _exception_mechanism(exc: BaseException) -> str:
 
     if isinstance(exc, e.DeadlockError):
         return "deadlock"
-    if isinstance(exc, e.InstructionBudgetExceeded):  # TimeLimitExceeded too
+    if isinstance(exc, e.TimeLimitExceeded):  # before its base class: the backstop, not a catch
+        return WALL_CLOCK
+    if isinstance(exc, e.InstructionBudgetExceeded):
         return "hang"
     if isinstance(exc, e.MemoryFault):
         return "fault"
@@ -225,7 +239,8 @@ def run(rung: int, mutation: Mutation | None, seed: int) -> Outcome:
         if not result.ok:
             caught.append("check")
             details.append(result.message[:300])
-    return Outcome(name, rung, seed, tuple(caught), " | ".join(details), crash, time.perf_counter() - t0)
+    most = max((r.stats.warp_instructions for r in backend.records if r.stats is not None), default=0)
+    return Outcome(name, rung, seed, tuple(caught), " | ".join(details), crash, time.perf_counter() - t0, most)
 
 
 def run_by_name(name: str, seed: int) -> Outcome:

@@ -1,14 +1,14 @@
 """The mutation suite's table and page (fast; the suite itself is `make mutations`): every mutation applies to the
 committed PTX exactly as written, each Hopper rung has at least 25 across the fault classes, docs/mutations.md lists
-exactly the table's mutants, a stale edit is an error, and a smoke run of three mutants is caught while the
-unmutated rung 4 runs clean."""
+exactly the table's mutants, a stale edit is an error, a hang is the instruction budget (not the wall clock), and a
+smoke run of three mutants is caught while the unmutated rung 4 runs clean, well inside the budget."""
 import re
 
 import pytest
 
 from tests.mutations import report
 from tests.mutations.edits import Edit, MutationError, apply_edits, delete
-from tests.mutations.suite import RUNGS, mutated_ptx, run, run_by_name, target
+from tests.mutations.suite import BACKSTOP_S, BUDGET, BUDGET_MARGIN, RUNGS, mutated_ptx, run, run_by_name, target
 from tests.mutations.table import CLASSES, MUTATIONS
 
 
@@ -65,3 +65,16 @@ def test_smoke_three_mutants_are_caught_and_the_clean_rung_is_clean(seed):
     assert "racecheck" in run_by_name("r2-no-cp-wait", seed).caught
     clean = run(4, None, seed)
     assert clean.silent and clean.detail == "", clean
+    assert 0 < clean.warp_instructions * BUDGET_MARGIN <= BUDGET  # the hang budget's margin (suite.py)
+
+
+def test_a_hang_is_the_instruction_budget_and_the_wall_clock_is_not_a_catch():
+    """Outcomes must not depend on the machine's load: a launch past its warp-instruction budget is a `hang`; one the
+    wall-clock backstop stops is `wall-clock`, which __main__ reports as a failure."""
+    from ptxsim import errors
+    from tests.mutations.suite import WALL_CLOCK, _backend, _exception_mechanism
+
+    assert _exception_mechanism(errors.InstructionBudgetExceeded("k ran more than 5 warp-instructions")) == "hang"
+    assert _exception_mechanism(errors.TimeLimitExceeded("k ran longer than its 1800 s")) == WALL_CLOCK
+    backend = _backend("", None)
+    assert backend.budget == BUDGET and backend.time_limit == BACKSTOP_S and BACKSTOP_S >= 600

@@ -1,93 +1,17 @@
 """PTX rung 10 of the FP8 grouped GEMM (rung 9 with each K group's promotion overlapping the next group's wgmmas, two
-partial-sum sets and wgmma.wait_group 1): passes kernels.md's check through ptxsim (tiny at every skew and variant on
-a small persistent grid, the full grid through the ladder as its top rung, an odd N-tile count, BM 32 and 64, rung
-9's raster shape, small), bit-identical to rung 9, clean under ptxsim's sanitizers, the overlap
-really there and checked (asynccheck flags a promotion of the set still in flight, a drain that leaves the last group
-in flight), zero spills with rung 8's TMA-store epilogue, and the PTX shape its header promises."""
-import functools
+partial-sum sets and wgmma.wait_group 1), its own checks: the overlap really there and checked (asynccheck flags a
+promotion of the set still in flight, a drain that leaves the last group in flight), the SASS keeping the loop's
+waits at depth 1, and the PTX shape its header promises. What every token-major rung must do (kernels.md's check at
+tiny, through the ladder as its top rung, an odd N-tile count, BM 32 and 64, rung 9's raster shape, small;
+sanitizers; bit-identical to rung 9 at both variants; zero spills with rung 8's TMA-store epilogue) is
+tests/ptx_impl/test_gemm_fp8_rungs.py."""
 import re
 
-import numpy as np
 import pytest
 
-from contract.presets import SKEWS
 from ptx_impl import gemm_fp8_r10 as r10
 from ptx_impl import gemm_fp8_tm_template as template
-from tests.ptx_impl.rung_checks import launch_mutant, rung_check, rung_result
-from tests.ptx_impl.test_gemm_fp8_r4 import RAGGED_BM
-from tests.ptx_impl.test_gemm_fp8_r9 import RASTER
-from tests.ptx_impl.test_grouped_gemm_fp8 import RAGGED
-
-SANITIZERS = ("asynccheck", "racecheck", "memcheck", "initcheck", "synccheck")
-
-
-@pytest.fixture(scope="module")
-def backend():
-    from harness.backends.sim import SimBackend
-
-    return SimBackend()
-
-
-def _check(backend, preset, skew, seed, variant, run=r10.run, **params):
-    return rung_check(backend, preset, skew, seed, variant, run, **params)
-
-
-@pytest.mark.sim
-@pytest.mark.parametrize("variant", ["up", "down"])
-@pytest.mark.parametrize("skew", SKEWS)
-def test_tiny_on_a_small_persistent_grid(backend, skew, variant, seed):
-    """3 clusters for 31 items: the ring wraps across items, each item drains its last group (odd or even)."""
-    _check(backend, "tiny", skew, seed, variant, sms=7)
-    transpose, gemm = backend.records[-2:]
-    assert transpose.name.startswith("scale_transpose") and tuple(gemm.grid) == (6, 1, 1)
-    assert gemm.shared_bytes == template.shared_bytes(**r10.FEATURES) <= template.SMEM_LIMIT
-
-
-@pytest.mark.sim
-def test_tiny_on_the_full_grid_through_the_ladder_as_its_top_rung(backend, seed):
-    from ptx_impl import grouped_gemm_fp8 as ladder
-
-    assert ladder.get_rung(None).module == ladder.get_rung(r10.RUNG).module == "ptx_impl.gemm_fp8_r10"
-    _check(backend, "tiny", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2], run=ladder.run,
-           rung=r10.RUNG)
-    assert backend.records[-1].grid[0] == 2 * 31
-
-
-@pytest.mark.sim
-def test_an_odd_n_tile_count_bm_32_and_64_and_raster_groups_of_two_tiles(backend, seed):
-    for preset in (RAGGED, *RAGGED_BM.values(), RASTER):
-        for variant in ("up", "down"):
-            _check(backend, preset, SKEWS[seed % len(SKEWS)], seed, variant, sms=7)
-
-
-@pytest.mark.sim
-@pytest.mark.parametrize("preset", ["tiny", RAGGED], ids=["tiny", "odd-n-tiles"])
-def test_sanitizers_find_nothing(preset, seed):
-    """asynccheck (no set read or overwritten while a wgmma writes it), racecheck, memcheck, initcheck, synccheck."""
-    from harness.backends.sim import SimBackend
-
-    sim = SimBackend(sanitize=SANITIZERS)
-    _check(sim, preset, SKEWS[seed % len(SKEWS)], seed, "down", sms=4)
-    assert sim.sanitizer_findings() == []
-
-
-@pytest.mark.sim
-def test_small(backend, seed):
-    _check(backend, "small", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2])
-
-
-@pytest.mark.sim
-@pytest.mark.parametrize("variant", ["up", "down"])
-def test_bit_identical_to_rung_9(backend, seed, variant):
-    """The same products and scales summed in the same order: overlapping the promotion must not change a bit (tiny
-    up has 2 K groups an item, down 1: both drains)."""
-    from harness.verify import run_kernel
-    from ptx_impl import gemm_fp8_r9 as r9
-
-    skew = SKEWS[seed % len(SKEWS)]
-    c9, c10 = (run_kernel(functools.partial(run, sms=9), backend, "grouped_gemm_fp8", "tiny", skew, seed,
-                          variant=variant)[1]["c"] for run in (r9.run, r10.run))
-    assert np.array_equal(c9.view(np.uint16), c10.view(np.uint16))
+from tests.ptx_impl.rung_checks import assembled, launch_mutant, rung_result
 
 
 def _findings(monkeypatch, seed, old: str, new: str, count: int = 1) -> list[dict]:
@@ -125,16 +49,13 @@ def test_a_drain_that_leaves_the_last_group_in_flight_is_caught(seed, monkeypatc
     assert any(f["tool"] == "asynccheck" for f in found), found
 
 
-def test_assembles_for_sm90a_with_zero_spills_and_keeps_the_overlap():
-    """Three 64-register fp32 sets and the TMA-store epilogue's registers fit the consumers' 232 without spills, and
-    the SASS keeps the loop's two waits at depth 1 (ptxas may deepen a wait it finds unsafe; here it must not) and
-    the drains' at 0."""
-    from harness.toolchain import assemble, sass_listing
+def test_the_sass_keeps_the_overlap():
+    """The SASS keeps the loop's two waits at depth 1 (ptxas may deepen a wait it finds unsafe; here it must not) and
+    the drains' at 0. (Three 64-register fp32 sets and the TMA-store epilogue's registers fitting the consumers' 232
+    without spills: test_gemm_fp8_rungs.py, on the same assembly.)"""
+    from harness.toolchain import sass_listing
 
-    cubin, usage = assemble(r10.ptx_source(), "sm_90a", name=r10.path().name)
-    u = usage[template.entry(**r10.FEATURES)]
-    assert u.spills == 0 and u.stack_frame_bytes == 0, u
-    assert u.registers == template.MAXNREG and u.shared_bytes == 0, u
+    cubin, _ = assembled(r10)
     sass = sass_listing(cubin)
     assert len(re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1", sass)) == 2, sass
     assert len(re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0", sass)) == 2

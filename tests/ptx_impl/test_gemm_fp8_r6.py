@@ -1,9 +1,8 @@
 """PTX rung 6 of the FP8 grouped GEMM (token-major 128 x 128 tiles, 7 stages, 2-CTA clusters multicasting the token
-tile): passes kernels.md's check through ptxsim (tiny at every skew and variant on a small persistent grid, the full
-grid through the ladder, an odd N-tile count, BM 32 and 64, small), the multicast and the tile-run rule really run
-(kernels with either broken fail the check), runs clean under ptxsim's sanitizers, bit-identical to rung 5, assembles
-for sm_90a with zero spills, has the PTX shape its header promises, and rejects what it cannot tile."""
-import functools
+tile), its own checks: the multicast and the tile-run rule really run (kernels with either broken fail the check), the
+bounded-wait variant, the PTX shape its header promises, the generated file current, and what it cannot tile
+rejected. What every token-major rung must do (kernels.md's check at tiny, through the ladder, an odd N-tile count,
+BM 32 and 64, small; sanitizers; bit-identical to rung 5; zero spills) is tests/ptx_impl/test_gemm_fp8_rungs.py."""
 import re
 
 import numpy as np
@@ -14,8 +13,6 @@ from contract.presets import SKEWS, Preset
 from ptx_impl import gemm_fp8_r6 as r6
 from ptx_impl import gemm_fp8_tm_template as template
 from tests.ptx_impl.rung_checks import launch_mutant, rung_check, rung_result
-from tests.ptx_impl.test_gemm_fp8_r4 import RAGGED_BM
-from tests.ptx_impl.test_grouped_gemm_fp8 import RAGGED
 
 
 @pytest.fixture(scope="module")
@@ -29,46 +26,8 @@ def _result(backend, preset, skew, seed, variant, run=r6.run, **params):
     return rung_result(backend, preset, skew, seed, variant, run, **params)
 
 
-def _check(backend, preset, skew, seed, variant, run=r6.run, **params):
-    return rung_check(backend, preset, skew, seed, variant, run, **params)
-
-
 def _mutant(monkeypatch, old: str, new: str) -> None:
     launch_mutant(monkeypatch, r6, old, new)
-
-
-@pytest.mark.sim
-@pytest.mark.parametrize("variant", ["up", "down"])
-@pytest.mark.parametrize("skew", SKEWS)
-def test_tiny_on_a_small_persistent_grid(backend, skew, variant, seed):
-    """sms=7 rounds down to 3 clusters for 31 items (one per routing block: N = 256 is one pair of N tiles): the
-    7-stage ring wraps across items, and heads, non-heads (skipped) and multi-block runs occur at every skew."""
-    _check(backend, "tiny", skew, seed, variant, sms=7)
-    assert tuple(backend.records[-1].grid) == (6, 1, 1)
-
-
-@pytest.mark.sim
-def test_tiny_on_the_full_grid_through_the_ladder(backend, seed):
-    from ptx_impl import grouped_gemm_fp8 as ladder
-
-    assert ladder.get_rung(6).module == "ptx_impl.gemm_fp8_r6"
-    _check(backend, "tiny", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2], run=ladder.run, rung=6)
-    assert backend.records[-1].grid[0] == 2 * 31  # 31 routing blocks x 1 N-tile pair, under 66 clusters
-
-
-@pytest.mark.sim
-def test_an_odd_n_tile_count(backend, seed):
-    """RAGGED's down GEMM has N = 384: the last pair's rank 1 has no N tile, multicasts its token half and idles."""
-    for variant in ("up", "down"):
-        _check(backend, RAGGED, SKEWS[seed % len(SKEWS)], seed, variant, sms=12)
-
-
-@pytest.mark.sim
-@pytest.mark.parametrize("bm", sorted(RAGGED_BM))
-def test_bm_32_and_64(backend, bm, seed):
-    """R = 4 and 2 routing blocks a tile; at BM = 64 a one-block run leaves the second warpgroup idle."""
-    for variant in ("up", "down"):
-        _check(backend, RAGGED_BM[bm], SKEWS[seed % len(SKEWS)], seed, variant, sms=7)
 
 
 @pytest.mark.sim
@@ -89,45 +48,6 @@ def test_a_tile_run_cut_short_is_caught(backend, seed, monkeypatch):
     _mutant(monkeypatch, "setp.ne.s32         %p_q, %ep, %e;", "setp.eq.s32         %p_q, %ep, %e;")
     result = _result(backend, "tiny", "extreme", seed, "down", sms=8)
     assert not result.ok and "unwritten" in result.message, result.message
-
-
-@pytest.mark.sim
-@pytest.mark.parametrize("preset", ["tiny", RAGGED], ids=["tiny", "odd-n-tiles"])
-def test_sanitizers_find_nothing(preset, seed):
-    """asynccheck, racecheck (within a CTA), memcheck (the clamped a_scale rows, the predicated stores), initcheck."""
-    from harness.backends.sim import SimBackend
-
-    sim = SimBackend(sanitize=("asynccheck", "racecheck", "memcheck", "initcheck"))
-    _check(sim, preset, SKEWS[seed % len(SKEWS)], seed, "down", sms=4)
-    assert sim.sanitizer_findings() == []
-
-
-@pytest.mark.sim
-def test_small(backend, seed):
-    """One variant per run (the seed picks it and the skew), on the default grid: about 10 s."""
-    _check(backend, "small", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2])
-
-
-@pytest.mark.sim
-def test_bit_identical_to_rung_5(backend, seed):
-    """The same k32 steps and the same promotion (partial x (a_scale x w_scale), fma into fp32) per output: the tile
-    shape, the multicast and the ring depth must not change a single bit."""
-    from harness.verify import run_kernel
-    from ptx_impl import gemm_fp8_r5 as r5
-
-    skew = SKEWS[seed % len(SKEWS)]
-    c5, c6 = (run_kernel(functools.partial(run, sms=9), backend, "grouped_gemm_fp8", "tiny", skew, seed,
-                         variant="down")[1]["c"] for run in (r5.run, r6.run))
-    assert np.array_equal(c5.view(np.uint16), c6.view(np.uint16))
-
-
-def test_assembles_for_sm90a_with_zero_spills():
-    from harness.toolchain import assemble
-
-    _, usage = assemble(r6.ptx_source(), "sm_90a", name=r6.path().name)
-    u = usage[template.ENTRY]
-    assert u.spills == 0 and u.stack_frame_bytes == 0, u
-    assert u.registers == template.MAXNREG and u.shared_bytes == 0, u
 
 
 def test_ptx_shape_matches_the_header():
@@ -164,7 +84,7 @@ def test_the_bounded_variant_passes_tiny_and_bounds_both_wait_loops(seed):
     assert "trap;" not in plain and plain.count("mbarrier.try_wait") == 2 == bounded.count("trap;")
     sim = SimBackend()
     sim.wait_bound = 8
-    _check(sim, "tiny", SKEWS[seed % len(SKEWS)], seed, "down", sms=4)
+    rung_check(sim, "tiny", SKEWS[seed % len(SKEWS)], seed, "down", r6.run, sms=4)
     assert "trap;" in sim.launched_sources()[sim.records[-1].name][0]
 
 

@@ -1,21 +1,16 @@
 """PTX rung 7 of the FP8 grouped GEMM (rung 6 with the token scales brought by TMA from a transposed a_scale and the
-weight scales kept in shared memory): passes kernels.md's check through ptxsim (tiny at every skew and variant on a
-small persistent grid, the full grid through the ladder, an odd N-tile count, BM 32 and 64, small), bit-identical to
-rung 6, clean under ptxsim's sanitizers, the transpose launched and charged, the scale paths really used (kernels
-reading the wrong token-scale row or dropping the weight-scale barrier fail), zero spills, and the PTX shape its
-header promises (no global load in the promotion)."""
-import functools
+weight scales kept in shared memory), its own checks: the scale paths really used (kernels reading the wrong
+token-scale row or dropping the weight-scale barrier fail), the transpose kernel without spills, and the PTX shape its
+header promises (no global load in the promotion). What every token-major rung must do (kernels.md's check at tiny
+with the transpose launched first, through the ladder, an odd N-tile count, BM 32 and 64, small; sanitizers;
+bit-identical to rung 6; zero spills) is tests/ptx_impl/test_gemm_fp8_rungs.py."""
 import re
 
-import numpy as np
 import pytest
 
-from contract.presets import SKEWS
 from ptx_impl import gemm_fp8_r7 as r7
 from ptx_impl import gemm_fp8_tm_template as template
-from tests.ptx_impl.rung_checks import launch_mutant, rung_check, rung_result
-from tests.ptx_impl.test_gemm_fp8_r4 import RAGGED_BM
-from tests.ptx_impl.test_grouped_gemm_fp8 import RAGGED
+from tests.ptx_impl.rung_checks import launch_mutant, rung_result
 
 
 @pytest.fixture(scope="module")
@@ -29,68 +24,8 @@ def _result(backend, preset, skew, seed, variant, run=r7.run, **params):
     return rung_result(backend, preset, skew, seed, variant, run, **params)
 
 
-def _check(backend, preset, skew, seed, variant, run=r7.run, **params):
-    return rung_check(backend, preset, skew, seed, variant, run, **params)
-
-
 def _mutant(monkeypatch, old: str, new: str) -> None:
     launch_mutant(monkeypatch, r7, old, new)
-
-
-@pytest.mark.sim
-@pytest.mark.parametrize("variant", ["up", "down"])
-@pytest.mark.parametrize("skew", SKEWS)
-def test_tiny_on_a_small_persistent_grid(backend, skew, variant, seed):
-    """3 clusters for 31 items: the 6-stage ring wraps across items and each item refills the weight-scale areas."""
-    _check(backend, "tiny", skew, seed, variant, sms=7)
-    transpose, gemm = backend.records[-2:]
-    assert transpose.name.startswith("scale_transpose") and tuple(gemm.grid) == (6, 1, 1)
-    assert gemm.shared_bytes == template.shared_bytes(True) <= template.SMEM_LIMIT
-
-
-@pytest.mark.sim
-def test_tiny_on_the_full_grid_through_the_ladder(backend, seed):
-    from ptx_impl import grouped_gemm_fp8 as ladder
-
-    assert ladder.get_rung(7).module == "ptx_impl.gemm_fp8_r7"
-    _check(backend, "tiny", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2], run=ladder.run, rung=7)
-    assert backend.records[-1].grid[0] == 2 * 31
-
-
-@pytest.mark.sim
-def test_an_odd_n_tile_count_and_bm_32_and_64(backend, seed):
-    for preset in (RAGGED, *RAGGED_BM.values()):
-        for variant in ("up", "down"):
-            _check(backend, preset, SKEWS[seed % len(SKEWS)], seed, variant, sms=7)
-
-
-@pytest.mark.sim
-@pytest.mark.parametrize("preset", ["tiny", RAGGED], ids=["tiny", "odd-n-tiles"])
-def test_sanitizers_find_nothing(preset, seed):
-    """asynccheck, racecheck (the named barriers around the weight-scale areas), memcheck, initcheck (every
-    transposed scale the TMA reads was written), synccheck."""
-    from harness.backends.sim import SimBackend
-
-    sim = SimBackend(sanitize=("asynccheck", "racecheck", "memcheck", "initcheck", "synccheck"))
-    _check(sim, preset, SKEWS[seed % len(SKEWS)], seed, "down", sms=4)
-    assert sim.sanitizer_findings() == []
-
-
-@pytest.mark.sim
-def test_small(backend, seed):
-    _check(backend, "small", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2])
-
-
-@pytest.mark.sim
-def test_bit_identical_to_rung_6(backend, seed):
-    """The same scales, multiplied and applied in the same order: where they come from must not change a bit."""
-    from harness.verify import run_kernel
-    from ptx_impl import gemm_fp8_r6 as r6
-
-    skew = SKEWS[seed % len(SKEWS)]
-    c6, c7 = (run_kernel(functools.partial(run, sms=9), backend, "grouped_gemm_fp8", "tiny", skew, seed,
-                         variant="up")[1]["c"] for run in (r6.run, r7.run))
-    assert np.array_equal(c6.view(np.uint16), c7.view(np.uint16))
 
 
 @pytest.mark.sim
@@ -117,13 +52,9 @@ def test_a_weight_scale_area_refilled_without_its_barrier_is_caught(seed, monkey
     assert any(f["tool"] == "racecheck" for f in sim.sanitizer_findings()), sim.sanitizer_findings()
 
 
-def test_assembles_for_sm90a_with_zero_spills():
+def test_the_transpose_assembles_for_sm90a_with_zero_spills():
     from harness.toolchain import assemble
 
-    _, usage = assemble(r7.ptx_source(), "sm_90a", name=r7.path().name)
-    u = usage[template.ENTRY7]
-    assert u.spills == 0 and u.stack_frame_bytes == 0, u
-    assert u.registers == template.MAXNREG and u.shared_bytes == 0, u
     _, usage = assemble(r7.transpose_source(), "sm_90a", name=r7.TRANSPOSE.name)
     assert usage["scale_transpose"].spills == 0
 

@@ -1,4 +1,4 @@
-"""Emit the token-major FP8 grouped GEMM kernel of rung 6 (issue #30) from one readable template.
+"""Emit the token-major FP8 grouped GEMM kernels of rungs 6-10 (issue #30) from one readable template.
 
 Rung 6 (`grouped_gemm_fp8_tm_m128n128.ptx`) drops rungs 4/5's "swap AB": a CTA tile is 128 token rows (wgmma M: two
 consumer warpgroups x 64) by 128 weight rows (wgmma N: m64n128k32), as DeepGEMM's sm90 FP8 kernels tile (BLOCK_M
@@ -17,11 +17,26 @@ run skips its wgmma, promotion and stores (it still waits and releases each stag
 
 Every instruction below was chosen by hand; Python only writes out the fixed-trip loops (barrier inits, the 4 k32
 wgmma steps, the 64 promotions and 32 stores) and the stage count. `make ptx` rewrites the checked-in file.
+
+The later rungs' pieces live in their own modules, rendered in here: rung 8's TMA-store epilogue
+(gemm_fp8_tm_store), rung 9's raster walk (gemm_fp8_tm_raster) and rung 10's overlapped K loop (gemm_fp8_tm_overlap);
+tests/ptx_impl/test_generated_ptx.py holds every rendered file to the checked-in bytes.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from ptx_impl.gemm_fp8_tm_overlap import OVERLAP_HEADER, Ring, overlap_loop, overlap_regs
+from ptx_impl.gemm_fp8_tm_raster import RASTER_HEADER, RASTER_REGS, item_to_block_pair, raster_setup
+from ptx_impl.gemm_fp8_tm_store import (
+    OUT_BYTES,
+    OUT_WG_BYTES,
+    STORE_REGS,
+    store_header,
+    store_setup,
+    store_tail,
+    tma_store_epilogue,
+)
 from ptx_impl.gemm_fp8_ws_template import ALIGN, CONSUMER_REGS, DESC_HI, MAXNREG, PRODUCER_REGS, THREADS, _bounded
 
 KERNELS_DIR = Path(__file__).parent / "kernels"
@@ -56,9 +71,6 @@ STAGES7 = (SMEM_LIMIT - ALIGN - 2 * 4 * KT_MAX) // (STAGE_BYTES + S_BYTES + 16)
 # belong to another tile), in a bulk group it waits for (.read) before the buffer is written again.
 ENTRY8 = "grouped_gemm_fp8_tmo_m128n128"
 PATH8 = KERNELS_DIR / f"{ENTRY8}.ptx"
-OUT_COLS = 64  # bf16 columns of a store box: one 128-byte swizzle span
-OUT_WG_BYTES = 64 * OUT_COLS * 2  # a consumer warpgroup's buffer: its 64 token rows x 64 columns of bf16
-OUT_BYTES = 2 * OUT_WG_BYTES
 STAGES8 = (SMEM_LIMIT - ALIGN - 2 * 4 * KT_MAX - OUT_BYTES) // (STAGE_BYTES + S_BYTES + 16)
 # Rung 9 (raster, on top of tma_store; the review's finding (g)): grouped rasterisation. Items are taken in raster
 # groups of gf_raster_blocks routing blocks (a multiple of R, the host's choice: gemm_fp8_r9), inside which the
@@ -72,8 +84,6 @@ PATH9 = KERNELS_DIR / f"{ENTRY9}.ptx"
 # and raster order as rung 9; the stage of group k - 1 is released after that wait (one stage longer held).
 ENTRY10 = "grouped_gemm_fp8_tmro_m128n128"
 PATH10 = KERNELS_DIR / f"{ENTRY10}.ptx"
-OV_SETS = ("part", "part_b")  # the partial-sum register sets of even and odd K groups
-OV_SCALES = (("%sa0", "%sa1"), ("%sb0", "%sb1"))  # their token scales (rows trow and trow + 8)
 
 
 def _features(tma_scales: bool, tma_store: bool, raster: bool = False, overlap: bool = False) -> None:
@@ -121,31 +131,9 @@ def _header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> s
 //   scales into its own shared area between two named barriers (bar.sync 1 + cw, 128). The promotion reads both
 //   from shared memory: the token scales right after the commit (while the wgmma runs, before the release), the
 //   weight scale after it; no global load follows wgmma.wait_group.""" if ts else ""
-    store = f"""
-// Rung 8 (TMA-store epilogue): c comes as a tensor map, gf_tm_c over (P_max, N) bf16, box min(BM, 64) rows x
-//   {OUT_COLS} columns, 128B swizzle. Each consumer warpgroup has a {OUT_WG_BYTES} B buffer after the ring (its 64
-//   token rows x {OUT_COLS} columns, in the swizzled image the tensor map reads). Per item and 64-column half:
-//   thread 0 of the warpgroup waits for its previous bulk stores to have read the buffer
-//   (cp.async.bulk.wait_group.read 0), bar.sync 1 + cw; every thread packs its accumulators to bf16x2 and writes
-//   them with 4 stmatrix m8n8.x4 (matrix k of lane 8k + r: row 16w + 8(k & 1) + r, 16-byte chunk 2q + (k >> 1) of
-//   the half, XOR r: the swizzle), fence.proxy.async.shared::cta, bar.sync 1 + cw; thread 0 then issues one
-//   cp.async.bulk.tensor store per box of min(BM, 64) rows that lies in the run (whole routing blocks: no box
-//   reaches another expert's rows) and commits them as one bulk group; before exit it waits for all of them
-//   (cp.async.bulk.wait_group 0). The weight-scale copy needs no barrier before it: the epilogue's order the last
-//   item's promotion reads before it.""" if to else ""
-    raster = """
-// Rung 9 (grouped rasterisation): items come in raster groups of gf_raster_blocks routing blocks (a multiple of R; the
-//   last group may be short): item i of group q is block q x gf_raster_blocks + i % (its blocks), N-tile pair
-//   i / (its blocks). Clusters running at once take consecutive items: the same pair (weight tiles) for many blocks,
-//   not every pair of a few blocks. Windows of whole raster groups still hold whole tiles (harness.sampling).""" \
-        if rs else ""
-    overlap = """
-// Rung 10 (promotion overlap): two sets of partial sums a thread, %part for even K groups and %part_b for odd.
-//   Stage of group k: wait full; wgmma.fence; 4 wgmmas into the set of k; commit; read its token scales; then
-//   wgmma.wait_group 1 retires group k - 1 only (group k stays in flight), its stage is released, and its promotion
-//   (64 fma from the other set) runs on the CUDA cores while group k's wgmmas run. The fence before the next wgmmas
-//   orders that promotion's reads before they overwrite the set. After the last group: wait_group 0, release,
-//   promote. An idle warpgroup only waits for and releases each stage.""" if ov else ""
+    store = store_header() if to else ""
+    raster = RASTER_HEADER if rs else ""
+    overlap = OVERLAP_HEADER if ov else ""
     params = ("    .param .align 64 .b8 gf_tm_s[128]," if ts else "    .param .u64 gf_a_scale,")
     c_param = "    .param .align 64 .b8 gf_tm_c[128]," if to else "    .param .u64 gf_c,"
     ring = f"{STAGES} stages x\n//   ({A_BYTES} B tokens + {W_BYTES} B weights)"
@@ -221,25 +209,6 @@ def _header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> s
 {{"""
 
 
-def _item_to_block_pair(raster: bool) -> list[str]:
-    """%item -> block %b and N-tile pair %ct: block-major (rungs 6-8), or in raster groups of %sgb blocks, blocks
-    fastest (rung 9; the last group may hold fewer blocks)."""
-    if not raster:
-        return ["    div.u32             %b, %item, %npairs;",
-                "    mul.lo.u32          %tmp, %b, %npairs;",
-                "    sub.u32             %ct, %item, %tmp;"]
-    return ["    div.u32             %b, %item, %sgitems;        // raster group",
-            "    mul.lo.u32          %tmp, %b, %sgitems;",
-            "    sub.u32             %tmp, %item, %tmp;          // item within the group",
-            "    mul.lo.u32          %b, %b, %sgb;               // the group's first block",
-            "    sub.u32             %tmp2, %nblk, %b;",
-            "    min.u32             %tmp2, %tmp2, %sgb;         // its blocks",
-            "    div.u32             %ct, %tmp, %tmp2;           // pair: blocks walk fastest",
-            "    mul.lo.u32          %tmp2, %ct, %tmp2;",
-            "    sub.u32             %tmp, %tmp, %tmp2;",
-            "    add.u32             %b, %b, %tmp;"]
-
-
 def _decode(role: str, end: str = "$L_end", raster: bool = False) -> list[str]:
     """Item -> block %b, its expert %e, the N tile %ct; skips items whose block is past total_padded, of expert -1 or
     not a head. Leaves %pos = b % R and %d0 = &block_expert[b]. Past the last item the role goes to `end`."""
@@ -247,7 +216,7 @@ def _decode(role: str, end: str = "$L_end", raster: bool = False) -> list[str]:
         f"${role}_item:",
         "    setp.ge.u32         %p_q, %item, %nitems;",
         f"    @%p_q bra.uni       {end};",
-        *_item_to_block_pair(raster),
+        *item_to_block_pair(raster),
         "    shl.b32             %ct, %ct, 1;",
         "    add.u32             %ct, %ct, %rank;            // my N tile of the pair",
         "    setp.ge.u32         %p_nodd, %ct, %nt;          // rank 1 past an odd N tile count: tokens only",
@@ -379,66 +348,6 @@ def _ws_to_shared(to: bool = False) -> list[str]:
             "$C_wsdone:"]
 
 
-def _store_setup() -> list[str]:
-    """Rung 8, at the consumers' start: the storing thread, the box rows, my buffer and my stmatrix row address."""
-    return ["    and.b32             %tmp, %thr, 127;",
-            "    setp.eq.u32         %p_el, %tmp, 0;             // thread 0 of my warpgroup issues its stores",
-            "    min.u32             %sr, %bm, 64;               // rows of a store box: a routing block, at most 64",
-            "    shl.b32             %srb, %sr, 7;               // its bytes in the buffer",
-            f"    mad.lo.u32          %sout, %cw, {OUT_WG_BYTES}, %sout;     // my buffer",
-            "    // stmatrix: lane 8k + r gives row 16w + 8(k & 1) + r of matrix k, 16-byte chunk 2q + (k >> 1) of the",
-            "    // half; the 128B swizzle puts chunk c of row r at c ^ (r & 7): %cx = (k >> 1) ^ r, XORed with 2q",
-            "    shr.u32             %tmp, %lane, 3;",
-            "    and.b32             %tmp, %tmp, 1;",
-            "    shl.b32             %tmp, %tmp, 3;",
-            "    and.b32             %cx, %lane, 7;",
-            "    add.u32             %tmp, %tmp, %cx;",
-            "    shl.b32             %tmp2, %warp, 4;",
-            "    add.u32             %tmp, %tmp, %tmp2;",
-            "    shl.b32             %tmp, %tmp, 7;",
-            "    add.u32             %srow, %sout, %tmp;         // my row of the buffer",
-            "    shr.u32             %tmp, %lane, 4;",
-            "    xor.b32             %cx, %cx, %tmp;"]
-
-
-def _tma_store_epilogue() -> list[str]:
-    """Rung 8's epilogue: the warpgroup's 64 x 128 result in two 64-column halves through its buffer, each half's
-    boxes in the run stored by thread 0 as one bulk group."""
-    L = ["    // epilogue (TMA store): the run's rows [row0 - abase, + rows) of the tile, in boxes of %sr rows",
-         "    sub.u32             %nb, %row0, %abase;",
-         "    add.u32             %nbmax, %nb, %rows;"]
-    for half in range(TILE_N // OUT_COLS):
-        L += ["    @%p_el cp.async.bulk.wait_group.read 0;     // the buffer's last stores have read it",
-              "    bar.sync            %bid, 128;"]
-        for q in range(OUT_COLS // 16):
-            j0 = OUT_COLS // 8 * half + 2 * q
-            regs = [(4 * j + 2 * h + 1, 4 * j + 2 * h) for j in (j0, j0 + 1) for h in (0, 1)]
-            L += [f"    cvt.rn.bf16x2.f32   %hh{k}, %acc{hi}, %acc{lo};" for k, (hi, lo) in enumerate(regs)]
-            L += [f"    xor.b32             %tmp, %cx, {2 * q};" if q else "    mov.u32             %tmp, %cx;",
-                  "    shl.b32             %tmp, %tmp, 4;",
-                  "    add.u32             %tmp, %tmp, %srow;",
-                  "    stmatrix.sync.aligned.m8n8.x4.shared.b16 [%tmp], {%hh0, %hh1, %hh2, %hh3};"]
-        L += ["    fence.proxy.async.shared::cta;              // my stmatrix writes, visible to the TMA store",
-              "    bar.sync            %bid, 128;",
-              f"    @!%p_el bra         $C_st{half}done;",
-              "    shl.b32             %brow, %cw, 6;              // a box's first row in the tile: 64cw, + sr, ..",
-              "    add.u32             %bend, %brow, 64;",
-              "    mov.u32             %bsrc, %sout;",
-              f"    add.u32             %gcol, %col0, {OUT_COLS * half};",
-              f"$C_st{half}:",
-              "    setp.ge.u32         %p_q, %brow, %nb;",
-              "    setp.lt.and.u32     %p_q, %brow, %nbmax, %p_q;  // the box is routing blocks of the run",
-              "    add.u32             %grow, %abase, %brow;",
-              "    @%p_q cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%ptmc, {%gcol, %grow}], [%bsrc];",
-              "    add.u32             %brow, %brow, %sr;",
-              "    add.u32             %bsrc, %bsrc, %srb;",
-              "    setp.lt.u32         %p_q, %brow, %bend;",
-              f"    @%p_q bra           $C_st{half};",
-              "    cp.async.bulk.commit_group;",
-              f"$C_st{half}done:"]
-    return L
-
-
 def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> list[str]:
     L = ["",
          "    // ---- consumer warpgroups: wgmma, promotion, epilogue -----------------------------------------------",
@@ -464,7 +373,7 @@ def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) ->
          "    mapa.shared::cluster.u32 %rbar, %sempty, %peer;  // the peer's empty barriers",
          *(["    add.u32             %bid, %cw, 1;               // my warpgroup's named barrier",
             f"    mad.lo.u32          %sws, %cw, {4 * KT_MAX}, %sws;     // my weight-scale area"] if ts else []),
-         *(_store_setup() if to else []),
+         *(store_setup() if to else []),
          "    mov.u32             %stage, 0;",
          "    mov.u32             %ph, 0;",
          "    mov.u32             %item, %first;"]
@@ -494,7 +403,8 @@ def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) ->
           "    add.s64             %pwsg, %pws, %d1;"]
     if ts:
         L += _ws_to_shared(to)
-    L += _overlap_loop(stages(ts, to, rs, ov)) if ov else _lockstep_loop(ts, to)
+    ring = Ring(STAGE_BYTES, S_BYTES, TILE_N, tuple(_advance(stages(ts, to, rs, ov))))
+    L += overlap_loop(ring) if ov else _lockstep_loop(ts, to)
     return L + _epilogue(to)
 
 
@@ -560,104 +470,11 @@ def _lockstep_loop(ts: bool, to: bool) -> list[str]:
     return L + ["    @%p_more bra.uni    $C_k;"]
 
 
-def _ov_issue(x: int) -> list[str]:
-    """Rung 10: wait for the stage of group kt, its 4 wgmmas into set x (0: %part, 1: %part_b), commit, then
-    read its 2 token scales into %sa0/%sa1 (x = 0) or %sb0/%sb1 (x = 1) while they run."""
-    parts = ", ".join(f"%{OV_SETS[x]}{i}" for i in range(ACC))
-    sa0, sa1 = OV_SCALES[x]
-    L = [f"$C_k{x}:",
-         "    mad.lo.u32          %bar, %stage, 8, %sfull;",
-         f"$C_wait{x}:",
-         "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %ph;",
-         f"    @!%p_wait bra       $C_wait{x};",
-         f"    mul.lo.u32          %dst, %stage, {STAGE_BYTES};",
-         "    add.u32             %tmp, %sa_a, %dst;",
-         "    shr.u32             %tmp, %tmp, 4;",
-         "    cvt.u64.u32         %da, %tmp;",
-         f"    or.b64              %da, %da, {DESC_HI:#x};",
-         "    add.u32             %tmp, %sa_w, %dst;",
-         "    shr.u32             %tmp, %tmp, 4;",
-         "    cvt.u64.u32         %db, %tmp;",
-         f"    or.b64              %db, %db, {DESC_HI:#x};",
-         "    wgmma.fence.sync.aligned;                       // the last promotion's reads of this set come first"]
-    for ks in range(4):
-        if ks:
-            L += ["    add.s64             %da, %da, 2;                // +32 B of K",
-                  "    add.s64             %db, %db, 2;"]
-        L += [f"    wgmma.mma_async.sync.aligned.m64n{TILE_N}k32.f32.e4m3.e4m3 {{{parts}}}, %da, %db, "
-              f"{'%p_zero' if ks == 0 else '%p_one'}, 1, 1;"]
-    return L + ["    wgmma.commit_group.sync.aligned;",
-                f"    mad.lo.u32          %tmp, %stage, {S_BYTES}, %ssc;",
-                "    shl.b32             %tmp2, %trow, 2;",
-                "    add.u32             %tmp, %tmp, %tmp2;",
-                f"    ld.shared.f32       {sa0}, [%tmp];",
-                f"    ld.shared.f32       {sa1}, [%tmp+32];           // token row + 8"]
-
-
-def _ov_retire(x: int, depth: int) -> list[str]:
-    """Rung 10: wait until at most `depth` groups are in flight (1: the one just issued), release the stage of
-    group kt - 1 (%sprev), and promote group kt - 1 from set x with its token scales and weight scale kt - 1."""
-    sa0, sa1 = OV_SCALES[x]
-    L = [f"    wgmma.wait_group.sync.aligned {depth};",
-         "    mad.lo.u32          %bar, %sprev, 8, %sempty;",
-         "    @%p_lead mbarrier.arrive.shared::cta.b64 %tok, [%bar];",
-         "    mad.lo.u32          %bar, %sprev, 8, %rbar;",
-         "    @%p_lead mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%bar];",
-         "    sub.u32             %tmp, %kt, 1;               // the group being promoted",
-         "    shl.b32             %tmp, %tmp, 2;",
-         "    add.u32             %tmp, %tmp, %sws;",
-         "    ld.shared.f32       %ws, [%tmp];",
-         f"    mul.rn.f32          %s0, {sa0}, %ws;",
-         f"    mul.rn.f32          %s1, {sa1}, %ws;"]
-    return L + [f"    fma.rn.f32          %acc{i}, %{OV_SETS[x]}{i}, %s{(i >> 1) & 1}, %acc{i};" for i in range(ACC)]
-
-
-def _overlap_loop(n_stages: int) -> list[str]:
-    """Rung 10: groups alternate between the two partial-sum sets (the loop is unrolled by two); each one's
-    promotion follows the issue of the next group's wgmmas. An idle warpgroup takes $C_idle instead."""
-    L = ["    @%p_idle bra.uni    $C_idle;"]
-    L += _ov_issue(0)
-    L += ["    setp.eq.u32         %p_q, %kt, 0;",
-          "    @%p_q bra.uni       $C_first;                   // group 0: nothing to promote yet"]
-    L += _ov_retire(1, 1)
-    L += ["$C_first:", "    mov.u32             %sprev, %stage;"]
-    L += _advance(n_stages)
-    L += ["    @!%p_more bra.uni   $C_drain0;"]
-    L += _ov_issue(1)
-    L += _ov_retire(0, 1)
-    L += ["    mov.u32             %sprev, %stage;"]
-    L += _advance(n_stages)
-    L += ["    @%p_more bra.uni    $C_k0;"]
-    L += _ov_retire(1, 0)  # the last group was odd
-    L += ["    bra.uni             $C_kend;", "$C_drain0:"]
-    L += _ov_retire(0, 0)  # the last group was even
-    L += ["    bra.uni             $C_kend;",
-          "    // an idle warpgroup (my rows hold none of the run): wait for and release each stage",
-          "$C_idle:",
-          "    mad.lo.u32          %bar, %stage, 8, %sfull;",
-          "$C_iwait:",
-          "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %ph;",
-          "    @!%p_wait bra       $C_iwait;",
-          "    mad.lo.u32          %bar, %stage, 8, %sempty;",
-          "    @%p_lead mbarrier.arrive.shared::cta.b64 %tok, [%bar];",
-          "    mad.lo.u32          %bar, %stage, 8, %rbar;",
-          "    @%p_lead mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%bar];"]
-    L += _advance(n_stages)
-    return L + ["    @%p_more bra.uni    $C_idle;", "$C_kend:"]
-
-
 def _epilogue(to: bool) -> list[str]:
     """The idle test, then the epilogue (rung 8 on: TMA store; before: bf16 stores of the run's rows); the next item."""
     L = ["    @%p_idle bra.uni    $C_next;"]
     if to:
-        L += _tma_store_epilogue()
-        L += ["$C_next:",
-              "    add.u32             %item, %item, %step;",
-              "    bra.uni             $C_item;",
-              "$C_end:",
-              "    @%p_el cp.async.bulk.wait_group 0;          // my stores are done before the CTA exits",
-              "    bra.uni             $L_end;"]
-        return L
+        return L + tma_store_epilogue(TILE_N) + store_tail()
     L += ["    // epilogue: c[abase + trow (+8)][col0 + 8j + 2t, +1] = bf16x2(acc), rows inside the run only",
           "    add.u32             %tmp2, %row0, %rows;",
           "    setp.lt.u32         %p_r0, %r0, %tmp2;",
@@ -711,12 +528,10 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    .reg .b64   %ptmw, %ptma, %pas, %pws, %pbe, %ptp, %pc, %d0, %d1, %d2, %tok, %da, %db;",
           "    .reg .b64   %pas0, %pas1, %pwsg, %nbytes;",
           *(["    .reg .pred  %p_in;", "    .reg .b32   %ssc, %sws, %bid;", "    .reg .b64   %ptms;"] if ts else []),
-          *(["    .reg .pred  %p_el;",
-             "    .reg .b32   %sout, %sr, %srb, %srow, %cx, %hh0, %hh1, %hh2, %hh3, %brow, %bend, %bsrc, %gcol, %grow;",
-             "    .reg .b64   %ptmc;"] if to else []),
-          *(["    .reg .b32   %sgb, %sgitems;"] if rs else []),
+          *(STORE_REGS if to else ()),
+          *(RASTER_REGS if rs else ()),
           f"    .reg .f32   %acc<{ACC}>, %part<{ACC}>, %sa0, %sa1, %s0, %s1, %ws;",
-          *([f"    .reg .f32   %part_b<{ACC}>, %sb0, %sb1;", "    .reg .b32   %sprev;"] if ov else []),
+          *(overlap_regs(ACC) if ov else ()),
           "",
           "    // ---- setup (all threads): parameters, barriers, this cluster's first item -------------------------",
           "    mov.u32             %thr, %tid.x;",
@@ -755,8 +570,7 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    mul.lo.u32          %nitems, %nblk, %npairs;    // (block, N-tile pair) items",
           "    ld.param.u32        %tmp2, [gf_item_end];",
           "    min.u32             %nitems, %nitems, %tmp2;    // this launch's items: [item_begin, item_end)",
-          *(["    ld.param.u32        %sgb, [gf_raster_blocks];   // blocks of a raster group",
-             "    mul.lo.u32          %sgitems, %sgb, %npairs;    // and its items"] if rs else []),
+          *(raster_setup() if rs else []),
           "    mov.u32             %rank, %cluster_ctarank;",
           "    xor.b32             %peer, %rank, 1;",
           "    mov.u32             %first, %clusterid.x;",

@@ -54,15 +54,19 @@ def store_setup() -> list[str]:
             "    xor.b32             %cx, %cx, %tmp;"]
 
 
-def tma_store_epilogue(tile_n: int) -> list[str]:
+def tma_store_epilogue(tile_n: int, upper_skip: str = "") -> list[str]:
     """The warpgroup's 64 x tile_n result in OUT_COLS-column spans through its buffer, each span's boxes in the run
-    stored by thread 0 as one bulk group (accumulator i: column 8(i >> 2) + 2t + (i & 1), as wgmma's D fragment)."""
+    stored by thread 0 as one bulk group (accumulator i: column 8(i >> 2) + 2t + (i & 1), as wgmma's D fragment).
+    upper_skip: a predicate (uniform over the CTA) under which the upper half's spans are skipped whole (rung 11's
+    tile whose upper 128 columns lie past N)."""
     if tile_n % OUT_COLS:
         raise ValueError(f"tile_n={tile_n}; the TMA-store epilogue needs a multiple of {OUT_COLS} columns")
     L = ["    // epilogue (TMA store): the run's rows [row0 - abase, + rows) of the tile, in boxes of %sr rows",
          "    sub.u32             %nb, %row0, %abase;",
          "    add.u32             %nbmax, %nb, %rows;"]
     for half in range(tile_n // OUT_COLS):
+        if upper_skip and half >= tile_n // OUT_COLS // 2:
+            L += [f"    @{upper_skip} bra.uni     $C_st{half}done;               // the span lies past N"]
         L += ["    @%p_el cp.async.bulk.wait_group.read 0;     // the buffer's last stores have read it",
               "    bar.sync            %bid, 128;"]
         for q in range(OUT_COLS // 16):

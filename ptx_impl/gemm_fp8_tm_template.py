@@ -37,6 +37,7 @@ from ptx_impl.gemm_fp8_tm_store import (
     store_tail,
     tma_store_epilogue,
 )
+from ptx_impl.gemm_fp8_tm_wide import WIDE_HEADER, WIDE_REGS, wide_decode, wide_loop, wide_produce
 from ptx_impl.gemm_fp8_ws_template import ALIGN, CONSUMER_REGS, DESC_HI, MAXNREG, PRODUCER_REGS, THREADS, _bounded
 
 KERNELS_DIR = Path(__file__).parent / "kernels"
@@ -84,46 +85,69 @@ PATH9 = KERNELS_DIR / f"{ENTRY9}.ptx"
 # and raster order as rung 9; the stage of group k - 1 is released after that wait (one stage longer held).
 ENTRY10 = "grouped_gemm_fp8_tmro_m128n128"
 PATH10 = KERNELS_DIR / f"{ENTRY10}.ptx"
+# Rung 11 (wide, on top of raster, instead of overlap; gemm_fp8_tm_wide): a CTA tile of 128 tokens x 256 weight rows,
+# two 128-row weight boxes a stage, both 128-column blocks' weight scales in each consumer warpgroup's area.
+ENTRY11 = "grouped_gemm_fp8_tmw_m128n256"
+PATH11 = KERNELS_DIR / f"{ENTRY11}.ptx"
+STAGES11 = (SMEM_LIMIT - ALIGN - 2 * 2 * 4 * KT_MAX - OUT_BYTES) // (STAGE_BYTES + W_BYTES + S_BYTES + 16)
 
 
-def _features(tma_scales: bool, tma_store: bool, raster: bool = False, overlap: bool = False) -> None:
+def _features(tma_scales: bool, tma_store: bool, raster: bool = False, overlap: bool = False,
+              wide: bool = False) -> None:
     if tma_store and not tma_scales:
         raise ValueError("tma_store=True needs tma_scales=True (rung 8 is rung 7 with the TMA-store epilogue)")
     if raster and not tma_store:
         raise ValueError("raster=True needs tma_store=True (rung 9 is rung 8 with grouped rasterisation)")
     if overlap and not raster:
         raise ValueError("overlap=True needs raster=True (rung 10 is rung 9 with the promotion overlapped)")
+    if wide and (overlap or not raster):
+        raise ValueError(f"wide=True needs raster=True and overlap=False, not overlap={overlap!r}, raster={raster!r} "
+                         "(rung 11 is rung 9 with the 128 x 256 tile: a second partial-sum set does not fit)")
 
 
-def stages(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False) -> int:
-    _features(tma_scales, tma_store, raster, overlap)
-    return STAGES8 if tma_store else STAGES7 if tma_scales else STAGES
+def stages(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False,
+           wide: bool = False) -> int:
+    _features(tma_scales, tma_store, raster, overlap, wide)
+    return STAGES11 if wide else STAGES8 if tma_store else STAGES7 if tma_scales else STAGES
 
 
-def entry(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False) -> str:
-    _features(tma_scales, tma_store, raster, overlap)
+def entry(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False,
+          wide: bool = False) -> str:
+    _features(tma_scales, tma_store, raster, overlap, wide)
+    if wide:
+        return ENTRY11
     return ENTRY10 if overlap else ENTRY9 if raster else ENTRY8 if tma_store else ENTRY7 if tma_scales else ENTRY
 
 
-def path(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False) -> Path:
-    _features(tma_scales, tma_store, raster, overlap)
+def path(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False,
+         wide: bool = False) -> Path:
+    _features(tma_scales, tma_store, raster, overlap, wide)
+    if wide:
+        return PATH11
     return PATH10 if overlap else PATH9 if raster else PATH8 if tma_store else PATH7 if tma_scales else PATH
 
 
 def shared_bytes(tma_scales: bool = False, tma_store: bool = False, raster: bool = False,
-                 overlap: bool = False) -> int:
+                 overlap: bool = False, wide: bool = False) -> int:
     """Dynamic shared memory: the ring, full[STAGES] and empty[STAGES] mbarriers, ALIGN bytes of slack (rung 7:
-    also a token-scale row a stage and two weight-scale areas; rung 8: also the two output buffers)."""
-    n = stages(tma_scales, tma_store, raster, overlap)
+    also a token-scale row a stage and two weight-scale areas; rung 8: also the two output buffers; rung 11: a
+    second weight box a stage and weight-scale areas twice the size)."""
+    n = stages(tma_scales, tma_store, raster, overlap, wide)
     if tma_scales:
-        return n * (STAGE_BYTES + S_BYTES) + 2 * 8 * n + 2 * 4 * KT_MAX + ALIGN + tma_store * OUT_BYTES
+        return (n * (_stage_bytes(wide) + S_BYTES) + 2 * 8 * n + 2 * 4 * KT_MAX * (1 + wide) + ALIGN
+                + tma_store * OUT_BYTES)
     return n * STAGE_BYTES + 2 * 8 * n + ALIGN
 
 
-def _header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> str:
+def _stage_bytes(wide: bool) -> int:
+    """Operand bytes of a stage: the token tile and one weight box (rung 11: two)."""
+    return STAGE_BYTES + wide * W_BYTES
+
+
+def _header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False, wd: bool = False) -> str:
     rule = "// " + "=" * 108
-    STAGES = stages(ts, to)  # noqa: N806 - the ring depth of this rung, named as the module constant
-    expect = STAGE_BYTES + ts * S_BYTES  # bytes a full phase waits for
+    STAGES = stages(ts, to, rs, ov, wd)  # noqa: N806 - the ring depth of this rung, named as the module constant
+    expect = _stage_bytes(wd) + ts * S_BYTES  # bytes a full phase waits for
     scales = f"""
 // Rung 7 (scales by TMA): a_scale comes transposed, a_scale_t f32[Kd/128, P_max] (tensor map gf_tm_s, box 1 x 128),
 //   and each stage also brings the tile's 128 token scales of its K group ({S_BYTES} B, in a row area after the
@@ -133,21 +157,21 @@ def _header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> s
 //   weight scale after it; no global load follows wgmma.wait_group.""" if ts else ""
     store = store_header() if to else ""
     raster = RASTER_HEADER if rs else ""
-    overlap = OVERLAP_HEADER if ov else ""
+    overlap = OVERLAP_HEADER if ov else WIDE_HEADER if wd else ""
     params = ("    .param .align 64 .b8 gf_tm_s[128]," if ts else "    .param .u64 gf_a_scale,")
     c_param = "    .param .align 64 .b8 gf_tm_c[128]," if to else "    .param .u64 gf_c,"
-    ring = f"{STAGES} stages x\n//   ({A_BYTES} B tokens + {W_BYTES} B weights)"
+    ring = f"{STAGES} stages x\n//   ({A_BYTES} B tokens + {W_BYTES * (1 + wd)} B weights)"
     ring += f", two output buffers of {OUT_WG_BYTES} B" if to else ""
     layout = (f"{ring}, {STAGES} token-scale rows of {S_BYTES} B, full[{STAGES}], empty[{STAGES}],\n"
-              f"//   two weight-scale areas of {4 * KT_MAX} B" if ts else
+              f"//   two weight-scale areas of {4 * KT_MAX * (1 + wd)} B" if ts else
               f"{ring}, then full[{STAGES}] and empty[{STAGES}]")
     raster_param = ",\n    .param .u32 gf_raster_blocks" if rs else ""
-    title = f"{entry(ts, to, rs, ov)} (rung {10 if ov else 9 if rs else 8 if to else 7 if ts else 6})"
+    title = f"{entry(ts, to, rs, ov, wd)} (rung {11 if wd else 10 if ov else 9 if rs else 8 if to else 7 if ts else 6})"
     epi = ("shared stores (stmatrix) for the TMA store" if to else
            "stores, each predicated on its token row lying in the run")
     return f"""{rule}
 // {title}: FP8 e4m3 grouped GEMM with DeepSeek-V3's fine-grained scales, token-major
-// 128 x 128 CTA tiles (no swap AB), warp-specialised wgmma + TMA, a {STAGES}-stage ring in the 227 KB opt-in,
+// 128 x {256 if wd else 128} CTA tiles (no swap AB), warp-specialised wgmma + TMA, a {STAGES}-stage ring in the 227 KB opt-in,
 // 2-CTA clusters multicasting the shared token tile, persistent{", scales by TMA and in shared memory" if ts else ""}{
     ", c stored by TMA" if to else ""}{", promotion overlapped" if ov else ""}.
 // Generated by ptx_impl/gemm_fp8_tm_template.py (fixed-trip loops written out); edit the template, then `make ptx`.
@@ -180,7 +204,7 @@ def _header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> s
 // Accumulators (wgmma D, warp w of its warpgroup, lane 4g + t): register i is token 64cw + 16w + g + 8(i>>1 & 1) of
 //   the tile, column 8(i>>2) + 2t + (i&1) of the N tile; the epilogue packs column pairs (cvt.rn.bf16x2) into b32
 //   {epi}.{scales}{store}{raster}{overlap}
-// Shared memory (dynamic, {shared_bytes(ts, to)} B): from the base aligned up to {ALIGN} in code, {layout}.
+// Shared memory (dynamic, {shared_bytes(ts, to, rs, ov, wd)} B): from the base aligned up to {ALIGN} in code, {layout}.
 {rule}
 .version 8.4
 .target sm_90a
@@ -188,7 +212,7 @@ def _header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> s
 
 .extern .shared .align 1024 .b8 smem[];
 
-.visible .entry {entry(ts, to, rs, ov)}(
+.visible .entry {entry(ts, to, rs, ov, wd)}(
     .param .align 64 .b8 gf_tm_w[128],
     .param .align 64 .b8 gf_tm_a[128],
 {params}
@@ -209,7 +233,7 @@ def _header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> s
 {{"""
 
 
-def _decode(role: str, end: str = "$L_end", raster: bool = False) -> list[str]:
+def _decode(role: str, end: str = "$L_end", raster: bool = False, wide: bool = False) -> list[str]:
     """Item -> block %b, its expert %e, the N tile %ct; skips items whose block is past total_padded, of expert -1 or
     not a head. Leaves %pos = b % R and %d0 = &block_expert[b]. Past the last item the role goes to `end`."""
     return [
@@ -239,7 +263,8 @@ def _decode(role: str, end: str = "$L_end", raster: bool = False) -> list[str]:
         "    max.u32             %abase, %tp, 128;",
         "    sub.u32             %abase, %abase, 128;",
         "    min.u32             %abase, %abase, %row0;      // first loaded row: the tile ends by total_padded",
-        "    shl.b32             %col0, %ct, 7;              // first output column",
+        f"    shl.b32             %col0, %ct, {8 if wide else 7};              // first output column",
+        *(wide_decode() if wide else []),
         "    mad.lo.u32          %wrow, %e, %n, %col0;       // first weight row in the (E*N, Kd) view",
         "    mov.u32             %kt, 0;",
     ]
@@ -255,7 +280,7 @@ def _advance(n_stages: int) -> list[str]:
             "    setp.lt.u32         %p_more, %kt, %ktiles;"]
 
 
-def _producer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
+def _producer(ts: bool, to: bool = False, rs: bool = False, wd: bool = False) -> list[str]:
     tma = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
     L = ["",
          "    // ---- producer warpgroup: one thread feeds the ring ------------------------------------------------",
@@ -265,7 +290,10 @@ def _producer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
          "    mov.u32             %stage, 0;",
          "    mov.u32             %ph, 0;",
          "    mov.u32             %item, %first;"]
-    L += _decode("P", raster=rs)
+    L += _decode("P", raster=rs, wide=wd)
+    expect, upper = wide_produce(_stage_bytes(wd), A_BYTES, ts * S_BYTES, tma) if wd else (
+        [f"    @!%p_nodd mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {STAGE_BYTES + ts * S_BYTES};",
+         f"    @%p_nodd mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {A_BYTES + ts * S_BYTES};"], [])
     L += ["$P_k:",
           "    xor.b32             %pw, %ph, 1;                // the previous phase: free on the first pass",
           "    mad.lo.u32          %bar, %stage, 8, %sempty;",
@@ -273,21 +301,21 @@ def _producer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
           "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %pw;",
           "    @!%p_wait bra       $P_wait;",
           "    mad.lo.u32          %bar, %stage, 8, %sfull;",
-          f"    mad.lo.u32          %dst, %stage, {STAGE_BYTES}, %sbase;",
+          f"    mad.lo.u32          %dst, %stage, {_stage_bytes(wd)}, %sbase;",
           "    shl.b32             %kc, %kt, 7;                // K coordinate (elements = bytes)",
-          f"    @!%p_nodd mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {STAGE_BYTES + ts * S_BYTES};",
-          f"    @%p_nodd mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {A_BYTES + ts * S_BYTES};",
+          *expect,
           "    shl.b32             %tmp, %rank, 13;            // my half: token rows 64*rank.. at byte 8192*rank",
           "    add.u32             %tmp2, %dst, %tmp;",
           "    shl.b32             %tmp, %rank, 6;",
           "    add.u32             %tmp, %abase, %tmp;",
           f"    {tma}.multicast::cluster [%tmp2], [%ptma, {{%kc, %tmp}}], [%bar], %mask;",
           f"    add.u32             %tmp2, %dst, {A_BYTES};",
-          f"    @!%p_nodd {tma} [%tmp2], [%ptmw, {{%kc, %wrow}}], [%bar];"]
+          f"    @!%p_nodd {tma} [%tmp2], [%ptmw, {{%kc, %wrow}}], [%bar];",
+          *upper]
     if ts:
         L += [f"    mad.lo.u32          %tmp2, %stage, {S_BYTES}, %ssc;",
               f"    {tma} [%tmp2], [%ptms, {{%abase, %kt}}], [%bar];  // the tile's token scales of group kt"]
-    L += _advance(stages(ts, to))
+    L += _advance(stages(ts, to, rs, False, wd))
     L += ["    @%p_more bra.uni    $P_k;",
           "$P_next:",
           "    add.u32             %item, %item, %step;",
@@ -324,17 +352,18 @@ def _run_rows() -> list[str]:
             "    setp.ge.or.u32      %p_idle, %nb, %tmp, %p_idle;  // my 64 rows hold none of the run, or no N tile"]
 
 
-def _ws_to_shared(to: bool = False) -> list[str]:
+def _ws_to_shared(to: bool = False, count: str = "%ktiles") -> list[str]:
     """Rung 7, at an item's start: the warpgroup copies w_scale[e][ct][0..Kd/128) into its shared area, between two
     named barriers of its 128 threads (the first: nobody still reads the previous item's scales). Rung 8 drops the
-    first: its epilogue's barriers already order the last item's promotion reads before this copy."""
+    first: its epilogue's barriers already order the last item's promotion reads before this copy. Rung 11 copies
+    `count` (%kws) scales: both 128-column blocks of its tile, contiguous in w_scale."""
     return ["    @%p_idle bra.uni    $C_wsdone;",
             *([] if to else ["    bar.sync            %bid, 128;"]),
             "    and.b32             %tmp2, %thr, 127;",
             "    mov.u32             %tmp, 0;",
             "$C_ws:",
             "    add.u32             %nb, %tmp, %tmp2;",
-            "    setp.lt.u32         %p_in, %nb, %ktiles;",
+            f"    setp.lt.u32         %p_in, %nb, {count};",
             "    mul.wide.u32        %d1, %nb, 4;",
             "    add.s64             %d2, %pwsg, %d1;",
             "    @%p_in ld.global.nc.f32 %ws, [%d2];",
@@ -342,13 +371,13 @@ def _ws_to_shared(to: bool = False) -> list[str]:
             "    add.u32             %nb, %nb, %sws;",
             "    @%p_in st.shared.f32 [%nb], %ws;",
             "    add.u32             %tmp, %tmp, 128;",
-            "    setp.lt.u32         %p_q, %tmp, %ktiles;",
+            f"    setp.lt.u32         %p_q, %tmp, {count};",
             "    @%p_q bra.uni       $C_ws;",
             "    bar.sync            %bid, 128;",
             "$C_wsdone:"]
 
 
-def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> list[str]:
+def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False, wd: bool = False) -> list[str]:
     L = ["",
          "    // ---- consumer warpgroups: wgmma, promotion, epilogue -----------------------------------------------",
          "$C_start:",
@@ -372,14 +401,15 @@ def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) ->
          "    mul.wide.u32        %nbytes, %n, 16;            // 8 c rows",
          "    mapa.shared::cluster.u32 %rbar, %sempty, %peer;  // the peer's empty barriers",
          *(["    add.u32             %bid, %cw, 1;               // my warpgroup's named barrier",
-            f"    mad.lo.u32          %sws, %cw, {4 * KT_MAX}, %sws;     // my weight-scale area"] if ts else []),
+            f"    mad.lo.u32          %sws, %cw, {4 * KT_MAX * (1 + wd)}, %sws;     // my weight-scale area"]
+           if ts else []),
          *(store_setup() if to else []),
          "    mov.u32             %stage, 0;",
          "    mov.u32             %ph, 0;",
          "    mov.u32             %item, %first;"]
-    L += _decode("C", "$C_end" if to else "$L_end", rs)
+    L += _decode("C", "$C_end" if to else "$L_end", rs, wd)
     L += _run_rows()
-    L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(ACC)]
+    L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(ACC * (1 + wd))]
     L += ["    add.u32             %r0, %abase, %trow;"]
     if not ts:
         L += ["    // scale pointers: a_scale rows row0 + trow and + 8, clamped into the run (rows past it are",
@@ -397,15 +427,23 @@ def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) ->
               "    mul.wide.u32        %d1, %tmp, %ktiles;",
               "    shl.b64             %d1, %d1, 2;",
               "    add.s64             %pas1, %pas, %d1;"]
-    L += ["    mad.lo.u32          %tmp, %e, %nt, %ct;         // w_scale[e][ct][.]",
-          "    mul.wide.u32        %d1, %tmp, %ktiles;",
+    L += ["    shr.u32             %tmp, %n, 7;",
+          "    shl.b32             %tmp2, %ct, 1;",
+          "    mad.lo.u32          %tmp, %e, %tmp, %tmp2;      // w_scale[e][2 ct][.], then block 2 ct + 1",
+          "    shl.b32             %kws, %ktiles, 1;",
+          "    @%p_nar mov.u32     %kws, %ktiles;              // both blocks' scales, one when narrow"] if wd else [
+          "    mad.lo.u32          %tmp, %e, %nt, %ct;         // w_scale[e][ct][.]"]
+    L += ["    mul.wide.u32        %d1, %tmp, %ktiles;",
           "    shl.b64             %d1, %d1, 2;",
           "    add.s64             %pwsg, %pws, %d1;"]
     if ts:
-        L += _ws_to_shared(to)
-    ring = Ring(STAGE_BYTES, S_BYTES, TILE_N, tuple(_advance(stages(ts, to, rs, ov))))
-    L += overlap_loop(ring) if ov else _lockstep_loop(ts, to)
-    return L + _epilogue(to)
+        L += _ws_to_shared(to, "%kws" if wd else "%ktiles")
+    advance = _advance(stages(ts, to, rs, ov, wd))
+    if wd:
+        L += wide_loop(_stage_bytes(wd), A_BYTES, S_BYTES, advance)
+    else:
+        L += overlap_loop(Ring(STAGE_BYTES, S_BYTES, TILE_N, tuple(advance))) if ov else _lockstep_loop(ts, to)
+    return L + _epilogue(to, wd)
 
 
 def _lockstep_loop(ts: bool, to: bool) -> list[str]:
@@ -470,11 +508,11 @@ def _lockstep_loop(ts: bool, to: bool) -> list[str]:
     return L + ["    @%p_more bra.uni    $C_k;"]
 
 
-def _epilogue(to: bool) -> list[str]:
+def _epilogue(to: bool, wd: bool = False) -> list[str]:
     """The idle test, then the epilogue (rung 8 on: TMA store; before: bf16 stores of the run's rows); the next item."""
     L = ["    @%p_idle bra.uni    $C_next;"]
     if to:
-        return L + tma_store_epilogue(TILE_N) + store_tail()
+        return L + (tma_store_epilogue(2 * TILE_N, "%p_nar") if wd else tma_store_epilogue(TILE_N)) + store_tail()
     L += ["    // epilogue: c[abase + trow (+8)][col0 + 8j + 2t, +1] = bf16x2(acc), rows inside the run only",
           "    add.u32             %tmp2, %row0, %rows;",
           "    setp.lt.u32         %p_r0, %r0, %tmp2;",
@@ -503,20 +541,21 @@ _PRED_REGS = ("    .reg .pred  %p_lead, %p_q, %p_wait, %p_more, %p_zero, %p_one,
 
 
 def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = False, raster: bool = False,
-           overlap: bool = False) -> str:
+           overlap: bool = False, wide: bool = False) -> str:
     """The complete PTX module of rung 6 (tma_scales=False), rung 7 (True), rung 8 (and tma_store=True), rung 9
-    (and raster=True) or rung 10 (and overlap=True).
+    (and raster=True), rung 10 (and overlap=True) or rung 11 (raster=True and wide=True).
     wait_bound > 0: every mbarrier wait loop traps after that many failed try_waits (gemm_fp8_ws_template._bounded;
     not in the checked-in files)."""
     if not isinstance(wait_bound, int) or wait_bound < 0:
         raise ValueError(f"wait_bound={wait_bound!r}; expected an int >= 0 (0: unbounded waits)")
-    ts, to, rs, ov = tma_scales, tma_store, raster, overlap
-    n_stages = stages(ts, to, rs, ov)
-    if shared_bytes(ts, to) > SMEM_LIMIT:
-        raise ValueError(f"{n_stages} stages need {shared_bytes(ts, to)} B of shared memory; sm_90 allows "
-                         f"{SMEM_LIMIT}")
+    ts, to, rs, ov, wd = tma_scales, tma_store, raster, overlap, wide
+    n_stages = stages(ts, to, rs, ov, wd)
+    need = shared_bytes(ts, to, rs, ov, wd)
+    if need > SMEM_LIMIT:
+        raise ValueError(f"{n_stages} stages need {need} B of shared memory; sm_90 allows {SMEM_LIMIT}")
+    stage_bytes = _stage_bytes(wd)
     out = to * OUT_BYTES  # the output buffers sit between the ring and the token-scale rows
-    L = [_header(ts, to, rs, ov)]
+    L = [_header(ts, to, rs, ov, wd)]
     L += [_PRED_REGS,
           "    .reg .b16   %mask;",
           "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %nblk, %npairs, %nitems, %ktiles;",
@@ -530,7 +569,8 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           *(["    .reg .pred  %p_in;", "    .reg .b32   %ssc, %sws, %bid;", "    .reg .b64   %ptms;"] if ts else []),
           *(STORE_REGS if to else ()),
           *(RASTER_REGS if rs else ()),
-          f"    .reg .f32   %acc<{ACC}>, %part<{ACC}>, %sa0, %sa1, %s0, %s1, %ws;",
+          f"    .reg .f32   %acc<{ACC * (1 + wd)}>, %part<{ACC}>, %sa0, %sa1, %s0, %s1, %ws;",
+          *(WIDE_REGS if wd else ()),
           *(overlap_regs(ACC) if ov else ()),
           "",
           "    // ---- setup (all threads): parameters, barriers, this cluster's first item -------------------------",
@@ -540,11 +580,11 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           f"    add.u32             %sbase, %sbase, {ALIGN - 1};",
           f"    and.b32             %sbase, %sbase, 0x{-ALIGN & 0xFFFFFFFF:08X};      "
           f"// aligned up to {ALIGN} (the slack)",
-          f"    add.u32             %sfull, %sbase, {n_stages * (STAGE_BYTES + ts * S_BYTES) + out};",
+          f"    add.u32             %sfull, %sbase, {n_stages * (stage_bytes + ts * S_BYTES) + out};",
           f"    add.u32             %sempty, %sfull, {8 * n_stages};",
-          *([f"    add.u32             %sout, %sbase, {n_stages * STAGE_BYTES};         // output buffers"]
+          *([f"    add.u32             %sout, %sbase, {n_stages * stage_bytes};         // output buffers"]
             if to else []),
-          *([f"    add.u32             %ssc, %sbase, {n_stages * STAGE_BYTES + out};         // token-scale rows",
+          *([f"    add.u32             %ssc, %sbase, {n_stages * stage_bytes + out};         // token-scale rows",
              f"    add.u32             %sws, %sempty, {8 * n_stages};          // weight-scale areas"] if ts else []),
           "    mov.b64             %ptmw, gf_tm_w;             // the tensor maps' generic addresses (nvcc's form)",
           "    cvta.param.u64      %ptmw, %ptmw;",
@@ -562,7 +602,9 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    ld.param.u32        %nblk, [gf_blocks];",
           "    ld.global.u32       %tp, [%ptp];",
           "    shr.u32             %ktiles, %kd, 7;            // stages per item = scale groups",
-          "    shr.u32             %nt, %n, 7;                 // N tiles",
+          *(["    add.u32             %nt, %n, 128;",
+             "    shr.u32             %nt, %nt, 8;                // N tiles of 256 (the last may be half past N)"]
+            if wd else ["    shr.u32             %nt, %n, 7;                 // N tiles"]),
           "    add.u32             %npairs, %nt, 1;",
           "    shr.u32             %npairs, %npairs, 1;        // N-tile pairs (the last one half if N tiles are odd)",
           f"    mov.u32             %tmp, {TILE_M};",
@@ -590,8 +632,8 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    barrier.cluster.wait.acquire;",
           "    setp.ne.u32         %p_q, %wg, 0;",
           "    @%p_q bra.uni       $C_start;"]
-    L += _producer(ts, to, rs)
-    L += _consumer(ts, to, rs, ov)
+    L += _producer(ts, to, rs, wd)
+    L += _consumer(ts, to, rs, ov, wd)
     L += ["$L_end:",
           "    barrier.cluster.arrive.release;             // no remote arrival or copy may reach an exited CTA",
           "    barrier.cluster.wait.acquire;",

@@ -32,6 +32,7 @@ RUNGS: tuple[Rung, ...] = (
     Rung(8, "+TMA-store epilogue", "ptx_impl.gemm_fp8_r8"),
     Rung(9, "+grouped rasterisation", "ptx_impl.gemm_fp8_r9"),
     Rung(10, "+promotion overlapping the next wgmma", "ptx_impl.gemm_fp8_r10"),
+    Rung(11, "+128x256 tiles (rung 9's lockstep loop)", "ptx_impl.gemm_fp8_r11"),
 )
 
 

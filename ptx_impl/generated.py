@@ -43,11 +43,12 @@ def _files(module) -> dict[str, Callable[[], str]]:
         return {module.path(cluster, tokens).name: partial(module.render, cluster, tokens)
                 for cluster in (False, True) for tokens in module.TOKEN_TILES}
     if name == "ptx_impl.gemm_fp8_tm_template":
-        return {module.path(ts, to, rs, ov).name:
-                partial(module.render, tma_scales=ts, tma_store=to, raster=rs, overlap=ov)
-                for ts, to, rs, ov in ((False, False, False, False), (True, False, False, False),
-                                       (True, True, False, False), (True, True, True, False), (True, True, True, True))} | {
-            module.path(wide=True, **_WIDE).name: partial(module.render, wide=True, **_WIDE)}
+        rungs = {module.path(ts, to, rs, ov).name:
+                 partial(module.render, tma_scales=ts, tma_store=to, raster=rs, overlap=ov)
+                 for ts, to, rs, ov in ((False, False, False, False), (True, False, False, False),
+                                        (True, True, False, False), (True, True, True, False),
+                                        (True, True, True, True))}
+        return rungs | {module.path(wide=True, **_WIDE).name: partial(module.render, wide=True, **_WIDE)}
     raise KeyError(f"{name}: a template module without an entry in ptx_impl.generated._files")
 
 

@@ -53,9 +53,10 @@ def test_tiny_on_the_full_grid_through_the_ladder(backend, seed):
 
 @pytest.mark.sim
 def test_an_odd_n_tile_count_bm_32_and_64_and_raster_groups_of_two_tiles(backend, seed):
-    """RAGGED's N / 128 is odd: the last 256-column tile's upper half lies past N (no weight box, no wgmma, no
-    store there); the check covers every column up to N."""
-    for preset in (RAGGED, *RAGGED_BM.values(), RASTER):
+    """RAGGED's down GEMM has N = 384: the last 256-column tile's upper half lies past N (no weight box, no wgmma,
+    no store there); the check covers every column up to N. (Every other shape here has N = 256: one whole tile.)"""
+    _check(backend, RAGGED, SKEWS[seed % len(SKEWS)], seed, "down", sms=7)
+    for preset in (*RAGGED_BM.values(), RASTER):
         _check(backend, preset, SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed % 2], sms=7)
 
 
@@ -72,15 +73,16 @@ def test_sanitizers_find_nothing(preset, seed):
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("variant", ["up", "down"])
-def test_bit_identical_to_rung_10(backend, seed, variant):
+@pytest.mark.parametrize("preset,variant", [("tiny", "up"), ("tiny", "down"), (RAGGED, "down")],
+                         ids=["tiny-up", "tiny-down", "narrow-last-tile"])
+def test_bit_identical_to_rung_10(backend, seed, preset, variant):
     """The same products and scales summed in the same order per output element: the wider tile must not change a
-    bit (tiny's N = 384 also has a narrow last tile)."""
+    bit (RAGGED's down GEMM, N = 384, has a narrow last tile)."""
     from harness.verify import run_kernel
     from ptx_impl import gemm_fp8_r10 as r10
 
     skew = SKEWS[seed % len(SKEWS)]
-    c10, c11 = (run_kernel(functools.partial(run, sms=9), backend, "grouped_gemm_fp8", "tiny", skew, seed,
+    c10, c11 = (run_kernel(functools.partial(run, sms=9), backend, "grouped_gemm_fp8", preset, skew, seed,
                            variant=variant)[1]["c"] for run in (r10.run, r11.run))
     assert np.array_equal(c10.view(np.uint16), c11.view(np.uint16))
 
@@ -148,3 +150,8 @@ def test_ptx_shape_matches_the_header():
     producer = ptx[ptx.index("$P_k:"):ptx.index("$P_next:")]
     assert count(r"cp\.async\.bulk\.tensor[^\n]*%ptmw", producer) == 2  # two 128-row weight boxes a stage
     assert count(r"@%p_nar bra\.uni\s+\$C_st[23]done;", ptx) == 2  # the upper spans skipped past N
+
+
+@pytest.mark.sim
+def test_small(backend, seed):
+    _check(backend, "small", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2])

@@ -1,6 +1,6 @@
 """PTX rung 10 of the FP8 grouped GEMM (rung 9 with each K group's promotion overlapping the next group's wgmmas, two
 partial-sum sets and wgmma.wait_group 1): passes kernels.md's check through ptxsim (tiny at every skew and variant on
-a small persistent grid, the full grid through the ladder, an odd N-tile count, BM 32 and 64, rung
+a small persistent grid, the full grid through the ladder as its top rung, an odd N-tile count, BM 32 and 64, rung
 9's raster shape, small), bit-identical to rung 9, clean under ptxsim's sanitizers, the overlap
 really there and checked (asynccheck flags a promotion of the set still in flight, a drain that leaves the last group
 in flight), zero spills with rung 8's TMA-store epilogue, and the PTX shape its header promises."""
@@ -44,10 +44,10 @@ def test_tiny_on_a_small_persistent_grid(backend, skew, variant, seed):
 
 
 @pytest.mark.sim
-def test_tiny_on_the_full_grid_through_the_ladder(backend, seed):
+def test_tiny_on_the_full_grid_through_the_ladder_as_its_top_rung(backend, seed):
     from ptx_impl import grouped_gemm_fp8 as ladder
 
-    assert ladder.get_rung(r10.RUNG).module == "ptx_impl.gemm_fp8_r10"
+    assert ladder.get_rung(None).module == ladder.get_rung(r10.RUNG).module == "ptx_impl.gemm_fp8_r10"
     _check(backend, "tiny", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2], run=ladder.run,
            rung=r10.RUNG)
     assert backend.records[-1].grid[0] == 2 * 31

@@ -1,8 +1,8 @@
 """PTX rung 11 of the FP8 grouped GEMM (rung 9 with 128 x 256 CTA tiles: two m64n128 halves through one partial-sum
-set): passes kernels.md's check through ptxsim (tiny on a small persistent grid, the full grid through the ladder as
-its top rung, an odd 128-column N-tile count (a half tile past N), BM 32 and 64, rung 9's raster shape, small),
-bit-identical to rung 10 (and so to rung 9), clean under ptxsim's sanitizers (asynccheck included), a promotion that
-skips the fence or the wait caught, zero spills, and the PTX shape its header promises."""
+set): passes kernels.md's check through ptxsim (tiny on a small persistent grid, the full grid through the ladder's
+run as a rung above its top, an odd 128-column N-tile count (a half tile past N), BM 32 and 64, rung 9's raster
+shape, small), bit-identical to rung 10 (and so to rung 9), clean under ptxsim's sanitizers (asynccheck included),
+a promotion that skips the fence or the wait caught, zero spills, and the PTX shape its header promises."""
 import functools
 import re
 
@@ -43,10 +43,13 @@ def test_tiny_on_a_small_persistent_grid(backend, variant, seed):
 
 
 @pytest.mark.sim
-def test_tiny_on_the_full_grid_through_the_ladder_as_its_top_rung(backend, seed):
+def test_tiny_on_the_full_grid_through_ladder_run_as_an_extra_rung(backend, seed):
+    """ladder.run(rung=11) reaches rung 11; the ladder's rows, the dashboard and the layer stop at rung 10."""
+    from ptx_impl import IMPLEMENTATION
     from ptx_impl import grouped_gemm_fp8 as ladder
 
-    assert ladder.get_rung(None).module == ladder.get_rung(r11.RUNG).module == "ptx_impl.gemm_fp8_r11"
+    assert ladder.get_rung(r11.RUNG).module == "ptx_impl.gemm_fp8_r11"
+    assert ladder.get_rung(None).number == 10 and len(IMPLEMENTATION.ladders["grouped_gemm_fp8"]) == 10
     _check(backend, "tiny", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2], run=ladder.run,
            rung=r11.RUNG)
 

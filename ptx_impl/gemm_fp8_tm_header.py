@@ -1,35 +1,43 @@
 """The comment header and entry signature of the token-major FP8 kernels (rungs 6-11) that gemm_fp8_tm_template
 renders: what each rung's file says about its contract, tiles, cluster, roles, promotion and shared memory, and the
-`.entry` line with its parameters. The sizes come from the template (imported when a header is written: the template
-imports this module)."""
+`.entry` line with its parameters. The sizes come from the template as `Facts` (the template imports this module)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 
-def header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False, wd: bool = False) -> str:
+from ptx_impl.gemm_fp8_tm_overlap import OVERLAP_HEADER
+from ptx_impl.gemm_fp8_tm_raster import RASTER_HEADER
+from ptx_impl.gemm_fp8_tm_store import OUT_WG_BYTES, store_header
+from ptx_impl.gemm_fp8_tm_wide import WIDE_HEADER
+from ptx_impl.gemm_fp8_ws_template import ALIGN, CONSUMER_REGS, MAXNREG, PRODUCER_REGS, THREADS
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the header says of one rung, as the template computes it (its constants, named as there)."""
+
+    a_bytes: int
+    w_bytes: int
+    s_bytes: int
+    tile_n: int
+    kt_max: int
+    empty_count: int
+    cluster_ctas: int
+    stages: int  # the ring's depth
+    stage_bytes: int  # operand bytes of a stage
+    entry: str
+    shared_bytes: int
+
+
+def header(f: Facts, ts: bool, to: bool = False, rs: bool = False, ov: bool = False, wd: bool = False) -> str:
     """The module's header comment, directives and entry signature up to the opening brace, for the rung of the
     template's flags (ts: tma_scales, to: tma_store, rs: raster, ov: overlap, wd: wide)."""
-    from ptx_impl.gemm_fp8_tm_overlap import OVERLAP_HEADER
-    from ptx_impl.gemm_fp8_tm_raster import RASTER_HEADER
-    from ptx_impl.gemm_fp8_tm_store import OUT_WG_BYTES, store_header
-    from ptx_impl.gemm_fp8_tm_template import (
-        A_BYTES,
-        CLUSTER_CTAS,
-        EMPTY_COUNT,
-        KT_MAX,
-        S_BYTES,
-        TILE_N,
-        W_BYTES,
-        _stage_bytes,
-        entry,
-        shared_bytes,
-        stages,
-    )
-    from ptx_impl.gemm_fp8_tm_wide import WIDE_HEADER
-    from ptx_impl.gemm_fp8_ws_template import ALIGN, CONSUMER_REGS, MAXNREG, PRODUCER_REGS, THREADS
+    A_BYTES, W_BYTES, S_BYTES, TILE_N = f.a_bytes, f.w_bytes, f.s_bytes, f.tile_n  # noqa: N806 - as the template
+    KT_MAX, EMPTY_COUNT, CLUSTER_CTAS = f.kt_max, f.empty_count, f.cluster_ctas  # noqa: N806
 
     rule = "// " + "=" * 108
-    STAGES = stages(ts, to, rs, ov, wd)  # noqa: N806 - the ring depth of this rung, named as the module constant
-    expect = _stage_bytes(wd) + ts * S_BYTES  # bytes a full phase waits for
+    STAGES = f.stages  # noqa: N806 - the ring depth of this rung, named as the module constant
+    expect = f.stage_bytes + ts * S_BYTES  # bytes a full phase waits for
     scales = f"""
 // Rung 7 (scales by TMA): a_scale comes transposed, a_scale_t f32[Kd/128, P_max] (tensor map gf_tm_s, box 1 x 128),
 //   and each stage also brings the tile's 128 token scales of its K group ({S_BYTES} B, in a row area after the
@@ -48,7 +56,7 @@ def header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False, wd: b
               f"//   two weight-scale areas of {4 * KT_MAX * (1 + wd)} B" if ts else
               f"{ring}, then full[{STAGES}] and empty[{STAGES}]")
     raster_param = ",\n    .param .u32 gf_raster_blocks" if rs else ""
-    title = f"{entry(ts, to, rs, ov, wd)} (rung {11 if wd else 10 if ov else 9 if rs else 8 if to else 7 if ts else 6})"
+    title = f"{f.entry} (rung {11 if wd else 10 if ov else 9 if rs else 8 if to else 7 if ts else 6})"
     epi = ("shared stores (stmatrix) for the TMA store" if to else
            "stores, each predicated on its token row lying in the run")
     return f"""{rule}
@@ -87,7 +95,7 @@ def header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False, wd: b
 // Accumulators (wgmma D, warp w of its warpgroup, lane 4g + t): register i is token 64cw + 16w + g + 8(i>>1 & 1) of
 //   the tile, column 8(i>>2) + 2t + (i&1) of the N tile; the epilogue packs column pairs (cvt.rn.bf16x2) into b32
 //   {epi}.{scales}{store}{raster}{overlap}
-// Shared memory (dynamic, {shared_bytes(ts, to, rs, ov, wd)} B): from the base aligned up to {ALIGN} in code, {layout}.
+// Shared memory (dynamic, {f.shared_bytes} B): from the base aligned up to {ALIGN} in code, {layout}.
 {rule}
 .version 8.4
 .target sm_90a
@@ -95,7 +103,7 @@ def header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False, wd: b
 
 .extern .shared .align 1024 .b8 smem[];
 
-.visible .entry {entry(ts, to, rs, ov, wd)}(
+.visible .entry {f.entry}(
     .param .align 64 .b8 gf_tm_w[128],
     .param .align 64 .b8 gf_tm_a[128],
 {params}

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ptx_impl.gemm_fp8_tm_header import header
+from ptx_impl.gemm_fp8_tm_header import Facts, header
 from ptx_impl.gemm_fp8_tm_overlap import Ring, overlap_loop, overlap_regs
 from ptx_impl.gemm_fp8_tm_raster import RASTER_REGS, item_to_block_pair, raster_setup
 from ptx_impl.gemm_fp8_tm_store import (
@@ -474,7 +474,9 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
         raise ValueError(f"{n_stages} stages need {need} B of shared memory; sm_90 allows {SMEM_LIMIT}")
     stage_bytes = _stage_bytes(wd)
     out = to * OUT_BYTES  # the output buffers sit between the ring and the token-scale rows
-    L = [header(ts, to, rs, ov, wd)]
+    facts = Facts(A_BYTES, W_BYTES, S_BYTES, TILE_N, KT_MAX, EMPTY_COUNT, CLUSTER_CTAS, n_stages, stage_bytes,
+                  entry(ts, to, rs, ov, wd), need)
+    L = [header(facts, ts, to, rs, ov, wd)]
     L += [_PRED_REGS,
           "    .reg .b16   %mask;",
           "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %nblk, %npairs, %nitems, %ktiles;",

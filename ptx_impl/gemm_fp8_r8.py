@@ -25,6 +25,7 @@ from contract.device import LiveRows
 from ptx_impl import gemm_fp8_r4 as r4
 from ptx_impl import gemm_fp8_r6 as r6
 from ptx_impl import gemm_fp8_r7 as r7
+from ptx_impl import gemm_fp8_tm_store as store
 from ptx_impl import gemm_fp8_tm_template as template
 
 KERNEL = r4.KERNEL
@@ -99,7 +100,7 @@ def launch(backend, args: dict, preset, params: dict, rung: int, features: dict,
     try:
         records = [r7.launch_transpose(backend, args, tmp["a_scale_t"], P_max, Kd // r4.GROUP)]
         tm_w, tm_a, tm_s = r7.operand_maps(backend, args, tmp["a_scale_t"], sizes)
-        tm_c = backend.tensor_map(args["c"], box=(store_box_rows(BM), template.OUT_COLS), swizzle=128)
+        tm_c = backend.tensor_map(args["c"], box=(store_box_rows(BM), store.OUT_COLS), swizzle=128)
         values = [tm_w, tm_a, tm_s] + [args[n] for n, _ in PARAMS[3:6]] + [tm_c] + [
             np.uint32(Kd), np.uint32(N), np.uint32(BM), np.uint32(P_max // BM), items, *extra(sizes)]
         values[5] = LiveRows.of(args["total_padded"], BM, args["block_expert"])  # sampled by experts on sim

@@ -1,4 +1,4 @@
-"""Emit the token-major FP8 grouped GEMM kernel of rung 6 (issue #30) from one readable template.
+"""Emit the token-major FP8 grouped GEMM kernels of rungs 6-10 (issue #30) from one readable template.
 
 Rung 6 (`grouped_gemm_fp8_tm_m128n128.ptx`) drops rungs 4/5's "swap AB": a CTA tile is 128 token rows (wgmma M: two
 consumer warpgroups x 64) by 128 weight rows (wgmma N: m64n128k32), as DeepGEMM's sm90 FP8 kernels tile (BLOCK_M
@@ -17,12 +17,36 @@ run skips its wgmma, promotion and stores (it still waits and releases each stag
 
 Every instruction below was chosen by hand; Python only writes out the fixed-trip loops (barrier inits, the 4 k32
 wgmma steps, the 64 promotions and 32 stores) and the stage count. `make ptx` rewrites the checked-in file.
+
+The later rungs' pieces live in their own modules, rendered in here: rung 8's TMA-store epilogue
+(gemm_fp8_tm_store), rung 9's raster walk (gemm_fp8_tm_raster), rung 10's overlapped K loop (gemm_fp8_tm_overlap),
+rung 11's wide tile (gemm_fp8_tm_wide), and every rung's header comment and entry line (gemm_fp8_tm_header);
+tests/ptx_impl/test_generated_ptx.py holds every rendered file to the checked-in bytes.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from ptx_impl.gemm_fp8_ws_template import ALIGN, CONSUMER_REGS, DESC_HI, MAXNREG, PRODUCER_REGS, THREADS, _bounded
+from ptx_impl.gemm_fp8_tm_header import Facts, header
+from ptx_impl.gemm_fp8_tm_overlap import Ring, overlap_loop, overlap_regs
+from ptx_impl.gemm_fp8_tm_raster import RASTER_REGS, item_to_block_pair, raster_setup
+from ptx_impl.gemm_fp8_tm_store import (
+    OUT_BYTES,
+    STORE_REGS,
+    store_setup,
+    store_tail,
+    tma_store_epilogue,
+)
+from ptx_impl.gemm_fp8_tm_wide import WIDE_REGS, wide_decode, wide_loop, wide_produce
+from ptx_impl.gemm_fp8_ws_template import (
+    ALIGN,
+    CONSUMER_REGS,
+    DESC_HI,
+    MAXNREG,  # noqa: F401 - read by the rung modules and tests as this template's
+    PRODUCER_REGS,
+    THREADS,  # noqa: F401 - read by the rung modules and tests as this template's
+    _bounded,
+)
 
 KERNELS_DIR = Path(__file__).parent / "kernels"
 ENTRY = "grouped_gemm_fp8_tm_m128n128"
@@ -56,9 +80,6 @@ STAGES7 = (SMEM_LIMIT - ALIGN - 2 * 4 * KT_MAX) // (STAGE_BYTES + S_BYTES + 16)
 # belong to another tile), in a bulk group it waits for (.read) before the buffer is written again.
 ENTRY8 = "grouped_gemm_fp8_tmo_m128n128"
 PATH8 = KERNELS_DIR / f"{ENTRY8}.ptx"
-OUT_COLS = 64  # bf16 columns of a store box: one 128-byte swizzle span
-OUT_WG_BYTES = 64 * OUT_COLS * 2  # a consumer warpgroup's buffer: its 64 token rows x 64 columns of bf16
-OUT_BYTES = 2 * OUT_WG_BYTES
 STAGES8 = (SMEM_LIMIT - ALIGN - 2 * 4 * KT_MAX - OUT_BYTES) // (STAGE_BYTES + S_BYTES + 16)
 # Rung 9 (raster, on top of tma_store; the review's finding (g)): grouped rasterisation. Items are taken in raster
 # groups of gf_raster_blocks routing blocks (a multiple of R, the host's choice: gemm_fp8_r9), inside which the
@@ -72,182 +93,73 @@ PATH9 = KERNELS_DIR / f"{ENTRY9}.ptx"
 # and raster order as rung 9; the stage of group k - 1 is released after that wait (one stage longer held).
 ENTRY10 = "grouped_gemm_fp8_tmro_m128n128"
 PATH10 = KERNELS_DIR / f"{ENTRY10}.ptx"
-OV_SETS = ("part", "part_b")  # the partial-sum register sets of even and odd K groups
-OV_SCALES = (("%sa0", "%sa1"), ("%sb0", "%sb1"))  # their token scales (rows trow and trow + 8)
+# Rung 11 (wide, on top of raster, instead of overlap; gemm_fp8_tm_wide): a CTA tile of 128 tokens x 256 weight rows,
+# two 128-row weight boxes a stage, both 128-column blocks' weight scales in each consumer warpgroup's area.
+ENTRY11 = "grouped_gemm_fp8_tmw_m128n256"
+PATH11 = KERNELS_DIR / f"{ENTRY11}.ptx"
+STAGES11 = (SMEM_LIMIT - ALIGN - 2 * 2 * 4 * KT_MAX - OUT_BYTES) // (STAGE_BYTES + W_BYTES + S_BYTES + 16)
 
 
-def _features(tma_scales: bool, tma_store: bool, raster: bool = False, overlap: bool = False) -> None:
+def _features(tma_scales: bool, tma_store: bool, raster: bool = False, overlap: bool = False,
+              wide: bool = False) -> None:
     if tma_store and not tma_scales:
         raise ValueError("tma_store=True needs tma_scales=True (rung 8 is rung 7 with the TMA-store epilogue)")
     if raster and not tma_store:
         raise ValueError("raster=True needs tma_store=True (rung 9 is rung 8 with grouped rasterisation)")
     if overlap and not raster:
         raise ValueError("overlap=True needs raster=True (rung 10 is rung 9 with the promotion overlapped)")
+    if wide and (overlap or not raster):
+        raise ValueError(f"wide=True needs raster=True and overlap=False, not overlap={overlap!r}, raster={raster!r} "
+                         "(rung 11 is rung 9 with the 128 x 256 tile: a second partial-sum set does not fit)")
 
 
-def stages(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False) -> int:
-    _features(tma_scales, tma_store, raster, overlap)
-    return STAGES8 if tma_store else STAGES7 if tma_scales else STAGES
+def stages(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False,
+           wide: bool = False) -> int:
+    _features(tma_scales, tma_store, raster, overlap, wide)
+    return STAGES11 if wide else STAGES8 if tma_store else STAGES7 if tma_scales else STAGES
 
 
-def entry(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False) -> str:
-    _features(tma_scales, tma_store, raster, overlap)
+def entry(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False,
+          wide: bool = False) -> str:
+    _features(tma_scales, tma_store, raster, overlap, wide)
+    if wide:
+        return ENTRY11
     return ENTRY10 if overlap else ENTRY9 if raster else ENTRY8 if tma_store else ENTRY7 if tma_scales else ENTRY
 
 
-def path(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False) -> Path:
-    _features(tma_scales, tma_store, raster, overlap)
+def path(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False,
+         wide: bool = False) -> Path:
+    _features(tma_scales, tma_store, raster, overlap, wide)
+    if wide:
+        return PATH11
     return PATH10 if overlap else PATH9 if raster else PATH8 if tma_store else PATH7 if tma_scales else PATH
 
 
 def shared_bytes(tma_scales: bool = False, tma_store: bool = False, raster: bool = False,
-                 overlap: bool = False) -> int:
+                 overlap: bool = False, wide: bool = False) -> int:
     """Dynamic shared memory: the ring, full[STAGES] and empty[STAGES] mbarriers, ALIGN bytes of slack (rung 7:
-    also a token-scale row a stage and two weight-scale areas; rung 8: also the two output buffers)."""
-    n = stages(tma_scales, tma_store, raster, overlap)
+    also a token-scale row a stage and two weight-scale areas; rung 8: also the two output buffers; rung 11: a
+    second weight box a stage and weight-scale areas twice the size)."""
+    n = stages(tma_scales, tma_store, raster, overlap, wide)
     if tma_scales:
-        return n * (STAGE_BYTES + S_BYTES) + 2 * 8 * n + 2 * 4 * KT_MAX + ALIGN + tma_store * OUT_BYTES
+        return (n * (_stage_bytes(wide) + S_BYTES) + 2 * 8 * n + 2 * 4 * KT_MAX * (1 + wide) + ALIGN
+                + tma_store * OUT_BYTES)
     return n * STAGE_BYTES + 2 * 8 * n + ALIGN
 
 
-def _header(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> str:
-    rule = "// " + "=" * 108
-    STAGES = stages(ts, to)  # noqa: N806 - the ring depth of this rung, named as the module constant
-    expect = STAGE_BYTES + ts * S_BYTES  # bytes a full phase waits for
-    scales = f"""
-// Rung 7 (scales by TMA): a_scale comes transposed, a_scale_t f32[Kd/128, P_max] (tensor map gf_tm_s, box 1 x 128),
-//   and each stage also brings the tile's 128 token scales of its K group ({S_BYTES} B, in a row area after the
-//   stages, expect_tx counting them); at each item's start each consumer warpgroup copies the item's Kd/128 weight
-//   scales into its own shared area between two named barriers (bar.sync 1 + cw, 128). The promotion reads both
-//   from shared memory: the token scales right after the commit (while the wgmma runs, before the release), the
-//   weight scale after it; no global load follows wgmma.wait_group.""" if ts else ""
-    store = f"""
-// Rung 8 (TMA-store epilogue): c comes as a tensor map, gf_tm_c over (P_max, N) bf16, box min(BM, 64) rows x
-//   {OUT_COLS} columns, 128B swizzle. Each consumer warpgroup has a {OUT_WG_BYTES} B buffer after the ring (its 64
-//   token rows x {OUT_COLS} columns, in the swizzled image the tensor map reads). Per item and 64-column half:
-//   thread 0 of the warpgroup waits for its previous bulk stores to have read the buffer
-//   (cp.async.bulk.wait_group.read 0), bar.sync 1 + cw; every thread packs its accumulators to bf16x2 and writes
-//   them with 4 stmatrix m8n8.x4 (matrix k of lane 8k + r: row 16w + 8(k & 1) + r, 16-byte chunk 2q + (k >> 1) of
-//   the half, XOR r: the swizzle), fence.proxy.async.shared::cta, bar.sync 1 + cw; thread 0 then issues one
-//   cp.async.bulk.tensor store per box of min(BM, 64) rows that lies in the run (whole routing blocks: no box
-//   reaches another expert's rows) and commits them as one bulk group; before exit it waits for all of them
-//   (cp.async.bulk.wait_group 0). The weight-scale copy needs no barrier before it: the epilogue's order the last
-//   item's promotion reads before it.""" if to else ""
-    raster = """
-// Rung 9 (grouped rasterisation): items come in raster groups of gf_raster_blocks routing blocks (a multiple of R; the
-//   last group may be short): item i of group q is block q x gf_raster_blocks + i % (its blocks), N-tile pair
-//   i / (its blocks). Clusters running at once take consecutive items: the same pair (weight tiles) for many blocks,
-//   not every pair of a few blocks. Windows of whole raster groups still hold whole tiles (harness.sampling).""" \
-        if rs else ""
-    overlap = """
-// Rung 10 (promotion overlap): two sets of partial sums a thread, %part for even K groups and %part_b for odd.
-//   Stage of group k: wait full; wgmma.fence; 4 wgmmas into the set of k; commit; read its token scales; then
-//   wgmma.wait_group 1 retires group k - 1 only (group k stays in flight), its stage is released, and its promotion
-//   (64 fma from the other set) runs on the CUDA cores while group k's wgmmas run. The fence before the next wgmmas
-//   orders that promotion's reads before they overwrite the set. After the last group: wait_group 0, release,
-//   promote. An idle warpgroup only waits for and releases each stage.""" if ov else ""
-    params = ("    .param .align 64 .b8 gf_tm_s[128]," if ts else "    .param .u64 gf_a_scale,")
-    c_param = "    .param .align 64 .b8 gf_tm_c[128]," if to else "    .param .u64 gf_c,"
-    ring = f"{STAGES} stages x\n//   ({A_BYTES} B tokens + {W_BYTES} B weights)"
-    ring += f", two output buffers of {OUT_WG_BYTES} B" if to else ""
-    layout = (f"{ring}, {STAGES} token-scale rows of {S_BYTES} B, full[{STAGES}], empty[{STAGES}],\n"
-              f"//   two weight-scale areas of {4 * KT_MAX} B" if ts else
-              f"{ring}, then full[{STAGES}] and empty[{STAGES}]")
-    raster_param = ",\n    .param .u32 gf_raster_blocks" if rs else ""
-    title = f"{entry(ts, to, rs, ov)} (rung {10 if ov else 9 if rs else 8 if to else 7 if ts else 6})"
-    epi = ("shared stores (stmatrix) for the TMA store" if to else
-           "stores, each predicated on its token row lying in the run")
-    return f"""{rule}
-// {title}: FP8 e4m3 grouped GEMM with DeepSeek-V3's fine-grained scales, token-major
-// 128 x 128 CTA tiles (no swap AB), warp-specialised wgmma + TMA, a {STAGES}-stage ring in the 227 KB opt-in,
-// 2-CTA clusters multicasting the shared token tile, persistent{", scales by TMA and in shared memory" if ts else ""}{
-    ", c stored by TMA" if to else ""}{", promotion overlapped" if ov else ""}.
-// Generated by ptx_impl/gemm_fp8_tm_template.py (fixed-trip loops written out); edit the template, then `make ptx`.
-//
-// Contract (docs/kernels.md "grouped_gemm_fp8"): a e4m3[P_max, Kd] (tensor map gf_tm_a, box 64 rows x 128 B),
-//   a_scale f32[P_max, Kd/128], w e4m3[E, N, Kd] (tensor map gf_tm_w over (E*N, Kd), box 128 rows x 128 B),
-//   w_scale f32[E, N/128, Kd/128], block_expert i32[P_max/BM], total_padded i32[1] -> c bf16[P_max, N]; rows >=
-//   total_padded and blocks of expert -1 are never written. BM divides 128; N is a multiple of 128.
-//
-// Tiles: R = 128 / BM routing blocks make an aligned group. Block b is a head when b % R == 0 or its expert differs
-//   from block b - 1's; its valid rows are the run of blocks b, b + 1, ... of the same expert below the next
-//   multiple of R (and below total_padded), and its tile loads the 128 rows of a from abase = min(b*BM,
-//   max(total_padded, 128) - 128): rows past total_padded may be unwritten (the fp8 layer), so a tile near the end
-//   starts early and its run lies at rows b*BM - abase.. of the tile. An item is (block, N-tile pair), item =
-//   b x N/256 + pair; cluster j takes items item_begin + j, + clusters, ... below item_end (and the item count) and
-//   both CTAs skip items whose block is not a live head. Rank r computes N tile 2 x pair + r; past the last
-//   N tile (an odd count) its producer still multicasts its token half and its consumers only release stages.
-// Cluster: each producer loads token rows 64*rank.. of the tile and multicasts them (ctaMask 0b11) to both CTAs, and
-//   its own 128 x 128 weight tile; each consumer warp releases a stage on its own AND the peer's empty barrier
-//   ({EMPTY_COUNT} arrivals a phase), so no multicast lands in a stage the peer still reads. barrier.cluster after the
-//   inits and before exit: no remote arrival or copy reaches an exited CTA.
-//
-// Roles: {THREADS} threads, .maxnreg {MAXNREG} = 128 x {PRODUCER_REGS} (producer) + 256 x {CONSUMER_REGS} (consumers),
-//   as rung 4. Warpgroup 0, producer thread 0: wait empty[s], arrive.expect_tx({expect}) on full[s], the multicast
-//   token half and the weight tile into stage s.
-//   warpgroups 1, 2 (cw = 0, 1: token rows 64*cw..): wait full[s]; 4 x wgmma m64n128k32 e4m3, commit, wait_group 0;
-//     lane 0 of each warp releases the stage (own and peer); then the promotion.
-// Promotion, every 128 of K (one stage = one scale group): partial x a_scale[token][g] x w_scale[e][n/128][g],
-//   fma.rn.f32 into fp32 registers: a thread holds 2 token rows, so 2 token scales and 1 weight scale a stage.
-// Accumulators (wgmma D, warp w of its warpgroup, lane 4g + t): register i is token 64cw + 16w + g + 8(i>>1 & 1) of
-//   the tile, column 8(i>>2) + 2t + (i&1) of the N tile; the epilogue packs column pairs (cvt.rn.bf16x2) into b32
-//   {epi}.{scales}{store}{raster}{overlap}
-// Shared memory (dynamic, {shared_bytes(ts, to)} B): from the base aligned up to {ALIGN} in code, {layout}.
-{rule}
-.version 8.4
-.target sm_90a
-.address_size 64
-
-.extern .shared .align 1024 .b8 smem[];
-
-.visible .entry {entry(ts, to, rs, ov)}(
-    .param .align 64 .b8 gf_tm_w[128],
-    .param .align 64 .b8 gf_tm_a[128],
-{params}
-    .param .u64 gf_w_scale,
-    .param .u64 gf_block_expert,
-    .param .u64 gf_total_padded,
-{c_param}
-    .param .u32 gf_kd,
-    .param .u32 gf_n,
-    .param .u32 gf_bm,
-    .param .u32 gf_blocks,
-    .param .u32 gf_item_begin,
-    .param .u32 gf_item_end{raster_param}
-)
-.maxntid {THREADS}, 1, 1
-.maxnreg {MAXNREG}
-.reqnctapercluster {CLUSTER_CTAS}, 1, 1
-{{"""
+def _stage_bytes(wide: bool) -> int:
+    """Operand bytes of a stage: the token tile and one weight box (rung 11: two)."""
+    return STAGE_BYTES + wide * W_BYTES
 
 
-def _item_to_block_pair(raster: bool) -> list[str]:
-    """%item -> block %b and N-tile pair %ct: block-major (rungs 6-8), or in raster groups of %sgb blocks, blocks
-    fastest (rung 9; the last group may hold fewer blocks)."""
-    if not raster:
-        return ["    div.u32             %b, %item, %npairs;",
-                "    mul.lo.u32          %tmp, %b, %npairs;",
-                "    sub.u32             %ct, %item, %tmp;"]
-    return ["    div.u32             %b, %item, %sgitems;        // raster group",
-            "    mul.lo.u32          %tmp, %b, %sgitems;",
-            "    sub.u32             %tmp, %item, %tmp;          // item within the group",
-            "    mul.lo.u32          %b, %b, %sgb;               // the group's first block",
-            "    sub.u32             %tmp2, %nblk, %b;",
-            "    min.u32             %tmp2, %tmp2, %sgb;         // its blocks",
-            "    div.u32             %ct, %tmp, %tmp2;           // pair: blocks walk fastest",
-            "    mul.lo.u32          %tmp2, %ct, %tmp2;",
-            "    sub.u32             %tmp, %tmp, %tmp2;",
-            "    add.u32             %b, %b, %tmp;"]
-
-
-def _decode(role: str, end: str = "$L_end", raster: bool = False) -> list[str]:
+def _decode(role: str, end: str = "$L_end", raster: bool = False, wide: bool = False) -> list[str]:
     """Item -> block %b, its expert %e, the N tile %ct; skips items whose block is past total_padded, of expert -1 or
     not a head. Leaves %pos = b % R and %d0 = &block_expert[b]. Past the last item the role goes to `end`."""
     return [
         f"${role}_item:",
         "    setp.ge.u32         %p_q, %item, %nitems;",
         f"    @%p_q bra.uni       {end};",
-        *_item_to_block_pair(raster),
+        *item_to_block_pair(raster),
         "    shl.b32             %ct, %ct, 1;",
         "    add.u32             %ct, %ct, %rank;            // my N tile of the pair",
         "    setp.ge.u32         %p_nodd, %ct, %nt;          // rank 1 past an odd N tile count: tokens only",
@@ -270,7 +182,8 @@ def _decode(role: str, end: str = "$L_end", raster: bool = False) -> list[str]:
         "    max.u32             %abase, %tp, 128;",
         "    sub.u32             %abase, %abase, 128;",
         "    min.u32             %abase, %abase, %row0;      // first loaded row: the tile ends by total_padded",
-        "    shl.b32             %col0, %ct, 7;              // first output column",
+        f"    shl.b32             %col0, %ct, {8 if wide else 7};              // first output column",
+        *(wide_decode() if wide else []),
         "    mad.lo.u32          %wrow, %e, %n, %col0;       // first weight row in the (E*N, Kd) view",
         "    mov.u32             %kt, 0;",
     ]
@@ -286,7 +199,7 @@ def _advance(n_stages: int) -> list[str]:
             "    setp.lt.u32         %p_more, %kt, %ktiles;"]
 
 
-def _producer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
+def _producer(ts: bool, to: bool = False, rs: bool = False, wd: bool = False) -> list[str]:
     tma = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
     L = ["",
          "    // ---- producer warpgroup: one thread feeds the ring ------------------------------------------------",
@@ -296,7 +209,10 @@ def _producer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
          "    mov.u32             %stage, 0;",
          "    mov.u32             %ph, 0;",
          "    mov.u32             %item, %first;"]
-    L += _decode("P", raster=rs)
+    L += _decode("P", raster=rs, wide=wd)
+    expect, upper = wide_produce(_stage_bytes(wd), A_BYTES, ts * S_BYTES, tma) if wd else (
+        [f"    @!%p_nodd mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {STAGE_BYTES + ts * S_BYTES};",
+         f"    @%p_nodd mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {A_BYTES + ts * S_BYTES};"], [])
     L += ["$P_k:",
           "    xor.b32             %pw, %ph, 1;                // the previous phase: free on the first pass",
           "    mad.lo.u32          %bar, %stage, 8, %sempty;",
@@ -304,21 +220,21 @@ def _producer(ts: bool, to: bool = False, rs: bool = False) -> list[str]:
           "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %pw;",
           "    @!%p_wait bra       $P_wait;",
           "    mad.lo.u32          %bar, %stage, 8, %sfull;",
-          f"    mad.lo.u32          %dst, %stage, {STAGE_BYTES}, %sbase;",
+          f"    mad.lo.u32          %dst, %stage, {_stage_bytes(wd)}, %sbase;",
           "    shl.b32             %kc, %kt, 7;                // K coordinate (elements = bytes)",
-          f"    @!%p_nodd mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {STAGE_BYTES + ts * S_BYTES};",
-          f"    @%p_nodd mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {A_BYTES + ts * S_BYTES};",
+          *expect,
           "    shl.b32             %tmp, %rank, 13;            // my half: token rows 64*rank.. at byte 8192*rank",
           "    add.u32             %tmp2, %dst, %tmp;",
           "    shl.b32             %tmp, %rank, 6;",
           "    add.u32             %tmp, %abase, %tmp;",
           f"    {tma}.multicast::cluster [%tmp2], [%ptma, {{%kc, %tmp}}], [%bar], %mask;",
           f"    add.u32             %tmp2, %dst, {A_BYTES};",
-          f"    @!%p_nodd {tma} [%tmp2], [%ptmw, {{%kc, %wrow}}], [%bar];"]
+          f"    @!%p_nodd {tma} [%tmp2], [%ptmw, {{%kc, %wrow}}], [%bar];",
+          *upper]
     if ts:
         L += [f"    mad.lo.u32          %tmp2, %stage, {S_BYTES}, %ssc;",
               f"    {tma} [%tmp2], [%ptms, {{%abase, %kt}}], [%bar];  // the tile's token scales of group kt"]
-    L += _advance(stages(ts, to))
+    L += _advance(stages(ts, to, rs, False, wd))
     L += ["    @%p_more bra.uni    $P_k;",
           "$P_next:",
           "    add.u32             %item, %item, %step;",
@@ -355,17 +271,18 @@ def _run_rows() -> list[str]:
             "    setp.ge.or.u32      %p_idle, %nb, %tmp, %p_idle;  // my 64 rows hold none of the run, or no N tile"]
 
 
-def _ws_to_shared(to: bool = False) -> list[str]:
+def _ws_to_shared(to: bool = False, count: str = "%ktiles") -> list[str]:
     """Rung 7, at an item's start: the warpgroup copies w_scale[e][ct][0..Kd/128) into its shared area, between two
     named barriers of its 128 threads (the first: nobody still reads the previous item's scales). Rung 8 drops the
-    first: its epilogue's barriers already order the last item's promotion reads before this copy."""
+    first: its epilogue's barriers already order the last item's promotion reads before this copy. Rung 11 copies
+    `count` (%kws) scales: both 128-column blocks of its tile, contiguous in w_scale."""
     return ["    @%p_idle bra.uni    $C_wsdone;",
             *([] if to else ["    bar.sync            %bid, 128;"]),
             "    and.b32             %tmp2, %thr, 127;",
             "    mov.u32             %tmp, 0;",
             "$C_ws:",
             "    add.u32             %nb, %tmp, %tmp2;",
-            "    setp.lt.u32         %p_in, %nb, %ktiles;",
+            f"    setp.lt.u32         %p_in, %nb, {count};",
             "    mul.wide.u32        %d1, %nb, 4;",
             "    add.s64             %d2, %pwsg, %d1;",
             "    @%p_in ld.global.nc.f32 %ws, [%d2];",
@@ -373,73 +290,13 @@ def _ws_to_shared(to: bool = False) -> list[str]:
             "    add.u32             %nb, %nb, %sws;",
             "    @%p_in st.shared.f32 [%nb], %ws;",
             "    add.u32             %tmp, %tmp, 128;",
-            "    setp.lt.u32         %p_q, %tmp, %ktiles;",
+            f"    setp.lt.u32         %p_q, %tmp, {count};",
             "    @%p_q bra.uni       $C_ws;",
             "    bar.sync            %bid, 128;",
             "$C_wsdone:"]
 
 
-def _store_setup() -> list[str]:
-    """Rung 8, at the consumers' start: the storing thread, the box rows, my buffer and my stmatrix row address."""
-    return ["    and.b32             %tmp, %thr, 127;",
-            "    setp.eq.u32         %p_el, %tmp, 0;             // thread 0 of my warpgroup issues its stores",
-            "    min.u32             %sr, %bm, 64;               // rows of a store box: a routing block, at most 64",
-            "    shl.b32             %srb, %sr, 7;               // its bytes in the buffer",
-            f"    mad.lo.u32          %sout, %cw, {OUT_WG_BYTES}, %sout;     // my buffer",
-            "    // stmatrix: lane 8k + r gives row 16w + 8(k & 1) + r of matrix k, 16-byte chunk 2q + (k >> 1) of the",
-            "    // half; the 128B swizzle puts chunk c of row r at c ^ (r & 7): %cx = (k >> 1) ^ r, XORed with 2q",
-            "    shr.u32             %tmp, %lane, 3;",
-            "    and.b32             %tmp, %tmp, 1;",
-            "    shl.b32             %tmp, %tmp, 3;",
-            "    and.b32             %cx, %lane, 7;",
-            "    add.u32             %tmp, %tmp, %cx;",
-            "    shl.b32             %tmp2, %warp, 4;",
-            "    add.u32             %tmp, %tmp, %tmp2;",
-            "    shl.b32             %tmp, %tmp, 7;",
-            "    add.u32             %srow, %sout, %tmp;         // my row of the buffer",
-            "    shr.u32             %tmp, %lane, 4;",
-            "    xor.b32             %cx, %cx, %tmp;"]
-
-
-def _tma_store_epilogue() -> list[str]:
-    """Rung 8's epilogue: the warpgroup's 64 x 128 result in two 64-column halves through its buffer, each half's
-    boxes in the run stored by thread 0 as one bulk group."""
-    L = ["    // epilogue (TMA store): the run's rows [row0 - abase, + rows) of the tile, in boxes of %sr rows",
-         "    sub.u32             %nb, %row0, %abase;",
-         "    add.u32             %nbmax, %nb, %rows;"]
-    for half in range(TILE_N // OUT_COLS):
-        L += ["    @%p_el cp.async.bulk.wait_group.read 0;     // the buffer's last stores have read it",
-              "    bar.sync            %bid, 128;"]
-        for q in range(OUT_COLS // 16):
-            j0 = OUT_COLS // 8 * half + 2 * q
-            regs = [(4 * j + 2 * h + 1, 4 * j + 2 * h) for j in (j0, j0 + 1) for h in (0, 1)]
-            L += [f"    cvt.rn.bf16x2.f32   %hh{k}, %acc{hi}, %acc{lo};" for k, (hi, lo) in enumerate(regs)]
-            L += [f"    xor.b32             %tmp, %cx, {2 * q};" if q else "    mov.u32             %tmp, %cx;",
-                  "    shl.b32             %tmp, %tmp, 4;",
-                  "    add.u32             %tmp, %tmp, %srow;",
-                  "    stmatrix.sync.aligned.m8n8.x4.shared.b16 [%tmp], {%hh0, %hh1, %hh2, %hh3};"]
-        L += ["    fence.proxy.async.shared::cta;              // my stmatrix writes, visible to the TMA store",
-              "    bar.sync            %bid, 128;",
-              f"    @!%p_el bra         $C_st{half}done;",
-              "    shl.b32             %brow, %cw, 6;              // a box's first row in the tile: 64cw, + sr, ..",
-              "    add.u32             %bend, %brow, 64;",
-              "    mov.u32             %bsrc, %sout;",
-              f"    add.u32             %gcol, %col0, {OUT_COLS * half};",
-              f"$C_st{half}:",
-              "    setp.ge.u32         %p_q, %brow, %nb;",
-              "    setp.lt.and.u32     %p_q, %brow, %nbmax, %p_q;  // the box is routing blocks of the run",
-              "    add.u32             %grow, %abase, %brow;",
-              "    @%p_q cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%ptmc, {%gcol, %grow}], [%bsrc];",
-              "    add.u32             %brow, %brow, %sr;",
-              "    add.u32             %bsrc, %bsrc, %srb;",
-              "    setp.lt.u32         %p_q, %brow, %bend;",
-              f"    @%p_q bra           $C_st{half};",
-              "    cp.async.bulk.commit_group;",
-              f"$C_st{half}done:"]
-    return L
-
-
-def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) -> list[str]:
+def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False, wd: bool = False) -> list[str]:
     L = ["",
          "    // ---- consumer warpgroups: wgmma, promotion, epilogue -----------------------------------------------",
          "$C_start:",
@@ -463,14 +320,15 @@ def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) ->
          "    mul.wide.u32        %nbytes, %n, 16;            // 8 c rows",
          "    mapa.shared::cluster.u32 %rbar, %sempty, %peer;  // the peer's empty barriers",
          *(["    add.u32             %bid, %cw, 1;               // my warpgroup's named barrier",
-            f"    mad.lo.u32          %sws, %cw, {4 * KT_MAX}, %sws;     // my weight-scale area"] if ts else []),
-         *(_store_setup() if to else []),
+            f"    mad.lo.u32          %sws, %cw, {4 * KT_MAX * (1 + wd)}, %sws;     // my weight-scale area"]
+           if ts else []),
+         *(store_setup() if to else []),
          "    mov.u32             %stage, 0;",
          "    mov.u32             %ph, 0;",
          "    mov.u32             %item, %first;"]
-    L += _decode("C", "$C_end" if to else "$L_end", rs)
+    L += _decode("C", "$C_end" if to else "$L_end", rs, wd)
     L += _run_rows()
-    L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(ACC)]
+    L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(ACC * (1 + wd))]
     L += ["    add.u32             %r0, %abase, %trow;"]
     if not ts:
         L += ["    // scale pointers: a_scale rows row0 + trow and + 8, clamped into the run (rows past it are",
@@ -488,14 +346,23 @@ def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False) ->
               "    mul.wide.u32        %d1, %tmp, %ktiles;",
               "    shl.b64             %d1, %d1, 2;",
               "    add.s64             %pas1, %pas, %d1;"]
-    L += ["    mad.lo.u32          %tmp, %e, %nt, %ct;         // w_scale[e][ct][.]",
-          "    mul.wide.u32        %d1, %tmp, %ktiles;",
+    L += ["    shr.u32             %tmp, %n, 7;",
+          "    shl.b32             %tmp2, %ct, 1;",
+          "    mad.lo.u32          %tmp, %e, %tmp, %tmp2;      // w_scale[e][2 ct][.], then block 2 ct + 1",
+          "    shl.b32             %kws, %ktiles, 1;",
+          "    @%p_nar mov.u32     %kws, %ktiles;              // both blocks' scales, one when narrow"] if wd else [
+          "    mad.lo.u32          %tmp, %e, %nt, %ct;         // w_scale[e][ct][.]"]
+    L += ["    mul.wide.u32        %d1, %tmp, %ktiles;",
           "    shl.b64             %d1, %d1, 2;",
           "    add.s64             %pwsg, %pws, %d1;"]
     if ts:
-        L += _ws_to_shared(to)
-    L += _overlap_loop(stages(ts, to, rs, ov)) if ov else _lockstep_loop(ts, to)
-    return L + _epilogue(to)
+        L += _ws_to_shared(to, "%kws" if wd else "%ktiles")
+    advance = _advance(stages(ts, to, rs, ov, wd))
+    if wd:
+        L += wide_loop(_stage_bytes(wd), A_BYTES, S_BYTES, advance)
+    else:
+        L += overlap_loop(Ring(STAGE_BYTES, S_BYTES, TILE_N, tuple(advance))) if ov else _lockstep_loop(ts, to)
+    return L + _epilogue(to, wd)
 
 
 def _lockstep_loop(ts: bool, to: bool) -> list[str]:
@@ -560,104 +427,11 @@ def _lockstep_loop(ts: bool, to: bool) -> list[str]:
     return L + ["    @%p_more bra.uni    $C_k;"]
 
 
-def _ov_issue(x: int) -> list[str]:
-    """Rung 10: wait for the stage of group kt, its 4 wgmmas into set x (0: %part, 1: %part_b), commit, then
-    read its 2 token scales into %sa0/%sa1 (x = 0) or %sb0/%sb1 (x = 1) while they run."""
-    parts = ", ".join(f"%{OV_SETS[x]}{i}" for i in range(ACC))
-    sa0, sa1 = OV_SCALES[x]
-    L = [f"$C_k{x}:",
-         "    mad.lo.u32          %bar, %stage, 8, %sfull;",
-         f"$C_wait{x}:",
-         "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %ph;",
-         f"    @!%p_wait bra       $C_wait{x};",
-         f"    mul.lo.u32          %dst, %stage, {STAGE_BYTES};",
-         "    add.u32             %tmp, %sa_a, %dst;",
-         "    shr.u32             %tmp, %tmp, 4;",
-         "    cvt.u64.u32         %da, %tmp;",
-         f"    or.b64              %da, %da, {DESC_HI:#x};",
-         "    add.u32             %tmp, %sa_w, %dst;",
-         "    shr.u32             %tmp, %tmp, 4;",
-         "    cvt.u64.u32         %db, %tmp;",
-         f"    or.b64              %db, %db, {DESC_HI:#x};",
-         "    wgmma.fence.sync.aligned;                       // the last promotion's reads of this set come first"]
-    for ks in range(4):
-        if ks:
-            L += ["    add.s64             %da, %da, 2;                // +32 B of K",
-                  "    add.s64             %db, %db, 2;"]
-        L += [f"    wgmma.mma_async.sync.aligned.m64n{TILE_N}k32.f32.e4m3.e4m3 {{{parts}}}, %da, %db, "
-              f"{'%p_zero' if ks == 0 else '%p_one'}, 1, 1;"]
-    return L + ["    wgmma.commit_group.sync.aligned;",
-                f"    mad.lo.u32          %tmp, %stage, {S_BYTES}, %ssc;",
-                "    shl.b32             %tmp2, %trow, 2;",
-                "    add.u32             %tmp, %tmp, %tmp2;",
-                f"    ld.shared.f32       {sa0}, [%tmp];",
-                f"    ld.shared.f32       {sa1}, [%tmp+32];           // token row + 8"]
-
-
-def _ov_retire(x: int, depth: int) -> list[str]:
-    """Rung 10: wait until at most `depth` groups are in flight (1: the one just issued), release the stage of
-    group kt - 1 (%sprev), and promote group kt - 1 from set x with its token scales and weight scale kt - 1."""
-    sa0, sa1 = OV_SCALES[x]
-    L = [f"    wgmma.wait_group.sync.aligned {depth};",
-         "    mad.lo.u32          %bar, %sprev, 8, %sempty;",
-         "    @%p_lead mbarrier.arrive.shared::cta.b64 %tok, [%bar];",
-         "    mad.lo.u32          %bar, %sprev, 8, %rbar;",
-         "    @%p_lead mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%bar];",
-         "    sub.u32             %tmp, %kt, 1;               // the group being promoted",
-         "    shl.b32             %tmp, %tmp, 2;",
-         "    add.u32             %tmp, %tmp, %sws;",
-         "    ld.shared.f32       %ws, [%tmp];",
-         f"    mul.rn.f32          %s0, {sa0}, %ws;",
-         f"    mul.rn.f32          %s1, {sa1}, %ws;"]
-    return L + [f"    fma.rn.f32          %acc{i}, %{OV_SETS[x]}{i}, %s{(i >> 1) & 1}, %acc{i};" for i in range(ACC)]
-
-
-def _overlap_loop(n_stages: int) -> list[str]:
-    """Rung 10: groups alternate between the two partial-sum sets (the loop is unrolled by two); each one's
-    promotion follows the issue of the next group's wgmmas. An idle warpgroup takes $C_idle instead."""
-    L = ["    @%p_idle bra.uni    $C_idle;"]
-    L += _ov_issue(0)
-    L += ["    setp.eq.u32         %p_q, %kt, 0;",
-          "    @%p_q bra.uni       $C_first;                   // group 0: nothing to promote yet"]
-    L += _ov_retire(1, 1)
-    L += ["$C_first:", "    mov.u32             %sprev, %stage;"]
-    L += _advance(n_stages)
-    L += ["    @!%p_more bra.uni   $C_drain0;"]
-    L += _ov_issue(1)
-    L += _ov_retire(0, 1)
-    L += ["    mov.u32             %sprev, %stage;"]
-    L += _advance(n_stages)
-    L += ["    @%p_more bra.uni    $C_k0;"]
-    L += _ov_retire(1, 0)  # the last group was odd
-    L += ["    bra.uni             $C_kend;", "$C_drain0:"]
-    L += _ov_retire(0, 0)  # the last group was even
-    L += ["    bra.uni             $C_kend;",
-          "    // an idle warpgroup (my rows hold none of the run): wait for and release each stage",
-          "$C_idle:",
-          "    mad.lo.u32          %bar, %stage, 8, %sfull;",
-          "$C_iwait:",
-          "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %ph;",
-          "    @!%p_wait bra       $C_iwait;",
-          "    mad.lo.u32          %bar, %stage, 8, %sempty;",
-          "    @%p_lead mbarrier.arrive.shared::cta.b64 %tok, [%bar];",
-          "    mad.lo.u32          %bar, %stage, 8, %rbar;",
-          "    @%p_lead mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%bar];"]
-    L += _advance(n_stages)
-    return L + ["    @%p_more bra.uni    $C_idle;", "$C_kend:"]
-
-
-def _epilogue(to: bool) -> list[str]:
+def _epilogue(to: bool, wd: bool = False) -> list[str]:
     """The idle test, then the epilogue (rung 8 on: TMA store; before: bf16 stores of the run's rows); the next item."""
     L = ["    @%p_idle bra.uni    $C_next;"]
     if to:
-        L += _tma_store_epilogue()
-        L += ["$C_next:",
-              "    add.u32             %item, %item, %step;",
-              "    bra.uni             $C_item;",
-              "$C_end:",
-              "    @%p_el cp.async.bulk.wait_group 0;          // my stores are done before the CTA exits",
-              "    bra.uni             $L_end;"]
-        return L
+        return L + (tma_store_epilogue(2 * TILE_N, "%p_nar") if wd else tma_store_epilogue(TILE_N)) + store_tail()
     L += ["    // epilogue: c[abase + trow (+8)][col0 + 8j + 2t, +1] = bf16x2(acc), rows inside the run only",
           "    add.u32             %tmp2, %row0, %rows;",
           "    setp.lt.u32         %p_r0, %r0, %tmp2;",
@@ -686,20 +460,23 @@ _PRED_REGS = ("    .reg .pred  %p_lead, %p_q, %p_wait, %p_more, %p_zero, %p_one,
 
 
 def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = False, raster: bool = False,
-           overlap: bool = False) -> str:
+           overlap: bool = False, wide: bool = False) -> str:
     """The complete PTX module of rung 6 (tma_scales=False), rung 7 (True), rung 8 (and tma_store=True), rung 9
-    (and raster=True) or rung 10 (and overlap=True).
+    (and raster=True), rung 10 (and overlap=True) or rung 11 (raster=True and wide=True).
     wait_bound > 0: every mbarrier wait loop traps after that many failed try_waits (gemm_fp8_ws_template._bounded;
     not in the checked-in files)."""
     if not isinstance(wait_bound, int) or wait_bound < 0:
         raise ValueError(f"wait_bound={wait_bound!r}; expected an int >= 0 (0: unbounded waits)")
-    ts, to, rs, ov = tma_scales, tma_store, raster, overlap
-    n_stages = stages(ts, to, rs, ov)
-    if shared_bytes(ts, to) > SMEM_LIMIT:
-        raise ValueError(f"{n_stages} stages need {shared_bytes(ts, to)} B of shared memory; sm_90 allows "
-                         f"{SMEM_LIMIT}")
+    ts, to, rs, ov, wd = tma_scales, tma_store, raster, overlap, wide
+    n_stages = stages(ts, to, rs, ov, wd)
+    need = shared_bytes(ts, to, rs, ov, wd)
+    if need > SMEM_LIMIT:
+        raise ValueError(f"{n_stages} stages need {need} B of shared memory; sm_90 allows {SMEM_LIMIT}")
+    stage_bytes = _stage_bytes(wd)
     out = to * OUT_BYTES  # the output buffers sit between the ring and the token-scale rows
-    L = [_header(ts, to, rs, ov)]
+    facts = Facts(A_BYTES, W_BYTES, S_BYTES, TILE_N, KT_MAX, EMPTY_COUNT, CLUSTER_CTAS, n_stages, stage_bytes,
+                  entry(ts, to, rs, ov, wd), need)
+    L = [header(facts, ts, to, rs, ov, wd)]
     L += [_PRED_REGS,
           "    .reg .b16   %mask;",
           "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %nblk, %npairs, %nitems, %ktiles;",
@@ -711,12 +488,11 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    .reg .b64   %ptmw, %ptma, %pas, %pws, %pbe, %ptp, %pc, %d0, %d1, %d2, %tok, %da, %db;",
           "    .reg .b64   %pas0, %pas1, %pwsg, %nbytes;",
           *(["    .reg .pred  %p_in;", "    .reg .b32   %ssc, %sws, %bid;", "    .reg .b64   %ptms;"] if ts else []),
-          *(["    .reg .pred  %p_el;",
-             "    .reg .b32   %sout, %sr, %srb, %srow, %cx, %hh0, %hh1, %hh2, %hh3, %brow, %bend, %bsrc, %gcol, %grow;",
-             "    .reg .b64   %ptmc;"] if to else []),
-          *(["    .reg .b32   %sgb, %sgitems;"] if rs else []),
-          f"    .reg .f32   %acc<{ACC}>, %part<{ACC}>, %sa0, %sa1, %s0, %s1, %ws;",
-          *([f"    .reg .f32   %part_b<{ACC}>, %sb0, %sb1;", "    .reg .b32   %sprev;"] if ov else []),
+          *(STORE_REGS if to else ()),
+          *(RASTER_REGS if rs else ()),
+          f"    .reg .f32   %acc<{ACC * (1 + wd)}>, %part<{ACC}>, %sa0, %sa1, %s0, %s1, %ws;",
+          *(WIDE_REGS if wd else ()),
+          *(overlap_regs(ACC) if ov else ()),
           "",
           "    // ---- setup (all threads): parameters, barriers, this cluster's first item -------------------------",
           "    mov.u32             %thr, %tid.x;",
@@ -725,11 +501,11 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           f"    add.u32             %sbase, %sbase, {ALIGN - 1};",
           f"    and.b32             %sbase, %sbase, 0x{-ALIGN & 0xFFFFFFFF:08X};      "
           f"// aligned up to {ALIGN} (the slack)",
-          f"    add.u32             %sfull, %sbase, {n_stages * (STAGE_BYTES + ts * S_BYTES) + out};",
+          f"    add.u32             %sfull, %sbase, {n_stages * (stage_bytes + ts * S_BYTES) + out};",
           f"    add.u32             %sempty, %sfull, {8 * n_stages};",
-          *([f"    add.u32             %sout, %sbase, {n_stages * STAGE_BYTES};         // output buffers"]
+          *([f"    add.u32             %sout, %sbase, {n_stages * stage_bytes};         // output buffers"]
             if to else []),
-          *([f"    add.u32             %ssc, %sbase, {n_stages * STAGE_BYTES + out};         // token-scale rows",
+          *([f"    add.u32             %ssc, %sbase, {n_stages * stage_bytes + out};         // token-scale rows",
              f"    add.u32             %sws, %sempty, {8 * n_stages};          // weight-scale areas"] if ts else []),
           "    mov.b64             %ptmw, gf_tm_w;             // the tensor maps' generic addresses (nvcc's form)",
           "    cvta.param.u64      %ptmw, %ptmw;",
@@ -747,7 +523,9 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    ld.param.u32        %nblk, [gf_blocks];",
           "    ld.global.u32       %tp, [%ptp];",
           "    shr.u32             %ktiles, %kd, 7;            // stages per item = scale groups",
-          "    shr.u32             %nt, %n, 7;                 // N tiles",
+          *(["    add.u32             %nt, %n, 128;",
+             "    shr.u32             %nt, %nt, 8;                // N tiles of 256 (the last may be half past N)"]
+            if wd else ["    shr.u32             %nt, %n, 7;                 // N tiles"]),
           "    add.u32             %npairs, %nt, 1;",
           "    shr.u32             %npairs, %npairs, 1;        // N-tile pairs (the last one half if N tiles are odd)",
           f"    mov.u32             %tmp, {TILE_M};",
@@ -755,8 +533,7 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    mul.lo.u32          %nitems, %nblk, %npairs;    // (block, N-tile pair) items",
           "    ld.param.u32        %tmp2, [gf_item_end];",
           "    min.u32             %nitems, %nitems, %tmp2;    // this launch's items: [item_begin, item_end)",
-          *(["    ld.param.u32        %sgb, [gf_raster_blocks];   // blocks of a raster group",
-             "    mul.lo.u32          %sgitems, %sgb, %npairs;    // and its items"] if rs else []),
+          *(raster_setup() if rs else []),
           "    mov.u32             %rank, %cluster_ctarank;",
           "    xor.b32             %peer, %rank, 1;",
           "    mov.u32             %first, %clusterid.x;",
@@ -776,8 +553,8 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    barrier.cluster.wait.acquire;",
           "    setp.ne.u32         %p_q, %wg, 0;",
           "    @%p_q bra.uni       $C_start;"]
-    L += _producer(ts, to, rs)
-    L += _consumer(ts, to, rs, ov)
+    L += _producer(ts, to, rs, wd)
+    L += _consumer(ts, to, rs, ov, wd)
     L += ["$L_end:",
           "    barrier.cluster.arrive.release;             // no remote arrival or copy may reach an exited CTA",
           "    barrier.cluster.wait.acquire;",

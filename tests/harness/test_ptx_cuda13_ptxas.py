@@ -33,7 +33,7 @@ def _sources() -> dict[str, str]:
     from ptx_impl.static import ptx_sources
 
     out = dict(ptx_sources())
-    for rung in range(1, 11):  # the FP8 ladder's rung files
+    for rung in range(1, 12):  # the FP8 ladder's rung files
         module = importlib.import_module(f"ptx_impl.gemm_fp8_r{rung}")
         out.update({f"r{rung}:{k}": v for k, v in getattr(module, "ptx_modules", dict)().items()})
     out["stream_blocker"] = BLOCKER_PTX

@@ -20,7 +20,9 @@ them" for the few it repairs). The suite
 runs every one on ptxsim with every sanitizer on, at Kd = 1664 (13 slabs: every stage of the 4-stage ring refilled
 at least twice; rungs 6-10's 7- and 6-stage rings wrap in every item and run on across items, at N = 384 so
 that both CTAs of a cluster compute in one N-tile pair and one only multicasts tokens in the other; rung 10, the
-promotion-overlap rung, alternates two partial-sum sets over the 13 K groups and drains an even one), on fresh random
+promotion-overlap rung, alternates two partial-sum sets over the 13 K groups and drains an even one; rung 11, the
+128 x 256 tile, at N = 640: a pair of whole tiles, then a tile whose upper half lies past N beside a rank that only
+multicasts tokens, its 4-stage ring wrapping in every item), on fresh random
 data (the seed is printed), and the unmutated rungs under the same settings (they must come out clean). A mutant
 is caught by an error (`deadlock`, `hang`: a launch past its budget of {BUDGET:,} warp-instructions, at least
 {BUDGET_MARGIN} times what any unmutated launch runs (checked on every run), so that no machine load can change an
@@ -53,6 +55,10 @@ commit), which partial-sum set a promotion reads or writes while a wgmma is in f
 scales a promotion takes, when a stage is released (the one just issued, or before the wait that retires its
 wgmmas), the wgmma fences, the full-barrier retries, parity and wait order, and the releases to its own and the peer's
 empty barriers.
+Rung 11 runs rung 9's faults where its lines are rung 9's (the TMA-store ones in all four 64-column spans), its
+ring's byte and stage counts again, and its own: each half's `wgmma.fence` and wait, the upper half's accumulators
+and weight scale, the upper weight box, and the narrow tile's arrival and weight-scale copy. Left out as not a fault:
+storing the narrow tile's spans past N (the tensor map clips them; only time is lost).
 """
 
 

@@ -29,6 +29,9 @@ PRESET = Preset("mutations-k13", T=32, H=1664, E=4, K=2, G=1, TG=1, I=64, BM=16)
 # rungs 6 and 7's shape: N = 384, three 128-column N tiles, so the first N-tile pair has both ranks computing (a peer
 # reads each multicast stage) and the second has rank 1 past the last tile (tokens only); same routing layout
 PRESET_N384 = Preset("mutations-k13-n384", T=32, H=1664, E=4, K=2, G=1, TG=1, I=192, BM=16)
+# rung 11's (256-column tiles): N = 640, a pair of whole tiles, then a narrow tile (its upper half past N) beside a
+# rank 1 past the last tile (tokens only)
+PRESET_N640 = Preset("mutations-k13-n640", T=32, H=1664, E=4, K=2, G=1, TG=1, I=320, BM=16)
 VARIANT = "up"
 BLOCK_EXPERT = (0, 0, 1, 2, 3, 3, 3, -1)  # 8 routing blocks of 16 rows = 8 token tiles (P_max = 128)
 TOTAL_PADDED = 7 * 16  # block 7 lies past total_padded: never computed, never written
@@ -43,7 +46,7 @@ BUDGET = 1_000_000  # warp-instructions per launch (>= BUDGET_MARGIN x 124,028)
 # The wall-clock limit is only a safety net (a launch whose simulation stalls on something the budget does not count):
 # a mutant it stops is reported as `wall-clock`, never as caught, since its outcome would depend on the machine's load.
 BACKSTOP_S = 1800.0
-RUNGS = (2, 3, 4, 5, 6, 7, 8, 9, 10)
+RUNGS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 WALL_CLOCK = "wall-clock"
 
 
@@ -69,6 +72,7 @@ def target(rung: int) -> Target:
         gemm_fp8_r8,
         gemm_fp8_r9,
         gemm_fp8_r10,
+        gemm_fp8_r11,
     )
     from ptx_impl import gemm_fp8_tm_template as tm
     from ptx_impl import gemm_fp8_ws_template as ws
@@ -95,6 +99,9 @@ def target(rung: int) -> Target:
     if rung == 10:  # rung 9's; 13 K groups, so each item drains an even group
         return Target(10, gemm_fp8_r10.ptx_source(), tm.entry(**gemm_fp8_r10.FEATURES),
                       functools.partial(gemm_fp8_r10.run, sms=4), PRESET_N384)
+    if rung == 11:  # rung 9's walk over 512-column pairs: whole tiles, then a narrow tile and a tokens-only rank
+        return Target(11, gemm_fp8_r11.ptx_source(), tm.entry(**gemm_fp8_r11.FEATURES),
+                      functools.partial(gemm_fp8_r11.run, sms=4), PRESET_N640)
     raise ValueError(f"rung={rung!r}; the mutation suite covers rungs {RUNGS}")
 
 

@@ -1,4 +1,4 @@
-"""The mutation table: single faults of the Hopper rungs (2-10) of the PTX FP8 ladder, as data.
+"""The mutation table: single faults of the Hopper rungs (2-11) of the PTX FP8 ladder, as data.
 
 Each mutation is a precise edit of one rung's generated PTX (tests.mutations.edits: a regex, its replacement and the
 number of matches it must have) that breaks the PTX ISA's rules and that ptxas accepts (for a missing wgmma.fence or
@@ -289,20 +289,23 @@ def _rungs45(rung: int) -> list[Mutation]:
 
 
 def _tma_store(rung: int) -> list[Mutation]:
-    """Rung 8's TMA-store epilogue: the buffer's write / read ordering and the boxes it stores."""
+    """Rung 8's TMA-store epilogue: the buffer's write / read ordering and the boxes it stores (each edit in every
+    64-column span: 2 of a 128-column tile, 4 of rung 11's 256)."""
+    spans = 4 if rung >= 11 else 2
     bar = r"bar\.sync\s+%bid, 128;"
     read_wait = r"@%p_el cp\.async\.bulk\.wait_group\.read 0;"
     return [
-        _m(rung, "st-no-proxy-fence", "proxy-fence", delete(r"fence\.proxy\.async\.shared::cta;\s+// my stmatrix", 2),
-           FENCES, "the TMA store (async proxy) reads shared memory the stmatrix (generic proxy) wrote, unfenced"),
-        _m(rung, "st-no-read-wait", "bulk-store", delete(read_wait, 2), TIMING,
+        _m(rung, "st-no-proxy-fence", "proxy-fence",
+           delete(r"fence\.proxy\.async\.shared::cta;\s+// my stmatrix", spans), FENCES,
+           "the TMA store (async proxy) reads shared memory the stmatrix (generic proxy) wrote, unfenced"),
+        _m(rung, "st-no-read-wait", "bulk-store", delete(read_wait, spans), TIMING,
            "stmatrix overwrites the buffer while the last bulk store may still read it"),
-        _m(rung, "st-no-bar-before", "cta-barrier", Edit(rf"^([ \t]*{read_wait}[^\n]*\n)[ \t]*{bar}\n", r"\1", 2),
+        _m(rung, "st-no-bar-before", "cta-barrier", Edit(rf"^([ \t]*{read_wait}[^\n]*\n)[ \t]*{bar}\n", r"\1", spans),
            TIMING, "warps overwrite the buffer before the storing thread has seen the last store read it"),
         _m(rung, "st-no-bar-after", "cta-barrier",
-           Edit(rf"^([ \t]*fence\.proxy\.async\.shared::cta;[^\n]*\n)[ \t]*{bar}\n", r"\1", 2), TIMING,
+           Edit(rf"^([ \t]*fence\.proxy\.async\.shared::cta;[^\n]*\n)[ \t]*{bar}\n", r"\1", spans), TIMING,
            "the storing thread stores the buffer before its warpgroup's other warps have written it"),
-        _m(rung, "st-every-box", "bulk-store", replace(r"@%p_q (cp\.async\.bulk\.tensor\.2d\.global)", r"\1", 2),
+        _m(rung, "st-every-box", "bulk-store", replace(r"@%p_q (cp\.async\.bulk\.tensor\.2d\.global)", r"\1", spans),
            EXISTING, "boxes outside the run are stored: other experts' rows, rows past total_padded"),
         _m(rung, "st-no-swizzle", "bulk-store", replace(r"and\.b32(\s+)%cx, %lane, 7;", r"mov.u32\1%cx, 0;"), EXISTING,
            "stmatrix writes an unswizzled image that the 128B-swizzled tensor map reads back permuted"),
@@ -503,5 +506,86 @@ def _rung_overlap(rung: int) -> list[Mutation]:
     ]
 
 
+# rung 9's faults that rung 11 shares line for line (its ring has other byte and stage counts, and its own K loop:
+# those are written again below); the TMA-store epilogue's are here, its lower spans being rung 9's
+WIDE_SHARED = tuple(n for n in OVERLAP_SHARED if n not in ("expect-tx-plus16", "expect-tx-minus16",
+                                                            "empty-count-minus1", "full-count-2")) + (
+    "no-full-retry", "parity-consumer", "wgmma-before-full-wait", "release-before-wait", "scale-read-after-release",
+    "no-release")
+
+
+def _rung_wide(rung: int) -> list[Mutation]:
+    """Rung 11 (rung 9 with 128 x 256 tiles: two 128-row weight boxes a stage, two m64n128 halves through one
+    partial-sum set, a narrow last tile whose upper half lies past N): rung 9's shared faults, its ring's counts
+    (49,664-byte stages, 4 of them), and the wide loop's own: each half's fence and wait, which accumulators and
+    weight scale the upper half's promotion uses, the upper weight box and the narrow tile's arrival and scale copy.
+    The suite's shape for it has N = 640 (PRESET_N640): a pair of whole tiles, then a narrow tile and a rank past
+    the last tile."""
+    from ptx_impl import gemm_fp8_tm_template as tm
+    from ptx_impl import gemm_fp8_tm_wide as wide
+
+    features = {"tma_scales": True, "tma_store": True, "raster": True, "wide": True}
+    stages, empty = tm.stages(**features), tm.EMPTY_COUNT
+    stage = tm.STAGE_BYTES + wide.HALF_W_BYTES + tm.S_BYTES
+    narrow = tm.A_BYTES + wide.HALF_W_BYTES + tm.S_BYTES
+    peer_arrive = r"@%p_lead mbarrier\.arrive\.release\.cluster"
+    upper = r"@%p_nar bra\.uni\s+\$C_release;[^\n]*\n"  # the narrow tile's skip of the upper half
+    line = r"^[ \t]*{}[^\n]*\n".format
+    fence, commit, sa1 = line(r"wgmma\.fence"), line(r"wgmma\.commit_group"), line(r"ld\.shared\.f32\s+%sa1")
+    shared = [m for m in _rungs67(rung) if m.name.split("-", 1)[1] in WIDE_SHARED]
+    return shared + [
+        _m(rung, "expect-tx-plus16", "expect-tx", replace(rf"(\[%bar\]), {stage};", rf"\1, {stage + 16};"), EXISTING,
+           "the full barrier waits for 16 bytes that never come"),
+        _m(rung, "expect-tx-minus16", "expect-tx", replace(rf"(\[%bar\]), {stage};", rf"\1, {stage - 16};"),
+           EXISTING, "the phase completes 16 bytes early (tx-count underflow)"),
+        _m(rung, "expect-tx-narrow-plus16", "expect-tx", replace(rf"(\[%bar\]), {narrow};", rf"\1, {narrow + 16};"),
+           EXISTING, "the narrow tile's full barrier waits for 16 bytes that never come"),
+        _m(rung, "narrow-no-arrive", "barrier-count", delete(r"@%p_h0 mbarrier\.arrive\.expect_tx"), EXISTING,
+           "the narrow tile's producer never arrives on its full barrier: its consumers wait forever"),
+        _m(rung, "empty-count-minus1", "barrier-count",
+           replace(rf"(\[%sempty\+\d+\]), {empty};", rf"\1, {empty - 1};", stages), TIMING,
+           "the empty phase completes one arrival early: the refill races a consumer's wgmma"),
+        _m(rung, "full-count-2", "barrier-count", replace(r"(\[%sfull\+\d+\]), 1;", r"\1, 2;", stages), EXISTING,
+           "the full phase never completes"),
+        _m(rung, "release-own-only", "peer-release",
+           [delete(peer_arrive), replace(rf"(\[%sempty\+\d+\]), {empty};", rf"\1, {empty // 2};", stages)], TIMING,
+           "the peer's producer multicasts into this CTA's stage while its consumers still read it"),
+        _m(rung, "upper-box-missing", "expect-tx", delete(r"@!%p_nar cp\.async\.bulk\.tensor"), EXISTING,
+           "the upper weight box is never loaded: the full barrier waits for its 16 KB"),
+        _m(rung, "upper-box-lower-rows", "expect-tx",
+           replace(r"add\.u32(\s+)%tmp, %wrow, 128;", r"mov.u32\1%tmp, %wrow;"), EXISTING,
+           "the upper box loads the lower 128 weight rows again: the upper columns are wrong"),
+        _m(rung, "no-wgmma-fence", "wgmma-fence", delete(r"wgmma\.fence\.sync\.aligned;", 2), FENCES,
+           "wgmma.fence must order the promotion's reads of %part before the wgmmas that overwrite it"),
+        _m(rung, "upper-no-fence", "wgmma-fence", Edit(rf"({upper}(?:[^\n]*\n)*?){fence}", r"\1"),
+           FENCES, "the upper half's wgmmas overwrite %part right after the lower half's promotion read it"),
+        _m(rung, "lower-no-wait", "wait-group",
+           Edit(rf"({sa1}){line(WAIT0)}", r"\1"), EXISTING,
+           "the lower half is promoted while its wgmmas still write %part"),
+        _m(rung, "upper-no-wait", "wait-group",
+           Edit(rf"({upper}(?:[^\n]*\n)*?{commit}){line(WAIT0)}", r"\1"), EXISTING,
+           "the upper half is promoted while its wgmmas still write %part"),
+        _m(rung, "upper-wait-1", "wait-group",
+           Edit(rf"({upper}(?:[^\n]*\n)*?{commit}[ \t]*wgmma\.wait_group\.sync\.aligned) 0;",
+                r"\1 1;"), EXISTING, "wait_group 1 leaves the upper half's group in flight while it is promoted"),
+        _m(rung, "acc-read-before-wait", "acc-read", move_after(WAIT0, r"fma\.rn\.f32\s+%acc63,"), EXISTING,
+           "the lower half's promotion reads %part while the wgmma still writes it"),
+        _m(rung, "acc-write-in-flight", "acc-read",
+           insert_after(r"wgmma\.commit_group", "    mov.f32             %part0, 0f00000000;\n", 2), EXISTING,
+           "writing an accumulator register of an in-flight wgmma is undefined"),
+        _m(rung, "scale-d-accumulates", "scale-d",
+           replace(r"(wgmma\.mma_async[^\n]*), %p_zero, 1, 1;", r"\1, %p_one, 1, 1;", 2), EXISTING,
+           "each half's first wgmma adds the partial sums of the half before"),
+        _m(rung, "upper-into-lower-acc", "promotion-scale",
+           replace(r"fma\.rn\.f32(\s+)%acc64, %part0, %s0, %acc64;", r"fma.rn.f32\1%acc0, %part0, %s0, %acc0;"),
+           EXISTING, "the upper half's first column is promoted into the lower half's sum"),
+        _m(rung, "upper-weight-scale-of-lower", "promotion-scale", delete(r"shl\.b32\s+%tmp2, %ktiles, 2;"), EXISTING,
+           "the upper half is promoted with the lower 128-column block's weight scale"),
+        _m(rung, "narrow-copies-two-blocks", "promotion-scale", delete(r"@%p_nar mov\.u32\s+%kws, %ktiles;"),
+           EXISTING, "the narrow tile copies a second weight-scale block that is not its own (past the expert's "
+                     "blocks, past the array for the last expert)"),
+    ]
+
+
 MUTATIONS: tuple[Mutation, ...] = tuple(_rung2() + _rung3() + _rungs45(4) + _rungs45(5) + _rungs67(6) + _rungs67(7)
-                                  + _rungs67(8) + _rungs67(9) + _rung_overlap(10))
+                                  + _rungs67(8) + _rungs67(9) + _rung_overlap(10) + _rung_wide(11))

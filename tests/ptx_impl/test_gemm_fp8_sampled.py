@@ -80,14 +80,14 @@ def test_a_few_whole_persistent_ctas_read_each_items_weights_from_dram():
     assert ratio > 1.5, ratio
 
 
-@pytest.mark.parametrize("rung", [6, 10])
+@pytest.mark.parametrize("rung", [6, 10, 11])
 def test_rung6_windows_stand_for_the_live_blocks_not_their_items(rung):
     """Rung 6 (groups of 128 / BM = 4 blocks, a tile inside one) at small, seed 8: the last live block (81) is not on
     a group, and a window of its group held 1 live block of 4 weighted as 4 (the sample stood for 0.65x the live
     blocks; at dsv3-decode 0.13x, 5x the DRAM peak). The live windows now hold only live blocks, the extrapolated
     written rows are the live rows, and the DRAM bytes are near the minimum. Rung 10 (the top rung: TMA stores, items
     in raster groups, the promotion overlapped) through the same windows: its raster groups are what the windows are
-    made of."""
+    made of. Rung 11 (above the ladder's top: 128 x 256 tiles, items of 512-column pairs) through its own windows."""
     import importlib
 
     result, record, c, inputs, ratio = _run(rung, "up", seed=8, sample=_forced())

@@ -1,15 +1,24 @@
-"""Rungs 4 to 10 size their persistent grids by the device (fake driver): rung 4 one CTA per SM of the device's
-count, rungs 5 to 10 cuOccupancyMaxActiveClusters x 2 (clusters must fit in a GPC), not 132 hard-coded (issue 25)."""
+"""Rungs 4 to 11 size their persistent grids by the device (fake driver): rung 4 one CTA per SM of the device's
+count, rungs 5 to 11 cuOccupancyMaxActiveClusters x 2 (clusters must fit in a GPC), not 132 hard-coded (issue 25)."""
 import pytest
 
 from harness.verify import run_kernel
-from ptx_impl import gemm_fp8_r4, gemm_fp8_r5, gemm_fp8_r6, gemm_fp8_r7, gemm_fp8_r8, gemm_fp8_r9, gemm_fp8_r10
+from ptx_impl import (
+    gemm_fp8_r4,
+    gemm_fp8_r5,
+    gemm_fp8_r6,
+    gemm_fp8_r7,
+    gemm_fp8_r8,
+    gemm_fp8_r9,
+    gemm_fp8_r10,
+    gemm_fp8_r11,
+)
 
 
 @pytest.mark.parametrize("rung,run", [(4, gemm_fp8_r4.run), (5, gemm_fp8_r5.run),
                                       (6, gemm_fp8_r6.run), (7, gemm_fp8_r7.run),
                                       (8, gemm_fp8_r8.run), (9, gemm_fp8_r9.run),
-                                      (10, gemm_fp8_r10.run)])
+                                      (10, gemm_fp8_r10.run), (11, gemm_fp8_r11.run)])
 def test_persistent_grid_comes_from_the_device(fake_gpu, rung, run):
     from harness.backends.gpu import GpuBackend
 

@@ -215,11 +215,15 @@ def _run_grouped(kernel: str, name: str, how: str, backend, args: dict, P_max: i
     tag = f"{kernel}[{N}x{Kd}] cutlass grouped {config.label} ({how}), {len(plan.groups)} groups in one launch"
     if config.cluster_ctas != 1:
         return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes, tag=tag)]
-    tiles = tuple(-(-g.rows // config.tile_m) * -(-N // config.tile_n) for g in plan.groups)
+    tile_rows = tuple(-(-g.rows // config.tile_m) for g in plan.groups)
+    tiles = tuple(m * -(-N // config.tile_n) for m in tile_rows)
 
-    def subset(indices: tuple[int, ...]) -> tuple:
+    def subset(indices: tuple) -> tuple:
         """The same kernel with only groups `indices` doing work (GroupSubsets): every group is still there, those
-        left out with no rows, after an empty group, on a grid of at most their tiles (one CTA for none).
+        left out with no rows, after an empty group, on a grid of at most their tiles (one CTA for none). An entry
+        (i, first, end) instead of i keeps only tile rows [first, end) of group i (GroupSubsets.tile_rows): a group
+        of those rows of its run (its A, D and scale pointers moved to the window's first row), the windows the sim
+        backend samples a long group by (harness.family_sampling.group_windows).
         NOTE: every group is kept, as an empty one, because each CTA's scheduler walks the groups' problem shapes
         from the device (its loads are a tenth of the launch's L1 sectors at small: a subset of groups alone had
         0.25x the whole launch's); the empty group first because a CTA uses the host's tensor maps for group 0 and
@@ -228,15 +232,32 @@ def _run_grouped(kernel: str, name: str, how: str, backend, args: dict, P_max: i
         real group would skip that rewrite (12 % fewer instructions at tiny). Its scheduler strides by gridDim, so
         a smaller grid runs the same tiles. The FP8 kernel's empty group has scale pointers too (its run's first
         row's), never read (no tiles)."""
-        keep = set(indices)
+        keep: dict[int, tuple[int, int] | None] = {}
+        for entry in indices:
+            i, window = (int(entry), None) if isinstance(entry, (int, np.integer)) else \
+                (int(entry[0]), (int(entry[1]), int(entry[2])))
+            if window is not None and not 0 <= window[0] < window[1] <= tile_rows[i]:
+                raise InputError(f"cutlass {kernel}: subset window {entry} of group {i}; expected tile rows within "
+                                 f"[0, {tile_rows[i]})")
+            keep[i] = window
         groups = (Group(plan.groups[0].expert, plan.groups[0].row0, 0),
-                  *(g if i in keep else Group(g.expert, g.row0, 0) for i, g in enumerate(plan.groups)))
+                  *(_window(g, keep[i], config.tile_m) if i in keep else Group(g.expert, g.row0, 0)
+                    for i, g in enumerate(plan.groups)))
         sub = _grouped_arrays(kernel, name, backend, args, plan, groups, N, Kd).params.host
-        return (max(1, min(sub.grid[0], sum(tiles[i] for i in indices))), 1, 1), [sub.struct]
+        work = sum(tiles[i] if w is None else (w[1] - w[0]) * (tiles[i] // tile_rows[i]) for i, w in keep.items())
+        return (max(1, min(sub.grid[0], work)), 1, 1), [sub.struct]
 
-    mark = GroupSubsets(tuple((g.rows, N, Kd) for g in plan.groups), tiles, subset)
+    mark = GroupSubsets(tuple((g.rows, N, Kd) for g in plan.groups), tiles, subset, tile_rows)
     return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct, mark], shared_bytes=hp.shared_bytes,
                                tag=tag)]
+
+
+def _window(group: Group, window: tuple[int, int] | None, tile_m: int) -> Group:
+    """`group` (window None), or its rows of tile rows [first, end): a group of those rows from its first."""
+    if window is None:
+        return group
+    first = window[0] * tile_m
+    return Group(group.expert, group.row0 + first, min(group.rows, window[1] * tile_m) - first)
 
 
 @dataclass(frozen=True)

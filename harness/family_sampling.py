@@ -135,8 +135,11 @@ def sampled_work(strata: tuple[ShapeStratum, ...], work, grouped: bool, tile_row
             return 2 * (int(work[s.simulated]) // int(tile_rows[s.simulated]))
         return int(work[s.simulated])
 
+    def pair(s: ShapeStratum) -> int:  # the setup fit's phase: two tile rows of a long group, else two groups
+        return ran(s) if tile_rows and long_group(tile_rows[s.simulated]) else 2 * ran(s)
+
     total = sum(ran(s) for s in strata)
-    return total + 2 * max(ran(s) for s in strata) if grouped else total
+    return total + max(pair(s) for s in strata) if grouped else total
 
 
 def refuse_too_much(strata: tuple[ShapeStratum, ...], work, grouped: bool, tag: str, tile_rows=()) -> None:

@@ -582,7 +582,7 @@ class SimBackend(Backend):
             grids.append((min(ctas, sub[0]) if groups else ctas, 1, 1))
         # NOTE: phases weighted, the setup phase's weight may be negative; the launch's setups are then exact where
         # a CTA's work is its setup plus its tiles' (docs/cutlass.md measures it)
-        ran = {}  # tiles that ran, per group (a long group: its windows' tile rows)
+        ran: dict[int, int] = {}  # tiles that ran, per group (a long group: its windows' tile rows)
         for groups, _, _, _ in runs:
             for member in groups:
                 if isinstance(member, tuple):

@@ -568,18 +568,23 @@ class SimBackend(Backend):
             groups, _, weight, p1_wave = runs[at]
             runs[at] = (groups, ctas, weight - 2 * excess / ctas, p1_wave)
             runs.append((pair, ctas, excess / ctas, wave))
-        elif excess < 0:
-            runs.append(((), phase_grid(g, 1, kernel)[0], -excess, PHASE_GAP * len(strata)))
+        elif excess < 0:  # one CTA (a cluster's column of CTAs, g[1]) that sets up and exits
+            idle = phase_grid(g, 1, kernel)[0] if g[1] == 1 else 1
+            runs.append(((), idle * g[1], -excess / g[1], PHASE_GAP * len(strata)))
         runs.sort(key=lambda r: r[3])  # ptxsim runs phases in wave order
         phases, grids = [], []
         for groups, ctas, _, _ in runs:
             sub_grid, sub_params = mark.subset(groups)
             sub = dim3(sub_grid, "grid")
-            if sub[1] * sub[2] != 1 or sub[0] > launch_ctas or any(isinstance(p, LAUNCH_MARKS) for p in sub_params):
+            # NOTE: a cluster candidate's grid is (clusters, CTAs of a cluster, 1) (cutlass_impl.grouped_gemm): a
+            # phase keeps the launch's y and takes whole columns
+            if sub[1] != g[1] or sub[2] != 1 or sub[0] > g[0] \
+                    or any(isinstance(p, LAUNCH_MARKS) for p in sub_params):
                 raise InputError(f"{tag}: GroupSubsets.subset({groups}) gave grid {sub} and {len(sub_params)} "
-                                 f"parameters; expected a 1-D grid within the launch's {g} and no launch marks")
+                                 f"parameters; expected a grid (x, {g[1]}, 1) within the launch's {g} and no launch "
+                                 f"marks")
             phases.append(tuple(ptx_params(flatten_work_items(sub_params))))
-            grids.append((min(ctas, sub[0]) if groups else ctas, 1, 1))
+            grids.append((min(-(-ctas // g[1]), sub[0]) if groups else ctas // g[1], g[1], 1))
         # NOTE: phases weighted, the setup phase's weight may be negative; the launch's setups are then exact where
         # a CTA's work is its setup plus its tiles' (docs/cutlass.md measures it)
         ran: dict[int, int] = {}  # tiles that ran, per group (a long group: its windows' tile rows)
@@ -593,7 +598,7 @@ class SimBackend(Backend):
         fraction = sum(ran.values()) / sum(int(t) for t in mark.tiles)
         plan = LaunchPlan(phases=tuple(phases), phase_waves=tuple(r[3] for r in runs),
                           phase_grids=tuple(grids), phase_weights=tuple(r[2] for r in runs), represents=fraction,
-                          items=sum(q[0] for q in grids))
+                          items=sum(q[0] * q[1] for q in grids))
         record = self._launch(ptx, entry, g, b, None, shared_bytes, "ptx", tag, phased=plan)
         record = replace(record, stats=replace(record.stats, waves={**record.stats.waves,
                                                                     "groups": len(mark.shapes),

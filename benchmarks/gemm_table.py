@@ -38,10 +38,17 @@ wave: it finds them in L2), the heads weighted for every run's head and the bodi
 as two whole runs (half the launch).
 Checked against whole runs (contiguous-2x1024x4096x1024, min_ctas 0 vs --sample off, this session): rung 7 and
 triton modelled 0.9998x and 0.9972x the whole run's time, DRAM bytes equal to 6 digits. The row's check covers the
-blocks that ran. Rung 7's scale transpose (a plain grid) runs whole. The cutlass column: at the contiguous shapes the
-compare skips its rows (TooSlowToSimulate: plain grids per group, over cutlass_impl's 20,000 tile k-steps, which the
-simulator runs whole); at the masked shapes (7,168-14,336 tile k-steps) they run whole. `--sample off` runs every
-row whole (hours); a GPU run measures them. Goals without cutlass rows are NOT EVALUATED, said so.
+blocks that ran. Rung 7's scale transpose (a plain grid) runs whole. The cutlass column (CUTLASS's grouped kernel,
+one persistent launch, in the configuration benchmarks/cutlass_sweep.py chose for the shape): its groups of at least
+LONG_RUN_GROUPS tile rows (contiguous; masked 1 x 1024 and 2 x 512) are sampled the same way, each simulated group's
+first tile row (cold) and the next (warm), plus two tile rows for the per-CTA setup fit
+(harness.family_sampling.group_windows; docs/cutlass.md measures it against whole launches); masked 4 x 256 runs one
+group per shape. `--sample off` runs every row whole (hours); a GPU run measures them. Goals without cutlass rows are
+NOT EVALUATED, said so.
+
+`--direct cutlass,ptx.r10` runs just those rows in this process (no compare: the ladder's other rungs and the
+verdicts are left out; each row simulated once and priced by both timing models), for a session without the time for
+the whole table.
 
 Cost on the simulator (two cores, shared): a row costs about the items or CTAs it simulates times K / 128
 tensor-core steps, about 0.4 s per 128 x 128 item at K = 7168 for the top rung (unloaded); the sampled rows simulate
@@ -402,8 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", default="deepgemm-table",
                         help="comma-separated shape presets (GxMxNxK, masked-GxMxNxK) or deepgemm-table")
     parser.add_argument("--impls", default="cpp,triton,cutlass,ptx",
-                        help="implementations (ptx runs every registered rung; cutlass rows at the table's shapes "
-                             "are skipped on the simulator, TooSlowToSimulate: --sample off runs them whole, hours)")
+                        help="implementations (ptx runs every registered rung)")
     parser.add_argument("--timing-model", choices=("v1", "v2"), default="v1", help="the compare's timing model")
     parser.add_argument("--prefill", action="store_true",
                         help=f"also run the ptx ladder at {PREFILL} (a separate sampled compare) for the rung goal")

@@ -38,10 +38,17 @@ wave: it finds them in L2), the heads weighted for every run's head and the bodi
 as two whole runs (half the launch).
 Checked against whole runs (contiguous-2x1024x4096x1024, min_ctas 0 vs --sample off, this session): rung 7 and
 triton modelled 0.9998x and 0.9972x the whole run's time, DRAM bytes equal to 6 digits. The row's check covers the
-blocks that ran. Rung 7's scale transpose (a plain grid) runs whole. The cutlass column: at the contiguous shapes the
-compare skips its rows (TooSlowToSimulate: plain grids per group, over cutlass_impl's 20,000 tile k-steps, which the
-simulator runs whole); at the masked shapes (7,168-14,336 tile k-steps) they run whole. `--sample off` runs every
-row whole (hours); a GPU run measures them. Goals without cutlass rows are NOT EVALUATED, said so.
+blocks that ran. Rung 7's scale transpose (a plain grid) runs whole. The cutlass column (CUTLASS's grouped kernel,
+one persistent launch, in the configuration benchmarks/cutlass_sweep.py chose for the shape): its groups of at least
+LONG_RUN_GROUPS tile rows (contiguous; masked 1 x 1024 and 2 x 512) are sampled the same way, each simulated group's
+first tile row (cold) and the next (warm), plus two tile rows for the per-CTA setup fit
+(harness.family_sampling.group_windows; docs/cutlass.md measures it against whole launches); masked 4 x 256 runs one
+group per shape. `--sample off` runs every row whole (hours); a GPU run measures them. Goals without cutlass rows are
+NOT EVALUATED, said so.
+
+`--direct cutlass,ptx.r10` runs just those rows in this process (no compare: the ladder's other rungs and the
+verdicts are left out; each row simulated once and priced by both timing models), for a session without the time for
+the whole table.
 
 Cost on the simulator (two cores, shared): a row costs about the items or CTAs it simulates times K / 128
 tensor-core steps, about 0.4 s per 128 x 128 item at K = 7168 for the top rung (unloaded); the sampled rows simulate
@@ -331,6 +338,69 @@ def render_goals(lines: list[dict]) -> str:
                                    for g in lines])
 
 
+# ---------------------------------------------------------------------------------------------------------- direct
+def direct_rows(shapes: list[str], slots: list[str], sample: str, seed: int, models: tuple[str, ...],
+                out: Path | None = None) -> dict[str, list[dict]]:
+    """{model: rows in table_rows' form} of `slots` ("cutlass", "ptx.r10": one rung, not the whole ladder) at
+    `shapes`, each simulated ONCE in this process on the sim backend under `sample` (SimBackend(sample=...), as a
+    compare row) and priced by every timing model in `models` on the H800 SXM model (the same records: only the
+    pricing differs). No verdicts (no pair intervals), no compare run.json: a cheaper way to the figures the goals
+    need when the whole ladder is too slow for the session (docs/gemm-table.md says which rows came this way).
+    Rows are appended to `out`/direct.jsonl as they finish."""
+    import json
+    import time
+
+    from contract.kernels import get_kernel
+    from contract.presets import expand_presets, get_preset
+    from harness.backends.sim import SimBackend
+    from harness.cell import find_run
+    from harness.implementations import split_slot
+    from harness.sampling import parse_sample
+    from harness.timing.sim import model_row
+    from harness.verify import run_kernel, was_sampled
+
+    spec = get_kernel(KERNEL)
+    found: dict[str, list[dict]] = {m: [] for m in models}
+    for shape in expand_presets(shapes):
+        preset = get_preset(shape)
+        for slot in slots:
+            run, why = find_run(slot, KERNEL)
+            impl, rung = split_slot(slot)
+            if run is None:
+                raise SystemExit(f"gemm_table --direct: {slot}: {why}")
+            backend = SimBackend(sample=parse_sample(sample).for_preset(preset))
+            t0 = time.perf_counter()
+            inputs, outputs, records = run_kernel(run, backend, KERNEL, preset, "balanced", seed, variant="up")
+            check = spec.check(outputs, inputs, preset, sampled=was_sampled(records))
+            wall = time.perf_counter() - t0
+            flops, min_bytes = int(spec.flops(inputs, preset)), int(spec.min_bytes(inputs, preset))
+            fraction = min((float(getattr(r.stats, "sample_fraction", 1.0)) for r in records), default=1.0)
+            names = [r.name for r in records]
+            for model in models:
+                timing = model_row(records, backend.launched_sources(), "H800 SXM", model=model)
+                t_us = timing["modelled_us"]
+                lo, hi = timing.get("interval_us") or (None, None)
+                row = {"shape": shape, "variant": "up", "impl": slot + (" (top)" if rung is not None else ""),
+                       "base": impl, "rung": rung, "top": rung is not None, "status": "ok" if t_us else "error",
+                       "check": bool(check.ok), "reason": timing.get("error"),
+                       "tflops": flops / t_us / 1e6 if t_us else None,
+                       "tflops_ci": (flops / hi / 1e6 if hi else None, flops / lo / 1e6 if lo else None),
+                       "gbps": min_bytes / t_us / 1e3 if t_us else None, "time_us": t_us,
+                       "time_ci_us": (lo, hi), "device": "H800 SXM", "model": model,
+                       "sampled": fraction < 1.0, "fraction": fraction, "wall_s": wall,
+                       "config": "; ".join(sorted({n.split(" cutlass ", 1)[1] for n in names if " cutlass " in n}))
+                       or None, "check_message": check.message}
+                found[model].append(row)
+                if out is not None:
+                    with open(out / "direct.jsonl", "a") as f:
+                        f.write(json.dumps({**row, "seed": seed, "sample": sample, "date": time.strftime(
+                            "%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n")
+            print(f"{shape} {slot}: check {'ok' if check.ok else 'FAILED'}, "
+                  + ", ".join(f"{m} {r['tflops']:.0f} TFLOPS" for m in models for r in found[m][-1:] if r["tflops"])
+                  + f", sampled {100 * fraction:.2g}%, {wall:.0f} s", file=sys.stderr, flush=True)
+    return found
+
+
 # ------------------------------------------------------------------------------------------------------------ main
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -339,8 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", default="deepgemm-table",
                         help="comma-separated shape presets (GxMxNxK, masked-GxMxNxK) or deepgemm-table")
     parser.add_argument("--impls", default="cpp,triton,cutlass,ptx",
-                        help="implementations (ptx runs every registered rung; cutlass rows at the table's shapes "
-                             "are skipped on the simulator, TooSlowToSimulate: --sample off runs them whole, hours)")
+                        help="implementations (ptx runs every registered rung)")
     parser.add_argument("--timing-model", choices=("v1", "v2"), default="v1", help="the compare's timing model")
     parser.add_argument("--prefill", action="store_true",
                         help=f"also run the ptx ladder at {PREFILL} (a separate sampled compare) for the rung goal")
@@ -348,7 +417,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="the compare's --sample (default auto@0: auto at every size; auto, off, N[@C])")
     parser.add_argument("--out", help="profiles folder for the compare's run (default: a temporary folder)")
     parser.add_argument("--seed", type=int, default=28)
+    parser.add_argument("--direct", metavar="SLOTS",
+                        help="instead of a compare: simulate just these rows (e.g. cutlass,ptx.r10) in this process "
+                             "and price them under v1 and v2 (direct_rows; no verdict intervals)")
     args = parser.parse_args(argv)
+    if args.direct:
+        out = Path(args.out) if args.out else None
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+        by_model = direct_rows([s for s in args.shapes.split(",") if s], [s for s in args.direct.split(",") if s],
+                               args.sample, args.seed, ("v1", "v2"), out)
+        for model, rows in by_model.items():
+            print(f"direct rows, timing model {model}, sample {args.sample}, seed {args.seed}")
+            print(render(rows))
+            print(render_goals(goals(rows, [])))
+        return 0
     if args.run_json:
         paths = [Path(p) for p in args.run_json]
     else:

@@ -206,14 +206,20 @@ class GroupSubsets:
     shapes: tuple[tuple[int, ...], ...]
     tiles: tuple[int, ...]
     subset: Any = field(compare=False, repr=False)  # (indices: tuple[int, ...]) -> (grid, params)
+    # each group's rows of tiles (tiles[i] a multiple of it), given when subset() also takes an entry (i, first, end):
+    # tile rows [first, end) of group i alone (a long group's windows); () when it does not
+    tile_rows: tuple[int, ...] = ()
 
     def __post_init__(self):
         from contract.errors import InputError
 
         if len(self.shapes) != len(self.tiles) or not self.shapes or any(int(t) < 1 for t in self.tiles) \
-                or not callable(self.subset):
+                or not callable(self.subset) or (self.tile_rows and (
+                    len(self.tile_rows) != len(self.tiles)
+                    or any(int(r) < 1 or int(t) % int(r) for r, t in zip(self.tile_rows, self.tiles, strict=False)))):
             raise InputError(f"GroupSubsets: {len(self.shapes)} shapes, {len(self.tiles)} tile counts, subset "
-                             f"{self.subset!r:.60}; expected one positive tile count per shape and a callable")
+                             f"{self.subset!r:.60}, tile rows {self.tile_rows!r:.60}; expected one positive tile "
+                         f"count per shape, a callable, and no tile rows or one per shape dividing its tiles")
 
 
 LAUNCH_MARKS = (FamilyShare, GroupSubsets)  # launch parameters that are marks for the backend, not kernel parameters

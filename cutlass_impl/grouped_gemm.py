@@ -25,13 +25,13 @@ at the run's first row, and w_scale[e] [N/128, Kd/128] is SFB: no transpose, not
 kernel: SFA M-major (example 67; loaded by TMA), a_scale transposed on the host with the plan. The shims' scale
 index steps are checked against what is handed over.
 
-Sampling on the simulator (docs/cutlass.md, "Sampled at DeepSeek-V3's sizes"): a grouped launch (bf16 and FP8, cluster
-1x1) carries a contract.device.GroupSubsets (its groups' shapes and tiles, and how to launch any subset of them), and
+Sampling on the simulator (docs/cutlass.md, "Sampled at DeepSeek-V3's sizes"): a grouped launch (bf16 and FP8, every
+cluster shape) carries a contract.device.GroupSubsets (its groups' shapes and tiles, and how to launch any subset of
+them or of a group's tile rows), and
 each per-expert launch (a per-expert `config` given, as the sweep prices them, or a committed per-expert choice) a
 contract.device.FamilyShare (member i of the call's launches, each run's problem shape), so the sim backend can run
 one group or launch per shape at DeepSeek-V3's sizes; the GPU backend drops both and runs everything. A grouped
-candidate with a 1x2 cluster carries no mark (its grid is 2-D, one cluster a column pair, which the phases do not
-handle): where the sim backend samples and it is hours whole, it is refused (_refuse_hours_on_sim).
+candidate with a 1x2 cluster runs its subsets on a 2-D grid of whole clusters (one a column pair of CTAs).
 
 The configuration: one of CUTLASS's own candidates (cutlass_impl.build.CONFIGS: tile, schedule, cluster; grouped
 or per-expert), chosen per shape by the timing model (benchmarks/cutlass_sweep.py) and fixed in kernels/choices.json;
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contract.device import FamilyShare, GroupSubsets
-from contract.errors import InputError, TooSlowToSimulate
+from contract.errors import InputError
 from cutlass_impl import build
 from cutlass_impl.params import GroupedParams, grouped_host_params, host_params
 
@@ -57,7 +57,6 @@ FAMILY = {"grouped_gemm": "bf16", "grouped_gemm_fp8": "fp8"}  # the per-expert (
 GROUPED_FAMILY = {"grouped_gemm": "bf16_grouped", "grouped_gemm_fp8": "fp8_grouped"}
 # kernel -> CUTLASS's default grouped (pointer-array) kernel: one launch, for a shape with no committed choice
 GROUPED = {k: build.candidates(f)[0] for k, f in GROUPED_FAMILY.items()}
-SIM_WHOLE_TILE_STEPS = 20_000  # _refuse_hours_on_sim's bound (a launch carrying no sampling mark)
 CHOICES = build.KERNEL_DIR / "choices.json"
 
 
@@ -205,21 +204,21 @@ def _run_grouped(kernel: str, name: str, how: str, backend, args: dict, P_max: i
     plan)."""
     plan = _plan(kernel, backend, args, P_max, Kd, E, BM, transpose_scales=False)
     config = build.CONFIGS[name]
-    if config.cluster_ctas != 1:  # no GroupSubsets mark (module docstring): refused where it would be hours
-        _refuse_hours_on_sim(kernel, backend, plan.groups, N, Kd, name)
     if not plan.groups:
         return []
     arrays = _grouped_arrays(kernel, name, backend, args, plan, plan.groups, N, Kd)
     ptx, entry = build.load_ptx(name), entry_of(name)
     hp = arrays.params.host
     tag = f"{kernel}[{N}x{Kd}] cutlass grouped {config.label} ({how}), {len(plan.groups)} groups in one launch"
-    if config.cluster_ctas != 1:
-        return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct], shared_bytes=hp.shared_bytes, tag=tag)]
-    tiles = tuple(-(-g.rows // config.tile_m) * -(-N // config.tile_n) for g in plan.groups)
+    tile_rows = tuple(-(-g.rows // config.tile_m) for g in plan.groups)
+    tiles = tuple(m * -(-N // config.tile_n) for m in tile_rows)
 
-    def subset(indices: tuple[int, ...]) -> tuple:
+    def subset(indices: tuple) -> tuple:
         """The same kernel with only groups `indices` doing work (GroupSubsets): every group is still there, those
-        left out with no rows, after an empty group, on a grid of at most their tiles (one CTA for none).
+        left out with no rows, after an empty group, on a grid of at most their tiles (one CTA for none). An entry
+        (i, first, end) instead of i keeps only tile rows [first, end) of group i (GroupSubsets.tile_rows): a group
+        of those rows of its run (its A, D and scale pointers moved to the window's first row), the windows the sim
+        backend samples a long group by (harness.family_sampling.group_windows).
         NOTE: every group is kept, as an empty one, because each CTA's scheduler walks the groups' problem shapes
         from the device (its loads are a tenth of the launch's L1 sectors at small: a subset of groups alone had
         0.25x the whole launch's); the empty group first because a CTA uses the host's tensor maps for group 0 and
@@ -228,15 +227,34 @@ def _run_grouped(kernel: str, name: str, how: str, backend, args: dict, P_max: i
         real group would skip that rewrite (12 % fewer instructions at tiny). Its scheduler strides by gridDim, so
         a smaller grid runs the same tiles. The FP8 kernel's empty group has scale pointers too (its run's first
         row's), never read (no tiles)."""
-        keep = set(indices)
+        keep: dict[int, tuple[int, int] | None] = {}
+        for entry in indices:
+            i, window = (int(entry), None) if isinstance(entry, (int, np.integer)) else \
+                (int(entry[0]), (int(entry[1]), int(entry[2])))
+            if window is not None and not 0 <= window[0] < window[1] <= tile_rows[i]:
+                raise InputError(f"cutlass {kernel}: subset window {entry} of group {i}; expected tile rows within "
+                                 f"[0, {tile_rows[i]})")
+            keep[i] = window
         groups = (Group(plan.groups[0].expert, plan.groups[0].row0, 0),
-                  *(g if i in keep else Group(g.expert, g.row0, 0) for i, g in enumerate(plan.groups)))
+                  *(_window(g, keep[i], config.tile_m) if i in keep else Group(g.expert, g.row0, 0)
+                    for i, g in enumerate(plan.groups)))
         sub = _grouped_arrays(kernel, name, backend, args, plan, groups, N, Kd).params.host
-        return (max(1, min(sub.grid[0], sum(tiles[i] for i in indices))), 1, 1), [sub.struct]
+        work = sum(tiles[i] if w is None else (w[1] - w[0]) * (tiles[i] // tile_rows[i]) for i, w in keep.items())
+        # a cluster candidate's grid is (clusters, cluster CTAs, 1): a column of CTAs a cluster (CUTLASS puts the
+        # cluster's N CTAs in grid y when it rasterises along M, its grouped scheduler's default)
+        return (max(1, min(sub.grid[0], -(-work // sub.grid[1]))), sub.grid[1], 1), [sub.struct]
 
-    mark = GroupSubsets(tuple((g.rows, N, Kd) for g in plan.groups), tiles, subset)
+    mark = GroupSubsets(tuple((g.rows, N, Kd) for g in plan.groups), tiles, subset, tile_rows)
     return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct, mark], shared_bytes=hp.shared_bytes,
                                tag=tag)]
+
+
+def _window(group: Group, window: tuple[int, int] | None, tile_m: int) -> Group:
+    """`group` (window None), or its rows of tile rows [first, end): a group of those rows from its first."""
+    if window is None:
+        return group
+    first = window[0] * tile_m
+    return Group(group.expert, group.row0 + first, min(group.rows, window[1] * tile_m) - first)
 
 
 @dataclass(frozen=True)
@@ -302,23 +320,6 @@ def _check_grouped_scale_steps(extra: str, Kd: int, name: str) -> None:  # noqa:
     if steps != [kb, 1, kb, 1]:
         raise InputError(f"cutlass {name}: CUTLASS's grouped scale steps (SFA m, k block; SFB n block, k block) are "
                          f"{steps}; the contract's a_scale and w_scale[e] rows need {[kb, 1, kb, 1]}")
-
-
-def _refuse_hours_on_sim(kernel: str, backend, groups, N: int, Kd: int, name: str) -> None:  # noqa: N803
-    """TooSlowToSimulate where the sim backend samples (its `sample` policy set) and a grouped launch that carries no
-    sampling mark (a cluster candidate: module docstring), which it runs whole, would take hours. The bound is in
-    tile k-steps (one tile's one K step): `small` has about 2,000 (two minutes on the shared machine), dsv3-decode
-    about a million."""
-    config = build.CONFIGS[name]
-    work = sum(-(-g.rows // config.tile_m) * -(-N // config.tile_n) * -(-Kd // config.tile_k) for g in groups)
-    sample = getattr(backend, "sample", None)  # a harness SamplePolicy; --sample off is one whose `off` is true
-    if getattr(backend, "name", "") == "sim" and sample is not None and not getattr(sample, "off", False) \
-            and work > SIM_WHOLE_TILE_STEPS:
-        raise TooSlowToSimulate(
-            f"cutlass {kernel}: one launch of CUTLASS's grouped {config.label} GEMM ({len(groups)} groups), {work} "
-            f"tile k-steps, is a persistent grid of clusters the simulator runs whole (not sampled: no GroupSubsets "
-            f"mark for a cluster's 2-D grid): hours at this size: skipped; run it on a GPU (--backend gpu), at tiny "
-            f"or small, a candidate without a cluster, or whole with --sample off")
 
 
 @dataclass(frozen=True)

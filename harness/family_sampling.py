@@ -67,17 +67,19 @@ def min_work(policy) -> int | None:
     return int(policy.min_ctas)
 
 
-def shape_strata(shapes, work, threshold: int | None, pick: str = "first") -> tuple[ShapeStratum, ...]:
+def shape_strata(shapes, work, threshold: int | None, pick: str = "first",
+                 tile_rows=()) -> tuple[ShapeStratum, ...]:
     """The strata of members with problem shapes `shapes` and `work` (CTAs or tiles) each, one simulated per
     stratum: its first member (pick="first", a family launched in index order) or its last one ("last": a grouped
     launch, whose CTAs walk the groups in order, as the whole launch's CTAs do to its end); () when every member
-    runs: threshold None, the total work at most `threshold`, or one member per shape."""
+    runs: threshold None, the total work at most `threshold`, or one member per shape and no long group
+    (`tile_rows`: a grouped launch's groups' rows of tiles, GroupSubsets.tile_rows; long_group)."""
     if threshold is None or sum(int(w) for w in work) <= threshold:
         return ()
     by_shape: dict[tuple[int, ...], list[int]] = {}
     for i, shape in enumerate(shapes):
         by_shape.setdefault(tuple(int(d) for d in shape), []).append(i)
-    if all(len(m) == 1 for m in by_shape.values()):
+    if all(len(m) == 1 for m in by_shape.values()) and not any(long_group(r) for r in tile_rows):
         return ()
     return tuple(ShapeStratum(shape, tuple(m), m[0] if pick == "first" else m[-1]) for shape, m in by_shape.items())
 
@@ -88,18 +90,63 @@ def shape_strata(shapes, work, threshold: int | None, pick: str = "first") -> tu
 MAX_SAMPLED_WORK = 1024
 
 
-def sampled_work(strata: tuple[ShapeStratum, ...], work, grouped: bool) -> int:
-    """The work the backend simulates for these strata: one member each, and for a grouped launch the setup fit's
-    two more groups of the largest stratum (at most twice the largest member's work)."""
-    total = sum(int(work[s.simulated]) for s in strata)
-    return total + 2 * max(int(work[s.simulated]) for s in strata) if grouped else total
+def long_group(tile_rows: int) -> bool:
+    """Whether a group of `tile_rows` rows of tiles is sampled by windows of its tile rows (group_windows): at least
+    harness.sampling.LONG_RUN_GROUPS of them, as the PTX rows' long runs (_head_and_body)."""
+    from harness.sampling import LONG_RUN_GROUPS
+
+    return int(tile_rows) >= LONG_RUN_GROUPS
 
 
-def refuse_too_much(strata: tuple[ShapeStratum, ...], work, grouped: bool, tag: str) -> None:
+@dataclass(frozen=True)
+class GroupWindows:
+    """How one long group is simulated: tile rows [0, 1) (the head: cold, it reads the expert's weights from DRAM)
+    standing for every group of its stratum's head, tile rows [1, 2) (the body, in the next L2 wave: it finds the
+    weights in L2) for their every other tile row, and for the setup fit (harness.backends.sim._group_phases) tile
+    rows [2, 4) on the body's grid (two tiles a CTA, in the wave after the body: warm as well)."""
+
+    head: tuple[int, int, int]
+    body: tuple[int, int, int]
+    pair: tuple[int, int, int]
+    row_tiles: int  # tiles of one tile row (the group's column tiles)
+    body_weight_per_group: float  # tile rows the body stands for in each group: tile_rows - 1
+
+
+def group_windows(group: int, tiles: int, tile_rows: int) -> GroupWindows:
+    """The windows of long group `group` (long_group) of `tiles` tiles in `tile_rows` rows of tiles.
+
+    NOTE: why a head and a body, as the PTX rows' long runs (harness.sampling._head_and_body): every tile of a
+    group runs the same full-K loop on the same weights; what differs is where the weights come from. The whole
+    launch's CTAs read them from DRAM once (ptxsim's L2 model counts a sector once within a wave, and a persistent
+    launch is one wave); the head reads them cold, the body right after it finds them in L2, so the extrapolated
+    DRAM bytes are the weights once per group plus every tile's activations and outputs, as for the whole launch,
+    and the two sides of a PTX-vs-cutlass ratio are sampled alike. One tile row a window: a row is every column
+    tile of 128 (or 64) rows, what a PTX grid row or token tile is."""
+    row = int(tiles) // int(tile_rows)
+    return GroupWindows((group, 0, 1), (group, 1, 2), (group, 2, 4), row, float(tile_rows - 1))
+
+
+def sampled_work(strata: tuple[ShapeStratum, ...], work, grouped: bool, tile_rows=()) -> int:
+    """The work the backend simulates for these strata: one member each (a long group: its head and body windows),
+    and for a grouped launch the setup fit's two more groups (two tile rows of a long group) of the largest
+    stratum (at most twice the largest member's work)."""
+    def ran(s: ShapeStratum) -> int:
+        if tile_rows and long_group(tile_rows[s.simulated]):
+            return 2 * (int(work[s.simulated]) // int(tile_rows[s.simulated]))
+        return int(work[s.simulated])
+
+    def pair(s: ShapeStratum) -> int:  # the setup fit's phase: two tile rows of a long group, else two groups
+        return ran(s) if tile_rows and long_group(tile_rows[s.simulated]) else 2 * ran(s)
+
+    total = sum(ran(s) for s in strata)
+    return total + max(pair(s) for s in strata) if grouped else total
+
+
+def refuse_too_much(strata: tuple[ShapeStratum, ...], work, grouped: bool, tag: str, tile_rows=()) -> None:
     """TooSlowToSimulate when one member per shape is still more than MAX_SAMPLED_WORK (many shapes, big ones)."""
     from harness.errors import TooSlowToSimulate
 
-    ran = sampled_work(strata, work, grouped)
+    ran = sampled_work(strata, work, grouped, tile_rows)
     if ran > MAX_SAMPLED_WORK:
         what = "tiles of one grouped launch" if grouped else "CTAs of its launches"
         raise TooSlowToSimulate(

@@ -489,10 +489,11 @@ class SimBackend(Backend):
 
         grouped = isinstance(mark, GroupSubsets)
         work = mark.tiles if grouped else mark.ctas
-        strata = shape_strata(mark.shapes, work, min_work(self.sample), "last" if grouped else "first")
+        tile_rows = mark.tile_rows if grouped else ()
+        strata = shape_strata(mark.shapes, work, min_work(self.sample), "last" if grouped else "first", tile_rows)
         if not strata:
             return None
-        refuse_too_much(strata, work, grouped, tag)
+        refuse_too_much(strata, work, grouped, tag, tile_rows)
         if grouped:
             return self._group_phases(mark, strata, ptx, entry, grid, block, shared_bytes, tag)
         fraction = simulated_fraction(strata, work)
@@ -523,55 +524,94 @@ class SimBackend(Backend):
     def _group_phases(self, mark, strata, ptx: str, entry: str, grid, block, shared_bytes: int, tag: str
                       ) -> LaunchRecord:
         """A grouped launch as ptxsim phases (harness.family_sampling): per stratum, its simulated group alone on a
-        grid of its tiles (P1: a CTA a tile), weighted by the stratum's groups; then the setups: the launch's CTAs
-        set up once each for many tiles, a P1 phase once a tile. Where the launch has more tiles than CTAs, the
-        stratum with the most tiles also runs two of its groups on the same grid (P2: two tiles a CTA, in two groups,
-        as the launch's CTAs go from group to group), and the setup S = (2 P1 - P2) / CTAs is taken back for every
-        tile past the grid's CTAs; where it has fewer, a phase of no groups on one CTA (it sets up and exits) counts
-        the CTAs left idle."""
+        grid of its tiles (P1: a CTA a tile), weighted by the stratum's groups, or, for a long group (its tile rows
+        given by the mark: family_sampling.group_windows), its first tile row (the head, weighted by the groups) and
+        the next in the following L2 wave (the body, weighted by every other tile row of them). Then the setups: the
+        launch's CTAs set up once each for many tiles, a P1 phase once a tile. Where the launch has more tiles than
+        CTAs, the stratum with the most tiles also runs two tiles a CTA on the same grid (P2: two of its groups, as
+        the launch's CTAs go from group to group; for a long group its tile rows 2-3, right after its body, as the
+        launch's CTAs go from tile to tile of one group), and the setup S = (2 P1 - P2) / CTAs is taken back for
+        every tile past the grid's CTAs (P1 the body of a long group); where it has fewer, a phase of no groups on
+        one CTA (it sets up and exits) counts the CTAs left idle."""
+        from harness.family_sampling import group_windows, long_group
+
         g, b = dim3(grid, "grid"), dim3(block, "block")
         kernel = self._kernel(ptx, entry)
         launch_ctas = g[0] * g[1] * g[2]
-        runs: list[tuple[tuple[int, ...], int, float]] = []  # (groups, grid CTAs, weight)
-        for stratum in strata:
-            runs.append(((stratum.simulated,), int(mark.tiles[stratum.simulated]), stratum.weight))
+        # (subset entries, grid CTAs, weight, L2 wave) per phase; a long group's phases are consecutive waves, the
+        # others PHASE_GAP apart (none reads what another left in the L2)
+        runs: list[tuple[tuple, int, float, int]] = []
+        windows = {s.simulated: group_windows(s.simulated, int(mark.tiles[s.simulated]),
+                                              int(mark.tile_rows[s.simulated]))
+                   for s in strata if mark.tile_rows and long_group(mark.tile_rows[s.simulated])}
+        p1: dict[int, int] = {}  # stratum index -> its P1 phase (a long group's body)
+        for n, stratum in enumerate(strata):
+            wave = PHASE_GAP * n
+            w = windows.get(stratum.simulated)
+            if w is None:
+                p1[n] = len(runs)
+                runs.append(((stratum.simulated,), int(mark.tiles[stratum.simulated]), stratum.weight, wave))
+            else:
+                runs.append(((w.head,), w.row_tiles, stratum.weight, wave))
+                p1[n] = len(runs)
+                runs.append(((w.body,), w.row_tiles, stratum.weight * w.body_weight_per_group, wave + 1))
         excess = sum(s.weight * int(mark.tiles[s.simulated]) for s in strata) - launch_ctas
-        pairs = [s for s in strata if len(s.members) > 1]
+        pairs = [s for s in strata if len(s.members) > 1 or s.simulated in windows]
         if excess > 0 and pairs:
             main = max(pairs, key=lambda s: s.weight * int(mark.tiles[s.simulated]))
-            # the two groups before P1's (its stratum's last), so that no phase reads what another left in the L2 or
-            # L1 and each phase's CTAs walk the groups about as far (the scheduler's loads are per CTA, like setup)
-            pair = tuple(main.members[-3:-1]) if len(main.members) >= 3 else tuple(main.members[-2:])
-            ctas = int(mark.tiles[main.simulated])
-            if any(int(mark.tiles[m]) != ctas for m in pair):
-                raise InputError(f"{tag}: GroupSubsets groups {pair} of shape {main.shape} have tiles "
-                                 f"{[int(mark.tiles[m]) for m in pair]}; groups of one shape have the same tiles")
-            at = strata.index(main)
-            runs[at] = (runs[at][0], ctas, runs[at][2] - 2 * excess / ctas)
-            runs.append((pair, ctas, excess / ctas))
-        elif excess < 0:
-            runs.append(((), phase_grid(g, 1, kernel)[0], -excess))
+            at = p1[strata.index(main)]
+            if main.simulated in windows:  # tile rows 2-3 of its group, warm like the body: the wave after it
+                w = windows[main.simulated]
+                pair: tuple = (w.pair,)
+                ctas, wave = w.row_tiles, runs[at][3] + 1
+            else:
+                # the two groups before P1's (its stratum's last), so that no phase reads what another left in the L2
+                # or L1 and each phase's CTAs walk the groups about as far (the scheduler's loads are per CTA, like
+                # setup)
+                pair = tuple(main.members[-3:-1]) if len(main.members) >= 3 else tuple(main.members[-2:])
+                ctas, wave = int(mark.tiles[main.simulated]), PHASE_GAP * len(strata)
+                if any(int(mark.tiles[m]) != ctas for m in pair):
+                    raise InputError(f"{tag}: GroupSubsets groups {pair} of shape {main.shape} have tiles "
+                                     f"{[int(mark.tiles[m]) for m in pair]}; groups of one shape have the same tiles")
+            groups, _, weight, p1_wave = runs[at]
+            runs[at] = (groups, ctas, weight - 2 * excess / ctas, p1_wave)
+            runs.append((pair, ctas, excess / ctas, wave))
+        elif excess < 0:  # one CTA (a cluster's column of CTAs, g[1]) that sets up and exits
+            idle = phase_grid(g, 1, kernel)[0] if g[1] == 1 else 1
+            runs.append(((), idle * g[1], -excess / g[1], PHASE_GAP * len(strata)))
+        runs.sort(key=lambda r: r[3])  # ptxsim runs phases in wave order
         phases, grids = [], []
-        for groups, ctas, _ in runs:
+        for groups, ctas, _, _ in runs:
             sub_grid, sub_params = mark.subset(groups)
             sub = dim3(sub_grid, "grid")
-            if sub[1] * sub[2] != 1 or sub[0] > launch_ctas or any(isinstance(p, LAUNCH_MARKS) for p in sub_params):
+            # NOTE: a cluster candidate's grid is (clusters, CTAs of a cluster, 1) (cutlass_impl.grouped_gemm): a
+            # phase keeps the launch's y and takes whole columns
+            if sub[1] != g[1] or sub[2] != 1 or sub[0] > g[0] \
+                    or any(isinstance(p, LAUNCH_MARKS) for p in sub_params):
                 raise InputError(f"{tag}: GroupSubsets.subset({groups}) gave grid {sub} and {len(sub_params)} "
-                                 f"parameters; expected a 1-D grid within the launch's {g} and no launch marks")
+                                 f"parameters; expected a grid (x, {g[1]}, 1) within the launch's {g} and no launch "
+                                 f"marks")
             phases.append(tuple(ptx_params(flatten_work_items(sub_params))))
-            grids.append((min(ctas, sub[0]) if groups else ctas, 1, 1))
+            grids.append((min(-(-ctas // g[1]), sub[0]) if groups else ctas // g[1], g[1], 1))
         # NOTE: phases weighted, the setup phase's weight may be negative; the launch's setups are then exact where
-        # a CTA's work is its setup plus its tiles' (docs/cutlass.md measures it). Phases are far apart as L2 waves,
-        # so no phase reads what another left in the L2
-        ran = {m for groups, _, _ in runs for m in groups}
-        fraction = sum(int(mark.tiles[m]) for m in ran) / sum(int(t) for t in mark.tiles)  # every group that ran
-        plan = LaunchPlan(phases=tuple(phases), phase_waves=tuple(PHASE_GAP * i for i in range(len(phases))),
-                          phase_grids=tuple(grids), phase_weights=tuple(w for _, _, w in runs), represents=fraction,
-                          items=sum(q[0] for q in grids))
+        # a CTA's work is its setup plus its tiles' (docs/cutlass.md measures it)
+        ran: dict[int, int] = {}  # tiles that ran, per group (a long group: its windows' tile rows)
+        for groups, _, _, _ in runs:
+            for member in groups:
+                if isinstance(member, tuple):
+                    i, first, end = member
+                    ran[i] = ran.get(i, 0) + (end - first) * windows[i].row_tiles
+                else:
+                    ran[member] = int(mark.tiles[member])
+        fraction = sum(ran.values()) / sum(int(t) for t in mark.tiles)
+        plan = LaunchPlan(phases=tuple(phases), phase_waves=tuple(r[3] for r in runs),
+                          phase_grids=tuple(grids), phase_weights=tuple(r[2] for r in runs), represents=fraction,
+                          items=sum(q[0] * q[1] for q in grids))
         record = self._launch(ptx, entry, g, b, None, shared_bytes, "ptx", tag, phased=plan)
         record = replace(record, stats=replace(record.stats, waves={**record.stats.waves,
                                                                     "groups": len(mark.shapes),
-                                                                    "groups_simulated": len(ran)}))
+                                                                    "groups_simulated": len(ran),
+                                                                    "group_windows": len(windows)}))
         self.records[-1] = record
         return record
 

@@ -161,29 +161,3 @@ def test_every_other_candidate_passes_too(config):
     assert all(f"cutlass {'grouped ' if cg.is_grouped(config) else ''}{label} (given)" in r.name
                for r in backend.records), [r.name for r in backend.records]
     assert len(backend.records) == 1 if cg.is_grouped(config) else len(backend.records) > 1
-
-
-def test_hours_of_whole_simulation_are_refused_for_a_cluster_candidate_where_the_sim_backend_samples():
-    """A grouped candidate with a 1x2 cluster carries no GroupSubsets mark (its 2-D grid), so the sim backend would
-    run it whole: at DeepSeek-V3's sizes (256 groups, N 4096, K 7168: about a million tile k-steps) the row is
-    skipped with the reason, not simulated for hours; with sampling off (the user asked for whole runs), on a GPU,
-    or at small, it runs."""
-    from types import SimpleNamespace
-
-    from contract.errors import TooSlowToSimulate
-    from harness.sampling import parse_sample
-
-    cluster = "gemm_bf16_grouped_sm90_cluster_1x2"
-    decode = [cg.Group(e, 16 * e, 16) for e in range(256)]
-    sampled = SimpleNamespace(name="sim", sample=object())
-    with pytest.raises(TooSlowToSimulate, match=r"grouped .*cluster 1x2.*256 groups.*tile k-steps.*--sample off"):
-        cg._refuse_hours_on_sim("grouped_gemm", sampled, decode, 4096, 7168, cluster)
-    cg._refuse_hours_on_sim("grouped_gemm", SimpleNamespace(name="sim", sample=None), decode, 4096, 7168, cluster)
-    off = SimpleNamespace(name="sim", sample=parse_sample("off"))  # what --sample off gives the backend
-    cg._refuse_hours_on_sim("grouped_gemm", off, decode, 4096, 7168, cluster)
-    auto = SimpleNamespace(name="sim", sample=parse_sample("auto"))
-    with pytest.raises(TooSlowToSimulate):
-        cg._refuse_hours_on_sim("grouped_gemm", auto, decode, 4096, 7168, cluster)
-    cg._refuse_hours_on_sim("grouped_gemm", SimpleNamespace(name="gpu"), decode, 4096, 7168, cluster)
-    small = [cg.Group(e, 96 * e, 96) for e in range(32)]  # small's up GEMM: about 2,000 tile k-steps
-    cg._refuse_hours_on_sim("grouped_gemm", sampled, small, 512, 1024, cluster)

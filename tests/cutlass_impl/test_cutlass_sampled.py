@@ -109,6 +109,92 @@ def test_the_grouped_launch_sampled_with_many_tiles_per_cta_is_within_tolerance(
     assert record.stats.waves["groups"] == 24 and record.stats.waves["groups_simulated"] == 3
 
 
+# 2 groups of 1024 rows (8 tile rows of 128), N = 2048 (16 column tiles), K = 1024: 256 tiles on the 132-CTA grid,
+# every group long (harness.family_sampling.long_group), as the contiguous rows of DeepGEMM's table (64 tile rows);
+# about 10 s whole
+LONG_GROUPS = gemm_shape(2, 1024, 2048, 1024)
+
+
+@needs_host
+@pytest.mark.sim
+def test_long_groups_sampled_by_tile_row_windows_are_within_tolerance(monkeypatch):
+    """CUTLASS's grouped FP8 launch with long groups, sampled as the last group's head tile row (cold), body tile
+    row (the next L2 wave) and tile rows 2-3 for the setup fit: a quarter of the tiles; the tensor instructions
+    exactly (a tile row counted twice or left out would be off by 1/16), DRAM bytes within 1 % (the weights once a
+    group: a body read cold would add half of them), modelled time within 2 %, instructions within 6 % (measured
+    when added: +0.04 %, -0.2 %, +2.8 %; at K = 256 +5 %, the setup fit's miss shrinking with K).
+    NOTE: with ptxsim's strict async timing off, as `compare` runs (the test suite turns it on): under it the
+    two-tile-a-CTA window loses its CTAs' second tiles' stores (the next test), not yet understood."""
+    import sys
+
+    launch = sys.modules["ptxsim.launch"]  # the package's `launch` is the function
+    monkeypatch.setattr(launch, "CONFIG", replace(launch.CONFIG, strict_async=False))
+    whole, full = _run("grouped_gemm_fp8", LONG_GROUPS, "up", None)
+    sampled, part = _run("grouped_gemm_fp8", LONG_GROUPS, "up", FORCED)
+    assert whole.ok and sampled.ok, (whole.message, sampled.message)
+    assert sampled.errors["sampled"] and 0 < sampled.errors["coverage"] < 1
+    (record,) = part.records
+    assert record.stats.waves["group_windows"] == 1 and record.stats.sample_fraction == pytest.approx(0.25)
+    for metric, rel in {"smsp__inst_executed.sum": 0.06, "dram__bytes_read.sum": 0.01,
+                        "ptxsim__inst_executed_tensor.sum": 1e-9}.items():
+        assert _total(part.records, metric) == pytest.approx(_total(full.records, metric), rel=rel), metric
+    assert _modelled_s(part) == pytest.approx(_modelled_s(full), rel=0.02)
+
+
+@needs_host
+@pytest.mark.sim
+def test_a_cluster_candidate_is_sampled_on_whole_clusters(monkeypatch):
+    """The 1x2-cluster grouped FP8 candidate (grid (clusters, 2, 1)) sampled by tile-row windows of whole clusters
+    at 2 x 512 x 1024 x 512 (64 tiles on its 128 CTAs: the idle-CTA phase is a cluster's column): tensor
+    instructions exactly, DRAM bytes within 1 %, modelled time within 2 % of the whole launch (measured when added:
+    +0.24 %, -0.25 %), every launch one record naming the cluster."""
+    import sys
+
+    launch = sys.modules["ptxsim.launch"]
+    monkeypatch.setattr(launch, "CONFIG", replace(launch.CONFIG, strict_async=False))
+    config = "gemm_fp8_blockwise_grouped_sm90_cluster_1x2"
+    shape = gemm_shape(2, 512, 1024, 512)
+    whole, full = _run("grouped_gemm_fp8", shape, "up", None, config)
+    sampled, part = _run("grouped_gemm_fp8", shape, "up", FORCED, config)
+    assert whole.ok and sampled.ok, (whole.message, sampled.message)
+    (record,) = part.records
+    assert "cluster 1x2" in record.name and record.stats.waves["group_windows"] == 1
+    assert record.stats.sample_fraction == pytest.approx(0.25)
+    for metric, rel in {"dram__bytes_read.sum": 0.01, "ptxsim__inst_executed_tensor.sum": 1e-9}.items():
+        assert _total(part.records, metric) == pytest.approx(_total(full.records, metric), rel=rel), metric
+    assert _modelled_s(part) == pytest.approx(_modelled_s(full), rel=0.02)
+
+
+@needs_host
+@pytest.mark.sim
+@pytest.mark.xfail(strict=True, reason="known: under strict async timing the setup-fit window (two tiles a CTA of "
+                   "one group, a phase after the head and body) misses its second tiles' stores; a plain launch of "
+                   "the same window writes them (docs/cutlass.md)")
+def test_long_groups_sampled_under_strict_async_write_every_window_row(monkeypatch):
+    import sys
+
+    launch = sys.modules["ptxsim.launch"]
+    monkeypatch.setattr(launch, "CONFIG", replace(launch.CONFIG, strict_async=True))
+    sampled, _ = _run("grouped_gemm_fp8", LONG_GROUPS, "up", FORCED)
+    assert sampled.ok, sampled.message
+
+
+def test_group_windows_stand_for_every_tile_row():
+    from harness.family_sampling import group_windows, long_group, sampled_work
+
+    w = group_windows(3, tiles=64 * 32, tile_rows=64)
+    assert (w.head, w.body, w.pair, w.row_tiles) == ((3, 0, 1), (3, 1, 2), (3, 2, 4), 32)
+    assert 1 + w.body_weight_per_group == 64  # the head and the body stand for every tile row of the group
+    assert long_group(4) and not long_group(3)
+    strata = shape_strata([(8192, 4096, 7168)] * 4, [2048] * 4, threshold=0, pick="last", tile_rows=[64] * 4)
+    assert [s.simulated for s in strata] == [3]
+    assert sampled_work(strata, [2048] * 4, grouped=True, tile_rows=[64] * 4) == 4 * 32  # head, body, two rows
+    assert sampled_work(strata, [2048] * 4, grouped=True) == 3 * 2048  # without windows: three whole groups
+    # one group per shape is sampled only when it is long
+    assert shape_strata([(1024, 8, 8)], [256], threshold=0, tile_rows=[8]) != ()
+    assert shape_strata([(256, 8, 8)], [64], threshold=0, tile_rows=[2]) == ()
+
+
 def test_a_member_launched_before_its_simulated_one_is_refused():
     """Stand-ins copy their shape's simulated member, so that member must have run first (index order)."""
     from harness.backends.sim import SimBackend
@@ -210,7 +296,8 @@ def _recorded(kernel, config):
 def test_which_launch_carries_which_mark(kernel):
     """Runs of 32, 16, 16 rows (experts 0, 1, 2): the 1x1 grouped launch carries GroupSubsets with each group's shape
     and tiles, whose subset keeps every group (the others with no rows) after an empty one, on a 1-D grid of at most
-    the subset's tiles, without marks (FP8: the scale steps checked for it too); a cluster candidate carries no mark;
+    the subset's tiles, without marks (FP8: the scale steps checked for it too), and whose window (i, first, end)
+    is a group of those tile rows of group i; a cluster candidate's mark gives subsets on whole clusters (grid y = 2);
     the per-expert launches a FamilyShare each, in index order."""
     fp8 = kernel == "grouped_gemm_fp8"
     family = "fp8" if fp8 else "bf16"
@@ -223,9 +310,14 @@ def test_which_launch_carries_which_mark(kernel):
     assert mark.subset(())[0] == (1, 1, 1)
     cached = [k[2] for k in one.__dict__["_cutlass_grouped"]]
     assert (cg.Group(0, 0, 0), cg.Group(0, 0, 0), cg.Group(1, 32, 16), cg.Group(2, 48, 0)) in cached
+    assert mark.tile_rows == (1, 1, 1)  # 128-row tiles: 32 and 16 rows are one tile row each
+    assert mark.subset(((0, 0, 1),))[0] == (2, 1, 1)
+    with pytest.raises(InputError, match=r"subset window \(0, 1, 2\) of group 0"):
+        mark.subset(((0, 1, 2),))
     cluster = _recorded(kernel, f"gemm_{family}{'_blockwise' if fp8 else ''}_grouped_sm90_cluster_1x2")
     ((grid, params, _),) = cluster.launches
-    assert grid[1] == 2 and not any(isinstance(p, (GroupSubsets, FamilyShare)) for p in params)
+    (cmark,) = [p for p in params if isinstance(p, GroupSubsets)]
+    assert grid[1] == 2 and cmark.subset((1,))[0] == (1, 2, 1)  # group 1's two tiles: one cluster
     per_expert = _recorded(kernel, f"gemm_{family}{'_blockwise' if fp8 else ''}_sm90")
     marks = [next(p for p in params if isinstance(p, FamilyShare)) for _, params, _ in per_expert.launches]
     assert [m.index for m in marks] == [0, 1, 2] and marks[0].shapes == mark.shapes

@@ -24,9 +24,10 @@ group's shape (load_init, gemm_fp8_blockwise_grouped_sm90.h) and never reads the
 finding on the simulator (tests/cutlass_impl/test_cutlass_layer.py runs it under memcheck).
 
 On the simulator, where the backend samples (dsv3-decode), the grouped launch carries a GroupSubsets mark like the
-standalone GEMM's (cluster 1x1 only): the groups are read back from the arrays the args kernel just wrote (the sim
-backend runs launches in order, so the read is of this call's routing; the GPU backend never builds the mark and
-reads nothing) and a subset is the same launch with the other groups' M set to 0.
+standalone GEMM's (a cluster candidate's subsets on whole clusters, as there): the groups are read back from the
+arrays the args kernel just wrote (the sim backend runs launches in order, so the read is of this call's routing; the
+GPU backend never builds the mark and reads nothing) and a subset is the same launch with the other groups' M set
+to 0.
 """
 from __future__ import annotations
 
@@ -41,10 +42,8 @@ from cutlass_impl import build
 from cutlass_impl.grouped_gemm import (
     GROUPED,
     WORKSPACE_BYTES,
-    Group,
     _check_args,
     _check_grouped_scale_steps,
-    _refuse_hours_on_sim,
     choices,
     config_for,
     entry_of,
@@ -181,9 +180,6 @@ def _sim_marks(kernel: str, backend, dg: DeviceGroups, N: int, Kd: int) -> list:
     config = build.CONFIGS[dg.name]
     shapes = np.asarray(backend.to_host(dg.arrays["shapes"])).reshape(dg.groups, 3)
     real = [int(g) for g in np.flatnonzero(shapes[:, 0] > 0)]
-    if config.cluster_ctas != 1:  # no mark for a cluster's 2-D grid: refused where it would be hours whole
-        _refuse_hours_on_sim(kernel, backend, [Group(0, 0, int(shapes[g, 0])) for g in real], N, Kd, dg.name)
-        return []
     if not real:
         return []
     tiles = tuple(ceil_div(int(shapes[g, 0]), config.tile_m) * ceil_div(N, config.tile_n) for g in real)
@@ -203,6 +199,8 @@ def _sim_marks(kernel: str, backend, dg: DeviceGroups, N: int, Kd: int) -> list:
         scales = (arr["ptr_sfa"].addr, 0, arr["ptr_sfb"].addr, 0) if fp8 else ()
         sub = grouped_host_params(dg.name, ((config.tile_m, N, Kd),) * dg.groups, addrs, arr["work"].addr,
                                   WORKSPACE_BYTES, scales, shapes_on_device=True).host
-        return (max(1, min(sub.grid[0], sum(tiles[i] for i in indices))), 1, 1), [sub.struct]
+        work = sum(tiles[i] for i in indices)
+        # a cluster candidate's grid is (clusters, cluster CTAs, 1), as in grouped_gemm._run_grouped's subsets
+        return (max(1, min(sub.grid[0], -(-work // sub.grid[1]))), sub.grid[1], 1), [sub.struct]
 
     return [GroupSubsets(tuple((int(shapes[g, 0]), N, Kd) for g in real), tiles, subset)]

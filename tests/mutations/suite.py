@@ -37,12 +37,12 @@ BLOCK_EXPERT = (0, 0, 1, 2, 3, 3, 3, -1)  # 8 routing blocks of 16 rows = 8 toke
 TOTAL_PADDED = 7 * 16  # block 7 lies past total_padded: never computed, never written
 SANITIZE = "all"
 # NOTE: a hang is a launch past its warp-instruction budget, which no machine load can change. The slowest unmutated
-# launch, rung 9's at N = 384, runs 124,028 warp-instructions on every seed (rungs 2-5: 47,233-57,513; the control
-# flow does not depend on the data); BUDGET_MARGIN times that leaves room for a mutant that legitimately runs longer
-# (retries, extra waits) to be caught by what it breaks rather than as a hang. __main__ fails a run whose clean
-# launches come within the margin of BUDGET.
+# launch, rung 11's at N = 640, runs 175,472 warp-instructions on every seed (rung 9's at N = 384: 124,028; rungs 2-5:
+# 47,233-57,513; the control flow does not depend on the data); BUDGET_MARGIN times that leaves room for a mutant
+# that legitimately runs longer (retries, extra waits) to be caught by what it breaks rather than as a hang.
+# __main__ fails a run whose clean launches come within the margin of BUDGET.
 BUDGET_MARGIN = 8
-BUDGET = 1_000_000  # warp-instructions per launch (>= BUDGET_MARGIN x 124,028)
+BUDGET = 1_500_000  # warp-instructions per launch (>= BUDGET_MARGIN x 175,472)
 # The wall-clock limit is only a safety net (a launch whose simulation stalls on something the budget does not count):
 # a mutant it stops is reported as `wall-clock`, never as caught, since its outcome would depend on the machine's load.
 BACKSTOP_S = 1800.0

@@ -37,6 +37,22 @@ class ParallelSettings:
         return self.workers if self.workers > 0 else (os.cpu_count() or 1)
 
 
+def workers_for(workers: int | None, sim_workers: int | None, backend_name: str) -> int | None:
+    """The worker count a compare run asks for: --workers as given (refused on a GPU by parallel_option), else
+    --sim-workers where the backend runs rows in parallel (the simulator), and None on a GPU, where rows are timed one
+    at a time. `make demo` passes --sim-workers so that one command uses both cores on the simulator and still runs
+    on a GPU when one is visible."""
+    if workers is not None:
+        return workers
+    if sim_workers is not None:
+        if sim_workers < 0:
+            raise InputError(f"--sim-workers {sim_workers}: expected a number of worker processes >= 1, or 0 for one "
+                             f"per core")
+        if backend_kind(backend_name).parallel_rows:
+            return sim_workers
+    return None
+
+
 def parallel_option(workers: int | None, scheduler: str | None, backend_name: str) -> ParallelSettings | None:
     """ParallelSettings from --workers/--scheduler, or None for a serial run; InputError for a bad value."""
     if workers is None and not scheduler:

@@ -40,6 +40,9 @@ def add_compare_options(parser) -> None:
     parser.add_argument("--workers", type=int, metavar="N",
                         help="sim: run rows in N Dask worker processes on this machine (0: one per core; default: "
                              "one row at a time in this process)")
+    parser.add_argument("--sim-workers", type=int, metavar="N",
+                        help="as --workers where the backend is the simulator; ignored on a GPU, whose rows are "
+                             "timed one at a time (make demo passes 2)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="sim: run rows on a running Dask cluster (start `dask scheduler`, then `dask worker "
                              "ADDRESS` on each machine)")
@@ -387,9 +390,10 @@ def open_run(args, lock=None):
         return run_file, settings, backend
     backend_name = resolve_backend_name(args.backend)
     settings = build_settings(args, backend_name)  # names and numbers first: a refused option creates nothing
-    from harness.parallel import parallel_option
+    from harness.parallel import parallel_option, workers_for
 
-    parallel_option(getattr(args, "workers", None), getattr(args, "scheduler", None), backend_name)
+    parallel_option(workers_for(getattr(args, "workers", None), getattr(args, "sim_workers", None), backend_name),
+                    getattr(args, "scheduler", None), backend_name)
     out = check_out_dir(args.out)
     backend = _select(select_backend, settings)
     env = collect_environment(backend_name, settings.model_device)
@@ -482,11 +486,12 @@ def _run_opened(args, run_file, settings, backend) -> int:
     print(f"ptxmoe compare: backend {settings.backend}, presets {','.join(settings.presets)}, skews "
           f"{','.join(settings.skews)}, seed {settings.seed} (reproduce with --seed {settings.seed}); "
           f"run folder {run_file.run_dir}", file=sys.stderr)
-    from harness.parallel import parallel_option
+    from harness.parallel import parallel_option, workers_for
 
     summary = {"failed": [], "missing": [], "ran": 0}
     try:
-        parallel = parallel_option(getattr(args, "workers", None), getattr(args, "scheduler", None), settings.backend)
+        workers = workers_for(getattr(args, "workers", None), getattr(args, "sim_workers", None), settings.backend)
+        parallel = parallel_option(workers, getattr(args, "scheduler", None), settings.backend)
         summary = run_sweep(backend, settings, run_file, parallel=parallel)
     except KeyboardInterrupt as exc:
         return finish(run_file, summary, interrupted=exc)

@@ -228,3 +228,15 @@ def test_the_memory_limit_counts_the_process_that_hosts_the_scheduler_and_nannie
     assert parallel._rows_budget(8 * 10**9) == 55 * 10**8 and parallel._rows_budget(10**9) == 0
     monkeypatch.setattr("harness.row_memory.available_bytes", lambda: 7 * 10**9)
     assert parallel._rows_budget(None) == 7 * 10**9
+
+
+def test_sim_workers_apply_on_the_simulator_only():
+    """make demo's --sim-workers: both cores on the simulator, and the same command still runs on a GPU (rows timed one
+    at a time there), where --workers itself is refused."""
+    assert parallel.workers_for(None, 2, "sim") == 2
+    assert parallel.workers_for(None, 2, "gpu") is None
+    assert parallel.workers_for(3, 2, "sim") == 3  # an explicit --workers wins
+    assert parallel.workers_for(None, None, "sim") is None
+    assert parallel_option(parallel.workers_for(None, 2, "gpu"), None, "gpu") is None
+    with pytest.raises(InputError, match="--sim-workers -1"):
+        parallel.workers_for(None, -1, "gpu")

@@ -139,8 +139,13 @@ def test_a_ladder_has_a_row_per_rung_with_its_speedups(tmp_path, monkeypatch):
     assert frame.loc["ptx.r1", "speedup_vs_cpp"] == pytest.approx(t["cpp"] / t["ptx.r1"])
     assert frame.loc["ptx", "speedup_vs_cpp"] == pytest.approx(t["cpp"] / t["ptx"])
     assert pd.isna(frame.loc["ptx.r1", "speedup_vs_rung_below"]) and frame.loc["ptx.r1", "speedup_vs_cpp"] < 1
-    # 3 launches against cpp's 2: a modelled 0.67x whose 95% prediction interval also holds 1.0 and a 10% loss
-    assert frame.loc["ptx.r1", "verdict_vs_cpp"] == "UNDECIDED"
+    # 3 launches against cpp's 2: a modelled 0.67x; its verdict is its own 95% prediction interval's call (the
+    # interval's width follows the recorded validation fit, ptxsim/model/interval_table.json, so the call is not fixed)
+    from harness.timing.stats import verdict_of
+
+    lo, hi = frame.loc["ptx.r1", "ci_lo_vs_cpp"], frame.loc["ptx.r1", "ci_hi_vs_cpp"]
+    assert lo < frame.loc["ptx.r1", "speedup_vs_cpp"] < hi and hi / lo > 1.1
+    assert frame.loc["ptx.r1", "verdict_vs_cpp"] == verdict_of(lo, hi) != "SAME"
     assert frame.loc["ptx", "verdict_vs_numba"] == "FASTER"
     assert frame.loc["ptx", "interval_vs_numba"] == "95% prediction"
 

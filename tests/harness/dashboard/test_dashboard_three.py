@@ -16,9 +16,10 @@ from harness.implementations import PAIRS
 from harness.run_records import Row
 from harness.verdicts import _verdict
 
-# the fake CUDA C++ path takes 1.5x the PTX path's time in every cell: measured (2% noise), FASTER; modelled, inside
-# the model's 95% prediction interval of today (its paired errors are ~50%): UNDECIDED
-CPP_OVER_PTX = 1.5
+# the fake CUDA C++ path takes 1.2x the PTX path's time in every cell: measured (2% noise), FASTER; modelled, inside
+# the model's 95% prediction interval of today (its predicted paired errors are ~36-48%, so its intervals call a ratio
+# only beyond about 1.5x): UNDECIDED
+CPP_OVER_PTX = 1.2
 
 
 def _scaled_cpp_row(ptx_row: dict, factor: float) -> dict:
@@ -72,7 +73,7 @@ def test_three_series_and_three_pairwise_headlines_modelled():
     assert data.headline_pair(doc).name == "ptx-vs-cpp"
     h = data.headline(doc)  # the headline is PTX vs CUDA C++
     assert h["pair"] == "ptx-vs-cpp" and h["geomean"] == pytest.approx(CPP_OVER_PTX)
-    assert h["lo"] < 1.0 < 1.1 < h["hi"] and h["verdict"] == "UNDECIDED"   # the model cannot call a modelled 1.5x
+    assert h["lo"] < 1.0 < 1.1 < h["hi"] and h["verdict"] == "UNDECIDED"   # the model cannot call a modelled 1.2x
     assert h["counts"]["UNDECIDED"] == h["n"] + len(h["layer"]) and "95% prediction" in h["interval"]
     heads = {x["pair"]: x for x in data.pair_headlines(doc)}
     ptx_numba = heads["ptx-vs-numba"]["geomean"]
@@ -118,7 +119,7 @@ def test_three_implementation_page(tmp_path):
     body = text.split("</script></head>", 1)[1]
     assert "ptxmoe: PTX vs CUDA C++ vs Numba CUDA" in text
     assert "geometric-mean speedup of PTX over CUDA C++" in body
-    assert "UNDECIDED between PTX and CUDA C++: 1.50x on the geometric mean" in body
+    assert "UNDECIDED between PTX and CUDA C++: 1.20x on the geometric mean" in body
     # the answer first: PTX against the best C++ present (CUDA C++ here), per cell, with its 95% interval
     assert body.index('id="answer"') < body.index('id="headline"')
     answer = body.split('id="answer"', 1)[1].split("</section>", 1)[0]
@@ -132,7 +133,7 @@ def test_three_implementation_page(tmp_path):
     assert "PTX vs CUDA C++ (headline)" in body and "CUDA C++ vs Numba CUDA" in body
     assert "<th>CUDA C++ / Numba CUDA</th>" in body  # the sim-counter table has every pair's ratio column
     index = (tmp_path / "index.html").read_text()
-    assert "PTX vs CUDA C++" in index and "<td>1.5</td>" in index
+    assert "PTX vs CUDA C++" in index and "<td>1.2</td>" in index
 
 
 def test_a_two_implementation_run_still_headlines_its_one_pair(tmp_path):
@@ -182,7 +183,7 @@ def test_the_best_cpp_present_is_chosen_per_cell_and_the_headline_follows_it(tmp
     extra = []
     for row in doc["rows"]:
         if row["impl"] == "ptx" and row["kernel"] == "gate":
-            triton = _scaled_cpp_row(row, 1.2)
+            triton = _scaled_cpp_row(row, 1.1)  # faster than CUDA C++'s CPP_OVER_PTX
             triton["impl"], triton["key"] = "triton", triton["key"].replace("/cpp/", "/triton/", 1)
             extra.append(triton)
     doc["rows"] += extra
@@ -201,7 +202,7 @@ def test_the_best_cpp_present_is_chosen_per_cell_and_the_headline_follows_it(tmp
     answers = {(a.label, a.skew): a for a in answer_rows(sweep)}
     gate = answers[("gate", "balanced")]
     assert gate.best_cpp == "triton" and gate.cpp_present == ("cpp", "triton")
-    assert gate.speedup == pytest.approx(1.2)
+    assert gate.speedup == pytest.approx(1.1)
     assert all(a.best_cpp == "cpp" for (label, _), a in answers.items() if label != "gate" and a.speedup)
     words = _best_cpp_words(data.Run(tmp_path, doc, records=sweep))
     assert words.startswith("The best C++ present differs between cells: CUDA C++ in ") and ", Triton in 2" in words

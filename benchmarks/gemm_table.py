@@ -425,8 +425,14 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out) if args.out else None
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
-        by_model = direct_rows([s for s in args.shapes.split(",") if s], [s for s in args.direct.split(",") if s],
-                               args.sample, args.seed, ("v1", "v2"), out)
+        from contract.errors import PtxmoeError
+
+        try:  # a bad slot, shape or sample names itself in one line, as the compare's errors do
+            by_model = direct_rows([s for s in args.shapes.split(",") if s], [s for s in args.direct.split(",") if s],
+                                   args.sample, args.seed, ("v1", "v2"), out)
+        except PtxmoeError as exc:
+            print(f"gemm_table --direct: {exc}", file=sys.stderr)
+            return 2
         for model, rows in by_model.items():
             print(f"direct rows, timing model {model}, sample {args.sample}, seed {args.seed}")
             print(render(rows))

@@ -134,3 +134,9 @@ def test_a_bad_from_path_says_what_is_wrong_without_a_traceback(tmp_path, capsys
     (tmp_path / "run.json").write_text("[1]")
     assert bench.main(["--from", str(tmp_path / "run.json")]) == 1
     assert "holds an array, not a run document" in capsys.readouterr().err
+
+
+def test_a_bad_direct_slot_says_what_is_wrong_without_a_traceback(capsys):
+    assert _bench().main(["--direct", "nosuch", "--shapes", "1x128x256x256"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "unknown implementation 'nosuch'" in err and "cutlass" in err

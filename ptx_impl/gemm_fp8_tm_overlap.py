@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ptx_impl.gemm_fp8_ws_template import DESC_HI
+from ptx_impl.gemm_fp8_tm_stage import stage_wgmmas
 
 OV_SETS = ("part", "part_b")  # the partial-sum register sets of even and odd K groups
 OV_SCALES = (("%sa0", "%sa1"), ("%sb0", "%sb1"))  # their token scales (rows trow and trow + 8)
@@ -52,25 +52,10 @@ def _issue(ring: Ring, x: int) -> list[str]:
          "    mad.lo.u32          %bar, %stage, 8, %sfull;",
          f"$C_wait{x}:",
          "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %ph;",
-         f"    @!%p_wait bra       $C_wait{x};",
-         f"    mul.lo.u32          %dst, %stage, {ring.stage_bytes};",
-         "    add.u32             %tmp, %sa_a, %dst;",
-         "    shr.u32             %tmp, %tmp, 4;",
-         "    cvt.u64.u32         %da, %tmp;",
-         f"    or.b64              %da, %da, {DESC_HI:#x};",
-         "    add.u32             %tmp, %sa_w, %dst;",
-         "    shr.u32             %tmp, %tmp, 4;",
-         "    cvt.u64.u32         %db, %tmp;",
-         f"    or.b64              %db, %db, {DESC_HI:#x};",
-         "    wgmma.fence.sync.aligned;                       // the last promotion's reads of this set come first"]
-    for ks in range(4):
-        if ks:
-            L += ["    add.s64             %da, %da, 2;                // +32 B of K",
-                  "    add.s64             %db, %db, 2;"]
-        L += [f"    wgmma.mma_async.sync.aligned.m64n{ring.tile_n}k32.f32.e4m3.e4m3 {{{parts}}}, %da, %db, "
-              f"{'%p_zero' if ks == 0 else '%p_one'}, 1, 1;"]
-    return L + ["    wgmma.commit_group.sync.aligned;",
-                f"    mad.lo.u32          %tmp, %stage, {ring.s_bytes}, %ssc;",
+         f"    @!%p_wait bra       $C_wait{x};"]
+    L += stage_wgmmas(ring.stage_bytes, ring.tile_n, parts,
+                      fence_note="                       // the last promotion's reads of this set come first")
+    return L + [f"    mad.lo.u32          %tmp, %stage, {ring.s_bytes}, %ssc;",
                 "    shl.b32             %tmp2, %trow, 2;",
                 "    add.u32             %tmp, %tmp, %tmp2;",
                 f"    ld.shared.f32       {sa0}, [%tmp];",

@@ -30,6 +30,7 @@ from pathlib import Path
 from ptx_impl.gemm_fp8_tm_header import Facts, header
 from ptx_impl.gemm_fp8_tm_overlap import Ring, overlap_loop, overlap_regs
 from ptx_impl.gemm_fp8_tm_raster import RASTER_REGS, item_to_block_pair, raster_setup
+from ptx_impl.gemm_fp8_tm_stage import stage_wgmmas
 from ptx_impl.gemm_fp8_tm_store import (
     OUT_BYTES,
     STORE_REGS,
@@ -41,7 +42,6 @@ from ptx_impl.gemm_fp8_tm_wide import WIDE_REGS, wide_decode, wide_loop, wide_pr
 from ptx_impl.gemm_fp8_ws_template import (
     ALIGN,
     CONSUMER_REGS,
-    DESC_HI,
     MAXNREG,  # noqa: F401 - read by the rung modules and tests as this template's
     PRODUCER_REGS,
     THREADS,  # noqa: F401 - read by the rung modules and tests as this template's
@@ -373,25 +373,8 @@ def _lockstep_loop(ts: bool, to: bool) -> list[str]:
           "$C_wait:",
           "    mbarrier.try_wait.parity.shared::cta.b64 %p_wait, [%bar], %ph;",
           "    @!%p_wait bra       $C_wait;",
-          "    @%p_idle bra.uni    $C_release;",
-          f"    mul.lo.u32          %dst, %stage, {STAGE_BYTES};",
-          "    add.u32             %tmp, %sa_a, %dst;",
-          "    shr.u32             %tmp, %tmp, 4;",
-          "    cvt.u64.u32         %da, %tmp;",
-          f"    or.b64              %da, %da, {DESC_HI:#x};",
-          "    add.u32             %tmp, %sa_w, %dst;",
-          "    shr.u32             %tmp, %tmp, 4;",
-          "    cvt.u64.u32         %db, %tmp;",
-          f"    or.b64              %db, %db, {DESC_HI:#x};",
-          "    wgmma.fence.sync.aligned;"]
-    parts = ", ".join(f"%part{i}" for i in range(ACC))
-    for ks in range(4):
-        if ks:
-            L += ["    add.s64             %da, %da, 2;                // +32 B of K",
-                  "    add.s64             %db, %db, 2;"]
-        L += [f"    wgmma.mma_async.sync.aligned.m64n{TILE_N}k32.f32.e4m3.e4m3 {{{parts}}}, %da, %db, "
-              f"{'%p_zero' if ks == 0 else '%p_one'}, 1, 1;"]
-    L += ["    wgmma.commit_group.sync.aligned;"]
+          "    @%p_idle bra.uni    $C_release;"]
+    L += stage_wgmmas(STAGE_BYTES, TILE_N, ", ".join(f"%part{i}" for i in range(ACC)))
     if ts:  # the stage's token scales, read while the wgmma runs (before the stage is released)
         L += [f"    mad.lo.u32          %tmp, %stage, {S_BYTES}, %ssc;",
               "    shl.b32             %tmp2, %trow, 2;",

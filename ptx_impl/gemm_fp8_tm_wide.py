@@ -17,7 +17,7 @@ for 128 x 256 x 128 x 2 FLOPs: 48 KB per 8.4 MFLOP, where rungs 6-10 read 24 KB 
 """
 from __future__ import annotations
 
-from ptx_impl.gemm_fp8_ws_template import DESC_HI
+from ptx_impl.gemm_fp8_tm_stage import stage_wgmmas
 
 TILE_N = 256  # weight rows (output columns) of a CTA tile: two m64n128 halves
 HALF_N = 128  # one wgmma's N and one weight-scale block
@@ -62,24 +62,10 @@ def wide_produce(stage_bytes: int, a_bytes: int, s_bytes: int, tma: str) -> tupl
 def _wgmma_half(half: int, stage_bytes: int, a_bytes: int) -> list[str]:
     """The stage's 4 k32 wgmmas of one 128-column half into %part (descriptors from the stage's start)."""
     parts = ", ".join(f"%part{i}" for i in range(PART))
-    L = [f"    mul.lo.u32          %dst, %stage, {stage_bytes};",
-         "    add.u32             %tmp, %sa_a, %dst;",
-         "    shr.u32             %tmp, %tmp, 4;",
-         "    cvt.u64.u32         %da, %tmp;",
-         f"    or.b64              %da, %da, {DESC_HI:#x};",
-         "    add.u32             %tmp, %sa_w, %dst;",
-         *([f"    add.u32             %tmp, %tmp, {HALF_W_BYTES};  // the upper weight box"] if half else []),
-         "    shr.u32             %tmp, %tmp, 4;",
-         "    cvt.u64.u32         %db, %tmp;",
-         f"    or.b64              %db, %db, {DESC_HI:#x};",
-         "    wgmma.fence.sync.aligned;                       // the last promotion's reads of %part come first"]
-    for ks in range(4):
-        if ks:
-            L += ["    add.s64             %da, %da, 2;                // +32 B of K",
-                  "    add.s64             %db, %db, 2;"]
-        L += [f"    wgmma.mma_async.sync.aligned.m64n{HALF_N}k32.f32.e4m3.e4m3 {{{parts}}}, %da, %db, "
-              f"{'%p_zero' if ks == 0 else '%p_one'}, 1, 1;"]
-    return L + ["    wgmma.commit_group.sync.aligned;"]
+    upper = f"    add.u32             %tmp, %tmp, {HALF_W_BYTES};  // the upper weight box"
+    return stage_wgmmas(stage_bytes, HALF_N, parts,
+                        fence_note="                       // the last promotion's reads of %part come first",
+                        w_offset_lines=(upper,) if half else ())
 
 
 def _promote(half: int) -> list[str]:

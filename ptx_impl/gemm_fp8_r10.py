@@ -18,13 +18,9 @@ overlap=True)); parameters, launch, items and the scale transpose are rung 9's (
 """
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
-from ptx_impl import gemm_fp8_r4 as r4
 from ptx_impl import gemm_fp8_r8 as r8
 from ptx_impl import gemm_fp8_r9 as r9
-from ptx_impl import gemm_fp8_tm_template as template
+from ptx_impl import gemm_fp8_tm_rung as tm_rung
 
 KERNEL = r9.KERNEL
 RUNG = 10
@@ -33,27 +29,7 @@ FEATURES = {**r9.FEATURES, "overlap": True}
 work_items = r9.work_items  # rung 9's items in raster groups (harness.sampling's windows, the tests)
 
 
-def path() -> Path:
-    return template.path(**FEATURES)
-
-
-@functools.cache
-def ptx_source(wait_bound: int = 0) -> str:
-    """The GEMM's PTX module text: the checked-in file, or with wait_bound > 0 the variant whose waits trap."""
-    return template.render(wait_bound, **FEATURES) if wait_bound else path().read_text(encoding="utf-8")
-
-
-def ptx_modules() -> dict[str, str]:
-    """{module name: PTX text}, for static analysis."""
-    return {path().stem: ptx_source(), **{k: v for k, v in r9.ptx_modules().items() if k != r9.path().stem}}
-
-
-def default_sms(backend) -> int:
-    ask = getattr(backend, "persistent_ctas", None)
-    if ask is None:
-        return r4.SMS
-    return int(ask(ptx_source(), template.entry(**FEATURES), (template.THREADS, 1, 1),
-                   template.shared_bytes(**FEATURES), template.CLUSTER_CTAS))
+path, ptx_source, ptx_modules, default_sms = tm_rung.kernel(FEATURES, below=r9)  # gemm_fp8_tm_rung
 
 
 def run(backend, args: dict, preset, **params) -> list:

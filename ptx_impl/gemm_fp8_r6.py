@@ -20,36 +20,20 @@ the protocol); this module is its tensor maps, argument checks and `run`. Parame
 """
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import numpy as np
 
 from contract.device import LiveRows, WorkItems
 from contract.launch import require
 from ptx_impl import gemm_fp8_r4 as r4
+from ptx_impl import gemm_fp8_tm_rung as tm_rung
 from ptx_impl import gemm_fp8_tm_template as template
 
 KERNEL = r4.KERNEL
 RUNG = 6
 PARAMS = r4.PARAMS[:10] + (("blocks", "u32"),) + r4.PARAMS[11:]
 PAIR_COLS = template.TILE_N * template.CLUSTER_CTAS  # output columns of a cluster's item
-
-
-def path() -> Path:
-    return template.PATH
-
-
-@functools.cache
-def ptx_source(wait_bound: int = 0) -> str:
-    """The PTX module text: the checked-in file, or with wait_bound > 0 the variant whose waits trap after that many
-    failed tries (gemm_fp8_tm_template.render)."""
-    return template.render(wait_bound) if wait_bound else path().read_text(encoding="utf-8")
-
-
-def ptx_modules() -> dict[str, str]:
-    """{module name: PTX text}, for static analysis."""
-    return {path().stem: ptx_source()}
+FEATURES: dict[str, bool] = {}  # gemm_fp8_tm_template.render's flags of this rung: none (the base kernel)
+path, ptx_source, ptx_modules, default_sms = tm_rung.kernel(FEATURES)  # gemm_fp8_tm_rung
 
 
 def check_args(args: dict, preset) -> tuple[int, int, int, int, int]:
@@ -67,14 +51,6 @@ def work_items(sizes) -> WorkItems:
     P_max, _, N, BM, _ = sizes
     blocks, pairs, group = P_max // BM, -(-N // PAIR_COLS), template.TILE_M // BM
     return WorkItems(blocks * pairs, blocks, min(group, blocks), min(group, blocks) * pairs)
-
-
-def default_sms(backend) -> int:
-    ask = getattr(backend, "persistent_ctas", None)
-    if ask is None:
-        return r4.SMS
-    return int(ask(ptx_source(), template.ENTRY, (template.THREADS, 1, 1), template.shared_bytes(),
-                   template.CLUSTER_CTAS))
 
 
 def run(backend, args: dict, preset, **params) -> list:

@@ -25,6 +25,7 @@ from contract.device import LiveRows
 from contract.launch import require
 from ptx_impl import gemm_fp8_r4 as r4
 from ptx_impl import gemm_fp8_r6 as r6
+from ptx_impl import gemm_fp8_tm_rung as tm_rung
 from ptx_impl import gemm_fp8_tm_template as template
 
 KERNEL = r4.KERNEL
@@ -35,16 +36,7 @@ TRANSPOSE_THREADS = 256
 # NOTE: a capped grid-stride grid: the simulator runs launches of up to 4096 CTAs whole (--sample auto), and the GEMM
 # reads every element of the transposed scales, so the transpose must never be sampled
 TRANSPOSE_MAX_CTAS = 1024
-
-
-def path() -> Path:
-    return template.path(True)
-
-
-@functools.cache
-def ptx_source(wait_bound: int = 0) -> str:
-    """The GEMM's PTX module text: the checked-in file, or with wait_bound > 0 the variant whose waits trap."""
-    return template.render(wait_bound, tma_scales=True) if wait_bound else path().read_text(encoding="utf-8")
+FEATURES = {**r6.FEATURES, "tma_scales": True}  # gemm_fp8_tm_template.render's flags of this rung
 
 
 @functools.cache
@@ -52,9 +44,9 @@ def transpose_source() -> str:
     return TRANSPOSE.read_text(encoding="utf-8")
 
 
-def ptx_modules() -> dict[str, str]:
-    """{module name: PTX text}, for static analysis."""
-    return {path().stem: ptx_source(), TRANSPOSE.stem: transpose_source()}
+# gemm_fp8_tm_rung: the GEMM's module, then the transpose this rung adds
+path, ptx_source, ptx_modules, default_sms = tm_rung.kernel(FEATURES, below=r6,
+                                                            extra={TRANSPOSE.stem: transpose_source})
 
 
 def check_args(args: dict, preset) -> tuple[int, int, int, int, int]:
@@ -64,14 +56,6 @@ def check_args(args: dict, preset) -> tuple[int, int, int, int, int]:
     require(f"ptx {KERNEL} rung {RUNG}", Kd // r4.GROUP <= template.KT_MAX, "Kd", Kd,
             f"at most {template.KT_MAX * r4.GROUP} (the weight scales a shared-memory area holds)")
     return sizes
-
-
-def default_sms(backend) -> int:
-    ask = getattr(backend, "persistent_ctas", None)
-    if ask is None:
-        return r4.SMS
-    return int(ask(ptx_source(), template.ENTRY7, (template.THREADS, 1, 1), template.shared_bytes(True),
-                   template.CLUSTER_CTAS))
 
 
 def launch_transpose(backend, args: dict, a_scale_t, P_max: int, groups: int):

@@ -15,9 +15,7 @@ tensor map over c, in place of `c`. The a_scale transpose runs before it, as in 
 """
 from __future__ import annotations
 
-import functools
 import importlib
-from pathlib import Path
 
 import numpy as np
 
@@ -25,41 +23,22 @@ from contract.device import LiveRows
 from ptx_impl import gemm_fp8_r4 as r4
 from ptx_impl import gemm_fp8_r6 as r6
 from ptx_impl import gemm_fp8_r7 as r7
+from ptx_impl import gemm_fp8_tm_rung as tm_rung
 from ptx_impl import gemm_fp8_tm_store as store
 from ptx_impl import gemm_fp8_tm_template as template
 
 KERNEL = r4.KERNEL
 RUNG = 8
 PARAMS = r7.PARAMS[:6] + (("tm_c", "b8[128]"),) + r7.PARAMS[7:]
-FEATURES = {"tma_scales": True, "tma_store": True}  # gemm_fp8_tm_template.render's flags of this rung
+FEATURES = {**r7.FEATURES, "tma_store": True}  # gemm_fp8_tm_template.render's flags of this rung
 
 
-def path() -> Path:
-    return template.path(**FEATURES)
-
-
-@functools.cache
-def ptx_source(wait_bound: int = 0) -> str:
-    """The GEMM's PTX module text: the checked-in file, or with wait_bound > 0 the variant whose waits trap."""
-    return template.render(wait_bound, **FEATURES) if wait_bound else path().read_text(encoding="utf-8")
-
-
-def ptx_modules() -> dict[str, str]:
-    """{module name: PTX text}, for static analysis."""
-    return {path().stem: ptx_source(), r7.TRANSPOSE.stem: r7.transpose_source()}
+path, ptx_source, ptx_modules, default_sms = tm_rung.kernel(FEATURES, below=r7)  # gemm_fp8_tm_rung
 
 
 def check_args(args: dict, preset) -> tuple[int, int, int, int, int]:
     """Rung 7's checks (the weight scales a shared area holds, BM dividing 128, N a multiple of 128)."""
     return r7.check_args(args, preset)
-
-
-def default_sms(backend) -> int:
-    ask = getattr(backend, "persistent_ctas", None)
-    if ask is None:
-        return r4.SMS
-    return int(ask(ptx_source(), template.entry(**FEATURES), (template.THREADS, 1, 1),
-                   template.shared_bytes(**FEATURES), template.CLUSTER_CTAS))
 
 
 def store_box_rows(bm: int) -> int:

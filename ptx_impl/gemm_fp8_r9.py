@@ -17,13 +17,11 @@ parameters as rung 8's with `raster_blocks` (u32) last.
 """
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 from contract.device import WorkItems
 from ptx_impl import gemm_fp8_r4 as r4
 from ptx_impl import gemm_fp8_r6 as r6
 from ptx_impl import gemm_fp8_r8 as r8
+from ptx_impl import gemm_fp8_tm_rung as tm_rung
 from ptx_impl import gemm_fp8_tm_template as template
 
 KERNEL = r4.KERNEL
@@ -35,19 +33,7 @@ FEATURES = {**r8.FEATURES, "raster": True}
 RASTER_MAX_TILES = 8
 
 
-def path() -> Path:
-    return template.path(**FEATURES)
-
-
-@functools.cache
-def ptx_source(wait_bound: int = 0) -> str:
-    """The GEMM's PTX module text: the checked-in file, or with wait_bound > 0 the variant whose waits trap."""
-    return template.render(wait_bound, **FEATURES) if wait_bound else path().read_text(encoding="utf-8")
-
-
-def ptx_modules() -> dict[str, str]:
-    """{module name: PTX text}, for static analysis."""
-    return {path().stem: ptx_source(), **{k: v for k, v in r8.ptx_modules().items() if k != r8.path().stem}}
+path, ptx_source, ptx_modules, default_sms = tm_rung.kernel(FEATURES, below=r8)  # gemm_fp8_tm_rung
 
 
 def raster_tiles(sizes) -> int:
@@ -67,14 +53,6 @@ def work_items(sizes) -> WorkItems:
     items = r6.work_items(sizes)
     group = raster_blocks(sizes)
     return WorkItems(items.count, items.blocks, group, group * (items.count // items.blocks))
-
-
-def default_sms(backend) -> int:
-    ask = getattr(backend, "persistent_ctas", None)
-    if ask is None:
-        return r4.SMS
-    return int(ask(ptx_source(), template.entry(**FEATURES), (template.THREADS, 1, 1),
-                   template.shared_bytes(**FEATURES), template.CLUSTER_CTAS))
 
 
 def run(backend, args: dict, preset, **params) -> list:

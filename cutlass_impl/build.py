@@ -4,8 +4,8 @@ host shim that builds a kernel's Params by g++ (cached per source digest under ~
     python -m cutlass_impl.build            # recompile the committed PTX (minutes: CUTLASS's templates)
 
 What NVRTC needs (../shared/docs/ptx-notes.md, last section): the runtime, CCCL and nvcc wheels' includes, CUTLASS's
-include/ from the nvidia-cutlass wheel, two std:: names (in the .cu) and the explicit instantiation as declared. What
-g++ needs for CUTLASS's host code: kernels/host_prelude.h and kernels/rt_stubs.cpp.
+include/ from the nvidia-cutlass wheel, two std:: names (kernels/nvrtc_unit.h) and the explicit instantiation as
+declared. What g++ needs for CUTLASS's host code: kernels/host_prelude.h and kernels/rt_stubs.cpp.
 """
 from __future__ import annotations
 
@@ -33,6 +33,10 @@ FAMILIES = {
     "fp8_grouped": ("gemm_fp8_blockwise_grouped_sm90.cu", "gemm_fp8_blockwise_grouped_sm90.h",
                     "gemm_fp8_blockwise_grouped_sm90_host.cpp"),
 }
+# the files every family's device code includes (hashed into every source digest) and its host shim is built from
+# (hashed into every shim digest) besides its own
+DEVICE_COMMON = ("nvrtc_unit.h", "gemm_sm90_config.h", "grouped_instance.h")
+HOST_COMMON = ("host_shim.h", "host_prelude.h", "rt_stubs.cpp")
 
 
 @dataclass(frozen=True)
@@ -115,9 +119,10 @@ def cutlass_version() -> str:
 
 
 def source_digest(name: str) -> str:
-    """SHA-256 of what the device code of kernel `name` is compiled from (its .cu, shared header and defines)."""
+    """SHA-256 of what the device code of kernel `name` is compiled from (its .cu, shared header, the headers every
+    kernel includes, and defines)."""
     h = hashlib.sha256(" ".join(CONFIGS[name].defines).encode())
-    for f in KERNELS[name]:
+    for f in (*KERNELS[name], *DEVICE_COMMON):
         h.update(f.encode() + b"\0" + (KERNEL_DIR / f).read_bytes())
     return h.hexdigest()
 
@@ -125,7 +130,7 @@ def source_digest(name: str) -> str:
 def shim_digest(name: str) -> str:
     """SHA-256 of what the host shim of kernel `name` is built from."""
     h = hashlib.sha256(source_digest(name).encode())
-    for f in (FAMILIES[CONFIGS[name].family][2], "host_prelude.h", "rt_stubs.cpp"):
+    for f in (FAMILIES[CONFIGS[name].family][2], *HOST_COMMON):
         h.update(f.encode() + b"\0" + (KERNEL_DIR / f).read_bytes())
     return h.hexdigest()
 

@@ -8,26 +8,8 @@
 // CTAs a cluster (default 1x1). Included by the device translation unit (NVRTC) and by the host shim (g++), so both
 // see one GemmKernel type.
 #pragma once
-#ifndef PTXMOE_TILE_M
-#define PTXMOE_TILE_M 128
-#endif
-#ifndef PTXMOE_TILE_N
-#define PTXMOE_TILE_N 128
-#endif
-#ifndef PTXMOE_PINGPONG
-#define PTXMOE_PINGPONG 0
-#endif
-#ifndef PTXMOE_CLUSTER_M
-#define PTXMOE_CLUSTER_M 1
-#endif
-#ifndef PTXMOE_CLUSTER_N
-#define PTXMOE_CLUSTER_N 1
-#endif
-#include "cutlass/gemm/dispatch_policy.hpp"
+#include "gemm_sm90_config.h"
 #include "cutlass/gemm/group_array_problem_shape.hpp"
-#include "cutlass/gemm/collective/collective_builder.hpp"
-#include "cutlass/epilogue/collective/collective_builder.hpp"
-#include "cutlass/gemm/kernel/gemm_universal.hpp"
 
 namespace ptxmoe_cutlass {
 using namespace cute;

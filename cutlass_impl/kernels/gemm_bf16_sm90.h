@@ -6,19 +6,7 @@
 // consumer warpgroups on two tiles, epilogue TmaWarpSpecialized) instead of the cooperative one (both on one tile).
 // Included by the device translation unit (NVRTC) and by the host shim (g++), so both see one GemmKernel type.
 #pragma once
-#ifndef PTXMOE_TILE_M
-#define PTXMOE_TILE_M 128
-#endif
-#ifndef PTXMOE_TILE_N
-#define PTXMOE_TILE_N 128
-#endif
-#ifndef PTXMOE_PINGPONG
-#define PTXMOE_PINGPONG 0
-#endif
-#include "cutlass/gemm/dispatch_policy.hpp"
-#include "cutlass/gemm/collective/collective_builder.hpp"
-#include "cutlass/epilogue/collective/collective_builder.hpp"
-#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "gemm_sm90_config.h"
 
 namespace ptxmoe_cutlass {
 using namespace cute;

@@ -3,33 +3,8 @@
 // cuTensorMapEncodeTiled call is printed, so the caller encodes them with its own encoder (ptxsim's on the simulator,
 // the driver's on a GPU) and writes them over the markers.
 //   usage: gemm_bf16_sm90_host M N K addrA addrB addrC addrD params.bin
-#include "host_prelude.h"
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-#include "cutlass/util/packed_stride.hpp"
+#include "host_shim.h"
 #include "gemm_bf16_sm90.h"
-
-struct EncodeCall { int dtype, rank; uint64_t gaddr, dims[5], strides[5]; uint32_t box[5], estr[5]; int il, sw, l2, oob; };
-static std::vector<EncodeCall> g_calls;
-
-extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank, void* gaddr,
-    const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box, const cuuint32_t* estr,
-    CUtensorMapInterleave il, CUtensorMapSwizzle sw, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
-  EncodeCall c{};
-  c.dtype = dtype; c.rank = int(rank); c.gaddr = uint64_t(gaddr); c.il = il; c.sw = sw; c.l2 = l2; c.oob = oob;
-  for (unsigned i = 0; i < rank; ++i) {
-    c.dims[i] = dims[i]; c.box[i] = box[i]; c.estr[i] = estr[i];
-    if (i + 1 < rank) c.strides[i] = strides[i];
-  }
-  std::memset(map, 0, sizeof(*map));
-  uint64_t marker = g_calls.size() + 1;
-  std::memcpy(map, &marker, sizeof(marker));
-  g_calls.push_back(c);
-  return CUDA_SUCCESS;
-}
 
 int main(int argc, char** argv) {
   using namespace ptxmoe_cutlass;
@@ -54,13 +29,6 @@ int main(int argc, char** argv) {
   FILE* f = std::fopen(argv[8], "wb");
   if (!f || std::fwrite(&params, sizeof(params), 1, f) != 1) { std::perror(argv[8]); return 4; }
   std::fclose(f);
-  for (auto& c : g_calls) {
-    std::printf("encode %d %d %llu", c.dtype, c.rank, (unsigned long long)c.gaddr);
-    for (int i = 0; i < c.rank; ++i) std::printf(" %llu", (unsigned long long)c.dims[i]);
-    for (int i = 0; i + 1 < c.rank; ++i) std::printf(" %llu", (unsigned long long)c.strides[i]);
-    for (int i = 0; i < c.rank; ++i) std::printf(" %u", c.box[i]);
-    for (int i = 0; i < c.rank; ++i) std::printf(" %u", c.estr[i]);
-    std::printf(" %d %d %d %d\n", c.il, c.sw, c.l2, c.oob);
-  }
+  print_encode_calls();
   return 0;
 }

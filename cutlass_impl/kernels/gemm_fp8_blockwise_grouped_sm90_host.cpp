@@ -10,35 +10,8 @@
 // kernel then reads every group's shape from the device array only and launches a persistent grid of SM count
 // CTAs, so the Params do not depend on the groups' rows (the layer's shapes are written on the device each call,
 // cutlass_impl/device_args.py). The shapes given still make the stride arrays (K- and N-dependent only).
-#include "host_prelude.h"
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-#include "cutlass/util/packed_stride.hpp"
+#include "host_shim.h"
 #include "gemm_fp8_blockwise_grouped_sm90.h"
-
-struct EncodeCall { int dtype, rank; uint64_t gaddr, dims[5], strides[5]; uint32_t box[5], estr[5]; int il, sw, l2, oob; };
-static std::vector<EncodeCall> g_calls;
-
-extern "C" CUresult cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType dtype, cuuint32_t rank, void* gaddr,
-    const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box, const cuuint32_t* estr,
-    CUtensorMapInterleave il, CUtensorMapSwizzle sw, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
-  EncodeCall c{};
-  c.dtype = dtype; c.rank = int(rank); c.gaddr = uint64_t(gaddr); c.il = il; c.sw = sw; c.l2 = l2; c.oob = oob;
-  for (unsigned i = 0; i < rank; ++i) {
-    c.dims[i] = dims[i]; c.box[i] = box[i]; c.estr[i] = estr[i];
-    if (i + 1 < rank) c.strides[i] = strides[i];
-  }
-  std::memset(map, 0, sizeof(*map));
-  uint64_t marker = g_calls.size() + 1;
-  std::memcpy(map, &marker, sizeof(marker));
-  g_calls.push_back(c);
-  return CUDA_SUCCESS;
-}
-
-template <class T> static void put(FILE* f, std::vector<T> const& v) { std::fwrite(v.data(), sizeof(T), v.size(), f); }
 
 int main(int argc, char** argv) {
   using namespace ptxmoe_cutlass;
@@ -102,13 +75,6 @@ int main(int argc, char** argv) {
   if (!a) { std::perror(argv[14]); return 4; }
   put(a, shapes); put(a, sA); put(a, sB); put(a, sC); put(a, sD); put(a, lSFA); put(a, lSFB);
   std::fclose(a);
-  for (auto& c : g_calls) {
-    std::printf("encode %d %d %llu", c.dtype, c.rank, (unsigned long long)c.gaddr);
-    for (int i = 0; i < c.rank; ++i) std::printf(" %llu", (unsigned long long)c.dims[i]);
-    for (int i = 0; i + 1 < c.rank; ++i) std::printf(" %llu", (unsigned long long)c.strides[i]);
-    for (int i = 0; i < c.rank; ++i) std::printf(" %u", c.box[i]);
-    for (int i = 0; i < c.rank; ++i) std::printf(" %u", c.estr[i]);
-    std::printf(" %d %d %d %d\n", c.il, c.sw, c.l2, c.oob);
-  }
+  print_encode_calls();
   return 0;
 }

@@ -9,19 +9,7 @@
 // the ping-pong schedule instead of the cooperative one.
 // Included by the device translation unit (NVRTC) and by the host shim (g++).
 #pragma once
-#ifndef PTXMOE_TILE_M
-#define PTXMOE_TILE_M 128
-#endif
-#ifndef PTXMOE_TILE_N
-#define PTXMOE_TILE_N 128
-#endif
-#ifndef PTXMOE_PINGPONG
-#define PTXMOE_PINGPONG 0
-#endif
-#include "cutlass/gemm/dispatch_policy.hpp"
-#include "cutlass/gemm/collective/collective_builder.hpp"
-#include "cutlass/epilogue/collective/collective_builder.hpp"
-#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "gemm_sm90_config.h"
 #include "cutlass/detail/blockwise_scale_layout.hpp"
 
 namespace ptxmoe_cutlass_fp8 {

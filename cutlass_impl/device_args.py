@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contract.device import GroupSubsets
 from contract.errors import InputError
 from contract.launch import TextKernel, ceil_div
 from cutlass_impl import build
+from cutlass_impl.group_subsets import Keep, group_subsets
 from cutlass_impl.grouped_gemm import (
     GROUPED,
     WORKSPACE_BYTES,
@@ -50,7 +50,7 @@ from cutlass_impl.grouped_gemm import (
     is_grouped,
     shape_key,
 )
-from cutlass_impl.params import GroupedParams, grouped_host_params
+from cutlass_impl.params import GroupedParams, HostParams, grouped_host_params
 
 ARGS_BLOCK = 256  # cutlass_group_args' __launch_bounds__
 
@@ -182,14 +182,13 @@ def _sim_marks(kernel: str, backend, dg: DeviceGroups, N: int, Kd: int) -> list:
     real = [int(g) for g in np.flatnonzero(shapes[:, 0] > 0)]
     if not real:
         return []
-    tiles = tuple(ceil_div(int(shapes[g, 0]), config.tile_m) * ceil_div(N, config.tile_n) for g in real)
 
-    def subset(indices: tuple[int, ...]) -> tuple:
-        """The same launch with only groups `indices` (of the non-empty ones) doing work: the others' M set to 0,
-        the pointer and stride arrays the whole launch's, on a grid of at most their tiles."""
-        keep = {real[i] for i in indices}
+    def launch_groups(keep: Keep) -> HostParams:
+        """The same launch with only the non-empty groups `keep` (indices into them) doing work: the others' M set
+        to 0, the pointer and stride arrays the whole launch's."""
+        kept = {real[i] for i in keep}
         sub_shapes = shapes.copy()
-        sub_shapes[[g for g in range(dg.groups) if g not in keep], 0] = 0
+        sub_shapes[[g for g in range(dg.groups) if g not in kept], 0] = 0
         buf = backend.to_device(np.ascontiguousarray(sub_shapes))
         backend.__dict__.setdefault("_cutlass_subset_shapes", []).append(buf)  # freed after the launch (run)
         arr = dg.arrays
@@ -197,10 +196,8 @@ def _sim_marks(kernel: str, backend, dg: DeviceGroups, N: int, Kd: int) -> list:
                  arr["ptr_d"].addr, arr["stride_c"].addr, arr["ptr_d"].addr, arr["stride_d"].addr)
         fp8 = "ptr_sfa" in arr
         scales = (arr["ptr_sfa"].addr, 0, arr["ptr_sfb"].addr, 0) if fp8 else ()
-        sub = grouped_host_params(dg.name, ((config.tile_m, N, Kd),) * dg.groups, addrs, arr["work"].addr,
-                                  WORKSPACE_BYTES, scales, shapes_on_device=True).host
-        work = sum(tiles[i] for i in indices)
-        # a cluster candidate's grid is (clusters, cluster CTAs, 1), as in grouped_gemm._run_grouped's subsets
-        return (max(1, min(sub.grid[0], -(-work // sub.grid[1]))), sub.grid[1], 1), [sub.struct]
+        return grouped_host_params(dg.name, ((config.tile_m, N, Kd),) * dg.groups, addrs, arr["work"].addr,
+                                   WORKSPACE_BYTES, scales, shapes_on_device=True).host
 
-    return [GroupSubsets(tuple((int(shapes[g, 0]), N, Kd) for g in real), tiles, subset)]
+    return [group_subsets([int(shapes[g, 0]) for g in real], N, Kd, config, launch_groups, f"cutlass {kernel}",
+                          windows=False)]

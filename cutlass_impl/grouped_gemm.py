@@ -48,10 +48,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contract.device import FamilyShare, GroupSubsets
+from contract.device import FamilyShare
 from contract.errors import InputError
 from cutlass_impl import build
-from cutlass_impl.params import GroupedParams, grouped_host_params, host_params
+from cutlass_impl.group_subsets import Keep, group_subsets
+from cutlass_impl.params import GroupedParams, HostParams, grouped_host_params, host_params
 
 FAMILY = {"grouped_gemm": "bf16", "grouped_gemm_fp8": "fp8"}  # the per-expert (non-grouped) kernels' families
 GROUPED_FAMILY = {"grouped_gemm": "bf16_grouped", "grouped_gemm_fp8": "fp8_grouped"}
@@ -210,41 +211,27 @@ def _run_grouped(kernel: str, name: str, how: str, backend, args: dict, P_max: i
     ptx, entry = build.load_ptx(name), entry_of(name)
     hp = arrays.params.host
     tag = f"{kernel}[{N}x{Kd}] cutlass grouped {config.label} ({how}), {len(plan.groups)} groups in one launch"
-    tile_rows = tuple(-(-g.rows // config.tile_m) for g in plan.groups)
-    tiles = tuple(m * -(-N // config.tile_n) for m in tile_rows)
 
-    def subset(indices: tuple) -> tuple:
-        """The same kernel with only groups `indices` doing work (GroupSubsets): every group is still there, those
-        left out with no rows, after an empty group, on a grid of at most their tiles (one CTA for none). An entry
-        (i, first, end) instead of i keeps only tile rows [first, end) of group i (GroupSubsets.tile_rows): a group
-        of those rows of its run (its A, D and scale pointers moved to the window's first row), the windows the sim
-        backend samples a long group by (harness.family_sampling.group_windows).
+    def launch_groups(keep: Keep) -> HostParams:
+        """The same kernel with only groups `keep` doing work (GroupSubsets, cutlass_impl.group_subsets): every group
+        is still there, those left out with no rows, after an empty group. A window (first, end) keeps only tile
+        rows [first, end) of its group (GroupSubsets.tile_rows): a group of those rows of its run (its A, D and
+        scale pointers moved to the window's first row), the windows the sim backend samples a long group by
+        (harness.family_sampling.group_windows).
         NOTE: every group is kept, as an empty one, because each CTA's scheduler walks the groups' problem shapes
         from the device (its loads are a tenth of the launch's L1 sectors at small: a subset of groups alone had
         0.25x the whole launch's); the empty group first because a CTA uses the host's tensor maps for group 0 and
         rewrites them on the device (tensormap.replace) whenever its next tile is in another group, which in the
         whole launch is nearly every tile (132 CTAs striding over runs of 32-56 tiles): a subset starting with a
         real group would skip that rewrite (12 % fewer instructions at tiny). Its scheduler strides by gridDim, so
-        a smaller grid runs the same tiles. The FP8 kernel's empty group has scale pointers too (its run's first
-        row's), never read (no tiles)."""
-        keep: dict[int, tuple[int, int] | None] = {}
-        for entry in indices:
-            i, window = (int(entry), None) if isinstance(entry, (int, np.integer)) else \
-                (int(entry[0]), (int(entry[1]), int(entry[2])))
-            if window is not None and not 0 <= window[0] < window[1] <= tile_rows[i]:
-                raise InputError(f"cutlass {kernel}: subset window {entry} of group {i}; expected tile rows within "
-                                 f"[0, {tile_rows[i]})")
-            keep[i] = window
+        a smaller grid (group_subsets caps it at the kept tiles) runs the same tiles. The FP8 kernel's empty group
+        has scale pointers too (its run's first row's), never read (no tiles)."""
         groups = (Group(plan.groups[0].expert, plan.groups[0].row0, 0),
                   *(_window(g, keep[i], config.tile_m) if i in keep else Group(g.expert, g.row0, 0)
                     for i, g in enumerate(plan.groups)))
-        sub = _grouped_arrays(kernel, name, backend, args, plan, groups, N, Kd).params.host
-        work = sum(tiles[i] if w is None else (w[1] - w[0]) * (tiles[i] // tile_rows[i]) for i, w in keep.items())
-        # a cluster candidate's grid is (clusters, cluster CTAs, 1): a column of CTAs a cluster (CUTLASS puts the
-        # cluster's N CTAs in grid y when it rasterises along M, its grouped scheduler's default)
-        return (max(1, min(sub.grid[0], -(-work // sub.grid[1]))), sub.grid[1], 1), [sub.struct]
+        return _grouped_arrays(kernel, name, backend, args, plan, groups, N, Kd).params.host
 
-    mark = GroupSubsets(tuple((g.rows, N, Kd) for g in plan.groups), tiles, subset, tile_rows)
+    mark = group_subsets([g.rows for g in plan.groups], N, Kd, config, launch_groups, f"cutlass {kernel}")
     return [backend.launch_ptx(ptx, entry, hp.grid, hp.block, [hp.struct, mark], shared_bytes=hp.shared_bytes,
                                tag=tag)]
 

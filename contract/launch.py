@@ -45,6 +45,38 @@ def check_array(kernel: str, args: Mapping, name: str, shape, dtype) -> None:
             str(np.dtype(dtype)))
 
 
+def gemm_sizes(kernel: str, args: Mapping, preset) -> tuple[int, int, int, int, int]:
+    """(P_max, Kd, N, E, BM) of a grouped GEMM's arguments (kernels.md: a [P_max, Kd], w [E, N, Kd]; BM the
+    preset's), after checking that a and w are there with those ranks. `kernel` is what errors name ("cpp
+    grouped_gemm", "ptx grouped_gemm_fp8 rung 4")."""
+    for arg in ("a", "w"):
+        require(kernel, arg in args, "argument", arg, f"one of the arguments ({', '.join(sorted(args))} given)")
+    require(kernel, len(args["a"].shape) == 2, "a.shape", tuple(args["a"].shape), "(P_max, Kd)")
+    require(kernel, len(args["w"].shape) == 3, "w.shape", tuple(args["w"].shape), "(E, N, Kd)")
+    P_max, Kd = (int(x) for x in args["a"].shape)
+    E, N = int(args["w"].shape[0]), int(args["w"].shape[1])
+    return P_max, Kd, N, E, int(preset.BM)
+
+
+def check_gemm_arrays(kernel: str, args: Mapping, P_max: int, Kd: int, N: int, E: int, BM: int,  # noqa: N803
+                      fp8: bool) -> None:
+    """Every argument of grouped_gemm (fp8=False: bf16 a, w) or grouped_gemm_fp8 (e4m3 a, w and their f32 1x128 /
+    128x128 scales a_scale, w_scale) at the sizes gemm_sizes gave, in kernels.md's order: block_expert [P_max / BM]
+    and total_padded [1] int32, c [P_max, N] bf16."""
+    from contract.generators import BF16, E4M3
+
+    group = 128  # FP8 scale groups: 1 x 128 of a row of a, 128 x 128 of a weight
+    check_array(kernel, args, "a", (P_max, Kd), E4M3 if fp8 else BF16)
+    if fp8:
+        check_array(kernel, args, "a_scale", (P_max, Kd // group), np.float32)
+    check_array(kernel, args, "w", (E, N, Kd), E4M3 if fp8 else BF16)
+    if fp8:
+        check_array(kernel, args, "w_scale", (E, N // group, Kd // group), np.float32)
+    check_array(kernel, args, "block_expert", (P_max // BM,), np.int32)
+    check_array(kernel, args, "total_padded", (1,), np.int32)
+    check_array(kernel, args, "c", (P_max, N), BF16)
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-int(a) // int(b))
 

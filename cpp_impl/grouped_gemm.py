@@ -17,7 +17,8 @@ import numpy as np
 
 from contract.device import LiveRows
 from contract.errors import InputError
-from cpp_impl.descriptor import check_array, cuda_entry, require
+from contract.launch import check_gemm_arrays, gemm_sizes
+from cpp_impl.descriptor import cuda_entry, require
 
 KERNEL = "grouped_gemm"
 ENTRY = "grouped_gemm_bf16"
@@ -148,22 +149,9 @@ def ptx_modules() -> dict[str, str]:
 
 
 def _check_args(args: dict, preset) -> GemmShapes:
-    from contract.generators import BF16
-
-    for name in ("a", "w"):
-        require(KERNEL, name in args, "argument", name, f"one of the arguments ({', '.join(sorted(args))} given)")
-    a, w = args["a"], args["w"]
-    require(KERNEL, len(a.shape) == 2, "a.shape", tuple(a.shape), "(P_max, Kd)")
-    require(KERNEL, len(w.shape) == 3, "w.shape", tuple(w.shape), "(E, N, Kd)")
-    P_max, Kd = (int(x) for x in a.shape)
-    E, N = int(w.shape[0]), int(w.shape[1])
-    BM = int(preset.BM)
+    P_max, Kd, N, E, BM = gemm_sizes(f"cpp {KERNEL}", args, preset)
     require(KERNEL, BM > 0 and P_max % BM == 0, "a.shape[0] (P_max)", P_max, f"a positive multiple of BM={BM}")
-    check_array(KERNEL, args, "a", (P_max, Kd), BF16)
-    check_array(KERNEL, args, "w", (E, N, Kd), BF16)
-    check_array(KERNEL, args, "block_expert", (P_max // BM,), np.int32)
-    check_array(KERNEL, args, "total_padded", (1,), np.int32)
-    check_array(KERNEL, args, "c", (P_max, N), BF16)
+    check_gemm_arrays(f"cpp {KERNEL}", args, P_max, Kd, N, E, BM, fp8=False)
     return GemmShapes(P_max, Kd, N, E, BM)
 
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from contract.device import LiveRows
 from contract.errors import InputError
-from cpp_impl.descriptor import check_array, cuda_entry, require
+from contract.launch import check_gemm_arrays, gemm_sizes
+from cpp_impl.descriptor import cuda_entry, require
 
 KERNEL = "grouped_gemm_fp8"
 NTHREADS = 128
@@ -64,27 +65,13 @@ def tile_for(BM: int) -> Fp8Tile:
 
 
 def _check_args(args: dict, preset) -> tuple[int, int, int, int, Fp8Tile]:
-    from contract.generators import BF16, E4M3
-
-    for name in ("a", "w"):
-        require(KERNEL, name in args, "argument", name, f"one of the arguments ({', '.join(sorted(args))} given)")
-    require(KERNEL, len(args["a"].shape) == 2, "a.shape", tuple(args["a"].shape), "(P_max, Kd)")
-    require(KERNEL, len(args["w"].shape) == 3, "w.shape", tuple(args["w"].shape), "(E, N, Kd)")
-    P_max, Kd = (int(x) for x in args["a"].shape)
-    E, N = int(args["w"].shape[0]), int(args["w"].shape[1])
-    BM = int(preset.BM)
+    P_max, Kd, N, E, BM = gemm_sizes(f"cpp {KERNEL}", args, preset)
     tile = tile_for(BM)
     require(KERNEL, P_max % BM == 0, "a.shape[0] (P_max)", P_max, f"a multiple of BM={BM}")
     require(KERNEL, Kd > 0 and Kd % GROUP == 0, "Kd", Kd, f"a positive multiple of {GROUP} (the scale groups)")
     require(KERNEL, N > 0 and N % GROUP == 0, "N", N, f"a positive multiple of {GROUP} (the weight blocks)")
     require(KERNEL, P_max // tile.tm <= MAX_GRID_Y, "P_max", P_max, f"at most {MAX_GRID_Y} row tiles of {tile.tm}")
-    check_array(KERNEL, args, "a", (P_max, Kd), E4M3)
-    check_array(KERNEL, args, "a_scale", (P_max, Kd // GROUP), np.float32)
-    check_array(KERNEL, args, "w", (E, N, Kd), E4M3)
-    check_array(KERNEL, args, "w_scale", (E, N // GROUP, Kd // GROUP), np.float32)
-    check_array(KERNEL, args, "block_expert", (P_max // BM,), np.int32)
-    check_array(KERNEL, args, "total_padded", (1,), np.int32)
-    check_array(KERNEL, args, "c", (P_max, N), BF16)
+    check_gemm_arrays(f"cpp {KERNEL}", args, P_max, Kd, N, E, BM, fp8=True)
     return P_max, Kd, N, BM, tile
 
 

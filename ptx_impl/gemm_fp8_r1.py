@@ -16,14 +16,14 @@ Kernel parameters, in order:
 """
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import numpy as np
 
 from contract.device import LiveRows
 from contract.errors import InputError
-from contract.launch import check_array, require
+from contract.launch import check_gemm_arrays, gemm_sizes, require
+from ptx_impl.descriptor import checked_in
 
 KERNEL = "grouped_gemm_fp8"
 PATH = Path(__file__).parent / "kernels" / "grouped_gemm_fp8_m16n64.ptx"
@@ -38,28 +38,12 @@ PARAMS: tuple[tuple[str, str], ...] = (
 )
 
 
-@functools.cache
-def ptx_source() -> str:
-    """The PTX module text."""
-    return PATH.read_text(encoding="utf-8")
-
-
-def ptx_modules() -> dict[str, str]:
-    """{module name: PTX text}, for static analysis."""
-    return {PATH.stem: ptx_source()}
+ptx_source, ptx_modules = checked_in(PATH)  # ptx_impl.descriptor
 
 
 def _check_args(args: dict, preset) -> tuple[int, int, int, int]:
-    from contract.generators import BF16, E4M3
-
     name = f"ptx {KERNEL}"
-    for arg in ("a", "w"):
-        require(name, arg in args, "argument", arg, f"one of the arguments ({', '.join(sorted(args))} given)")
-    require(name, len(args["a"].shape) == 2, "a.shape", tuple(args["a"].shape), "(P_max, Kd)")
-    require(name, len(args["w"].shape) == 3, "w.shape", tuple(args["w"].shape), "(E, N, Kd)")
-    P_max, Kd = (int(x) for x in args["a"].shape)
-    E, N = int(args["w"].shape[0]), int(args["w"].shape[1])
-    BM = int(preset.BM)
+    P_max, Kd, N, E, BM = gemm_sizes(name, args, preset)
     require(name, BM > 0 and BM % TM == 0, "BM", BM, f"a positive multiple of {TM} (the CTA's rows)")
     require(name, P_max % BM == 0, "a.shape[0] (P_max)", P_max, f"a multiple of BM={BM}")
     require(name, Kd > 0 and Kd % GROUP == 0, "Kd", Kd, f"a positive multiple of {GROUP} (the scale groups)")
@@ -69,13 +53,7 @@ def _check_args(args: dict, preset) -> tuple[int, int, int, int]:
     # 7.5 GB of e4m3 weights of DeepSeek-V3's up projection are addressable (rungs 2-3 share this check)
     require(name, E * N < 2**32 and P_max * max(Kd, N) < 2**32, "E*N", E * N,
             "< 2^32 (32-bit row indices) with P_max*max(Kd, N) < 2^32")
-    check_array(name, args, "a", (P_max, Kd), E4M3)
-    check_array(name, args, "a_scale", (P_max, Kd // GROUP), np.float32)
-    check_array(name, args, "w", (E, N, Kd), E4M3)
-    check_array(name, args, "w_scale", (E, N // GROUP, Kd // GROUP), np.float32)
-    check_array(name, args, "block_expert", (P_max // BM,), np.int32)
-    check_array(name, args, "total_padded", (1,), np.int32)
-    check_array(name, args, "c", (P_max, N), BF16)
+    check_gemm_arrays(name, args, P_max, Kd, N, E, BM, fp8=True)
     return P_max, Kd, N, BM
 
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from contract.device import LiveRows, WorkItems
 from contract.errors import InputError
-from contract.launch import check_array, require
+from contract.launch import check_gemm_arrays, gemm_sizes, require
 from ptx_impl import gemm_fp8_ws_template as template
 
 KERNEL = "grouped_gemm_fp8"
@@ -69,16 +69,8 @@ def ptx_modules() -> dict[str, str]:
 
 def check_args(args: dict, preset, rung: int) -> tuple[int, int, int, int, int]:
     """(P_max, Kd, N, BM, E) after checking every argument's presence, dtype and shape and the tileable sizes."""
-    from contract.generators import BF16, E4M3
-
     name = f"ptx {KERNEL} rung {rung}"
-    for arg in ("a", "w"):
-        require(name, arg in args, "argument", arg, f"one of the arguments ({', '.join(sorted(args))} given)")
-    require(name, len(args["a"].shape) == 2, "a.shape", tuple(args["a"].shape), "(P_max, Kd)")
-    require(name, len(args["w"].shape) == 3, "w.shape", tuple(args["w"].shape), "(E, N, Kd)")
-    P_max, Kd = (int(x) for x in args["a"].shape)
-    E, N = int(args["w"].shape[0]), int(args["w"].shape[1])
-    BM = int(preset.BM)
+    P_max, Kd, N, E, BM = gemm_sizes(name, args, preset)
     require(name, BM > 0 and template.token_tile(BM) > 0, "BM", BM,
             f"a positive multiple of {template.TOKEN_TILES[0]} (the smallest token tile)")
     require(name, P_max % BM == 0, "a.shape[0] (P_max)", P_max, f"a multiple of BM={BM}")
@@ -88,13 +80,7 @@ def check_args(args: dict, preset, rung: int) -> tuple[int, int, int, int, int]:
     # NOTE: the weights are read by TMA (row coordinates, checked above) and the scales by mul.wide offsets: only c's
     # 32-bit element index bounds the size (DeepSeek-V3's 7.5 GB of up-projection weights are fine)
     require(name, P_max * N < 2**32, "P_max*N", P_max * N, "< 2^32 (32-bit output indices)")
-    check_array(name, args, "a", (P_max, Kd), E4M3)
-    check_array(name, args, "a_scale", (P_max, Kd // GROUP), np.float32)
-    check_array(name, args, "w", (E, N, Kd), E4M3)
-    check_array(name, args, "w_scale", (E, N // GROUP, Kd // GROUP), np.float32)
-    check_array(name, args, "block_expert", (P_max // BM,), np.int32)
-    check_array(name, args, "total_padded", (1,), np.int32)
-    check_array(name, args, "c", (P_max, N), BF16)
+    check_gemm_arrays(name, args, P_max, Kd, N, E, BM, fp8=True)
     return P_max, Kd, N, BM, E
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from contract.errors import InputError
 from contract.launch import TextKernel, ceil_div  # noqa: F401 - ceil_div is part of this module's API
@@ -97,6 +97,23 @@ def ptx_entry(file: str, entry: str, params: tuple[tuple[str, str], ...],
     overridable per launch with `constants=`)."""
     return TextKernel(file, entry, params, make_ptx=load_ptx, language="ptx", constants=consts,
                       constants_are="tile constants")
+
+
+def checked_in(path: Path) -> tuple[Callable[[], str], Callable[[], dict[str, str]]]:
+    """(ptx_source, ptx_modules) of a kernel whose PTX module is the checked-in file `path` as it is (the FP8 GEMM
+    rungs 1-3 bind them: `ptx_source, ptx_modules = checked_in(PATH)`): its text, read once, and {its stem: the
+    text} for static analysis."""
+
+    @functools.cache
+    def ptx_source() -> str:
+        """The PTX module text."""
+        return path.read_text(encoding="utf-8")
+
+    def ptx_modules() -> dict[str, str]:
+        """{module name: PTX text}, for static analysis."""
+        return {path.stem: ptx_source()}
+
+    return ptx_source, ptx_modules
 
 
 STREAM_BLOCK = 256       # threads per CTA of the streaming kernels (permute, swiglu, combine)

@@ -21,35 +21,24 @@ Kernel parameters, in order:
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from contract.device import LiveRows
 from contract.errors import InputError
 from contract.launch import require
+from ptx_impl import gemm_fp8_r1 as r1
 from ptx_impl import gemm_fp8_wgmma_template as tpl
+from ptx_impl.descriptor import checked_in
 
 KERNEL = "grouped_gemm_fp8"
 RUNG = 2
 PATH = tpl.FILES[RUNG]
 ENTRIES = {tt: tpl.entry_name(RUNG, tt) for tt in tpl.TOKEN_TILES}
 NTHREADS = tpl.NTHREADS
-PARAMS: tuple[tuple[str, str], ...] = (
-    ("a", "u64"), ("a_scale", "u64"), ("w", "u64"), ("w_scale", "u64"), ("block_expert", "u64"),
-    ("total_padded", "u64"), ("c", "u64"), ("Kd", "u32"), ("N", "u32"), ("BM", "u32"),
-)
+PARAMS = r1.PARAMS  # rung 1's parameters, in order
 
 
-@functools.cache
-def ptx_source() -> str:
-    """The PTX module text."""
-    return PATH.read_text(encoding="utf-8")
-
-
-def ptx_modules() -> dict[str, str]:
-    """{module name: PTX text}, for static analysis."""
-    return {PATH.stem: ptx_source()}
+ptx_source, ptx_modules = checked_in(PATH)  # ptx_impl.descriptor
 
 
 def token_tile(bm: int) -> int:
@@ -71,9 +60,7 @@ def check_params(params: dict, rung: int) -> None:
 
 def check_args(args: dict, preset) -> tuple[int, int, int, int, int]:
     """Check the arguments (as rung 1 does) and the wgmma tiling; return P_max, Kd, N, BM and the token tile."""
-    from ptx_impl.gemm_fp8_r1 import _check_args
-
-    P_max, Kd, N, BM = _check_args(args, preset)
+    P_max, Kd, N, BM = r1._check_args(args, preset)
     return P_max, Kd, N, BM, token_tile(BM)
 
 

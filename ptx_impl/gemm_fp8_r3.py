@@ -24,13 +24,12 @@ Kernel parameters, in order:
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from contract.device import LiveRows
 from ptx_impl import gemm_fp8_r2 as r2
 from ptx_impl import gemm_fp8_wgmma_template as tpl
+from ptx_impl.descriptor import checked_in
 
 KERNEL = "grouped_gemm_fp8"
 RUNG = 3
@@ -44,15 +43,7 @@ PARAMS: tuple[tuple[str, str], ...] = (
 )
 
 
-@functools.cache
-def ptx_source() -> str:
-    """The PTX module text."""
-    return PATH.read_text(encoding="utf-8")
-
-
-def ptx_modules() -> dict[str, str]:
-    """{module name: PTX text}, for static analysis."""
-    return {PATH.stem: ptx_source()}
+ptx_source, ptx_modules = checked_in(PATH)  # ptx_impl.descriptor
 
 
 def tensor_maps(backend, args: dict, tt: int) -> tuple:

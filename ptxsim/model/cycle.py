@@ -61,10 +61,15 @@ from ptxsim.model.cycle_ops import (  # noqa: F401 (_Op, _Memory, _ops, _memory:
     _Op,
     _ops,
 )
-from ptxsim.model.cycle_table import BRANCH_REDIRECT_CLK, BUSY_LIMITER_FRACTION
+from ptxsim.model.cycle_table import (
+    BRANCH_REDIRECT_CLK,
+    BUSY_LIMITER_FRACTION,
+    FIXED_LATENCY_CLASSES,
+    SASS_BRANCH_REFETCH_CLK,
+)
 from ptxsim.model.cycle_trace import Role, Trace, warp_roles
 from ptxsim.model.occupancy import check_sm_count
-from ptxsim.model.sass import loop_unrolls
+from ptxsim.model.sass import loop_issue, loop_unrolls
 from ptxsim.model.timing import COMPONENTS, Estimate, _check_args, _counters, _grid_blocks
 
 MODEL_VERSION = "v2"
@@ -107,12 +112,22 @@ class SMRun:
 
 
 def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: int,
-                smsps: int = 4, total_ctas: int | None = None) -> SMRun:
+                smsps: int = 4, total_ctas: int | None = None,
+                issue: Mapping[int, tuple[float, float]] | None = None,
+                ready_after: Mapping[int, float] | None = None) -> SMRun:
     """Run `total_ctas` CTAs (default `ctas`) of `warps_per_cta` warps on one SM that holds `ctas` of them at once: a
     CTA that finishes frees its slot for the next (module docstring). `trace` is one Trace every warp runs, or the
     CTA's warp roles (cycle_trace.Role: the slots of the CTA that run each stream, and how many of their
     arrival-completed mbarrier waits pass free). At most CTA_ROUNDS x ctas CTAs are simulated; the rest cost the
-    steady time per CTA of the CTAs after the first round."""
+    steady time per CTA of the CTAs after the first round. `issue` ({pc: (gap, unroll)}, sass.loop_issue): in the
+    loops whose ptxas schedule is known, the warp waits `gap` clocks after each instruction (its stall counts) and
+    SASS_BRANCH_REFETCH_CLK / unroll after a taken branch, in place of 1 and BRANCH_REDIRECT_CLK; `ready_after`
+    ({pc: clocks}) overrides the result latency of those of them whose wait the stall counts cover."""
+    ready_after = ready_after or {}
+    issue = issue or {}
+    # clocks a warp cannot issue after issuing pc: (not taken, taken), beyond the next clock
+    dead = [(issue[pc][0] - 1.0, issue[pc][0] - 1.0 + SASS_BRANCH_REFETCH_CLK / issue[pc][1]) if pc in issue
+            else (0.0, BRANCH_REDIRECT_CLK) for pc in range(len(ops))]
     roles = (Role(tuple(range(warps_per_cta)), trace),) if isinstance(trace, Trace) else tuple(trace)
     role_of = [0] * warps_per_cta
     for r, role in enumerate(roles):
@@ -335,7 +350,7 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
         slot_free[s] = t + 1.0
         slots_used[s] += 1
         # a taken branch: the warp's fetch restarts at the target, nothing to issue for BRANCH_REDIRECT_CLK clocks
-        prev_issue[w] = t + BRANCH_REDIRECT_CLK if pos[w] in w_redirects[w] else t
+        prev_issue[w] = t + dead[w_pcs[w][pos[w]]][pos[w] in w_redirects[w]]
         if op.pipe and op.busy:
             pipe_free[s][op.pipe] = t + op.busy
             pipe_busy[op.pipe] = pipe_busy.get(op.pipe, 0.0) + op.busy
@@ -343,8 +358,9 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
         r = regs[w]
         c = w // wpc
         if kind == ALU or kind == MMA:
+            lat = ready_after.get(w_pcs[w][pos[w]], op.latency)
             for reg in op.dst:
-                r[reg] = t + op.latency
+                r[reg] = t + lat
         elif kind == LOAD:
             arrive = max(servers["l2"].serve(t, mem.load_l2_bytes), servers["dram"].serve(t, mem.load_dram_bytes))
             for reg in op.dst:
@@ -454,7 +470,7 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
                 clock_hz: float | None = None, bandwidth_share: float = 1.0,
                 constants: Mapping[str, float] | None = None,
                 sass_mix: Mapping[str, float] | None = None, by_warp=None, simulated_ctas: int = 0,
-                sass_loops=None) -> Estimate:
+                sass_loops=None, sass_loop_issue=None) -> Estimate:
     """Model v2's estimate of one launch (module docstring). `program` is the decoded kernel (ptxsim Program:
     .instrs), `pc_counts` its per-pc warp-instruction counts over the grid (cycle_trace.per_pc_counts), `metrics`
     the launch's counters (the cache model's level mix, bytes per request); `sass_mix` the module's SASS factors
@@ -462,7 +478,8 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     them (cycle_trace.py). `by_warp` (stats.WarpCounts of the launch) and `simulated_ctas` (the CTAs it sums) give
     each warp role its own stream and tell mbarrier waits apart (module docstring); without them every warp runs the
     grid's averaged stream. `sass_loops` (the entry's innermost SASS loops, sass.sass_loops) gives each loop ptxas's
-    own unroll (sass.loop_unrolls) in place of the module-wide load_unroll."""
+    own unroll (sass.loop_unrolls) in place of the module-wide load_unroll. `sass_loop_issue` (the entry's innermost
+    SASS loops' stall counts, sass.sass_loop_issue) sets each matched loop's issue gaps (sass.loop_issue)."""
     spec, k = _check_args(spec, occ, clock_hz, bandwidth_share, constants)
     sms = check_sm_count(sm_count, spec.sm_count)
     m = _counters(metrics)
@@ -474,6 +491,8 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     unroll = float(mix.get("load_unroll", 1.0))
     waits = getattr(by_warp, "mbarrier_waits", None)
     per_loop = loop_unrolls(program.instrs, sass_loops) if sass_loops else {}
+    issue = loop_issue(program.instrs, sass_loop_issue) if sass_loop_issue else {}
+    ready_after = {pc: gap for pc, (gap, _unroll) in issue.items() if program.instrs[pc].klass in FIXED_LATENCY_CLASSES}
     roles = warp_roles(program.instrs, pc_counts, grid, warps_per_cta, getattr(by_warp, "counts", None),
                        simulated_ctas, unroll, waits, per_loop or None)
     ops = _ops(program.instrs, spec, k, waits)
@@ -482,7 +501,8 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     per_sm = math.ceil(grid / active)
     resident = max(1, min(occ.blocks_per_sm, per_sm))
     rounds = per_sm / resident
-    runs = [(1, simulate_sm(roles, ops, mem, resident, warps_per_cta, spec.sub_partitions_per_sm, per_sm))]
+    runs = [(1, simulate_sm(roles, ops, mem, resident, warps_per_cta, spec.sub_partitions_per_sm, per_sm,
+                              issue, ready_after))]
     clocks = sum(n * run.clocks for n, run in runs)
     busy: dict[str, float] = {}
     for n, run in runs:
@@ -507,6 +527,7 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
                "loops": float(sum(len(role.trace.loops) for role in roles)), "warp_roles": float(len(roles)),
                "forced_waits": float(sum(run.forced_waits for _, run in runs)),
                "sass_loops_matched": float(len(per_loop)),
+               "sass_issue_pcs": float(len(issue)),
                "load_latency_clk": mem.load_latency, "dram_bytes_per_clk_per_sm": mem.dram_rate,
                "l2_bytes_per_clk_per_sm": mem.l2_rate, "active_sms": float(active)}
     return Estimate(seconds=kernel + components["launch"], limiter=limiter,

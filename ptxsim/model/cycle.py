@@ -25,7 +25,10 @@ Little's law, latency hiding by more warps, ILP and overlap of async work come o
 Kernel time: the critical SM runs ceil(G / A) CTAs, B at a time (occupancy); a CTA that finishes hands its slot to
 the next, so one CTA's drain overlaps the next one's start. Up to CTA_ROUNDS x B CTAs are simulated; the rest cost the
 steady time per CTA after the first round. Loops run LOOP_WARMUP + STEADY_WINDOW iterations; the remaining
-iterations cost the window's mean time per warp, once per round of resident CTAs.
+iterations cost the window's mean time per warp, once per round of resident CTAs, and ask each memory server for the
+window's service per warp and iteration: the run lasts at least each server's whole service (a FIFO server cannot
+serve faster than its rate, however fast the window issued). Inside loops whose SASS is known (sass.loop_issue) a
+warp waits ptxas's stall counts after each instruction instead of one clock (cycle_table.SASS_BRANCH_REFETCH_CLK).
 The limiter is the busiest unit (issue slots, a pipe, a memory server) when it is busy for more than
 BUSY_LIMITER_FRACTION of the time, else "latency".
 """
@@ -78,6 +81,8 @@ MODEL_VERSION = "v2"
 def _bulk_store(op: _Op) -> bool:
     """A bulk copy to global memory (completes in a bulk group, not on an mbarrier)."""
     return op.kind == ASYNC_COPY and op.arg == BULK_STORE
+# Instruction kinds that ask a per-SM memory server for service.
+_SERVED = frozenset({LOAD, STORE, SHARED, WGMMA, ASYNC_COPY})
 # CTAs simulated per resident slot before the steady state is multiplied out (the first round fills the SM).
 CTA_ROUNDS = 3
 INF = float("inf")
@@ -194,6 +199,12 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
             m.setdefault(loop.start, []).append((i, 0))
             m.setdefault(loop.end, []).append((i, 1))
         marks.append(m)
+    # memory-server service (clocks) asked for by each loop window's instructions, and the warps that entered it:
+    # what the multiplied-out iterations ask of each server (the steady state cannot serve faster than its rate)
+    in_window = [{p: tuple(i for i, loop in enumerate(role.trace.loops) if loop.start <= p < loop.end)
+                  for p in range(len(role.trace.pcs))} for role in roles]
+    window_service = [[dict.fromkeys(servers, 0.0) for _ in role.trace.loops] for role in roles]
+    window_entries = [[0] * len(role.trace.loops) for role in roles]
     stamps = [[[0.0, 0.0] for _ in roles[w_role[w]].trace.loops] for w in range(n_warps)]
     spans: list[list[list[float]]] = [[[] for _ in role.trace.loops] for role in roles]
     smsp_of = [w % smsps for w in range(n_warps)]
@@ -262,6 +273,8 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
         r = w_role[w]
         for i, edge in marks[r].get(pos[w], ()):
             stamps[w][i][edge] = t
+            if not edge:
+                window_entries[r][i] += 1
             if edge:
                 spans[r][i].append(t - stamps[w][i][0])
 
@@ -357,6 +370,9 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
         kind = op.kind
         r = regs[w]
         c = w // wpc
+        windows = in_window[w_role[w]].get(pos[w], ()) if kind in _SERVED else ()
+        if windows:
+            before = {name: server.busy for name, server in servers.items()}
         if kind == ALU or kind == MMA:
             lat = ready_after.get(w_pcs[w][pos[w]], op.latency)
             for reg in op.dst:
@@ -425,6 +441,11 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
             blocked[w] = True
             release_barriers(c)
             refresh_all = True
+        if windows:
+            for i in windows:
+                acc = window_service[w_role[w]][i]
+                for name, server in servers.items():
+                    acc[name] += server.busy - before[name]
         pos[w] += 1
         if pos[w] >= w_len[w]:
             record_marks(w, t + 1.0)
@@ -452,12 +473,26 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
         extra = max(extra, role_extra)
     rounds = total / ctas
     total_clocks = end + extra * rounds
+    # each server's service over the whole run: the simulated CTAs' (the rest do the same work) plus, for every warp of
+    # every CTA, the multiplied-out iterations' (the window's service per warp and iteration). A FIFO server is busy
+    # at most all the time, so the run lasts at least that: a window in which requests queue faster than they are
+    # served (stores nobody waits for, a ring that has not yet filled) does not run at the window's issue rate.
+    served = {}
+    for name, server in servers.items():
+        more = 0.0
+        for r, role in enumerate(roles):
+            for i, loop in enumerate(role.trace.loops):
+                if window_entries[r][i]:
+                    per_iteration = window_service[r][i][name] / window_entries[r][i] / loop.window
+                    more += loop.weight * loop.extra * per_iteration * len(role.slots) * total
+        served[name] = server.busy * total / to_run + more
+    total_clocks = max(total_clocks, *served.values())
     scale = total_clocks / end if end > 0 else 1.0
     busy = {"issue": max(slots_used) * scale}
     for pipe, clk in pipe_busy.items():
         busy[pipe] = clk / max(1, min(smsps, n_warps)) * scale
-    for name, server in servers.items():
-        busy[name] = server.busy * scale
+    for name in servers:
+        busy[name] = served[name]
     instructions = started * sum(len(roles[role_of[s]].trace.pcs) for s in range(wpc))
     return SMRun(total_clocks, MappingProxyType(busy), instructions, n_forced)
 

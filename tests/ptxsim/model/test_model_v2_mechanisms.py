@@ -1,6 +1,8 @@
-"""sass.sass_loop_issue / loop_issue and model v2's use of them: inside a loop whose ptxas schedule is known, a warp
-issues at the stall counts ptxas encoded in each instruction's control bits (Jia et al. 2018, section 2.1), plus a
-refetch after the taken back edge (cycle_table.SASS_BRANCH_REFETCH_CLK)."""
+"""Mechanisms of model v2 (issue 29, docs/model-validation.md "Mechanisms"): (1) sass.sass_loop_issue / loop_issue:
+inside a loop whose ptxas schedule is known, a warp issues at the stall counts ptxas encoded in each instruction's
+control bits (Jia et al. 2018, section 2.1), plus a refetch after the taken back edge
+(cycle_table.SASS_BRANCH_REFETCH_CLK); (2) the multiplied-out loop iterations ask each memory server for the service
+the window's iterations asked for, and a run lasts at least its servers' busy time."""
 from __future__ import annotations
 
 import numpy as np
@@ -93,3 +95,26 @@ def test_a_one_warp_loop_issues_at_its_stall_counts_plus_the_refetch():
     # without the listing the loop runs at the class latencies and the generic redirect, as before
     without = _clocks_per_step(bench, None)
     assert abs(with_schedule - without) > 1.0 and without < LOOP_STALLS + BRANCH_REDIRECT_CLK
+
+
+# --- the multiplied-out iterations ask the memory servers for what the window's iterations asked ------------------
+
+def test_a_store_loop_is_not_extrapolated_at_its_issue_rate():
+    from ptxsim.model.cycle import STORE, _Memory, _Op, simulate_sm
+    from ptxsim.model.cycle_trace import Loop, Trace
+
+    # one warp, a loop of one 512-byte store per iteration: 3 warm-up + 8 window iterations simulated, 100 more
+    # multiplied out. Nothing waits for a store, so the window issues one a clock while the DRAM server (16 B/clk)
+    # needs 32 clocks for each: the run lasts as long as the server takes for all 111, not 11 x 32 + 100 clocks.
+    mem = _Memory(load_l2_bytes=0.0, load_dram_bytes=0.0, load_latency=500.0, store_l2_bytes=0.0,
+                  store_dram_bytes=512.0, copy_l2_bytes=0.0, copy_dram_bytes=0.0, shared_wavefronts=1.0,
+                  dram_rate=16.0, l2_rate=64.0, shared_rate=1.0, wgmma_shared_wavefronts=0.0)
+    ops = [_Op(STORE, "lsu", 1.0, 0.0, (), ())]
+    trace = Trace((0,) * 11, (Loop(3, 11, 8, 100.0, 1.0),))
+    run = simulate_sm(trace, ops, mem, ctas=1, warps_per_cta=1)
+    assert run.clocks >= 111 * 512 / 16
+    assert run.clocks < 1.02 * 111 * 512 / 16
+    assert run.busy["dram"] <= run.clocks * (1 + 1e-9)
+    # four CTAs of the same warp: four times the service, not the time of one
+    four = simulate_sm(trace, ops, mem, ctas=4, warps_per_cta=1)
+    assert four.clocks >= 4 * 111 * 512 / 16

@@ -5,8 +5,6 @@ control bits (Jia et al. 2018, section 2.1), plus a refetch after the taken back
 the window's iterations asked for, and a run lasts at least its servers' busy time."""
 from __future__ import annotations
 
-import numpy as np
-
 import ptxsim
 from ptxsim.model.cycle import estimate_v2
 from ptxsim.model.cycle_table import BRANCH_REDIRECT_CLK, SASS_BRANCH_REFETCH_CLK

@@ -249,8 +249,9 @@ def loop_issue(instrs, issue_of_entry) -> dict[int, tuple[float, float]]:
     warp waits after issuing each PTX instruction of the body, at least 1 (one issue per clock). `unroll`: PTX
     iterations per SASS pass, the smallest SASS / PTX count over the REFERENCE classes both hold (ptxas maps those
     one to one; a class the SASS alone has, e.g. the FMUL.RZ ptxas puts before each MUFU.SIN, does not count), at
-    least 1. Loops are matched in order, and only when the PTX and the SASS have as many innermost loops ({}
-    otherwise: the mapping is not known)."""
+    least 1. Loops are matched in order, and only when the PTX and the SASS have as many innermost loops and each
+    pair holds the same REFERENCE classes but for classes the SASS alone adds ({} otherwise: the mapping is not
+    known; e.g. ptxas moves mbarrier retry loops out of line, after EXIT, so the order can differ)."""
     sass = list(issue_of_entry or ())
     ptx = _innermost_ptx_loops(instrs)
     if not sass or len(sass) != len(ptx):
@@ -261,8 +262,11 @@ def loop_issue(instrs, issue_of_entry) -> dict[int, tuple[float, float]]:
         ptx_classes: dict[str, int] = {}
         for pc in body:
             ptx_classes[instrs[pc].klass] = ptx_classes.get(instrs[pc].klass, 0) + 1
-        ratios = [loop["classes"][c] / ptx_classes[c] for c in REFERENCE
-                  if ptx_classes.get(c) and loop["classes"].get(c)]
+        ptx_ref = {c for c in REFERENCE if ptx_classes.get(c)}
+        sass_ref = {c for c in REFERENCE if loop["classes"].get(c)}
+        if not ptx_ref <= sass_ref or (sass_ref and not ptx_ref):
+            return {}            # not the same loop: a class ptxas maps one to one is missing on one side
+        ratios = [loop["classes"][c] / ptx_classes[c] for c in ptx_ref]
         unroll = max(1.0, float(round(min(ratios)))) if ratios else 1.0
         gap = max(1.0, float(loop["stall"]) / (unroll * len(body)))
         for pc in body:

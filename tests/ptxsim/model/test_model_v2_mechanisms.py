@@ -116,3 +116,14 @@ def test_a_store_loop_is_not_extrapolated_at_its_issue_rate():
     # four CTAs of the same warp: four times the service, not the time of one
     four = simulate_sm(trace, ops, mem, ctas=4, warps_per_cta=1)
     assert four.clocks >= 4 * 111 * 512 / 16
+
+
+def test_a_sass_loop_without_the_ptx_loops_classes_is_not_its_loop():
+    # ptxas can move a loop (e.g. an mbarrier retry loop, out of line after EXIT): matched in order, the k-loop's
+    # PTX would get the retry loop's schedule. A pair whose one-to-one classes differ leaves the mapping unknown.
+    bench = ilp_bench("sin", 1)
+    instrs = ptxsim.load_ptx(bench.ptx).kernel(bench.entry).program.instrs
+    retry_like = [{"stall": 30, "classes": {"control": 1, "int": 1}}]        # no MUFU: not the sin loop
+    assert loop_issue(instrs, retry_like) == {}
+    fma_only = [{"stall": 24, "classes": {"fp32": 1, "int": 1, "control": 1}}]
+    assert loop_issue(instrs, fma_only) == {}

@@ -201,8 +201,11 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
         marks.append(m)
     # memory-server service (clocks) asked for by each loop window's instructions, and the warps that entered it:
     # what the multiplied-out iterations ask of each server (the steady state cannot serve faster than its rate)
-    in_window = [{p: tuple(i for i, loop in enumerate(role.trace.loops) if loop.start <= p < loop.end)
-                  for p in range(len(role.trace.pcs))} for role in roles]
+    in_window: list[dict[int, list[int]]] = [{} for _ in roles]
+    for r, role in enumerate(roles):
+        for i, loop in enumerate(role.trace.loops):
+            for p in range(loop.start, loop.end):
+                in_window[r].setdefault(p, []).append(i)
     window_service = [[dict.fromkeys(servers, 0.0) for _ in role.trace.loops] for role in roles]
     window_entries = [[0] * len(role.trace.loops) for role in roles]
     stamps = [[[0.0, 0.0] for _ in roles[w_role[w]].trace.loops] for w in range(n_warps)]

@@ -38,7 +38,8 @@ def ptx_digest(ptx: str) -> str:
 
 def analyse_ptx(ptx: str, label: str = "module") -> dict:
     """{digest, ptx_lines, ptx_histogram, ptx_histogram_full, resources: {entry: ResourceUsage dict},
-    sass_histogram, sass_loops: {entry: [[LDGs, instructions] of each innermost SASS loop]}, errors} for one PTX
+    sass_histogram, sass_loops: {entry: [[LDGs, instructions] of each innermost SASS loop]}, sass_loop_issue: {entry:
+    [{stall, classes} of each innermost SASS loop]}, errors} for one PTX
     text. Never raises: toolchain failures are recorded under `errors`."""
     digest = ptx_digest(ptx)
     if digest in _CACHE:
@@ -48,7 +49,7 @@ def analyse_ptx(ptx: str, label: str = "module") -> dict:
     facts: dict[str, Any] = {
         "digest": digest, "label": label, "ptx_lines": ptx.count("\n") + 1, "ptx_histogram": ptx_histogram(ptx),
         "ptx_histogram_full": ptx_histogram(ptx, with_modifiers=True), "resources": {}, "sass_histogram": {},
-        "sass_loops": {}, "errors": []}
+        "sass_loops": {}, "sass_loop_issue": {}, "errors": []}
     try:
         safe = re.sub(r"[^\w.-]", "_", label)[:60]
         # NOTE: sm_90a-only instructions (wgmma, setmaxnreg) do not assemble for sm_90; follow the module's target
@@ -56,12 +57,13 @@ def analyse_ptx(ptx: str, label: str = "module") -> dict:
         cubin, usage = toolchain.assemble(ptx, arch=arch, name=f"{safe}.ptx")
         facts["resources"] = {entry: {**asdict(u), "spills": u.spills} for entry, u in usage.items()}
         try:
-            from ptxsim.model.sass import sass_loops
+            from ptxsim.model.sass import sass_loop_issue, sass_loops
 
-            listing = toolchain.sass_listing(cubin)
+            listing = toolchain.sass_listing(cubin, control_words=True)
             facts["sass_histogram"] = dict(sorted(toolchain.sass_histogram(cubin, listing).items(),
                                                   key=lambda kv: (-kv[1], kv[0])))
             facts["sass_loops"] = sass_loops(listing)   # model v2: how much ptxas unrolled each loop
+            facts["sass_loop_issue"] = sass_loop_issue(listing)   # model v2: the stall counts of each loop
         except Exception as exc:  # noqa: BLE001 - recorded for the run, not fatal
             facts["errors"].append(f"nvdisasm: {exc}")
     except Exception as exc:  # noqa: BLE001 - recorded for the run, not fatal

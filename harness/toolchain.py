@@ -216,12 +216,15 @@ def assemble(ptx: str, arch: str = "sm_90", name: str = "module.ptx") -> tuple[b
         return out.read_bytes(), parse_ptxas_report(proc.stderr + proc.stdout)
 
 
-def sass_listing(cubin: bytes) -> str:
-    """nvdisasm -c text of a cubin (functions, labels, one instruction a line)."""
+def sass_listing(cubin: bytes, control_words: bool = False) -> str:
+    """nvdisasm -c text of a cubin (functions, labels, one instruction a line); with `control_words` (nvdisasm -hex)
+    each instruction's two 64-bit words follow it as comments, the second on a line of its own (the control bits
+    ptxsim.model.sass.sass_loop_issue reads)."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        proc = subprocess.run([str(nvdisasm_path()), "-c", f.name], capture_output=True, text=True, check=False)
+        flags = ["-hex", "-c"] if control_words else ["-c"]
+        proc = subprocess.run([str(nvdisasm_path()), *flags, f.name], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ToolchainError(f"nvdisasm failed: {proc.stderr.strip()}")
     return proc.stdout

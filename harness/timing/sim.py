@@ -235,7 +235,9 @@ def model_launch(record, ptx_entry: tuple[str, str] | None, device: str = MODEL_
                                  occ, constants=profile_constants(spec.name, profile), sass_mix=mix,
                                  by_warp=getattr(record.stats, "by_warp", None),
                                  simulated_ctas=int(getattr(record.stats, "simulated_ctas", 0) or 0),
-                                 sass_loops=analyse_ptx(ptx_entry[0]).get("sass_loops", {}).get(ptx_entry[1]))
+                                 sass_loops=analyse_ptx(ptx_entry[0]).get("sass_loops", {}).get(ptx_entry[1]),
+                                 sass_loop_issue=analyse_ptx(ptx_entry[0]).get("sass_loop_issue", {})
+                                 .get(ptx_entry[1]))
         else:
             out["model_version"] = "v1"
             result = estimate(getattr(record.stats, "metrics", record.stats), spec, occ,

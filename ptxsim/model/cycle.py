@@ -25,7 +25,10 @@ Little's law, latency hiding by more warps, ILP and overlap of async work come o
 Kernel time: the critical SM runs ceil(G / A) CTAs, B at a time (occupancy); a CTA that finishes hands its slot to
 the next, so one CTA's drain overlaps the next one's start. Up to CTA_ROUNDS x B CTAs are simulated; the rest cost the
 steady time per CTA after the first round. Loops run LOOP_WARMUP + STEADY_WINDOW iterations; the remaining
-iterations cost the window's mean time per warp, once per round of resident CTAs.
+iterations cost the window's mean time per warp, once per round of resident CTAs, and ask each memory server for the
+window's service per warp and iteration: the run lasts at least each server's whole service (a FIFO server cannot
+serve faster than its rate, however fast the window issued). Inside loops whose SASS is known (sass.loop_issue) a
+warp waits ptxas's stall counts after each instruction instead of one clock (cycle_table.SASS_BRANCH_REFETCH_CLK).
 The limiter is the busiest unit (issue slots, a pipe, a memory server) when it is busy for more than
 BUSY_LIMITER_FRACTION of the time, else "latency".
 """
@@ -61,10 +64,15 @@ from ptxsim.model.cycle_ops import (  # noqa: F401 (_Op, _Memory, _ops, _memory:
     _Op,
     _ops,
 )
-from ptxsim.model.cycle_table import BRANCH_REDIRECT_CLK, BUSY_LIMITER_FRACTION
+from ptxsim.model.cycle_table import (
+    BRANCH_REDIRECT_CLK,
+    BUSY_LIMITER_FRACTION,
+    FIXED_LATENCY_CLASSES,
+    SASS_BRANCH_REFETCH_CLK,
+)
 from ptxsim.model.cycle_trace import Role, Trace, warp_roles
 from ptxsim.model.occupancy import check_sm_count
-from ptxsim.model.sass import loop_unrolls
+from ptxsim.model.sass import loop_issue, loop_unrolls
 from ptxsim.model.timing import COMPONENTS, Estimate, _check_args, _counters, _grid_blocks
 
 MODEL_VERSION = "v2"
@@ -73,6 +81,8 @@ MODEL_VERSION = "v2"
 def _bulk_store(op: _Op) -> bool:
     """A bulk copy to global memory (completes in a bulk group, not on an mbarrier)."""
     return op.kind == ASYNC_COPY and op.arg == BULK_STORE
+# Instruction kinds that ask a per-SM memory server for service.
+_SERVED = frozenset({LOAD, STORE, SHARED, WGMMA, ASYNC_COPY})
 # CTAs simulated per resident slot before the steady state is multiplied out (the first round fills the SM).
 CTA_ROUNDS = 3
 INF = float("inf")
@@ -107,12 +117,22 @@ class SMRun:
 
 
 def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: int,
-                smsps: int = 4, total_ctas: int | None = None) -> SMRun:
+                smsps: int = 4, total_ctas: int | None = None,
+                issue: Mapping[int, tuple[float, float]] | None = None,
+                ready_after: Mapping[int, float] | None = None) -> SMRun:
     """Run `total_ctas` CTAs (default `ctas`) of `warps_per_cta` warps on one SM that holds `ctas` of them at once: a
     CTA that finishes frees its slot for the next (module docstring). `trace` is one Trace every warp runs, or the
     CTA's warp roles (cycle_trace.Role: the slots of the CTA that run each stream, and how many of their
     arrival-completed mbarrier waits pass free). At most CTA_ROUNDS x ctas CTAs are simulated; the rest cost the
-    steady time per CTA of the CTAs after the first round."""
+    steady time per CTA of the CTAs after the first round. `issue` ({pc: (gap, unroll)}, sass.loop_issue): in the
+    loops whose ptxas schedule is known, the warp waits `gap` clocks after each instruction (its stall counts) and
+    SASS_BRANCH_REFETCH_CLK / unroll after a taken branch, in place of 1 and BRANCH_REDIRECT_CLK; `ready_after`
+    ({pc: clocks}) overrides the result latency of those of them whose wait the stall counts cover."""
+    ready_after = ready_after or {}
+    issue = issue or {}
+    # clocks a warp cannot issue after issuing pc: (not taken, taken), beyond the next clock
+    dead = [(issue[pc][0] - 1.0, issue[pc][0] - 1.0 + SASS_BRANCH_REFETCH_CLK / issue[pc][1]) if pc in issue
+            else (0.0, BRANCH_REDIRECT_CLK) for pc in range(len(ops))]
     roles = (Role(tuple(range(warps_per_cta)), trace),) if isinstance(trace, Trace) else tuple(trace)
     role_of = [0] * warps_per_cta
     for r, role in enumerate(roles):
@@ -179,6 +199,15 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
             m.setdefault(loop.start, []).append((i, 0))
             m.setdefault(loop.end, []).append((i, 1))
         marks.append(m)
+    # memory-server service (clocks) asked for by each loop window's instructions, and the warps that entered it:
+    # what the multiplied-out iterations ask of each server (the steady state cannot serve faster than its rate)
+    in_window: list[dict[int, list[int]]] = [{} for _ in roles]
+    for r, role in enumerate(roles):
+        for i, loop in enumerate(role.trace.loops):
+            for p in range(loop.start, loop.end):
+                in_window[r].setdefault(p, []).append(i)
+    window_service = [[dict.fromkeys(servers, 0.0) for _ in role.trace.loops] for role in roles]
+    window_entries = [[0] * len(role.trace.loops) for role in roles]
     stamps = [[[0.0, 0.0] for _ in roles[w_role[w]].trace.loops] for w in range(n_warps)]
     spans: list[list[list[float]]] = [[[] for _ in role.trace.loops] for role in roles]
     smsp_of = [w % smsps for w in range(n_warps)]
@@ -247,6 +276,8 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
         r = w_role[w]
         for i, edge in marks[r].get(pos[w], ()):
             stamps[w][i][edge] = t
+            if not edge:
+                window_entries[r][i] += 1
             if edge:
                 spans[r][i].append(t - stamps[w][i][0])
 
@@ -335,16 +366,20 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
         slot_free[s] = t + 1.0
         slots_used[s] += 1
         # a taken branch: the warp's fetch restarts at the target, nothing to issue for BRANCH_REDIRECT_CLK clocks
-        prev_issue[w] = t + BRANCH_REDIRECT_CLK if pos[w] in w_redirects[w] else t
+        prev_issue[w] = t + dead[w_pcs[w][pos[w]]][pos[w] in w_redirects[w]]
         if op.pipe and op.busy:
             pipe_free[s][op.pipe] = t + op.busy
             pipe_busy[op.pipe] = pipe_busy.get(op.pipe, 0.0) + op.busy
         kind = op.kind
         r = regs[w]
         c = w // wpc
+        windows = in_window[w_role[w]].get(pos[w], ()) if kind in _SERVED else ()
+        if windows:
+            before = {name: server.busy for name, server in servers.items()}
         if kind == ALU or kind == MMA:
+            lat = ready_after.get(w_pcs[w][pos[w]], op.latency)
             for reg in op.dst:
-                r[reg] = t + op.latency
+                r[reg] = t + lat
         elif kind == LOAD:
             arrive = max(servers["l2"].serve(t, mem.load_l2_bytes), servers["dram"].serve(t, mem.load_dram_bytes))
             for reg in op.dst:
@@ -409,6 +444,11 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
             blocked[w] = True
             release_barriers(c)
             refresh_all = True
+        if windows:
+            for i in windows:
+                acc = window_service[w_role[w]][i]
+                for name, server in servers.items():
+                    acc[name] += server.busy - before[name]
         pos[w] += 1
         if pos[w] >= w_len[w]:
             record_marks(w, t + 1.0)
@@ -436,12 +476,26 @@ def simulate_sm(trace, ops: list[_Op], mem: _Memory, ctas: int, warps_per_cta: i
         extra = max(extra, role_extra)
     rounds = total / ctas
     total_clocks = end + extra * rounds
+    # each server's service over the whole run: the simulated CTAs' (the rest do the same work) plus, for every warp of
+    # every CTA, the multiplied-out iterations' (the window's service per warp and iteration). A FIFO server is busy
+    # at most all the time, so the run lasts at least that: a window in which requests queue faster than they are
+    # served (stores nobody waits for, a ring that has not yet filled) does not run at the window's issue rate.
+    served = {}
+    for name, server in servers.items():
+        more = 0.0
+        for r, role in enumerate(roles):
+            for i, loop in enumerate(role.trace.loops):
+                if window_entries[r][i]:
+                    per_iteration = window_service[r][i][name] / window_entries[r][i] / loop.window
+                    more += loop.weight * loop.extra * per_iteration * len(role.slots) * total
+        served[name] = server.busy * total / to_run + more
+    total_clocks = max(total_clocks, *served.values())
     scale = total_clocks / end if end > 0 else 1.0
     busy = {"issue": max(slots_used) * scale}
     for pipe, clk in pipe_busy.items():
         busy[pipe] = clk / max(1, min(smsps, n_warps)) * scale
-    for name, server in servers.items():
-        busy[name] = server.busy * scale
+    for name in servers:
+        busy[name] = served[name]
     instructions = started * sum(len(roles[role_of[s]].trace.pcs) for s in range(wpc))
     return SMRun(total_clocks, MappingProxyType(busy), instructions, n_forced)
 
@@ -454,7 +508,7 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
                 clock_hz: float | None = None, bandwidth_share: float = 1.0,
                 constants: Mapping[str, float] | None = None,
                 sass_mix: Mapping[str, float] | None = None, by_warp=None, simulated_ctas: int = 0,
-                sass_loops=None) -> Estimate:
+                sass_loops=None, sass_loop_issue=None) -> Estimate:
     """Model v2's estimate of one launch (module docstring). `program` is the decoded kernel (ptxsim Program:
     .instrs), `pc_counts` its per-pc warp-instruction counts over the grid (cycle_trace.per_pc_counts), `metrics`
     the launch's counters (the cache model's level mix, bytes per request); `sass_mix` the module's SASS factors
@@ -462,7 +516,8 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     them (cycle_trace.py). `by_warp` (stats.WarpCounts of the launch) and `simulated_ctas` (the CTAs it sums) give
     each warp role its own stream and tell mbarrier waits apart (module docstring); without them every warp runs the
     grid's averaged stream. `sass_loops` (the entry's innermost SASS loops, sass.sass_loops) gives each loop ptxas's
-    own unroll (sass.loop_unrolls) in place of the module-wide load_unroll."""
+    own unroll (sass.loop_unrolls) in place of the module-wide load_unroll. `sass_loop_issue` (the entry's innermost
+    SASS loops' stall counts, sass.sass_loop_issue) sets each matched loop's issue gaps (sass.loop_issue)."""
     spec, k = _check_args(spec, occ, clock_hz, bandwidth_share, constants)
     sms = check_sm_count(sm_count, spec.sm_count)
     m = _counters(metrics)
@@ -474,6 +529,8 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     unroll = float(mix.get("load_unroll", 1.0))
     waits = getattr(by_warp, "mbarrier_waits", None)
     per_loop = loop_unrolls(program.instrs, sass_loops) if sass_loops else {}
+    issue = loop_issue(program.instrs, sass_loop_issue) if sass_loop_issue else {}
+    ready_after = {pc: gap for pc, (gap, _unroll) in issue.items() if program.instrs[pc].klass in FIXED_LATENCY_CLASSES}
     roles = warp_roles(program.instrs, pc_counts, grid, warps_per_cta, getattr(by_warp, "counts", None),
                        simulated_ctas, unroll, waits, per_loop or None)
     ops = _ops(program.instrs, spec, k, waits)
@@ -482,7 +539,8 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
     per_sm = math.ceil(grid / active)
     resident = max(1, min(occ.blocks_per_sm, per_sm))
     rounds = per_sm / resident
-    runs = [(1, simulate_sm(roles, ops, mem, resident, warps_per_cta, spec.sub_partitions_per_sm, per_sm))]
+    runs = [(1, simulate_sm(roles, ops, mem, resident, warps_per_cta, spec.sub_partitions_per_sm, per_sm,
+                              issue, ready_after))]
     clocks = sum(n * run.clocks for n, run in runs)
     busy: dict[str, float] = {}
     for n, run in runs:
@@ -507,6 +565,7 @@ def estimate_v2(program, pc_counts, metrics: Mapping, spec, occ, sm_count: int |
                "loops": float(sum(len(role.trace.loops) for role in roles)), "warp_roles": float(len(roles)),
                "forced_waits": float(sum(run.forced_waits for _, run in runs)),
                "sass_loops_matched": float(len(per_loop)),
+               "sass_issue_pcs": float(len(issue)),
                "load_latency_clk": mem.load_latency, "dram_bytes_per_clk_per_sm": mem.dram_rate,
                "l2_bytes_per_clk_per_sm": mem.l2_rate, "active_sms": float(active)}
     return Estimate(seconds=kernel + components["launch"], limiter=limiter,

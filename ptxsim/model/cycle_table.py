@@ -54,5 +54,22 @@ BUSY_LIMITER_FRACTION = 0.6
 # NOTE: the FMA/IADD/IMUL ILP pairs are from the same table (other rows); the held-out figures may share its source.
 BRANCH_REDIRECT_CLK = 10.0
 
+# Where ptxas's loop is known (sass.loop_issue: its stall counts, Jia et al. 2018 section 2.1), the branch's own wait
+# is its stall count (5 on every back edge of the ILP and copy loops here), already spread over the loop's issue gaps;
+# what remains after a taken back edge is the refetch at the target: [S1] README section 2, its FADD and FMUL rows
+# at ILP 1 and 2 (29.0 and 14.5 clk per warp-instruction, i.e. 29.0 clk per iteration; not validation rows) against
+# the 24 clocks of stall counts ptxas puts in that loop (UIADD3 1, FADD 5, ISETP 13, BRA 5 at ILP 1; the same 24 at
+# ILP 2): 29 - 24 = 5 clocks. The ILP 4-128 FADD rows give 3-7 (their figures are rounded to 0.1 clk per instruction).
+# NOTE: the held-out FMA/IADD/__sinf ILP=1 figures are in the same table and equal the FADD one (29.0), so the pairs
+# with an ILP=1 side are not independent of this constant; the ILP 4-128 sides are.
+SASS_BRANCH_REFETCH_CLK = 5.0
+
+# Classes whose SASS instructions have a fixed latency: ptxas covers their consumers' waits with the stall counts
+# (Jia et al. 2018, section 2.1: fixed-latency instructions are not tracked by the scoreboard, variable-latency ones
+# (memory, MUFU, conversions, tensor) set a scoreboard their consumers wait on). In a loop whose stall counts are
+# known (sass.loop_issue), such a result is ready when the warp may issue again, not LATENCY_CLK after.
+FIXED_LATENCY_CLASSES = frozenset({"int", "fp32", "fp16", "other", "control"})
+
 FITTED_FROM: dict[str, tuple] = {"LATENCY_CLK": (), "LOOP_WARMUP": (), "STEADY_WINDOW": (),
-                                 "BUSY_LIMITER_FRACTION": (), "BRANCH_REDIRECT_CLK": ()}
+                                 "BUSY_LIMITER_FRACTION": (), "BRANCH_REDIRECT_CLK": (),
+                                 "SASS_BRANCH_REFETCH_CLK": (), "FIXED_LATENCY_CLASSES": ()}

@@ -497,7 +497,9 @@ def run_on_sim(bench: Bench, device: str = "H100 SXM", constants: Mapping[str, f
                               occ, clock_hz=clock_hz, constants=constants, sass_mix=mix, by_warp=stats.by_warp,
                               simulated_ctas=stats.simulated_ctas,
                               sass_loops=((static_facts(bench.ptx) if static_facts else None) or {})
-                              .get("sass_loops", {}).get(bench.entry))
+                              .get("sass_loops", {}).get(bench.entry),
+                              sass_loop_issue=((static_facts(bench.ptx) if static_facts else None) or {})
+                              .get("sass_loop_issue", {}).get(bench.entry))
         else:
             est = estimate(stats.metrics, spec, occ, clock_hz=clock_hz, constants=constants, sass_mix=mix)
         times.append(est.kernel_seconds)

@@ -164,3 +164,111 @@ def loop_unrolls(instrs, loops_of_entry) -> dict[int, float]:
     if not sass or len(sass) != len(ptx):
         return {}
     return {pc: max(1.0, s[0] / loads) for (pc, loads), s in zip(ptx, sass, strict=True)}
+
+
+# -- loops: the issue schedule ptxas encoded in each loop (model v2) ------------------------------------------------
+# Since Volta every SASS instruction carries control bits beside its opcode; the scheduler obeys them. Jia, Maggioni,
+# Staiger, Scarpazza, "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking" (arXiv 1804.06826),
+# section 2.1 "Control information": in the high 64-bit word of each 128-bit instruction, bits 41-44 (of that word)
+# are the STALL count, the clocks the scheduler waits before issuing the warp's next instruction (ptxas sets it to
+# cover fixed-latency dependences and pipe throughput), then the yield bit, the write and read scoreboard indices,
+# the wait mask and the reuse flags (the same layout on Turing, Ampere and Hopper, as nvdisasm -hex shows).
+_CONTROL_WORD = re.compile(r"^\s*/\*\s*0x([0-9a-f]{16})\s*\*/\s*$")
+_STALL_SHIFT, _STALL_MASK = 41, 0xF
+
+
+def sass_loop_issue(listing: str) -> dict[str, list[dict]]:
+    """nvdisasm -hex -c text -> {function: [{"stall": sum of the stall counts, "classes": {class: instructions}} of
+    each innermost loop, in address order]}: a loop is a backward BRA and the instructions from its target label to
+    it (as sass_loops). A listing without the -hex control words gives no loops ({function: []})."""
+    out: dict[str, list[dict]] = {}
+    func, labels, instrs, pending = None, {}, [], []
+    last: list | None = None     # the instruction whose high word (its control bits) the next hex line holds
+
+    def close() -> None:
+        if func is None:
+            return
+        loops = []
+        for addr, op, rest, _stall in instrs:
+            m = _TARGET.search(rest)
+            if m and op.startswith("BRA") and m.group(1) in labels and labels[m.group(1)] <= addr:
+                loops.append((labels[m.group(1)], addr))
+        inner = [(a, b) for a, b in loops if not any((c, d) != (a, b) and a <= c and d <= b for c, d in loops)]
+        found = []
+        for a, b in sorted(inner):
+            if a == b:
+                continue         # `BRA` to itself: the trap ptxas puts after EXIT, never reached
+            body = [ins for ins in instrs if a <= ins[0] <= b]
+            if any(ins[3] is None for ins in body):
+                found = []       # no control words: the schedule is not known
+                break
+            classes: dict[str, int] = {}
+            for _addr, op, _rest, _stall in body:
+                klass = sass_class(op)
+                if klass:
+                    classes[klass] = classes.get(klass, 0) + 1
+            found.append({"stall": sum(ins[3] for ins in body), "classes": classes})
+        out[func] = found
+
+    for line in listing.splitlines():
+        m = _FUNC.match(line.strip())
+        if m:
+            close()
+            func, labels, instrs, pending, last = m.group(1), {}, [], [], None
+            continue
+        m = _LABEL.match(line.strip())
+        if m:
+            pending.append(m.group(1))
+            continue
+        m = _INSTR.match(line)
+        if m and func is not None:
+            addr = int(m.group(1), 16)
+            for name in pending:
+                labels[name] = addr
+            pending = []
+            last = [addr, m.group(2), m.group(3), None]
+            instrs.append(last)
+            continue
+        m = _CONTROL_WORD.match(line)
+        if m and last is not None and last[3] is None:
+            last[3] = (int(m.group(1), 16) >> _STALL_SHIFT) & _STALL_MASK
+            last = None
+    close()
+    return out
+
+
+def _innermost_ptx_loops(instrs) -> list[tuple[int, int]]:
+    """(header pc, back-edge pc) of every innermost PTX loop, in program order."""
+    loops = [(ins.target, ins.pc) for ins in instrs if ins.control and ins.op == "bra" and 0 <= ins.target <= ins.pc]
+    return sorted((a, b) for a, b in loops if not any((c, d) != (a, b) and a <= c and d <= b for c, d in loops))
+
+
+def loop_issue(instrs, issue_of_entry) -> dict[int, tuple[float, float]]:
+    """{PTX pc: (issue gap, unroll)} for the instructions of each innermost PTX loop matched to ptxas's loop: the
+    SASS loop's stall counts (sass_loop_issue) spread evenly over the PTX iterations it holds, i.e. the clocks the
+    warp waits after issuing each PTX instruction of the body, at least 1 (one issue per clock). `unroll`: PTX
+    iterations per SASS pass, the smallest SASS / PTX count over the REFERENCE classes both hold (ptxas maps those
+    one to one; a class the SASS alone has, e.g. the FMUL.RZ ptxas puts before each MUFU.SIN, does not count), at
+    least 1. Loops are matched in order, and only when the PTX and the SASS have as many innermost loops and each
+    pair holds the same REFERENCE classes but for classes the SASS alone adds ({} otherwise: the mapping is not
+    known; e.g. ptxas moves mbarrier retry loops out of line, after EXIT, so the order can differ)."""
+    sass = list(issue_of_entry or ())
+    ptx = _innermost_ptx_loops(instrs)
+    if not sass or len(sass) != len(ptx):
+        return {}
+    out: dict[int, tuple[float, float]] = {}
+    for (a, b), loop in zip(ptx, sass, strict=True):
+        body = range(a, b + 1)
+        ptx_classes: dict[str, int] = {}
+        for pc in body:
+            ptx_classes[instrs[pc].klass] = ptx_classes.get(instrs[pc].klass, 0) + 1
+        ptx_ref = {c for c in REFERENCE if ptx_classes.get(c)}
+        sass_ref = {c for c in REFERENCE if loop["classes"].get(c)}
+        if not ptx_ref <= sass_ref or (sass_ref and not ptx_ref):
+            return {}            # not the same loop: a class ptxas maps one to one is missing on one side
+        ratios = [loop["classes"][c] / ptx_classes[c] for c in ptx_ref]
+        unroll = max(1.0, float(round(min(ratios)))) if ratios else 1.0
+        gap = max(1.0, float(loop["stall"]) / (unroll * len(body)))
+        for pc in body:
+            out[pc] = (gap, unroll)
+    return out

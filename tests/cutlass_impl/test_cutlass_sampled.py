@@ -25,8 +25,8 @@ FORCED = replace(parse_sample("auto"), min_ctas=1)
 # CTAs go from group to group as at dsv3-decode (two k steps a tile: seconds whole)
 MANY_TILES = gemm_shape(24, 16, 1024, 128)
 PER_EXPERT_FP8 = "gemm_fp8_blockwise_sm90"  # one launch per expert run: what FamilyShare marks
-# small's committed choice is the 1x2 cluster, which carries no GroupSubsets mark (cutlass_impl.grouped_gemm): the
-# long-tier test at small gives the 1x1 grouped kernel, the one dsv3-decode's rows run (no committed choice there)
+# small's committed choice is the 1x2 cluster: the long-tier test at small gives the 1x1 grouped kernel, the one
+# dsv3-decode's rows run (its swept choice: a tie with the 1x2 cluster on the model, the first candidate wins)
 GROUPED_1X1 = "gemm_bf16_grouped_sm90"
 
 

@@ -43,8 +43,10 @@ SEED = 28
 
 def price(kernel: str, preset_name: str, variant: str, config: str, sample: str | None = None,
           device: str | None = None) -> dict:
-    """{check, modelled_us, launch_us, launches, sim_wall_s} of one candidate at one shape; `sample` a --sample
-    policy (None: every CTA), `device` the model device (None: the timing model's default)."""
+    """{check, modelled_us, launch_us, launches, sim_wall_s, sim_cpu_s} of one candidate at one shape (sim_cpu_s:
+    this process's CPU time, the host shim's g++ runs apart: on the shared machine the wall is inflated by the
+    others' load); `sample` a --sample policy (None: every CTA), `device` the model device (None: the timing model's
+    default)."""
     from contract.kernels import get_kernel
     from contract.presets import get_preset
     from cutlass_impl import grouped_gemm as cg
@@ -57,7 +59,7 @@ def price(kernel: str, preset_name: str, variant: str, config: str, sample: str 
     policy = None if sample is None else parse_sample(sample).for_preset(preset)
     backend = SimBackend(sample=policy)
     device = device or MODEL_DEVICE
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     inputs, outputs, records = run_kernel(lambda b, a, p: cg.run(kernel, b, a, p, config=config), backend, kernel,
                                           preset, "balanced", SEED, variant=variant)
     check = get_kernel(kernel).check(outputs, inputs, preset, sampled=was_sampled(records))
@@ -66,7 +68,8 @@ def price(kernel: str, preset_name: str, variant: str, config: str, sample: str 
     return {"check": bool(check.ok), "message": check.message, "modelled_us": row["modelled_us"],
             "launch_us": row["launch_us"], "launches": len(records), "device": device,
             "sampled": sample if fraction < 1.0 else None, "sample_fraction": round(fraction, 4),
-            "sim_wall_s": round(time.perf_counter() - t0, 1), "error": row["error"]}
+            "sim_wall_s": round(time.perf_counter() - t0, 1), "sim_cpu_s": round(time.process_time() - c0, 1),
+            "error": row["error"]}
 
 
 def _committed() -> dict:
@@ -98,7 +101,8 @@ def sweep(presets: list[str], only: set[str] | None = None, kernels: tuple[str, 
             preset = get_preset(preset_name)
             gemm_shape = preset.is_gemm_shape and kernel in GEMM_SHAPE_KERNELS
             for variant in ("up",) if gemm_shape else ("up", "down"):
-                inputs = get_kernel(kernel).make_inputs(preset, "balanced", SEED, variant=variant)
+                # lazy: only the shapes are read here (materialised, dsv3's weights are 7.5 GB of FP8, 14 GB peak)
+                inputs = get_kernel(kernel).make_inputs(preset, "balanced", SEED, variant=variant, lazy=True)
                 p_max, kd = inputs["a"].shape
                 n = inputs["w"].shape[1]
                 key = cg.shape_key(int(p_max), int(n), int(kd), int(preset.BM))
@@ -124,7 +128,8 @@ def sweep(presets: list[str], only: set[str] | None = None, kernels: tuple[str, 
                     print(f"{kernel:<17} {preset_name:<6} {variant:<5} {key:<20} {where:<10} "
                           f"{build.CONFIGS[config].label:<40} "
                           f"check {'ok' if r['check'] else 'FAILED'}  kernel {r['modelled_us']} us  "
-                          f"+ launches {r['launch_us']} us ({r['launches']})  [{r['sim_wall_s']} s]", flush=True)
+                          f"+ launches {r['launch_us']} us ({r['launches']})  [{r['sim_wall_s']} s wall, "
+                          f"{r['sim_cpu_s']} s CPU]", flush=True)
                 ok = {c: r for c, r in results.items() if r["check"] and r["modelled_us"] is not None}
                 if not ok:
                     raise SystemExit(f"cutlass_sweep: no candidate passed at {kernel} {preset_name} {variant}")

@@ -11,7 +11,7 @@ from ptxsim.errors import DeadlockError, InstructionBudgetExceeded, TimeLimitExc
 from ptxsim.lanes import BLOCKED, EXITED
 from ptxsim.regpool import REGPOOL_WAIT
 from ptxsim.state import FULL
-from ptxsim.warpsync import WARP_SYNC_WAIT, release_stragglers
+from ptxsim.warpsync import ELECT_WAIT, WARP_SYNC_WAIT, elect_deadlock_line, release_elect_on_exit, release_stragglers
 
 SPIN_CHECK = 2048  # backward-branch iterations between spin-loop snapshots
 CLOCK_CHECK = 1024  # scheduling rounds between wall-clock checks
@@ -46,6 +46,7 @@ class Scheduler:
         self.executed = 0
         self.has_red = any(i.aux.red for i in st.prog.instrs)
         self.wg_forced = None  # lanes released by warpsync.release_stragglers, to run their warpgroup op as they are
+        self.held_members = None  # membermask of each thread held before elect.sync (warpsync.gather_members)
         self.warned = set()
         self.released = np.zeros(0, np.int64)
         self.spin_pc, self.spin_cnt, self.spin_iter, self.spin_snap = -1, 0, 0, None
@@ -234,6 +235,8 @@ class Scheduler:
         self._release()
         if st.warp_syncs is not None:  # exited members no longer hold back a bar.warp.sync
             st.warp_syncs.on_exit(st, la)
+        if self.held_members is not None:  # ... nor an elect.sync
+            release_elect_on_exit(st, la)
         if st.cluster is not None:  # exited threads no longer hold back barrier.cluster
             st.cluster.complete(st)
             st.cluster.mark_exited(st, ins, la)
@@ -348,6 +351,7 @@ class Scheduler:
             if bid < 0:  # blocked in mbarrier.try_wait / test_wait, barrier.cluster.wait, bar.warp.sync, setmaxnreg
                 lines.append(st.mbars.deadlock_line(lane, int(c)) if bid == -2 else
                              st.warp_syncs.deadlock_line(st, lane, int(c)) if bid == WARP_SYNC_WAIT else
+                             elect_deadlock_line(st, lane, int(c)) if bid == ELECT_WAIT else
                              st.regpools.deadlock_line(st, lane, int(c)) if bid == REGPOOL_WAIT else
                              st.cluster.deadlock_line(st, lane, int(c)))
                 continue

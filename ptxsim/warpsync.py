@@ -1,4 +1,4 @@
-"""bar.warp.sync as a convergence point for its member mask.
+"""bar.warp.sync and elect.sync as convergence points for their member masks.
 
 Lowest-pc-first scheduling can split a warp around a loop: lanes that detour through code placed further down the
 program reach the loop head after the others have gone round again. On the hardware `bar.warp.sync membermask`
@@ -92,6 +92,83 @@ class WarpSyncs:
         missing = [i for i in range(32) if m >> i & 1 and self.members[base + i] == 0 and st.pc[base + i] < EXITED]
         return (f"  CTA {cta}: {count} thread(s) of warp {(lane % st.padded) // 32} held at PTX line {ins.line} "
                 f"(`{ins.text}`), member mask {m:#010x}; lane(s) {missing[:8]} never reach a bar.warp.sync")
+
+
+# -- elect.sync: a convergence point of its member mask ---------------------------------------------------------------
+ELECT_WAIT = -7  # Scheduler.wait_id of a thread held before elect.sync until every member of its mask is there
+
+
+def gather_members(st, ins, la: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """The lanes of la that run elect.sync `ins` now (members: each lane's membermask, uint64).
+
+    PTX ISA (elect.sync): ".sync ... causes the executing thread to wait until all threads in the membermask execute
+    the elect instruction before resuming execution", and the same leader is elected for the same membermask every
+    time. The lowest-pc-first schedule can bring part of a warp to it while a member is elsewhere: CUTLASS's
+    producer warp leaves its elected lane blocked in an mbarrier wait inside the load loop while lanes 1-31 go round
+    the tile loop to the next `elect_one_sync()`; electing among the lanes present would make lane 1 a second
+    producer, one that issues TMA loads without the leader's arrive.expect_tx (docs/cutlass.md, "elect.sync").
+    Here the early lanes wait before the instruction (pc + BLOCKED, ELECT_WAIT) and, once every non-exited member
+    is there, all of them are sent back to run it together. Lanes already complete (the usual case) run at once."""
+    if len(la) % 32 == 0 and np.all(la[::32] % 32 == 0) and np.all(la[31::32] - la[::32] == 31):
+        return la  # whole warps: every member is here (and so none of them is held)
+    sched = st.sched
+    forced = sched.wg_forced
+    if forced is not None and forced[la].any():  # released by release_stragglers: run as they are
+        forced[la] = False
+        return la
+    if sched.held_members is None:
+        sched.held_members = np.zeros(st.nlanes, np.uint64)
+    pc = st.pc
+    w = la >> 5
+    warps = np.unique(w)
+    j = np.searchsorted(warps, w)
+    span = (warps[:, None] * 32 + np.arange(32)).reshape(-1)
+    held = (sched.wait_id[span] == ELECT_WAIT) & (pc[span] == ins.pc + BLOCKED)
+    here = np.zeros(st.nlanes, np.bool_)
+    here[la] = True
+    here[span] |= held | (pc[span] >= EXITED)
+    bits = _present_bits(here, warps)
+    done = (members & ~bits[j]) == 0
+    wait = la[~done]
+    run = la[done]
+    back = span[held]
+    if back.size and run.size:
+        back = back[(sched.held_members[back] & ~bits[np.searchsorted(warps, back >> 5)]) == 0]
+    if back.size and run.size:  # the rest has come: everyone runs the instruction together next round
+        pc[back] = ins.pc
+        sched.wait_id[back] = -1
+        sched.held_members[back] = 0
+        pc[run] = ins.pc
+        run = run[:0]
+    if wait.size:
+        pc[wait] = ins.pc + BLOCKED
+        sched.wait_id[wait] = ELECT_WAIT
+        sched.held_members[wait] = members[~done]
+    return run
+
+
+def release_elect_on_exit(st, la: np.ndarray) -> None:
+    """Exited threads no longer hold back an elect.sync: the held lanes of their warps try it again."""
+    sched = st.sched
+    if sched.held_members is None:
+        return
+    span = (np.unique(la >> 5)[:, None] * 32 + np.arange(32)).reshape(-1)
+    back = span[(sched.wait_id[span] == ELECT_WAIT) & (st.pc[span] >= BLOCKED) & (st.pc[span] < EXITED)]
+    if back.size:
+        st.pc[back] -= BLOCKED
+        sched.wait_id[back] = -1
+        sched.held_members[back] = 0
+
+
+def elect_deadlock_line(st, lane: int, count: int) -> str:
+    ins = st.prog.instrs[int(st.pc[lane] - BLOCKED)]
+    cta, _ = st.where(lane)
+    m = int(st.sched.held_members[lane])
+    base = lane & ~31
+    missing = [i for i in range(32) if m >> i & 1 and st.sched.wait_id[base + i] != ELECT_WAIT
+               and st.pc[base + i] < EXITED]
+    return (f"  CTA {cta}: {count} thread(s) of warp {(lane % st.padded) // 32} held at PTX line {ins.line} "
+            f"(`{ins.text}`), member mask {m:#010x}; lane(s) {missing[:8]} never reach it")
 
 
 # -- warpgroup instructions (wgmma.mma_async, setmaxnreg) ------------------------------------------------------------

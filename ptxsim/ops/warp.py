@@ -7,6 +7,7 @@ from ptxsim.ops.common import need, unsupported
 from ptxsim.ops.opspec import spec
 from ptxsim.program import PAIR, REG
 from ptxsim.ptxtypes import TYPES
+from ptxsim.warpsync import gather_members
 
 U32, PRED = TYPES["u32"], TYPES["pred"]
 
@@ -93,16 +94,26 @@ def activemask(st, ins, lanes):
 
 
 def elect(st, ins, lanes):
-    """elect.sync d|p, membermask: the lowest active lane of each warp is the leader."""
+    """elect.sync d|p, membermask: a convergence point of the mask (warpsync.gather_members: lanes that arrive
+    before the rest of their mask wait for it); then the lowest lane of each warp running it is the leader."""
     la = st.lane_array(lanes)
+    members = np.broadcast_to(np.asarray(st.read(ins.ops[1], lanes, U32)), (len(la),)).astype(np.uint64)
+    la = gather_members(st, ins, la, members)
+    if not la.size:
+        return
     starts, seg = _segments(la)
     leader = (la[starts] & 31)[seg]
     d = ins.ops[0]
     if d.kind == PAIR:
-        st.write(d.items[0], lanes, leader.astype(np.uint32), U32)
-        st.write(d.items[1], lanes, (la & 31) == leader, PRED)
+        st.write(d.items[0], la, leader.astype(np.uint32), U32)
+        st.write(d.items[1], la, (la & 31) == leader, PRED)
     else:
-        st.write(d, lanes, (la & 31) == leader, PRED)
+        st.write(d, la, (la & 31) == leader, PRED)
+
+
+def _prep_elect(ins, dec, ctx):
+    need(ins, 2, 0)
+    ins.control = True  # it may hold threads before it (pc + BLOCKED) until their mask is complete
 
 
 _REDUX = {".add": np.add, ".min": np.minimum, ".max": np.maximum, ".and": np.bitwise_and, ".or": np.bitwise_or,
@@ -183,6 +194,6 @@ OPS = {
     "vote": spec(vote, "warp", _VOTE + (".sync",), _prep_mode(_VOTE, (2, 3))),
     "redux": spec(redux, "warp", tuple(_REDUX) + (".sync",), _prep_mode(tuple(_REDUX), 3)),
     "match": spec(match, "warp", (".any", ".all", ".sync"), _prep_mode((".any", ".all"), 3)),
-    "elect": spec(elect, "warp", (".sync",), lambda i, d, c: need(i, 2, 0)),
+    "elect": spec(elect, "warp", (".sync",), _prep_elect),
     "activemask": spec(activemask, "warp", (), lambda i, d, c: need(i, 1, 1)),
 }

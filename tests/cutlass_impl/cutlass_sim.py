@@ -17,15 +17,16 @@ NAME = "gemm_bf16_sm90"
 FP8_NAME = "gemm_fp8_blockwise_sm90"
 
 
-def _launch(backend, name: str, hp: HostParams, struct: StructArg | None = None, **launch_options):
+def _launch(backend, name: str, hp: HostParams, struct: StructArg | None = None, grid=None, **launch_options):
     """Launch kernel `name` straight on the ptxsim device with its Params (tensor maps encoded by the sim backend's
-    struct_bytes, the path launch_ptx takes)."""
+    struct_bytes, the path launch_ptx takes), on the shim's grid or `grid`."""
     from harness.backends.sim import struct_bytes
 
     ptx = load_ptx(name)
     kernel = backend.module(ptx).kernel(entry_of(name))
     raw = struct_bytes(hp.struct if struct is None else struct, 0)
-    return backend.device.launch(kernel, hp.grid, hp.block, [raw], shared_bytes=hp.shared_bytes, **launch_options)
+    return backend.device.launch(kernel, grid or hp.grid, hp.block, [raw], shared_bytes=hp.shared_bytes,
+                                 **launch_options)
 
 
 def swap_first_two_maps(struct: StructArg) -> StructArg:
@@ -121,10 +122,13 @@ def run_grouped_gemm_bf16(backend, a_list, b_list, transform=None, **launch_opti
 GROUPED_FP8_NAME = "gemm_fp8_blockwise_grouped_sm90"
 
 
-def run_grouped_gemm_fp8(backend, a_list, b_list, sfa_list, sfb_list, **launch_options):
+def run_grouped_gemm_fp8(backend, a_list, b_list, sfa_list, sfb_list, name=GROUPED_FP8_NAME, grid=None,
+                         **launch_options):
     """D_g (bf16, M_g x N) of e4m3 a_g (M_g x K) and b_g (N x K) with K-major scales sfa_g (f32 M_g x K/128) and
-    sfb_g (f32 N/128 x K/128), every group in ONE launch of CUTLASS's grouped FP8 blockwise kernel on a SimBackend
-    (each group's tensors in buffers of their own: the kernel reads only the pointers); returns ([D_g], stats)."""
+    sfb_g (f32 N/128 x K/128), every group in ONE launch of CUTLASS's grouped FP8 blockwise kernel `name` (a
+    grouped FP8 candidate) on a SimBackend (each group's tensors in buffers of their own: the kernel reads only the
+    pointers), on the shim's grid or `grid` (its persistent scheduler strides by gridDim: fewer CTAs run more tiles
+    each); returns ([D_g], stats)."""
     import ml_dtypes
 
     from cutlass_impl.params import grouped_host_params
@@ -138,15 +142,15 @@ def run_grouped_gemm_fp8(backend, a_list, b_list, sfa_list, sfb_list, **launch_o
     dsa = [backend.to_device(np.ascontiguousarray(s, np.float32)) for s in sfa_list]
     dsb = [backend.to_device(np.ascontiguousarray(s, np.float32)) for s in sfb_list]
     ptrs = [backend.to_device(np.array([x.addr for x in xs], np.uint64)) for xs in (da, db, dd, dd, dsa, dsb)]
-    probe = grouped_host_params(GROUPED_FP8_NAME, shapes, (0,) * 9, 0, WORKSPACE_BYTES, (0,) * 4)
+    probe = grouped_host_params(name, shapes, (0,) * 9, 0, WORKSPACE_BYTES, (0,) * 4)
     shapes_buf, *strides = (backend.to_device(np.frombuffer(raw, np.uint8)) for raw in (probe.shapes, *probe.strides))
     layouts = [backend.to_device(np.frombuffer(raw, np.uint8)) for raw in probe.scale_layouts]
     work = backend.to_device(np.zeros(WORKSPACE_BYTES, np.uint8))
     addrs = (shapes_buf.addr, ptrs[0].addr, strides[0].addr, ptrs[1].addr, strides[1].addr, ptrs[2].addr,
              strides[2].addr, ptrs[3].addr, strides[3].addr)
-    gp = grouped_host_params(GROUPED_FP8_NAME, shapes, addrs, work.addr, WORKSPACE_BYTES,
+    gp = grouped_host_params(name, shapes, addrs, work.addr, WORKSPACE_BYTES,
                              (ptrs[4].addr, layouts[0].addr, ptrs[5].addr, layouts[1].addr))
     if g and "scale steps" not in gp.host.extra:
-        raise InputError(f"CUTLASS {GROUPED_FP8_NAME}: the shim printed no scale steps")
-    stats = _launch(backend, GROUPED_FP8_NAME, gp.host, **launch_options)
+        raise InputError(f"CUTLASS {name}: the shim printed no scale steps")
+    stats = _launch(backend, name, gp.host, grid=grid, **launch_options)
     return [backend.to_host(d) for d in dd], stats

@@ -25,8 +25,8 @@ FORCED = replace(parse_sample("auto"), min_ctas=1)
 # CTAs go from group to group as at dsv3-decode (two k steps a tile: seconds whole)
 MANY_TILES = gemm_shape(24, 16, 1024, 128)
 PER_EXPERT_FP8 = "gemm_fp8_blockwise_sm90"  # one launch per expert run: what FamilyShare marks
-# small's committed choice is the 1x2 cluster, which carries no GroupSubsets mark (cutlass_impl.grouped_gemm): the
-# long-tier test at small gives the 1x1 grouped kernel, the one dsv3-decode's rows run (no committed choice there)
+# small's committed choice is the 1x2 cluster: the long-tier test at small gives the 1x1 grouped kernel, the one
+# dsv3-decode's rows run (its swept choice: a tie with the 1x2 cluster on the model, the first candidate wins)
 GROUPED_1X1 = "gemm_bf16_grouped_sm90"
 
 
@@ -123,8 +123,8 @@ def test_long_groups_sampled_by_tile_row_windows_are_within_tolerance(monkeypatc
     exactly (a tile row counted twice or left out would be off by 1/16), DRAM bytes within 1 % (the weights once a
     group: a body read cold would add half of them), modelled time within 2 %, instructions within 6 % (measured
     when added: +0.04 %, -0.2 %, +2.8 %; at K = 256 +5 %, the setup fit's miss shrinking with K).
-    NOTE: with ptxsim's strict async timing off, as `compare` runs (the test suite turns it on): under it the
-    two-tile-a-CTA window loses its CTAs' second tiles' stores (the next test), not yet understood."""
+    With ptxsim's strict async timing off, as `compare` runs (the test suite turns it on; the next test runs it
+    strict)."""
     import sys
 
     launch = sys.modules["ptxsim.launch"]  # the package's `launch` is the function
@@ -167,10 +167,12 @@ def test_a_cluster_candidate_is_sampled_on_whole_clusters(monkeypatch):
 
 @needs_host
 @pytest.mark.sim
-@pytest.mark.xfail(strict=True, reason="known: under strict async timing the setup-fit window (two tiles a CTA of "
-                   "one group, a phase after the head and body) misses its second tiles' stores; a plain launch of "
-                   "the same window writes them (docs/cutlass.md)")
 def test_long_groups_sampled_under_strict_async_write_every_window_row(monkeypatch):
+    """The same sampled launch under strict async timing: the setup-fit window (two tiles a CTA) writes its CTAs'
+    second tiles. It did not while ptxsim's elect.sync elected among the lanes present: strict timing keeps the
+    producer's elected lane 0 blocked on the full pipeline inside the first tile's load loop (K = 1024: 8 k blocks
+    on 5 stages), lanes 1-31 went round the tile loop and elected lane 1 as a second producer (docs/cutlass.md,
+    "elect.sync"; tests/ptxsim/test_elect_sync.py)."""
     import sys
 
     launch = sys.modules["ptxsim.launch"]

@@ -268,3 +268,23 @@ def test_sim_workers_apply_on_the_simulator_only():
     assert parallel_option(parallel.workers_for(None, 2, "gpu"), None, "gpu") is None
     with pytest.raises(InputError, match="--sim-workers -1"):
         parallel.workers_for(None, -1, "gpu")
+
+
+def test_sim_memory_limit_applies_on_the_simulator_only():
+    """make demo's --sim-memory-limit: the tree's budget on the simulator; on a GPU (rows hold their inputs whole on
+    the host) it is ignored, where --memory-limit itself applies; a bad size names the option it came from."""
+    import argparse
+
+    from harness.commands.compare_cmd import build_settings
+
+    def args(**kw):
+        base = dict(preset=None, shape=None, skew=None, kernels="gate", impls="ptx", seed=1, no_static=True,
+                    budget=2.0, sanitize=None, sample=None, memory_limit=None, model_device=None)
+        return argparse.Namespace(**{**base, **kw})
+
+    assert build_settings(args(sim_memory_limit="3.5GB"), "sim").memory_limit == 35 * 10**8
+    assert build_settings(args(sim_memory_limit="3.5GB"), "gpu").memory_limit is None
+    assert build_settings(args(sim_memory_limit="3.5GB", memory_limit="8GB"), "sim").memory_limit == 8 * 10**9
+    assert build_settings(args(memory_limit="8GB"), "gpu").memory_limit == 8 * 10**9
+    with pytest.raises(InputError, match="--sim-memory-limit"):
+        build_settings(args(sim_memory_limit="lots"), "sim")

@@ -212,8 +212,11 @@ def _reference_bytes(kernel: str, p: Preset, variant: str, outs: dict[str, int],
         ref = block + (min(ctas, p.n_blocks) if ctas else p.n_blocks) * p.BM * n * 8
     elif kernel == "layer" and ctas:
         # a sampled layer is checked stage by stage on views of its intermediates (SimBackend.done_with_workspace:
-        # no host copies); its whole stages' references are built a chunk of rows at a time (CHUNKED_CHECKS)
-        ref += CHUNK_REFERENCE_BYTES
+        # no host copies); its whole stages' references are built a chunk of rows at a time (CHUNKED_CHECKS), and its
+        # GEMM stages' as the sampled GEMM rows' are, one expert's weights in float64 at a time (the larger GEMM's:
+        # 235 MB for dsv3's up projection, which the cutlass bf16 layer's check rose by)
+        ref += CHUNK_REFERENCE_BYTES + max(_reference_bytes(gemm, p, v, {}, ctas) for v in ("up", "down")
+                                           for gemm in ("grouped_gemm_fp8" if variant == "fp8" else "grouped_gemm",))
     elif kernel == "layer":  # the whole layer in float64: its widest intermediates twice and an expert's weights
         ref += 2 * p.P_max * max(2 * p.I, p.H) * 8 + 2 * p.I * p.H * 8
     return ref

@@ -144,6 +144,25 @@ def _own_rss() -> int:
     return rss_bytes() or 0
 
 
+def _children_rss() -> int | None:
+    """Resident bytes of this process's descendants now (a LocalCluster's worker processes), or None where unknown."""
+    try:
+        import psutil  # installed with dask.distributed
+    except ImportError:
+        return None
+    total = 0
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return None
+    for child in children:
+        try:
+            total += child.memory_info().rss
+        except psutil.Error:  # exited meanwhile
+            pass
+    return total
+
+
 def _tree_budget(memory_limit: int | None, held: dict[str, int]) -> int | None:
     """Bytes the whole process tree of a LocalCluster may hold (harness.row_budget): --memory-limit, else what it
     holds now (this process, which hosts the scheduler, the nannies and the client, and the idle workers) plus the
@@ -218,7 +237,7 @@ def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: P
             while queue and (not local or len(running) < parallel.local_workers):
                 pick = 0
                 if budget is not None:
-                    tree = TreeMemory(_own_rss(), held, list(running.values()))
+                    tree = TreeMemory(_own_rss(), held, list(running.values()), _children_rss())
                     pick = pick_row([rises[item.verdict_key] for item, _, _ in queue], tree, budget,
                                     parallel.local_workers - len(running))
                 if pick is None:

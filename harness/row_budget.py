@@ -3,7 +3,8 @@
 The tree is this process (Dask's scheduler, the workers' nannies and the client), every worker between rows (what it
 still holds after its last row gave back what it could: measured, harness.row_memory.release_memory) and each
 running row's own rise (its estimate less the process base the worker's figure already holds: contract.footprint).
-A row starts only when that sum, its own rise added, fits the budget. Rows come costliest first (longest-first
+A row starts only when that sum (or, where more, what the workers hold now as measured: a running row that has
+gone past its estimate), its own rise added, fits the budget. Rows come costliest first (longest-first
 scheduling keeps both workers busy to the end); when the first in line does not fit, another may start in its place
 only if it would also fit beside that first row, so the first row starts as soon as the rows running now finish
 instead of waiting behind an endless stream of small rows (which would leave the dearest rows to the end, each alone
@@ -22,10 +23,14 @@ class TreeMemory:
     own: int  # this process's resident memory
     workers: Mapping[str, int]  # worker -> resident memory between rows, last measured
     running: Sequence[int]  # the estimated rise of each row running now
+    observed: int | None = None  # what the workers hold now, summed, as measured (None: not measured)
 
     @property
     def used(self) -> int:
-        return int(self.own + sum(self.workers.values()) + sum(self.running))
+        """This process and the workers: by the estimates, or as measured where that is more (a running row past
+        its estimate)."""
+        estimated = sum(self.workers.values()) + sum(self.running)
+        return int(self.own + max(estimated, self.observed or 0))
 
 
 def pick_row(rises: Sequence[int], tree: TreeMemory, budget: int | None, free_workers: int) -> int | None:

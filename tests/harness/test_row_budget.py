@@ -51,3 +51,13 @@ def test_replay_of_rows_that_cannot_pair_is_their_sum_and_of_rows_that_can_half_
     assert tight.peak_bytes <= 4 * GB
     roomy = replay_schedule(durations, rises, 2, 0, [GB, GB], 8 * GB)
     assert roomy.makespan == pytest.approx(6.0) and roomy.peak_bytes == 6 * GB
+
+
+def test_a_running_row_past_its_estimate_counts_as_measured():
+    """The workers hold 3 GB as measured where the estimates say 2 GB (a row past its estimate): a 1 GB row that fits
+    by the estimates (0.5 + 2 + 1 = 3.5) waits; measured below the estimates, the estimates count."""
+    by_estimate = TreeMemory(own=GB // 2, workers={"a": GB // 2, "b": GB // 2}, running=[GB])
+    assert pick_row([GB], by_estimate, 7 * GB // 2, free_workers=1) == 0
+    measured = TreeMemory(GB // 2, {"a": GB // 2, "b": GB // 2}, [GB], observed=3 * GB)
+    assert measured.used == 7 * GB // 2 and pick_row([GB], measured, 7 * GB // 2, free_workers=1) is None
+    assert TreeMemory(GB // 2, {"a": GB}, [GB], observed=GB).used == 5 * GB // 2

@@ -96,8 +96,10 @@ def row_task(settings, item, impls: list[str], memory_share: int
     spec = device_spec_for(settings.backend, None, settings.model_device)
     rows = list(run_cell(_worker_backend(settings), settings, item, impls, spec, recorder,
                          memory_share=memory_share, release=True))
-    held = release_memory() or 0  # rows that did not run (missing, skipped) released nothing yet
-    return rows, recorder.drain(), (_worker_address(), held)
+    ends = [row["memory"]["end_rss_bytes"] for _, row in rows if "end_rss_bytes" in (row.get("memory") or {})]
+    # rows that did not run (missing, skipped) released nothing and recorded nothing: measured here
+    held = ends[-1] if ends else (release_memory() or 0)
+    return rows, recorder.drain(), (_worker_address(), int(held))
 
 
 def _worker_address() -> str:

@@ -288,3 +288,38 @@ def test_sim_memory_limit_applies_on_the_simulator_only():
     assert build_settings(args(memory_limit="8GB"), "gpu").memory_limit == 8 * 10**9
     with pytest.raises(InputError, match="--sim-memory-limit"):
         build_settings(args(sim_memory_limit="lots"), "sim")
+
+
+def test_a_cells_measured_rise_replaces_a_lower_estimate_for_its_rows_still_waiting(tmp_path, monkeypatch):
+    """Rows estimated at 1 GB that rise 5 GB (as measured: peak - start), budget 5.5 GB: two start together at
+    first; a row started once a row of its cell has finished (so counted at 5 GB) never runs beside another."""
+    from contract.footprint import MemoryEstimate
+    from harness import row_memory
+
+    monkeypatch.setattr(cell, "row_need", lambda settings, item: MemoryEstimate(
+        item.kernel, item.preset, 10**9, 0, 0, 0, False))
+    monkeypatch.setattr("contract.footprint.PROCESS_BASE", 0)
+    monkeypatch.setattr(parallel, "_own_rss", lambda: 0)
+    monkeypatch.setattr(parallel, "_children_rss", lambda: 0)
+    monkeypatch.setattr(row_memory, "rss_bytes", lambda: 10**8)
+    monkeypatch.setattr(row_memory, "peak_rss_bytes", lambda: 10**8 + 5 * 10**9)
+    settings = runner.CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",), kernels=("gate", "align"),
+                                      seed=4321, impls=("numba", "cpp", "ptx"), static=False,
+                                      memory_limit=55 * 10**8)
+    run_file, log = _fake_sweep(tmp_path, monkeypatch, settings, workers=2, local=True)
+    cell_of = {key: key.split("/")[0].removeprefix("row-") for _, key, *_ in log}
+    running, finished_cells, learned, most = set(), set(), set(), 0
+    for what, key, *_ in log:
+        if what == "submit":
+            running.add(key)
+            if cell_of[key] in finished_cells:
+                learned.add(key)
+            assert len(running) == 1 or not (running & learned), running
+            most = max(most, len(running))
+        else:
+            running.discard(key)
+            finished_cells.add(cell_of[key])
+    assert most == 2 and learned and len([e for e in log if e[0] == "submit"]) == 6
+    assert [r["status"] for r in run_file.doc["rows"]] == ["ok"] * 6
+    assert parallel._measured_rise([("ptx", {"memory": {"peak_rss_bytes": 3, "start_rss_bytes": 1}}),
+                                    ("cpp", {"status": "missing"})]) == 2

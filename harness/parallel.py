@@ -160,7 +160,7 @@ def _measured_rise(results) -> int:
 def _children_rss() -> int | None:
     """Resident bytes of this process's descendants now (a LocalCluster's worker processes), or None where unknown."""
     try:
-        import psutil  # installed with dask.distributed
+        import psutil  # type: ignore[import-untyped]  # installed with dask.distributed
     except ImportError:
         return None
     total = 0
@@ -249,7 +249,7 @@ def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: P
 
         def submit_what_fits() -> None:
             while queue and (not local or len(running) < parallel.local_workers):
-                pick = 0
+                pick: int | None = 0
                 if budget is not None:
                     tree = TreeMemory(_own_rss(), held, list(running.values()), _children_rss())
                     pick = pick_row([rises[item.verdict_key] for item, _, _ in queue], tree, budget,

@@ -22,7 +22,7 @@ install: $(STAMP)
 # DeepSeek-V3 decode shapes, every kernel and the layer on every path: measured on a GPU when one is visible, else on
 # the simulator (lazy inputs, big GEMM launches sampled: README "DeepSeek-V3's shapes without a GPU").
 demo: $(STAMP)
-	$(BIN)/ptxmoe compare --preset dsv3-decode --sim-workers 2
+	$(BIN)/ptxmoe compare --preset dsv3-decode --sim-workers 2 --sim-memory-limit 3.5GB
 
 # The quick look: the `tiny` test size on the simulator (under a minute).
 demo-tiny: $(STAMP)

@@ -37,6 +37,9 @@ class Measured:
     peak_single_bytes: int  # the largest process's own peak RSS (getrusage of the children)
     cpu_s: float  # user + system seconds of the tree (what the run costs on an idle machine, whatever else runs)
     run_json: Path | None
+    peak_main_bytes: int = 0  # the compare process's own RSS at its peak (polled): Dask's scheduler, nannies, client
+    workers: int = 1  # rows at once (--workers), for the two-core estimate
+    memory_limit: int | None = None  # --memory-limit in bytes, for the two-core estimate
 
 
 def _tree_rss(proc) -> int:
@@ -68,15 +71,26 @@ def run_compare(preset: str, out: Path, extra: list[str]) -> Measured:
     cpu_before = before.ru_utime + before.ru_stime
     t0 = time.perf_counter()
     child = subprocess.Popen(cmd, cwd=REPO, env=env)
-    handle, peak = psutil.Process(child.pid), 0
+    handle, peak, main = psutil.Process(child.pid), 0, 0
     while child.poll() is None:
         peak = max(peak, _tree_rss(handle))
+        try:
+            main = max(main, handle.memory_info().rss)
+        except psutil.Error:
+            pass
         time.sleep(POLL_S)
     wall = time.perf_counter() - t0
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # NOTE: cumulative over this script's children so far
     cpu = usage.ru_utime + usage.ru_stime - cpu_before
     runs = sorted(out.glob("*/run.json"), key=lambda p: p.stat().st_mtime)
-    return Measured(preset, child.returncode, wall, peak, usage.ru_maxrss * 1024, cpu, runs[-1] if runs else None)
+    workers = int(extra[extra.index("--workers") + 1]) if "--workers" in extra else 1
+    limit = None
+    if "--memory-limit" in extra:
+        from harness.commands.compare_cmd import parse_memory_size
+
+        limit = parse_memory_size(extra[extra.index("--memory-limit") + 1], "--memory-limit")
+    return Measured(preset, child.returncode, wall, peak, usage.ru_maxrss * 1024, cpu, runs[-1] if runs else None,
+                    main, workers or (os.cpu_count() or 1), limit)
 
 
 def summarise(measured: Measured) -> list[str]:
@@ -107,6 +121,7 @@ def summarise(measured: Measured) -> list[str]:
     for row in sorted(rows, key=lambda r: -(r.elapsed_s or 0))[:5]:
         lines.append(f"  slowest: {row.key} {row.elapsed_s or 0:.1f} s")
     lines += _memory_lines(rows)
+    lines += _cpu_lines(rows, measured)
     for row in rows:
         if row.status not in ("ok", "missing"):
             lines.append(f"  NOT OK: {row.key}: {row.status}: {(row.why or '')[:300]}")
@@ -140,6 +155,33 @@ def _memory_lines(rows) -> list[str]:
         lines.append(f"  the row's own rise (peak - RSS at its start) over its estimate less the process base: "
                      f"{len(over)} of {len(own)} rows{worst}; the process held {min(starts) / gb:.2f} to "
                      f"{max(starts) / gb:.2f} GB when its rows started")
+    return lines
+
+
+def _cpu_lines(rows, measured: Measured) -> list[str]:
+    """The rows' own CPU seconds (run.json cpu_s: what each costs on an idle core), the costliest, and the wall time
+    two idle cores would take: the scheduler (harness.row_budget) replayed with each row's CPU seconds as its duration,
+    in the run's queue order (predicted cost, largest first), each worker holding the most any row left it holding,
+    and the compare process its polled peak. An estimate: it leaves out Dask's start (a few seconds), the main
+    process's own work between rows, and contention for memory bandwidth between the two cores."""
+    timed = [r for r in rows if r.cpu_s is not None]
+    if not timed:
+        return []
+    from contract.footprint import PROCESS_BASE
+    from harness.progress import predicted_cost
+    from harness.row_budget import replay_schedule
+    from harness.sampling import parse_sample
+
+    lines = [f"  rows' own CPU: {sum(r.cpu_s for r in timed) / 60:.2f} min over {len(timed)} rows; the costliest: "
+             + ", ".join(f"{r.key} {r.cpu_s:.0f} s" for r in sorted(timed, key=lambda r: -r.cpu_s)[:4])]
+    queue = sorted(timed, key=lambda r: -predicted_cost(r.kernel, r.preset, r.variant, parse_sample("auto")))
+    rises = [max(0, (r.memory.estimated_bytes or PROCESS_BASE) - PROCESS_BASE) if r.memory else 0 for r in queue]
+    held = max((r.memory.end_rss_bytes or r.memory.start_rss_bytes or 0 for r in timed if r.memory), default=0)
+    replay = replay_schedule([r.cpu_s for r in queue], rises, measured.workers, measured.peak_main_bytes,
+                             [held] * measured.workers, measured.memory_limit)
+    lines.append(f"  estimated wall on {measured.workers} idle core(s): {replay.makespan / 60:.1f} min (the scheduler "
+                 f"replayed with each row's CPU seconds; workers holding {held / 1e9:.2f} GB between rows, this "
+                 f"process {measured.peak_main_bytes / 1e9:.2f} GB; an estimate, not a measurement)")
     return lines
 
 

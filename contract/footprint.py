@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contract.errors import UnknownNameError
-from contract.generators import BF16, E4M3
+from contract.generators import BF16, BLOCK_CACHE_BYTES, E4M3
 from contract.layer import intermediate_specs
 from contract.presets import Preset, get_preset
 
@@ -162,11 +162,17 @@ def estimate_memory(kernel: str, preset: Preset | str, variant: str = "up", *, l
     in_total, out_total = sum(ins.values()), sum(outs.values())
     host_inputs = in_total - sum(ins[k] for k in lazy_names)
     reference = _reference_bytes(kernel, p, variant, outs, sample_ctas)
-    host = host_inputs + 2 * out_total + reference + _draw_bytes(kernel, p, variant, lazy_names)
+    touched = _touched_inputs(kernel, p, variant, ins, lazy_names, sample_ctas)
+    # NOTE: the keyed generators keep the blocks they last drew (contract.generators, for the check's reference to
+    # reuse), a second copy of the lazy bytes the simulator filled, up to their cache's size: the cutlass bf16 up
+    # GEMM at dsv3-decode rose 0.72 GB in its launch: its 5 experts' weight pages (0.29 GB), the cache's 0.26 GB of
+    # the same blocks, the counters over them (0.12 GB)
+    drawn_cache = min(BLOCK_CACHE_BYTES, touched) if lazy_names else 0
+    host = host_inputs + 2 * out_total + reference + _draw_bytes(kernel, p, variant, lazy_names) + drawn_cache
     # the layer's intermediates live on the device too (its stages write them whole, but for the sampled GEMMs' rows)
     middle = sum(_nbytes(*v) for v in _layer_intermediates(p, variant).values()) if kernel == "layer" else 0
     heap = in_total + out_total + middle
-    committed_in = host_inputs + _touched_inputs(kernel, p, variant, ins, lazy_names, sample_ctas)
+    committed_in = host_inputs + touched
     committed = committed_in + out_total + middle  # outputs are read back whole
     # NOTE: ptxsim's counters keep 13 bytes per touched 32-byte sector (L1 owner int64, L2 wave int32, written flag),
     # committed only where touched (ptxsim.model.l2.lazy_zeros); plus the lazy page table
@@ -206,8 +212,11 @@ def _reference_bytes(kernel: str, p: Preset, variant: str, outs: dict[str, int],
         ref = block + (min(ctas, p.n_blocks) if ctas else p.n_blocks) * p.BM * n * 8
     elif kernel == "layer" and ctas:
         # a sampled layer is checked stage by stage on views of its intermediates (SimBackend.done_with_workspace:
-        # no host copies); its whole stages' references are built a chunk of rows at a time (CHUNKED_CHECKS)
-        ref += CHUNK_REFERENCE_BYTES
+        # no host copies); its whole stages' references are built a chunk of rows at a time (CHUNKED_CHECKS), and its
+        # GEMM stages' as the sampled GEMM rows' are, one expert's weights in float64 at a time (the larger GEMM's:
+        # 235 MB for dsv3's up projection, which the cutlass bf16 layer's check rose by)
+        ref += CHUNK_REFERENCE_BYTES + max(_reference_bytes(gemm, p, v, {}, ctas) for v in ("up", "down")
+                                           for gemm in ("grouped_gemm_fp8" if variant == "fp8" else "grouped_gemm",))
     elif kernel == "layer":  # the whole layer in float64: its widest intermediates twice and an expert's weights
         ref += 2 * p.P_max * max(2 * p.I, p.H) * 8 + 2 * p.I * p.H * 8
     return ref

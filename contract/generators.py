@@ -63,6 +63,15 @@ def _cached_block(tensor_id: tuple, block: int, make) -> np.ndarray:
     return hit
 
 
+def clear_block_cache() -> int:
+    """Drop every cached block (a finished row's: the next row draws other tensors or seeds); the bytes dropped."""
+    global _block_cache_bytes
+    dropped = _block_cache_bytes
+    _block_cache.clear()
+    _block_cache_bytes = 0
+    return dropped
+
+
 def tensor_key(seed: int, name: str) -> np.ndarray:
     """The Philox key of a tensor: the seed and a stable 64-bit hash of its name."""
     digest = hashlib.blake2b(name.encode(), digest_size=8).digest()

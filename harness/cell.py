@@ -66,19 +66,23 @@ def row_need(settings: CompareSettings, item: Item):
 
 
 def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec, recorder: RangeRecorder,
-             on_start: Callable[[str, int], None] | None = None, memory_share: int = 1) -> Iterator[tuple[str, dict]]:
+             on_start: Callable[[str, int], None] | None = None, memory_share: int = 1,
+             release: bool = False) -> Iterator[tuple[str, dict]]:
     """Run `impls` of one cell, yielding (impl, row) as each finishes; the inputs are drawn once for them all.
 
     Big inputs are drawn lazy where the backend takes them (draw_inputs). A row whose estimated memory
     (harness.row_memory, from contract.footprint) exceeds this machine's free memory / `memory_share` (the
     processes running rows at once) is not run: it gets status "skipped" and a one-line reason. Only KeyboardInterrupt
-    escapes: any other exception becomes that row's "error" row.
+    escapes: any other exception becomes that row's "error" row. `release`: after each row give back what it left
+    (harness.row_memory.release_memory; the drawn blocks kept for the cell's next row) and record what the process
+    then holds (row["memory"]["end_rss_bytes"]): a Dask worker's figure between rows.
     """
     from harness.row_memory import (
         available_bytes,
         memory_record,
         memory_skip_reason,
         peak_rss_bytes,
+        release_memory,
         reset_peak_rss,
         row_estimate,
         rss_bytes,
@@ -90,7 +94,7 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
     row_settings = settings.row_settings(getattr(device_spec, "l2_bytes", None))
     device_name = getattr(device_spec, "name", None) or settings.model_device
     cell_inputs: dict | None = None  # drawn once per cell, shared by every path (same seed anyway)
-    for impl in impls:
+    for position, impl in enumerate(impls):
         run, why = find_run(impl, item.kernel)
         if run is None:
             yield impl, plain_row(settings, item, impl, seed, "missing", why)
@@ -112,7 +116,7 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
         windowed = reset_peak_rss()
         start_rss = rss_bytes()
         job = ContractRow(settings, item, impl, run, seed, device_name)
-        t_row = time.perf_counter()
+        t_row, cpu_row = time.perf_counter(), time.process_time()
         try:
             if cell_inputs is None:
                 cell_inputs = draw_inputs(backend, item, seed)
@@ -123,7 +127,10 @@ def run_cell(backend, settings: CompareSettings, item: Item, impls, device_spec,
             row["elapsed_s"] = time.perf_counter() - t_row
         else:
             row = run_row(backend, job, cell_inputs, row_settings, recorder, device_spec)
-        row["memory"] = memory_record(need, peak_rss_bytes(), windowed, start_rss)
+        row["cpu_s"] = time.process_time() - cpu_row
+        peak = peak_rss_bytes()
+        end = release_memory(drop_draws=position == len(impls) - 1) if release else None
+        row["memory"] = memory_record(need, peak, windowed, start_rss, end)
         yield impl, row
 
 

@@ -83,17 +83,33 @@ def _worker_backend(settings):
     return _WORKER_BACKENDS[key]
 
 
-def row_task(settings, item, impls: list[str], memory_share: int) -> tuple[list[tuple[str, dict]], list[dict]]:
-    """Run on a worker: the rows of `impls` (slots) of one cell and the NVTX ranges they recorded."""
+def row_task(settings, item, impls: list[str], memory_share: int
+             ) -> tuple[list[tuple[str, dict]], list[dict], tuple[str, int]]:
+    """Run on a worker: the rows of `impls` (slots) of one cell, the NVTX ranges they recorded, and (this worker's
+    address, its resident bytes after the rows gave back what they could): what it holds until its next row."""
     from harness.cell import run_cell
     from harness.nvtx_ranges import RangeRecorder
+    from harness.row_memory import release_memory
     from harness.throughput import device_spec_for
 
     recorder = RangeRecorder()
     spec = device_spec_for(settings.backend, None, settings.model_device)
     rows = list(run_cell(_worker_backend(settings), settings, item, impls, spec, recorder,
-                         memory_share=memory_share))
-    return rows, recorder.drain()
+                         memory_share=memory_share, release=True))
+    ends = [row["memory"]["end_rss_bytes"] for _, row in rows if "end_rss_bytes" in (row.get("memory") or {})]
+    # rows that did not run (missing, skipped) released nothing and recorded nothing: measured here
+    held = ends[-1] if ends else (release_memory() or 0)
+    return rows, recorder.drain(), (_worker_address(), int(held))
+
+
+def _worker_address() -> str:
+    """This Dask worker's address ("" outside a worker)."""
+    try:
+        from dask.distributed import get_worker
+
+        return str(get_worker().address)
+    except ValueError:
+        return ""
 
 
 def _open_client(parallel: ParallelSettings):
@@ -130,31 +146,75 @@ def _own_rss() -> int:
     return rss_bytes() or 0
 
 
-def _rows_budget(memory_limit: int | None) -> int | None:
-    """Bytes of row estimates a LocalCluster may run at once: --memory-limit less what this process holds (it hosts
-    the scheduler, the workers' nannies and the client, which no row estimate counts), else the free memory (which
-    already leaves this process's out)."""
+def _measured_rise(results) -> int:
+    """The most a finished row rose over its worker's memory at its start (run.json memory: peak - start), 0 where
+    not measured. NOTE: a cell's rows share its shapes, inputs and sample, so the scheduler takes the largest rise
+    measured so far as the cell's other rows' rise where it is above their estimate (dsv3-decode's FP8 up GEMM on
+    PTX rungs 6-10 rose 1.37-1.44 GB against 0.81 GB estimated: their item windows sample 16 routing blocks, the
+    estimate's bound is 6)."""
+    rises = [int(m["peak_rss_bytes"]) - int(m["start_rss_bytes"]) for _, row in results
+             for m in [row.get("memory") or {}] if m.get("peak_rss_bytes") and m.get("start_rss_bytes") is not None]
+    return max([0, *rises])
+
+
+def _children_rss() -> int | None:
+    """Resident bytes of this process's descendants now (a LocalCluster's worker processes), or None where unknown."""
+    try:
+        import psutil  # type: ignore[import-untyped]  # installed with dask.distributed
+    except ImportError:
+        return None
+    total = 0
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return None
+    for child in children:
+        try:
+            total += child.memory_info().rss
+        except psutil.Error:  # exited meanwhile
+            pass
+    return total
+
+
+def _tree_budget(memory_limit: int | None, held: dict[str, int]) -> int | None:
+    """Bytes the whole process tree of a LocalCluster may hold (harness.row_budget): --memory-limit, else what it
+    holds now (this process, which hosts the scheduler, the nannies and the client, and the idle workers) plus the
+    free memory; None where the free memory is unknown."""
     from harness.row_memory import available_bytes
 
-    if not memory_limit:
-        return available_bytes()
-    return max(0, memory_limit - _own_rss())
+    if memory_limit:
+        return int(memory_limit)
+    free = available_bytes()
+    return None if free is None else free + _own_rss() + sum(held.values())
+
+
+def _row_rise(settings, item) -> int:
+    """A row's estimated rise over what its worker holds between rows: its estimate less the process base (which the
+    worker's measured figure holds already); 0 for a kernel the size table does not know."""
+    from contract.footprint import PROCESS_BASE
+    from harness.cell import row_need
+
+    need = row_need(settings, item)
+    return 0 if need is None else max(0, int(need.total_bytes) - PROCESS_BASE)
 
 
 def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: ParallelSettings) -> None:
     """Run every row still to run on Dask, the largest predicted cost first, recording rows as they finish and setting
     a cell's verdicts when its last row is in.
 
-    On a LocalCluster the rows running at once must fit this machine's memory: a row starts only when its memory
-    estimate (harness.runner.row_need) and those of the rows running fit the budget (--memory-limit less this
-    process's own memory, else the free memory when the run starts: _rows_budget), taking the largest row that fits
-    when the next in line does not; a row that fits nowhere runs alone, and its own check skips it with the reason.
-    (Dividing the free memory by the workers, as before, skipped rows that fit the machine: dsv3-prefill's layers;
-    and two of them could still run at once.) A running cluster's workers may be on other machines: every row is
-    submitted at once, each checking its own worker's free memory."""
+    On a LocalCluster the process tree must fit a memory budget (--memory-limit, else the free memory when the run
+    starts plus what the tree holds then: _tree_budget): a row starts only when this process, every worker's memory
+    between rows (measured after each row, harness.row_memory.release_memory) and the estimated rises of the rows
+    running (harness.runner.row_need less the process base; raised to the most a row of the same cell rose, once one
+    has finished), its own added, fit it (harness.row_budget.pick_row:
+    when the next in line does not fit, another starts only if it would fit beside it too; a row that fits nowhere
+    runs alone, and its own check skips it with the reason if the machine cannot hold it). A running cluster's
+    workers may be on other machines: every row is submitted at once, each checking its own worker's free memory."""
     from dask.distributed import as_completed
 
-    from harness.cell import record_row, row_need, set_verdicts
+    from harness.cell import record_row, set_verdicts
+    from harness.row_budget import TreeMemory, pick_row
+    from harness.row_memory import gib, rss_bytes
 
     client, cluster = _open_client(parallel)
     futures: dict = {}
@@ -169,48 +229,56 @@ def run_parallel(settings, run_file, cells, summary: dict, progress, parallel: P
         queue = sorted(((item, rows, slot) for item, rows, todo in cells for slot in todo),
                        key=lambda t: -costs.get(t[0].key(t[2]), 0.0))
         local = cluster is not None
-        budget = _rows_budget(settings.memory_limit) if local else None
-        needs = {}
+        held: dict[str, int] = {}  # worker -> its resident bytes between rows, last measured
+        if local:
+            held = {str(k): int(v or 0) for k, v in client.run(rss_bytes).items()}
+        budget = _tree_budget(settings.memory_limit, held) if local else None
+        rises: dict[str, int] = {}
         if budget is not None:
             for item, _, _ in queue:
-                if item.verdict_key not in needs:
-                    need = row_need(settings, item)
-                    needs[item.verdict_key] = 0 if need is None else int(need.total_bytes)
-        running: dict = {}  # future -> bytes it was budgeted
+                if item.verdict_key not in rises:
+                    rises[item.verdict_key] = _row_rise(settings, item)
+        running: dict = {}  # future -> the rise it was budgeted
         done = as_completed()
         where = parallel.scheduler or f"a LocalCluster of {parallel.local_workers} worker processes"
-        limit = "" if budget is None else f", at most {budget / 2**30:.1f} GiB of rows' estimates at once"
-        if budget is not None and settings.memory_limit:
-            limit += (f" (--memory-limit {settings.memory_limit / 2**30:.1f} GiB less this process's "
-                      f"{(settings.memory_limit - budget) / 2**30:.1f} GiB: the scheduler, nannies and client)")
+        limit = "" if budget is None else (
+            f", the process tree within {gib(budget)}" + (" (--memory-limit)" if settings.memory_limit else
+                                                         " (the free memory and what it holds now)"))
         print(f"running {len(queue)} rows on Dask, the largest first{limit}: {where}", file=progress.stream,
               flush=True)
 
         def submit_what_fits() -> None:
             while queue and (not local or len(running) < parallel.local_workers):
-                used = sum(running.values())
-                pick = next((i for i, (item, _, _) in enumerate(queue)
-                             if budget is None or used + needs[item.verdict_key] <= budget or not running), None)
+                pick: int | None = 0
+                if budget is not None:
+                    tree = TreeMemory(_own_rss(), held, list(running.values()), _children_rss())
+                    pick = pick_row([rises[item.verdict_key] for item, _, _ in queue], tree, budget,
+                                    parallel.local_workers - len(running))
                 if pick is None:
                     return
                 item, rows, slot = queue.pop(pick)
                 # NOTE: the budget already counts the rows running beside it, so a row checks its estimate against
-                # the whole of it (memory_share 1), not a share
+                # the whole of the free memory (memory_share 1), not a share
                 future = client.submit(row_task, settings, item, [slot], 1, pure=False,
                                        key=f"row-{item.key(slot)}", priority=len(queue))
                 futures[future] = (item, rows, slot)
-                running[future] = needs.get(item.verdict_key, 0)
+                running[future] = rises.get(item.verdict_key, 0)
                 done.add(future)
 
         submit_what_fits()
         for future in done:
             item, rows, slot = futures[future]
             running.pop(future, None)
-            submit_what_fits()
             try:
-                results, ranges = future.result()
+                results, ranges, (worker, worker_rss) = future.result()
             except Exception as exc:  # noqa: BLE001 - a lost row becomes an error row, the sweep goes on
                 results, ranges = _lost_rows(settings, item, [slot], exc), []
+            else:
+                if worker:
+                    held[worker] = int(worker_rss)
+                if item.verdict_key in rises:
+                    rises[item.verdict_key] = max(rises[item.verdict_key], _measured_rise(results))
+            submit_what_fits()
             for index, (impl, row) in enumerate(results):
                 rows[impl] = row
                 record_row(run_file, summary, row, progress, ranges if index == 0 else [])

@@ -345,6 +345,7 @@ class RowMemory(Record):
     peak_rss_bytes: int | None = None
     peak_is_row: bool | None = None
     start_rss_bytes: int | None = None
+    end_rss_bytes: int | None = None
     estimated_bytes: int | None = None
     estimated_host_bytes: int | None = None
     estimated_sim_bytes: int | None = None
@@ -420,6 +421,7 @@ class Row(Record):
     model_estimate: ModelEstimate | None = None
     sampling: Sampling | None = None
     elapsed_s: float | None = None
+    cpu_s: float | None = None
     memory: RowMemory | None = None
     traceback: str | None = None
     sticky_cuda_error: str | None = None

@@ -117,6 +117,9 @@ class _RecordingClient:
     def cancel(self, futures):
         pass
 
+    def run(self, fn):  # Client.run: each worker's answer (none here: the tasks run in this process)
+        return {}
+
     def close(self):
         pass
 
@@ -210,9 +213,9 @@ def _pairs_running(log):
 
 
 def test_the_memory_limit_counts_the_process_that_hosts_the_scheduler_and_nannies(tmp_path, monkeypatch):
-    """--memory-limit is what the run may take: this process (scheduler, nannies, client: 2.5 GB here) comes off it
-    before rows are fitted, so 8 GB leaves 5.5 GB and a 5 GB GEMM row runs with nothing beside it. The free memory
-    (no limit) already leaves this process out."""
+    """--memory-limit is what the whole tree may take: this process (scheduler, nannies, client: 2.5 GB here) counts
+    in it, so 8 GB leaves 5.5 GB and a 5 GB GEMM row runs with nothing beside it. Without a limit the tree may take
+    the free memory plus what it holds already (this process and the idle workers)."""
     from contract.footprint import MemoryEstimate
 
     sizes = {"grouped_gemm": 5 * 10**9, "gate": 10**9}
@@ -225,9 +228,34 @@ def test_the_memory_limit_counts_the_process_that_hosts_the_scheduler_and_nannie
     pairs, most = _pairs_running(log)
     assert ["gate", "gemm"] not in pairs and ["gemm", "gemm"] not in pairs and most == 2  # the gate rows pair up
     assert [r["status"] for r in run_file.doc["rows"]] == ["ok"] * 6
-    assert parallel._rows_budget(8 * 10**9) == 55 * 10**8 and parallel._rows_budget(10**9) == 0
+    assert parallel._tree_budget(8 * 10**9, {"w": 10**9}) == 8 * 10**9
     monkeypatch.setattr("harness.row_memory.available_bytes", lambda: 7 * 10**9)
-    assert parallel._rows_budget(None) == 7 * 10**9
+    assert parallel._tree_budget(None, {"a": 10**9, "b": 2 * 10**9}) == 125 * 10**8
+    monkeypatch.setattr("harness.row_memory.available_bytes", lambda: None)
+    assert parallel._tree_budget(None, {}) is None
+
+
+def test_what_a_worker_holds_between_rows_counts_against_the_budget(tmp_path, monkeypatch):
+    """Workers report what they hold after each row (1.5 GB each here, as a dsv3 worker held before it gave memory
+    back): with 8 GB for the tree, 3 GB of it held, a 5 GB GEMM row runs alone (5 + 3 = 8) and no gate row starts
+    beside it; the row tasks return (worker, bytes) and the scheduler keeps the last figure per worker."""
+    from contract.footprint import MemoryEstimate
+
+    sizes = {"grouped_gemm": 5 * 10**9, "gate": 10**9}
+    monkeypatch.setattr(cell, "row_need", lambda settings, item: MemoryEstimate(
+        item.kernel, item.preset, sizes[item.kernel], 0, 0, 0, False))
+    monkeypatch.setattr("contract.footprint.PROCESS_BASE", 0)
+    monkeypatch.setattr(parallel, "_own_rss", lambda: 0)
+    monkeypatch.setattr(parallel, "_worker_address", lambda: "w1")
+    monkeypatch.setattr("harness.row_memory.release_memory", lambda drop_draws=True: 15 * 10**8)
+    monkeypatch.setattr(_RecordingClient, "run", lambda self, fn: {"w0": 15 * 10**8, "w1": 15 * 10**8})
+    run_file, log = _fake_sweep(tmp_path, monkeypatch, _gemm_and_gate(memory_limit=8 * 10**9), workers=2,
+                                local=True)
+    pairs, most = _pairs_running(log)
+    assert ["gate", "gemm"] not in pairs and ["gemm", "gemm"] not in pairs and most == 2  # gate rows pair up
+    assert [r["status"] for r in run_file.doc["rows"]] == ["ok"] * 6
+    assert all(r["memory"]["end_rss_bytes"] == 15 * 10**8 for r in run_file.doc["rows"])
+    assert all(r["cpu_s"] >= 0 for r in run_file.doc["rows"])
 
 
 def test_sim_workers_apply_on_the_simulator_only():
@@ -240,3 +268,58 @@ def test_sim_workers_apply_on_the_simulator_only():
     assert parallel_option(parallel.workers_for(None, 2, "gpu"), None, "gpu") is None
     with pytest.raises(InputError, match="--sim-workers -1"):
         parallel.workers_for(None, -1, "gpu")
+
+
+def test_sim_memory_limit_applies_on_the_simulator_only():
+    """make demo's --sim-memory-limit: the tree's budget on the simulator; on a GPU (rows hold their inputs whole on
+    the host) it is ignored, where --memory-limit itself applies; a bad size names the option it came from."""
+    import argparse
+
+    from harness.commands.compare_cmd import build_settings
+
+    def args(**kw):
+        base = dict(preset=None, shape=None, skew=None, kernels="gate", impls="ptx", seed=1, no_static=True,
+                    budget=2.0, sanitize=None, sample=None, memory_limit=None, model_device=None)
+        return argparse.Namespace(**{**base, **kw})
+
+    assert build_settings(args(sim_memory_limit="3.5GB"), "sim").memory_limit == 35 * 10**8
+    assert build_settings(args(sim_memory_limit="3.5GB"), "gpu").memory_limit is None
+    assert build_settings(args(sim_memory_limit="3.5GB", memory_limit="8GB"), "sim").memory_limit == 8 * 10**9
+    assert build_settings(args(memory_limit="8GB"), "gpu").memory_limit == 8 * 10**9
+    with pytest.raises(InputError, match="--sim-memory-limit"):
+        build_settings(args(sim_memory_limit="lots"), "sim")
+
+
+def test_a_cells_measured_rise_replaces_a_lower_estimate_for_its_rows_still_waiting(tmp_path, monkeypatch):
+    """Rows estimated at 1 GB that rise 5 GB (as measured: peak - start), budget 5.5 GB: two start together at
+    first; a row started once a row of its cell has finished (so counted at 5 GB) never runs beside another."""
+    from contract.footprint import MemoryEstimate
+    from harness import row_memory
+
+    monkeypatch.setattr(cell, "row_need", lambda settings, item: MemoryEstimate(
+        item.kernel, item.preset, 10**9, 0, 0, 0, False))
+    monkeypatch.setattr("contract.footprint.PROCESS_BASE", 0)
+    monkeypatch.setattr(parallel, "_own_rss", lambda: 0)
+    monkeypatch.setattr(parallel, "_children_rss", lambda: 0)
+    monkeypatch.setattr(row_memory, "rss_bytes", lambda: 10**8)
+    monkeypatch.setattr(row_memory, "peak_rss_bytes", lambda: 10**8 + 5 * 10**9)
+    settings = runner.CompareSettings(backend="sim", presets=("tiny",), skews=("balanced",), kernels=("gate", "align"),
+                                      seed=4321, impls=("numba", "cpp", "ptx"), static=False,
+                                      memory_limit=55 * 10**8)
+    run_file, log = _fake_sweep(tmp_path, monkeypatch, settings, workers=2, local=True)
+    cell_of = {key: key.split("/")[0].removeprefix("row-") for _, key, *_ in log}
+    running, finished_cells, learned, most = set(), set(), set(), 0
+    for what, key, *_ in log:
+        if what == "submit":
+            running.add(key)
+            if cell_of[key] in finished_cells:
+                learned.add(key)
+            assert len(running) == 1 or not (running & learned), running
+            most = max(most, len(running))
+        else:
+            running.discard(key)
+            finished_cells.add(cell_of[key])
+    assert most == 2 and learned and len([e for e in log if e[0] == "submit"]) == 6
+    assert [r["status"] for r in run_file.doc["rows"]] == ["ok"] * 6
+    assert parallel._measured_rise([("ptx", {"memory": {"peak_rss_bytes": 3, "start_rss_bytes": 1}}),
+                                    ("cpp", {"status": "missing"})]) == 2

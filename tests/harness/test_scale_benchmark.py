@@ -30,6 +30,8 @@ def test_prints_wall_memory_and_rows_of_a_real_compare(tmp_path, capsys):
     row_peak = float(out.split("largest peak: gate/ptx/tiny/balanced ")[1].split(" GB")[0])
     assert 0.05 < row_peak < 2 and "estimate / peak RSS per row: " in out  # the process that ran the row, at tiny
     assert len(list(tmp_path.glob("*/run.json"))) == 1
+    assert "rows' own CPU: " in out and "gate/ptx/tiny/balanced" in out.split("rows' own CPU: ")[1]
+    assert "estimated wall on 1 idle core(s): " in out and "an estimate, not a measurement" in out
 
 
 def test_goals_are_printed_not_asserted(tmp_path):

@@ -467,7 +467,8 @@ def parse_sample(value: str | int | None) -> SamplePolicy:
     """--sample as a SamplePolicy: "auto" (or None), "off", or a positive number of waves (runs of one expert's
     routing blocks) per sampled launch (also the equal strata of a launch whose routing is unknown); "auto" or a
     number may end in "@C": launches of up to C CTAs (or a persistent launch's work in as many tiles: WorkItems
-    .work_tiles) run whole (default AUTO_MIN_CTAS; benchmarks/gemm_table.py samples DeepGEMM's masked shapes, 256-1024 rows, with "auto@0").
+    .work_tiles) run whole (default AUTO_MIN_CTAS; benchmarks/gemm_table.py samples DeepGEMM's masked shapes,
+    256-1024 rows, with "auto@0").
 
     Raises:
         InputError: naming the value and what is expected.

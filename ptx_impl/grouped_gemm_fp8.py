@@ -40,6 +40,7 @@ RUNGS: tuple[Rung, ...] = (
 # (2,432 items of 128 x 512, under harness.sampling's 4,096), which `make demo` cannot afford (docs/kernels.md).
 EXTRA_RUNGS: tuple[Rung, ...] = (
     Rung(11, "+128x256 tiles (rung 9's lockstep loop)", "ptx_impl.gemm_fp8_r11"),
+    Rung(12, "+weight tile multicast (pairs of token tiles)", "ptx_impl.gemm_fp8_r12"),
 )
 
 

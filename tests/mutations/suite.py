@@ -32,9 +32,14 @@ PRESET_N384 = Preset("mutations-k13-n384", T=32, H=1664, E=4, K=2, G=1, TG=1, I=
 # rung 11's (256-column tiles): N = 640, a pair of whole tiles, then a narrow tile (its upper half past N) beside a
 # rank 1 past the last tile (tokens only)
 PRESET_N640 = Preset("mutations-k13-n640", T=32, H=1664, E=4, K=2, G=1, TG=1, I=320, BM=16)
+# rung 12's (pairs of token tiles sharing the weight tile): rung 11's N = 640 at BM = 64, so R = 2 blocks make a tile
+# and the 8 blocks four aligned groups: its slots pair blocks (0, 2) (two experts' heads: each CTA alone), (1, 3)
+# (rank 0's block a continuation: idle beside a lone head), (4, 6) (two heads of expert 3: the weight multicast, rank
+# 1's run one block, so its second warpgroup idles) and (5, 7) (no head: skipped)
+PRESET_N640_BM64 = Preset("mutations-k13-n640-bm64", T=128, H=1664, E=4, K=2, G=1, TG=1, I=320, BM=64)
 VARIANT = "up"
-BLOCK_EXPERT = (0, 0, 1, 2, 3, 3, 3, -1)  # 8 routing blocks of 16 rows = 8 token tiles (P_max = 128)
-TOTAL_PADDED = 7 * 16  # block 7 lies past total_padded: never computed, never written
+BLOCK_EXPERT = (0, 0, 1, 2, 3, 3, 3, -1)  # 8 routing blocks (BM = 16: 8 token tiles, P_max = 128)
+TOTAL_PADDED_BLOCKS = 7  # block 7 lies past total_padded: never computed, never written
 SANITIZE = "all"
 # NOTE: a hang is a launch past its warp-instruction budget, which no machine load can change. The slowest unmutated
 # launch, rung 11's at N = 640, runs 175,472 warp-instructions on every seed (rung 9's at N = 384: 124,028; rungs 2-5:
@@ -46,7 +51,7 @@ BUDGET = 1_500_000  # warp-instructions per launch (>= BUDGET_MARGIN x 175,472)
 # The wall-clock limit is only a safety net (a launch whose simulation stalls on something the budget does not count):
 # a mutant it stops is reported as `wall-clock`, never as caught, since its outcome would depend on the machine's load.
 BACKSTOP_S = 1800.0
-RUNGS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+RUNGS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
 WALL_CLOCK = "wall-clock"
 
 
@@ -73,6 +78,7 @@ def target(rung: int) -> Target:
         gemm_fp8_r9,
         gemm_fp8_r10,
         gemm_fp8_r11,
+        gemm_fp8_r12,
     )
     from ptx_impl import gemm_fp8_tm_template as tm
     from ptx_impl import gemm_fp8_ws_template as ws
@@ -102,6 +108,9 @@ def target(rung: int) -> Target:
     if rung == 11:  # rung 9's walk over 512-column pairs: whole tiles, then a narrow tile and a tokens-only rank
         return Target(11, gemm_fp8_r11.ptx_source(), tm.entry(**gemm_fp8_r11.FEATURES),
                       functools.partial(gemm_fp8_r11.run, sms=4), PRESET_N640)
+    if rung == 12:  # 2 clusters walk the 4 slots x 3 N tiles: alone, idle beside alone, multicast, skipped
+        return Target(12, gemm_fp8_r12.ptx_source(), tm.entry(**gemm_fp8_r12.FEATURES),
+                      functools.partial(gemm_fp8_r12.run, sms=4), PRESET_N640_BM64)
     raise ValueError(f"rung={rung!r}; the mutation suite covers rungs {RUNGS}")
 
 
@@ -139,7 +148,7 @@ def assemble_notes(mutation: Mutation) -> tuple[str, tuple[str, ...]]:
 
 
 def inputs(seed: int, preset: Preset = PRESET) -> dict:
-    """Fresh random values for the seed, with the fixed routing layout (BLOCK_EXPERT, TOTAL_PADDED)."""
+    """Fresh random values for the seed, with the fixed routing layout (BLOCK_EXPERT, TOTAL_PADDED_BLOCKS)."""
     from contract.kernels import get_kernel
 
     got = get_kernel(KERNEL).make_inputs(preset, "balanced", seed, variant=VARIANT)
@@ -147,7 +156,7 @@ def inputs(seed: int, preset: Preset = PRESET) -> dict:
         raise ValueError(f"{preset.name}: {got['block_expert'].shape[0]} routing blocks; BLOCK_EXPERT has "
                          f"{len(BLOCK_EXPERT)}")
     got["block_expert"] = np.array(BLOCK_EXPERT, np.int32)
-    got["total_padded"] = np.array([TOTAL_PADDED], np.int32)
+    got["total_padded"] = np.array([TOTAL_PADDED_BLOCKS * preset.BM], np.int32)
     return got
 
 

@@ -602,7 +602,10 @@ def _rung_mcw(rung: int) -> list[Mutation]:
 
     tma = r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes"
     half = tm.A_BYTES + wide.HALF_W_BYTES + tm.S_BYTES
-    shared = [m for m in _rung_wide(rung) if m.name.split("-", 1)[1] not in MCW_DROPPED]
+    # NOTE: st-every-box is left out: at the suite's BM = 64 (a pair needs R = 2 to fit its shape) a consumer
+    # warpgroup's 64 rows are one routing block and an idle warpgroup stores nothing, so dropping the box predicate
+    # changes no store (an equivalent mutant there); rung 11's, at BM = 16, covers the same epilogue lines
+    shared = [m for m in _rung_wide(rung) if m.name.split("-", 1)[1] not in MCW_DROPPED + ("st-every-box",)]
     return shared + [
         _m(rung, "half-no-arrive", "barrier-count", delete(r"@%p_half mbarrier\.arrive\.expect_tx"), EXISTING,
            "the narrow tile's producer never arrives on its full barrier: its consumers wait forever"),

@@ -28,18 +28,6 @@ def _check(backend, preset, skew, seed, variant, run=r11.run, **params):
 
 
 @pytest.mark.sim
-def test_tiny_on_the_full_grid_through_ladder_run_as_an_extra_rung(backend, seed):
-    """ladder.run(rung=11) reaches rung 11; the ladder's rows, the dashboard and the layer stop at rung 10."""
-    from ptx_impl import IMPLEMENTATION
-    from ptx_impl import grouped_gemm_fp8 as ladder
-
-    assert ladder.get_rung(r11.RUNG).module == "ptx_impl.gemm_fp8_r11"
-    assert ladder.get_rung(None).number == 10 and len(IMPLEMENTATION.ladders["grouped_gemm_fp8"]) == 10
-    _check(backend, "tiny", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2], run=ladder.run,
-           rung=r11.RUNG)
-
-
-@pytest.mark.sim
 def test_bit_identical_to_rung_10_with_a_narrow_last_tile(backend, seed):
     """The same products and scales summed in the same order per output element: the wider tile must not change a
     bit, its narrow last tile (RAGGED's down GEMM, N = 384) included (tiny: test_gemm_fp8_rungs)."""

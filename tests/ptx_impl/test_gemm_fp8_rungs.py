@@ -5,8 +5,8 @@ groups of two token tiles; small), stay bit-identical to the rung below, run cle
 assemble for sm_90a with zero spills. Each rung's own checks (its PTX shape, the mutants that prove a path runs) stay
 in tests/ptx_impl/test_gemm_fp8_r<N>.py.
 
-A new rung is one `Rung(...)` entry at the end of RUNGS (the ladder's top rung, or a rung above it that
-grouped_gemm_fp8.EXTRA_RUNGS holds)."""
+A new rung is one `Rung(...)` entry at the end of RUNGS (the last entry is the ladder's top rung, or a rung above it
+that grouped_gemm_fp8.EXTRA_RUNGS holds)."""
 from __future__ import annotations
 
 import functools

@@ -136,12 +136,18 @@ class WorkItems:
     `blocks_per_group` (or b1 = blocks), are `items_of(b0, b1)`. `blocks_per_group` is the fewest whole routing
     blocks whose items are whole items (1 when an item lies inside one block; 2 for a rung-5 pair item of two
     one-block token tiles), `group_items` the items of such a group (0: count * blocks_per_group // blocks).
+
+    `tiles` is the launch's work in tiles of one routing block by 128 output columns (a plain grid GEMM's CTA: small's
+    GEMMs are 95 blocks x 8 such tiles), which harness.sampling's threshold counts instead of items, so a kernel with
+    few large items (rung 11's 128 x 512) is sampled where one with many small items over the same work is (0: one
+    tile an item).
     """
 
     count: int  # items of the whole launch
     blocks: int  # routing blocks they cover
     blocks_per_group: int = 1
     group_items: int = 0
+    tiles: int = 0
 
     def __post_init__(self):
         from contract.errors import InputError
@@ -150,9 +156,15 @@ class WorkItems:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise InputError(f"WorkItems.{name} = {value!r}: expected a positive int")
-        if isinstance(self.group_items, bool) or not isinstance(self.group_items, (int, np.integer)) \
-                or self.group_items < 0:
-            raise InputError(f"WorkItems.group_items = {self.group_items!r}: expected an int >= 0 (0: derived)")
+        for name in ("group_items", "tiles"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise InputError(f"WorkItems.{name} = {value!r}: expected an int >= 0 (0: derived)")
+
+    @property
+    def work_tiles(self) -> int:
+        """The launch's work in (routing block x 128 columns) tiles: `tiles`, or one an item."""
+        return self.tiles or self.count
 
     @property
     def items_per_group(self) -> int:

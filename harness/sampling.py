@@ -67,7 +67,9 @@ AUTO_WAVES = 2
 # equal strata of the whole grid for a launch whose live rows are unknown (no LiveRows): six put the dead tail's share
 # in the sample within a sixth (small: -2 % against the full run; 4 waves: -12 %)
 AUTO_UNMARKED_WAVES = 6
-AUTO_MIN_CTAS = 4096  # launches up to this many CTAs run whole (small's GEMMs are 760 CTAs; dsv3-decode's 19,456)
+# launches up to this many CTAs run whole (small's GEMMs are 760 CTAs; dsv3-decode's 19,456); a persistent launch's
+# items count as their work (WorkItems.work_tiles: routing block x 128-column tiles), not one each
+AUTO_MIN_CTAS = 4096
 # aligned windows (align > 1: rung 5's pairs): the fewest experts whose blocks per expert are within this of the mean
 # (one weight extrapolates both; module docstring), and the most experts a window of one part holds before it is
 # only considered where its part has no smaller one
@@ -197,7 +199,8 @@ class SamplePolicy:
 
     def work_windows(self, items) -> tuple[ItemWindow, ...]:
         """The item windows a persistent launch with `items` (contract.device.WorkItems) simulates, as (wave, item
-        begin, item end), ascending; () = every item (sampling off, or `items.count` <= min_ctas).
+        begin, item end), ascending; () = every item (sampling off, or `items.work_tiles` <= min_ctas: the threshold
+        counts work, not items).
 
         A window is the items of the routing blocks grid-row sampling would simulate for the same preset (the middle
         wave of each of `waves` equal strata of the blocks, `rows_per_wave` blocks a wave), widened to whole groups
@@ -206,7 +209,7 @@ class SamplePolicy:
         """
         from ptxsim.launch import plan_waves
 
-        if self.waves is None or items.count <= self.min_ctas:
+        if self.waves is None or items.work_tiles <= self.min_ctas:
             return ()
         rows = self.rows_per_wave
         # NOTE: the items' routing blocks past total_padded are not known here (a WorkItems has no LiveRows), so the
@@ -235,7 +238,7 @@ class SamplePolicy:
         over the items the tail's windows run. `wave` is the window's first block over rows_per_wave, for the L2
         model's ageing.
         """
-        if self.waves is None or items.count <= self.min_ctas:
+        if self.waves is None or items.work_tiles <= self.min_ctas:
             return ()
         experts = np.asarray(block_experts, np.int64).reshape(-1)[: items.blocks]
         live = int(np.argmax(experts < 0)) if (experts < 0).any() else items.blocks
@@ -463,8 +466,9 @@ def _whole_items(chosen: list[tuple[int, int]], starts: list[int], live: int, al
 def parse_sample(value: str | int | None) -> SamplePolicy:
     """--sample as a SamplePolicy: "auto" (or None), "off", or a positive number of waves (runs of one expert's
     routing blocks) per sampled launch (also the equal strata of a launch whose routing is unknown); "auto" or a
-    number may end in "@C": launches of up to C CTAs (or a persistent launch's items) run whole (default
-    AUTO_MIN_CTAS; benchmarks/gemm_table.py samples DeepGEMM's masked shapes, 256-1024 rows, with "auto@0").
+    number may end in "@C": launches of up to C CTAs (or a persistent launch's work in as many tiles: WorkItems
+    .work_tiles) run whole (default AUTO_MIN_CTAS; benchmarks/gemm_table.py samples DeepGEMM's masked shapes,
+    256-1024 rows, with "auto@0").
 
     Raises:
         InputError: naming the value and what is expected.

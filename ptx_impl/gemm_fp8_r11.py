@@ -34,10 +34,11 @@ path, ptx_source, ptx_modules, default_sms = tm_rung.kernel(FEATURES, below=r9) 
 
 def work_items(sizes) -> WorkItems:
     """Rung 9's raster groups over (block, pair of 256-column tiles) items: a window of whole groups holds whole
-    tiles."""
+    tiles. Its work (harness.sampling's threshold) is rung 9's, blocks x N / 128 tiles: half the items, each twice
+    the columns."""
     P_max, _, N, BM, _ = sizes
     blocks, pairs, group = P_max // BM, -(-N // PAIR_COLS), r9.raster_blocks(sizes)
-    return WorkItems(blocks * pairs, blocks, group, group * pairs)
+    return WorkItems(blocks * pairs, blocks, group, group * pairs, blocks * -(-N // 128))
 
 
 def run(backend, args: dict, preset, **params) -> list:

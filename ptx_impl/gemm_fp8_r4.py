@@ -116,9 +116,9 @@ def work_items(sizes, cluster: bool) -> WorkItems:
     P_max, _, N, BM, _ = sizes
     tiles, per_block, nt = P_max // template.token_tile(BM), BM // template.token_tile(BM), N // COLS
     if not cluster:
-        return WorkItems(tiles * nt, P_max // BM, 1, per_block * nt)
+        return WorkItems(tiles * nt, P_max // BM, 1, per_block * nt, P_max // BM * nt)
     group = 2 // math.gcd(2, per_block)  # blocks whose tiles are whole pairs
-    return WorkItems(-(-tiles // 2) * nt, P_max // BM, group, group * per_block // 2 * nt)
+    return WorkItems(-(-tiles // 2) * nt, P_max // BM, group, group * per_block // 2 * nt, P_max // BM * nt)
 
 
 def launch(backend, args: dict, sizes, grid: int, cluster: bool, weight_rows: int) -> list:

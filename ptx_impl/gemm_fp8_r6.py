@@ -50,7 +50,7 @@ def work_items(sizes) -> WorkItems:
     lies, so a window of whole groups holds whole tiles."""
     P_max, _, N, BM, _ = sizes
     blocks, pairs, group = P_max // BM, -(-N // PAIR_COLS), template.TILE_M // BM
-    return WorkItems(blocks * pairs, blocks, min(group, blocks), min(group, blocks) * pairs)
+    return WorkItems(blocks * pairs, blocks, min(group, blocks), min(group, blocks) * pairs, blocks * -(-N // 128))
 
 
 def run(backend, args: dict, preset, **params) -> list:

@@ -52,7 +52,7 @@ def work_items(sizes) -> WorkItems:
     """Items in raster groups of raster_blocks blocks, a window of whole groups holding whole tiles."""
     items = r6.work_items(sizes)
     group = raster_blocks(sizes)
-    return WorkItems(items.count, items.blocks, group, group * (items.count // items.blocks))
+    return WorkItems(items.count, items.blocks, group, group * (items.count // items.blocks), items.tiles)
 
 
 def run(backend, args: dict, preset, **params) -> list:

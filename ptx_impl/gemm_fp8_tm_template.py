@@ -28,6 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ptx_impl.gemm_fp8_tm_header import Facts, header
+from ptx_impl.gemm_fp8_tm_mcw import MCW_REGS, mcw_decode, mcw_item_preds, mcw_produce, mcw_setup
 from ptx_impl.gemm_fp8_tm_overlap import Ring, overlap_loop, overlap_regs
 from ptx_impl.gemm_fp8_tm_raster import RASTER_REGS, item_to_block_pair, raster_setup
 from ptx_impl.gemm_fp8_tm_stage import stage_wgmmas
@@ -98,10 +99,14 @@ PATH10 = KERNELS_DIR / f"{ENTRY10}.ptx"
 ENTRY11 = "grouped_gemm_fp8_tmw_m128n256"
 PATH11 = KERNELS_DIR / f"{ENTRY11}.ptx"
 STAGES11 = (SMEM_LIMIT - ALIGN - 2 * 2 * 4 * KT_MAX - OUT_BYTES) // (STAGE_BYTES + W_BYTES + S_BYTES + 16)
+# Rung 12 (mcw, on top of wide; gemm_fp8_tm_mcw): the cluster shares the weight tile (each CTA multicasts one 128-row
+# box) over two token tiles of one expert, instead of the token tile over two N tiles; rung 11's ring and scales.
+ENTRY12 = "grouped_gemm_fp8_tmwb_m128n256"
+PATH12 = KERNELS_DIR / f"{ENTRY12}.ptx"
 
 
 def _features(tma_scales: bool, tma_store: bool, raster: bool = False, overlap: bool = False,
-              wide: bool = False) -> None:
+              wide: bool = False, mcw: bool = False) -> None:
     if tma_store and not tma_scales:
         raise ValueError("tma_store=True needs tma_scales=True (rung 8 is rung 7 with the TMA-store epilogue)")
     if raster and not tma_store:
@@ -111,36 +116,38 @@ def _features(tma_scales: bool, tma_store: bool, raster: bool = False, overlap: 
     if wide and (overlap or not raster):
         raise ValueError(f"wide=True needs raster=True and overlap=False, not overlap={overlap!r}, raster={raster!r} "
                          "(rung 11 is rung 9 with the 128 x 256 tile: a second partial-sum set does not fit)")
+    if mcw and not wide:
+        raise ValueError("mcw=True needs wide=True (rung 12 is rung 11 with the weight tile multicast)")
 
 
 def stages(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False,
-           wide: bool = False) -> int:
-    _features(tma_scales, tma_store, raster, overlap, wide)
+           wide: bool = False, mcw: bool = False) -> int:
+    _features(tma_scales, tma_store, raster, overlap, wide, mcw)
     return STAGES11 if wide else STAGES8 if tma_store else STAGES7 if tma_scales else STAGES
 
 
 def entry(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False,
-          wide: bool = False) -> str:
-    _features(tma_scales, tma_store, raster, overlap, wide)
+          wide: bool = False, mcw: bool = False) -> str:
+    _features(tma_scales, tma_store, raster, overlap, wide, mcw)
     if wide:
-        return ENTRY11
+        return ENTRY12 if mcw else ENTRY11
     return ENTRY10 if overlap else ENTRY9 if raster else ENTRY8 if tma_store else ENTRY7 if tma_scales else ENTRY
 
 
 def path(tma_scales: bool = False, tma_store: bool = False, raster: bool = False, overlap: bool = False,
-         wide: bool = False) -> Path:
-    _features(tma_scales, tma_store, raster, overlap, wide)
+         wide: bool = False, mcw: bool = False) -> Path:
+    _features(tma_scales, tma_store, raster, overlap, wide, mcw)
     if wide:
-        return PATH11
+        return PATH12 if mcw else PATH11
     return PATH10 if overlap else PATH9 if raster else PATH8 if tma_store else PATH7 if tma_scales else PATH
 
 
 def shared_bytes(tma_scales: bool = False, tma_store: bool = False, raster: bool = False,
-                 overlap: bool = False, wide: bool = False) -> int:
+                 overlap: bool = False, wide: bool = False, mcw: bool = False) -> int:
     """Dynamic shared memory: the ring, full[STAGES] and empty[STAGES] mbarriers, ALIGN bytes of slack (rung 7:
     also a token-scale row a stage and two weight-scale areas; rung 8: also the two output buffers; rung 11: a
-    second weight box a stage and weight-scale areas twice the size)."""
-    n = stages(tma_scales, tma_store, raster, overlap, wide)
+    second weight box a stage and weight-scale areas twice the size; rung 12: rung 11's)."""
+    n = stages(tma_scales, tma_store, raster, overlap, wide, mcw)
     if tma_scales:
         return (n * (_stage_bytes(wide) + S_BYTES) + 2 * 8 * n + 2 * 4 * KT_MAX * (1 + wide) + ALIGN
                 + tma_store * OUT_BYTES)
@@ -199,7 +206,7 @@ def _advance(n_stages: int) -> list[str]:
             "    setp.lt.u32         %p_more, %kt, %ktiles;"]
 
 
-def _producer(ts: bool, to: bool = False, rs: bool = False, wd: bool = False) -> list[str]:
+def _producer(ts: bool, to: bool = False, rs: bool = False, wd: bool = False, mc: bool = False) -> list[str]:
     tma = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
     L = ["",
          "    // ---- producer warpgroup: one thread feeds the ring ------------------------------------------------",
@@ -209,7 +216,7 @@ def _producer(ts: bool, to: bool = False, rs: bool = False, wd: bool = False) ->
          "    mov.u32             %stage, 0;",
          "    mov.u32             %ph, 0;",
          "    mov.u32             %item, %first;"]
-    L += _decode("P", raster=rs, wide=wd)
+    L += _mcw_decode("P", "$L_end", rs) + mcw_item_preds() if mc else _decode("P", raster=rs, wide=wd)
     expect, upper = wide_produce(_stage_bytes(wd), A_BYTES, ts * S_BYTES, tma) if wd else (
         [f"    @!%p_nodd mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {STAGE_BYTES + ts * S_BYTES};",
          f"    @%p_nodd mbarrier.arrive.expect_tx.shared::cta.b64 %tok, [%bar], {A_BYTES + ts * S_BYTES};"], [])
@@ -221,19 +228,21 @@ def _producer(ts: bool, to: bool = False, rs: bool = False, wd: bool = False) ->
           "    @!%p_wait bra       $P_wait;",
           "    mad.lo.u32          %bar, %stage, 8, %sfull;",
           f"    mad.lo.u32          %dst, %stage, {_stage_bytes(wd)}, %sbase;",
-          "    shl.b32             %kc, %kt, 7;                // K coordinate (elements = bytes)",
-          *expect,
-          "    shl.b32             %tmp, %rank, 13;            // my half: token rows 64*rank.. at byte 8192*rank",
-          "    add.u32             %tmp2, %dst, %tmp;",
-          "    shl.b32             %tmp, %rank, 6;",
-          "    add.u32             %tmp, %abase, %tmp;",
-          f"    {tma}.multicast::cluster [%tmp2], [%ptma, {{%kc, %tmp}}], [%bar], %mask;",
-          f"    add.u32             %tmp2, %dst, {A_BYTES};",
-          f"    @!%p_nodd {tma} [%tmp2], [%ptmw, {{%kc, %wrow}}], [%bar];",
-          *upper]
+          "    shl.b32             %kc, %kt, 7;                // K coordinate (elements = bytes)"]
+    L += mcw_produce(A_BYTES, W_BYTES, ts * S_BYTES, tma) if mc else [
+        *expect,
+        "    shl.b32             %tmp, %rank, 13;            // my half: token rows 64*rank.. at byte 8192*rank",
+        "    add.u32             %tmp2, %dst, %tmp;",
+        "    shl.b32             %tmp, %rank, 6;",
+        "    add.u32             %tmp, %abase, %tmp;",
+        f"    {tma}.multicast::cluster [%tmp2], [%ptma, {{%kc, %tmp}}], [%bar], %mask;",
+        f"    add.u32             %tmp2, %dst, {A_BYTES};",
+        f"    @!%p_nodd {tma} [%tmp2], [%ptmw, {{%kc, %wrow}}], [%bar];",
+        *upper]
     if ts:
         L += [f"    mad.lo.u32          %tmp2, %stage, {S_BYTES}, %ssc;",
-              f"    {tma} [%tmp2], [%ptms, {{%abase, %kt}}], [%bar];  // the tile's token scales of group kt"]
+              f"    {'@!%p_nodd ' if mc else ''}{tma} [%tmp2], [%ptms, {{%abase, %kt}}], [%bar];  "
+              "// the tile's token scales of group kt"]
     L += _advance(stages(ts, to, rs, False, wd))
     L += ["    @%p_more bra.uni    $P_k;",
           "$P_next:",
@@ -296,7 +305,16 @@ def _ws_to_shared(to: bool = False, count: str = "%ktiles") -> list[str]:
             "$C_wsdone:"]
 
 
-def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False, wd: bool = False) -> list[str]:
+def _mcw_decode(role: str, end: str, rs: bool) -> list[str]:
+    """Rung 12's decode (gemm_fp8_tm_mcw.mcw_decode), then what _decode does after %col0: the wide tile's halves, the
+    weight row, the K counter."""
+    return [*mcw_decode(role, end, rs), *wide_decode(),
+            "    mad.lo.u32          %wrow, %e, %n, %col0;       // first weight row in the (E*N, Kd) view",
+            "    mov.u32             %kt, 0;"]
+
+
+def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False, wd: bool = False,
+              mc: bool = False) -> list[str]:
     L = ["",
          "    // ---- consumer warpgroups: wgmma, promotion, epilogue -----------------------------------------------",
          "$C_start:",
@@ -326,7 +344,7 @@ def _consumer(ts: bool, to: bool = False, rs: bool = False, ov: bool = False, wd
          "    mov.u32             %stage, 0;",
          "    mov.u32             %ph, 0;",
          "    mov.u32             %item, %first;"]
-    L += _decode("C", "$C_end" if to else "$L_end", rs, wd)
+    L += _mcw_decode("C", "$C_end", rs) if mc else _decode("C", "$C_end" if to else "$L_end", rs, wd)
     L += _run_rows()
     L += [f"    mov.f32             %acc{i}, 0f00000000;" for i in range(ACC * (1 + wd))]
     L += ["    add.u32             %r0, %abase, %trow;"]
@@ -443,23 +461,23 @@ _PRED_REGS = ("    .reg .pred  %p_lead, %p_q, %p_wait, %p_more, %p_zero, %p_one,
 
 
 def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = False, raster: bool = False,
-           overlap: bool = False, wide: bool = False) -> str:
+           overlap: bool = False, wide: bool = False, mcw: bool = False) -> str:
     """The complete PTX module of rung 6 (tma_scales=False), rung 7 (True), rung 8 (and tma_store=True), rung 9
-    (and raster=True), rung 10 (and overlap=True) or rung 11 (raster=True and wide=True).
+    (and raster=True), rung 10 (and overlap=True), rung 11 (raster=True and wide=True) or rung 12 (and mcw=True).
     wait_bound > 0: every mbarrier wait loop traps after that many failed try_waits (gemm_fp8_ws_template._bounded;
     not in the checked-in files)."""
     if not isinstance(wait_bound, int) or wait_bound < 0:
         raise ValueError(f"wait_bound={wait_bound!r}; expected an int >= 0 (0: unbounded waits)")
-    ts, to, rs, ov, wd = tma_scales, tma_store, raster, overlap, wide
-    n_stages = stages(ts, to, rs, ov, wd)
-    need = shared_bytes(ts, to, rs, ov, wd)
+    ts, to, rs, ov, wd, mc = tma_scales, tma_store, raster, overlap, wide, mcw
+    n_stages = stages(ts, to, rs, ov, wd, mc)
+    need = shared_bytes(ts, to, rs, ov, wd, mc)
     if need > SMEM_LIMIT:
         raise ValueError(f"{n_stages} stages need {need} B of shared memory; sm_90 allows {SMEM_LIMIT}")
     stage_bytes = _stage_bytes(wd)
     out = to * OUT_BYTES  # the output buffers sit between the ring and the token-scale rows
     facts = Facts(A_BYTES, W_BYTES, S_BYTES, TILE_N, KT_MAX, EMPTY_COUNT, CLUSTER_CTAS, n_stages, stage_bytes,
-                  entry(ts, to, rs, ov, wd), need)
-    L = [header(facts, ts, to, rs, ov, wd)]
+                  entry(ts, to, rs, ov, wd, mc), need)
+    L = [header(facts, ts, to, rs, ov, wd, mc)]
     L += [_PRED_REGS,
           "    .reg .b16   %mask;",
           "    .reg .b32   %thr, %wg, %sbase, %sfull, %sempty, %kd, %n, %bm, %nblk, %npairs, %nitems, %ktiles;",
@@ -475,6 +493,7 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           *(RASTER_REGS if rs else ()),
           f"    .reg .f32   %acc<{ACC * (1 + wd)}>, %part<{ACC}>, %sa0, %sa1, %s0, %s1, %ws;",
           *(WIDE_REGS if wd else ()),
+          *(MCW_REGS if mc else ()),
           *(overlap_regs(ACC) if ov else ()),
           "",
           "    // ---- setup (all threads): parameters, barriers, this cluster's first item -------------------------",
@@ -513,6 +532,7 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    shr.u32             %npairs, %npairs, 1;        // N-tile pairs (the last one half if N tiles are odd)",
           f"    mov.u32             %tmp, {TILE_M};",
           "    div.u32             %rblk, %tmp, %bm;           // R: routing blocks of an aligned group",
+          *(mcw_setup() if mc else []),
           "    mul.lo.u32          %nitems, %nblk, %npairs;    // (block, N-tile pair) items",
           "    ld.param.u32        %tmp2, [gf_item_end];",
           "    min.u32             %nitems, %nitems, %tmp2;    // this launch's items: [item_begin, item_end)",
@@ -536,8 +556,8 @@ def render(wait_bound: int = 0, tma_scales: bool = False, tma_store: bool = Fals
           "    barrier.cluster.wait.acquire;",
           "    setp.ne.u32         %p_q, %wg, 0;",
           "    @%p_q bra.uni       $C_start;"]
-    L += _producer(ts, to, rs, wd)
-    L += _consumer(ts, to, rs, ov, wd)
+    L += _producer(ts, to, rs, wd, mc)
+    L += _consumer(ts, to, rs, ov, wd, mc)
     L += ["$L_end:",
           "    barrier.cluster.arrive.release;             // no remote arrival or copy may reach an exited CTA",
           "    barrier.cluster.wait.acquire;",

@@ -23,11 +23,11 @@ TEMPLATE_MODULES = (
     "ptx_impl.gemm_fp8_template",  # FP8 ladder rung 1 (mma.sync)
     "ptx_impl.gemm_fp8_wgmma_template",  # FP8 rungs 2 (wgmma) and 3 (+TMA, mbarriers)
     "ptx_impl.gemm_fp8_ws_template",  # FP8 rungs 4 (warp-specialised) and 5 (+clusters, multicast)
-    "ptx_impl.gemm_fp8_tm_template",  # FP8 rungs 6 (token-major 128 x 128 tiles, 7 stages), 7 (+scales by TMA), 8-11
+    "ptx_impl.gemm_fp8_tm_template",  # FP8 rungs 6 (token-major 128 x 128 tiles, 7 stages), 7 (+scales by TMA), 8-12
 )
 
 
-_WIDE = {"tma_scales": True, "tma_store": True, "raster": True}  # rung 11: rung 9's flags with wide=True
+_WIDE = {"tma_scales": True, "tma_store": True, "raster": True}  # rungs 11, 12: rung 9's flags with wide=True
 
 
 def _files(module) -> dict[str, Callable[[], str]]:
@@ -48,7 +48,8 @@ def _files(module) -> dict[str, Callable[[], str]]:
                  for ts, to, rs, ov in ((False, False, False, False), (True, False, False, False),
                                         (True, True, False, False), (True, True, True, False),
                                         (True, True, True, True))}
-        return rungs | {module.path(wide=True, **_WIDE).name: partial(module.render, wide=True, **_WIDE)}
+        return rungs | {module.path(wide=True, mcw=mc, **_WIDE).name: partial(module.render, wide=True, mcw=mc, **_WIDE)
+                        for mc in (False, True)}
     raise KeyError(f"{name}: a template module without an entry in ptx_impl.generated._files")
 
 

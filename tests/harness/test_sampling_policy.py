@@ -287,6 +287,33 @@ def test_persistent_windows_only_where_grid_sampling_would_sample():
     assert forced.sampled_fraction((132, 1, 1), "items", WorkItems(760, 95, 1, 8)) == pytest.approx(18 / 95)
 
 
+def test_the_threshold_counts_work_not_items_so_few_large_items_sample_like_many_small():
+    """dsv3-decode's up GEMM (304 blocks, N = 4096): rung 10's 4,864 items of (block, 256 columns) and rung 11's 2,432
+    of (block, 512 columns) are the same 9,728 block x 128-column tiles of work: both are sampled under auto, over
+    the same routing blocks, though rung 11's item count is under AUTO_MIN_CTAS; a launch of little work in few
+    items still runs whole, and one whose work is at the threshold too."""
+    from contract.device import WorkItems
+    from harness.sampling import AUTO_MIN_CTAS
+    from ptx_impl import gemm_fp8_r10, gemm_fp8_r11
+
+    p = get_preset("dsv3-decode")
+    policy = parse_sample("auto").for_preset(p)
+    sizes = (p.P_max, p.H, 2 * p.I, p.BM, p.E)
+    r10, r11 = gemm_fp8_r10.work_items(sizes), gemm_fp8_r11.work_items(sizes)
+    assert r11.count == r10.count // 2 < AUTO_MIN_CTAS < r10.count and r10.work_tiles == r11.work_tiles == 304 * 32
+    experts = _experts([1, 2, 1] * 40, p.n_blocks)
+    w10, w11 = policy.stratified_windows(r10, experts), policy.stratified_windows(r11, experts)
+    assert w11 and len(w10) == len(w11)
+    blocks = [[(b // it.items_per_group, -(-e // it.items_per_group)) for _, b, e, _ in w] for it, w in
+              ((r10, w10), (r11, w11))]
+    assert blocks[0] == blocks[1]  # the same groups of routing blocks, whichever item size
+    assert sum(e - b for _, b, e, _ in w11) < r11.count  # sampled, not whole
+    assert policy.work_windows(r11) and policy.sampled_fraction((132, 1, 1), "items", r11) < 1.0
+    assert policy.work_windows(WorkItems(100, 50, 1, 2, AUTO_MIN_CTAS)) == ()  # work at the threshold: whole
+    assert policy.work_windows(WorkItems(100, 50, 1, 2, AUTO_MIN_CTAS + 1))  # one tile over: sampled
+    assert WorkItems(100, 50).work_tiles == 100  # no tiles given: one an item
+
+
 def test_work_items_map_blocks_to_item_ranges_and_flatten_to_the_whole_work():
     from contract.device import WorkItems
     from contract.errors import InputError as ContractInputError

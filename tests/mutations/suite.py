@@ -32,21 +32,28 @@ PRESET_N384 = Preset("mutations-k13-n384", T=32, H=1664, E=4, K=2, G=1, TG=1, I=
 # rung 11's (256-column tiles): N = 640, a pair of whole tiles, then a narrow tile (its upper half past N) beside a
 # rank 1 past the last tile (tokens only)
 PRESET_N640 = Preset("mutations-k13-n640", T=32, H=1664, E=4, K=2, G=1, TG=1, I=320, BM=16)
+# rung 12's (pairs of token tiles sharing the weight tile): rung 11's N = 640 at BM = 64, so R = 2 blocks make a tile
+# and the 8 blocks four aligned groups, with its own layout (BLOCK_EXPERT_R12): its slots pair blocks (0, 2) (two
+# experts' heads: each CTA alone), (1, 3) (rank 1's block a continuation: idle beside a lone head), (4, 6) (two heads
+# of expert 3: the weight multicast, rank 1's run one block, so its second warpgroup idles) and (5, 7) (no head:
+# skipped); one cluster walks them
+PRESET_N640_BM64 = Preset("mutations-k13-n640-bm64", T=128, H=1664, E=4, K=2, G=1, TG=1, I=320, BM=64)
+BLOCK_EXPERT_R12 = (0, 1, 2, 2, 3, 3, 3, -1)
 VARIANT = "up"
-BLOCK_EXPERT = (0, 0, 1, 2, 3, 3, 3, -1)  # 8 routing blocks of 16 rows = 8 token tiles (P_max = 128)
-TOTAL_PADDED = 7 * 16  # block 7 lies past total_padded: never computed, never written
+BLOCK_EXPERT = (0, 0, 1, 2, 3, 3, 3, -1)  # 8 routing blocks (BM = 16: 8 token tiles, P_max = 128)
+TOTAL_PADDED_BLOCKS = 7  # block 7 lies past total_padded: never computed, never written
 SANITIZE = "all"
 # NOTE: a hang is a launch past its warp-instruction budget, which no machine load can change. The slowest unmutated
-# launch, rung 11's at N = 640, runs 175,472 warp-instructions on every seed (rung 9's at N = 384: 124,028; rungs 2-5:
-# 47,233-57,513; the control flow does not depend on the data); BUDGET_MARGIN times that leaves room for a mutant
-# that legitimately runs longer (retries, extra waits) to be caught by what it breaks rather than as a hang.
-# __main__ fails a run whose clean launches come within the margin of BUDGET.
+# launch, rung 12's at N = 640 and BM = 64, runs 262,036 warp-instructions on every seed (rung 11's at N = 640:
+# 175,472; rung 9's at N = 384: 124,028; rungs 2-5: 47,233-57,513; the control flow does not depend on the data);
+# BUDGET_MARGIN times that leaves room for a mutant that legitimately runs longer (retries, extra waits) to be caught
+# by what it breaks rather than as a hang. __main__ fails a run whose clean launches come within the margin of BUDGET.
 BUDGET_MARGIN = 8
-BUDGET = 1_500_000  # warp-instructions per launch (>= BUDGET_MARGIN x 175,472)
+BUDGET = 2_500_000  # warp-instructions per launch (>= BUDGET_MARGIN x the slowest clean launch, below)
 # The wall-clock limit is only a safety net (a launch whose simulation stalls on something the budget does not count):
 # a mutant it stops is reported as `wall-clock`, never as caught, since its outcome would depend on the machine's load.
 BACKSTOP_S = 1800.0
-RUNGS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+RUNGS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
 WALL_CLOCK = "wall-clock"
 
 
@@ -59,6 +66,7 @@ class Target:
     entry: str
     run: object  # run(backend, args, preset) -> [LaunchRecord]
     preset: Preset = PRESET
+    block_expert: tuple[int, ...] = BLOCK_EXPERT
 
 
 def target(rung: int) -> Target:
@@ -73,6 +81,7 @@ def target(rung: int) -> Target:
         gemm_fp8_r9,
         gemm_fp8_r10,
         gemm_fp8_r11,
+        gemm_fp8_r12,
     )
     from ptx_impl import gemm_fp8_tm_template as tm
     from ptx_impl import gemm_fp8_ws_template as ws
@@ -102,6 +111,9 @@ def target(rung: int) -> Target:
     if rung == 11:  # rung 9's walk over 512-column pairs: whole tiles, then a narrow tile and a tokens-only rank
         return Target(11, gemm_fp8_r11.ptx_source(), tm.entry(**gemm_fp8_r11.FEATURES),
                       functools.partial(gemm_fp8_r11.run, sms=4), PRESET_N640)
+    if rung == 12:  # 1 cluster walks the 4 slots x 3 N tiles: alone, idle beside alone, multicast, skipped
+        return Target(12, gemm_fp8_r12.ptx_source(), tm.entry(**gemm_fp8_r12.FEATURES),
+                      functools.partial(gemm_fp8_r12.run, sms=2), PRESET_N640_BM64, BLOCK_EXPERT_R12)
     raise ValueError(f"rung={rung!r}; the mutation suite covers rungs {RUNGS}")
 
 
@@ -138,16 +150,16 @@ def assemble_notes(mutation: Mutation) -> tuple[str, tuple[str, ...]]:
     return "", tuple(sorted(set(re.findall(r"\((C\d+)\)", proc.stderr + proc.stdout))))
 
 
-def inputs(seed: int, preset: Preset = PRESET) -> dict:
-    """Fresh random values for the seed, with the fixed routing layout (BLOCK_EXPERT, TOTAL_PADDED)."""
+def inputs(seed: int, preset: Preset = PRESET, block_expert: tuple[int, ...] = BLOCK_EXPERT) -> dict:
+    """Fresh random values for the seed, with the fixed routing layout (`block_expert`, TOTAL_PADDED_BLOCKS)."""
     from contract.kernels import get_kernel
 
     got = get_kernel(KERNEL).make_inputs(preset, "balanced", seed, variant=VARIANT)
-    if got["block_expert"].shape != (len(BLOCK_EXPERT),):
-        raise ValueError(f"{preset.name}: {got['block_expert'].shape[0]} routing blocks; BLOCK_EXPERT has "
-                         f"{len(BLOCK_EXPERT)}")
-    got["block_expert"] = np.array(BLOCK_EXPERT, np.int32)
-    got["total_padded"] = np.array([TOTAL_PADDED], np.int32)
+    if got["block_expert"].shape != (len(block_expert),):
+        raise ValueError(f"{preset.name}: {got['block_expert'].shape[0]} routing blocks; its layout has "
+                         f"{len(block_expert)}")
+    got["block_expert"] = np.array(block_expert, np.int32)
+    got["total_padded"] = np.array([TOTAL_PADDED_BLOCKS * preset.BM], np.int32)
     return got
 
 
@@ -224,7 +236,7 @@ def run(rung: int, mutation: Mutation | None, seed: int) -> Outcome:
     caught: list[str] = []
     details: list[str] = []
     crash = ""
-    data = inputs(seed, t.preset)
+    data = inputs(seed, t.preset, t.block_expert)
     try:
         _, outputs, records = run_kernel(t.run, backend, KERNEL, t.preset, "balanced", seed, inputs=data,
                                          variant=VARIANT)

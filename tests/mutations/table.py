@@ -1,4 +1,4 @@
-"""The mutation table: single faults of the Hopper rungs (2-11) of the PTX FP8 ladder, as data.
+"""The mutation table: single faults of the Hopper rungs (2-12) of the PTX FP8 ladder, as data.
 
 Each mutation is a precise edit of one rung's generated PTX (tests.mutations.edits: a regex, its replacement and the
 number of matches it must have) that breaks the PTX ISA's rules and that ptxas accepts (for a missing wgmma.fence or
@@ -37,6 +37,7 @@ CLASSES = {
     "scale-d": "the first wgmma of a stage accumulates instead of overwriting",
     "bulk-store": "a TMA store's buffer reused before its bulk group read it, a box outside the run, or unswizzled",
     "promotion-scale": "a promotion multiplies by another K group's token or weight scales",
+    "pair-decode": "a cluster's pair of token tiles decoded wrong: their blocks, or whether they share the weights",
 }
 
 # the mechanisms issue 26 assigns (the `wants` column)
@@ -587,5 +588,52 @@ def _rung_wide(rung: int) -> list[Mutation]:
     ]
 
 
+# rung 11's faults whose lines rung 12 does not have (its producer's arrivals and loads are its own, below)
+MCW_DROPPED = ("expect-tx-tokens-only-plus16", "tokens-only-no-arrive", "narrow-no-arrive", "upper-box-missing")
+
+
+def _rung_mcw(rung: int) -> list[Mutation]:
+    """Rung 12 (rung 11 with the cluster on two token tiles of one N tile, each CTA multicasting one 128-row weight box
+    where both blocks are heads of one expert, else loading alone or idling): rung 11's faults on the lines it shares
+    (the consumers' loop, ring, epilogue, registers, cluster barriers; multicast-mask-1 now starves rank 1 of box 0),
+    and the producer's and the pair decode's own. The suite's shape (PRESET_N640_BM64) runs all four kinds of slot."""
+    from ptx_impl import gemm_fp8_tm_template as tm
+    from ptx_impl import gemm_fp8_tm_wide as wide
+
+    tma = r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes"
+    half = tm.A_BYTES + wide.HALF_W_BYTES + tm.S_BYTES
+    # NOTE: st-every-box is left out: at the suite's BM = 64 (a pair needs R = 2 to fit its shape) a consumer
+    # warpgroup's 64 rows are one routing block and an idle warpgroup stores nothing, so dropping the box predicate
+    # changes no store (an equivalent mutant there); rung 11's, at BM = 16, covers the same epilogue lines
+    shared = [m for m in _rung_wide(rung) if m.name.split("-", 1)[1] not in MCW_DROPPED + ("st-every-box",)]
+    return shared + [
+        _m(rung, "half-no-arrive", "barrier-count", delete(r"@%p_half mbarrier\.arrive\.expect_tx"), EXISTING,
+           "the narrow tile's producer never arrives on its full barrier: its consumers wait forever"),
+        _m(rung, "expect-tx-half-minus16", "expect-tx", replace(rf"(\[%bar\]), {half};", rf"\1, {half - 16};"),
+           EXISTING, "the narrow tile's phase completes 16 bytes early (tx-count underflow)"),
+        _m(rung, "idle-no-arrive", "barrier-count", delete(r"@%p_nodd mbarrier\.arrive\.shared::cta\.b64"), EXISTING,
+           "the CTA whose block is not a head never arrives on its full barriers: its consumers wait forever"),
+        _m(rung, "idle-loads-tokens", "expect-tx", replace(rf"@!%p_nodd ({tma} \[%dst\])", r"\1"), EXISTING,
+           "the idle CTA's token copy lands in a stage whose phase expects no bytes"),
+        _m(rung, "token-upper-rows-missing", "expect-tx", delete(rf"@!%p_nodd {tma} \[%tmp2\], \[%ptma"), EXISTING,
+           "the tile's upper 64 token rows are never loaded: the full barrier waits for their 8 KB"),
+        _m(rung, "box1-not-multicast", "expect-tx",
+           replace(rf"(@%p_mc1 {tma})\.multicast::cluster( \[%tmp2\], \[%ptmw, \{{%kc, %tmp\}}\], \[%bar\]), %mask;",
+                   r"\1\2;"), EXISTING, "rank 1 keeps its weight box: rank 0 waits for 16 KB that never come"),
+        _m(rung, "alone-lower-box-missing", "expect-tx", delete(r"@%p_uc cp\.async\.bulk\.tensor"), EXISTING,
+           "a CTA alone never loads its lower weight box: the full barrier waits for its 16 KB"),
+        _m(rung, "alone-upper-box-missing", "expect-tx", delete(r"@%p_uc1 cp\.async\.bulk\.tensor"), EXISTING,
+           "a CTA alone never loads its upper weight box: the full barrier waits for its 16 KB"),
+        _m(rung, "shared-across-experts", "pair-decode",
+           replace(r"setp\.eq\.and\.s32(\s+)%p_sh, %e0, %e1, %p_hb0;", r"setp.ge.and.s32\1%p_sh, %e0, 0, %p_hb0;",
+                   2),
+           EXISTING, "two experts' heads share one weight tile: half of each CTA's tile uses the other's weights"),
+        _m(rung, "partner-same-block", "pair-decode", delete(r"mad\.lo\.u32\s+%b, %rank, %rblk, %b;", 2),
+           EXISTING, "rank 1 computes rank 0's block: the partner blocks' rows are never written"),
+        _m(rung, "slot-is-block", "pair-decode", delete(r"mad\.lo\.u32\s+%b, %tmp, %rblk, %b;", 2), EXISTING,
+           "slot s taken as block s: the pairs overlap and some blocks' rows are never written"),
+    ]
+
+
 MUTATIONS: tuple[Mutation, ...] = tuple(_rung2() + _rung3() + _rungs45(4) + _rungs45(5) + _rungs67(6) + _rungs67(7)
-                                  + _rungs67(8) + _rungs67(9) + _rung_overlap(10) + _rung_wide(11))
+                                  + _rungs67(8) + _rungs67(9) + _rung_overlap(10) + _rung_wide(11) + _rung_mcw(12))

@@ -5,7 +5,8 @@ groups of two token tiles; small), stay bit-identical to the rung below, run cle
 assemble for sm_90a with zero spills. Each rung's own checks (its PTX shape, the mutants that prove a path runs) stay
 in tests/ptx_impl/test_gemm_fp8_r<N>.py.
 
-A new rung is one `Rung(...)` entry at the end of RUNGS (the last entry is the ladder's top rung)."""
+A new rung is one `Rung(...)` entry at the end of RUNGS (the last entry is the ladder's top rung, or a rung above it
+that grouped_gemm_fp8.EXTRA_RUNGS holds)."""
 from __future__ import annotations
 
 import functools
@@ -15,8 +16,17 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from contract.presets import SKEWS
-from ptx_impl import gemm_fp8_r5, gemm_fp8_r6, gemm_fp8_r7, gemm_fp8_r8, gemm_fp8_r9, gemm_fp8_r10
+from contract.presets import SKEWS, get_preset
+from ptx_impl import (
+    gemm_fp8_r5,
+    gemm_fp8_r6,
+    gemm_fp8_r7,
+    gemm_fp8_r8,
+    gemm_fp8_r9,
+    gemm_fp8_r10,
+    gemm_fp8_r11,
+    gemm_fp8_r12,
+)
 from ptx_impl import gemm_fp8_tm_template as template
 from tests.ptx_impl.rung_checks import RASTER, assembled, rung_check
 from tests.ptx_impl.test_gemm_fp8_r4 import RAGGED_BM
@@ -62,6 +72,13 @@ RUNGS = (
          sanitized=(("raster", RASTER),), below=(gemm_fp8_r8, RASTER, ("up",), 6), small_grid=False),
     Rung(10, gemm_fp8_r10, gemm_fp8_r10.FEATURES, (*_ODD_AND_BM, ("raster", RASTER, 7)),
          below=(gemm_fp8_r9, "tiny", ("up", "down"), 9)),
+    Rung(11, gemm_fp8_r11, gemm_fp8_r11.FEATURES, (*_ODD_AND_BM, ("raster", RASTER, 7)),
+         below=(gemm_fp8_r10, "tiny", ("up", "down"), 9)),
+    # rung 12 matches rung 11 where its pairs share the weights (RASTER: two token tiles an expert) and at tiny,
+    # where a pair's blocks mostly belong to two experts (each CTA alone, or idle beside a lone head)
+    Rung(12, gemm_fp8_r12, gemm_fp8_r12.FEATURES, (*_ODD_AND_BM, ("raster", RASTER, 7)),
+         sanitized=(("tiny", "tiny"), ("odd-n-tiles", RAGGED), ("raster", RASTER)),
+         below=(gemm_fp8_r11, RASTER, ("up", "down"), 9)),
 )
 
 
@@ -79,7 +96,8 @@ def backend():
 def test_tiny_on_a_small_persistent_grid(backend, rung, skew, variant, seed):
     """sms=7 rounds down to 3 clusters for 31 items (one per routing block: N = 256 is one pair of N tiles): the ring
     wraps across items, heads, non-heads and multi-block runs occur at every skew; rungs 7 on refill their
-    weight-scale areas each item, rung 8 on reuse each warpgroup's store buffer, rung 10 drains odd and even groups."""
+    weight-scale areas each item, rung 8 on reuse each warpgroup's store buffer, rung 10 drains odd and even groups
+    (rung 11: one 256-column tile, a pair's rank 1 past N)."""
     rung_check(backend, "tiny", skew, seed, variant, rung.module.run, sms=7)
     gemm = backend.records[-1]
     assert tuple(gemm.grid) == (6, 1, 1) and gemm.shared_bytes == rung.shared <= template.SMEM_LIMIT
@@ -94,11 +112,14 @@ def test_tiny_on_the_full_grid_through_the_ladder(backend, rung, seed):
 
     assert ladder.get_rung(rung.number).module == rung.module.__name__ == f"ptx_impl.gemm_fp8_r{rung.number}"
     assert rung.module.RUNG == rung.number
-    if rung is RUNGS[-1]:  # the top rung is the ladder's default
+    if rung.number == ladder.RUNGS[-1].number:  # the top rung is the ladder's default
         assert ladder.get_rung(None).module == rung.module.__name__
+    assert ladder.RUNGS[-1].number in {r.number for r in RUNGS}  # the ladder's top rung is among those tested here
     rung_check(backend, "tiny", SKEWS[seed % len(SKEWS)], seed, ("up", "down")[seed // 3 % 2], ladder.run,
                rung=rung.number)
-    assert backend.records[-1].grid[0] == 2 * 31  # 31 routing blocks x 1 N-tile pair, under 66 clusters
+    p = get_preset("tiny")  # N = 256 at both variants: 31 routing blocks x 1 N-tile pair (rung 12: 16 slots x 1)
+    items = (gemm_fp8_r12.slots((p.P_max, 0, 256, p.BM, p.E)) if rung.number == 12 else p.n_blocks)
+    assert items == (16 if rung.number == 12 else 31) and backend.records[-1].grid[0] == 2 * items  # < 66 clusters
 
 
 @pytest.mark.sim

@@ -354,7 +354,7 @@ def direct_rows(shapes: list[str], slots: list[str], sample: str, seed: int, mod
     from contract.presets import expand_presets, get_preset
     from harness.backends.sim import SimBackend
     from harness.cell import find_run
-    from harness.implementations import split_slot
+    from harness.implementations import implementation_ladders, split_slot
     from harness.sampling import parse_sample
     from harness.timing.sim import model_row
     from harness.verify import run_kernel, was_sampled
@@ -365,7 +365,10 @@ def direct_rows(shapes: list[str], slots: list[str], sample: str, seed: int, mod
         preset = get_preset(shape)
         for slot in slots:
             run, why = find_run(slot, KERNEL)
-            impl, rung = split_slot(slot)
+            impl = split_slot(slot)[0]
+            ladder = implementation_ladders(impl).get(KERNEL)
+            record = ladder.rung(slot) if ladder is not None else None  # {number, top, ...} of a laddered path
+            rung, top = (record["number"], record["top"]) if record else (None, False)
             if run is None:
                 raise SystemExit(f"gemm_table --direct: {slot}: {why}")
             backend = SimBackend(sample=parse_sample(sample).for_preset(preset))
@@ -380,8 +383,8 @@ def direct_rows(shapes: list[str], slots: list[str], sample: str, seed: int, mod
                 timing = model_row(records, backend.launched_sources(), "H800 SXM", model=model)
                 t_us = timing["modelled_us"]
                 lo, hi = timing.get("interval_us") or (None, None)
-                row = {"shape": shape, "variant": "up", "impl": slot + (" (top)" if rung is not None else ""),
-                       "base": impl, "rung": rung, "top": rung is not None, "status": "ok" if t_us else "error",
+                row = {"shape": shape, "variant": "up", "impl": slot + (" (top)" if top else ""),
+                       "base": impl, "rung": rung, "top": top, "status": "ok" if t_us else "error",
                        "check": bool(check.ok), "reason": timing.get("error"),
                        "tflops": flops / t_us / 1e6 if t_us else None,
                        "tflops_ci": (flops / hi / 1e6 if hi else None, flops / lo / 1e6 if lo else None),

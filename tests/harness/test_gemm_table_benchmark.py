@@ -140,3 +140,13 @@ def test_a_bad_direct_slot_says_what_is_wrong_without_a_traceback(capsys):
     assert _bench().main(["--direct", "nosuch", "--shapes", "1x128x256x256"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "unknown implementation 'nosuch'" in err and "cutlass" in err
+
+
+def test_direct_rows_mark_only_the_top_rung_as_top(capsys):
+    """--direct labels a row "(top)" by the ladder's own rung record: the plain implementation slot is the top rung,
+    a lower rung's slot is not (it once marked every rung slot "(top)" and the top one not)."""
+    assert _bench().main(["--direct", "ptx,ptx.r11", "--shapes", "1x128x256x256"]) == 0
+    out = capsys.readouterr().out
+    lines = [line.split() for line in out.splitlines() if line.startswith("contiguous-1x128x256x256")]
+    labels = {" ".join(parts[1:3]) if parts[2] == "(top)" else parts[1] for parts in lines}
+    assert labels == {"ptx.r11", "ptx (top)"}, lines
